@@ -1,0 +1,7 @@
+//! nightshift: a terminal console for the engineer on call for a GPU cluster.
+//!
+//! Data flows one way: `sources` → `model` → `views`; `app` holds the state
+//! and the update loop; `tui` owns the terminal.
+
+pub mod model;
+pub mod sources;

@@ -1,0 +1,167 @@
+use super::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Pending,
+    Running,
+    /// Completing: ending, still holding its nodes.
+    Completing,
+    Suspended,
+    Completed,
+    Failed,
+    Cancelled,
+    Requeued,
+    Unknown,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Completing => "completing",
+            JobState::Suspended => "suspended",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::Requeued => "requeued",
+            JobState::Unknown => "unknown",
+        }
+    }
+
+    /// Whether jobs in this state hold GPUs.
+    pub fn holds_resources(self) -> bool {
+        matches!(
+            self,
+            JobState::Running | JobState::Completing | JobState::Suspended
+        )
+    }
+
+    pub fn is_pending(self) -> bool {
+        matches!(self, JobState::Pending | JobState::Requeued)
+    }
+}
+
+/// A job's time limit: a number of seconds or none at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeLimit {
+    Seconds(u64),
+    Unlimited,
+}
+
+/// What is known about a job's checkpoints. Each field may be unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub last: Option<Timestamp>,
+    pub interval_s: Option<u64>,
+    pub size_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// Scheduler job id (Slurm `1234` or `1234_7` for an array task).
+    pub id: String,
+    pub name: String,
+    pub user: String,
+    /// Account or team.
+    pub account: Option<String>,
+    pub partition: String,
+    pub qos: Option<String>,
+    pub priority: Option<u64>,
+    pub state: JobState,
+    /// The scheduler's own reason for a pending (or held) job, verbatim.
+    pub reason: Option<String>,
+    /// GPUs asked for on each node, when the job asks per node.
+    pub gpus_per_node: Option<u32>,
+    pub node_count: Option<u32>,
+    /// GPUs in total, when known.
+    pub gpus_total: Option<u32>,
+    /// Nodes allocated (empty while pending).
+    pub nodes: Vec<String>,
+    pub submit_time: Option<Timestamp>,
+    pub start_time: Option<Timestamp>,
+    /// When the job ended, for finished jobs.
+    pub end_time: Option<Timestamp>,
+    pub time_limit: Option<TimeLimit>,
+    /// Jobs with the same gang id live and die together (a multi-node job's
+    /// ranks, a PodGroup's pods). A multi-node Slurm job is its own gang.
+    pub gang: Option<String>,
+    pub checkpoint: Checkpoint,
+}
+
+impl Job {
+    /// GPUs the job asks for in total, from whichever shape is known.
+    pub fn gpus_requested(&self) -> Option<u32> {
+        self.gpus_total.or_else(|| {
+            self.gpus_per_node
+                .map(|g| g * self.node_count.unwrap_or(1).max(1))
+        })
+    }
+
+    /// Seconds waited so far (pending) or waited before starting.
+    pub fn wait_s(&self, now: Timestamp) -> Option<i64> {
+        let submit = self.submit_time?;
+        let end = self.start_time.unwrap_or(now);
+        Some((end - submit).max(0))
+    }
+
+    pub fn elapsed_s(&self, now: Timestamp) -> Option<i64> {
+        if !self.state.holds_resources() {
+            return None;
+        }
+        self.start_time.map(|s| (now - s).max(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job() -> Job {
+        Job {
+            id: "1".into(),
+            name: "j".into(),
+            user: "u".into(),
+            account: None,
+            partition: "p".into(),
+            qos: None,
+            priority: None,
+            state: JobState::Pending,
+            reason: None,
+            gpus_per_node: Some(8),
+            node_count: Some(4),
+            gpus_total: None,
+            nodes: vec![],
+            submit_time: Some(100),
+            start_time: None,
+            end_time: None,
+            time_limit: None,
+            gang: None,
+            checkpoint: Checkpoint::default(),
+        }
+    }
+
+    #[test]
+    fn gpus_requested_from_shape() {
+        let mut j = job();
+        assert_eq!(j.gpus_requested(), Some(32));
+        j.gpus_total = Some(12);
+        assert_eq!(j.gpus_requested(), Some(12));
+        j.gpus_total = None;
+        j.gpus_per_node = None;
+        assert_eq!(j.gpus_requested(), None);
+    }
+
+    #[test]
+    fn wait_counts_until_start_or_now() {
+        let mut j = job();
+        assert_eq!(j.wait_s(160), Some(60));
+        j.start_time = Some(130);
+        assert_eq!(j.wait_s(500), Some(30));
+        j.submit_time = None;
+        assert_eq!(j.wait_s(500), None);
+    }
+}

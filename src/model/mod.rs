@@ -1,0 +1,100 @@
+//! Plain data describing one snapshot of a GPU cluster. No I/O lives here.
+//!
+//! Every value a source did not supply is `None` (serialised as JSON `null`),
+//! never a made-up zero: an exporter with profiling turned off has *unknown*
+//! SM occupancy, not an idle GPU.
+
+mod event;
+mod gpu;
+mod job;
+mod node;
+mod summary;
+
+pub use event::{Event, EventKind};
+pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid};
+pub use job::{Checkpoint, Job, JobState, TimeLimit};
+pub use node::{Node, NodeState};
+pub use summary::Summary;
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Seconds since the Unix epoch, UTC. The clock is the source's (the sim's own
+/// clock for the simulated cluster), so all times in one snapshot agree.
+pub type Timestamp = i64;
+
+/// A scheduler partition (Slurm) or queue (Kueue ClusterQueue, Volcano queue).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partition {
+    pub name: String,
+    /// Names of the nodes in this partition.
+    pub nodes: Vec<String>,
+    /// The GPU model of the partition's nodes when they agree.
+    pub gpu_model: Option<String>,
+    /// Longest time limit a job may ask for, when the scheduler reports one.
+    pub max_time_s: Option<u64>,
+}
+
+/// A team's (Slurm account's) GPU quota.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Quota {
+    pub account: String,
+    /// GPUs the account may hold at once; `None` when no limit is known.
+    pub gpu_limit: Option<u32>,
+    /// GPUs its running jobs hold now.
+    pub gpus_in_use: u32,
+}
+
+/// One consistent picture of the cluster as a source saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// Cluster name as the source reports it.
+    pub name: String,
+    /// Which backend produced this snapshot (`sim`, `slurm`, …).
+    pub source: String,
+    /// The source's clock when the snapshot was taken.
+    pub time: Timestamp,
+    pub partitions: Vec<Partition>,
+    pub nodes: Vec<Node>,
+    pub jobs: Vec<Job>,
+    /// Xid, ECC and node-state events, oldest first.
+    pub events: Vec<Event>,
+    pub quotas: Vec<Quota>,
+}
+
+impl Cluster {
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    pub fn job(&self, id: &str) -> Option<&Job> {
+        self.jobs.iter().find(|j| j.id == id)
+    }
+
+    /// Index from node name to its position in `nodes`, for lookups at scale.
+    pub fn node_index(&self) -> HashMap<&str, usize> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect()
+    }
+
+    /// The jobs that hold GPUs on `node`, in job-list order.
+    pub fn jobs_on_node<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a Job> + 'a {
+        self.jobs
+            .iter()
+            .filter(move |j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
+    }
+
+    /// Every GPU in node order, with its node.
+    pub fn gpus(&self) -> impl Iterator<Item = (&Node, &Gpu)> {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.gpus.iter().map(move |g| (n, g)))
+    }
+
+    pub fn summary(&self) -> Summary {
+        Summary::of(self)
+    }
+}

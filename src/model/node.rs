@@ -1,0 +1,93 @@
+use super::{Gpu, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Scheduling state of a node, as the on-call thinks of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    /// Accepting work (idle, mixed or allocated).
+    Up,
+    /// Cordoned: no new work, running work continues, not being emptied.
+    Cordoned,
+    /// Being drained: no new work, jobs still running on it.
+    Draining,
+    /// Drained: no new work and no jobs left.
+    Drain,
+    /// Down or not responding.
+    Down,
+    /// The source could not say.
+    Unknown,
+}
+
+impl NodeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Up => "up",
+            NodeState::Cordoned => "cordoned",
+            NodeState::Draining => "draining",
+            NodeState::Drain => "drain",
+            NodeState::Down => "down",
+            NodeState::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the scheduler may place new work here.
+    pub fn schedulable(self) -> bool {
+        matches!(self, NodeState::Up)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub name: String,
+    pub partitions: Vec<String>,
+    pub state: NodeState,
+    /// Why the node is drained/down/cordoned, as the scheduler recorded it.
+    pub reason: Option<String>,
+    /// Who set the reason (Slurm's `reason_set_by_user`).
+    pub reason_set_by: Option<String>,
+    /// When the reason was set.
+    pub reason_time: Option<Timestamp>,
+    pub gpu_model: Option<String>,
+    /// NVLink domain or topology group (rack, NVL72 domain, switch).
+    pub topology: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    /// GPUs the scheduler says the node has; `gpus` may hold fewer when an
+    /// endpoint reports fewer (a GPU fallen off the bus).
+    pub gpu_count: u32,
+    pub gpus: Vec<Gpu>,
+}
+
+impl Node {
+    /// GPUs held by jobs on this node, counted from the per-GPU allocation.
+    pub fn gpus_allocated(&self) -> u32 {
+        self.gpus.iter().filter(|g| g.job.is_some()).count() as u32
+    }
+
+    /// GPUs free for new work: 0 on a node that takes no new work.
+    pub fn gpus_free(&self) -> u32 {
+        if !self.state.schedulable() {
+            return 0;
+        }
+        self.gpu_count.saturating_sub(self.gpus_allocated())
+    }
+
+    /// Mean SM occupancy over the GPUs that report it.
+    pub fn mean_sm_occupancy(&self) -> Option<f64> {
+        let known: Vec<f64> = self.gpus.iter().filter_map(|g| g.sm_occupancy).collect();
+        if known.is_empty() {
+            None
+        } else {
+            Some(known.iter().sum::<f64>() / known.len() as f64)
+        }
+    }
+
+    /// The most recent Xid on any of the node's GPUs.
+    pub fn last_xid(&self) -> Option<(u32, &super::LastXid)> {
+        self.gpus
+            .iter()
+            .filter_map(|g| g.last_xid.as_ref().map(|x| (g.index, x)))
+            .max_by_key(|(_, x)| x.time)
+    }
+}

@@ -1,0 +1,60 @@
+//! Sources: each backend turns its wire format into model updates on a channel.
+//!
+//! A source runs on the tokio runtime, never on the UI's thread, and sends
+//! whole snapshots: the UI keeps the newest and knows how old it is.
+
+pub mod sim;
+
+use crate::model::Cluster;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// What a source tells the UI.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// A fresh, complete picture of the cluster.
+    Snapshot(Arc<Cluster>),
+    /// The source could not refresh; the last snapshot stands, growing stale.
+    Error(String),
+}
+
+/// Which backend to read, with its settings.
+#[derive(Debug, Clone)]
+pub enum SourceConfig {
+    Sim { sim: sim::SimConfig, speed: f64 },
+}
+
+impl SourceConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SourceConfig::Sim { .. } => "sim",
+        }
+    }
+
+    /// How often fresh data is expected; older data is marked stale.
+    pub fn expected_interval(&self) -> Duration {
+        match self {
+            SourceConfig::Sim { speed, .. } => {
+                if *speed > 0.0 {
+                    Duration::from_secs_f64((1.0 / speed).clamp(0.2, 60.0))
+                } else {
+                    Duration::from_secs(60)
+                }
+            }
+        }
+    }
+}
+
+/// Starts the source on the current tokio runtime; updates arrive on the
+/// returned channel until the receiver is dropped.
+pub fn spawn(cfg: SourceConfig) -> Result<mpsc::Receiver<Update>, String> {
+    let (tx, rx) = mpsc::channel(16);
+    match cfg {
+        SourceConfig::Sim { sim: sim_cfg, speed } => {
+            let sim = sim::Sim::new(sim_cfg)?;
+            tokio::spawn(sim::run(sim, speed, tx));
+        }
+    }
+    Ok(rx)
+}

@@ -1,0 +1,339 @@
+//! The cluster as it stands when the sim starts: nodes, the scenario's jobs,
+//! background load, and the incidents that already happened.
+
+use super::{SimJob, SimPartition, Sim, START_TIME};
+use crate::model::{
+    Checkpoint, EventKind, Gpu, Job, JobState, LastXid, Node, NodeState, Partition, TimeLimit,
+};
+use rand::Rng;
+use std::collections::BTreeMap;
+
+/// Single-node jobs that leave 3,3,3,2,2,2,1 GPUs free on the first seven
+/// A100 nodes: 16 free, at most 3 on any node.
+const FRAGMENTS: [&[u32]; 7] = [&[4, 1], &[2, 2, 1], &[4, 1], &[4, 2], &[2, 2, 2], &[4, 2], &[4, 2, 1]];
+
+pub(crate) const USERS: [(&str, &str); 8] = [
+    ("alice", "llm"),
+    ("bob", "vision"),
+    ("carol", "vision"),
+    ("dave", "speech"),
+    ("erin", "rl"),
+    ("frank", "research"),
+    ("grace", "speech"),
+    ("heidi", "research"),
+];
+
+pub(crate) const JOB_NAMES: [&str; 12] = [
+    "llama-sft", "bert-eval", "diffusion-xl", "moe-ablation", "rlhf-ppo", "tokenizer-bench",
+    "whisper-ft", "nerf-train", "vit-probe", "retrieval-emb", "ssm-scan", "dpo-sweep",
+];
+
+struct Spec<'a> {
+    name: &'a str,
+    user: &'a str,
+    account: &'a str,
+    partition: &'a str,
+    priority: u64,
+    gpus_per_node: u32,
+    nodes: u32,
+}
+
+pub(crate) fn build(sim: &mut Sim) {
+    let h = sim.cfg.nodes / 2;
+    let a = sim.cfg.nodes - h;
+    add_partition(sim, "h100", "NVIDIA H100 80GB HBM3", 81_559, h);
+    add_partition(sim, "a100", "NVIDIA A100-SXM4-80GB", 81_920, a);
+    sim.quotas.push(("vision".into(), 16));
+    let hn: Vec<usize> = sim.partitions[0].nodes.clone();
+    let an: Vec<usize> = sim.partitions[1].nodes.clone();
+
+    // The 4-node gang that the Xid 79 hung.
+    let gang = start(
+        sim,
+        &Spec { name: "llm-pretrain-70b", user: "alice", account: "llm", partition: "h100", priority: 9000, gpus_per_node: 8, nodes: 4 },
+        &hn[0..4],
+        18 * 3600,
+        72 * 3600,
+    );
+    {
+        let j = &mut sim.jobs[gang];
+        j.job.qos = Some("high".into());
+        j.job.checkpoint = Checkpoint {
+            last: Some(START_TIME - 1050),
+            interval_s: Some(1800),
+            size_bytes: Some(1_200_000_000_000),
+        };
+        j.base_occ = 0.82;
+        j.mem_frac = 0.93;
+        j.hung = true;
+    }
+    let xid_node = sim.nodes[hn[2]].name.clone();
+    sim.nodes[hn[2]].gpus[3].last_xid = Some(LastXid { code: 79, time: Some(START_TIME - 30) });
+    sim.push_event_at(START_TIME - 30, &xid_node, Some(3), EventKind::Xid { code: 79 }, "GPU has fallen off the bus");
+
+    // The vision team at its quota of 16 GPUs, and its queue.
+    for (i, (name, user)) in [("vit-h-finetune", "bob"), ("detr-sweep", "carol")].into_iter().enumerate() {
+        let spec = Spec { name, user, account: "vision", partition: "h100", priority: 5000, gpus_per_node: 8, nodes: 1 };
+        start(sim, &spec, &hn[4 + i..5 + i], 5 * 3600, 24 * 3600);
+    }
+    for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
+        let spec = Spec { name, user, account: "vision", partition: "h100", priority: 5200, gpus_per_node: gpus, nodes: 1 };
+        queue(sim, &spec, 40 * 60, false);
+    }
+
+    // The A100 partition: fragmented, one node drained for burn-in.
+    for (k, sizes) in FRAGMENTS.iter().enumerate() {
+        for &g in sizes.iter() {
+            let (user, account) = USERS[3 + (k + g as usize) % 5];
+            let name = JOB_NAMES[(k * 3 + g as usize) % JOB_NAMES.len()];
+            let spec = Spec { name, user, account, partition: "a100", priority: 3000, gpus_per_node: g, nodes: 1 };
+            let ran = sim.rng.random_range(3600..6 * 3600);
+            start(sim, &spec, &an[k..k + 1], ran, 24 * 3600);
+        }
+    }
+    let drained = an[7];
+    sim.nodes[drained].state = NodeState::Drain;
+    sim.nodes[drained].reason = Some("PSU replaced, burn-in pending".into());
+    sim.nodes[drained].reason_set_by = Some("root".into());
+    sim.nodes[drained].reason_time = Some(START_TIME - 5400);
+    let dname = sim.nodes[drained].name.clone();
+    sim.push_event_at(
+        START_TIME - 5400,
+        &dname,
+        None,
+        EventKind::NodeState { from: "up".into(), to: "drain".into() },
+        "PSU replaced, burn-in pending",
+    );
+    for (name, user, account, prio) in [("asr-conformer-8g", "grace", "speech", 8000), ("rl-ppo-8g", "erin", "rl", 6000)] {
+        let spec = Spec { name, user, account, partition: "a100", priority: prio, gpus_per_node: 8, nodes: 1 };
+        queue(sim, &spec, 42 * 60, false);
+    }
+
+    // Jobs no scheduler pass will start.
+    let eval = queue(
+        sim,
+        &Spec { name: "llm-eval-70b", user: "alice", account: "llm", partition: "h100", priority: 8500, gpus_per_node: 8, nodes: 1 },
+        3 * 3600,
+        true,
+    );
+    sim.jobs[eval].job.reason = Some("Dependency".into());
+    let held = queue(
+        sim,
+        &Spec { name: "ablation-hold", user: "heidi", account: "research", partition: "h100", priority: 1000, gpus_per_node: 2, nodes: 1 },
+        2 * 3600,
+        true,
+    );
+    sim.jobs[held].job.reason = Some("JobHeldUser".into());
+    // A name full of escape sequences: drawn inert, never sent to the terminal.
+    queue(
+        sim,
+        &Spec { name: "\u{1b}[31mpwn\u{1b}[0m\u{7}-eval", user: "mallory", account: "research", partition: "h100", priority: 1500, gpus_per_node: 4, nodes: 1 },
+        10 * 60,
+        false,
+    );
+
+    // Background load on every node the scenario does not use.
+    let busy: Vec<usize> = hn[6..].iter().chain(an[8..].iter()).copied().collect();
+    for n in busy {
+        let mut free = 8u32;
+        while free > 0 && sim.rng.random_bool(0.8) {
+            let g = [1u32, 2, 4, 8][sim.rng.random_range(0..4)].min(free);
+            let part = sim.nodes[n].partitions[0].clone();
+            let spec = random_spec(sim, &part, g);
+            let duration = sim.rng.random_range(3 * 60..15 * 60);
+            let ran = sim.rng.random_range(0..duration);
+            let idx = start(sim, &spec.as_spec(), &[n], ran, 3600);
+            sim.jobs[idx].duration_s = duration;
+            free -= g;
+        }
+    }
+    if let Some(total) = sim.cfg.jobs {
+        while sim.jobs.len() < total {
+            let part = if sim.rng.random_bool(0.5) { "h100" } else { "a100" };
+            let g = [1u32, 2, 4, 8][sim.rng.random_range(0..4)];
+            let spec = random_spec(sim, part, g);
+            let waited = sim.rng.random_range(60..4 * 3600);
+            let idx = queue(sim, &spec.as_spec(), waited, false);
+            sim.jobs[idx].duration_s = sim.rng.random_range(3 * 60..15 * 60);
+        }
+    }
+}
+
+fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: usize) {
+    let width = count.to_string().len().max(2);
+    let mut members = Vec::with_capacity(count);
+    for i in 1..=count {
+        let node_name = format!("{name}-{i:0width$}");
+        let rack = format!("rack-{name}-{}", (i - 1) / 4 + 1);
+        let mut labels = BTreeMap::new();
+        labels.insert("nvidia.com/gpu.product".to_string(), model.replace(' ', "-"));
+        labels.insert("topology.rack".to_string(), rack.clone());
+        let gpus = (0..8)
+            .map(|g| {
+                let mut gpu = Gpu::unknown(&node_name, g);
+                gpu.uuid = Some(format!("GPU-{:08x}-{:04x}-{g}", fnv(&node_name), i));
+                gpu.model = Some(model.to_string());
+                gpu.memory_total_mib = Some(mem_mib);
+                gpu.ecc.sbe_volatile = Some(0);
+                gpu.ecc.dbe_volatile = Some(0);
+                gpu.ecc.sbe_aggregate = Some(0);
+                gpu.ecc.dbe_aggregate = Some(0);
+                gpu.row_remap_pending = Some(false);
+                gpu.row_remap_failed = Some(false);
+                gpu
+            })
+            .collect();
+        members.push(sim.nodes.len());
+        sim.nodes.push(Node {
+            name: node_name,
+            partitions: vec![name.to_string()],
+            state: NodeState::Up,
+            reason: None,
+            reason_set_by: None,
+            reason_time: None,
+            gpu_model: Some(model.to_string()),
+            topology: Some(rack),
+            labels,
+            gpu_count: 8,
+            gpus,
+        });
+    }
+    let partition = Partition {
+        name: name.to_string(),
+        nodes: members.iter().map(|&i| sim.nodes[i].name.clone()).collect(),
+        gpu_model: Some(model.to_string()),
+        max_time_s: Some(7 * 24 * 3600),
+    };
+    sim.partitions.push(SimPartition { partition, nodes: members });
+}
+
+/// A stable per-name number for made-up UUIDs.
+fn fnv(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+pub(crate) struct OwnedSpec {
+    name: String,
+    user: &'static str,
+    account: &'static str,
+    partition: String,
+    priority: u64,
+    gpus: u32,
+    nodes: u32,
+}
+
+impl OwnedSpec {
+    fn as_spec(&self) -> Spec<'_> {
+        Spec {
+            name: &self.name,
+            user: self.user,
+            account: self.account,
+            partition: &self.partition,
+            priority: self.priority,
+            gpus_per_node: self.gpus,
+            nodes: self.nodes,
+        }
+    }
+}
+
+pub(crate) fn random_spec(sim: &mut Sim, partition: &str, gpus: u32) -> OwnedSpec {
+    // Skip the vision team: its queue is the scenario's.
+    let pick = [0usize, 3, 4, 5, 6, 7][sim.rng.random_range(0..6)];
+    let (user, account) = USERS[pick];
+    let name = JOB_NAMES[sim.rng.random_range(0..JOB_NAMES.len())];
+    OwnedSpec {
+        name: format!("{name}-{}", sim.rng.random_range(1..100)),
+        user,
+        account,
+        partition: partition.to_string(),
+        priority: sim.rng.random_range(1000..5000),
+        gpus,
+        nodes: 1,
+    }
+}
+
+/// Submits a new pending job from a random spec; used by arrivals.
+pub(crate) fn submit(sim: &mut Sim, spec: &OwnedSpec, duration_s: u64) -> usize {
+    let idx = queue(sim, &spec.as_spec(), 0, false);
+    sim.jobs[idx].duration_s = duration_s;
+    idx
+}
+
+pub(crate) fn with_nodes(mut spec: OwnedSpec, nodes: u32) -> OwnedSpec {
+    spec.nodes = nodes;
+    spec
+}
+
+fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJob {
+    let id = sim.next_job_id;
+    sim.next_job_id += 1;
+    let base_occ = sim.rng.random_range(0.35..0.9);
+    let mem_frac = sim.rng.random_range(0.4..0.95);
+    let multi = spec.nodes > 1;
+    SimJob {
+        job: Job {
+            id: id.to_string(),
+            name: spec.name.to_string(),
+            user: spec.user.to_string(),
+            account: Some(spec.account.to_string()),
+            partition: spec.partition.to_string(),
+            qos: Some("normal".into()),
+            priority: Some(spec.priority),
+            state: JobState::Pending,
+            reason: None,
+            gpus_per_node: Some(spec.gpus_per_node),
+            node_count: Some(spec.nodes),
+            gpus_total: Some(spec.gpus_per_node * spec.nodes),
+            nodes: Vec::new(),
+            submit_time: Some(sim.now - submitted_ago as i64),
+            start_time: None,
+            end_time: None,
+            time_limit: Some(TimeLimit::Seconds(limit_s)),
+            gang: multi.then(|| format!("job-{id}")),
+            checkpoint: Checkpoint {
+                last: None,
+                interval_s: multi.then_some(1800),
+                size_bytes: multi.then(|| u64::from(spec.nodes) * 150_000_000_000),
+            },
+        },
+        duration_s: limit_s,
+        base_occ,
+        mem_frac,
+        hung: false,
+        blocked: false,
+    }
+}
+
+fn queue(sim: &mut Sim, spec: &Spec, waited_s: u64, blocked: bool) -> usize {
+    let mut job = new_job(sim, spec, waited_s, 24 * 3600);
+    job.blocked = blocked;
+    sim.jobs.push(job);
+    sim.sched_dirty = true;
+    sim.jobs.len() - 1
+}
+
+/// A job that has been running for `ran_s` on `nodes`, on their lowest free GPUs.
+fn start(sim: &mut Sim, spec: &Spec, nodes: &[usize], ran_s: u64, limit_s: u64) -> usize {
+    let mut job = new_job(sim, spec, ran_s + 600, limit_s);
+    job.job.state = JobState::Running;
+    job.job.start_time = Some(sim.now - ran_s as i64);
+    if job.job.checkpoint.interval_s.is_some() {
+        job.job.checkpoint.last = job.job.start_time;
+    }
+    let id = job.job.id.clone();
+    for &n in nodes {
+        job.job.nodes.push(sim.nodes[n].name.clone());
+        let mut need = spec.gpus_per_node;
+        for g in sim.nodes[n].gpus.iter_mut() {
+            if need == 0 {
+                break;
+            }
+            if g.job.is_none() {
+                g.job = Some(id.clone());
+                need -= 1;
+            }
+        }
+    }
+    sim.jobs.push(job);
+    sim.jobs.len() - 1
+}
