@@ -5,3 +5,11 @@
 
 pub mod model;
 pub mod sources;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod logging;
+pub mod output;
+pub mod text;
+pub mod tui;
+pub mod views;

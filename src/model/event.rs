@@ -1,4 +1,4 @@
-use super::Timestamp;
+use super::{GpuHealth, Timestamp, is_hardware_xid};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +45,21 @@ impl Event {
                 }
             }
             EventKind::NodeState { to, .. } => format!("NODE {}", to.to_uppercase()),
+        }
+    }
+
+    /// How loudly to show it: hardware Xids and uncorrectable ECC are
+    /// critical, everything else a warning.
+    pub fn severity(&self) -> GpuHealth {
+        match &self.kind {
+            EventKind::Xid { code } if is_hardware_xid(*code) => GpuHealth::Critical,
+            EventKind::Ecc { dbe, remap_failed, .. }
+                if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) =>
+            {
+                GpuHealth::Critical
+            }
+            EventKind::NodeState { to, .. } if to == "down" => GpuHealth::Critical,
+            _ => GpuHealth::Warn,
         }
     }
 

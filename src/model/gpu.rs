@@ -63,6 +63,11 @@ pub enum GpuHealth {
 /// attention at the next drain) only warns.
 const HARDWARE_XIDS: &[u32] = &[46, 48, 62, 64, 74, 79, 95, 119, 120, 140, 143];
 
+/// Whether an Xid points at the GPU or node rather than the application.
+pub fn is_hardware_xid(code: u32) -> bool {
+    HARDWARE_XIDS.contains(&code)
+}
+
 impl Gpu {
     /// A GPU with only its identity known; every reading unknown.
     pub fn unknown(node: &str, index: u32) -> Gpu {
@@ -91,7 +96,7 @@ impl Gpu {
         let hw_xid = self
             .last_xid
             .as_ref()
-            .is_some_and(|x| HARDWARE_XIDS.contains(&x.code));
+            .is_some_and(|x| is_hardware_xid(x.code));
         if dbe || self.row_remap_failed == Some(true) || hw_xid {
             return GpuHealth::Critical;
         }

@@ -132,6 +132,13 @@ pub(crate) fn build(sim: &mut Sim) {
         false,
     );
 
+    // Events were recorded as the story was told; keep them in time order.
+    sim.events.sort_by_key(|e| e.time);
+    for (i, e) in sim.events.iter_mut().enumerate() {
+        e.seq = i as u64 + 1;
+    }
+    sim.next_seq = sim.events.len() as u64 + 1;
+
     // Background load on every node the scenario does not use.
     let busy: Vec<usize> = hn[6..].iter().chain(an[8..].iter()).copied().collect();
     for n in busy {

@@ -1,0 +1,140 @@
+//! Lookups built once per snapshot, so that drawing touches only what is
+//! visible, and the row lists of each view.
+
+use super::{Row, Screen, View};
+use crate::model::{Cluster, JobState, Summary};
+use std::collections::HashMap;
+
+#[derive(Debug, Default, Clone)]
+pub struct Index {
+    pub node_by_name: HashMap<String, usize>,
+    pub job_by_id: HashMap<String, usize>,
+    /// Jobs holding GPUs on each node.
+    pub jobs_by_node: HashMap<String, Vec<usize>>,
+    pub summary: Summary,
+}
+
+impl Index {
+    pub fn build(c: &Cluster) -> Index {
+        let mut jobs_by_node: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, j) in c.jobs.iter().enumerate() {
+            if j.state.holds_resources() {
+                for n in &j.nodes {
+                    jobs_by_node.entry(n.clone()).or_default().push(i);
+                }
+            }
+        }
+        Index {
+            node_by_name: c.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect(),
+            job_by_id: c.jobs.iter().enumerate().map(|(i, j)| (j.id.clone(), i)).collect(),
+            jobs_by_node,
+            summary: c.summary(),
+        }
+    }
+
+    pub fn jobs_on(&self, node: &str) -> &[usize] {
+        self.jobs_by_node.get(node).map_or(&[], Vec::as_slice)
+    }
+}
+
+fn matches(filter: &str, fields: &[&str]) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let f = filter.to_lowercase();
+    fields.iter().any(|s| s.to_lowercase().contains(&f))
+}
+
+/// The rows of a screen's list, filtered and in display order.
+pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
+    let f = s.filter.as_str();
+    match s.view {
+        View::Overview | View::Nodes => c
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| {
+                let reason = n.reason.as_deref().unwrap_or("");
+                matches(f, &[&n.name, n.state.as_str(), reason, &n.partitions.join(",")])
+            })
+            .map(|(i, _)| Row::Node(i))
+            .collect(),
+        View::Gpus => c
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
+            .filter(|&(n, g)| {
+                let gpu = &c.nodes[n].gpus[g];
+                matches(f, &[&gpu.node, gpu.job.as_deref().unwrap_or(""), gpu.model.as_deref().unwrap_or("")])
+            })
+            .map(|(n, g)| Row::Gpu(n, g))
+            .collect(),
+        View::Jobs | View::Queue => {
+            let mut rows: Vec<usize> = c
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
+                .filter(|(_, j)| {
+                    let reason = j.reason.as_deref().unwrap_or("");
+                    let account = j.account.as_deref().unwrap_or("");
+                    matches(f, &[&j.id, &j.name, &j.user, account, &j.partition, j.state.as_str(), reason])
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if s.view == View::Queue {
+                // Scheduler order: priority, then submit time.
+                rows.sort_by(|&a, &b| {
+                    let (x, y) = (&c.jobs[a], &c.jobs[b]);
+                    x.partition
+                        .cmp(&y.partition)
+                        .then(y.priority.cmp(&x.priority))
+                        .then(x.submit_time.cmp(&y.submit_time))
+                });
+            } else {
+                rows.sort_by_key(|&i| (state_rank(c.jobs[i].state), i));
+            }
+            rows.into_iter().map(Row::Job).collect()
+        }
+        View::Incidents => c
+            .events
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, e)| matches(f, &[&e.node, &e.label(), &e.message]))
+            .map(|(i, _)| Row::Event(i))
+            .collect(),
+        View::NodeDetail => {
+            let Some(&n) = s.target.as_deref().and_then(|t| ix.node_by_name.get(t)) else {
+                return Vec::new();
+            };
+            if s.focus == 0 {
+                (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
+            } else {
+                ix.jobs_on(&c.nodes[n].name).iter().map(|&j| Row::Job(j)).collect()
+            }
+        }
+        View::JobDetail => {
+            let Some(&j) = s.target.as_deref().and_then(|t| ix.job_by_id.get(t)) else {
+                return Vec::new();
+            };
+            c.jobs[j]
+                .nodes
+                .iter()
+                .filter_map(|n| ix.node_by_name.get(n))
+                .map(|&n| Row::Node(n))
+                .collect()
+        }
+        View::GpuDetail => Vec::new(),
+    }
+}
+
+/// Running work first, then the queue, then what has ended.
+fn state_rank(s: JobState) -> u8 {
+    match s {
+        JobState::Running | JobState::Completing | JobState::Suspended => 0,
+        JobState::Pending | JobState::Requeued => 1,
+        _ => 2,
+    }
+}

@@ -1,0 +1,196 @@
+//! Keys, k9s style: `:view` to switch, `/` to filter, `enter` to drill down,
+//! `esc` to go back, `j`/`k` to move, `?` for help, `q` to quit.
+
+use super::{App, Input, Row, Screen, View};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// Rows moved by page keys.
+const PAGE: usize = 10;
+
+impl App {
+    pub fn on_key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
+        self.flash = None;
+        match self.input.clone() {
+            Input::Command(text) => self.on_command_key(key, text),
+            Input::Filter(text) => self.on_filter_key(key, text),
+            Input::Normal => self.on_normal_key(key),
+        }
+    }
+
+    fn on_command_key(&mut self, key: KeyEvent, mut text: String) {
+        match key.code {
+            KeyCode::Esc => self.input = Input::Normal,
+            KeyCode::Enter => {
+                self.input = Input::Normal;
+                self.run_command(&text);
+            }
+            KeyCode::Backspace => {
+                if text.pop().is_none() {
+                    self.input = Input::Normal;
+                } else {
+                    self.input = Input::Command(text);
+                }
+            }
+            KeyCode::Char(c) => {
+                text.push(c);
+                self.input = Input::Command(text);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_filter_key(&mut self, key: KeyEvent, mut text: String) {
+        match key.code {
+            KeyCode::Esc => {
+                self.input = Input::Normal;
+                self.set_filter(String::new());
+            }
+            KeyCode::Enter => self.input = Input::Normal,
+            KeyCode::Backspace => {
+                text.pop();
+                self.set_filter(text.clone());
+                self.input = Input::Filter(text);
+            }
+            KeyCode::Char(c) => {
+                text.push(c);
+                self.set_filter(text.clone());
+                self.input = Input::Filter(text);
+            }
+            _ => {}
+        }
+    }
+
+    pub fn run_command(&mut self, cmd: &str) {
+        let cmd = cmd.trim();
+        match cmd {
+            "" => {}
+            "q" | "q!" | "quit" => self.quit = true,
+            "help" | "?" => self.show_help = true,
+            _ => match View::from_command(cmd) {
+                Some(v) => self.open(v),
+                None => {
+                    self.flash = Some(format!(
+                        "unknown view {:?}: try nodes, gpus, jobs, queue, incidents, overview",
+                        crate::text::sanitize(cmd)
+                    ))
+                }
+            },
+        }
+    }
+
+    fn on_normal_key(&mut self, key: KeyEvent) {
+        if self.show_help {
+            // Any key closes help; q still quits.
+            self.show_help = false;
+            if key.code == KeyCode::Char('q') {
+                self.quit = true;
+            }
+            return;
+        }
+        let sel = self.screen().selected;
+        let last = self.rows.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char(':') => self.input = Input::Command(String::new()),
+            KeyCode::Char('/') => {
+                let current = self.screen().filter.clone();
+                self.input = Input::Filter(current);
+            }
+            KeyCode::Char('?') => self.show_help = true,
+            KeyCode::Esc => {
+                if !self.screen().filter.is_empty() {
+                    self.set_filter(String::new());
+                } else {
+                    self.back();
+                }
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.select(sel.saturating_add(1)),
+            KeyCode::Up | KeyCode::Char('k') => self.select(sel.saturating_sub(1)),
+            KeyCode::Right | KeyCode::Char('l') if self.screen().view == View::Overview => {
+                self.select(sel.saturating_add(1))
+            }
+            KeyCode::Left | KeyCode::Char('h') if self.screen().view == View::Overview => {
+                self.select(sel.saturating_sub(1))
+            }
+            KeyCode::PageDown => self.select(sel.saturating_add(PAGE)),
+            KeyCode::PageUp => self.select(sel.saturating_sub(PAGE)),
+            KeyCode::Char('d') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.select(sel.saturating_add(PAGE))
+            }
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.select(sel.saturating_sub(PAGE))
+            }
+            KeyCode::Home | KeyCode::Char('g') => self.select(0),
+            KeyCode::End | KeyCode::Char('G') => self.select(last),
+            KeyCode::Tab | KeyCode::BackTab if self.screen().view == View::NodeDetail => {
+                let s = self.screen_mut();
+                s.focus = 1 - s.focus.min(1);
+                s.selected = 0;
+                s.selected_key = None;
+                self.refresh_rows();
+            }
+            KeyCode::Enter => self.drill_down(),
+            _ => {}
+        }
+    }
+
+    /// `enter`: open what the selected row points at.
+    pub fn drill_down(&mut self) {
+        let view = self.screen().view;
+        let next = match (view, self.selected_row()) {
+            (View::GpuDetail, _) => self.gpu_detail_job().map(|id| Screen::new(View::JobDetail, Some(id))),
+            (_, None) => None,
+            (View::NodeDetail | View::Gpus, Some(Row::Gpu(n, g))) => self
+                .cluster
+                .nodes
+                .get(n)
+                .and_then(|node| node.gpus.get(g).map(|gpu| (node, gpu)))
+                .map(|(node, gpu)| Screen::new(View::GpuDetail, Some(format!("{}/{}", node.name, gpu.index)))),
+            (_, Some(Row::Node(n))) => self
+                .cluster
+                .nodes
+                .get(n)
+                .map(|node| Screen::new(View::NodeDetail, Some(node.name.clone()))),
+            (_, Some(Row::Job(j))) => self
+                .cluster
+                .jobs
+                .get(j)
+                .map(|job| Screen::new(View::JobDetail, Some(job.id.clone()))),
+            (_, Some(Row::Event(e))) => self.cluster.events.get(e).map(|ev| {
+                let mut s = Screen::new(View::NodeDetail, Some(ev.node.clone()));
+                if let Some(g) = ev.gpu {
+                    s.selected_key = Some(format!("{}/{}", ev.node, g));
+                }
+                s
+            }),
+            (_, Some(Row::Gpu(..))) => None,
+        };
+        match next {
+            Some(screen) => self.push(screen),
+            None => self.flash = Some("nothing to open here".into()),
+        }
+    }
+
+    /// The job on the GPU a GPU detail screen shows.
+    pub fn gpu_detail_job(&self) -> Option<String> {
+        let (n, g) = self.gpu_target()?;
+        self.cluster.nodes[n].gpus[g].job.clone()
+    }
+
+    /// Node and GPU positions of a GPU detail screen's `node/gpu` target.
+    pub fn gpu_target(&self) -> Option<(usize, usize)> {
+        let t = self.screen().target.as_deref()?;
+        let (node, gpu) = t.rsplit_once('/')?;
+        let n = *self.index.node_by_name.get(node)?;
+        let index: u32 = gpu.parse().ok()?;
+        let g = self.cluster.nodes[n].gpus.iter().position(|g| g.index == index)?;
+        Some((n, g))
+    }
+}

@@ -1,0 +1,111 @@
+//! Owns the terminal: raw mode and the alternate screen on the way in, and
+//! always restored on the way out (quit, error, panic, SIGTERM, SIGHUP).
+//! The loop waits on keys, source updates, a 1 s tick and signals; drawing
+//! happens only when something changed, at most ~60 frames a second.
+
+use crate::app::App;
+use crate::config::Settings;
+use crate::sources;
+use crossterm::event::{Event, EventStream};
+use crossterm::{cursor, execute, terminal};
+use futures_util::StreamExt;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use std::io::{self, Stdout};
+use std::time::{Duration, Instant};
+use tokio::signal::unix::{SignalKind, signal};
+
+const FRAME: Duration = Duration::from_millis(16);
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+/// Puts the terminal back as we found it. Safe to call more than once.
+pub fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+}
+
+fn setup() -> io::Result<Term> {
+    terminal::enable_raw_mode()?;
+    if let Err(e) = execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide) {
+        restore();
+        return Err(e);
+    }
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    match Terminal::new(CrosstermBackend::new(io::stdout())) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            restore();
+            Err(e)
+        }
+    }
+}
+
+pub async fn run(settings: Settings) -> Result<(), String> {
+    let mut updates = sources::spawn(settings.source.clone())?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
+    let mut terminal = setup().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut app = App::new(settings.source.name(), settings.read_only, settings.no_color, settings.stale_after);
+    let result = event_loop(&mut terminal, &mut app, &mut updates, &mut sigterm, &mut sighup).await;
+    restore();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut Term,
+    app: &mut App,
+    updates: &mut tokio::sync::mpsc::Receiver<sources::Update>,
+    sigterm: &mut tokio::signal::unix::Signal,
+    sighup: &mut tokio::signal::unix::Signal,
+) -> Result<(), String> {
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut source_open = true;
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        let since = last_draw.map_or(FRAME, |t| t.elapsed());
+        if dirty && since >= FRAME {
+            terminal
+                .draw(|f| crate::views::render(f, app))
+                .map_err(|e| format!("drawing failed: {e}"))?;
+            dirty = false;
+            last_draw = Some(Instant::now());
+        }
+        let wait = if dirty { FRAME.saturating_sub(since) } else { Duration::from_secs(3600) };
+        tokio::select! {
+            ev = keys.next() => match ev {
+                Some(Ok(Event::Key(k))) => { app.now = Instant::now(); app.on_key(k); dirty = true; }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
+                None => return Ok(()),
+            },
+            up = updates.recv(), if source_open => match up {
+                Some(mut u) => {
+                    // Keep only the newest of what queued up.
+                    while let Ok(newer) = updates.try_recv() { u = newer; }
+                    app.on_update(u, Instant::now());
+                    dirty = true;
+                }
+                None => {
+                    source_open = false;
+                    app.source_error = Some("source stopped".into());
+                    dirty = true;
+                }
+            },
+            _ = tick.tick() => { app.tick(Instant::now()); dirty = true; }
+            _ = tokio::time::sleep(wait), if dirty => {}
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
+            _ = sighup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
+        }
+        if app.quit {
+            return Ok(());
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Screens. Rendering reads the app's state and draws; it changes nothing.
+
+mod detail;
+mod lists;
+mod overview;
+mod table;
+mod theme;
+
+pub use table::offset;
+pub use theme::Theme;
+
+use crate::app::{App, Input, View};
+use crate::text::{self, sanitize};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+/// Below this size the console shows a one-line notice instead of views.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 16;
+
+pub fn render(f: &mut Frame, app: &App) {
+    let area = f.area();
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let theme = Theme { color: !app.no_color };
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let msg = format!(
+            "nightshift: terminal {}x{} is too small, needs {MIN_WIDTH}x{MIN_HEIGHT}",
+            area.width, area.height
+        );
+        let line = Rect { height: 1, ..area };
+        f.render_widget(Paragraph::new(Line::styled(msg, theme.warn())), line);
+        return;
+    }
+    let [header, body, footer] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    draw_header(f, header, app, theme);
+    match app.screen().view {
+        View::Overview => overview::draw(f, body, app, theme),
+        View::Nodes => lists::nodes(f, body, app, theme),
+        View::Gpus => lists::gpus(f, body, app, theme),
+        View::Jobs | View::Queue => lists::jobs(f, body, app, theme),
+        View::Incidents => lists::incidents(f, body, app, theme),
+        View::NodeDetail => detail::node(f, body, app, theme),
+        View::GpuDetail => detail::gpu(f, body, app, theme),
+        View::JobDetail => detail::job(f, body, app, theme),
+    }
+    draw_footer(f, footer, app, theme);
+    if app.show_help {
+        draw_help(f, body, theme);
+    }
+}
+
+fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let c = &app.cluster;
+    let mut spans = vec![
+        Span::styled(" nightshift ", theme.title()),
+        Span::raw(format!("│ {} │ {} │ ", app.source_name, sanitize(&c.name))),
+    ];
+    match app.data_age() {
+        None => spans.push(Span::styled(" waiting for data ", theme.badge())),
+        Some(age) => {
+            spans.push(Span::raw(format!("{} │ ", text::datetime(c.time))));
+            let secs = age.as_secs() as i64;
+            if app.is_stale() {
+                spans.push(Span::styled(format!(" STALE {} old ", text::duration(secs)), theme.alarm()));
+            } else {
+                spans.push(Span::styled(format!("data {}s old", secs), theme.dim()));
+            }
+        }
+    }
+    if let Some(e) = &app.source_error {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(format!(" source error: {} ", sanitize(e)), theme.alarm()));
+    }
+    if app.read_only {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(" READ-ONLY ", theme.badge()));
+    }
+    let crumbs: Vec<String> = app
+        .stack
+        .iter()
+        .map(|s| match &s.target {
+            Some(t) => format!("{} {}", s.view.title(), sanitize(t)),
+            None => s.view.title().to_string(),
+        })
+        .collect();
+    let shown = &crumbs[crumbs.len().saturating_sub(2)..];
+    spans.push(Span::styled(format!("  {}", shown.join(" › ")), theme.dim()));
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let line = match &app.input {
+        Input::Command(t) => Line::from(vec![Span::styled(":", theme.title()), Span::raw(format!("{t}▏"))]),
+        Input::Filter(t) => Line::from(vec![Span::styled("/", theme.title()), Span::raw(format!("{t}▏"))]),
+        Input::Normal => {
+            let mut spans = Vec::new();
+            if let Some(msg) = &app.flash {
+                spans.push(Span::styled(format!(" {msg} "), theme.badge()));
+                spans.push(Span::raw(" "));
+            }
+            let filter = &app.screen().filter;
+            if !filter.is_empty() {
+                spans.push(Span::styled(format!("filter: {} ", sanitize(filter)), theme.warn()));
+            }
+            let hints: &[(&str, &str)] = match app.screen().view {
+                View::NodeDetail => &[("enter", "open"), ("tab", "gpus/jobs"), ("esc", "back"), (":", "view"), ("?", "help"), ("q", "quit")],
+                _ => &[("enter", "open"), ("esc", "back"), (":", "view"), ("/", "filter"), ("?", "help"), ("q", "quit")],
+            };
+            for (k, what) in hints {
+                spans.push(Span::styled(format!("<{k}>"), theme.title()));
+                spans.push(Span::styled(format!(" {what}  "), theme.dim()));
+            }
+            Line::from(spans)
+        }
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+pub const HELP: &[(&str, &str)] = &[
+    (":overview  :nodes  :gpus", "switch view (also :no :gp)"),
+    (":jobs  :queue  :incidents", "switch view (also :jo :qu :inc)"),
+    ("enter", "open the selected row (incident → node → gpu/job)"),
+    ("esc", "clear the filter, else go back"),
+    ("j k ↑ ↓  h l ← →", "move (h l on the node grid)"),
+    ("g G  home end  pgup pgdn", "first, last, page"),
+    ("tab", "node view: switch between GPUs and jobs"),
+    ("/", "filter the list (enter keeps it, esc clears)"),
+    ("?", "this help"),
+    ("q  ctrl-c  :q", "quit"),
+];
+
+fn draw_help(f: &mut Frame, area: Rect, theme: Theme) {
+    let w = area.width.min(76);
+    let h = area.height.min(HELP.len() as u16 + 4);
+    let popup = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    let mut lines: Vec<Line> = HELP
+        .iter()
+        .map(|(k, what)| Line::from(vec![Span::styled(format!("{k:<26}"), theme.title()), Span::raw(*what)]))
+        .collect();
+    lines.push(Line::styled("any key closes this help", theme.dim()));
+    f.render_widget(Clear, popup);
+    let block = Block::default().borders(Borders::ALL).title(Line::styled(" keys ", theme.title()));
+    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), popup);
+}
+
+/// `17m30s ago` on the snapshot's clock.
+pub(crate) fn ago(now: i64, t: Option<i64>) -> String {
+    t.map_or_else(|| "-".into(), |t| format!("{} ago", text::duration(now - t)))
+}
