@@ -81,7 +81,14 @@ pub struct Screen {
 
 impl Screen {
     pub fn new(view: View, target: Option<String>) -> Screen {
-        Screen { view, target, selected: 0, selected_key: None, filter: String::new(), focus: 0 }
+        Screen {
+            view,
+            target,
+            selected: 0,
+            selected_key: None,
+            filter: String::new(),
+            focus: 0,
+        }
     }
 }
 
@@ -149,7 +156,8 @@ impl App {
 
     /// How old the data on screen is.
     pub fn data_age(&self) -> Option<Duration> {
-        self.last_update.map(|t| self.now.saturating_duration_since(t))
+        self.last_update
+            .map(|t| self.now.saturating_duration_since(t))
     }
 
     pub fn is_stale(&self) -> bool {
@@ -195,7 +203,10 @@ impl App {
     }
 
     fn remember_selection(&mut self) {
-        let key = self.rows.get(self.screen().selected).map(|r| self.row_key(*r));
+        let key = self
+            .rows
+            .get(self.screen().selected)
+            .map(|r| self.row_key(*r));
         self.screen_mut().selected_key = key;
     }
 
@@ -207,10 +218,18 @@ impl App {
             Row::Gpu(n, g) => c
                 .nodes
                 .get(n)
-                .and_then(|node| node.gpus.get(g).map(|gpu| format!("{}/{}", node.name, gpu.index)))
+                .and_then(|node| {
+                    node.gpus
+                        .get(g)
+                        .map(|gpu| format!("{}/{}", node.name, gpu.index))
+                })
                 .unwrap_or_default(),
             Row::Job(j) => c.jobs.get(j).map(|j| j.id.clone()).unwrap_or_default(),
-            Row::Event(e) => c.events.get(e).map(|e| e.seq.to_string()).unwrap_or_default(),
+            Row::Event(e) => c
+                .events
+                .get(e)
+                .map(|e| e.seq.to_string())
+                .unwrap_or_default(),
         }
     }
 

@@ -59,7 +59,9 @@ impl Settings {
     pub fn resolve(args: &GlobalArgs, file: FileConfig) -> Result<Settings, String> {
         let source = match (args.source, file.source.as_deref()) {
             (Some(SourceKind::Sim), _) | (None, None | Some("sim")) => SourceKind::Sim,
-            (None, Some(other)) => return Err(format!("config: unknown source {other:?} (known: sim)")),
+            (None, Some(other)) => {
+                return Err(format!("config: unknown source {other:?} (known: sim)"));
+            }
         };
         let speed = args.speed.or(file.sim.speed).unwrap_or(1.0);
         if !(speed.is_finite() && speed >= 0.0) {
@@ -69,7 +71,10 @@ impl Settings {
             SourceKind::Sim => SourceConfig::Sim {
                 sim: SimConfig {
                     seed: args.seed.or(file.sim.seed).unwrap_or(1),
-                    nodes: args.nodes.or(file.sim.nodes).unwrap_or(crate::sources::sim::MIN_NODES),
+                    nodes: args
+                        .nodes
+                        .or(file.sim.nodes)
+                        .unwrap_or(crate::sources::sim::MIN_NODES),
                     jobs: args.jobs.or(file.sim.jobs),
                 },
                 speed,
@@ -99,8 +104,12 @@ mod tests {
 
     #[test]
     fn flags_override_the_file_and_the_file_overrides_defaults() {
-        let file: FileConfig = toml::from_str("read_only = true\n[sim]\nseed = 5\nnodes = 32\n").expect("toml");
-        let args = GlobalArgs { seed: Some(9), ..GlobalArgs::default() };
+        let file: FileConfig =
+            toml::from_str("read_only = true\n[sim]\nseed = 5\nnodes = 32\n").expect("toml");
+        let args = GlobalArgs {
+            seed: Some(9),
+            ..GlobalArgs::default()
+        };
         let s = Settings::resolve(&args, file).expect("settings");
         assert!(s.read_only);
         match s.source {

@@ -3,13 +3,13 @@
 //! Data flows one way: `sources` → `model` → `views`; `app` holds the state
 //! and the update loop; `tui` owns the terminal.
 
-pub mod model;
-pub mod sources;
 pub mod app;
 pub mod cli;
 pub mod config;
 pub mod logging;
+pub mod model;
 pub mod output;
+pub mod sources;
 pub mod text;
 pub mod tui;
 pub mod views;

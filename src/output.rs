@@ -49,18 +49,37 @@ pub fn render(c: &Cluster, what: GetWhat, format: Format) -> Result<String, Stri
     }
 }
 
-fn envelope<T: Serialize>(c: &Cluster, kind: &'static str, items: Vec<T>) -> Result<String, String> {
-    let env = Envelope { kind, cluster: &c.name, source: &c.source, time: c.time, items };
+fn envelope<T: Serialize>(
+    c: &Cluster,
+    kind: &'static str,
+    items: Vec<T>,
+) -> Result<String, String> {
+    let env = Envelope {
+        kind,
+        cluster: &c.name,
+        source: &c.source,
+        time: c.time,
+        items,
+    };
     serde_json::to_string_pretty(&env).map_err(|e| format!("cannot write JSON: {e}"))
 }
 
 fn json(c: &Cluster, what: GetWhat) -> Result<String, String> {
     match what {
-        GetWhat::Nodes => envelope(c, "nodes", c.nodes.iter().map(|n| node_item(c, n)).collect()),
+        GetWhat::Nodes => envelope(
+            c,
+            "nodes",
+            c.nodes.iter().map(|n| node_item(c, n)).collect(),
+        ),
         GetWhat::Gpus => envelope(
             c,
             "gpus",
-            c.gpus().map(|(_, g)| GpuItem { gpu: g, health: g.health() }).collect(),
+            c.gpus()
+                .map(|(_, g)| GpuItem {
+                    gpu: g,
+                    health: g.health(),
+                })
+                .collect(),
         ),
         GetWhat::Jobs => envelope(c, "jobs", c.jobs.iter().collect::<Vec<&Job>>()),
         GetWhat::Incidents => envelope(c, "incidents", newest_first(c)),
@@ -123,7 +142,16 @@ fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
 fn table(c: &Cluster, what: GetWhat) -> String {
     match what {
         GetWhat::Nodes => columns(
-            &["NAME", "PARTITION", "STATE", "GPUS", "FREE", "SM OCC", "LAST XID", "REASON"],
+            &[
+                "NAME",
+                "PARTITION",
+                "STATE",
+                "GPUS",
+                "FREE",
+                "SM OCC",
+                "LAST XID",
+                "REASON",
+            ],
             c.nodes
                 .iter()
                 .map(|n| {
@@ -134,14 +162,28 @@ fn table(c: &Cluster, what: GetWhat) -> String {
                         format!("{}/{}", n.gpus_allocated(), n.gpu_count),
                         n.gpus_free().to_string(),
                         text::percent(n.mean_sm_occupancy()),
-                        n.last_xid().map_or("-".into(), |(g, x)| format!("{} (gpu {g})", x.code)),
+                        n.last_xid()
+                            .map_or("-".into(), |(g, x)| format!("{} (gpu {g})", x.code)),
                         text::opt(n.reason.as_deref()),
                     ]
                 })
                 .collect(),
         ),
         GetWhat::Gpus => columns(
-            &["NODE", "GPU", "JOB", "SM OCC", "UTIL", "TEMP", "POWER", "SBE V/A", "DBE V/A", "REMAP P/F", "XID", "HEALTH"],
+            &[
+                "NODE",
+                "GPU",
+                "JOB",
+                "SM OCC",
+                "UTIL",
+                "TEMP",
+                "POWER",
+                "SBE V/A",
+                "DBE V/A",
+                "REMAP P/F",
+                "XID",
+                "HEALTH",
+            ],
             c.gpus()
                 .map(|(_, g)| {
                     vec![
@@ -152,17 +194,42 @@ fn table(c: &Cluster, what: GetWhat) -> String {
                         text::percent(g.utilization),
                         g.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
                         g.power_w.map_or("-".into(), |p| format!("{p:.0}W")),
-                        format!("{}/{}", text::opt(g.ecc.sbe_volatile), text::opt(g.ecc.sbe_aggregate)),
-                        format!("{}/{}", text::opt(g.ecc.dbe_volatile), text::opt(g.ecc.dbe_aggregate)),
-                        format!("{}/{}", yes_no(g.row_remap_pending), yes_no(g.row_remap_failed)),
-                        g.last_xid.as_ref().map_or("-".into(), |x| x.code.to_string()),
+                        format!(
+                            "{}/{}",
+                            text::opt(g.ecc.sbe_volatile),
+                            text::opt(g.ecc.sbe_aggregate)
+                        ),
+                        format!(
+                            "{}/{}",
+                            text::opt(g.ecc.dbe_volatile),
+                            text::opt(g.ecc.dbe_aggregate)
+                        ),
+                        format!(
+                            "{}/{}",
+                            yes_no(g.row_remap_pending),
+                            yes_no(g.row_remap_failed)
+                        ),
+                        g.last_xid
+                            .as_ref()
+                            .map_or("-".into(), |x| x.code.to_string()),
                         format!("{:?}", g.health()).to_lowercase(),
                     ]
                 })
                 .collect(),
         ),
         GetWhat::Jobs => columns(
-            &["ID", "NAME", "USER", "ACCOUNT", "PARTITION", "STATE", "GPUS", "NODES", "PRIO", "REASON"],
+            &[
+                "ID",
+                "NAME",
+                "USER",
+                "ACCOUNT",
+                "PARTITION",
+                "STATE",
+                "GPUS",
+                "NODES",
+                "PRIO",
+                "REASON",
+            ],
             c.jobs
                 .iter()
                 .map(|j| {
@@ -174,7 +241,11 @@ fn table(c: &Cluster, what: GetWhat) -> String {
                         j.partition.clone(),
                         j.state.as_str().into(),
                         text::opt(j.gpus_requested()),
-                        if j.nodes.is_empty() { "-".into() } else { j.nodes.join(",") },
+                        if j.nodes.is_empty() {
+                            "-".into()
+                        } else {
+                            j.nodes.join(",")
+                        },
                         text::opt(j.priority),
                         text::opt(j.reason.as_deref()),
                     ]

@@ -47,11 +47,24 @@ fn setup() -> io::Result<Term> {
 
 pub async fn run(settings: Settings) -> Result<(), String> {
     let mut updates = sources::spawn(settings.source.clone())?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut sigterm =
+        signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
     let mut sighup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
     let mut terminal = setup().map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    let mut app = App::new(settings.source.name(), settings.read_only, settings.no_color, settings.stale_after);
-    let result = event_loop(&mut terminal, &mut app, &mut updates, &mut sigterm, &mut sighup).await;
+    let mut app = App::new(
+        settings.source.name(),
+        settings.read_only,
+        settings.no_color,
+        settings.stale_after,
+    );
+    let result = event_loop(
+        &mut terminal,
+        &mut app,
+        &mut updates,
+        &mut sigterm,
+        &mut sighup,
+    )
+    .await;
     restore();
     result
 }
@@ -77,7 +90,11 @@ async fn event_loop(
             dirty = false;
             last_draw = Some(Instant::now());
         }
-        let wait = if dirty { FRAME.saturating_sub(since) } else { Duration::from_secs(3600) };
+        let wait = if dirty {
+            FRAME.saturating_sub(since)
+        } else {
+            Duration::from_secs(3600)
+        };
         tokio::select! {
             ev = keys.next() => match ev {
                 Some(Ok(Event::Key(k))) => { app.now = Instant::now(); app.on_key(k); dirty = true; }

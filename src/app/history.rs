@@ -33,7 +33,10 @@ fn pct(x: Option<f64>) -> Option<u8> {
 impl History {
     pub fn record(&mut self, c: &Cluster) {
         for n in &c.nodes {
-            push(self.node_occ.entry(n.name.clone()).or_default(), pct(n.mean_sm_occupancy()));
+            push(
+                self.node_occ.entry(n.name.clone()).or_default(),
+                pct(n.mean_sm_occupancy()),
+            );
             let gpus = self.gpu_occ.entry(n.name.clone()).or_default();
             gpus.resize_with(n.gpus.len(), VecDeque::new);
             for (s, g) in gpus.iter_mut().zip(&n.gpus) {

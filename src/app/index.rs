@@ -25,8 +25,18 @@ impl Index {
             }
         }
         Index {
-            node_by_name: c.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i)).collect(),
-            job_by_id: c.jobs.iter().enumerate().map(|(i, j)| (j.id.clone(), i)).collect(),
+            node_by_name: c
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i))
+                .collect(),
+            job_by_id: c
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (j.id.clone(), i))
+                .collect(),
             jobs_by_node,
             summary: c.summary(),
         }
@@ -55,7 +65,10 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             .enumerate()
             .filter(|(_, n)| {
                 let reason = n.reason.as_deref().unwrap_or("");
-                matches(f, &[&n.name, n.state.as_str(), reason, &n.partitions.join(",")])
+                matches(
+                    f,
+                    &[&n.name, n.state.as_str(), reason, &n.partitions.join(",")],
+                )
             })
             .map(|(i, _)| Row::Node(i))
             .collect(),
@@ -66,7 +79,14 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
             .filter(|&(n, g)| {
                 let gpu = &c.nodes[n].gpus[g];
-                matches(f, &[&gpu.node, gpu.job.as_deref().unwrap_or(""), gpu.model.as_deref().unwrap_or("")])
+                matches(
+                    f,
+                    &[
+                        &gpu.node,
+                        gpu.job.as_deref().unwrap_or(""),
+                        gpu.model.as_deref().unwrap_or(""),
+                    ],
+                )
             })
             .map(|(n, g)| Row::Gpu(n, g))
             .collect(),
@@ -79,7 +99,18 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
                 .filter(|(_, j)| {
                     let reason = j.reason.as_deref().unwrap_or("");
                     let account = j.account.as_deref().unwrap_or("");
-                    matches(f, &[&j.id, &j.name, &j.user, account, &j.partition, j.state.as_str(), reason])
+                    matches(
+                        f,
+                        &[
+                            &j.id,
+                            &j.name,
+                            &j.user,
+                            account,
+                            &j.partition,
+                            j.state.as_str(),
+                            reason,
+                        ],
+                    )
                 })
                 .map(|(i, _)| i)
                 .collect();
@@ -112,7 +143,10 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             if s.focus == 0 {
                 (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
             } else {
-                ix.jobs_on(&c.nodes[n].name).iter().map(|&j| Row::Job(j)).collect()
+                ix.jobs_on(&c.nodes[n].name)
+                    .iter()
+                    .map(|&j| Row::Job(j))
+                    .collect()
             }
         }
         View::JobDetail => {

@@ -145,14 +145,21 @@ impl App {
     pub fn drill_down(&mut self) {
         let view = self.screen().view;
         let next = match (view, self.selected_row()) {
-            (View::GpuDetail, _) => self.gpu_detail_job().map(|id| Screen::new(View::JobDetail, Some(id))),
+            (View::GpuDetail, _) => self
+                .gpu_detail_job()
+                .map(|id| Screen::new(View::JobDetail, Some(id))),
             (_, None) => None,
             (View::NodeDetail | View::Gpus, Some(Row::Gpu(n, g))) => self
                 .cluster
                 .nodes
                 .get(n)
                 .and_then(|node| node.gpus.get(g).map(|gpu| (node, gpu)))
-                .map(|(node, gpu)| Screen::new(View::GpuDetail, Some(format!("{}/{}", node.name, gpu.index)))),
+                .map(|(node, gpu)| {
+                    Screen::new(
+                        View::GpuDetail,
+                        Some(format!("{}/{}", node.name, gpu.index)),
+                    )
+                }),
             (_, Some(Row::Node(n))) => self
                 .cluster
                 .nodes
@@ -190,7 +197,10 @@ impl App {
         let (node, gpu) = t.rsplit_once('/')?;
         let n = *self.index.node_by_name.get(node)?;
         let index: u32 = gpu.parse().ok()?;
-        let g = self.cluster.nodes[n].gpus.iter().position(|g| g.index == index)?;
+        let g = self.cluster.nodes[n]
+            .gpus
+            .iter()
+            .position(|g| g.index == index)?;
         Some((n, g))
     }
 }

@@ -35,7 +35,9 @@ impl Event {
     pub fn label(&self) -> String {
         match &self.kind {
             EventKind::Xid { code } => format!("XID {code}"),
-            EventKind::Ecc { dbe, remap_failed, .. } => {
+            EventKind::Ecc {
+                dbe, remap_failed, ..
+            } => {
                 if dbe.unwrap_or(0) > 0 {
                     "ECC DBE".to_string()
                 } else if *remap_failed == Some(true) {
@@ -53,11 +55,9 @@ impl Event {
     pub fn severity(&self) -> GpuHealth {
         match &self.kind {
             EventKind::Xid { code } if is_hardware_xid(*code) => GpuHealth::Critical,
-            EventKind::Ecc { dbe, remap_failed, .. }
-                if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) =>
-            {
-                GpuHealth::Critical
-            }
+            EventKind::Ecc {
+                dbe, remap_failed, ..
+            } if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) => GpuHealth::Critical,
             EventKind::NodeState { to, .. } if to == "down" => GpuHealth::Critical,
             _ => GpuHealth::Warn,
         }

@@ -122,9 +122,15 @@ mod tests {
     #[test]
     fn health_follows_counters_and_xids() {
         let mut g = Gpu::unknown("n1", 0);
-        g.last_xid = Some(LastXid { code: 13, time: Some(1) });
+        g.last_xid = Some(LastXid {
+            code: 13,
+            time: Some(1),
+        });
         assert_eq!(g.health(), GpuHealth::Warn);
-        g.last_xid = Some(LastXid { code: 79, time: Some(2) });
+        g.last_xid = Some(LastXid {
+            code: 79,
+            time: Some(2),
+        });
         assert_eq!(g.health(), GpuHealth::Critical);
         let mut g = Gpu::unknown("n1", 1);
         g.row_remap_pending = Some(true);

@@ -51,7 +51,10 @@ impl SourceConfig {
 pub fn spawn(cfg: SourceConfig) -> Result<mpsc::Receiver<Update>, String> {
     let (tx, rx) = mpsc::channel(16);
     match cfg {
-        SourceConfig::Sim { sim: sim_cfg, speed } => {
+        SourceConfig::Sim {
+            sim: sim_cfg,
+            speed,
+        } => {
             let sim = sim::Sim::new(sim_cfg)?;
             tokio::spawn(sim::run(sim, speed, tx));
         }

@@ -1,8 +1,8 @@
 //! The list views: nodes, GPUs, jobs and the queue, incidents.
 
+use super::ago;
 use super::table::{self, List};
 use super::theme::Theme;
-use super::ago;
 use crate::app::{App, Row, View};
 use crate::model::{Gpu, Job};
 use crate::text::{self, sanitize};
@@ -13,14 +13,20 @@ use ratatui::widgets::{Block, Borders, Cell, Sparkline};
 
 fn title(app: &App, name: &str) -> String {
     let f = &app.screen().filter;
-    if f.is_empty() { name.to_string() } else { format!("{name} /{}", sanitize(f)) }
+    if f.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} /{}", sanitize(f))
+    }
 }
 
 pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let list = List {
         title: title(app, "nodes"),
-        header: &["NAME", "PART", "STATE", "GPUS", "SM OCC", "TEMP", "DBE", "LAST XID", "REASON"],
+        header: &[
+            "NAME", "PART", "STATE", "GPUS", "SM OCC", "TEMP", "DBE", "LAST XID", "REASON",
+        ],
         widths: &[
             Constraint::Length(10),
             Constraint::Length(5),
@@ -47,7 +53,11 @@ pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         list,
         |i| {
             let Some(n) = node_of(i) else { return vec![] };
-            let max_t = n.gpus.iter().filter_map(|g| g.temperature_c).fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
+            let max_t = n
+                .gpus
+                .iter()
+                .filter_map(|g| g.temperature_c)
+                .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
             let dbe: u64 = n.gpus.iter().filter_map(|g| g.ecc.dbe_volatile).sum();
             vec![
                 Cell::from(sanitize(&n.name).into_owned()),
@@ -56,10 +66,28 @@ pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 Cell::from(format!("{}/{}", n.gpus_allocated(), n.gpu_count)),
                 Cell::from(text::percent(n.mean_sm_occupancy())),
                 Cell::from(max_t.map_or("-".into(), |t| format!("{t:.0}C"))),
-                Cell::from(dbe.to_string()).style(if dbe > 0 { theme.critical() } else { Style::default() }),
-                Cell::from(n.last_xid().map_or("-".into(), |(g, x)| format!("{} gpu{g} {}", x.code, x.time.map_or(String::new(), text::clock))))
-                    .style(if n.last_xid().is_some() { theme.critical() } else { Style::default() }),
-                Cell::from(n.reason.as_deref().map_or("-".into(), |r| sanitize(r).into_owned())),
+                Cell::from(dbe.to_string()).style(if dbe > 0 {
+                    theme.critical()
+                } else {
+                    Style::default()
+                }),
+                Cell::from(n.last_xid().map_or("-".into(), |(g, x)| {
+                    format!(
+                        "{} gpu{g} {}",
+                        x.code,
+                        x.time.map_or(String::new(), text::clock)
+                    )
+                }))
+                .style(if n.last_xid().is_some() {
+                    theme.critical()
+                } else {
+                    Style::default()
+                }),
+                Cell::from(
+                    n.reason
+                        .as_deref()
+                        .map_or("-".into(), |r| sanitize(r).into_owned()),
+                ),
             ]
         },
         |_| Style::default(),
@@ -85,29 +113,56 @@ pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool) -> Vec<Cell<'sta
     } else {
         Style::default()
     };
-    let dbe_style = if g.ecc.dbe_volatile.unwrap_or(0) > 0 { theme.critical() } else { Style::default() };
+    let dbe_style = if g.ecc.dbe_volatile.unwrap_or(0) > 0 {
+        theme.critical()
+    } else {
+        Style::default()
+    };
     let mut cells = Vec::new();
     if with_node {
         cells.push(Cell::from(sanitize(&g.node).into_owned()));
     }
     cells.extend([
         Cell::from(g.index.to_string()),
-        Cell::from(g.job.as_deref().map_or("-".into(), |j| sanitize(j).into_owned())),
+        Cell::from(
+            g.job
+                .as_deref()
+                .map_or("-".into(), |j| sanitize(j).into_owned()),
+        ),
         Cell::from(text::percent(g.sm_occupancy)),
         Cell::from(text::percent(g.utilization)),
         Cell::from(mem),
         Cell::from(g.temperature_c.map_or("-".into(), |t| format!("{t:.0}C"))),
         Cell::from(g.power_w.map_or("-".into(), |p| format!("{p:.0}W"))),
-        Cell::from(format!("{}/{}", text::opt(g.ecc.sbe_volatile), text::opt(g.ecc.sbe_aggregate))),
-        Cell::from(format!("{}/{}", text::opt(g.ecc.dbe_volatile), text::opt(g.ecc.dbe_aggregate))).style(dbe_style),
-        Cell::from(format!("{}/{}", yn(g.row_remap_pending), yn(g.row_remap_failed))).style(remap_style),
-        Cell::from(g.last_xid.as_ref().map_or("-".into(), |x| format!("{} {}", x.code, x.time.map_or(String::new(), text::clock))))
-            .style(theme.health(g.health())),
+        Cell::from(format!(
+            "{}/{}",
+            text::opt(g.ecc.sbe_volatile),
+            text::opt(g.ecc.sbe_aggregate)
+        )),
+        Cell::from(format!(
+            "{}/{}",
+            text::opt(g.ecc.dbe_volatile),
+            text::opt(g.ecc.dbe_aggregate)
+        ))
+        .style(dbe_style),
+        Cell::from(format!(
+            "{}/{}",
+            yn(g.row_remap_pending),
+            yn(g.row_remap_failed)
+        ))
+        .style(remap_style),
+        Cell::from(g.last_xid.as_ref().map_or("-".into(), |x| {
+            format!("{} {}", x.code, x.time.map_or(String::new(), text::clock))
+        }))
+        .style(theme.health(g.health())),
     ]);
     cells
 }
 
-pub(super) const GPU_HEADER: [&str; 11] = ["GPU", "JOB", "SM OCC", "UTIL", "MEM", "TEMP", "POWER", "SBE V/A", "DBE V/A", "REMAP", "LAST XID"];
+pub(super) const GPU_HEADER: [&str; 11] = [
+    "GPU", "JOB", "SM OCC", "UTIL", "MEM", "TEMP", "POWER", "SBE V/A", "DBE V/A", "REMAP",
+    "LAST XID",
+];
 pub(super) const GPU_WIDTHS: [Constraint; 11] = [
     Constraint::Length(3),
     Constraint::Length(6),
@@ -162,13 +217,24 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let queue = app.screen().view == View::Queue;
     let area = if queue {
-        let [spark, rest] = Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(area);
+        let [spark, rest] =
+            Layout::vertical([Constraint::Length(4), Constraint::Min(3)]).areas(area);
         let q: Vec<u64> = app.history.queue_len.iter().copied().collect();
-        let tail = &q[q.len().saturating_sub(spark.width.saturating_sub(2) as usize)..];
-        let title = format!(" pending jobs over time (now {}) ", q.last().copied().unwrap_or(0));
+        let tail = &q[q
+            .len()
+            .saturating_sub(spark.width.saturating_sub(2) as usize)..];
+        let title = format!(
+            " pending jobs over time (now {}) ",
+            q.last().copied().unwrap_or(0)
+        );
         f.render_widget(
             Sparkline::default()
-                .block(Block::default().borders(Borders::ALL).title(title).border_style(theme.dim()))
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(title)
+                        .border_style(theme.dim()),
+                )
                 .data(tail)
                 .style(theme.warn()),
             spark,
@@ -178,11 +244,29 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         area
     };
     let list = List {
-        title: title(app, if queue { "queue (scheduler order)" } else { "jobs" }),
-        header: &["ID", "NAME", "USER", "ACCOUNT", "PART", "STATE", "GPUS", "TIME", "PRIO", "NODES / REASON"],
+        title: title(
+            app,
+            if queue {
+                "queue (scheduler order)"
+            } else {
+                "jobs"
+            },
+        ),
+        header: &[
+            "ID",
+            "NAME",
+            "USER",
+            "ACCOUNT",
+            "PART",
+            "STATE",
+            "GPUS",
+            "TIME",
+            "PRIO",
+            "NODES / REASON",
+        ],
         widths: &[
             Constraint::Length(6),
-            Constraint::Fill(2),
+            Constraint::Fill(3),
             Constraint::Length(7),
             Constraint::Length(8),
             Constraint::Length(4),
@@ -190,7 +274,7 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Constraint::Length(4),
             Constraint::Length(6),
             Constraint::Length(5),
-            Constraint::Fill(3),
+            Constraint::Fill(2),
         ],
         len: app.rows.len(),
         selected: Some(app.screen().selected),
@@ -230,7 +314,11 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 Cell::from(sanitize(&j.id).into_owned()),
                 Cell::from(sanitize(&j.name).into_owned()),
                 Cell::from(sanitize(&j.user).into_owned()),
-                Cell::from(j.account.as_deref().map_or("-".into(), |a| sanitize(a).into_owned())),
+                Cell::from(
+                    j.account
+                        .as_deref()
+                        .map_or("-".into(), |a| sanitize(a).into_owned()),
+                ),
                 Cell::from(sanitize(&j.partition).into_owned()),
                 Cell::from(j.state.as_str()).style(state_style),
                 Cell::from(shape(j)),

@@ -25,7 +25,9 @@ pub fn render(f: &mut Frame, app: &App) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let theme = Theme { color: !app.no_color };
+    let theme = Theme {
+        color: !app.no_color,
+    };
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
             "nightshift: terminal {}x{} is too small, needs {MIN_WIDTH}x{MIN_HEIGHT}",
@@ -35,8 +37,12 @@ pub fn render(f: &mut Frame, app: &App) {
         f.render_widget(Paragraph::new(Line::styled(msg, theme.warn())), line);
         return;
     }
-    let [header, body, footer] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
     draw_header(f, header, app, theme);
     match app.screen().view {
         View::Overview => overview::draw(f, body, app, theme),
@@ -56,29 +62,36 @@ pub fn render(f: &mut Frame, app: &App) {
 
 fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
-    let mut spans = vec![
-        Span::styled(" nightshift ", theme.title()),
-        Span::raw(format!("│ {} │ {} │ ", app.source_name, sanitize(&c.name))),
-    ];
+    let mut spans = vec![Span::styled(" nightshift ", theme.title())];
+    if app.read_only {
+        spans.push(Span::styled(" READ-ONLY ", theme.badge()));
+    }
+    spans.push(Span::raw(format!(
+        " {} │ {} │ ",
+        app.source_name,
+        sanitize(&c.name)
+    )));
     match app.data_age() {
         None => spans.push(Span::styled(" waiting for data ", theme.badge())),
         Some(age) => {
-            spans.push(Span::raw(format!("{} │ ", text::datetime(c.time))));
+            spans.push(Span::raw(format!("{}Z │ ", text::clock(c.time))));
             let secs = age.as_secs() as i64;
             if app.is_stale() {
-                spans.push(Span::styled(format!(" STALE {} old ", text::duration(secs)), theme.alarm()));
+                spans.push(Span::styled(
+                    format!(" STALE {} old ", text::duration(secs)),
+                    theme.alarm(),
+                ));
             } else {
-                spans.push(Span::styled(format!("data {}s old", secs), theme.dim()));
+                spans.push(Span::styled(format!("data {secs}s old"), theme.dim()));
             }
         }
     }
     if let Some(e) = &app.source_error {
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(format!(" source error: {} ", sanitize(e)), theme.alarm()));
-    }
-    if app.read_only {
-        spans.push(Span::raw(" "));
-        spans.push(Span::styled(" READ-ONLY ", theme.badge()));
+        spans.push(Span::styled(
+            format!(" source error: {} ", sanitize(e)),
+            theme.alarm(),
+        ));
     }
     let crumbs: Vec<String> = app
         .stack
@@ -89,14 +102,23 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         })
         .collect();
     let shown = &crumbs[crumbs.len().saturating_sub(2)..];
-    spans.push(Span::styled(format!("  {}", shown.join(" › ")), theme.dim()));
+    spans.push(Span::styled(
+        format!("  {}", shown.join(" › ")),
+        theme.dim(),
+    ));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let line = match &app.input {
-        Input::Command(t) => Line::from(vec![Span::styled(":", theme.title()), Span::raw(format!("{t}▏"))]),
-        Input::Filter(t) => Line::from(vec![Span::styled("/", theme.title()), Span::raw(format!("{t}▏"))]),
+        Input::Command(t) => Line::from(vec![
+            Span::styled(":", theme.title()),
+            Span::raw(format!("{t}▏")),
+        ]),
+        Input::Filter(t) => Line::from(vec![
+            Span::styled("/", theme.title()),
+            Span::raw(format!("{t}▏")),
+        ]),
         Input::Normal => {
             let mut spans = Vec::new();
             if let Some(msg) = &app.flash {
@@ -105,11 +127,28 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             }
             let filter = &app.screen().filter;
             if !filter.is_empty() {
-                spans.push(Span::styled(format!("filter: {} ", sanitize(filter)), theme.warn()));
+                spans.push(Span::styled(
+                    format!("filter: {} ", sanitize(filter)),
+                    theme.warn(),
+                ));
             }
             let hints: &[(&str, &str)] = match app.screen().view {
-                View::NodeDetail => &[("enter", "open"), ("tab", "gpus/jobs"), ("esc", "back"), (":", "view"), ("?", "help"), ("q", "quit")],
-                _ => &[("enter", "open"), ("esc", "back"), (":", "view"), ("/", "filter"), ("?", "help"), ("q", "quit")],
+                View::NodeDetail => &[
+                    ("enter", "open"),
+                    ("tab", "gpus/jobs"),
+                    ("esc", "back"),
+                    (":", "view"),
+                    ("?", "help"),
+                    ("q", "quit"),
+                ],
+                _ => &[
+                    ("enter", "open"),
+                    ("esc", "back"),
+                    (":", "view"),
+                    ("/", "filter"),
+                    ("?", "help"),
+                    ("q", "quit"),
+                ],
             };
             for (k, what) in hints {
                 spans.push(Span::styled(format!("<{k}>"), theme.title()));
@@ -123,7 +162,10 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 
 pub const HELP: &[(&str, &str)] = &[
     (":overview  :nodes  :gpus", "switch view (also :no :gp)"),
-    (":jobs  :queue  :incidents", "switch view (also :jo :qu :inc)"),
+    (
+        ":jobs  :queue  :incidents",
+        "switch view (also :jo :qu :inc)",
+    ),
     ("enter", "open the selected row (incident → node → gpu/job)"),
     ("esc", "clear the filter, else go back"),
     ("j k ↑ ↓  h l ← →", "move (h l on the node grid)"),
@@ -145,15 +187,30 @@ fn draw_help(f: &mut Frame, area: Rect, theme: Theme) {
     };
     let mut lines: Vec<Line> = HELP
         .iter()
-        .map(|(k, what)| Line::from(vec![Span::styled(format!("{k:<26}"), theme.title()), Span::raw(*what)]))
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<26}"), theme.title()),
+                Span::raw(*what),
+            ])
+        })
         .collect();
     lines.push(Line::styled("any key closes this help", theme.dim()));
     f.render_widget(Clear, popup);
-    let block = Block::default().borders(Borders::ALL).title(Line::styled(" keys ", theme.title()));
-    f.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: false }), popup);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Line::styled(" keys ", theme.title()));
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        popup,
+    );
 }
 
 /// `17m30s ago` on the snapshot's clock.
 pub(crate) fn ago(now: i64, t: Option<i64>) -> String {
-    t.map_or_else(|| "-".into(), |t| format!("{} ago", text::duration(now - t)))
+    t.map_or_else(
+        || "-".into(),
+        |t| format!("{} ago", text::duration(now - t)),
+    )
 }

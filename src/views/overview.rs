@@ -32,10 +32,17 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let now = app.cluster.time;
     let l1 = Line::from(vec![
         Span::styled(" GPUs ", theme.title()),
-        Span::raw(format!("{} total  ", s.gpus_total)),
-        Span::styled(format!("{} allocated", s.gpus_allocated), theme.ok()),
-        Span::raw(format!("  {} idle  ", s.gpus_idle)),
-        Span::styled(format!("{} unavailable", s.gpus_unavailable), if s.gpus_unavailable > 0 { theme.warn() } else { theme.dim() }),
+        Span::raw(format!("{}  ", s.gpus_total)),
+        Span::styled(format!("alloc {}", s.gpus_allocated), theme.ok()),
+        Span::raw(format!("  idle {}  ", s.gpus_idle)),
+        Span::styled(
+            format!("unavail {}", s.gpus_unavailable),
+            if s.gpus_unavailable > 0 {
+                theme.warn()
+            } else {
+                theme.dim()
+            },
+        ),
         Span::raw(format!("  util {}", text::percent(s.utilization))),
     ]);
     let l2 = Line::from(vec![
@@ -52,16 +59,27 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         Span::styled(" Incidents ", theme.title()),
         Span::styled(
             format!("{recent} in the last hour"),
-            if recent > 0 { theme.critical() } else { theme.dim() },
+            if recent > 0 {
+                theme.critical()
+            } else {
+                theme.dim()
+            },
         ),
     ]);
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(40), Constraint::Length(26)]).areas(area);
     f.render_widget(Paragraph::new(vec![l1, l2, l3]), text_area);
     let q: Vec<u64> = app.history.queue_len.iter().copied().collect();
-    let tail = &q[q.len().saturating_sub(spark_area.width.saturating_sub(2) as usize)..];
+    let tail = &q[q
+        .len()
+        .saturating_sub(spark_area.width.saturating_sub(2) as usize)..];
     let spark = Sparkline::default()
-        .block(Block::default().borders(Borders::ALL).title(" queue ").border_style(theme.dim()))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" queue ")
+                .border_style(theme.dim()),
+        )
         .data(tail)
         .style(theme.warn());
     f.render_widget(spark, spark_area);
@@ -72,27 +90,44 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 /// for the node's last Xid or state.
 fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
+    let inner_w = area.width.saturating_sub(2);
+    let visible_rows = area.height.saturating_sub(2) as usize;
+    let (name_w, gpus_w) = cell_widths(app);
+    let cols = grid_columns(app, inner_w);
+    let sel = app.screen().selected;
+    let first_row = offset(sel / cols, visible_rows);
+    let total = app.rows.len();
+    let last = ((first_row + visible_rows) * cols).min(total);
+    let position = if total == 0 {
+        "no nodes".to_string()
+    } else {
+        format!("{}-{last} of {total}", first_row * cols + 1)
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.dim())
-        .title(Line::styled(format!(" nodes ({}) ", app.rows.len()), theme.title()))
-        .title_bottom(Line::styled(" ▁▅█ SM occupancy  X critical  ! warning  · idle  - unavailable ", theme.dim()));
+        .title(Line::styled(format!(" nodes {position} "), theme.title()))
+        .title_bottom(Line::styled(
+            " ▁▅█ SM occupancy  X critical  ! warning  · idle  - unavailable ",
+            theme.dim(),
+        ));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let (name_w, gpus_w) = cell_widths(app);
-    let cols = grid_columns(app, inner.width);
-    let visible_rows = inner.height as usize;
-    let sel = app.screen().selected;
-    let first_row = offset(sel / cols, visible_rows);
     let mut lines = Vec::with_capacity(visible_rows);
     for r in first_row..first_row + visible_rows {
         let mut spans = Vec::new();
         for k in 0..cols {
             let i = r * cols + k;
-            let Some(Row::Node(n)) = app.rows.get(i).copied() else { break };
+            let Some(Row::Node(n)) = app.rows.get(i).copied() else {
+                break;
+            };
             let node = &c.nodes[n];
             let critical = node.gpus.iter().any(|g| g.health() == GpuHealth::Critical);
-            let mut name_style = if critical { theme.critical() } else { theme.node_state(node.state) };
+            let mut name_style = if critical {
+                theme.critical()
+            } else {
+                theme.node_state(node.state)
+            };
             if node.state == NodeState::Up && !critical {
                 name_style = ratatui::style::Style::default();
             }
@@ -110,7 +145,10 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             let (mark, style) = match (node.last_xid(), node.state) {
                 (Some((_, x)), _) => (format!("x{}", x.code), theme.critical()),
                 (None, NodeState::Up) => (String::new(), theme.dim()),
-                (None, s) => (s.as_str().chars().take(MARK_W - 1).collect(), theme.node_state(s)),
+                (None, s) => (
+                    s.as_str().chars().take(MARK_W - 1).collect(),
+                    theme.node_state(s),
+                ),
             };
             spans.push(Span::styled(format!("{mark:<w$}", w = MARK_W - 1), style));
         }
@@ -125,7 +163,13 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 /// Widest node name (capped) and most GPUs on a node.
 fn cell_widths(app: &App) -> (usize, usize) {
     let c = &app.cluster;
-    let name_w = c.nodes.iter().map(|n| n.name.chars().count()).max().unwrap_or(4).min(24);
+    let name_w = c
+        .nodes
+        .iter()
+        .map(|n| n.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .min(24);
     let gpus_w = c.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(8);
     (name_w, gpus_w)
 }
@@ -160,6 +204,9 @@ fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.dim())
-        .title(Line::styled(" newest incidents (:incidents) ", theme.title()));
+        .title(Line::styled(
+            " newest incidents (:incidents) ",
+            theme.title(),
+        ));
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

@@ -10,7 +10,11 @@ use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 /// First row to show so that `selected` is on screen. A pure function of
 /// its inputs: drawing keeps no scroll state.
 pub fn offset(selected: usize, height: usize) -> usize {
-    if height == 0 { 0 } else { selected.saturating_sub(height - 1) }
+    if height == 0 {
+        0
+    } else {
+        selected.saturating_sub(height - 1)
+    }
 }
 
 pub struct List<'a> {
@@ -50,7 +54,11 @@ pub fn draw<'r>(
     } else {
         format!("{}-{} of {}", start + 1, end, list.len)
     };
-    let border = if list.focused { theme.title() } else { theme.dim() };
+    let border = if list.focused {
+        theme.title()
+    } else {
+        theme.dim()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(border)

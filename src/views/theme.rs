@@ -11,7 +11,11 @@ pub struct Theme {
 
 impl Theme {
     fn fg(self, c: Color) -> Style {
-        if self.color { Style::default().fg(c) } else { Style::default() }
+        if self.color {
+            Style::default().fg(c)
+        } else {
+            Style::default()
+        }
     }
 
     pub fn title(self) -> Style {
@@ -19,7 +23,11 @@ impl Theme {
     }
 
     pub fn dim(self) -> Style {
-        if self.color { Style::default().fg(Color::DarkGray) } else { Style::default() }
+        if self.color {
+            Style::default().fg(Color::DarkGray)
+        } else {
+            Style::default()
+        }
     }
 
     pub fn header_row(self) -> Style {
@@ -44,7 +52,10 @@ impl Theme {
 
     pub fn badge(self) -> Style {
         if self.color {
-            Style::default().fg(Color::Black).bg(Color::Yellow).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD)
         } else {
             Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
         }
@@ -52,7 +63,10 @@ impl Theme {
 
     pub fn alarm(self) -> Style {
         if self.color {
-            Style::default().fg(Color::White).bg(Color::Red).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD)
         } else {
             Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
         }
@@ -84,7 +98,11 @@ impl Theme {
             GpuHealth::Ok => {}
         }
         if gpu.job.is_none() {
-            return if node_usable { ('·', self.dim()) } else { ('-', self.dim()) };
+            return if node_usable {
+                ('·', self.dim())
+            } else {
+                ('-', self.dim())
+            };
         }
         match gpu.sm_occupancy {
             None => ('?', self.warn()),

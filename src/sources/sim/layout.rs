@@ -1,7 +1,7 @@
 //! The cluster as it stands when the sim starts: nodes, the scenario's jobs,
 //! background load, and the incidents that already happened.
 
-use super::{SimJob, SimPartition, Sim, START_TIME};
+use super::{START_TIME, Sim, SimJob, SimPartition};
 use crate::model::{
     Checkpoint, EventKind, Gpu, Job, JobState, LastXid, Node, NodeState, Partition, TimeLimit,
 };
@@ -10,7 +10,15 @@ use std::collections::BTreeMap;
 
 /// Single-node jobs that leave 3,3,3,2,2,2,1 GPUs free on the first seven
 /// A100 nodes: 16 free, at most 3 on any node.
-const FRAGMENTS: [&[u32]; 7] = [&[4, 1], &[2, 2, 1], &[4, 1], &[4, 2], &[2, 2, 2], &[4, 2], &[4, 2, 1]];
+const FRAGMENTS: [&[u32]; 7] = [
+    &[4, 1],
+    &[2, 2, 1],
+    &[4, 1],
+    &[4, 2],
+    &[2, 2, 2],
+    &[4, 2],
+    &[4, 2, 1],
+];
 
 pub(crate) const USERS: [(&str, &str); 8] = [
     ("alice", "llm"),
@@ -24,8 +32,18 @@ pub(crate) const USERS: [(&str, &str); 8] = [
 ];
 
 pub(crate) const JOB_NAMES: [&str; 12] = [
-    "llama-sft", "bert-eval", "diffusion-xl", "moe-ablation", "rlhf-ppo", "tokenizer-bench",
-    "whisper-ft", "nerf-train", "vit-probe", "retrieval-emb", "ssm-scan", "dpo-sweep",
+    "llama-sft",
+    "bert-eval",
+    "diffusion-xl",
+    "moe-ablation",
+    "rlhf-ppo",
+    "tokenizer-bench",
+    "whisper-ft",
+    "nerf-train",
+    "vit-probe",
+    "retrieval-emb",
+    "ssm-scan",
+    "dpo-sweep",
 ];
 
 struct Spec<'a> {
@@ -50,7 +68,15 @@ pub(crate) fn build(sim: &mut Sim) {
     // The 4-node gang that the Xid 79 hung.
     let gang = start(
         sim,
-        &Spec { name: "llm-pretrain-70b", user: "alice", account: "llm", partition: "h100", priority: 9000, gpus_per_node: 8, nodes: 4 },
+        &Spec {
+            name: "llm-pretrain-70b",
+            user: "alice",
+            account: "llm",
+            partition: "h100",
+            priority: 9000,
+            gpus_per_node: 8,
+            nodes: 4,
+        },
         &hn[0..4],
         18 * 3600,
         72 * 3600,
@@ -68,16 +94,44 @@ pub(crate) fn build(sim: &mut Sim) {
         j.hung = true;
     }
     let xid_node = sim.nodes[hn[2]].name.clone();
-    sim.nodes[hn[2]].gpus[3].last_xid = Some(LastXid { code: 79, time: Some(START_TIME - 30) });
-    sim.push_event_at(START_TIME - 30, &xid_node, Some(3), EventKind::Xid { code: 79 }, "GPU has fallen off the bus");
+    sim.nodes[hn[2]].gpus[3].last_xid = Some(LastXid {
+        code: 79,
+        time: Some(START_TIME - 30),
+    });
+    sim.push_event_at(
+        START_TIME - 30,
+        &xid_node,
+        Some(3),
+        EventKind::Xid { code: 79 },
+        "GPU has fallen off the bus",
+    );
 
     // The vision team at its quota of 16 GPUs, and its queue.
-    for (i, (name, user)) in [("vit-h-finetune", "bob"), ("detr-sweep", "carol")].into_iter().enumerate() {
-        let spec = Spec { name, user, account: "vision", partition: "h100", priority: 5000, gpus_per_node: 8, nodes: 1 };
+    for (i, (name, user)) in [("vit-h-finetune", "bob"), ("detr-sweep", "carol")]
+        .into_iter()
+        .enumerate()
+    {
+        let spec = Spec {
+            name,
+            user,
+            account: "vision",
+            partition: "h100",
+            priority: 5000,
+            gpus_per_node: 8,
+            nodes: 1,
+        };
         start(sim, &spec, &hn[4 + i..5 + i], 5 * 3600, 24 * 3600);
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
-        let spec = Spec { name, user, account: "vision", partition: "h100", priority: 5200, gpus_per_node: gpus, nodes: 1 };
+        let spec = Spec {
+            name,
+            user,
+            account: "vision",
+            partition: "h100",
+            priority: 5200,
+            gpus_per_node: gpus,
+            nodes: 1,
+        };
         queue(sim, &spec, 40 * 60, false);
     }
 
@@ -86,7 +140,15 @@ pub(crate) fn build(sim: &mut Sim) {
         for &g in sizes.iter() {
             let (user, account) = USERS[3 + (k + g as usize) % 5];
             let name = JOB_NAMES[(k * 3 + g as usize) % JOB_NAMES.len()];
-            let spec = Spec { name, user, account, partition: "a100", priority: 3000, gpus_per_node: g, nodes: 1 };
+            let spec = Spec {
+                name,
+                user,
+                account,
+                partition: "a100",
+                priority: 3000,
+                gpus_per_node: g,
+                nodes: 1,
+            };
             let ran = sim.rng.random_range(3600..6 * 3600);
             start(sim, &spec, &an[k..k + 1], ran, 24 * 3600);
         }
@@ -101,25 +163,55 @@ pub(crate) fn build(sim: &mut Sim) {
         START_TIME - 5400,
         &dname,
         None,
-        EventKind::NodeState { from: "up".into(), to: "drain".into() },
+        EventKind::NodeState {
+            from: "up".into(),
+            to: "drain".into(),
+        },
         "PSU replaced, burn-in pending",
     );
-    for (name, user, account, prio) in [("asr-conformer-8g", "grace", "speech", 8000), ("rl-ppo-8g", "erin", "rl", 6000)] {
-        let spec = Spec { name, user, account, partition: "a100", priority: prio, gpus_per_node: 8, nodes: 1 };
+    for (name, user, account, prio) in [
+        ("asr-conformer-8g", "grace", "speech", 8000),
+        ("rl-ppo-8g", "erin", "rl", 6000),
+    ] {
+        let spec = Spec {
+            name,
+            user,
+            account,
+            partition: "a100",
+            priority: prio,
+            gpus_per_node: 8,
+            nodes: 1,
+        };
         queue(sim, &spec, 42 * 60, false);
     }
 
     // Jobs no scheduler pass will start.
     let eval = queue(
         sim,
-        &Spec { name: "llm-eval-70b", user: "alice", account: "llm", partition: "h100", priority: 8500, gpus_per_node: 8, nodes: 1 },
+        &Spec {
+            name: "llm-eval-70b",
+            user: "alice",
+            account: "llm",
+            partition: "h100",
+            priority: 8500,
+            gpus_per_node: 8,
+            nodes: 1,
+        },
         3 * 3600,
         true,
     );
     sim.jobs[eval].job.reason = Some("Dependency".into());
     let held = queue(
         sim,
-        &Spec { name: "ablation-hold", user: "heidi", account: "research", partition: "h100", priority: 1000, gpus_per_node: 2, nodes: 1 },
+        &Spec {
+            name: "ablation-hold",
+            user: "heidi",
+            account: "research",
+            partition: "h100",
+            priority: 1000,
+            gpus_per_node: 2,
+            nodes: 1,
+        },
         2 * 3600,
         true,
     );
@@ -127,7 +219,15 @@ pub(crate) fn build(sim: &mut Sim) {
     // A name full of escape sequences: drawn inert, never sent to the terminal.
     queue(
         sim,
-        &Spec { name: "\u{1b}[31mpwn\u{1b}[0m\u{7}-eval", user: "mallory", account: "research", partition: "h100", priority: 1500, gpus_per_node: 4, nodes: 1 },
+        &Spec {
+            name: "\u{1b}[31mpwn\u{1b}[0m\u{7}-eval",
+            user: "mallory",
+            account: "research",
+            partition: "h100",
+            priority: 1500,
+            gpus_per_node: 4,
+            nodes: 1,
+        },
         10 * 60,
         false,
     );
@@ -156,7 +256,11 @@ pub(crate) fn build(sim: &mut Sim) {
     }
     if let Some(total) = sim.cfg.jobs {
         while sim.jobs.len() < total {
-            let part = if sim.rng.random_bool(0.5) { "h100" } else { "a100" };
+            let part = if sim.rng.random_bool(0.5) {
+                "h100"
+            } else {
+                "a100"
+            };
             let g = [1u32, 2, 4, 8][sim.rng.random_range(0..4)];
             let spec = random_spec(sim, part, g);
             let waited = sim.rng.random_range(60..4 * 3600);
@@ -173,7 +277,10 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
         let node_name = format!("{name}-{i:0width$}");
         let rack = format!("rack-{name}-{}", (i - 1) / 4 + 1);
         let mut labels = BTreeMap::new();
-        labels.insert("nvidia.com/gpu.product".to_string(), model.replace(' ', "-"));
+        labels.insert(
+            "nvidia.com/gpu.product".to_string(),
+            model.replace(' ', "-"),
+        );
         labels.insert("topology.rack".to_string(), rack.clone());
         let gpus = (0..8)
             .map(|g| {
@@ -211,12 +318,17 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
         gpu_model: Some(model.to_string()),
         max_time_s: Some(7 * 24 * 3600),
     };
-    sim.partitions.push(SimPartition { partition, nodes: members });
+    sim.partitions.push(SimPartition {
+        partition,
+        nodes: members,
+    });
 }
 
 /// A stable per-name number for made-up UUIDs.
 fn fnv(s: &str) -> u32 {
-    s.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 pub(crate) struct OwnedSpec {

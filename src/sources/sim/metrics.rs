@@ -13,7 +13,11 @@ pub(crate) fn update(sim: &mut Sim) {
         .collect();
     let rng = &mut sim.rng;
     for node in sim.nodes.iter_mut() {
-        let (idle_w, max_w) = if node.gpu_model.as_deref().is_some_and(|m| m.contains("H100")) {
+        let (idle_w, max_w) = if node
+            .gpu_model
+            .as_deref()
+            .is_some_and(|m| m.contains("H100"))
+        {
             (70.0, 700.0)
         } else {
             (55.0, 400.0)
@@ -49,7 +53,9 @@ pub(crate) fn update(sim: &mut Sim) {
             let target_t = 32.0 + 45.0 * occ;
             let t = gpu.temperature_c.unwrap_or(target_t);
             gpu.temperature_c = Some(round1(t + (target_t - t) * 0.2 + noise * 5.0));
-            gpu.power_w = Some(round1(idle_w + (max_w - idle_w) * (occ * 1.1).min(1.0) + noise * 40.0));
+            gpu.power_w = Some(round1(
+                idle_w + (max_w - idle_w) * (occ * 1.1).min(1.0) + noise * 40.0,
+            ));
         }
     }
 }

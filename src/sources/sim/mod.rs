@@ -42,7 +42,11 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { seed: 1, nodes: MIN_NODES, jobs: None }
+        SimConfig {
+            seed: 1,
+            nodes: MIN_NODES,
+            jobs: None,
+        }
     }
 }
 
@@ -153,7 +157,11 @@ impl Sim {
             name: format!("sim-{}", self.cfg.nodes),
             source: "sim".into(),
             time: self.now,
-            partitions: self.partitions.iter().map(|p| p.partition.clone()).collect(),
+            partitions: self
+                .partitions
+                .iter()
+                .map(|p| p.partition.clone())
+                .collect(),
             nodes: self.nodes.clone(),
             jobs: self.jobs.iter().map(|j| j.job.clone()).collect(),
             events: self.events.clone(),
@@ -169,7 +177,13 @@ impl Sim {
             .sum()
     }
 
-    pub(crate) fn push_event(&mut self, node: &str, gpu: Option<u32>, kind: EventKind, message: &str) {
+    pub(crate) fn push_event(
+        &mut self,
+        node: &str,
+        gpu: Option<u32>,
+        kind: EventKind,
+        message: &str,
+    ) {
         self.push_event_at(self.now, node, gpu, kind, message);
     }
 
@@ -203,7 +217,11 @@ impl Sim {
         let nodes = job.job.nodes.clone();
         for name in &nodes {
             if let Some(node) = self.nodes.iter_mut().find(|n| &n.name == name) {
-                for g in node.gpus.iter_mut().filter(|g| g.job.as_deref() == Some(id.as_str())) {
+                for g in node
+                    .gpus
+                    .iter_mut()
+                    .filter(|g| g.job.as_deref() == Some(id.as_str()))
+                {
                     g.job = None;
                 }
             }
@@ -241,7 +259,8 @@ impl Sim {
 
     fn prune(&mut self) {
         let now = self.now;
-        self.jobs.retain(|j| j.job.end_time.is_none_or(|t| now - t < KEEP_FINISHED_S));
+        self.jobs
+            .retain(|j| j.job.end_time.is_none_or(|t| now - t < KEEP_FINISHED_S));
         if self.events.len() > KEEP_EVENTS {
             let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);
@@ -257,7 +276,11 @@ mod tests;
 pub async fn run(mut sim: Sim, speed: f64, tx: tokio::sync::mpsc::Sender<super::Update>) {
     use std::sync::Arc;
     const TICK: std::time::Duration = std::time::Duration::from_millis(200);
-    if tx.send(super::Update::Snapshot(Arc::new(sim.snapshot()))).await.is_err() {
+    if tx
+        .send(super::Update::Snapshot(Arc::new(sim.snapshot())))
+        .await
+        .is_err()
+    {
         return;
     }
     let mut owed = 0.0f64;

@@ -5,8 +5,8 @@
 //! unless a smaller one fits now (backfill). A job whose team would exceed its
 //! GPU quota pends on `AssocGrpGRES`, as Slurm says it.
 
-use super::layout::{random_spec, submit, with_nodes};
 use super::Sim;
+use super::layout::{random_spec, submit, with_nodes};
 use crate::model::JobState;
 use rand::Rng;
 
@@ -22,11 +22,19 @@ pub(crate) fn schedule(sim: &mut Sim) {
         .collect();
     pending.sort_by_key(|&i| {
         let j = &sim.jobs[i].job;
-        (std::cmp::Reverse(j.priority.unwrap_or(0)), j.submit_time.unwrap_or(0), i)
+        (
+            std::cmp::Reverse(j.priority.unwrap_or(0)),
+            j.submit_time.unwrap_or(0),
+            i,
+        )
     });
     for p in 0..sim.partitions.len() {
         let name = sim.partitions[p].partition.name.clone();
-        let mut free: Vec<u32> = sim.partitions[p].nodes.iter().map(|&n| free_gpus(sim, n)).collect();
+        let mut free: Vec<u32> = sim.partitions[p]
+            .nodes
+            .iter()
+            .map(|&n| free_gpus(sim, n))
+            .collect();
         // avail[k]: nodes with at least k GPUs free, so that a job that
         // cannot fit is turned away without a scan of the partition.
         let mut avail = [0u32; 9];
@@ -36,11 +44,19 @@ pub(crate) fn schedule(sim: &mut Sim) {
             }
         }
         let mut blocked_by_resources = false;
-        let mine: Vec<usize> = pending.iter().copied().filter(|&i| sim.jobs[i].job.partition == name).collect();
+        let mine: Vec<usize> = pending
+            .iter()
+            .copied()
+            .filter(|&i| sim.jobs[i].job.partition == name)
+            .collect();
         for i in mine {
             let (per_node, count, account) = {
                 let j = &sim.jobs[i].job;
-                (j.gpus_per_node.unwrap_or(1), j.node_count.unwrap_or(1), j.account.clone())
+                (
+                    j.gpus_per_node.unwrap_or(1),
+                    j.node_count.unwrap_or(1),
+                    j.account.clone(),
+                )
             };
             if let Some(acc) = &account
                 && let Some((_, limit)) = sim.quotas.iter().find(|(a, _)| a == acc)
@@ -50,21 +66,34 @@ pub(crate) fn schedule(sim: &mut Sim) {
                 continue;
             }
             let fits = avail.get(per_node as usize).is_some_and(|&a| a >= count);
-            let placed = if fits { place(&free, per_node, count) } else { None };
+            let placed = if fits {
+                place(&free, per_node, count)
+            } else {
+                None
+            };
             match placed {
                 Some(chosen) => {
-                    let nodes: Vec<usize> = chosen.iter().map(|&k| sim.partitions[p].nodes[k]).collect();
+                    let nodes: Vec<usize> =
+                        chosen.iter().map(|&k| sim.partitions[p].nodes[k]).collect();
                     for &k in &chosen {
                         let old = free[k];
                         free[k] -= per_node;
-                        for slot in avail.iter_mut().take(old.min(8) as usize + 1).skip(free[k] as usize + 1) {
+                        for slot in avail
+                            .iter_mut()
+                            .take(old.min(8) as usize + 1)
+                            .skip(free[k] as usize + 1)
+                        {
                             *slot -= 1;
                         }
                     }
                     start_on(sim, i, &nodes, per_node);
                 }
                 None => {
-                    let reason = if blocked_by_resources { "Priority" } else { "Resources" };
+                    let reason = if blocked_by_resources {
+                        "Priority"
+                    } else {
+                        "Resources"
+                    };
                     sim.jobs[i].job.reason = Some(reason.into());
                     blocked_by_resources = true;
                 }
@@ -135,7 +164,11 @@ pub(crate) fn arrivals(sim: &mut Sim) {
         return;
     }
     let gang = sim.rng.random_bool(0.1);
-    let gpus = if gang { 8 } else { [1u32, 2, 4, 8][sim.rng.random_range(0..4)] };
+    let gpus = if gang {
+        8
+    } else {
+        [1u32, 2, 4, 8][sim.rng.random_range(0..4)]
+    };
     let spec = random_spec(sim, "h100", gpus);
     let spec = if gang { with_nodes(spec, 2) } else { spec };
     let duration = sim.rng.random_range(3 * 60..15 * 60);

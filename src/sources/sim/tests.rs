@@ -17,7 +17,11 @@ fn same_seed_same_night() {
 #[test]
 fn another_seed_another_night() {
     let mut a = sim();
-    let mut b = Sim::new(SimConfig { seed: 2, ..SimConfig::default() }).expect("sim");
+    let mut b = Sim::new(SimConfig {
+        seed: 2,
+        ..SimConfig::default()
+    })
+    .expect("sim");
     a.advance(60);
     b.advance(60);
     assert_ne!(a.snapshot().jobs, b.snapshot().jobs);
@@ -25,18 +29,29 @@ fn another_seed_another_night() {
 
 #[test]
 fn too_few_nodes_is_a_clear_error() {
-    let err = Sim::new(SimConfig { nodes: 4, ..SimConfig::default() }).err().expect("error");
+    let err = Sim::new(SimConfig {
+        nodes: 4,
+        ..SimConfig::default()
+    })
+    .err()
+    .expect("error");
     assert!(err.contains("at least 16"), "{err}");
 }
 
 #[test]
 fn starts_with_xid79_on_a_rank_of_a_four_node_gang() {
     let c = sim().snapshot();
-    let xid = c.events.iter().find(|e| e.xid() == Some(79)).expect("xid 79 event");
+    let xid = c
+        .events
+        .iter()
+        .find(|e| e.xid() == Some(79))
+        .expect("xid 79 event");
     let node = c.node(&xid.node).expect("node of the xid");
     let gpu = &node.gpus[xid.gpu.expect("gpu") as usize];
     assert_eq!(gpu.last_xid.as_ref().map(|x| x.code), Some(79));
-    let job = c.job(gpu.job.as_deref().expect("a job on the gpu")).expect("job");
+    let job = c
+        .job(gpu.job.as_deref().expect("a job on the gpu"))
+        .expect("job");
     assert_eq!(job.nodes.len(), 4);
     assert_eq!(job.gpus_requested(), Some(32));
     assert!(job.gang.is_some());
@@ -50,7 +65,11 @@ fn starts_with_xid79_on_a_rank_of_a_four_node_gang() {
 #[test]
 fn a100_is_fragmented_while_an_eight_gpu_job_waits() {
     let c = sim().snapshot();
-    let nodes: Vec<_> = c.nodes.iter().filter(|n| n.partitions[0] == "a100").collect();
+    let nodes: Vec<_> = c
+        .nodes
+        .iter()
+        .filter(|n| n.partitions[0] == "a100")
+        .collect();
     let free: u32 = nodes.iter().map(|n| n.gpus_free()).sum();
     let max = nodes.iter().map(|n| n.gpus_free()).max().unwrap_or(0);
     assert_eq!(free, 16);
@@ -58,21 +77,30 @@ fn a100_is_fragmented_while_an_eight_gpu_job_waits() {
     let waiting = c
         .jobs
         .iter()
-        .find(|j| j.partition == "a100" && j.state == JobState::Pending && j.gpus_per_node == Some(8))
+        .find(|j| {
+            j.partition == "a100" && j.state == JobState::Pending && j.gpus_per_node == Some(8)
+        })
         .expect("an 8-GPU job waiting in a100");
     assert_eq!(waiting.reason.as_deref(), Some("Resources"));
-    assert!(nodes.iter().any(|n| n.state == NodeState::Drain && n.reason.is_some()));
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n.state == NodeState::Drain && n.reason.is_some())
+    );
 }
 
 #[test]
 fn the_vision_team_sits_at_its_quota() {
     let c = sim().snapshot();
-    let q = c.quotas.iter().find(|q| q.account == "vision").expect("vision quota");
+    let q = c
+        .quotas
+        .iter()
+        .find(|q| q.account == "vision")
+        .expect("vision quota");
     assert_eq!(Some(q.gpus_in_use), q.gpu_limit);
     assert!(
-        c.jobs
-            .iter()
-            .any(|j| j.account.as_deref() == Some("vision") && j.reason.as_deref() == Some("AssocGrpGRES"))
+        c.jobs.iter().any(|j| j.account.as_deref() == Some("vision")
+            && j.reason.as_deref() == Some("AssocGrpGRES"))
     );
 }
 
@@ -83,13 +111,25 @@ fn the_night_goes_on_xid13_then_ecc_with_remap() {
     let c = s.snapshot();
     let codes: Vec<u32> = c.events.iter().filter_map(|e| e.xid()).collect();
     assert_eq!(codes, vec![79, 13, 48, 63]);
-    let ecc = c.events.iter().find(|e| matches!(e.kind, EventKind::Ecc { .. })).expect("ecc event");
+    let ecc = c
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Ecc { .. }))
+        .expect("ecc event");
     let gpu = &c.node(&ecc.node).expect("node").gpus[ecc.gpu.expect("gpu") as usize];
     assert_eq!(gpu.ecc.dbe_volatile, Some(1));
     assert_eq!(gpu.row_remap_pending, Some(true));
     // The Xid 13 killed the job on its GPU, and only that one.
-    let x13 = c.events.iter().find(|e| e.xid() == Some(13)).expect("xid 13");
-    assert!(c.jobs.iter().any(|j| j.state == JobState::Failed && j.end_time == Some(x13.time)));
+    let x13 = c
+        .events
+        .iter()
+        .find(|e| e.xid() == Some(13))
+        .expect("xid 13");
+    assert!(
+        c.jobs
+            .iter()
+            .any(|j| j.state == JobState::Failed && j.end_time == Some(x13.time))
+    );
 }
 
 #[test]
@@ -103,23 +143,46 @@ fn the_cluster_lives() {
         .iter()
         .filter(|j| j.start_time.is_some_and(|t| t > before.time))
         .count();
-    let finished = after.jobs.iter().filter(|j| j.state == JobState::Completed).count();
-    assert!(started > 0 && finished > 0, "started {started}, finished {finished}");
-    let occ = |c: &Cluster| c.gpus().filter_map(|(_, g)| g.sm_occupancy).collect::<Vec<_>>();
+    let finished = after
+        .jobs
+        .iter()
+        .filter(|j| j.state == JobState::Completed)
+        .count();
+    assert!(
+        started > 0 && finished > 0,
+        "started {started}, finished {finished}"
+    );
+    let occ = |c: &Cluster| {
+        c.gpus()
+            .filter_map(|(_, g)| g.sm_occupancy)
+            .collect::<Vec<_>>()
+    };
     assert_ne!(occ(&before), occ(&after));
     // Running jobs with an interval checkpoint; the hung gang does not.
-    let gang = after.jobs.iter().find(|j| j.nodes.len() == 4).expect("gang");
+    let gang = after
+        .jobs
+        .iter()
+        .find(|j| j.nodes.len() == 4)
+        .expect("gang");
     assert_eq!(gang.checkpoint.last, Some(START_TIME - 1050));
     // Never more GPUs held than exist on a node.
     for n in &after.nodes {
-        let held: u32 = after.jobs_on_node(&n.name).map(|j| j.gpus_per_node.unwrap_or(0)).sum();
+        let held: u32 = after
+            .jobs_on_node(&n.name)
+            .map(|j| j.gpus_per_node.unwrap_or(0))
+            .sum();
         assert_eq!(held, n.gpus_allocated(), "{}", n.name);
     }
 }
 
 #[test]
 fn scales_to_ten_thousand_nodes_and_a_hundred_thousand_jobs() {
-    let mut s = Sim::new(SimConfig { seed: 7, nodes: 10_000, jobs: Some(100_000) }).expect("sim");
+    let mut s = Sim::new(SimConfig {
+        seed: 7,
+        nodes: 10_000,
+        jobs: Some(100_000),
+    })
+    .expect("sim");
     s.step();
     let c = s.snapshot();
     assert_eq!(c.nodes.len(), 10_000);

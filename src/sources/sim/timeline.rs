@@ -1,6 +1,6 @@
 //! The night's scripted incidents after start-up.
 
-use super::{Sim, START_TIME};
+use super::{START_TIME, Sim};
 use crate::model::{EventKind, JobState, LastXid, Timestamp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,11 +40,20 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
     let name = sim.nodes[node].name.clone();
     let g = gpu as usize;
     let (code, message) = match incident {
-        Incident::Xid13 => (13, "Graphics Engine Exception: illegal address in user kernel"),
+        Incident::Xid13 => (
+            13,
+            "Graphics Engine Exception: illegal address in user kernel",
+        ),
         Incident::Xid48Dbe => (48, "DBE (double bit error) ECC error"),
-        Incident::Xid63Remap => (63, "Row remapping event: remap pending until the GPU is reset"),
+        Incident::Xid63Remap => (
+            63,
+            "Row remapping event: remap pending until the GPU is reset",
+        ),
     };
-    sim.nodes[node].gpus[g].last_xid = Some(LastXid { code, time: Some(at) });
+    sim.nodes[node].gpus[g].last_xid = Some(LastXid {
+        code,
+        time: Some(at),
+    });
     sim.push_event(&name, Some(gpu), EventKind::Xid { code }, message);
     match incident {
         Incident::Xid13 => {
@@ -66,7 +75,12 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
                 remap_pending: Some(true),
                 remap_failed: Some(false),
             };
-            sim.push_event(&name, Some(gpu), kind, "uncorrectable ECC error; row remap pending");
+            sim.push_event(
+                &name,
+                Some(gpu),
+                kind,
+                "uncorrectable ECC error; row remap pending",
+            );
         }
         Incident::Xid63Remap => {}
     }

@@ -1,0 +1,152 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_nightshift")
+}
+
+/// Runs nightshift with `args`, logging into `dir`.
+pub fn nightshift(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--log-file")
+        .arg(dir.join("nightshift.log"))
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("run nightshift")
+}
+
+/// Whether a tool the test needs is here. Without it the test is skipped
+/// with an install hint, except under CI=true, where a skip is a failure.
+pub fn require(tool: &str, install_hint: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{tool} is missing and CI=true: a skipped test is a failure here ({install_hint})");
+    }
+    eprintln!("SKIPPED: {tool} not found; install it with: {install_hint}");
+    false
+}
+
+/// Polls `f` until it returns Some or `timeout` passes.
+pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A tmux server of the test's own (its own socket), with one window running
+/// a plain shell, killed when dropped.
+pub struct Tmux {
+    socket: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    pub fn start(width: u16, height: u16) -> Tmux {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("tmux.sock");
+        let t = Tmux { socket, dir };
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&t.socket)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x"])
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .args([
+                "env",
+                "-u",
+                "NO_COLOR",
+                "PS1=$ ",
+                "bash",
+                "--norc",
+                "--noprofile",
+            ])
+            .status()
+            .expect("start tmux");
+        assert!(status.success(), "tmux new-session failed");
+        t
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types a line into the shell and presses enter.
+    pub fn type_line(&self, line: &str) {
+        self.cmd(&["send-keys", "-t", "t", "-l", line]);
+        self.cmd(&["send-keys", "-t", "t", "Enter"]);
+    }
+
+    /// Sends tmux key names (`Enter`, `Escape`, `Tab`, `q`, …).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.cmd(&args);
+    }
+
+    pub fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    /// Waits until the screen contains `text`; panics with the screen if not.
+    pub fn expect(&self, text: &str) -> String {
+        wait_for(Duration::from_secs(15), || {
+            let s = self.screen();
+            s.contains(text).then_some(s)
+        })
+        .unwrap_or_else(|| panic!("screen never showed {text:?}; it shows:\n{}", self.screen()))
+    }
+
+    pub fn pane_flag(&self, flag: &str) -> String {
+        self.cmd(&["display", "-p", "-t", "t", &format!("#{{{flag}}}")])
+            .trim()
+            .to_string()
+    }
+
+    pub fn resize(&self, width: u16, height: u16) {
+        self.cmd(&[
+            "resize-window",
+            "-t",
+            "t",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .status();
+    }
+}

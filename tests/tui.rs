@@ -1,0 +1,152 @@
+//! End to end: the real binary in a real pty (tmux), driven by key presses,
+//! read back from the screen; and the terminal restored afterwards.
+
+mod common;
+
+use common::{Tmux, bin, require, wait_for};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn start(t: &Tmux, term: &str, extra: &str) {
+    let log = t.dir.path().join("nightshift.log");
+    t.type_line(&format!(
+        "TERM={term} {} --log-file {} {extra}; echo EXIT=$?",
+        bin(),
+        log.display()
+    ));
+    t.expect("│ sim-16 │");
+}
+
+/// The terminal is as a shell left it: main screen, cursor shown, cooked mode.
+fn assert_restored(t: &Tmux) {
+    assert_eq!(
+        t.pane_flag("alternate_on"),
+        "0",
+        "left the alternate screen"
+    );
+    assert_eq!(t.pane_flag("cursor_flag"), "1", "cursor visible again");
+    // MO""DE keeps the typed command from matching what we wait for.
+    t.type_line("echo MO\"\"DE=$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ,)");
+    let s = t.expect("MODE=");
+    assert!(
+        s.contains("MODE=icanon,echo,"),
+        "cooked mode restored:\n{s}"
+    );
+}
+
+#[test]
+fn incident_to_node_to_job_with_keys_then_quit() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(100, 30);
+    start(&t, "tmux-256color", "");
+    // The Xid 79 GPU is marked on the node grid, and the node too.
+    t.expect("h100-03 ▁▁▁X▁▁▁▁ x79");
+    assert_eq!(t.pane_flag("alternate_on"), "1");
+
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("incidents (newest first)");
+    t.expect("GPU has fallen off the bus");
+    t.keys(&["Enter"]);
+    t.expect("node h100-03");
+    t.keys(&["Enter"]);
+    t.expect("h100-03 gpu 3");
+    t.expect("79 at 2026-11-30 02:47:00Z");
+    t.keys(&["Enter"]);
+    t.expect("job 4700");
+    t.expect("llm-pretrain-70b");
+    t.expect("size 1.2 TB");
+
+    // Filter, help, back.
+    t.keys(&["Escape", "Escape", "Escape", "Escape"]);
+    t.keys(&[":"]);
+    t.keys(&["-l", "jobs"]);
+    t.keys(&["Enter", "/"]);
+    t.keys(&["-l", "vision"]);
+    let s = t.expect("jobs /vision");
+    assert!(!s.contains("llm-pretrain"), "filtered out:\n{s}");
+    t.keys(&["Enter", "?"]);
+    t.expect("any key closes this help");
+    t.keys(&["Escape"]);
+
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    for (signal, term) in [("TERM", "screen-256color"), ("HUP", "tmux-256color")] {
+        let t = Tmux::start(90, 26);
+        start(&t, term, "--read-only");
+        t.expect("READ-ONLY");
+        let log = t.dir.path().join("nightshift.log");
+        let status = Command::new("pkill")
+            .args([&format!("-{signal}"), "-f", &log.display().to_string()])
+            .status()
+            .expect("pkill");
+        assert!(status.success(), "found the process to signal");
+        t.expect("EXIT=0");
+        assert_restored(&t);
+        let logged = std::fs::read_to_string(&log).expect("log file");
+        assert!(
+            logged.contains(&format!("SIG{signal}")),
+            "the log file got the log: {logged}"
+        );
+    }
+}
+
+#[test]
+fn a_small_terminal_gets_a_notice_and_recovers() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(100, 30);
+    start(&t, "tmux-256color", "");
+    t.resize(40, 10);
+    t.expect("too small");
+    t.resize(80, 24);
+    t.expect("nodes 1-16 of 16");
+    t.keys(&["C-c"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
+
+#[test]
+fn a_zero_by_zero_pty_does_not_panic() {
+    if !require("script", "apt-get install bsdutils") {
+        return;
+    }
+    // `script` runs nightshift in a fresh pty; with no terminal on our side
+    // the pty keeps its initial 0x0 size.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("nightshift.log");
+    let cmd = format!("{} --log-file {}", bin(), log.display());
+    let mut child = Command::new("script")
+        .args(["-qfec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script");
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(b"q").expect("send q");
+    let status = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+    let Some(status) = status else {
+        let _ = child.kill();
+        panic!("nightshift did not quit in a 0x0 pty");
+    };
+    let out = child.wait_with_output().expect("output");
+    let all =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!all.contains("panicked"), "{all}");
+    assert!(status.success(), "exit {status:?}: {all}");
+}
