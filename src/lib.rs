@@ -6,6 +6,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod engine;
 pub mod logging;
 pub mod model;
 pub mod output;

@@ -44,6 +44,19 @@ pub struct Gpu {
     pub row_remap_pending: Option<bool>,
     pub row_remap_failed: Option<bool>,
     pub last_xid: Option<LastXid>,
+    /// What the driver says recovery needs (NVML field 230).
+    pub recovery_action: Option<RecoveryAction>,
+}
+
+/// NVML's recovery action for a GPU (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryAction {
+    None,
+    GpuReset,
+    NodeReboot,
+    DrainP2p,
+    DrainAndReset,
 }
 
 /// A coarse health colour for display. The decision engine gives verdicts;
@@ -88,6 +101,7 @@ impl Gpu {
             row_remap_pending: None,
             row_remap_failed: None,
             last_xid: None,
+            recovery_action: None,
         }
     }
 

@@ -58,6 +58,8 @@ pub struct Checkpoint {
     pub last: Option<Timestamp>,
     pub interval_s: Option<u64>,
     pub size_bytes: Option<u64>,
+    /// Model parameters, when the size is not known but the model is.
+    pub params: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ mod node;
 mod summary;
 
 pub use event::{Event, EventKind};
-pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, is_hardware_xid};
+pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction, is_hardware_xid};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{Node, NodeState};
 pub use summary::Summary;

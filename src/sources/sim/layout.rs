@@ -3,7 +3,8 @@
 
 use super::{START_TIME, Sim, SimJob, SimPartition};
 use crate::model::{
-    Checkpoint, EventKind, Gpu, Job, JobState, LastXid, Node, NodeState, Partition, TimeLimit,
+    Checkpoint, EventKind, Gpu, Job, JobState, LastXid, Node, NodeState, Partition, RecoveryAction,
+    TimeLimit,
 };
 use rand::Rng;
 use std::collections::BTreeMap;
@@ -88,6 +89,7 @@ pub(crate) fn build(sim: &mut Sim) {
             last: Some(START_TIME - 1050),
             interval_s: Some(1800),
             size_bytes: Some(1_200_000_000_000),
+            params: Some(70_000_000_000),
         };
         j.base_occ = 0.82;
         j.mem_frac = 0.93;
@@ -294,6 +296,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
                 gpu.ecc.dbe_aggregate = Some(0);
                 gpu.row_remap_pending = Some(false);
                 gpu.row_remap_failed = Some(false);
+                gpu.recovery_action = Some(RecoveryAction::None);
                 gpu
             })
             .collect();
@@ -413,6 +416,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
                 last: None,
                 interval_s: multi.then_some(1800),
                 size_bytes: multi.then(|| u64::from(spec.nodes) * 150_000_000_000),
+                params: None,
             },
         },
         duration_s: limit_s,

@@ -1,7 +1,7 @@
 //! The night's scripted incidents after start-up.
 
 use super::{START_TIME, Sim};
-use crate::model::{EventKind, JobState, LastXid, Timestamp};
+use crate::model::{EventKind, JobState, LastXid, RecoveryAction, Timestamp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Incident {
@@ -69,6 +69,7 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             ecc.sbe_volatile = Some(ecc.sbe_volatile.unwrap_or(0) + 3);
             ecc.sbe_aggregate = Some(ecc.sbe_aggregate.unwrap_or(0) + 3);
             sim.nodes[node].gpus[g].row_remap_pending = Some(true);
+            sim.nodes[node].gpus[g].recovery_action = Some(RecoveryAction::GpuReset);
             let kind = EventKind::Ecc {
                 dbe: Some(1),
                 sbe: Some(3),

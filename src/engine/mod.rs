@@ -1,0 +1,71 @@
+//! nightshift's brain: pure, deterministic functions of a cluster snapshot
+//! and a few site parameters. No I/O, no clock but the snapshot's; usable
+//! from the TUI and the CLI alike. docs/decision-engine.md describes every
+//! model and its inputs.
+
+#[cfg(test)]
+mod fixture;
+pub mod plan;
+pub mod restore;
+pub mod units;
+pub mod whatif;
+pub mod xid;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a number in an answer came from, so nobody mistakes a guess for a
+/// fact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// Reported by the scheduler or the job (checkpoint metadata).
+    JobMetadata,
+    /// A site parameter (configuration or default).
+    SiteDefault,
+    /// Computed by nightshift's models from the snapshot.
+    Model,
+    /// A stand-in where the real value is unknown; said so.
+    #[default]
+    Assumption,
+    /// Given on the command line (what-if).
+    Given,
+}
+
+/// Site parameters. Every one has a default and a key in the configuration
+/// file's `[engine]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SiteParams {
+    /// Aggregate read bandwidth of checkpoint storage, bytes/s.
+    pub storage_read_bw: f64,
+    /// Read bandwidth of one node (its NIC or local path), bytes/s.
+    pub node_read_bw: f64,
+    /// Container start, NCCL init and the like, seconds.
+    pub startup_s: u64,
+    /// Price of one GPU-hour, for costs; none by default.
+    pub gpu_hour_price: Option<f64>,
+    /// Checkpoint bytes per model parameter (16 for mixed-precision Adam).
+    pub bytes_per_param: u64,
+    /// Correctable ECC errors per hour above which a GPU is watched.
+    pub sbe_watch_per_hour: f64,
+    /// Time limit assumed for a job that reports none, seconds.
+    pub default_time_limit_s: u64,
+    /// Whether a preempted job goes back to the queue (Slurm
+    /// PreemptMode=REQUEUE) or is cancelled.
+    pub preempt_requeues: bool,
+}
+
+impl Default for SiteParams {
+    fn default() -> Self {
+        SiteParams {
+            storage_read_bw: 10e9,
+            node_read_bw: 25e9,
+            startup_s: 300,
+            gpu_hour_price: None,
+            bytes_per_param: 16,
+            sbe_watch_per_hour: 100.0,
+            default_time_limit_s: 24 * 3600,
+            preempt_requeues: true,
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! When will each pending job start? A backfill simulation of the queue.
+//!
+//! Model: every GPU of a schedulable node is a slot with a time it becomes
+//! free: now if idle, else when its running job reaches its time limit (the
+//! scheduler's own assumption; a job with no limit holds it for ever, one
+//! without a reported limit for `SiteParams::default_time_limit_s`). Slots
+//! on drained, draining, cordoned or down nodes never free. Pending jobs are
+//! taken in the scheduler's order (priority, then submit time); each starts
+//! at the earliest time its shape fits — `k` nodes with `g` free GPUs each —
+//! and holds those slots until its own time limit. A lower-priority job
+//! that fits earlier elsewhere starts earlier: that is backfill. A job whose
+//! team is at its GPU quota waits until enough of the team's work ends.
+//! Held and dependent jobs get no estimate and take nothing.
+//!
+//! Per partition and per GPU count `g`, a sorted set keyed by the time a
+//! node next has `g` slots free answers "earliest node for g GPUs" in
+//! O(log n), so the whole queue is O(jobs · log nodes).
+
+use super::SiteParams;
+use crate::model::{Cluster, Job, TimeLimit, Timestamp};
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+
+/// A time that never comes.
+pub const NEVER: Timestamp = Timestamp::MAX;
+
+/// What the plan says about one pending job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Estimate {
+    /// Starts at `start` on `nodes`.
+    Starts {
+        start: Timestamp,
+        nodes: Vec<String>,
+    },
+    /// Waits on something no capacity model can predict (a dependency, a hold).
+    Blocked { reason: String },
+    /// Its shape never fits: the capacity it needs is out of service or
+    /// held without a time limit.
+    NoFit,
+}
+
+impl Estimate {
+    pub fn start(&self) -> Option<Timestamp> {
+        match self {
+            Estimate::Starts { start, .. } => Some(*start),
+            _ => None,
+        }
+    }
+}
+
+/// Estimates for every pending job of a snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub now: Timestamp,
+    /// Indexed like `Cluster::jobs`; `None` for jobs that are not pending.
+    pub estimates: Vec<Option<Estimate>>,
+    /// Pending jobs in the order the plan took them.
+    pub order: Vec<usize>,
+}
+
+impl Plan {
+    pub fn estimate(&self, job: usize) -> Option<&Estimate> {
+        self.estimates.get(job).and_then(Option::as_ref)
+    }
+}
+
+/// Scheduler reasons that no amount of free capacity resolves.
+pub fn is_blocking_reason(reason: &str) -> bool {
+    let r = reason.trim();
+    r.starts_with("Dependency")
+        || r.starts_with("JobHeld")
+        || r == "BeginTime"
+        || r == "DependencyNeverSatisfied"
+        || r == "PartitionDown"
+        || r == "PartitionInactive"
+        || r == "InvalidAccount"
+        || r == "InvalidQOS"
+}
+
+/// Nodes × GPUs per node a job needs. `max_per_node` is the partition's
+/// largest node, used when only a total is known.
+pub fn shape(job: &Job, max_per_node: u32) -> (u32, u32) {
+    let max = max_per_node.max(1);
+    match (job.gpus_per_node, job.node_count, job.gpus_total) {
+        (Some(g), k, _) => (k.unwrap_or(1).max(1), g),
+        (None, Some(k), Some(t)) => (k.max(1), t.div_ceil(k.max(1))),
+        (None, None, Some(t)) if t <= max => (1, t),
+        (None, None, Some(t)) => (t.div_ceil(max), max),
+        _ => (job.node_count.unwrap_or(1).max(1), 0),
+    }
+}
+
+/// How long a job holds its GPUs once started, from its time limit.
+pub fn hold_s(job: &Job, params: &SiteParams) -> Option<u64> {
+    match job.time_limit {
+        Some(TimeLimit::Seconds(s)) => Some(s),
+        Some(TimeLimit::Unlimited) => None,
+        None => Some(params.default_time_limit_s),
+    }
+}
+
+fn end_of(start: Timestamp, hold: Option<u64>) -> Timestamp {
+    hold.map_or(NEVER, |h| start.saturating_add(h as i64))
+}
+
+/// One partition's nodes, and per g (index g-1) the set of
+/// (time the node has g slots free, node).
+struct PartSlots {
+    nodes: Vec<usize>,
+    by_g: Vec<BTreeSet<(Timestamp, usize)>>,
+}
+
+struct Slots {
+    /// Per node, the times its GPU slots free, ascending.
+    free_at: Vec<Vec<Timestamp>>,
+    parts: Vec<PartSlots>,
+    part_of_node: Vec<Vec<usize>>,
+}
+
+impl Slots {
+    fn key(&self, n: usize, g: usize) -> Timestamp {
+        self.free_at[n].get(g - 1).copied().unwrap_or(NEVER)
+    }
+
+    /// Removes (`add = false`) or adds node `n`'s keys in its partitions' sets.
+    fn reindex(&mut self, n: usize, add: bool) {
+        let parts = std::mem::take(&mut self.part_of_node[n]);
+        for &p in &parts {
+            for g in 1..=self.parts[p].by_g.len() {
+                let k = self.key(n, g);
+                let set = &mut self.parts[p].by_g[g - 1];
+                if add {
+                    set.insert((k, n));
+                } else {
+                    set.remove(&(k, n));
+                }
+            }
+        }
+        self.part_of_node[n] = parts;
+    }
+
+    /// The `k` nodes where `g` GPUs free soonest, and when all of them are.
+    fn earliest(&self, p: usize, k: usize, g: usize) -> Option<(Timestamp, Vec<usize>)> {
+        let sets = &self.parts[p].by_g;
+        let set = sets.get(g.max(1) - 1)?;
+        let chosen: Vec<(Timestamp, usize)> = set.iter().take(k).copied().collect();
+        if chosen.len() < k {
+            return None;
+        }
+        let start = chosen.iter().map(|(t, _)| *t).max().unwrap_or(NEVER);
+        Some((start, chosen.into_iter().map(|(_, n)| n).collect()))
+    }
+
+    fn take(&mut self, n: usize, g: usize, until: Timestamp) {
+        self.reindex(n, false);
+        let slots = &mut self.free_at[n];
+        for s in slots.iter_mut().take(g) {
+            *s = until;
+        }
+        slots.sort_unstable();
+        self.reindex(n, true);
+    }
+}
+
+/// A team's GPU use over time, for quota waits.
+struct QuotaBook {
+    limit: u32,
+    /// (start, end, gpus) of running and planned work.
+    held: Vec<(Timestamp, Timestamp, u32)>,
+}
+
+impl QuotaBook {
+    fn usage_at(&self, t: Timestamp) -> u32 {
+        self.held
+            .iter()
+            .filter(|(s, e, _)| *s <= t && t < *e)
+            .map(|(_, _, g)| *g)
+            .sum()
+    }
+
+    /// Earliest time ≥ now at which `need` more GPUs fit under the limit.
+    fn earliest(&self, now: Timestamp, need: u32) -> Timestamp {
+        if need > self.limit {
+            return NEVER;
+        }
+        let mut candidates: Vec<Timestamp> = std::iter::once(now)
+            .chain(self.held.iter().map(|(_, e, _)| *e).filter(|&e| e > now))
+            .collect();
+        candidates.sort_unstable();
+        candidates
+            .into_iter()
+            .find(|&t| self.usage_at(t) + need <= self.limit)
+            .unwrap_or(NEVER)
+    }
+}
+
+/// Plans the whole queue of a snapshot.
+pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
+    let now = c.time;
+    let node_ix: HashMap<&str, usize> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let job_ix: HashMap<&str, usize> = c
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.id.as_str(), i))
+        .collect();
+
+    // Slot free times from the running jobs' limits.
+    let mut free_at: Vec<Vec<Timestamp>> = Vec::with_capacity(c.nodes.len());
+    for n in &c.nodes {
+        if !n.state.schedulable() {
+            free_at.push(vec![NEVER; n.gpu_count as usize]);
+            continue;
+        }
+        let mut slots: Vec<Timestamp> = n
+            .gpus
+            .iter()
+            .map(|g| match g.job.as_deref().and_then(|id| job_ix.get(id)) {
+                Some(&j) => {
+                    let job = &c.jobs[j];
+                    let start = job.start_time.unwrap_or(now);
+                    end_of(start, hold_s(job, params)).max(now)
+                }
+                None if g.job.is_some() => now.saturating_add(params.default_time_limit_s as i64),
+                None => now,
+            })
+            .collect();
+        slots.resize(n.gpu_count as usize, now);
+        slots.sort_unstable();
+        free_at.push(slots);
+    }
+
+    let mut part_of_node = vec![Vec::new(); c.nodes.len()];
+    let mut part_ix: HashMap<&str, usize> = HashMap::new();
+    let mut parts = Vec::with_capacity(c.partitions.len());
+    for (p, part) in c.partitions.iter().enumerate() {
+        part_ix.insert(part.name.as_str(), p);
+        let members: Vec<usize> = part
+            .nodes
+            .iter()
+            .filter_map(|n| node_ix.get(n.as_str()).copied())
+            .collect();
+        let max_g = members.iter().map(|&n| free_at[n].len()).max().unwrap_or(0);
+        for &n in &members {
+            part_of_node[n].push(p);
+        }
+        parts.push(PartSlots { nodes: members, by_g: vec![BTreeSet::new(); max_g] });
+    }
+    let mut slots = Slots {
+        free_at,
+        parts,
+        part_of_node,
+    };
+    for n in 0..c.nodes.len() {
+        slots.reindex(n, true);
+    }
+
+    let mut quotas: HashMap<&str, QuotaBook> = c
+        .quotas
+        .iter()
+        .filter_map(|q| {
+            q.gpu_limit.map(|l| {
+                (
+                    q.account.as_str(),
+                    QuotaBook {
+                        limit: l,
+                        held: Vec::new(),
+                    },
+                )
+            })
+        })
+        .collect();
+    for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
+        if let Some(book) = j.account.as_deref().and_then(|a| quotas.get_mut(a)) {
+            let start = j.start_time.unwrap_or(now);
+            book.held.push((
+                start,
+                end_of(start, hold_s(j, params)).max(now),
+                j.gpus_requested().unwrap_or(0),
+            ));
+        }
+    }
+
+    let mut order: Vec<usize> = (0..c.jobs.len())
+        .filter(|&i| c.jobs[i].state.is_pending())
+        .collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&c.jobs[a], &c.jobs[b]);
+        y.priority
+            .cmp(&x.priority)
+            .then(x.submit_time.cmp(&y.submit_time))
+            .then(a.cmp(&b))
+    });
+
+    let mut estimates = vec![None; c.jobs.len()];
+    for &i in &order {
+        let job = &c.jobs[i];
+        if let Some(r) = job.reason.as_deref().filter(|r| is_blocking_reason(r)) {
+            estimates[i] = Some(Estimate::Blocked {
+                reason: r.to_string(),
+            });
+            continue;
+        }
+        let Some(&p) = part_ix.get(job.partition.as_str()) else {
+            estimates[i] = Some(Estimate::NoFit);
+            continue;
+        };
+        let max_g = slots.parts[p].by_g.len() as u32;
+        let (k, g) = shape(job, max_g);
+        let need = job.gpus_requested().unwrap_or(k * g);
+        let not_before = job
+            .account
+            .as_deref()
+            .and_then(|a| quotas.get(a))
+            .map_or(now, |b| b.earliest(now, need));
+        let found = if g == 0 {
+            // No GPUs asked: any schedulable node will do, now.
+            let any = slots.parts[p]
+                .0
+                .iter()
+                .find(|&&n| c.nodes[n].state.schedulable())
+                .copied();
+            any.map(|n| (now, vec![n]))
+        } else if g > max_g {
+            None
+        } else {
+            slots.earliest(p, k as usize, g as usize)
+        };
+        let Some((at, nodes)) = found.filter(|(t, _)| *t != NEVER) else {
+            estimates[i] = Some(Estimate::NoFit);
+            continue;
+        };
+        let start = at.max(not_before).max(now);
+        if start == NEVER {
+            estimates[i] = Some(Estimate::NoFit);
+            continue;
+        }
+        let end = end_of(start, hold_s(job, params));
+        if g > 0 {
+            for &n in &nodes {
+                slots.take(n, g as usize, end);
+            }
+        }
+        if let Some(book) = job.account.as_deref().and_then(|a| quotas.get_mut(a)) {
+            book.held.push((start, end, need));
+        }
+        estimates[i] = Some(Estimate::Starts {
+            start,
+            nodes: nodes.iter().map(|&n| c.nodes[n].name.clone()).collect(),
+        });
+    }
+    Plan {
+        now,
+        estimates,
+        order,
+    }
+}
+
+#[cfg(test)]
+mod tests;

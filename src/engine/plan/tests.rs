@@ -1,0 +1,120 @@
+use super::*;
+use crate::engine::fixture::*;
+use crate::model::NodeState;
+use crate::sources::sim::{Sim, SimConfig};
+
+fn start(p: &Plan, j: usize) -> Option<Timestamp> {
+    p.estimate(j).and_then(Estimate::start)
+}
+
+#[test]
+fn a_job_that_fits_starts_now() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    let j = pend(&mut c, "1", "p", 1, 4, 10);
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(start(&p, j), Some(NOW));
+}
+
+#[test]
+fn a_job_waits_for_the_running_job_to_reach_its_limit() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    run(&mut c, "r", &["n1"], 6, 600, 3600);
+    let j = pend(&mut c, "1", "p", 1, 4, 10);
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(start(&p, j), Some(NOW + 3000));
+}
+
+#[test]
+fn higher_priority_goes_first_and_smaller_jobs_backfill() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    run(&mut c, "r1", &["n1"], 8, 0, 3600);
+    run(&mut c, "r2", &["n2"], 6, 0, 7200);
+    let big = pend(&mut c, "big", "p", 1, 8, 100);
+    let small = pend(&mut c, "small", "p", 1, 2, 1);
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(start(&p, big), Some(NOW + 3600));
+    assert_eq!(
+        start(&p, small),
+        Some(NOW),
+        "backfills into n2's two free GPUs"
+    );
+}
+
+#[test]
+fn a_gang_needs_all_its_nodes_at_once() {
+    let mut c = cluster();
+    for n in ["n1", "n2", "n3"] {
+        add_node(&mut c, n, "p", 8);
+    }
+    run(&mut c, "r", &["n3"], 1, 0, 5000);
+    let g = pend(&mut c, "g", "p", 3, 8, 10);
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(start(&p, g), Some(NOW + 5000));
+}
+
+#[test]
+fn drained_capacity_never_frees_and_holds_block() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    c.nodes[0].state = NodeState::Drain;
+    let j = pend(&mut c, "1", "p", 1, 1, 10);
+    let h = pend(&mut c, "2", "p", 1, 1, 10);
+    c.jobs[h].reason = Some("JobHeldUser".into());
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(p.estimate(j), Some(&Estimate::NoFit));
+    assert_eq!(
+        p.estimate(h),
+        Some(&Estimate::Blocked {
+            reason: "JobHeldUser".into()
+        })
+    );
+}
+
+#[test]
+fn a_team_at_quota_waits_for_its_own_work_to_end() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    run(&mut c, "r", &["n1"], 8, 0, 1000);
+    quota(&mut c, "team", 8);
+    let j = pend(&mut c, "1", "p", 1, 4, 10);
+    let p = plan(&c, &SiteParams::default());
+    assert_eq!(
+        start(&p, j),
+        Some(NOW + 1000),
+        "n2 is free but the team is at its quota"
+    );
+}
+
+#[test]
+fn the_sim_night_plans_sensibly() {
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let p = plan(&c, &SiteParams::default());
+    for (i, j) in c.jobs.iter().enumerate() {
+        match (j.state.is_pending(), p.estimate(i)) {
+            (true, Some(Estimate::Starts { start, .. })) => assert!(*start >= c.time, "{}", j.name),
+            (true, Some(_)) => {}
+            (true, None) => panic!("pending job {} has no estimate", j.name),
+            (false, e) => assert!(e.is_none()),
+        }
+    }
+    let asr = c
+        .jobs
+        .iter()
+        .position(|j| j.name == "asr-conformer-8g")
+        .expect("asr");
+    assert!(
+        start(&p, asr).is_some_and(|s| s > c.time),
+        "fragmented: no node has 8 free now"
+    );
+    let dep = c
+        .jobs
+        .iter()
+        .position(|j| j.name == "llm-eval-70b")
+        .expect("eval");
+    assert!(matches!(p.estimate(dep), Some(Estimate::Blocked { .. })));
+}

@@ -1,0 +1,350 @@
+//! How long until a job is back where it was, and what it loses.
+//!
+//! total = requeue wait + start-up + state load, where
+//! state load = checkpoint bytes ÷ min(storage read bandwidth,
+//! nodes × per-node read bandwidth), and lost work = time since the last
+//! checkpoint × the job's GPUs. Every term says where its number came from.
+
+use super::plan::{Estimate, Plan, plan};
+use super::{Provenance, SiteParams, whatif};
+use crate::model::{Cluster, Job};
+use crate::text;
+use serde::Serialize;
+
+/// A number with its provenance and a short note; `value` is `None` when
+/// unknown, and the note says why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quantity {
+    pub value: Option<f64>,
+    pub source: Provenance,
+    pub note: String,
+}
+
+impl Quantity {
+    fn known(value: f64, source: Provenance, note: impl Into<String>) -> Quantity {
+        Quantity {
+            value: Some(value),
+            source,
+            note: note.into(),
+        }
+    }
+
+    fn unknown(source: Provenance, note: impl Into<String>) -> Quantity {
+        Quantity {
+            value: None,
+            source,
+            note: note.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Restore {
+    pub job: Option<String>,
+    pub gpus: Option<u32>,
+    pub nodes: u32,
+    /// Seconds of work since the last checkpoint.
+    pub lost_work_s: Quantity,
+    pub lost_gpu_hours: Quantity,
+    /// Only when a GPU-hour price is configured.
+    pub lost_cost: Option<Quantity>,
+    pub state_bytes: Quantity,
+    /// Effective read bandwidth for the state load, bytes/s.
+    pub read_bw: Quantity,
+    pub load_s: Quantity,
+    pub requeue_wait_s: Quantity,
+    pub startup_s: Quantity,
+    /// requeue wait + start-up + load.
+    pub total_s: Quantity,
+}
+
+/// Inputs of the restore model, for the what-if form and for jobs alike.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreInput {
+    pub gpus: Option<u32>,
+    pub nodes: u32,
+    /// (seconds since the last checkpoint, where that came from, note)
+    pub since_checkpoint: Option<(i64, Provenance, String)>,
+    pub state_bytes: Option<u64>,
+    pub params: Option<u64>,
+    pub state_source: Provenance,
+    pub requeue_wait_s: Option<(i64, String)>,
+    /// Bandwidths given on the command line replace the site's.
+    pub storage_bw: Option<f64>,
+    pub node_bw: Option<f64>,
+}
+
+pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
+    let lost_work_s = match &input.since_checkpoint {
+        Some((s, src, note)) => Quantity::known(*s as f64, *src, note.clone()),
+        None => Quantity::unknown(Provenance::Assumption, "not running: nothing to lose"),
+    };
+    let lost_gpu_hours = match (lost_work_s.value, input.gpus) {
+        (Some(s), Some(g)) => Quantity::known(
+            s / 3600.0 * f64::from(g),
+            lost_work_s.source,
+            format!("{} × {g} GPUs", text::duration(s as i64)),
+        ),
+        (Some(_), None) => Quantity::unknown(Provenance::Assumption, "GPU count unknown"),
+        (None, _) => Quantity::known(0.0, Provenance::Model, "nothing running"),
+    };
+    let lost_cost = site.gpu_hour_price.map(|p| match lost_gpu_hours.value {
+        Some(h) => Quantity::known(
+            h * p,
+            Provenance::SiteDefault,
+            format!("{h:.1} GPU-hours × {p} per GPU-hour"),
+        ),
+        None => Quantity::unknown(Provenance::SiteDefault, "GPU-hours unknown"),
+    });
+    let state_bytes = match (input.state_bytes, input.params) {
+        (Some(b), _) => Quantity::known(b as f64, input.state_source, text::bytes(b)),
+        (None, Some(p)) => {
+            let b = p.saturating_mul(site.bytes_per_param);
+            Quantity::known(
+                b as f64,
+                Provenance::Model,
+                format!(
+                    "{} parameters × {} bytes (mixed-precision Adam) = {}",
+                    p,
+                    site.bytes_per_param,
+                    text::bytes(b)
+                ),
+            )
+        }
+        (None, None) => Quantity::unknown(
+            Provenance::Assumption,
+            "unknown: the job reports no checkpoint size or parameter count (comment ckpt_bytes=… or ckpt_params=…)",
+        ),
+    };
+    let (storage, storage_src) = match input.storage_bw {
+        Some(b) => (b, Provenance::Given),
+        None => (site.storage_read_bw, Provenance::SiteDefault),
+    };
+    let (per_node, node_src) = match input.node_bw {
+        Some(b) => (b, Provenance::Given),
+        None => (site.node_read_bw, Provenance::SiteDefault),
+    };
+    let nodes = input.nodes.max(1);
+    let node_total = per_node * f64::from(nodes);
+    let read_bw = if storage <= node_total {
+        Quantity::known(
+            storage,
+            storage_src,
+            format!(
+                "storage read {}/s is the bottleneck (nodes could take {}/s)",
+                text::bytes(storage as u64),
+                text::bytes(node_total as u64)
+            ),
+        )
+    } else {
+        Quantity::known(
+            node_total,
+            node_src,
+            format!(
+                "{nodes} nodes × {}/s is the bottleneck (storage gives {}/s)",
+                text::bytes(per_node as u64),
+                text::bytes(storage as u64)
+            ),
+        )
+    };
+    let bw = read_bw.value.unwrap_or(storage);
+    let load_s = match state_bytes.value {
+        Some(b) => Quantity::known(
+            b / bw,
+            Provenance::Model,
+            format!("{} ÷ {}/s", text::bytes(b as u64), text::bytes(bw as u64)),
+        ),
+        None => Quantity::unknown(Provenance::Assumption, "checkpoint size unknown"),
+    };
+    let requeue_wait_s = match &input.requeue_wait_s {
+        Some((s, note)) => Quantity::known(*s as f64, Provenance::Model, note.clone()),
+        None => Quantity::unknown(Provenance::Assumption, "no queue estimate"),
+    };
+    let startup_s = Quantity::known(
+        site.startup_s as f64,
+        Provenance::SiteDefault,
+        "container start, NCCL init",
+    );
+    let total_s = match (requeue_wait_s.value, load_s.value) {
+        (Some(w), Some(l)) => Quantity::known(
+            w + site.startup_s as f64 + l,
+            Provenance::Model,
+            "requeue wait + start-up + state load",
+        ),
+        (None, Some(l)) => Quantity::known(
+            site.startup_s as f64 + l,
+            Provenance::Model,
+            "start-up + state load (no requeue wait modelled)",
+        ),
+        (Some(w), None) => Quantity::unknown(
+            Provenance::Assumption,
+            format!(
+                "at least {} (wait + start-up); state load unknown",
+                text::duration((w + site.startup_s as f64) as i64)
+            ),
+        ),
+        (None, None) => Quantity::unknown(Provenance::Assumption, "state load and wait unknown"),
+    };
+    Restore {
+        job: None,
+        gpus: input.gpus,
+        nodes,
+        lost_work_s,
+        lost_gpu_hours,
+        lost_cost,
+        state_bytes,
+        read_bw,
+        load_s,
+        requeue_wait_s,
+        startup_s,
+        total_s,
+    }
+}
+
+/// What the restore model knows about a running job at `now`.
+fn input_for(job: &Job, now: i64) -> RestoreInput {
+    let since = if job.state.holds_resources() {
+        match (job.checkpoint.last, job.start_time) {
+            (Some(t), _) => Some((
+                (now - t).max(0),
+                Provenance::JobMetadata,
+                "since the last checkpoint".to_string(),
+            )),
+            (None, Some(t)) => Some((
+                (now - t).max(0),
+                Provenance::Assumption,
+                "no checkpoint known: counted from the job's start".to_string(),
+            )),
+            (None, None) => None,
+        }
+    } else {
+        None
+    };
+    RestoreInput {
+        gpus: job.gpus_requested(),
+        nodes: job.node_count.unwrap_or(job.nodes.len().max(1) as u32),
+        since_checkpoint: since,
+        state_bytes: job.checkpoint.size_bytes,
+        params: job.checkpoint.params,
+        state_source: Provenance::JobMetadata,
+        ..RestoreInput::default()
+    }
+}
+
+/// Restore for `job` as it runs in `before`, given the snapshot and plan
+/// after the action that ends it (in which it is pending again).
+pub fn restore_after(
+    job: &Job,
+    now: i64,
+    after: &Cluster,
+    plan_after: &Plan,
+    site: &SiteParams,
+) -> Restore {
+    let mut input = input_for(job, now);
+    let idx = after.jobs.iter().position(|j| j.id == job.id);
+    let (wait, note) = match idx.and_then(|i| plan_after.estimate(i)) {
+        Some(Estimate::Starts { start, nodes }) => (
+            Some((
+                (*start - now).max(0),
+                format!("queue model: fits again on {}", nodes.join(",")),
+            )),
+            None,
+        ),
+        Some(Estimate::Blocked { reason }) => (None, Some(format!("blocked: {reason}"))),
+        Some(Estimate::NoFit) => (
+            None,
+            Some("its shape does not fit in the capacity left in service".to_string()),
+        ),
+        None => (None, None),
+    };
+    input.requeue_wait_s = wait;
+    with_job(compute(&input, site), job, note)
+}
+
+fn with_job(mut r: Restore, job: &Job, wait_note: Option<String>) -> Restore {
+    r.job = Some(job.id.clone());
+    if let Some(n) = wait_note {
+        r.requeue_wait_s.note = n;
+    }
+    r
+}
+
+/// Restore for `job` if it were requeued now (with its gang).
+pub fn restore(c: &Cluster, job: usize, site: &SiteParams) -> Option<Restore> {
+    let j = c.jobs.get(job)?;
+    let (after, _) = whatif::end_job(c, job, true);
+    let p = plan(&after, site);
+    Some(restore_after(j, c.time, &after, &p, site))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::*;
+
+    fn what_if(bytes: u64, read_bw: f64, nodes: u32, node_bw: Option<f64>) -> Restore {
+        let input = RestoreInput {
+            nodes,
+            state_bytes: Some(bytes),
+            state_source: Provenance::Given,
+            storage_bw: Some(read_bw),
+            node_bw,
+            ..RestoreInput::default()
+        };
+        compute(&input, &SiteParams::default())
+    }
+
+    #[test]
+    fn the_seed_case_1_2_tb_at_10_gb_s_loads_in_120_s() {
+        let r = what_if(1_200_000_000_000, 10e9, 4, Some(25e9));
+        assert_eq!(r.load_s.value, Some(120.0));
+        assert_eq!(r.read_bw.source, Provenance::Given);
+        // One node at 2 GB/s is the bottleneck instead.
+        let r = what_if(1_200_000_000_000, 10e9, 1, Some(2e9));
+        assert_eq!(r.load_s.value, Some(600.0));
+        assert!(r.read_bw.note.contains("1 nodes"));
+    }
+
+    #[test]
+    fn unknown_size_is_said_not_guessed() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        let j = run(&mut c, "r", &["n1"], 8, 3600, 7200);
+        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        assert_eq!(r.state_bytes.value, None);
+        assert!(r.state_bytes.note.contains("unknown"));
+        assert_eq!(r.total_s.value, None);
+        assert_eq!(
+            r.lost_work_s.source,
+            Provenance::Assumption,
+            "no checkpoint: from the start, said so"
+        );
+        assert_eq!(r.lost_gpu_hours.value, Some(8.0));
+        // From parameters: 70B × 16 bytes.
+        c.jobs[j].checkpoint.params = Some(70_000_000_000);
+        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        assert_eq!(r.state_bytes.value, Some(1.12e12));
+        assert_eq!(r.state_bytes.source, Provenance::Model);
+    }
+
+    #[test]
+    fn a_requeued_job_waits_for_its_shape() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        add_node(&mut c, "n2", "p", 8);
+        let j = run(&mut c, "r", &["n1"], 8, 600, 7200);
+        c.jobs[j].checkpoint.last = Some(NOW - 300);
+        c.jobs[j].checkpoint.size_bytes = Some(100_000_000_000);
+        // n2 is busy for another 1000 s; n1 frees when the job is requeued.
+        run(&mut c, "other", &["n2"], 8, 0, 1000);
+        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        assert_eq!(
+            r.requeue_wait_s.value,
+            Some(0.0),
+            "its own node frees at once"
+        );
+        assert_eq!(r.lost_work_s.value, Some(300.0));
+        assert_eq!(r.load_s.value, Some(10.0));
+        assert_eq!(r.total_s.value, Some(0.0 + 300.0 + 10.0));
+    }
+}
