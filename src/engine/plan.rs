@@ -322,7 +322,7 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
         let found = if g == 0 {
             // No GPUs asked: any schedulable node will do, now.
             let any = slots.parts[p]
-                .0
+                .nodes
                 .iter()
                 .find(|&&n| c.nodes[n].state.schedulable())
                 .copied();
