@@ -3,12 +3,15 @@
 //! from the TUI and the CLI alike. docs/decision-engine.md describes every
 //! model and its inputs.
 
+pub mod blast;
 #[cfg(test)]
 mod fixture;
+pub mod health;
 pub mod plan;
 pub mod restore;
 pub mod units;
 pub mod whatif;
+pub mod why;
 pub mod xid;
 
 use serde::{Deserialize, Serialize};

@@ -250,7 +250,10 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
         for &n in &members {
             part_of_node[n].push(p);
         }
-        parts.push(PartSlots { nodes: members, by_g: vec![BTreeSet::new(); max_g] });
+        parts.push(PartSlots {
+            nodes: members,
+            by_g: vec![BTreeSet::new(); max_g],
+        });
     }
     let mut slots = Slots {
         free_at,

@@ -1,0 +1,360 @@
+//! The blast radius of an action: who dies, what it costs, who moves.
+
+use super::plan::{Estimate, Plan, plan};
+use super::restore::{Restore, restore_after};
+use super::{SiteParams, whatif};
+use crate::model::{Cluster, Timestamp};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// An action whose consequences the on-call wants before acting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Target {
+    /// Drain a node; its jobs (and their gangs) are requeued or killed.
+    Drain {
+        node: String,
+        requeue: bool,
+    },
+    Requeue {
+        job: String,
+    },
+    /// Kill a job to make room; whether it returns depends on the site's
+    /// PreemptMode (`SiteParams::preempt_requeues`).
+    Preempt {
+        job: String,
+    },
+    Priority {
+        job: String,
+        value: u64,
+    },
+}
+
+impl Target {
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Drain {
+                node,
+                requeue: true,
+            } => format!("drain {node} and requeue its jobs"),
+            Target::Drain {
+                node,
+                requeue: false,
+            } => format!("drain {node} and kill its jobs"),
+            Target::Requeue { job } => format!("requeue job {job}"),
+            Target::Preempt { job } => format!("preempt job {job}"),
+            Target::Priority { job, value } => format!("set job {job}'s priority to {value}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KilledJob {
+    pub id: String,
+    pub name: String,
+    pub user: String,
+    pub account: Option<String>,
+    pub gpus: Option<u32>,
+    pub nodes: Vec<String>,
+    pub gang: Option<String>,
+    /// Killed because another rank of its gang was.
+    pub via_gang: bool,
+    pub requeued: bool,
+    pub restore: Restore,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Capacity {
+    pub name: String,
+    pub gpus_removed: u32,
+    pub gpus_total: u32,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Moved {
+    pub id: String,
+    pub name: String,
+    pub user: String,
+    pub before: Option<Timestamp>,
+    pub after: Option<Timestamp>,
+    /// Seconds later (positive) or sooner (negative); `None` when it went
+    /// from an estimate to none or back.
+    pub delta_s: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Blast {
+    pub target: Target,
+    pub summary: String,
+    /// Nothing would change (e.g. draining a node already drained).
+    pub no_op: bool,
+    pub killed: Vec<KilledJob>,
+    pub gpus_freed: u32,
+    pub gpus_out_of_service: u32,
+    pub partition: Option<Capacity>,
+    pub cluster: Capacity,
+    pub lost_gpu_hours: f64,
+    pub moved: Vec<Moved>,
+    /// For a priority change: the pending jobs it overtakes (or falls behind).
+    pub jumped: Vec<String>,
+    pub users: Vec<String>,
+    pub teams: Vec<String>,
+}
+
+pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, String> {
+    let find_job = |id: &str| {
+        c.jobs
+            .iter()
+            .position(|j| j.id == id)
+            .ok_or_else(|| format!("no job {id} in the current data"))
+    };
+    let (after, killed, seeds, requeue, out_of_service, part_name) = match target {
+        Target::Drain { node, requeue } => {
+            let n = c
+                .nodes
+                .iter()
+                .find(|n| &n.name == node)
+                .ok_or_else(|| format!("no node {node} in the current data"))?;
+            let seeds = whatif::jobs_on_node(c, node);
+            let (after, killed) = whatif::drain(c, node, *requeue);
+            let oos = if n.state.schedulable() {
+                n.gpu_count
+            } else {
+                0
+            };
+            (
+                after,
+                killed,
+                seeds,
+                *requeue,
+                oos,
+                n.partitions.first().cloned(),
+            )
+        }
+        Target::Requeue { job } | Target::Preempt { job } => {
+            let j = find_job(job)?;
+            if !c.jobs[j].state.holds_resources() {
+                return Err(format!(
+                    "job {job} is {}, not running: nothing to {}",
+                    c.jobs[j].state.as_str(),
+                    if matches!(target, Target::Requeue { .. }) {
+                        "requeue"
+                    } else {
+                        "preempt"
+                    }
+                ));
+            }
+            let requeue = matches!(target, Target::Requeue { .. }) || site.preempt_requeues;
+            let (after, killed) = whatif::end_job(c, j, requeue);
+            (
+                after,
+                killed,
+                vec![j],
+                requeue,
+                0,
+                Some(c.jobs[j].partition.clone()),
+            )
+        }
+        Target::Priority { job, value } => {
+            let j = find_job(job)?;
+            (
+                whatif::reprioritize(c, j, *value),
+                Vec::new(),
+                Vec::new(),
+                false,
+                0,
+                Some(c.jobs[j].partition.clone()),
+            )
+        }
+    };
+    let plan_before = plan(c, site);
+    let plan_after = plan(&after, site);
+
+    let killed_jobs: Vec<KilledJob> = killed
+        .iter()
+        .map(|&i| {
+            let j = &c.jobs[i];
+            KilledJob {
+                id: j.id.clone(),
+                name: j.name.clone(),
+                user: j.user.clone(),
+                account: j.account.clone(),
+                gpus: j.gpus_requested(),
+                nodes: j.nodes.clone(),
+                gang: j.gang.clone(),
+                via_gang: !seeds.contains(&i),
+                requeued: requeue,
+                restore: restore_after(j, c.time, &after, &plan_after, site),
+            }
+        })
+        .collect();
+    let gpus_freed = killed_jobs.iter().filter_map(|k| k.gpus).sum();
+    let lost_gpu_hours = killed_jobs
+        .iter()
+        .filter_map(|k| k.restore.lost_gpu_hours.value)
+        .sum();
+
+    let cluster_total: u32 = c.nodes.iter().map(|n| n.gpu_count).sum();
+    let share = |removed: u32, total: u32| {
+        if total == 0 {
+            0.0
+        } else {
+            f64::from(removed) / f64::from(total)
+        }
+    };
+    let partition = part_name
+        .and_then(|name| c.partitions.iter().find(|p| p.name == name))
+        .map(|p| {
+            let total = c
+                .nodes
+                .iter()
+                .filter(|n| p.nodes.contains(&n.name))
+                .map(|n| n.gpu_count)
+                .sum();
+            Capacity {
+                name: p.name.clone(),
+                gpus_removed: out_of_service,
+                gpus_total: total,
+                share: share(out_of_service, total),
+            }
+        });
+    let cluster = Capacity {
+        name: c.name.clone(),
+        gpus_removed: out_of_service,
+        gpus_total: cluster_total,
+        share: share(out_of_service, cluster_total),
+    };
+
+    let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
+    let moved = moved_jobs(c, &plan_before, &after, &plan_after, &killed_ids);
+    let jumped = match target {
+        Target::Priority { job, .. } => jumped_jobs(c, &plan_before, &after, &plan_after, job),
+        _ => Vec::new(),
+    };
+    let mut users = BTreeSet::new();
+    let mut teams = BTreeSet::new();
+    for k in &killed_jobs {
+        users.insert(k.user.clone());
+        teams.extend(k.account.clone());
+    }
+    for m in &moved {
+        users.insert(m.user.clone());
+        if let Some(a) = c
+            .jobs
+            .iter()
+            .find(|j| j.id == m.id)
+            .and_then(|j| j.account.clone())
+        {
+            teams.insert(a);
+        }
+    }
+    let no_op =
+        killed_jobs.is_empty() && out_of_service == 0 && moved.is_empty() && jumped.is_empty();
+    let summary = if no_op {
+        format!("{}: nothing changes", target.describe())
+    } else {
+        format!(
+            "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours since their checkpoints), {} GPUs out of service, {} queued job(s) move",
+            target.describe(),
+            killed_jobs.len(),
+            gpus_freed,
+            lost_gpu_hours,
+            out_of_service,
+            moved.len()
+        )
+    };
+    Ok(Blast {
+        target: target.clone(),
+        summary,
+        no_op,
+        killed: killed_jobs,
+        gpus_freed,
+        gpus_out_of_service: out_of_service,
+        partition,
+        cluster,
+        lost_gpu_hours,
+        moved,
+        jumped,
+        users: users.into_iter().collect(),
+        teams: teams.into_iter().collect(),
+    })
+}
+
+fn moved_jobs(
+    c: &Cluster,
+    before: &Plan,
+    after: &Cluster,
+    plan_after: &Plan,
+    killed: &BTreeSet<&str>,
+) -> Vec<Moved> {
+    let mut out = Vec::new();
+    for &i in &before.order {
+        let j = &c.jobs[i];
+        if killed.contains(j.id.as_str()) {
+            continue;
+        }
+        let b = before.estimate(i).and_then(Estimate::start);
+        let a = after
+            .jobs
+            .iter()
+            .position(|x| x.id == j.id)
+            .and_then(|k| plan_after.estimate(k))
+            .and_then(Estimate::start);
+        if a != b {
+            out.push(Moved {
+                id: j.id.clone(),
+                name: j.name.clone(),
+                user: j.user.clone(),
+                before: b,
+                after: a,
+                delta_s: a.zip(b).map(|(a, b)| a - b),
+            });
+        }
+    }
+    out
+}
+
+/// Pending jobs of the same partition whose order relative to `job` flips.
+fn jumped_jobs(
+    c: &Cluster,
+    before: &Plan,
+    after: &Cluster,
+    plan_after: &Plan,
+    job: &str,
+) -> Vec<String> {
+    let pos = |order: &[usize], jobs: &[crate::model::Job], id: &str| {
+        order.iter().position(|&i| jobs[i].id == id)
+    };
+    let (Some(jb), Some(ja)) = (
+        pos(&before.order, &c.jobs, job),
+        pos(&plan_after.order, &after.jobs, job),
+    ) else {
+        return Vec::new();
+    };
+    let part = c
+        .jobs
+        .iter()
+        .find(|j| j.id == job)
+        .map(|j| j.partition.clone())
+        .unwrap_or_default();
+    before
+        .order
+        .iter()
+        .filter(|&&i| c.jobs[i].id != job && c.jobs[i].partition == part)
+        .filter(|&&i| {
+            let id = &c.jobs[i].id;
+            let (Some(ob), Some(oa)) = (
+                pos(&before.order, &c.jobs, id),
+                pos(&plan_after.order, &after.jobs, id),
+            ) else {
+                return false;
+            };
+            (ob < jb) != (oa < ja)
+        })
+        .map(|&i| c.jobs[i].id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

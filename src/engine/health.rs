@@ -1,0 +1,354 @@
+//! Health verdicts for GPUs and nodes: what is wrong, what to do, and the
+//! evidence (counters and events) behind it.
+//!
+//! Rules: each Xid seen on the GPU (its last Xid and its Xid events in the
+//! window) maps to an action through the catalog; a secondary Xid (45)
+//! counts only when alone. An uncorrectable (DBE) error or a failed row
+//! remap → drain and reset; a pending remap → reset at the next drain; a
+//! correctable (SBE) rate above the site threshold → watch. The driver's
+//! recovery action, when known, can raise the verdict (node reboot → drain
+//! and reboot). The most drastic action wins.
+
+use super::SiteParams;
+use super::xid::{ActionClass, XidCatalog};
+use crate::model::{Cluster, Event, EventKind, Gpu, RecoveryAction};
+use crate::text;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Events older than this no longer drive a verdict.
+pub const XID_WINDOW_S: i64 = 24 * 3600;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub action: ActionClass,
+    /// One line: the action and its main reason.
+    pub summary: String,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuVerdict {
+    pub node: String,
+    pub gpu: u32,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeVerdict {
+    pub node: String,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The GPUs with anything to say, most drastic first.
+    pub gpus: Vec<GpuVerdict>,
+}
+
+/// The verdict for one GPU from its counters, its events, and (when known)
+/// its correctable-error rate per hour.
+pub fn gpu_verdict(
+    gpu: &Gpu,
+    events: &[&Event],
+    sbe_per_hour: Option<f64>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Verdict {
+    let mut found: Vec<(ActionClass, String)> = Vec::new();
+    let mut xids: Vec<(u32, Option<i64>)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Xid { code } => Some((code, Some(e.time))),
+            _ => None,
+        })
+        .collect();
+    if let Some(x) = &gpu.last_xid
+        && !xids
+            .iter()
+            .any(|(c, t)| *c == x.code && (*t == x.time || x.time.is_none()))
+    {
+        xids.push((x.code, x.time));
+    }
+    let primary = xids.iter().any(|(c, _)| !cat.is_secondary(*c));
+    for (code, time) in &xids {
+        if primary && cat.is_secondary(*code) {
+            continue;
+        }
+        let at = time.map_or(String::new(), |t| format!(" at {}", text::clock(t)));
+        found.push((
+            cat.action(*code),
+            format!("Xid {code} ({}){at}", cat.name(*code)),
+        ));
+    }
+    let ecc = &gpu.ecc;
+    if let Some(d) = ecc.dbe_volatile.filter(|&d| d > 0) {
+        found.push((
+            ActionClass::DrainResetGpu,
+            format!(
+                "uncorrectable ECC errors: {d} volatile, {} aggregate",
+                text::opt(ecc.dbe_aggregate)
+            ),
+        ));
+    }
+    if gpu.row_remap_failed == Some(true) {
+        found.push((
+            ActionClass::DrainResetGpu,
+            "row remap failed: the GPU has no spare rows left (replace it)".into(),
+        ));
+    }
+    if gpu.row_remap_pending == Some(true) {
+        found.push((
+            ActionClass::ResetNextDrain,
+            "row remap pending: takes effect at the next GPU reset".into(),
+        ));
+    }
+    if let Some(rate) = sbe_per_hour.filter(|&r| r > site.sbe_watch_per_hour) {
+        found.push((
+            ActionClass::Watch,
+            format!(
+                "correctable ECC rate {rate:.0}/h above {:.0}/h",
+                site.sbe_watch_per_hour
+            ),
+        ));
+    }
+    match gpu.recovery_action {
+        Some(RecoveryAction::NodeReboot) => found.push((
+            ActionClass::DrainReboot,
+            "driver recovery action: node reboot".into(),
+        )),
+        Some(RecoveryAction::GpuReset) => found.push((
+            ActionClass::DrainResetGpu,
+            "driver recovery action: GPU reset".into(),
+        )),
+        Some(RecoveryAction::DrainAndReset) => found.push((
+            ActionClass::DrainResetGpu,
+            "driver recovery action: drain and reset".into(),
+        )),
+        Some(RecoveryAction::DrainP2p) => found.push((
+            ActionClass::DrainInvestigate,
+            "driver recovery action: drain peer-to-peer".into(),
+        )),
+        Some(RecoveryAction::None) | None => {}
+    }
+    let Some((action, main)) = found.iter().max_by_key(|(a, _)| *a).cloned() else {
+        return Verdict {
+            action: ActionClass::None,
+            summary: "healthy".into(),
+            evidence: Vec::new(),
+        };
+    };
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    Verdict {
+        action,
+        summary: format!("{}: {main}", action.advice()),
+        evidence: found.into_iter().map(|(_, e)| e).collect(),
+    }
+}
+
+/// Correctable errors per hour between two readings of the same GPU.
+fn sbe_rate(now: &Gpu, then: &Gpu, dt_s: i64) -> Option<f64> {
+    if dt_s <= 0 {
+        return None;
+    }
+    let (a, b) = (now.ecc.sbe_aggregate?, then.ecc.sbe_aggregate?);
+    Some(a.saturating_sub(b) as f64 * 3600.0 / dt_s as f64)
+}
+
+/// Verdicts for every node with something to say, most drastic first.
+/// `prev` (an earlier snapshot) gives correctable-error rates.
+pub fn verdicts(
+    c: &Cluster,
+    prev: Option<&Cluster>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Vec<NodeVerdict> {
+    let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
+    for e in c.events.iter().filter(|e| e.time > c.time - XID_WINDOW_S) {
+        if let Some(g) = e.gpu {
+            by_gpu.entry((e.node.as_str(), g)).or_default().push(e);
+        }
+    }
+    let prev_gpus: HashMap<(&str, u32), &Gpu> = prev
+        .map(|p| {
+            p.gpus()
+                .map(|(n, g)| ((n.name.as_str(), g.index), g))
+                .collect()
+        })
+        .unwrap_or_default();
+    let dt = prev.map_or(0, |p| c.time - p.time);
+    let mut out = Vec::new();
+    for n in &c.nodes {
+        let mut gpus: Vec<GpuVerdict> = n
+            .gpus
+            .iter()
+            .map(|g| {
+                let events = by_gpu
+                    .get(&(n.name.as_str(), g.index))
+                    .map_or(&[][..], Vec::as_slice);
+                let rate = prev_gpus
+                    .get(&(n.name.as_str(), g.index))
+                    .and_then(|p| sbe_rate(g, p, dt));
+                GpuVerdict {
+                    node: n.name.clone(),
+                    gpu: g.index,
+                    verdict: gpu_verdict(g, events, rate, cat, site),
+                }
+            })
+            .filter(|v| v.verdict.action != ActionClass::None)
+            .collect();
+        if gpus.is_empty() {
+            continue;
+        }
+        gpus.sort_by(|a, b| {
+            b.verdict
+                .action
+                .cmp(&a.verdict.action)
+                .then(a.gpu.cmp(&b.gpu))
+        });
+        let worst = &gpus[0];
+        let verdict = Verdict {
+            action: worst.verdict.action,
+            summary: format!("GPU {}: {}", worst.gpu, worst.verdict.summary),
+            evidence: gpus
+                .iter()
+                .flat_map(|g| {
+                    g.verdict
+                        .evidence
+                        .iter()
+                        .map(move |e| format!("GPU {}: {e}", g.gpu))
+                })
+                .collect(),
+        };
+        out.push(NodeVerdict {
+            node: n.name.clone(),
+            verdict,
+            gpus,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.verdict
+            .action
+            .cmp(&a.verdict.action)
+            .then(a.node.cmp(&b.node))
+    });
+    out
+}
+
+/// The action an incident calls for, by itself.
+pub fn event_action(e: &Event, cat: &XidCatalog) -> ActionClass {
+    match &e.kind {
+        EventKind::Xid { code } => cat.action(*code),
+        EventKind::Ecc {
+            dbe,
+            remap_failed,
+            remap_pending,
+            ..
+        } => {
+            if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) {
+                ActionClass::DrainResetGpu
+            } else if *remap_pending == Some(true) {
+                ActionClass::ResetNextDrain
+            } else {
+                ActionClass::Watch
+            }
+        }
+        EventKind::NodeState { to, .. } if to == "down" => ActionClass::Investigate,
+        EventKind::NodeState { .. } => ActionClass::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LastXid;
+    use crate::sources::sim::{Sim, SimConfig};
+
+    fn verdict(g: &Gpu) -> Verdict {
+        gpu_verdict(g, &[], None, &XidCatalog::default(), &SiteParams::default())
+    }
+
+    #[test]
+    fn counters_and_xids_give_actions_with_evidence() {
+        let mut g = Gpu::unknown("n", 0);
+        assert_eq!(verdict(&g).action, ActionClass::None);
+        g.row_remap_pending = Some(true);
+        assert_eq!(verdict(&g).action, ActionClass::ResetNextDrain);
+        g.ecc.dbe_volatile = Some(2);
+        let v = verdict(&g);
+        assert_eq!(v.action, ActionClass::DrainResetGpu);
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.contains("uncorrectable ECC errors: 2"))
+        );
+        assert!(v.evidence.iter().any(|e| e.contains("row remap pending")));
+        g.last_xid = Some(LastXid {
+            code: 79,
+            time: Some(0),
+        });
+        assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
+    }
+
+    #[test]
+    fn unknown_xids_are_investigated_and_xid45_alone_restarts() {
+        let mut g = Gpu::unknown("n", 0);
+        g.last_xid = Some(LastXid {
+            code: 4242,
+            time: None,
+        });
+        let v = verdict(&g);
+        assert_eq!(v.action, ActionClass::Investigate);
+        assert!(v.summary.contains("unknown Xid"));
+        g.last_xid = Some(LastXid {
+            code: 45,
+            time: None,
+        });
+        assert_eq!(verdict(&g).action, ActionClass::RestartJob);
+    }
+
+    #[test]
+    fn recovery_action_node_reboot_means_drain_and_reboot() {
+        let mut g = Gpu::unknown("n", 0);
+        g.recovery_action = Some(RecoveryAction::NodeReboot);
+        assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
+    }
+
+    #[test]
+    fn a_high_sbe_rate_is_watched() {
+        let mut g = Gpu::unknown("n", 0);
+        let cat = XidCatalog::default();
+        let site = SiteParams::default();
+        g.ecc.sbe_aggregate = Some(10);
+        let mut later = g.clone();
+        later.ecc.sbe_aggregate = Some(510);
+        let rate = sbe_rate(&later, &g, 3600);
+        assert_eq!(rate, Some(500.0));
+        assert_eq!(
+            gpu_verdict(&later, &[], rate, &cat, &site).action,
+            ActionClass::Watch
+        );
+        assert_eq!(
+            gpu_verdict(&later, &[], Some(5.0), &cat, &site).action,
+            ActionClass::None
+        );
+    }
+
+    #[test]
+    fn the_sim_night_gets_the_right_verdicts() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(200);
+        let c = s.snapshot();
+        let v = verdicts(&c, None, &XidCatalog::default(), &SiteParams::default());
+        let of = |n: &str| v.iter().find(|x| x.node == n).map(|x| x.verdict.action);
+        assert_eq!(of("h100-03"), Some(ActionClass::DrainReboot));
+        assert_eq!(
+            of("h100-06"),
+            Some(ActionClass::DrainResetGpu),
+            "Xid 48 + DBE + remap pending"
+        );
+        assert_eq!(of("h100-07"), Some(ActionClass::RestartJob), "Xid 13");
+        assert_eq!(v[0].node, "h100-03", "most drastic first");
+        let n6 = v.iter().find(|x| x.node == "h100-06").expect("h100-06");
+        assert!(n6.verdict.evidence.iter().any(|e| e.contains("Xid 48")));
+        assert!(n6.verdict.evidence.iter().any(|e| e.contains("Xid 63")));
+    }
+}

@@ -1,0 +1,439 @@
+//! Why is my job waiting? The causes, each with its numbers, an estimated
+//! start from the queue plan, and what would make it start sooner.
+
+use super::plan::{Estimate, Plan, shape};
+use crate::model::{Cluster, Job, NodeState, Timestamp};
+use crate::text;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Cause {
+    /// The scheduler's own reason, in plain language.
+    SchedulerReason { reason: String, meaning: String },
+    /// Held or waiting on something capacity does not resolve.
+    Blocked { reason: String },
+    /// Not enough free GPUs in the partition.
+    Capacity {
+        free: u32,
+        needed: u32,
+        partition_gpus: u32,
+    },
+    /// Enough GPUs free in total, but not in the job's shape.
+    Fragmentation {
+        free: u32,
+        max_free_on_a_node: u32,
+        nodes_that_fit: u32,
+        nodes_needed: u32,
+        gpus_per_node: u32,
+        /// Free GPUs per topology group (NVLink domain, rack).
+        free_by_group: BTreeMap<String, u32>,
+    },
+    /// Nodes out of service that would fit the job's shape.
+    DrainedCapacity {
+        nodes: Vec<String>,
+        gpus: u32,
+        would_fit: bool,
+    },
+    /// Pending jobs ahead of it in the partition.
+    Priority {
+        ahead: u32,
+        ahead_gpus: u32,
+        first_ahead: Vec<String>,
+    },
+    /// Its team is at its GPU quota.
+    Quota {
+        account: String,
+        in_use: u32,
+        limit: u32,
+        needed: u32,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reason {
+    pub message: String,
+    #[serde(flatten)]
+    pub cause: Cause,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Why {
+    pub job: String,
+    pub state: String,
+    pub causes: Vec<Reason>,
+    pub estimate: Option<Estimate>,
+    /// Seconds from now to the estimated start.
+    pub eta_s: Option<i64>,
+    pub suggestions: Vec<String>,
+}
+
+/// Slurm's pending reasons in the words of the on-call.
+pub fn explain_reason(reason: &str) -> String {
+    let r = reason.trim();
+    let known = match r {
+        "Resources" => "not enough free GPUs of the right shape yet",
+        "Priority" => "jobs of higher priority are ahead of it in the partition",
+        "Dependency" => "it waits for another job to finish (dependency)",
+        "DependencyNeverSatisfied" => "its dependency can never be satisfied: fix or cancel it",
+        "BeginTime" => "its requested start time is in the future",
+        "JobHeldUser" => "held by its user (scontrol release)",
+        "JobHeldAdmin" => "held by an administrator",
+        "ReqNodeNotAvail" => "a node it needs is unavailable: down, drained or reserved",
+        "PartitionTimeLimit" => "its time limit is longer than the partition allows",
+        "PartitionNodeLimit" => "it asks for more nodes than the partition allows",
+        "PartitionDown" => "its partition is down",
+        "PartitionInactive" => "its partition is inactive",
+        "Reservation" => "it waits for its advance reservation",
+        "NodeDown" => "a node it needs is down",
+        "BadConstraints" => "its constraints cannot be met",
+        "Licenses" => "it waits for licenses",
+        "InvalidAccount" => "its account is invalid",
+        "InvalidQOS" => "its QOS is invalid",
+        "launch failed requeued held" => "its launch failed; it was requeued and held",
+        "None" => "no reason given yet (the scheduler has not looked at it)",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return known.to_string();
+    }
+    if r.starts_with("AssocGrp") {
+        return format!("its account (team) is at a group limit ({r})");
+    }
+    if r.starts_with("AssocMax") {
+        return format!("it exceeds a per-job limit of its account ({r})");
+    }
+    if r.starts_with("QOSGrp") {
+        return format!("its QOS is at a group limit ({r})");
+    }
+    if r.starts_with("QOSMax") {
+        return format!("it exceeds a per-job limit of its QOS ({r})");
+    }
+    format!("the scheduler says {r:?}")
+}
+
+struct PartitionView<'a> {
+    nodes: Vec<&'a crate::model::Node>,
+    max_gpus_per_node: u32,
+}
+
+fn partition_nodes<'a>(c: &'a Cluster, name: &str) -> PartitionView<'a> {
+    let nodes: Vec<&crate::model::Node> = match c.partitions.iter().find(|p| p.name == name) {
+        Some(p) => c
+            .nodes
+            .iter()
+            .filter(|n| p.nodes.contains(&n.name))
+            .collect(),
+        None => c
+            .nodes
+            .iter()
+            .filter(|n| n.partitions.iter().any(|p| p == name))
+            .collect(),
+    };
+    let max_gpus_per_node = nodes.iter().map(|n| n.gpu_count).max().unwrap_or(0);
+    PartitionView {
+        nodes,
+        max_gpus_per_node,
+    }
+}
+
+/// Why `job` waits, given the snapshot's queue plan.
+pub fn why(c: &Cluster, job: usize, plan: &Plan) -> Option<Why> {
+    let j = c.jobs.get(job)?;
+    let mut causes = Vec::new();
+    let mut suggestions = Vec::new();
+    let estimate = plan.estimate(job).cloned();
+    let eta_s = estimate
+        .as_ref()
+        .and_then(Estimate::start)
+        .map(|s| (s - c.time).max(0));
+    if !j.state.is_pending() {
+        return Some(Why {
+            job: j.id.clone(),
+            state: j.state.as_str().into(),
+            causes,
+            estimate,
+            eta_s,
+            suggestions: vec![format!("job {} is {}, not waiting", j.id, j.state.as_str())],
+        });
+    }
+    if let Some(r) = &j.reason {
+        causes.push(Reason {
+            message: format!("scheduler: {r} — {}", explain_reason(r)),
+            cause: Cause::SchedulerReason {
+                reason: r.clone(),
+                meaning: explain_reason(r),
+            },
+        });
+        if super::plan::is_blocking_reason(r) {
+            causes.push(Reason {
+                message: format!("no capacity change starts it: {}", explain_reason(r)),
+                cause: Cause::Blocked { reason: r.clone() },
+            });
+        }
+    }
+
+    let part = partition_nodes(c, &j.partition);
+    let (k, g) = shape(j, part.max_gpus_per_node);
+    let needed = j.gpus_requested().unwrap_or(k * g);
+    quota_cause(c, j, needed, &mut causes, &mut suggestions);
+    shape_causes(c, j, &part, k, g, needed, &mut causes, &mut suggestions);
+    priority_cause(c, j, job, plan, &mut causes);
+
+    match &estimate {
+        Some(Estimate::Starts { start, nodes }) if *start == c.time => suggestions.insert(
+            0,
+            format!("the model says it can start now on {}", nodes.join(",")),
+        ),
+        Some(Estimate::Starts { start, .. }) => suggestions.push(format!(
+            "estimated start {} (in {}), when running jobs reach their time limits",
+            text::datetime(*start),
+            text::duration(start - c.time)
+        )),
+        Some(Estimate::NoFit) => suggestions.push(
+            "no estimate: the capacity it needs is out of service or held without a time limit"
+                .into(),
+        ),
+        Some(Estimate::Blocked { reason }) => {
+            suggestions.push(format!("no estimate while {reason}"))
+        }
+        None => {}
+    }
+    Some(Why {
+        job: j.id.clone(),
+        state: j.state.as_str().into(),
+        causes,
+        estimate,
+        eta_s,
+        suggestions,
+    })
+}
+
+fn quota_cause(
+    c: &Cluster,
+    j: &Job,
+    needed: u32,
+    causes: &mut Vec<Reason>,
+    suggestions: &mut Vec<String>,
+) {
+    let Some(account) = &j.account else { return };
+    let Some(q) = c.quotas.iter().find(|q| &q.account == account) else {
+        return;
+    };
+    let Some(limit) = q.gpu_limit else { return };
+    if q.gpus_in_use + needed <= limit {
+        return;
+    }
+    causes.push(Reason {
+        message: format!(
+            "team {account} uses {} of its {limit} GPUs; this job needs {needed} more",
+            q.gpus_in_use
+        ),
+        cause: Cause::Quota {
+            account: account.clone(),
+            in_use: q.gpus_in_use,
+            limit,
+            needed,
+        },
+    });
+    let next_end: Option<(Timestamp, &Job)> = c
+        .jobs
+        .iter()
+        .filter(|x| x.state.holds_resources() && x.account.as_ref() == Some(account))
+        .filter_map(|x| match (x.start_time, x.time_limit) {
+            (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some((s + l as i64, x)),
+            _ => None,
+        })
+        .min_by_key(|(t, _)| *t);
+    if let Some((t, x)) = next_end {
+        suggestions.push(format!(
+            "team {account} frees {} GPUs when job {} reaches its limit at {}",
+            x.gpus_requested().unwrap_or(0),
+            x.id,
+            text::datetime(t)
+        ));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn shape_causes(
+    c: &Cluster,
+    j: &Job,
+    part: &PartitionView,
+    k: u32,
+    g: u32,
+    needed: u32,
+    causes: &mut Vec<Reason>,
+    suggestions: &mut Vec<String>,
+) {
+    let free_per_node: Vec<u32> = part.nodes.iter().map(|n| n.gpus_free()).collect();
+    let free: u32 = free_per_node.iter().sum();
+    let max_free = free_per_node.iter().copied().max().unwrap_or(0);
+    let fit_nodes = free_per_node.iter().filter(|&&f| f >= g).count() as u32;
+    let partition_gpus: u32 = part.nodes.iter().map(|n| n.gpu_count).sum();
+    let fits_now = fit_nodes >= k;
+    if free < needed {
+        causes.push(Reason {
+            message: format!(
+                "{free} GPUs free in partition {} of {partition_gpus}; it needs {needed}",
+                j.partition
+            ),
+            cause: Cause::Capacity {
+                free,
+                needed,
+                partition_gpus,
+            },
+        });
+    } else if !fits_now {
+        let mut by_group: BTreeMap<String, u32> = BTreeMap::new();
+        for n in &part.nodes {
+            if let Some(t) = &n.topology {
+                *by_group.entry(t.clone()).or_default() += n.gpus_free();
+            }
+        }
+        let per = if k == 1 {
+            format!("needs {g} on one node")
+        } else {
+            format!("needs {g} on each of {k} nodes")
+        };
+        causes.push(Reason {
+            message: format!("{free} GPUs free, but at most {max_free} on any node; {per}"),
+            cause: Cause::Fragmentation {
+                free,
+                max_free_on_a_node: max_free,
+                nodes_that_fit: fit_nodes,
+                nodes_needed: k,
+                gpus_per_node: g,
+                free_by_group: by_group,
+            },
+        });
+        // Other shapes of the same total that fit now.
+        for per_node in (1..g).rev() {
+            if !needed.is_multiple_of(per_node) {
+                continue;
+            }
+            let count = needed / per_node;
+            let can = free_per_node.iter().filter(|&&f| f >= per_node).count() as u32;
+            if can >= count {
+                suggestions.push(format!("as {count} × {per_node} GPUs it could start now"));
+                break;
+            }
+        }
+    }
+    // Drained capacity that would fit it.
+    let out: Vec<&&crate::model::Node> = part
+        .nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.state,
+                NodeState::Drain | NodeState::Draining | NodeState::Down | NodeState::Cordoned
+            )
+        })
+        .collect();
+    if !out.is_empty() && !fits_now {
+        let fitting: Vec<&&crate::model::Node> = out
+            .iter()
+            .copied()
+            .filter(|n| n.gpu_count.saturating_sub(n.gpus_allocated()) >= g)
+            .collect();
+        let gpus = out.iter().map(|n| n.gpu_count).sum();
+        let would_fit = fit_nodes + fitting.len() as u32 >= k;
+        let names: Vec<String> = out.iter().map(|n| n.name.clone()).collect();
+        let detail: Vec<String> = out
+            .iter()
+            .map(|n| {
+                format!(
+                    "{} ({}{})",
+                    n.name,
+                    n.state.as_str(),
+                    n.reason
+                        .as_ref()
+                        .map_or(String::new(), |r| format!(": {r}"))
+                )
+            })
+            .collect();
+        causes.push(Reason {
+            message: format!(
+                "{gpus} GPUs out of service on {}{}",
+                detail.join(", "),
+                if would_fit {
+                    "; with them back it would fit"
+                } else {
+                    ""
+                }
+            ),
+            cause: Cause::DrainedCapacity {
+                nodes: names,
+                gpus,
+                would_fit,
+            },
+        });
+        if would_fit && let Some(n) = fitting.first() {
+            suggestions.push(format!("resuming {} would let it start", n.name));
+        }
+    }
+    // Other partitions with room for its shape now.
+    if !fits_now {
+        for p in c.partitions.iter().filter(|p| p.name != j.partition) {
+            let other = partition_nodes(c, &p.name);
+            let fit = other.nodes.iter().filter(|n| n.gpus_free() >= g).count() as u32;
+            if fit >= k {
+                let what = if k == 1 {
+                    format!(
+                        "{} free on one node",
+                        other.nodes.iter().map(|n| n.gpus_free()).max().unwrap_or(0)
+                    )
+                } else {
+                    format!("{fit} nodes with {g} free")
+                };
+                suggestions.push(format!("partition {} has {what}", p.name));
+            }
+        }
+    }
+}
+
+fn priority_cause(c: &Cluster, j: &Job, job: usize, plan: &Plan, causes: &mut Vec<Reason>) {
+    let ahead: Vec<usize> = plan
+        .order
+        .iter()
+        .take_while(|&&i| i != job)
+        .copied()
+        .filter(|&i| c.jobs[i].partition == j.partition)
+        .filter(|&i| {
+            !c.jobs[i]
+                .reason
+                .as_deref()
+                .is_some_and(super::plan::is_blocking_reason)
+        })
+        .collect();
+    if ahead.is_empty() {
+        return;
+    }
+    let gpus: u32 = ahead
+        .iter()
+        .filter_map(|&i| c.jobs[i].gpus_requested())
+        .sum();
+    let first: Vec<String> = ahead
+        .iter()
+        .take(3)
+        .map(|&i| c.jobs[i].id.clone())
+        .collect();
+    causes.push(Reason {
+        message: format!(
+            "{} job(s) ahead of it in {} ask for {gpus} GPUs (first: {})",
+            ahead.len(),
+            j.partition,
+            first.join(", ")
+        ),
+        cause: Cause::Priority {
+            ahead: ahead.len() as u32,
+            ahead_gpus: gpus,
+            first_ahead: first,
+        },
+    });
+}
+
+#[cfg(test)]
+mod tests;

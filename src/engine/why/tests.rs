@@ -1,0 +1,118 @@
+use super::*;
+use crate::engine::SiteParams;
+use crate::engine::fixture::*;
+use crate::engine::plan::plan;
+use crate::sources::sim::{Sim, SimConfig};
+use proptest::prelude::*;
+
+fn why_of(c: &Cluster, job: usize) -> Why {
+    let p = plan(c, &SiteParams::default());
+    why(c, job, &p).expect("why")
+}
+
+#[test]
+fn the_sim_names_the_fragmentation() {
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let j = c
+        .jobs
+        .iter()
+        .position(|j| j.name == "asr-conformer-8g")
+        .expect("job");
+    let w = why_of(&c, j);
+    let frag = w
+        .causes
+        .iter()
+        .find(|r| matches!(r.cause, Cause::Fragmentation { .. }))
+        .expect("fragmentation");
+    assert_eq!(
+        frag.message,
+        "16 GPUs free, but at most 3 on any node; needs 8 on one node"
+    );
+    assert!(w.causes.iter().any(|r| matches!(&r.cause, Cause::DrainedCapacity { nodes, would_fit: true, .. } if nodes == &["a100-08"])));
+    assert!(
+        w.suggestions
+            .iter()
+            .any(|s| s == "resuming a100-08 would let it start"),
+        "{:?}",
+        w.suggestions
+    );
+    assert!(
+        w.suggestions
+            .iter()
+            .any(|s| s.starts_with("as ") && s.ends_with("could start now")),
+        "{:?}",
+        w.suggestions
+    );
+    assert!(w.eta_s.is_some_and(|s| s > 0));
+    assert!(
+        matches!(&w.causes[0].cause, Cause::SchedulerReason { reason, .. } if reason == "Resources")
+    );
+}
+
+#[test]
+fn the_sim_names_the_quota() {
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let j = c
+        .jobs
+        .iter()
+        .position(|j| j.name == "clip-distill")
+        .expect("job");
+    let w = why_of(&c, j);
+    let q = w
+        .causes
+        .iter()
+        .find(|r| matches!(r.cause, Cause::Quota { .. }))
+        .expect("quota");
+    assert_eq!(
+        q.message,
+        "team vision uses 16 of its 16 GPUs; this job needs 8 more"
+    );
+    assert!(w.causes[0].message.contains("AssocGrpGRES"));
+}
+
+#[test]
+fn held_jobs_say_so() {
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let j = c
+        .jobs
+        .iter()
+        .position(|j| j.reason.as_deref() == Some("JobHeldUser"))
+        .expect("held");
+    let w = why_of(&c, j);
+    assert!(
+        w.causes
+            .iter()
+            .any(|r| matches!(r.cause, Cause::Blocked { .. }))
+    );
+    assert_eq!(w.eta_s, None);
+}
+
+#[test]
+fn reasons_read_plainly() {
+    assert!(explain_reason("QOSMaxGRESPerUser").contains("per-job limit of its QOS"));
+    assert!(explain_reason("AssocGrpGRES").contains("team"));
+    assert!(explain_reason("SomethingNew").contains("SomethingNew"));
+}
+
+proptest! {
+    #[test]
+    fn a_job_that_fits_now_has_no_fragmentation_cause(free in prop::collection::vec(0u32..9, 1..6), g in 1u32..9, k in 1u32..3) {
+        let mut c = cluster();
+        for (i, f) in free.iter().enumerate() {
+            let name = format!("n{i}");
+            add_node(&mut c, &name, "p", 8);
+            if *f < 8 {
+                run(&mut c, &format!("r{i}"), &[&name], 8 - f, 0, 3600);
+            }
+        }
+        let j = pend(&mut c, "q", "p", k, g, 1);
+        let w = why_of(&c, j);
+        let fits = free.iter().filter(|&&f| f >= g).count() as u32 >= k;
+        let frag = w.causes.iter().any(|r| matches!(r.cause, Cause::Fragmentation { .. }));
+        if fits {
+            prop_assert!(!frag);
+            prop_assert_eq!(w.eta_s, Some(0));
+        }
+        prop_assert!(w.eta_s.is_none_or(|s| s >= 0));
+    }
+}
