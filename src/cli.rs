@@ -35,17 +35,20 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// Simulated cluster: random seed [default: 1]
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub seed: Option<u64>,
     /// Simulated cluster: number of nodes, 8 GPUs each, at least 16 [default: 16]
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub nodes: Option<usize>,
     /// Simulated cluster: total jobs at start-up, the rest a pending backlog
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub jobs: Option<usize>,
     /// Simulated cluster: sim seconds per wall-clock second [default: 1]
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub speed: Option<f64>,
+    /// Simulated cluster, commands that print: run this many sim seconds first
+    #[arg(long, global = true, value_name = "S")]
+    pub sim_seconds: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,6 +63,70 @@ pub enum Command {
     Tui,
     /// Print the current state and exit
     Get(GetArgs),
+    /// Why a job waits: causes with numbers, estimated start, what would help
+    Why(JobArgs),
+    /// The blast radius of an action, before taking it
+    Blast(BlastArgs),
+    /// Checkpoint restore time of a job, or of a what-if
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct JobArgs {
+    /// Job id
+    pub job: String,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BlastArgs {
+    #[command(subcommand)]
+    pub action: BlastAction,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table, global = true)]
+    pub output: Format,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BlastAction {
+    /// Drain a node (its jobs are requeued; --kill to cancel them instead)
+    Drain {
+        node: String,
+        #[arg(long)]
+        kill: bool,
+    },
+    /// Requeue a running job (and its gang)
+    Requeue { job: String },
+    /// Preempt a running job (requeued or cancelled per the site's PreemptMode)
+    Preempt { job: String },
+    /// Change a pending job's priority
+    Priority { job: String, value: u64 },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RestoreArgs {
+    /// Job id (omit for the what-if form)
+    pub job: Option<String>,
+    /// What-if: checkpoint size, e.g. 1.2TB, 800GiB
+    #[arg(long, value_name = "SIZE", conflicts_with = "job")]
+    pub state_bytes: Option<String>,
+    /// What-if: model parameters instead of a size, e.g. 70B (× bytes per parameter)
+    #[arg(long, value_name = "COUNT", conflicts_with_all = ["job", "state_bytes"])]
+    pub params: Option<String>,
+    /// Storage read bandwidth, e.g. 10GB/s [default: the site's]
+    #[arg(long, value_name = "RATE")]
+    pub read_bw: Option<String>,
+    /// Nodes reading in parallel [default: the job's, or 1]
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+    /// Per-node read bandwidth, e.g. 25GB/s [default: the site's]
+    #[arg(long, value_name = "RATE")]
+    pub node_bw: Option<String>,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,9 +137,6 @@ pub struct GetArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
-    /// Simulated cluster: run this many sim seconds before printing
-    #[arg(long, default_value_t = 0, value_name = "S")]
-    pub sim_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

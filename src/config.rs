@@ -1,6 +1,8 @@
 //! Settings: defaults, overridden by the TOML file, overridden by flags.
 
 use crate::cli::{GlobalArgs, SourceKind};
+use crate::engine::xid::XidCatalog;
+use crate::engine::{SiteParams, units};
 use crate::sources::SourceConfig;
 use crate::sources::sim::SimConfig;
 use serde::Deserialize;
@@ -18,6 +20,66 @@ pub struct FileConfig {
     pub ui: UiFile,
     #[serde(default)]
     pub sim: SimFile,
+    #[serde(default)]
+    pub engine: EngineFile,
+}
+
+/// `[engine]`: the decision engine's site parameters, in human units.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFile {
+    pub storage_read_bw: Option<String>,
+    pub node_read_bw: Option<String>,
+    pub startup: Option<String>,
+    pub gpu_hour_price: Option<f64>,
+    pub bytes_per_param: Option<u64>,
+    pub sbe_watch_per_hour: Option<f64>,
+    pub default_time_limit: Option<String>,
+    pub preempt_requeues: Option<bool>,
+    pub xid_catalog: Option<PathBuf>,
+}
+
+impl EngineFile {
+    fn resolve(&self) -> Result<(SiteParams, XidCatalog), String> {
+        let mut p = SiteParams::default();
+        fn ctx(k: &'static str) -> impl Fn(String) -> String {
+            move |e| format!("config: engine.{k}: {e}")
+        }
+        if let Some(v) = &self.storage_read_bw {
+            p.storage_read_bw = units::parse_bandwidth(v).map_err(ctx("storage_read_bw"))?;
+        }
+        if let Some(v) = &self.node_read_bw {
+            p.node_read_bw = units::parse_bandwidth(v).map_err(ctx("node_read_bw"))?;
+        }
+        if let Some(v) = &self.startup {
+            p.startup_s = units::parse_duration(v).map_err(ctx("startup"))?;
+        }
+        if let Some(v) = &self.default_time_limit {
+            p.default_time_limit_s = units::parse_duration(v).map_err(ctx("default_time_limit"))?;
+        }
+        if let Some(v) = self.gpu_hour_price {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!(
+                    "config: engine.gpu_hour_price must be ≥ 0, got {v}"
+                ));
+            }
+            p.gpu_hour_price = Some(v);
+        }
+        if let Some(v) = self.bytes_per_param {
+            p.bytes_per_param = v;
+        }
+        if let Some(v) = self.sbe_watch_per_hour {
+            p.sbe_watch_per_hour = v;
+        }
+        if let Some(v) = self.preempt_requeues {
+            p.preempt_requeues = v;
+        }
+        let catalog = match &self.xid_catalog {
+            Some(path) => XidCatalog::with_overrides(path)?,
+            None => XidCatalog::default(),
+        };
+        Ok((p, catalog))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +107,10 @@ pub struct Settings {
     /// Data older than this is marked stale.
     pub stale_after: Duration,
     pub no_color: bool,
+    /// Simulated cluster: sim seconds to run before a printing command answers.
+    pub sim_seconds: u64,
+    pub site: SiteParams,
+    pub xid_catalog: XidCatalog,
 }
 
 impl FileConfig {
@@ -88,12 +154,16 @@ impl Settings {
         };
         let no_color = file.ui.no_color.unwrap_or(false)
             || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let (site, xid_catalog) = file.engine.resolve()?;
         Ok(Settings {
             source,
             read_only: args.read_only || file.read_only.unwrap_or(false),
             log_file: args.log_file.clone().or(file.log_file),
             stale_after,
             no_color,
+            sim_seconds: args.sim_seconds.unwrap_or(0),
+            site,
+            xid_catalog,
         })
     }
 }
@@ -126,6 +196,23 @@ mod tests {
         let file: FileConfig = toml::from_str("source = \"pbs\"").expect("toml");
         let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("unknown source");
         assert!(err.contains("pbs"));
+    }
+
+    #[test]
+    fn engine_parameters_take_human_units() {
+        let file: FileConfig = toml::from_str(
+            "[engine]\nstorage_read_bw = \"20GB/s\"\nnode_read_bw = \"100Gbit/s\"\nstartup = \"5m\"\ngpu_hour_price = 2.5\n",
+        )
+        .expect("toml");
+        let s = Settings::resolve(&GlobalArgs::default(), file).expect("settings");
+        assert_eq!(s.site.storage_read_bw, 20e9);
+        assert_eq!(s.site.node_read_bw, 12.5e9);
+        assert_eq!(s.site.startup_s, 300);
+        assert_eq!(s.site.gpu_hour_price, Some(2.5));
+        let file: FileConfig =
+            toml::from_str("[engine]\nstorage_read_bw = \"fast\"\n").expect("toml");
+        let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("bad bandwidth");
+        assert!(err.contains("engine.storage_read_bw"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod logging;
 pub mod model;
 pub mod output;
+pub mod report;
 pub mod sources;
 pub mod text;
 pub mod tui;

@@ -1,8 +1,16 @@
 use clap::Parser;
-use nightshift::cli::{Cli, Command, GetArgs};
+use nightshift::cli::{BlastAction, Cli, Command, Format, RestoreArgs};
 use nightshift::config::{FileConfig, Settings};
+use nightshift::engine::blast::{Target, blast};
+use nightshift::engine::plan::plan;
+use nightshift::engine::restore::{RestoreInput, compute, restore};
+use nightshift::engine::why::why;
+use nightshift::engine::{Provenance, units};
+use nightshift::model::Cluster;
 use nightshift::sources::SourceConfig;
 use nightshift::sources::sim::Sim;
+use nightshift::{output, report};
+use serde::Serialize;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -36,19 +44,118 @@ fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             rt.block_on(nightshift::tui::run(settings))
         }
-        Some(Command::Get(args)) => get(&settings, &args),
+        Some(Command::Get(args)) => {
+            let c = snapshot(&settings)?;
+            print!("{}", output::render(&c, args.what, args.output)?);
+            Ok(())
+        }
+        Some(Command::Why(args)) => {
+            let c = snapshot(&settings)?;
+            let j = job_index(&c, &args.job)?;
+            let p = plan(&c, &settings.site);
+            let w = why(&c, j, &p).ok_or_else(|| format!("no job {}", args.job))?;
+            emit(args.output, &w, report::why)
+        }
+        Some(Command::Blast(args)) => {
+            let c = snapshot(&settings)?;
+            let target = match args.action {
+                BlastAction::Drain { node, kill } => Target::Drain {
+                    node,
+                    requeue: !kill,
+                },
+                BlastAction::Requeue { job } => Target::Requeue { job },
+                BlastAction::Preempt { job } => Target::Preempt { job },
+                BlastAction::Priority { job, value } => Target::Priority { job, value },
+            };
+            let b = blast(&c, &target, &settings.site)?;
+            emit(args.output, &b, report::blast)
+        }
+        Some(Command::Restore(args)) => restore_command(&settings, &args),
     }
 }
 
-fn get(settings: &Settings, args: &GetArgs) -> Result<(), String> {
-    let cluster = match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
-            let mut sim = Sim::new(*sim)?;
-            sim.advance(args.sim_seconds);
-            sim.snapshot()
+fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String> {
+    let storage_bw = args
+        .read_bw
+        .as_deref()
+        .map(units::parse_bandwidth)
+        .transpose()?;
+    let node_bw = args
+        .node_bw
+        .as_deref()
+        .map(units::parse_bandwidth)
+        .transpose()?;
+    let r = match &args.job {
+        Some(id) => {
+            let c = snapshot(settings)?;
+            let j = job_index(&c, id)?;
+            let mut site = settings.site.clone();
+            if let Some(b) = storage_bw {
+                site.storage_read_bw = b;
+            }
+            if let Some(b) = node_bw {
+                site.node_read_bw = b;
+            }
+            restore(&c, j, &site).ok_or_else(|| format!("no job {id}"))?
+        }
+        None => {
+            let state_bytes = args
+                .state_bytes
+                .as_deref()
+                .map(units::parse_bytes)
+                .transpose()?;
+            let params = args.params.as_deref().map(units::parse_count).transpose()?;
+            if state_bytes.is_none() && params.is_none() {
+                return Err(
+                    "restore needs a JOB, or --state-bytes SIZE (or --params COUNT) for a what-if"
+                        .into(),
+                );
+            }
+            let input = RestoreInput {
+                nodes: args.nodes.unwrap_or(1),
+                state_bytes,
+                params,
+                state_source: Provenance::Given,
+                storage_bw,
+                node_bw,
+                ..RestoreInput::default()
+            };
+            compute(&input, &settings.site)
         }
     };
-    let out = nightshift::output::render(&cluster, args.what, args.output)?;
-    print!("{out}");
+    emit(args.output, &r, report::restore)
+}
+
+fn emit<T: Serialize>(
+    format: Format,
+    value: &T,
+    text: impl Fn(&T) -> String,
+) -> Result<(), String> {
+    match format {
+        Format::Json => {
+            let s = serde_json::to_string_pretty(value)
+                .map_err(|e| format!("cannot write JSON: {e}"))?;
+            println!("{s}");
+        }
+        Format::Table => print!("{}", text(value)),
+    }
     Ok(())
+}
+
+fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
+    c.jobs
+        .iter()
+        .position(|j| j.id == id)
+        .ok_or_else(|| format!("no job {id} in the current data of {}", c.name))
+}
+
+/// The chosen source's current state, once.
+fn snapshot(settings: &Settings) -> Result<Cluster, String> {
+    match &settings.source {
+        SourceConfig::Sim { sim, .. } => {
+            let mut sim = Sim::new(*sim)?;
+            sim.advance(settings.sim_seconds);
+            Ok(sim.snapshot())
+        }
+    }
 }

@@ -105,38 +105,20 @@ fn get_jobs_and_nodes_agree() {
 
 #[test]
 fn same_seed_same_output_other_seed_other_output() {
-    let a = json(&[
-        "get",
-        "jobs",
-        "-o",
-        "json",
-        "--seed",
-        "5",
-        "--sim-seconds",
-        "300",
-    ]);
-    let b = json(&[
-        "get",
-        "jobs",
-        "-o",
-        "json",
-        "--seed",
-        "5",
-        "--sim-seconds",
-        "300",
-    ]);
-    let c = json(&[
-        "get",
-        "jobs",
-        "-o",
-        "json",
-        "--seed",
-        "6",
-        "--sim-seconds",
-        "300",
-    ]);
-    assert_eq!(a, b);
-    assert_ne!(a, c);
+    let run = |seed: &str| {
+        json(&[
+            "--seed",
+            seed,
+            "get",
+            "jobs",
+            "-o",
+            "json",
+            "--sim-seconds",
+            "300",
+        ])
+    };
+    assert_eq!(run("5"), run("5"));
+    assert_ne!(run("5"), run("6"));
 }
 
 #[test]
@@ -193,4 +175,115 @@ fn the_example_config_runs() {
     );
     let v = json(&["--config", cfg, "get", "nodes", "-o", "json"]);
     assert_eq!(v["items"].as_array().map(Vec::len), Some(16));
+}
+
+#[test]
+fn restore_what_if_holds_the_seed_case_exactly() {
+    let v = json(&[
+        "restore",
+        "--state-bytes",
+        "1.2TB",
+        "--read-bw",
+        "10GB/s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v["load_s"]["value"], 120.0);
+    let v = json(&[
+        "restore",
+        "--state-bytes",
+        "1.2 TB",
+        "--read-bw",
+        "10GB/s",
+        "--nodes",
+        "4",
+        "--node-bw",
+        "25GB/s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v["load_s"]["value"], 120.0);
+    assert_eq!(v["read_bw"]["source"], "given");
+    // Two nodes at 2 GB/s each are the bottleneck: 1.2 TB / 4 GB/s.
+    let v = json(&[
+        "restore",
+        "--state-bytes",
+        "1.2TB",
+        "--read-bw",
+        "10GB/s",
+        "--nodes",
+        "2",
+        "--node-bw",
+        "2GB/s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v["load_s"]["value"], 300.0);
+    let v = json(&[
+        "restore",
+        "--params",
+        "70B",
+        "--read-bw",
+        "10GB/s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v["state_bytes"]["value"], 1.12e12);
+    assert_eq!(v["state_bytes"]["source"], "model");
+}
+
+#[test]
+fn restore_of_the_hung_gang_job() {
+    let v = json(&["restore", "4700", "-o", "json"]);
+    assert_eq!(v["job"], "4700");
+    assert_eq!(v["state_bytes"]["source"], "job_metadata");
+    assert_eq!(v["load_s"]["value"], 120.0);
+    assert_eq!(v["lost_work_s"]["value"], 1050.0);
+    assert!(v["total_s"]["value"].as_f64().is_some_and(|t| t >= 420.0));
+}
+
+#[test]
+fn why_explains_the_fragmented_wait() {
+    let v = json(&["why", "4722", "-o", "json"]);
+    let messages: Vec<&str> = v["causes"]
+        .as_array()
+        .expect("causes")
+        .iter()
+        .filter_map(|c| c["message"].as_str())
+        .collect();
+    assert!(
+        messages.contains(&"16 GPUs free, but at most 3 on any node; needs 8 on one node"),
+        "{messages:?}"
+    );
+    assert!(v["eta_s"].as_i64().is_some_and(|s| s > 0));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = nightshift(dir.path(), &["why", "4722"]);
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains("estimated start: in "), "{text}");
+    let out = nightshift(dir.path(), &["why", "no-such-job"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no job no-such-job"));
+}
+
+#[test]
+fn blast_of_draining_the_xid79_node() {
+    let v = json(&["blast", "drain", "h100-03", "-o", "json"]);
+    let killed = v["killed"].as_array().expect("killed");
+    assert_eq!(killed.len(), 1);
+    assert_eq!(
+        killed[0]["nodes"].as_array().map(Vec::len),
+        Some(4),
+        "the whole gang"
+    );
+    assert_eq!(v["gpus_freed"], 32);
+    assert_eq!(v["gpus_out_of_service"], 8);
+    assert_eq!(v["partition"]["name"], "h100");
+    let v = json(&["blast", "priority", "4723", "9999", "-o", "json"]);
+    assert!(
+        v["jumped"]
+            .as_array()
+            .is_some_and(|j| j.iter().any(|x| x == "4722"))
+    );
+    let v = json(&["blast", "drain", "a100-08", "-o", "json"]);
+    assert_eq!(v["no_op"], true, "already drained");
 }

@@ -1,0 +1,201 @@
+//! Plain-text answers of the decision engine for the command line. Every
+//! string from a source is sanitised.
+
+use crate::engine::blast::Blast;
+use crate::engine::plan::Estimate;
+use crate::engine::restore::{Quantity, Restore};
+use crate::engine::why::Why;
+use crate::text::{self, sanitize};
+use std::fmt::Write;
+
+fn q_secs(q: &Quantity) -> String {
+    q.value.map_or_else(
+        || "unknown".into(),
+        |v| format!("{} ({v:.0} s)", text::duration(v.round() as i64)),
+    )
+}
+
+fn line(out: &mut String, label: &str, value: String, q: &Quantity) {
+    let _ = writeln!(
+        out,
+        "  {label:<16} {value:<24} [{}] {}",
+        serde_json::to_value(q.source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        sanitize(&q.note)
+    );
+}
+
+pub fn restore(r: &Restore) -> String {
+    let mut out = String::new();
+    match &r.job {
+        Some(j) => {
+            let _ = writeln!(
+                out,
+                "restore of job {} ({} GPUs on {} node(s)):",
+                sanitize(j),
+                text::opt(r.gpus),
+                r.nodes
+            );
+        }
+        None => {
+            let _ = writeln!(out, "restore what-if ({} node(s)):", r.nodes);
+        }
+    }
+    line(
+        &mut out,
+        "lost work",
+        q_secs(&r.lost_work_s),
+        &r.lost_work_s,
+    );
+    line(
+        &mut out,
+        "lost GPU-hours",
+        r.lost_gpu_hours
+            .value
+            .map_or("unknown".into(), |v| format!("{v:.1}")),
+        &r.lost_gpu_hours,
+    );
+    if let Some(c) = &r.lost_cost {
+        line(
+            &mut out,
+            "lost cost",
+            c.value.map_or("unknown".into(), |v| format!("{v:.2}")),
+            c,
+        );
+    }
+    line(
+        &mut out,
+        "state",
+        r.state_bytes
+            .value
+            .map_or("unknown".into(), |b| text::bytes(b as u64)),
+        &r.state_bytes,
+    );
+    line(
+        &mut out,
+        "read bandwidth",
+        r.read_bw
+            .value
+            .map_or("unknown".into(), |b| format!("{}/s", text::bytes(b as u64))),
+        &r.read_bw,
+    );
+    line(&mut out, "state load", q_secs(&r.load_s), &r.load_s);
+    line(
+        &mut out,
+        "requeue wait",
+        q_secs(&r.requeue_wait_s),
+        &r.requeue_wait_s,
+    );
+    line(&mut out, "start-up", q_secs(&r.startup_s), &r.startup_s);
+    line(&mut out, "total to resume", q_secs(&r.total_s), &r.total_s);
+    out
+}
+
+pub fn why(w: &Why) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "job {} is {}", sanitize(&w.job), w.state);
+    for (i, c) in w.causes.iter().enumerate() {
+        let _ = writeln!(out, "  {}. {}", i + 1, sanitize(&c.message));
+    }
+    let eta = match (&w.estimate, w.eta_s) {
+        (Some(Estimate::Starts { start, nodes }), Some(s)) => format!(
+            "in {} ({}) on {}",
+            text::duration(s),
+            text::datetime(*start),
+            sanitize(&nodes.join(","))
+        ),
+        (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
+        (Some(Estimate::NoFit), _) => "none: its shape does not fit the capacity in service".into(),
+        _ => "-".into(),
+    };
+    let _ = writeln!(out, "estimated start: {eta}");
+    for s in &w.suggestions {
+        let _ = writeln!(out, "  → {}", sanitize(s));
+    }
+    out
+}
+
+pub fn blast(b: &Blast) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", sanitize(&b.summary));
+    if !b.killed.is_empty() {
+        let _ = writeln!(out, "jobs that die:");
+        for k in &b.killed {
+            let _ = writeln!(
+                out,
+                "  {} {} ({}, {} GPUs on {}){}{} — lost {} GPU-hours, back in {}",
+                sanitize(&k.id),
+                sanitize(&k.name),
+                sanitize(&k.user),
+                text::opt(k.gpus),
+                sanitize(&k.nodes.join(",")),
+                if k.via_gang { ", via its gang" } else { "" },
+                if k.requeued {
+                    ", requeued"
+                } else {
+                    ", cancelled"
+                },
+                k.restore
+                    .lost_gpu_hours
+                    .value
+                    .map_or("?".into(), |v| format!("{v:.1}")),
+                k.restore.total_s.value.map_or_else(
+                    || sanitize(&k.restore.total_s.note).into_owned(),
+                    |v| text::duration(v as i64)
+                ),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "GPUs freed: {}; out of service: {}",
+        b.gpus_freed, b.gpus_out_of_service
+    );
+    if let Some(p) = &b.partition {
+        let _ = writeln!(
+            out,
+            "capacity removed: {:.1}% of partition {} ({} of {}), {:.1}% of the cluster",
+            p.share * 100.0,
+            sanitize(&p.name),
+            p.gpus_removed,
+            p.gpus_total,
+            b.cluster.share * 100.0
+        );
+    }
+    if !b.moved.is_empty() {
+        let _ = writeln!(out, "queued jobs that move:");
+        for m in &b.moved {
+            let when = |t: Option<i64>| t.map_or("no estimate".into(), text::datetime);
+            let delta = m.delta_s.map_or("-".into(), |d| {
+                if d >= 0 {
+                    format!("+{}", text::duration(d))
+                } else {
+                    format!("-{}", text::duration(-d))
+                }
+            });
+            let _ = writeln!(
+                out,
+                "  {} {} ({}): {} → {} ({delta})",
+                sanitize(&m.id),
+                sanitize(&m.name),
+                sanitize(&m.user),
+                when(m.before),
+                when(m.after)
+            );
+        }
+    }
+    if !b.jumped.is_empty() {
+        let _ = writeln!(out, "jobs it jumps: {}", sanitize(&b.jumped.join(", ")));
+    }
+    if !b.users.is_empty() {
+        let _ = writeln!(
+            out,
+            "users affected: {}; teams: {}",
+            sanitize(&b.users.join(", ")),
+            sanitize(&b.teams.join(", "))
+        );
+    }
+    out
+}
