@@ -8,6 +8,8 @@ mod keys;
 pub use history::History;
 pub use index::Index;
 
+use crate::engine::analysis::{Analysis, Focus};
+use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
 use crate::sources::Update;
 use std::sync::Arc;
@@ -101,6 +103,9 @@ pub enum Input {
 
 pub struct App {
     pub cluster: Arc<Cluster>,
+    /// The engine's answers, for this or a slightly older snapshot.
+    pub analysis: Option<Arc<Analysis>>,
+    pub catalog: XidCatalog,
     pub index: Index,
     pub source_name: String,
     pub stack: Vec<Screen>,
@@ -126,6 +131,8 @@ impl App {
     pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
         App {
             cluster: Arc::new(Cluster::default()),
+            analysis: None,
+            catalog: XidCatalog::default(),
             index: Index::default(),
             source_name: source_name.to_string(),
             stack: vec![Screen::new(View::Overview, None)],
@@ -183,6 +190,22 @@ impl App {
                 tracing::warn!("source error: {e}");
                 self.source_error = Some(e);
             }
+            Update::Analysis(a) => self.analysis = Some(a),
+        }
+    }
+
+    /// What the engine should answer for, given the screen.
+    pub fn focus(&self) -> Focus {
+        let s = self.screen();
+        match (s.view, &s.target) {
+            (View::JobDetail, Some(id)) => Focus::Job(id.clone()),
+            (View::NodeDetail, Some(n)) => Focus::Node(n.clone()),
+            (View::GpuDetail, Some(t)) => Focus::Node(
+                t.rsplit_once('/')
+                    .map_or(t.as_str(), |(n, _)| n)
+                    .to_string(),
+            ),
+            _ => Focus::None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! Data flows one way: `sources` → `model` → `views`; `app` holds the state
 //! and the update loop; `tui` owns the terminal.
 
+pub mod analyst;
 pub mod app;
 pub mod cli;
 pub mod config;

@@ -46,7 +46,14 @@ fn setup() -> io::Result<Term> {
 }
 
 pub async fn run(settings: Settings) -> Result<(), String> {
-    let mut updates = sources::spawn(settings.source.clone())?;
+    let source = sources::spawn(settings.source.clone())?;
+    let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
+    let mut updates = crate::analyst::spawn(
+        source,
+        focus_rx,
+        settings.site.clone(),
+        settings.xid_catalog.clone(),
+    );
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
     let mut sighup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
@@ -57,10 +64,12 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         settings.no_color,
         settings.stale_after,
     );
+    app.catalog = settings.xid_catalog.clone();
     let result = event_loop(
         &mut terminal,
         &mut app,
         &mut updates,
+        &focus_tx,
         &mut sigterm,
         &mut sighup,
     )
@@ -73,6 +82,7 @@ async fn event_loop(
     terminal: &mut Term,
     app: &mut App,
     updates: &mut tokio::sync::mpsc::Receiver<sources::Update>,
+    focus: &tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
     sigterm: &mut tokio::signal::unix::Signal,
     sighup: &mut tokio::signal::unix::Signal,
 ) -> Result<(), String> {
@@ -124,5 +134,14 @@ async fn event_loop(
         if app.quit {
             return Ok(());
         }
+        let now_focus = app.focus();
+        focus.send_if_modified(|f| {
+            if *f == now_focus {
+                false
+            } else {
+                *f = now_focus;
+                true
+            }
+        });
     }
 }

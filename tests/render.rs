@@ -5,6 +5,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use nightshift::app::{App, View};
+use nightshift::engine::SiteParams;
+use nightshift::engine::analysis::Analysis;
+use nightshift::engine::xid::XidCatalog;
 use nightshift::sources::Update;
 use nightshift::sources::sim::{Sim, SimConfig};
 use ratatui::Terminal;
@@ -51,62 +54,97 @@ fn screen(app: &App, w: u16, h: u16) -> String {
     out
 }
 
+/// The engine's answers for what the app shows, as the analyst task would
+/// send them.
+fn analyse(app: &mut App) {
+    let a = Analysis::compute(
+        &app.cluster,
+        None,
+        &app.focus(),
+        &SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    app.on_update(
+        Update::Analysis(Arc::new(a)),
+        Instant::now() - Duration::from_millis(1),
+    );
+}
+
 /// Each view at both sizes.
-fn check(name: &str, app: &App) {
+fn check(name: &str, app: &mut App) {
+    analyse(app);
     insta::assert_snapshot!(format!("{name}_80x24"), screen(app, 80, 24));
     insta::assert_snapshot!(format!("{name}_160x48"), screen(app, 160, 48));
 }
 
 #[test]
 fn overview() {
-    check("overview", &app_after(200));
+    check("overview", &mut app_after(200));
 }
 
 #[test]
 fn nodes() {
     let mut a = app_after(200);
     command(&mut a, "nodes");
-    check("nodes", &a);
+    check("nodes", &mut a);
 }
 
 #[test]
 fn gpus() {
     let mut a = app_after(200);
     command(&mut a, "gpus");
-    check("gpus", &a);
+    check("gpus", &mut a);
 }
 
 #[test]
 fn jobs_and_queue() {
     let mut a = app_after(200);
     command(&mut a, "jobs");
-    check("jobs", &a);
+    check("jobs", &mut a);
     command(&mut a, "queue");
-    check("queue", &a);
+    check("queue", &mut a);
+    // The first in scheduler order: the fragmented 8-GPU wait, explained.
+    keys(&mut a, &[KeyCode::Enter]);
+    assert_eq!(a.screen().view, View::JobDetail);
+    check("job_pending", &mut a);
+    let s = screen(&a, 120, 40);
+    assert!(
+        s.contains("16 GPUs free, but at most 3 on any node; needs 8 on one node"),
+        "{s}"
+    );
 }
 
 #[test]
 fn incidents_and_drill_down() {
     let mut a = app_after(200);
     command(&mut a, "incidents");
-    check("incidents", &a);
+    check("incidents", &mut a);
     // The ECC incident (newest but one: the Xid 63 is newest) → node → gpu.
     keys(&mut a, &[KeyCode::Down, KeyCode::Enter]);
     assert_eq!(a.screen().view, View::NodeDetail);
-    check("node_detail", &a);
+    check("node_detail", &mut a);
+    let s = screen(&a, 160, 48);
+    assert!(
+        s.contains("drain the node, then reset the GPU"),
+        "the verdict is shown:\n{s}"
+    );
+    assert!(
+        s.contains("kills 4702 detr-sweep"),
+        "the drain blast radius is shown:\n{s}"
+    );
     keys(&mut a, &[KeyCode::Enter]);
     assert_eq!(a.screen().view, View::GpuDetail);
-    check("gpu_detail", &a);
+    check("gpu_detail", &mut a);
     keys(&mut a, &[KeyCode::Enter]);
     assert_eq!(a.screen().view, View::JobDetail);
-    check("job_detail", &a);
+    check("job_detail", &mut a);
 }
 
 #[test]
 fn help_overlay() {
     let mut a = app_after(0);
     keys(&mut a, &[KeyCode::Char('?')]);
-    check("help", &a);
+    check("help", &mut a);
 }
 
 #[test]

@@ -129,7 +129,8 @@ pub fn gpu_verdict(
         )),
         Some(RecoveryAction::None) | None => {}
     }
-    let Some((action, main)) = found.iter().max_by_key(|(a, _)| *a).cloned() else {
+    // The first of the most drastic: an Xid before the counters it explains.
+    let Some((action, main)) = found.iter().rev().max_by_key(|(a, _)| *a).cloned() else {
         return Verdict {
             action: ActionClass::None,
             summary: "healthy".into(),

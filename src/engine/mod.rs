@@ -3,6 +3,7 @@
 //! from the TUI and the CLI alike. docs/decision-engine.md describes every
 //! model and its inputs.
 
+pub mod analysis;
 pub mod blast;
 #[cfg(test)]
 mod fixture;

@@ -55,6 +55,20 @@ impl ActionClass {
         }
     }
 
+    /// A few characters for tables.
+    pub fn short(self) -> &'static str {
+        match self {
+            ActionClass::None => "-",
+            ActionClass::Watch => "watch",
+            ActionClass::Investigate => "investigate",
+            ActionClass::RestartJob => "restart job",
+            ActionClass::ResetNextDrain => "reset at drain",
+            ActionClass::DrainInvestigate => "drain+look",
+            ActionClass::DrainResetGpu => "drain+reset",
+            ActionClass::DrainReboot => "drain+reboot",
+        }
+    }
+
     /// Whether the node should stop taking work now.
     pub fn needs_drain(self) -> bool {
         self >= ActionClass::DrainInvestigate

@@ -17,6 +17,8 @@ pub enum Update {
     Snapshot(Arc<Cluster>),
     /// The source could not refresh; the last snapshot stands, growing stale.
     Error(String),
+    /// The engine's answers for a snapshot (sent by the analyst, not a source).
+    Analysis(Arc<crate::engine::analysis::Analysis>),
 }
 
 /// Which backend to read, with its settings.

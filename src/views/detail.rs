@@ -46,12 +46,17 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let node = &c.nodes[n];
     let gpu_h = node.gpus.len() as u16 + 3;
-    let [info, gpus_area, jobs_area] = Layout::vertical([
+    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
         Constraint::Length(4),
+        Constraint::Length(2),
         Constraint::Length(gpu_h),
         Constraint::Min(3),
     ])
     .areas(area);
+    f.render_widget(
+        Paragraph::new(super::answers::node(app, &node.name, theme)),
+        engine,
+    );
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info);
     let mut l1 = vec![Span::styled(
@@ -241,7 +246,12 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         return missing(f, area, theme, "gpu", app.screen().target.as_deref());
     };
     let gpu = &c.nodes[n].gpus[g];
-    let [info, spark] = Layout::vertical([Constraint::Length(10), Constraint::Min(4)]).areas(area);
+    let verdict = super::answers::gpu(app, gpu, theme);
+    let [info, spark] = Layout::vertical([
+        Constraint::Length(10 + verdict.len() as u16),
+        Constraint::Min(4),
+    ])
+    .areas(area);
     let unknown = || "- (not reported)".to_string();
     let pair = |a: Option<u64>, b: Option<u64>| format!("{} / {}", text::opt(a), text::opt(b));
     let yn =
@@ -341,6 +351,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Span::styled(v, style),
         ])
     }));
+    lines.extend(verdict);
     f.render_widget(Paragraph::new(lines), info);
     let node_name = &c.nodes[n].name;
     let series = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
@@ -380,22 +391,6 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             .map_or("-".into(), |s| text::duration(s as i64)),
         ck.size_bytes.map_or("unknown".into(), text::bytes),
     );
-    let gpu_hours = |t: i64, g: u32| (now - t).max(0) as f64 / 3600.0 * f64::from(g);
-    let lost = match (
-        ck.last,
-        j.start_time,
-        j.gpus_requested(),
-        j.state.holds_resources(),
-    ) {
-        (Some(t), _, Some(g), true) => {
-            format!("{:.1} GPU-hours since the last checkpoint", gpu_hours(t, g))
-        }
-        (None, Some(t), Some(g), true) => format!(
-            "{:.1} GPU-hours since start (no checkpoint known)",
-            gpu_hours(t, g)
-        ),
-        _ => "-".into(),
-    };
     let state_line = match (&j.reason, j.state.is_pending()) {
         (Some(r), true) => format!("{} (reason: {})", j.state.as_str(), sanitize(r)),
         _ => j.state.as_str().to_string(),
@@ -448,11 +443,14 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             ),
         ),
         ("checkpoint", ck_text),
-        ("work at risk", lost),
     ];
-    let info_h = lines.len() as u16 + 1;
-    let [info, nodes_area] =
-        Layout::vertical([Constraint::Length(info_h), Constraint::Min(3)]).areas(area);
+    let answers = super::answers::job(app, &j.id, theme);
+    let info_h = (lines.len() + 1 + answers.len()) as u16;
+    let [info, nodes_area] = if j.nodes.is_empty() {
+        [area, Rect::default()]
+    } else {
+        Layout::vertical([Constraint::Length(info_h), Constraint::Min(3)]).areas(area)
+    };
     let mut text_lines = vec![Line::from(vec![Span::styled(
         format!(" job {} ", sanitize(&j.id)),
         theme.title(),
@@ -463,6 +461,15 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Span::raw(v),
         ])
     }));
+    text_lines.extend(answers);
+    if j.nodes.is_empty() {
+        // Nothing below: let long reasons wrap.
+        f.render_widget(
+            Paragraph::new(text_lines).wrap(ratatui::widgets::Wrap { trim: false }),
+            info,
+        );
+        return;
+    }
     f.render_widget(Paragraph::new(text_lines), info);
     let list = List {
         title: "nodes (enter: node detail)".into(),

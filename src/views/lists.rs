@@ -335,13 +335,14 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let list = List {
         title: title(app, "incidents (newest first)"),
-        header: &["TIME", "AGE", "NODE", "GPU", "EVENT", "MESSAGE"],
+        header: &["TIME", "AGE", "NODE", "GPU", "EVENT", "DO", "MESSAGE"],
         widths: &[
             Constraint::Length(8),
-            Constraint::Length(11),
-            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Length(9),
             Constraint::Length(3),
-            Constraint::Length(11),
+            Constraint::Length(10),
+            Constraint::Length(14),
             Constraint::Fill(1),
         ],
         len: app.rows.len(),
@@ -359,12 +360,14 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         list,
         |i| {
             let Some(e) = event_of(i) else { return vec![] };
+            let action = crate::engine::health::event_action(e, &app.catalog);
             vec![
                 Cell::from(text::clock(e.time)),
                 Cell::from(ago(c.time, Some(e.time))),
                 Cell::from(sanitize(&e.node).into_owned()),
                 Cell::from(text::opt(e.gpu)),
                 Cell::from(e.label()).style(theme.health(e.severity())),
+                Cell::from(action.short()).style(theme.action(action)),
                 Cell::from(sanitize(&e.message).into_owned()),
             ]
         },

@@ -1,5 +1,6 @@
 //! Screens. Rendering reads the app's state and draws; it changes nothing.
 
+mod answers;
 mod detail;
 mod lists;
 mod overview;

@@ -1,6 +1,7 @@
 //! Styles, with a monochrome variant for NO_COLOR: there, meaning is carried
 //! by glyphs and bold/reverse alone.
 
+use crate::engine::xid::ActionClass;
 use crate::model::{Gpu, GpuHealth, NodeState};
 use ratatui::style::{Color, Modifier, Style};
 
@@ -77,6 +78,17 @@ impl Theme {
             GpuHealth::Ok => Style::default(),
             GpuHealth::Warn => self.warn(),
             GpuHealth::Critical => self.critical(),
+        }
+    }
+
+    /// How loud a recommended action is: drains are critical.
+    pub fn action(self, a: ActionClass) -> Style {
+        if a.needs_drain() {
+            self.critical()
+        } else if a == ActionClass::None {
+            self.dim()
+        } else {
+            self.warn()
         }
     }
 

@@ -1,0 +1,83 @@
+//! Runs the engine off the UI thread: each snapshot from the source goes
+//! to the UI at once, then its analysis follows when computed. The UI says
+//! what it is focused on through a watch channel, and a new focus is
+//! answered without waiting for the next snapshot.
+
+use crate::engine::SiteParams;
+use crate::engine::analysis::{Analysis, Focus};
+use crate::engine::xid::XidCatalog;
+use crate::model::Cluster;
+use crate::sources::Update;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+pub fn spawn(
+    mut source: mpsc::Receiver<Update>,
+    focus: watch::Receiver<Focus>,
+    site: SiteParams,
+    catalog: XidCatalog,
+) -> mpsc::Receiver<Update> {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut focus = focus;
+        let mut latest: Option<Arc<Cluster>> = None;
+        let mut prev: Option<Arc<Cluster>> = None;
+        let mut source_open = true;
+        loop {
+            tokio::select! {
+                up = source.recv(), if source_open => match up {
+                    Some(Update::Snapshot(c)) => {
+                        if tx.send(Update::Snapshot(c.clone())).await.is_err() {
+                            return;
+                        }
+                        prev = latest.replace(c);
+                    }
+                    Some(other) => {
+                        if tx.send(other).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    None => {
+                        source_open = false;
+                        continue;
+                    }
+                },
+                changed = focus.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+            }
+            // Forward whatever queued up while we computed; analyse the newest.
+            while let Ok(up) = source.try_recv() {
+                if let Update::Snapshot(c) = &up {
+                    prev = latest.replace(c.clone());
+                }
+                if tx.send(up).await.is_err() {
+                    return;
+                }
+            }
+            let Some(c) = latest.clone() else { continue };
+            let (p, f, s, k) = (
+                prev.clone(),
+                focus.borrow().clone(),
+                site.clone(),
+                catalog.clone(),
+            );
+            let analysis = tokio::task::spawn_blocking(move || {
+                Analysis::compute(&c, p.as_deref(), &f, &s, &k)
+            })
+            .await;
+            match analysis {
+                Ok(a) => {
+                    if tx.send(Update::Analysis(Arc::new(a))).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => tracing::error!("engine task failed: {e}"),
+            }
+        }
+    });
+    rx
+}

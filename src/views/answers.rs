@@ -1,0 +1,243 @@
+//! The engine's answers as lines for the detail views: verdicts, the drain
+//! blast radius, why a job waits, its restore time.
+
+use super::theme::Theme;
+use crate::app::App;
+use crate::engine::analysis::FocusAnswer;
+use crate::engine::health::gpu_verdict;
+use crate::engine::plan::Estimate;
+use crate::engine::restore::Quantity;
+use crate::engine::xid::ActionClass;
+use crate::model::Gpu;
+use crate::text::{self, sanitize};
+use ratatui::text::{Line, Span};
+
+fn label(s: &str, theme: Theme) -> Span<'static> {
+    Span::styled(format!(" {s:<13}"), theme.dim())
+}
+
+fn pending(theme: Theme) -> Line<'static> {
+    Line::from(vec![
+        Span::raw(" "),
+        Span::styled("engine: computing…", theme.dim()),
+    ])
+}
+
+/// Verdict and drain blast radius of a node: two lines.
+pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
+    let Some(a) = &app.analysis else {
+        return vec![pending(theme)];
+    };
+    let verdict = match a.node_verdict(node) {
+        Some(v) => Line::from(vec![
+            label("verdict", theme),
+            Span::styled(
+                sanitize(&v.verdict.summary).into_owned(),
+                theme.action(v.verdict.action),
+            ),
+        ]),
+        None => Line::from(vec![
+            label("verdict", theme),
+            Span::styled("healthy", theme.ok()),
+        ]),
+    };
+    let drain = match &a.focus {
+        Some(FocusAnswer::Node { name, drain: Ok(b) }) if name == node => {
+            let text = if b.no_op {
+                "already out of service: draining again changes nothing".to_string()
+            } else {
+                let jobs: Vec<String> = b
+                    .killed
+                    .iter()
+                    .map(|k| {
+                        format!(
+                            "{} {} ({} GPUs{})",
+                            sanitize(&k.id),
+                            sanitize(&k.name),
+                            text::opt(k.gpus),
+                            if k.nodes.len() > 1 {
+                                format!(", {} nodes", k.nodes.len())
+                            } else {
+                                String::new()
+                            }
+                        )
+                    })
+                    .collect();
+                let share = b.partition.as_ref().map_or(String::new(), |p| {
+                    format!(" ({:.0}% of {})", p.share * 100.0, sanitize(&p.name))
+                });
+                format!(
+                    "kills {}; {:.1} GPU-h lost; {} GPUs out{share}; {} queued move",
+                    if jobs.is_empty() {
+                        "no jobs".to_string()
+                    } else {
+                        jobs.join(", ")
+                    },
+                    b.lost_gpu_hours,
+                    b.gpus_out_of_service,
+                    b.moved.len()
+                )
+            };
+            Line::from(vec![label("if drained", theme), Span::raw(text)])
+        }
+        Some(FocusAnswer::Node {
+            name,
+            drain: Err(e),
+        }) if name == node => Line::from(vec![
+            label("if drained", theme),
+            Span::styled(sanitize(e).into_owned(), theme.warn()),
+        ]),
+        _ => Line::from(vec![
+            label("if drained", theme),
+            Span::styled("computing…", theme.dim()),
+        ]),
+    };
+    vec![verdict, drain]
+}
+
+/// A GPU's verdict and evidence.
+pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
+    let events: Vec<&crate::model::Event> = app
+        .cluster
+        .events
+        .iter()
+        .filter(|e| {
+            e.node == gpu.node
+                && e.gpu == Some(gpu.index)
+                && e.time > app.cluster.time - crate::engine::health::XID_WINDOW_S
+        })
+        .collect();
+    let v = gpu_verdict(
+        gpu,
+        &events,
+        None,
+        &app.catalog,
+        &crate::engine::SiteParams::default(),
+    );
+    let mut lines = vec![Line::from(vec![
+        label("verdict", theme),
+        Span::styled(
+            if v.action == ActionClass::None {
+                "healthy".into()
+            } else {
+                v.action.advice().to_string()
+            },
+            theme.action(v.action),
+        ),
+    ])];
+    for e in v.evidence.iter().take(4) {
+        lines.push(Line::from(vec![
+            label("", theme),
+            Span::raw(format!("· {}", sanitize(e))),
+        ]));
+    }
+    lines
+}
+
+fn secs(q: &Quantity) -> String {
+    q.value.map_or_else(
+        || "unknown".to_string(),
+        |v| text::duration(v.round() as i64),
+    )
+}
+
+/// Why the job waits (pending) or what a restart costs (running).
+pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
+    let Some(a) = &app.analysis else {
+        return vec![pending(theme)];
+    };
+    let Some(FocusAnswer::Job {
+        id: fid,
+        why,
+        restore,
+    }) = &a.focus
+    else {
+        return vec![pending(theme)];
+    };
+    if fid != id {
+        return vec![pending(theme)];
+    }
+    let mut lines = Vec::new();
+    if let Some(w) = why {
+        lines.push(Line::from(vec![Span::styled(
+            " why it waits",
+            theme.title(),
+        )]));
+        for (i, c) in w.causes.iter().enumerate() {
+            lines.push(Line::from(vec![
+                Span::raw(format!("  {}. ", i + 1)),
+                Span::raw(sanitize(&c.message).into_owned()),
+            ]));
+        }
+        let eta = match (&w.estimate, w.eta_s) {
+            (Some(Estimate::Starts { start, .. }), Some(s)) => {
+                format!("in {} ({})", text::duration(s), text::clock(*start))
+            }
+            (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
+            (Some(Estimate::NoFit), _) => {
+                "none: its shape does not fit the capacity in service".into()
+            }
+            _ => "-".into(),
+        };
+        lines.push(Line::from(vec![
+            label("est. start", theme),
+            Span::styled(eta, theme.warn()),
+        ]));
+        for s in w
+            .suggestions
+            .iter()
+            .filter(|s| !s.starts_with("estimated start"))
+            .take(3)
+        {
+            lines.push(Line::from(vec![
+                Span::styled("  → ", theme.ok()),
+                Span::raw(sanitize(s).into_owned()),
+            ]));
+        }
+    }
+    if let Some(r) = restore {
+        lines.push(Line::from(vec![Span::styled(
+            " if restarted now",
+            theme.title(),
+        )]));
+        let lost = match r.lost_gpu_hours.value {
+            Some(h) => format!(
+                "{} of work, {h:.1} GPU-hours{}",
+                secs(&r.lost_work_s),
+                r.lost_cost
+                    .as_ref()
+                    .and_then(|c| c.value)
+                    .map_or(String::new(), |c| format!(", cost {c:.0}"))
+            ),
+            None => "unknown".into(),
+        };
+        let note = |q: &Quantity| format!("  [{}]", sanitize(&q.note));
+        lines.push(Line::from(vec![
+            label("lost", theme),
+            Span::raw(lost),
+            Span::styled(note(&r.lost_work_s), theme.dim()),
+        ]));
+        lines.push(Line::from(vec![
+            label("state load", theme),
+            Span::raw(format!(
+                "{} ({})",
+                secs(&r.load_s),
+                r.state_bytes
+                    .value
+                    .map_or("size unknown".into(), |b| text::bytes(b as u64))
+            )),
+            Span::styled(note(&r.read_bw), theme.dim()),
+        ]));
+        lines.push(Line::from(vec![
+            label("back in", theme),
+            Span::styled(secs(&r.total_s), theme.warn()),
+            Span::raw(format!(
+                " = wait {} + start-up {} + load {}",
+                secs(&r.requeue_wait_s),
+                secs(&r.startup_s),
+                secs(&r.load_s)
+            )),
+        ]));
+    }
+    lines
+}
