@@ -25,8 +25,8 @@ pub enum Focus {
 pub enum FocusAnswer {
     Job {
         id: String,
-        why: Option<Why>,
-        restore: Option<Restore>,
+        why: Option<Box<Why>>,
+        restore: Option<Box<Restore>>,
     },
     Node {
         name: String,
