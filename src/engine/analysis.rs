@@ -30,7 +30,7 @@ pub enum FocusAnswer {
     },
     Node {
         name: String,
-        drain: Result<Blast, String>,
+        drain: Result<Box<Blast>, String>,
     },
 }
 
@@ -68,12 +68,12 @@ impl Analysis {
                 .map(|j| FocusAnswer::Job {
                     id: id.clone(),
                     why: if c.jobs[j].state.is_pending() {
-                        why(c, j, &plan)
+                        why(c, j, &plan).map(Box::new)
                     } else {
                         None
                     },
                     restore: if c.jobs[j].state.holds_resources() {
-                        restore(c, j, site)
+                        restore(c, j, site).map(Box::new)
                     } else {
                         None
                     },
@@ -87,7 +87,8 @@ impl Analysis {
                         requeue: true,
                     },
                     site,
-                ),
+                )
+                .map(Box::new),
             }),
         };
         Analysis {
