@@ -5,7 +5,7 @@ use super::restore::{Restore, restore_after};
 use super::{SiteParams, whatif};
 use crate::model::{Cluster, Timestamp};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// An action whose consequences the on-call wants before acting.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,6 +76,7 @@ pub struct Moved {
     pub id: String,
     pub name: String,
     pub user: String,
+    pub account: Option<String>,
     pub before: Option<Timestamp>,
     pub after: Option<Timestamp>,
     /// Seconds later (positive) or sooner (negative); `None` when it went
@@ -209,7 +210,7 @@ pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, S
             let total = c
                 .nodes
                 .iter()
-                .filter(|n| p.nodes.contains(&n.name))
+                .filter(|n| n.partitions.contains(&p.name))
                 .map(|n| n.gpu_count)
                 .sum();
             Capacity {
@@ -240,13 +241,8 @@ pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, S
     }
     for m in &moved {
         users.insert(m.user.clone());
-        if let Some(a) = c
-            .jobs
-            .iter()
-            .find(|j| j.id == m.id)
-            .and_then(|j| j.account.clone())
-        {
-            teams.insert(a);
+        if let Some(a) = &m.account {
+            teams.insert(a.clone());
         }
     }
     let no_op =
@@ -288,6 +284,12 @@ fn moved_jobs(
     plan_after: &Plan,
     killed: &BTreeSet<&str>,
 ) -> Vec<Moved> {
+    let after_ix: HashMap<&str, usize> = after
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.id.as_str(), i))
+        .collect();
     let mut out = Vec::new();
     for &i in &before.order {
         let j = &c.jobs[i];
@@ -295,17 +297,16 @@ fn moved_jobs(
             continue;
         }
         let b = before.estimate(i).and_then(Estimate::start);
-        let a = after
-            .jobs
-            .iter()
-            .position(|x| x.id == j.id)
-            .and_then(|k| plan_after.estimate(k))
+        let a = after_ix
+            .get(j.id.as_str())
+            .and_then(|&k| plan_after.estimate(k))
             .and_then(Estimate::start);
         if a != b {
             out.push(Moved {
                 id: j.id.clone(),
                 name: j.name.clone(),
                 user: j.user.clone(),
+                account: j.account.clone(),
                 before: b,
                 after: a,
                 delta_s: a.zip(b).map(|(a, b)| a - b),
@@ -323,13 +324,18 @@ fn jumped_jobs(
     plan_after: &Plan,
     job: &str,
 ) -> Vec<String> {
-    let pos = |order: &[usize], jobs: &[crate::model::Job], id: &str| {
-        order.iter().position(|&i| jobs[i].id == id)
+    let rank = |order: &[usize], jobs: &[crate::model::Job]| -> HashMap<String, usize> {
+        order
+            .iter()
+            .enumerate()
+            .map(|(r, &i)| (jobs[i].id.clone(), r))
+            .collect()
     };
-    let (Some(jb), Some(ja)) = (
-        pos(&before.order, &c.jobs, job),
-        pos(&plan_after.order, &after.jobs, job),
-    ) else {
+    let (rb, ra) = (
+        rank(&before.order, &c.jobs),
+        rank(&plan_after.order, &after.jobs),
+    );
+    let (Some(&jb), Some(&ja)) = (rb.get(job), ra.get(job)) else {
         return Vec::new();
     };
     let part = c
@@ -341,18 +347,13 @@ fn jumped_jobs(
     before
         .order
         .iter()
-        .filter(|&&i| c.jobs[i].id != job && c.jobs[i].partition == part)
-        .filter(|&&i| {
-            let id = &c.jobs[i].id;
-            let (Some(ob), Some(oa)) = (
-                pos(&before.order, &c.jobs, id),
-                pos(&plan_after.order, &after.jobs, id),
-            ) else {
-                return false;
-            };
-            (ob < jb) != (oa < ja)
+        .map(|&i| &c.jobs[i])
+        .filter(|j| j.id != job && j.partition == part)
+        .filter(|j| match (rb.get(&j.id), ra.get(&j.id)) {
+            (Some(&ob), Some(&oa)) => (ob < jb) != (oa < ja),
+            _ => false,
         })
-        .map(|&i| c.jobs[i].id.clone())
+        .map(|j| j.id.clone())
         .collect()
 }
 

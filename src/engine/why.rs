@@ -119,18 +119,11 @@ struct PartitionView<'a> {
 }
 
 fn partition_nodes<'a>(c: &'a Cluster, name: &str) -> PartitionView<'a> {
-    let nodes: Vec<&crate::model::Node> = match c.partitions.iter().find(|p| p.name == name) {
-        Some(p) => c
-            .nodes
-            .iter()
-            .filter(|n| p.nodes.contains(&n.name))
-            .collect(),
-        None => c
-            .nodes
-            .iter()
-            .filter(|n| n.partitions.iter().any(|p| p == name))
-            .collect(),
-    };
+    let nodes: Vec<&crate::model::Node> = c
+        .nodes
+        .iter()
+        .filter(|n| n.partitions.iter().any(|p| p == name))
+        .collect();
     let max_gpus_per_node = nodes.iter().map(|n| n.gpu_count).max().unwrap_or(0);
     PartitionView {
         nodes,
@@ -395,40 +388,30 @@ fn shape_causes(
 }
 
 fn priority_cause(c: &Cluster, j: &Job, job: usize, plan: &Plan, causes: &mut Vec<Reason>) {
-    let ahead: Vec<usize> = plan
-        .order
-        .iter()
-        .take_while(|&&i| i != job)
-        .copied()
-        .filter(|&i| c.jobs[i].partition == j.partition)
-        .filter(|&i| {
-            !c.jobs[i]
-                .reason
-                .as_deref()
-                .is_some_and(super::plan::is_blocking_reason)
-        })
-        .collect();
-    if ahead.is_empty() {
+    let Some(&(count, gpus)) = plan.ahead.get(job) else {
+        return;
+    };
+    if count == 0 {
         return;
     }
-    let gpus: u32 = ahead
-        .iter()
-        .filter_map(|&i| c.jobs[i].gpus_requested())
-        .sum();
-    let first: Vec<String> = ahead
-        .iter()
-        .take(3)
-        .map(|&i| c.jobs[i].id.clone())
-        .collect();
+    let first: Vec<String> = plan
+        .first_in_partition
+        .get(&j.partition)
+        .map(|v| {
+            v.iter()
+                .filter(|&&i| i != job)
+                .map(|&i| c.jobs[i].id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
     causes.push(Reason {
         message: format!(
-            "{} job(s) ahead of it in {} ask for {gpus} GPUs (first: {})",
-            ahead.len(),
+            "{count} job(s) ahead of it in {} ask for {gpus} GPUs (first: {})",
             j.partition,
             first.join(", ")
         ),
         cause: Cause::Priority {
-            ahead: ahead.len() as u32,
+            ahead: count,
             ahead_gpus: gpus,
             first_ahead: first,
         },
