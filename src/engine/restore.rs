@@ -294,6 +294,23 @@ mod tests {
         compute(&input, &SiteParams::default())
     }
 
+    proptest::proptest! {
+        #[test]
+        fn restore_grows_with_state_and_shrinks_with_bandwidth(
+            bytes in 1u64..10_000_000_000_000,
+            more in 1u64..1_000_000_000_000,
+            bw in 1e8f64..1e11,
+            faster in 1.01f64..10.0,
+            nodes in 1u32..64,
+        ) {
+            let base = what_if(bytes, bw, nodes, Some(25e9)).load_s.value.unwrap_or(f64::NAN);
+            let bigger = what_if(bytes + more, bw, nodes, Some(25e9)).load_s.value.unwrap_or(f64::NAN);
+            let quicker = what_if(bytes, bw * faster, nodes, Some(25e9 * faster)).load_s.value.unwrap_or(f64::NAN);
+            proptest::prop_assert!(bigger > base);
+            proptest::prop_assert!(quicker < base);
+        }
+    }
+
     #[test]
     fn the_seed_case_1_2_tb_at_10_gb_s_loads_in_120_s() {
         let r = what_if(1_200_000_000_000, 10e9, 4, Some(25e9));
