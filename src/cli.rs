@@ -46,6 +46,15 @@ pub struct GlobalArgs {
     /// Simulated cluster: sim seconds per wall-clock second [default: 1]
     #[arg(long)]
     pub speed: Option<f64>,
+    /// Slurm: slurmrestd's address, http://HOST:6820 or unix:/path/to/slurmrestd.sock
+    #[arg(long, global = true, value_name = "URL")]
+    pub slurm_url: Option<String>,
+    /// Slurm: user name for X-SLURM-USER-NAME [default: $USER]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub slurm_user: Option<String>,
+    /// Slurm: file holding the JWT [default: $SLURM_JWT]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub slurm_token_file: Option<PathBuf>,
     /// Simulated cluster, commands that print: run this many sim seconds first
     #[arg(long, global = true, value_name = "S")]
     pub sim_seconds: Option<u64>,
@@ -55,6 +64,8 @@ pub struct GlobalArgs {
 pub enum SourceKind {
     /// The built-in simulated cluster
     Sim,
+    /// Slurm through slurmrestd
+    Slurm,
 }
 
 #[derive(Debug, Subcommand)]

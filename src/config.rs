@@ -5,6 +5,7 @@ use crate::engine::xid::XidCatalog;
 use crate::engine::{SiteParams, units};
 use crate::sources::SourceConfig;
 use crate::sources::sim::SimConfig;
+use crate::sources::slurm::SlurmConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,90 @@ pub struct FileConfig {
     pub sim: SimFile,
     #[serde(default)]
     pub engine: EngineFile,
+    #[serde(default)]
+    pub slurm: SlurmFile,
+}
+
+/// `[slurm]`: where slurmrestd is and who we are to it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmFile {
+    pub url: Option<String>,
+    pub user: Option<String>,
+    pub token_file: Option<PathBuf>,
+    pub interval_s: Option<f64>,
+    pub timeout_s: Option<f64>,
+    pub cluster_name: Option<String>,
+    pub scontrol: Option<String>,
+    pub slurm_conf: Option<PathBuf>,
+}
+
+fn read_token(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the Slurm token file {}: {e}", path.display()))?;
+    // Accept the file as `scontrol token` prints it, or the bare token.
+    let t = text.trim();
+    Ok(t.strip_prefix("SLURM_JWT=").unwrap_or(t).to_string())
+}
+
+fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, String> {
+    let url = args
+        .slurm_url
+        .clone()
+        .or_else(|| file.url.clone())
+        .ok_or("--source slurm needs --slurm-url URL (or [slurm] url in the config)")?;
+    let token = match (
+        &args.slurm_token_file,
+        std::env::var("SLURM_JWT").ok().filter(|t| !t.is_empty()),
+        &file.token_file,
+    ) {
+        (Some(p), _, _) => Some(read_token(p)?),
+        (None, Some(t), _) => Some(
+            t.trim()
+                .strip_prefix("SLURM_JWT=")
+                .unwrap_or(t.trim())
+                .to_string(),
+        ),
+        (None, None, Some(p)) => Some(read_token(p)?),
+        (None, None, None) => None,
+    };
+    let user = args
+        .slurm_user
+        .clone()
+        .or_else(|| file.user.clone())
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .ok_or("no Slurm user name: pass --slurm-user or set USER")?;
+    let secs = |v: Option<f64>, default: f64, key: &str| -> Result<Duration, String> {
+        match v {
+            None => Ok(Duration::from_secs_f64(default)),
+            Some(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
+            Some(s) => Err(format!("config: slurm.{key} must be > 0, got {s}")),
+        }
+    };
+    let cluster_name = file.cluster_name.clone().unwrap_or_else(|| {
+        let host = url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
+        host.split(['/', ':'])
+            .next()
+            .filter(|h| !h.is_empty())
+            .unwrap_or("slurm")
+            .to_string()
+    });
+    Ok(SlurmConfig {
+        url,
+        user,
+        token,
+        interval: secs(file.interval_s, 2.0, "interval_s")?,
+        timeout: secs(file.timeout_s, 10.0, "timeout_s")?,
+        cluster_name,
+        scontrol: file.scontrol.clone().unwrap_or_else(|| "scontrol".into()),
+        slurm_conf: file
+            .slurm_conf
+            .clone()
+            .or_else(|| std::env::var_os("SLURM_CONF").map(PathBuf::from)),
+    })
 }
 
 /// `[engine]`: the decision engine's site parameters, in human units.
@@ -124,9 +209,13 @@ impl FileConfig {
 impl Settings {
     pub fn resolve(args: &GlobalArgs, file: FileConfig) -> Result<Settings, String> {
         let source = match (args.source, file.source.as_deref()) {
-            (Some(SourceKind::Sim), _) | (None, None | Some("sim")) => SourceKind::Sim,
+            (Some(k), _) => k,
+            (None, None | Some("sim")) => SourceKind::Sim,
+            (None, Some("slurm")) => SourceKind::Slurm,
             (None, Some(other)) => {
-                return Err(format!("config: unknown source {other:?} (known: sim)"));
+                return Err(format!(
+                    "config: unknown source {other:?} (known: sim, slurm)"
+                ));
             }
         };
         let speed = args.speed.or(file.sim.speed).unwrap_or(1.0);
@@ -145,6 +234,7 @@ impl Settings {
                 },
                 speed,
             },
+            SourceKind::Slurm => SourceConfig::Slurm(slurm_config(args, &file.slurm)?),
         };
         let expected = source.expected_interval();
         let stale_after = match file.ui.stale_after_s {
@@ -186,6 +276,7 @@ mod tests {
             SourceConfig::Sim { sim, speed } => {
                 assert_eq!((sim.seed, sim.nodes, speed), (9, 32, 1.0));
             }
+            other => panic!("expected the sim, got {other:?}"),
         }
     }
 
@@ -193,6 +284,9 @@ mod tests {
     fn bad_config_is_a_clear_error() {
         let err = toml::from_str::<FileConfig>("colour = 1").expect_err("unknown key");
         assert!(err.to_string().contains("colour"), "{err}");
+        let file: FileConfig = toml::from_str("source = \"slurm\"").expect("toml");
+        let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("slurm without a url");
+        assert!(err.contains("--slurm-url"), "{err}");
         let file: FileConfig = toml::from_str("source = \"pbs\"").expect("toml");
         let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("unknown source");
         assert!(err.contains("pbs"));

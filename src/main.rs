@@ -157,5 +157,15 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
             sim.advance(settings.sim_seconds);
             Ok(sim.snapshot())
         }
+        SourceConfig::Slurm(cfg) => {
+            runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))
+        }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
 }

@@ -62,6 +62,7 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         time_limit: Some(TimeLimit::Seconds(3600)),
         gang: (nodes > 1).then(|| format!("gang-{id}")),
         checkpoint: Checkpoint::default(),
+        restarts: None,
     }
 }
 

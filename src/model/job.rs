@@ -92,6 +92,8 @@ pub struct Job {
     /// ranks, a PodGroup's pods). A multi-node Slurm job is its own gang.
     pub gang: Option<String>,
     pub checkpoint: Checkpoint,
+    /// Times the scheduler restarted or requeued it, when it says.
+    pub restarts: Option<u32>,
 }
 
 impl Job {
@@ -143,6 +145,7 @@ mod tests {
             time_limit: None,
             gang: None,
             checkpoint: Checkpoint::default(),
+            restarts: None,
         }
     }
 

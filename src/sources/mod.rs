@@ -4,6 +4,7 @@
 //! whole snapshots: the UI keeps the newest and knows how old it is.
 
 pub mod sim;
+pub mod slurm;
 
 use crate::model::Cluster;
 use std::sync::Arc;
@@ -25,12 +26,14 @@ pub enum Update {
 #[derive(Debug, Clone)]
 pub enum SourceConfig {
     Sim { sim: sim::SimConfig, speed: f64 },
+    Slurm(slurm::SlurmConfig),
 }
 
 impl SourceConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SourceConfig::Sim { .. } => "sim",
+            SourceConfig::Slurm(_) => "slurm",
         }
     }
 
@@ -44,6 +47,7 @@ impl SourceConfig {
                     Duration::from_secs(60)
                 }
             }
+            SourceConfig::Slurm(c) => c.interval,
         }
     }
 }
@@ -59,6 +63,9 @@ pub fn spawn(cfg: SourceConfig) -> Result<mpsc::Receiver<Update>, String> {
         } => {
             let sim = sim::Sim::new(sim_cfg)?;
             tokio::spawn(sim::run(sim, speed, tx));
+        }
+        SourceConfig::Slurm(cfg) => {
+            tokio::spawn(slurm::run(cfg, tx));
         }
     }
     Ok(rx)

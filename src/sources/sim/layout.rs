@@ -418,6 +418,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
                 size_bytes: multi.then(|| u64::from(spec.nodes) * 150_000_000_000),
                 params: None,
             },
+            restarts: Some(0),
         },
         duration_s: limit_s,
         base_occ,

@@ -1,0 +1,235 @@
+//! HTTP to slurmrestd (TCP or a unix socket) with JWT headers, and the
+//! API-version discovery. Every response's `errors[]` is checked: slurmrestd
+//! answers HTTP 200 with errors.
+
+use super::SlurmConfig;
+use super::wire;
+use serde_json::Value;
+use std::fmt;
+
+/// API versions nightshift reads, oldest first. v0.0.38 is Slurm 22.05
+/// (Debian 12, tested live); v0.0.39–v0.0.44 are 23.02–25.11.
+pub const KNOWN: [u32; 7] = [38, 39, 40, 41, 42, 43, 44];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiVersion(pub u32);
+
+impl fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v0.0.{}", self.0)
+    }
+}
+
+impl ApiVersion {
+    /// Node updates over REST arrived with v0.0.39 (Slurm 23.02).
+    pub fn can_update_nodes(self) -> bool {
+        self.0 >= 39
+    }
+}
+
+/// The newest version both sides know, or an error naming both lists.
+pub fn choose(served: &[u32]) -> Result<ApiVersion, String> {
+    served
+        .iter()
+        .filter(|v| KNOWN.contains(v))
+        .max()
+        .map(|&v| ApiVersion(v))
+        .ok_or_else(|| {
+            let seen: Vec<String> = served.iter().map(|v| format!("v0.0.{v}")).collect();
+            let known: Vec<String> = KNOWN.iter().map(|v| format!("v0.0.{v}")).collect();
+            format!(
+                "slurmrestd serves {} but nightshift reads {}",
+                if seen.is_empty() {
+                    "no API version it could see".to_string()
+                } else {
+                    seen.join(", ")
+                },
+                known.join(", ")
+            )
+        })
+}
+
+/// The `/slurm/v0.0.N/` versions named in an OpenAPI document's paths.
+pub fn versions_in_openapi(doc: &Value) -> Vec<u32> {
+    let mut out: Vec<u32> = doc
+        .get("paths")
+        .and_then(Value::as_object)
+        .map(|paths| {
+            paths
+                .keys()
+                .filter_map(|p| p.strip_prefix("/slurm/v0.0."))
+                .filter_map(|rest| rest.split('/').next()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    user: String,
+    token: Option<String>,
+    url: String,
+}
+
+impl Client {
+    pub fn new(cfg: &SlurmConfig) -> Result<Client, String> {
+        let mut b = reqwest::Client::builder()
+            .timeout(cfg.timeout)
+            .connect_timeout(cfg.timeout);
+        let base = if let Some(path) = cfg.url.strip_prefix("unix:") {
+            b = b.unix_socket(path);
+            "http://localhost".to_string()
+        } else if cfg.url.starts_with("http://") || cfg.url.starts_with("https://") {
+            cfg.url.trim_end_matches('/').to_string()
+        } else {
+            return Err(format!(
+                "slurm url {:?} must start with http://, https:// or unix:",
+                cfg.url
+            ));
+        };
+        let http = b
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Client {
+            http,
+            base,
+            user: cfg.user.clone(),
+            token: cfg.token.clone(),
+            url: cfg.url.clone(),
+        })
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-SLURM-USER-NAME", &self.user);
+        if let Some(t) = &self.token {
+            r = r.header("X-SLURM-USER-TOKEN", t);
+        }
+        r
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<(u16, Value), String> {
+        let resp = req.send().await.map_err(|e| {
+            format!(
+                "cannot reach slurmrestd at {}: {}",
+                self.url,
+                error_chain(&e)
+            )
+        })?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| format!("{what}: reading the answer failed: {e}"))?;
+        if status == 401 {
+            return Err(format!(
+                "{what}: slurmrestd refused authentication (HTTP 401: {}); check the user name and the token (SLURM_JWT)",
+                text.trim()
+            ));
+        }
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            let head: String = text.chars().take(120).collect();
+            format!("{what}: HTTP {status}, not JSON ({e}): {head:?}")
+        })?;
+        let errors = value
+            .get("errors")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(msg) = wire::error_text(&errors) {
+            return Err(format!("{what}: {msg} (HTTP {status})"));
+        }
+        if !(200..300).contains(&status) {
+            return Err(format!("{what}: HTTP {status}"));
+        }
+        Ok((status, value))
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Value, String> {
+        self.send(
+            self.request(reqwest::Method::GET, path),
+            &format!("GET {path}"),
+        )
+        .await
+        .map(|(_, v)| v)
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
+        self.send(
+            self.request(reqwest::Method::POST, path).json(body),
+            &format!("POST {path}"),
+        )
+        .await
+        .map(|(_, v)| v)
+    }
+
+    /// Finds the newest API version the server and nightshift share: from
+    /// the OpenAPI document, else by asking each known version's ping.
+    pub async fn discover(&self) -> Result<ApiVersion, String> {
+        for doc in ["/openapi/v3", "/openapi"] {
+            if let Ok(v) = self.get(doc).await {
+                let served = versions_in_openapi(&v);
+                if !served.is_empty() {
+                    return choose(&served);
+                }
+            }
+        }
+        let mut served = Vec::new();
+        let mut last_err = None;
+        for v in KNOWN.iter().rev() {
+            match self.get(&format!("/slurm/v0.0.{v}/ping")).await {
+                Ok(_) => served.push(*v),
+                Err(e) => last_err = Some(e),
+            }
+            if !served.is_empty() {
+                break;
+            }
+        }
+        if served.is_empty()
+            && let Some(e) = last_err
+            && (e.contains("cannot reach") || e.contains("401"))
+        {
+            return Err(e);
+        }
+        choose(&served)
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_newest_known_version() {
+        assert_eq!(choose(&[36, 37, 38]), Ok(ApiVersion(38)));
+        assert_eq!(choose(&[40, 41, 42, 45]), Ok(ApiVersion(42)));
+        let err = choose(&[36, 37]).expect_err("unknown");
+        assert!(
+            err.contains("v0.0.36, v0.0.37") && err.contains("v0.0.38"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn versions_from_the_openapi_paths() {
+        let doc = serde_json::json!({"paths": {"/slurm/v0.0.38/ping": {}, "/slurm/v0.0.37/jobs": {}, "/slurmdb/v0.0.38/jobs": {}, "/openapi": {}}});
+        assert_eq!(versions_in_openapi(&doc), vec![37, 38]);
+    }
+}

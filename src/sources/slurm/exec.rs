@@ -1,0 +1,344 @@
+//! The write side: what the guarded actions call. REST where the server's
+//! API version has the endpoint, `scontrol` where it does not (22.05 answers
+//! 405 to node updates; requeue, hold and release have no endpoint before
+//! v0.0.45). Slurm's error text is passed on verbatim. Each call re-reads
+//! the state afterwards and says whether the change is visible.
+
+use super::client::{ApiVersion, Client};
+use super::{SlurmConfig, map, wire};
+use crate::model::{JobState, NodeState};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// How long to wait for a change to become visible.
+const VERIFY_FOR: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The change is visible in Slurm's state.
+    pub verified: bool,
+    /// What was seen when checking.
+    pub observed: String,
+}
+
+pub struct Executor {
+    client: Client,
+    version: ApiVersion,
+    cfg: SlurmConfig,
+}
+
+/// One call nightshift will make, shown in the preview before it is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    Rest {
+        method: &'static str,
+        path: String,
+        body: Value,
+    },
+    Scontrol(Vec<String>),
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Call::Rest { method, path, body } => write!(f, "{method} {path} {body}"),
+            Call::Scontrol(args) => {
+                let quoted: Vec<String> = args
+                    .iter()
+                    .map(|a| {
+                        if a.contains(' ') {
+                            format!("'{a}'")
+                        } else {
+                            a.clone()
+                        }
+                    })
+                    .collect();
+                write!(f, "scontrol {}", quoted.join(" "))
+            }
+        }
+    }
+}
+
+impl Executor {
+    pub async fn connect(cfg: &SlurmConfig) -> Result<Executor, String> {
+        let client = Client::new(cfg)?;
+        let version = client.discover().await?;
+        Ok(Executor {
+            client,
+            version,
+            cfg: cfg.clone(),
+        })
+    }
+
+    pub fn version(&self) -> ApiVersion {
+        self.version
+    }
+
+    fn numeric(job: &str) -> Option<u64> {
+        job.parse().ok()
+    }
+
+    pub fn drain_call(&self, node: &str, reason: &str) -> Call {
+        if self.version.can_update_nodes() {
+            Call::Rest {
+                method: "POST",
+                path: format!("/slurm/{}/node/{node}", self.version),
+                body: json!({"state": ["DRAIN"], "reason": reason}),
+            }
+        } else {
+            Call::Scontrol(vec![
+                "update".into(),
+                format!("nodename={node}"),
+                "state=drain".into(),
+                format!("reason={reason}"),
+            ])
+        }
+    }
+
+    pub fn resume_call(&self, node: &str) -> Call {
+        if self.version.can_update_nodes() {
+            Call::Rest {
+                method: "POST",
+                path: format!("/slurm/{}/node/{node}", self.version),
+                body: json!({"state": ["RESUME"]}),
+            }
+        } else {
+            Call::Scontrol(vec![
+                "update".into(),
+                format!("nodename={node}"),
+                "state=resume".into(),
+            ])
+        }
+    }
+
+    pub fn requeue_call(&self, job: &str) -> Call {
+        Call::Scontrol(vec!["requeue".into(), job.into()])
+    }
+
+    pub fn hold_call(&self, job: &str) -> Call {
+        Call::Scontrol(vec!["hold".into(), job.into()])
+    }
+
+    pub fn release_call(&self, job: &str) -> Call {
+        Call::Scontrol(vec!["release".into(), job.into()])
+    }
+
+    pub fn priority_call(&self, job: &str, value: u64) -> Call {
+        match Self::numeric(job) {
+            Some(id) => {
+                let body = if self.version.0 >= 40 {
+                    json!({"priority": {"set": true, "number": value}})
+                } else {
+                    json!({"priority": value})
+                };
+                Call::Rest {
+                    method: "POST",
+                    path: format!("/slurm/{}/job/{id}", self.version),
+                    body,
+                }
+            }
+            // Array tasks (`12_3`) have no REST id of their own here.
+            None => Call::Scontrol(vec![
+                "update".into(),
+                format!("jobid={job}"),
+                format!("priority={value}"),
+            ]),
+        }
+    }
+
+    async fn send(&self, call: &Call) -> Result<(), String> {
+        match call {
+            Call::Rest { path, body, .. } => self.client.post(path, body).await.map(|_| ()),
+            Call::Scontrol(args) => {
+                let mut cmd = tokio::process::Command::new(&self.cfg.scontrol);
+                cmd.args(args).kill_on_drop(true);
+                if let Some(conf) = &self.cfg.slurm_conf {
+                    cmd.env("SLURM_CONF", conf);
+                }
+                let run = cmd.output();
+                let out = tokio::time::timeout(self.cfg.timeout, run)
+                    .await
+                    .map_err(|_| format!("{call} timed out after {:?}", self.cfg.timeout))?
+                    .map_err(|e| format!("cannot run {}: {e}", self.cfg.scontrol))?;
+                if out.status.success() {
+                    Ok(())
+                } else {
+                    let err = String::from_utf8_lossy(&out.stderr);
+                    let msg = if err.trim().is_empty() {
+                        String::from_utf8_lossy(&out.stdout).trim().to_string()
+                    } else {
+                        err.trim().to_string()
+                    };
+                    Err(format!("{call}: {msg}"))
+                }
+            }
+        }
+    }
+
+    async fn node_now(&self, node: &str) -> Result<crate::model::Node, String> {
+        let v = self
+            .client
+            .get(&format!("/slurm/{}/node/{node}", self.version))
+            .await?;
+        let r: wire::Response =
+            serde_json::from_value(v).map_err(|e| format!("node {node}: unexpected JSON: {e}"))?;
+        let c = map::cluster(&self.cfg.cluster_name, 0, &r.nodes, &[], &[]);
+        c.nodes
+            .into_iter()
+            .find(|n| n.name == node)
+            .ok_or_else(|| format!("node {node} not found"))
+    }
+
+    async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {
+        let v = self
+            .client
+            .get(&format!("/slurm/{}/jobs", self.version))
+            .await?;
+        let r: wire::Response =
+            serde_json::from_value(v).map_err(|e| format!("jobs: unexpected JSON: {e}"))?;
+        let c = map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]);
+        c.jobs
+            .into_iter()
+            .find(|j| j.id == job)
+            .ok_or_else(|| format!("job {job} not found"))
+    }
+
+    /// Re-reads until `check` holds or the time is up.
+    async fn verify<T, F, Fut>(
+        &self,
+        read: F,
+        check: impl Fn(&T) -> bool,
+        show: impl Fn(&T) -> String,
+    ) -> Outcome
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        let start = Instant::now();
+        loop {
+            let observed = match read().await {
+                Ok(t) if check(&t) => {
+                    return Outcome {
+                        verified: true,
+                        observed: show(&t),
+                    };
+                }
+                Ok(t) => show(&t),
+                Err(e) => e,
+            };
+            if start.elapsed() > VERIFY_FOR {
+                return Outcome {
+                    verified: false,
+                    observed,
+                };
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    fn show_node(n: &crate::model::Node) -> String {
+        format!(
+            "{} is {} (reason: {})",
+            n.name,
+            n.state.as_str(),
+            n.reason.as_deref().unwrap_or("-")
+        )
+    }
+
+    fn show_job(j: &crate::model::Job) -> String {
+        format!(
+            "job {} is {} (priority {}, reason {}, restarts {})",
+            j.id,
+            j.state.as_str(),
+            j.priority.map_or("-".into(), |p| p.to_string()),
+            j.reason.as_deref().unwrap_or("-"),
+            j.restarts.map_or("-".into(), |r| r.to_string())
+        )
+    }
+
+    pub async fn drain(&self, node: &str, reason: &str) -> Result<Outcome, String> {
+        self.send(&self.drain_call(node, reason)).await?;
+        Ok(self
+            .verify(
+                || self.node_now(node),
+                |n| {
+                    matches!(n.state, NodeState::Drain | NodeState::Draining)
+                        && n.reason.as_deref() == Some(reason)
+                },
+                Self::show_node,
+            )
+            .await)
+    }
+
+    pub async fn resume(&self, node: &str) -> Result<Outcome, String> {
+        self.send(&self.resume_call(node)).await?;
+        Ok(self
+            .verify(
+                || self.node_now(node),
+                |n| n.state == NodeState::Up,
+                Self::show_node,
+            )
+            .await)
+    }
+
+    /// Requeues a job; verified when it is pending again or its restart
+    /// count went up.
+    pub async fn requeue(&self, job: &str) -> Result<Outcome, String> {
+        let before = self
+            .job_now(job)
+            .await
+            .ok()
+            .and_then(|j| j.restarts)
+            .unwrap_or(0);
+        self.send(&self.requeue_call(job)).await?;
+        Ok(self
+            .verify(
+                || self.job_now(job),
+                |j| j.state.is_pending() && j.restarts.unwrap_or(0) > before,
+                Self::show_job,
+            )
+            .await)
+    }
+
+    pub async fn set_priority(&self, job: &str, value: u64) -> Result<Outcome, String> {
+        self.send(&self.priority_call(job, value)).await?;
+        Ok(self
+            .verify(
+                || self.job_now(job),
+                |j| j.priority == Some(value),
+                Self::show_job,
+            )
+            .await)
+    }
+
+    pub async fn hold(&self, job: &str) -> Result<Outcome, String> {
+        self.send(&self.hold_call(job)).await?;
+        Ok(self
+            .verify(
+                || self.job_now(job),
+                |j| {
+                    j.reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with("JobHeld"))
+                },
+                Self::show_job,
+            )
+            .await)
+    }
+
+    pub async fn release(&self, job: &str) -> Result<Outcome, String> {
+        self.send(&self.release_call(job)).await?;
+        Ok(self
+            .verify(
+                || self.job_now(job),
+                |j| {
+                    !j.reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with("JobHeld"))
+                        || j.state != JobState::Pending
+                },
+                Self::show_job,
+            )
+            .await)
+    }
+}

@@ -1,0 +1,276 @@
+//! slurmrestd's wire types → nightshift's model.
+
+use super::gres;
+use super::hostlist;
+use super::wire;
+use crate::engine::units;
+use crate::model::{
+    Checkpoint, Cluster, Gpu, Job, JobState, Node, NodeState, Partition, TimeLimit,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// Node state from Slurm's base state and flags.
+pub fn node_state(states: &[String], flags: &[String]) -> NodeState {
+    let all: Vec<&str> = states.iter().chain(flags).map(String::as_str).collect();
+    let has = |s: &str| all.contains(&s);
+    let base = states.first().map(String::as_str).unwrap_or("");
+    if has("DOWN") || has("NOT_RESPONDING") || has("FAIL") || base == "ERROR" {
+        NodeState::Down
+    } else if has("DRAIN") || has("DRAINING") || has("DRAINED") {
+        if matches!(base, "MIXED" | "ALLOCATED" | "COMPLETING") || has("COMPLETING") {
+            NodeState::Draining
+        } else {
+            NodeState::Drain
+        }
+    } else if matches!(
+        base,
+        "IDLE" | "MIXED" | "ALLOCATED" | "COMPLETING" | "PLANNED"
+    ) {
+        NodeState::Up
+    } else if base == "FUTURE" || base == "UNKNOWN" || base.is_empty() {
+        NodeState::Unknown
+    } else {
+        NodeState::Up
+    }
+}
+
+pub fn job_state(states: &[String]) -> JobState {
+    match states.first().map(String::as_str).unwrap_or("") {
+        "PENDING" => JobState::Pending,
+        "RUNNING" => JobState::Running,
+        "COMPLETING" => JobState::Completing,
+        "SUSPENDED" => JobState::Suspended,
+        "COMPLETED" => JobState::Completed,
+        "CANCELLED" => JobState::Cancelled,
+        "FAILED" | "TIMEOUT" | "NODE_FAIL" | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" => {
+            JobState::Failed
+        }
+        "PREEMPTED" => JobState::Requeued,
+        _ => JobState::Unknown,
+    }
+}
+
+/// Checkpoint metadata from a job's comment, by nightshift's convention:
+/// `ckpt_bytes=1.2TB ckpt_last=<epoch> ckpt_every=30m ckpt_params=70B`
+/// (space- or comma-separated; other words are ignored).
+pub fn checkpoint_from_comment(comment: &str) -> Checkpoint {
+    let mut ck = Checkpoint::default();
+    for word in comment.split([' ', ',', ';']) {
+        let Some((k, v)) = word.split_once('=') else {
+            continue;
+        };
+        match k.trim() {
+            "ckpt_bytes" => ck.size_bytes = units::parse_bytes(v).ok(),
+            "ckpt_last" => ck.last = v.trim().parse().ok(),
+            "ckpt_every" => ck.interval_s = units::parse_duration(v).ok(),
+            "ckpt_params" => ck.params = units::parse_count(v).ok(),
+            _ => {}
+        }
+    }
+    ck
+}
+
+/// The id squeue shows: `1234`, `1234_7` for an array task, `1234_[0-3]`
+/// for an array's pending remainder.
+pub fn job_id(j: &wire::Job) -> String {
+    let id = j.job_id.get().unwrap_or(0);
+    let array = j.array_job_id.get().filter(|a| *a > 0);
+    match (array, j.array_task_id.get()) {
+        (Some(a), Some(t)) => format!("{a}_{t}"),
+        (Some(a), None) if !j.array_task_string.is_empty() => {
+            format!("{a}_[{}]", j.array_task_string)
+        }
+        _ => id.to_string(),
+    }
+}
+
+fn job(j: &wire::Job) -> Job {
+    let nodes = hostlist::expand(&j.nodes).unwrap_or_default();
+    let state = job_state(&j.job_state.0);
+    let node_count = j
+        .node_count
+        .positive()
+        .map(|n| n as u32)
+        .or(if nodes.is_empty() {
+            None
+        } else {
+            Some(nodes.len() as u32)
+        });
+    let per_node = gres::tres_gpus(&j.tres_per_node);
+    let per_job = gres::tres_gpus(&j.tres_per_job);
+    let detail_total: u32 = j
+        .gres_detail
+        .iter()
+        .filter_map(|d| gres::parse(d))
+        .map(|g| g.count)
+        .sum();
+    let gpus_total = per_job
+        .or_else(|| per_node.map(|g| g * node_count.unwrap_or(1)))
+        .or((detail_total > 0).then_some(detail_total));
+    let gpus_per_node = per_node.or_else(|| match (gpus_total, node_count) {
+        (Some(t), Some(n)) if n > 0 && t % n == 0 => Some(t / n),
+        _ => None,
+    });
+    let multi = node_count.unwrap_or(1) > 1;
+    let id = job_id(j);
+    let limit = if j.time_limit.infinite {
+        Some(TimeLimit::Unlimited)
+    } else {
+        match j.time_limit.get() {
+            Some(m) if m > 0 => Some(TimeLimit::Seconds(m as u64 * 60)),
+            // null (no limit set: the partition's, here unlimited) and -1.
+            _ => Some(TimeLimit::Unlimited),
+        }
+    };
+    let reason = Some(j.state_reason.clone()).filter(|r| !r.is_empty() && r != "None");
+    Job {
+        id: id.clone(),
+        name: j.name.clone(),
+        user: j.user_name.clone(),
+        account: Some(j.account.clone()).filter(|a| !a.is_empty()),
+        partition: j.partition.clone(),
+        qos: Some(j.qos.clone()).filter(|q| !q.is_empty()),
+        priority: j.priority.get().and_then(|p| u64::try_from(p).ok()),
+        state,
+        reason,
+        gpus_per_node,
+        node_count,
+        gpus_total,
+        nodes: if state.holds_resources() {
+            nodes
+        } else {
+            Vec::new()
+        },
+        submit_time: j.submit_time.positive(),
+        start_time: if state.holds_resources() || !state.is_pending() {
+            j.start_time.positive()
+        } else {
+            None
+        },
+        end_time: if state.holds_resources() || state.is_pending() {
+            None
+        } else {
+            j.end_time.positive()
+        },
+        time_limit: limit,
+        gang: multi.then(|| format!("slurm-{id}")),
+        checkpoint: checkpoint_from_comment(&j.comment),
+        restarts: j.restart_cnt.get().map(|n| n.max(0) as u32),
+    }
+}
+
+fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Node {
+    let g = gres::parse(&n.gres).unwrap_or_default();
+    let model = g.model.clone().map(|m| m.to_uppercase());
+    let gpus = (0..g.count)
+        .map(|i| {
+            let mut gpu = Gpu::unknown(&n.name, i);
+            gpu.model = model.clone();
+            gpu
+        })
+        .collect();
+    let mut node_parts = n.partitions.clone();
+    if node_parts.is_empty() {
+        node_parts = partitions.get(&n.name).cloned().unwrap_or_default();
+    }
+    let mut flags = n.state_flags.clone();
+    flags.extend(n.state.0.iter().skip(1).cloned());
+    let reason = Some(n.reason.clone()).filter(|r| !r.is_empty());
+    let mut labels = BTreeMap::new();
+    if !n.features.is_empty() {
+        labels.insert("slurm.features".into(), n.features.join(","));
+    }
+    Node {
+        name: n.name.clone(),
+        partitions: node_parts,
+        state: node_state(&n.state.0, &flags),
+        reason_set_by: Some(n.reason_set_by_user.clone())
+            .filter(|r| !r.is_empty() && reason.is_some()),
+        reason_time: n.reason_changed_at.positive().filter(|_| reason.is_some()),
+        reason,
+        gpu_model: model,
+        topology: None,
+        labels,
+        gpu_count: g.count,
+        gpus,
+    }
+}
+
+/// A cluster snapshot from the three lists, at `now`.
+pub fn cluster(
+    name: &str,
+    now: i64,
+    nodes: &[wire::Node],
+    jobs: &[wire::Job],
+    parts: &[wire::Partition],
+) -> Cluster {
+    let mut member_of: HashMap<String, Vec<String>> = HashMap::new();
+    let partitions: Vec<Partition> = parts
+        .iter()
+        .map(|p| {
+            let members = hostlist::expand(&p.nodes.0).unwrap_or_default();
+            for m in &members {
+                member_of.entry(m.clone()).or_default().push(p.name.clone());
+            }
+            let max = if p.maximums.time.value.is_some() || p.maximums.time.infinite {
+                p.maximums.time
+            } else {
+                p.max_time_limit
+            };
+            Partition {
+                name: p.name.clone(),
+                nodes: members,
+                gpu_model: None,
+                max_time_s: max.positive().map(|m| m as u64 * 60),
+            }
+        })
+        .collect();
+    let mut model_nodes: Vec<Node> = nodes.iter().map(|n| node(n, &member_of)).collect();
+    let model_jobs: Vec<Job> = jobs.iter().map(job).collect();
+    let ix: HashMap<String, usize> = model_nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    for (w, j) in jobs.iter().zip(&model_jobs) {
+        if !j.state.holds_resources() {
+            continue;
+        }
+        for (k, name) in j.nodes.iter().enumerate() {
+            let Some(&n) = ix.get(name) else { continue };
+            let node = &mut model_nodes[n];
+            // gres_detail has one entry per allocated node, in hostlist order.
+            let indices = w
+                .gres_detail
+                .get(k)
+                .and_then(|d| gres::parse(d))
+                .and_then(|g| g.indices);
+            match indices {
+                Some(idx) => {
+                    for i in idx {
+                        if let Some(g) = node.gpus.iter_mut().find(|g| g.index == i) {
+                            g.job = Some(j.id.clone());
+                        }
+                    }
+                }
+                None => {
+                    // No index list: take the job's count of free GPUs.
+                    let want = j.gpus_per_node.unwrap_or(0) as usize;
+                    for g in node.gpus.iter_mut().filter(|g| g.job.is_none()).take(want) {
+                        g.job = Some(j.id.clone());
+                    }
+                }
+            }
+        }
+    }
+    Cluster {
+        name: name.to_string(),
+        source: "slurm".into(),
+        time: now,
+        partitions,
+        nodes: model_nodes,
+        jobs: model_jobs,
+        events: Vec::new(),
+        quotas: Vec::new(),
+    }
+}

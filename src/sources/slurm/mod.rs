@@ -1,0 +1,139 @@
+//! Slurm through slurmrestd: nodes, jobs and partitions, polled gently and
+//! turned into whole snapshots. `exec` holds the write side (drain, resume,
+//! requeue, priority) for the guarded actions.
+
+pub mod client;
+pub mod exec;
+pub mod gres;
+pub mod hostlist;
+pub mod map;
+pub mod wire;
+
+use super::Update;
+use client::{ApiVersion, Client};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Clone, PartialEq)]
+pub struct SlurmConfig {
+    /// `http://HOST:6820`, `https://…` or `unix:/path/to/slurmrestd.sock`.
+    pub url: String,
+    /// X-SLURM-USER-NAME.
+    pub user: String,
+    /// X-SLURM-USER-TOKEN (a JWT); never logged or written anywhere.
+    pub token: Option<String>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    /// Shown as the cluster's name; slurmrestd 22.05 does not say it.
+    pub cluster_name: String,
+    /// The scontrol used where the REST version has no endpoint.
+    pub scontrol: String,
+    /// slurm.conf for scontrol (its SLURM_CONF); `None` for its default.
+    pub slurm_conf: Option<std::path::PathBuf>,
+}
+
+/// Debug output never shows the token.
+impl std::fmt::Debug for SlurmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlurmConfig")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("interval", &self.interval)
+            .field("timeout", &self.timeout)
+            .field("cluster_name", &self.cluster_name)
+            .field("scontrol", &self.scontrol)
+            .field("slurm_conf", &self.slurm_conf)
+            .finish()
+    }
+}
+
+/// Polling backs off to this after repeated errors.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// One snapshot: nodes, jobs and partitions, one request at a time.
+pub async fn fetch(
+    client: &Client,
+    v: ApiVersion,
+    cfg: &SlurmConfig,
+) -> Result<crate::model::Cluster, String> {
+    let base = format!("/slurm/{v}");
+    let parse = |what: &str, value: serde_json::Value| -> Result<wire::Response, String> {
+        serde_json::from_value(value)
+            .map_err(|e| format!("GET {base}/{what}: unexpected JSON: {e}"))
+    };
+    let nodes = parse("nodes", client.get(&format!("{base}/nodes")).await?)?;
+    let jobs = parse("jobs", client.get(&format!("{base}/jobs")).await?)?;
+    let parts = parse(
+        "partitions",
+        client.get(&format!("{base}/partitions")).await?,
+    )?;
+    Ok(map::cluster(
+        &cfg.cluster_name,
+        now(),
+        &nodes.nodes,
+        &jobs.jobs,
+        &parts.partitions,
+    ))
+}
+
+/// The cluster once, for the command line.
+pub async fn fetch_once(cfg: &SlurmConfig) -> Result<crate::model::Cluster, String> {
+    let client = Client::new(cfg)?;
+    let v = client.discover().await?;
+    fetch(&client, v, cfg).await
+}
+
+/// Polls until the receiver goes away. On errors the last snapshot stands
+/// (the UI shows its age) and polling backs off, doubling up to a minute;
+/// it recovers by itself when slurmrestd answers again.
+pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
+    let client = match Client::new(&cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = tx.send(Update::Error(e)).await;
+            return;
+        }
+    };
+    let mut version: Option<ApiVersion> = None;
+    let mut wait = cfg.interval;
+    loop {
+        let result = match version {
+            Some(v) => fetch(&client, v, &cfg).await,
+            None => match client.discover().await {
+                Ok(v) => {
+                    tracing::info!("slurmrestd at {} speaks {v}", cfg.url);
+                    version = Some(v);
+                    fetch(&client, v, &cfg).await
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let update = match result {
+            Ok(c) => {
+                wait = cfg.interval;
+                Update::Snapshot(Arc::new(c))
+            }
+            Err(e) => {
+                tracing::warn!("slurm: {e}");
+                wait = (wait * 2).min(MAX_BACKOFF);
+                // The server may have been upgraded under us.
+                if e.contains("HTTP 404") {
+                    version = None;
+                }
+                Update::Error(e)
+            }
+        };
+        if tx.send(update).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}

@@ -1,0 +1,316 @@
+//! Live tests against a real Slurm 22.05: slurmctld, four slurmd and
+//! slurmrestd started from Debian's packages (tests/slurm-lab/up.sh). What
+//! nightshift reads must agree with sinfo and squeue, node by node and job
+//! by job; what its executors do must show up in Slurm.
+
+mod common;
+
+use common::slurm::{Lab, available};
+use common::wait_for;
+use nightshift::sources::slurm::SlurmConfig;
+use nightshift::sources::slurm::exec::Executor;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+fn config(lab: &Lab) -> SlurmConfig {
+    SlurmConfig {
+        url: lab.url.clone(),
+        user: "root".into(),
+        token: Some(lab.token.clone()),
+        interval: Duration::from_secs(1),
+        timeout: Duration::from_secs(10),
+        cluster_name: "lab".into(),
+        scontrol: "scontrol".into(),
+        slurm_conf: Some(lab.conf()),
+    }
+}
+
+/// `nightshift get WHAT -o json --source slurm` as a process, token from the environment.
+fn get(lab: &Lab, what: &str) -> Vec<Value> {
+    let out = Command::new(common::bin())
+        .args([
+            "--source",
+            "slurm",
+            "--slurm-url",
+            &lab.url,
+            "--slurm-user",
+            "root",
+            "--log-file",
+        ])
+        .arg(lab.dir.path().join("nightshift.log"))
+        .args(["get", what, "-o", "json"])
+        .env("SLURM_JWT", &lab.token)
+        .output()
+        .expect("nightshift");
+    assert!(
+        out.status.success(),
+        "get {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["source"], "slurm");
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// sinfo's state words in nightshift's terms.
+fn sinfo_state(s: &str) -> &'static str {
+    match s.trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']) {
+        "draining" => "draining",
+        "drained" => "drain",
+        "idle" | "mixed" | "allocated" | "completing" => "up",
+        "down" | "fail" | "failing" => "down",
+        _ => "unknown",
+    }
+}
+
+/// GPUs in use from sinfo's GresUsed, `gpu:h100:8(IDX:0-7)`.
+fn gres_used(s: &str) -> u64 {
+    s.split(':')
+        .nth(2)
+        .and_then(|n| n.split('(').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn check_nodes_agree(lab: &Lab) {
+    let ours: BTreeMap<String, Value> = get(lab, "nodes")
+        .into_iter()
+        .map(|n| (n["name"].as_str().unwrap_or("").to_string(), n))
+        .collect();
+    let sinfo = lab.run(
+        "sinfo",
+        &[
+            "-h",
+            "-N",
+            "-O",
+            "NodeList:30,StateLong:30,GresUsed:40,Reason:60",
+        ],
+    );
+    let mut seen = 0;
+    for line in sinfo.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let (name, state, used) = (cols[0], cols[1], cols[2]);
+        let reason = cols[3..].join(" ");
+        let n = ours
+            .get(name)
+            .unwrap_or_else(|| panic!("node {name} missing from nightshift"));
+        assert_eq!(n["state"], sinfo_state(state), "{name}: sinfo says {state}");
+        assert_eq!(
+            n["gpus_allocated"].as_u64(),
+            Some(gres_used(used)),
+            "{name}: sinfo says {used}"
+        );
+        assert_eq!(n["gpus_total"], 8, "{name}");
+        let expect_reason = if reason == "none" {
+            Value::Null
+        } else {
+            Value::String(reason.clone())
+        };
+        assert_eq!(n["reason"], expect_reason, "{name}");
+        seen += 1;
+    }
+    assert_eq!(seen, ours.len(), "same nodes");
+}
+
+fn check_jobs_agree(lab: &Lab) {
+    let ours: BTreeMap<String, Value> = get(lab, "jobs")
+        .into_iter()
+        .map(|j| (j["id"].as_str().unwrap_or("").to_string(), j))
+        .collect();
+    let squeue = lab.run("squeue", &["-h", "-t", "all", "-o", "%i|%T|%r|%b|%N|%D"]);
+    let mut seen = 0;
+    for line in squeue.lines() {
+        let c: Vec<&str> = line.split('|').collect();
+        let (id, state, reason, tres, nodes) = (c[0], c[1], c[2], c[3], c[4]);
+        let j = ours
+            .get(id)
+            .unwrap_or_else(|| panic!("job {id} missing from nightshift: {:?}", ours.keys()));
+        assert_eq!(
+            j["state"].as_str().map(str::to_uppercase).as_deref(),
+            Some(state),
+            "job {id}"
+        );
+        let expect_reason = if reason == "None" {
+            Value::Null
+        } else {
+            Value::String(reason.to_string())
+        };
+        assert_eq!(j["reason"], expect_reason, "job {id}");
+        if let Some(g) = tres.rsplit(':').next().and_then(|g| g.parse::<u64>().ok()) {
+            assert_eq!(
+                j["gpus_per_node"].as_u64(),
+                Some(g),
+                "job {id}: squeue %b {tres}"
+            );
+        }
+        if state == "RUNNING" {
+            let expanded = lab.run("scontrol", &["show", "hostnames", nodes]);
+            let want: Vec<&str> = expanded.lines().collect();
+            let got: Vec<&str> = j["nodes"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            assert_eq!(got, want, "job {id} nodes");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 8, "squeue listed {seen} jobs");
+}
+
+fn squeue_field(lab: &Lab, id: &str, fmt: &str) -> String {
+    lab.run("squeue", &["-h", "-j", id, "-o", fmt])
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn live_slurm_reads_agree_and_executors_act() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    // Running: one single-node job and a 2-node gang with checkpoint metadata.
+    let single = lab.sbatch(&["-J", "single", "--gres=gpu:8"]);
+    let gang = lab.sbatch(&[
+        "-J",
+        "gang",
+        "-N2",
+        "--gpus-per-node=8",
+        "--comment",
+        "ckpt_bytes=1.2TB ckpt_every=30m",
+    ]);
+    let small = lab.sbatch(&["-J", "small", "--gres=gpu:4"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab, &small, "%T"
+        ) == "RUNNING"
+            && squeue_field(&lab, &gang, "%T") == "RUNNING"
+            && squeue_field(&lab, &single, "%T") == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "jobs did not start: {}",
+        lab.run("squeue", &[])
+    );
+    // Pending on Resources, Priority, Dependency, JobHeldUser; an array.
+    let wait_res = lab.sbatch(&["-J", "wait-res", "--gres=gpu:8"]);
+    let wait_prio = lab.sbatch(&["-J", "wait-prio", "--gres=gpu:8"]);
+    lab.sbatch(&[
+        "-J",
+        "after",
+        "--gres=gpu:1",
+        &format!("--dependency=afterok:{single}"),
+    ]);
+    lab.sbatch(&["-J", "held", "--hold", "--gres=gpu:2"]);
+    lab.sbatch(&["-J", "arr", "--array=0-5", "--gres=gpu:1"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab, &wait_res, "%r"
+        ) == "Resources"
+            && squeue_field(&lab, &wait_prio, "%r") == "Priority")
+            .then_some(()))
+        .is_some(),
+        "pending reasons did not settle: {}",
+        lab.run("squeue", &["-o", "%i %T %r"])
+    );
+    // A drained node with a job still running on it: draining.
+    let small_node = squeue_field(&lab, &small, "%N");
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("nodename={small_node}"),
+            "state=drain",
+            "reason=xid79 gpu3",
+        ],
+    );
+    check_nodes_agree(&lab);
+    check_jobs_agree(&lab);
+
+    let jobs = get(&lab, "jobs");
+    let g = jobs.iter().find(|j| j["name"] == "gang").expect("gang job");
+    assert_eq!(g["checkpoint"]["size_bytes"], 1_200_000_000_000u64);
+    assert_eq!(g["checkpoint"]["interval_s"], 1800);
+    assert!(g["gang"].is_string());
+    let gpus = get(&lab, "gpus");
+    let held: usize = gpus.iter().filter(|x| x["job"] == gang.as_str()).count();
+    assert_eq!(held, 16, "the gang holds 16 GPUs by index");
+
+    // The executors.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let exec = rt
+        .block_on(Executor::connect(&config(&lab)))
+        .expect("connect");
+    let single_node = squeue_field(&lab, &single, "%N");
+    let out = rt
+        .block_on(exec.drain(&single_node, "nightshift test"))
+        .expect("drain");
+    assert!(out.verified, "{out:?}");
+    let sinfo = lab.run(
+        "sinfo",
+        &["-h", "-n", &single_node, "-O", "StateLong:20,Reason:40"],
+    );
+    assert!(
+        sinfo.contains("draining") && sinfo.contains("nightshift test"),
+        "{sinfo}"
+    );
+    let out = rt.block_on(exec.resume(&single_node)).expect("resume");
+    assert!(out.verified, "{out:?}");
+    let out = rt
+        .block_on(exec.set_priority(&wait_prio, 4_294_000_000))
+        .expect("priority");
+    assert!(out.verified, "{out:?}");
+    assert_eq!(squeue_field(&lab, &wait_prio, "%Q"), "4294000000");
+    let out = rt.block_on(exec.requeue(&single)).expect("requeue");
+    assert!(out.verified, "{out:?}");
+    assert_eq!(squeue_field(&lab, &single, "%T"), "PENDING");
+    // A requeued job, as Slurm and nightshift both see it.
+    check_jobs_agree(&lab);
+    let again = get(&lab, "jobs");
+    let requeued = again
+        .iter()
+        .find(|j| j["id"] == single.as_str())
+        .expect("requeued job");
+    assert_eq!(requeued["restarts"], 1);
+    // Slurm's own error text, verbatim.
+    let err = rt
+        .block_on(exec.set_priority("999999", 5))
+        .expect_err("no such job");
+    assert!(err.contains("Invalid job id specified"), "{err}");
+    let err = rt
+        .block_on(exec.drain("nosuchnode", "x"))
+        .expect_err("no such node");
+    assert!(err.contains("scontrol update nodename=nosuchnode"), "{err}");
+}
+
+#[test]
+fn bad_token_and_dead_endpoint_are_clear_errors() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    let mut cfg = config(&lab);
+    cfg.token = Some("not-a-token".into());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let err = rt
+        .block_on(nightshift::sources::slurm::fetch_once(&cfg))
+        .expect_err("bad token");
+    assert!(err.contains("HTTP 500") || err.contains("401"), "{err}");
+    cfg.token = None;
+    let err = rt
+        .block_on(nightshift::sources::slurm::fetch_once(&cfg))
+        .expect_err("no token");
+    assert!(err.contains("401"), "{err}");
+    cfg.url = "http://127.0.0.1:1".into();
+    let err = rt
+        .block_on(nightshift::sources::slurm::fetch_once(&cfg))
+        .expect_err("dead");
+    assert!(err.contains("cannot reach slurmrestd"), "{err}");
+}
