@@ -165,6 +165,40 @@ fn squeue_field(lab: &Lab, id: &str, fmt: &str) -> String {
         .to_string()
 }
 
+/// The console itself on the live cluster: nodes with GPUs in use, the
+/// queue with Slurm's reasons, the drained node with its reason.
+fn tui_shows_the_live_cluster(lab: &Lab, drained: &str) {
+    assert!(common::require("tmux", "apt-get install tmux"), "tmux");
+    let t = common::Tmux::start(120, 32);
+    let log = lab.dir.path().join("tui.log");
+    t.type_line(&format!(
+        "SLURM_JWT={} {} --source slurm --slurm-url {} --slurm-user root --log-file {}; echo EXIT=$?",
+        lab.token,
+        common::bin(),
+        lab.url,
+        log.display()
+    ));
+    t.expect("nightshift  slurm │");
+    t.expect(&format!("{drained} "));
+    t.expect("drning");
+    t.keys(&[":"]);
+    t.keys(&["-l", "queue"]);
+    t.keys(&["Enter"]);
+    t.expect("Resources");
+    t.expect("JobHeldUser");
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("xid79 gpu3");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !logged.contains(&lab.token),
+        "the token never reaches the log"
+    );
+}
+
 #[test]
 fn live_slurm_reads_agree_and_executors_act() {
     if !available() {
@@ -227,6 +261,7 @@ fn live_slurm_reads_agree_and_executors_act() {
     );
     check_nodes_agree(&lab);
     check_jobs_agree(&lab);
+    tui_shows_the_live_cluster(&lab, &small_node);
 
     let jobs = get(&lab, "jobs");
     let g = jobs.iter().find(|j| j["name"] == "gang").expect("gang job");

@@ -62,7 +62,7 @@ impl ActionClass {
             ActionClass::Watch => "watch",
             ActionClass::Investigate => "investigate",
             ActionClass::RestartJob => "restart job",
-            ActionClass::ResetNextDrain => "reset at drain",
+            ActionClass::ResetNextDrain => "reset@drain",
             ActionClass::DrainInvestigate => "drain+look",
             ActionClass::DrainResetGpu => "drain+reset",
             ActionClass::DrainReboot => "drain+reboot",

@@ -32,6 +32,18 @@ impl NodeState {
         }
     }
 
+    /// At most six characters, for the node grid.
+    pub fn short(self) -> &'static str {
+        match self {
+            NodeState::Up => "up",
+            NodeState::Cordoned => "cordon",
+            NodeState::Draining => "drning",
+            NodeState::Drain => "drain",
+            NodeState::Down => "down",
+            NodeState::Unknown => "unknwn",
+        }
+    }
+
     /// Whether the scheduler may place new work here.
     pub fn schedulable(self) -> bool {
         matches!(self, NodeState::Up)

@@ -145,10 +145,7 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             let (mark, style) = match (node.last_xid(), node.state) {
                 (Some((_, x)), _) => (format!("x{}", x.code), theme.critical()),
                 (None, NodeState::Up) => (String::new(), theme.dim()),
-                (None, s) => (
-                    s.as_str().chars().take(MARK_W - 1).collect(),
-                    theme.node_state(s),
-                ),
+                (None, s) => (s.short().to_string(), theme.node_state(s)),
             };
             spans.push(Span::styled(format!("{mark:<w$}", w = MARK_W - 1), style));
         }
@@ -191,7 +188,7 @@ fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             let style = theme.health(e.severity());
             Line::from(vec![
                 Span::styled(format!(" {} ", text::clock(e.time)), theme.dim()),
-                Span::styled(format!("{:<11}", e.label()), style),
+                Span::styled(format!("{:<14}", e.label()), style),
                 Span::raw(format!(
                     "{} {} {}",
                     sanitize(&e.node),

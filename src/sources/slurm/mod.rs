@@ -91,6 +91,58 @@ pub async fn fetch_once(cfg: &SlurmConfig) -> Result<crate::model::Cluster, Stri
     fetch(&client, v, cfg).await
 }
 
+/// Turns node state changes between polls into incidents. Nodes already
+/// out of service at the first poll are reported once, at the time their
+/// reason was set.
+#[derive(Debug, Default)]
+pub struct NodeWatch {
+    last: std::collections::HashMap<String, crate::model::NodeState>,
+    events: Vec<crate::model::Event>,
+    seq: u64,
+}
+
+/// Node-state incidents kept.
+const KEEP_EVENTS: usize = 1000;
+
+impl NodeWatch {
+    pub fn observe(&mut self, c: &mut crate::model::Cluster) {
+        use crate::model::{Event, EventKind, NodeState};
+        let first = self.last.is_empty();
+        for n in &c.nodes {
+            let before = self.last.insert(n.name.clone(), n.state);
+            let from = match before {
+                Some(b) if b == n.state => continue,
+                Some(b) => b.as_str().to_string(),
+                None if first && n.state != NodeState::Up => "-".to_string(),
+                None => continue,
+            };
+            self.seq += 1;
+            let time = if before.is_none() {
+                n.reason_time.unwrap_or(c.time)
+            } else {
+                c.time
+            };
+            self.events.push(Event {
+                seq: self.seq,
+                time,
+                node: n.name.clone(),
+                gpu: None,
+                kind: EventKind::NodeState {
+                    from,
+                    to: n.state.as_str().to_string(),
+                },
+                message: n.reason.clone().unwrap_or_default(),
+            });
+        }
+        self.events.sort_by_key(|e| (e.time, e.seq));
+        if self.events.len() > KEEP_EVENTS {
+            let cut = self.events.len() - KEEP_EVENTS;
+            self.events.drain(..cut);
+        }
+        c.events = self.events.clone();
+    }
+}
+
 /// Polls until the receiver goes away. On errors the last snapshot stands
 /// (the UI shows its age) and polling backs off, doubling up to a minute;
 /// it recovers by itself when slurmrestd answers again.
@@ -104,6 +156,7 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
     };
     let mut version: Option<ApiVersion> = None;
     let mut wait = cfg.interval;
+    let mut watch = NodeWatch::default();
     loop {
         let result = match version {
             Some(v) => fetch(&client, v, &cfg).await,
@@ -117,8 +170,9 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
             },
         };
         let update = match result {
-            Ok(c) => {
+            Ok(mut c) => {
                 wait = cfg.interval;
+                watch.observe(&mut c);
                 Update::Snapshot(Arc::new(c))
             }
             Err(e) => {
@@ -137,3 +191,6 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
         tokio::time::sleep(wait).await;
     }
 }
+
+#[cfg(test)]
+mod tests;
