@@ -1,6 +1,7 @@
 //! The console's state and how keys and source updates change it.
 //! Rendering (src/views) only reads this.
 
+mod act;
 mod history;
 mod index;
 mod keys;
@@ -8,6 +9,7 @@ mod keys;
 pub use history::History;
 pub use index::Index;
 
+use crate::actions::runner::{Modal, Request};
 use crate::engine::analysis::{Analysis, Focus};
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
@@ -125,6 +127,12 @@ pub struct App {
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub flash: Option<String>,
     pub quit: bool,
+    /// An action being previewed, confirmed, run, or its result.
+    pub modal: Option<Modal>,
+    /// Requests for the action runner, sent by the event loop.
+    pub outbox: Vec<Request>,
+    /// How to undo the last action.
+    pub last_undo: Option<String>,
 }
 
 impl App {
@@ -148,6 +156,9 @@ impl App {
             source_error: None,
             flash: None,
             quit: false,
+            modal: None,
+            outbox: Vec::new(),
+            last_undo: None,
         }
     }
 
@@ -191,6 +202,30 @@ impl App {
                 self.source_error = Some(e);
             }
             Update::Analysis(a) => self.analysis = Some(a),
+            Update::Preview(p) => {
+                if let Some(Modal::Confirm {
+                    action, preview, ..
+                }) = &mut self.modal
+                    && *action == p.action
+                {
+                    *preview = Some(p);
+                }
+            }
+            Update::ActionDone(d) => {
+                self.flash = Some(d.message.clone());
+                self.last_undo = d.undo.clone();
+                self.modal = Some(Modal::Done {
+                    message: d.message.clone(),
+                    ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
+                });
+            }
+            Update::ActionFailed(e) => {
+                self.flash = Some(e.clone());
+                self.modal = Some(Modal::Done {
+                    message: e,
+                    ok: false,
+                });
+            }
         }
     }
 

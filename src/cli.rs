@@ -55,6 +55,9 @@ pub struct GlobalArgs {
     /// Slurm: file holding the JWT [default: $SLURM_JWT]
     #[arg(long, global = true, value_name = "FILE")]
     pub slurm_token_file: Option<PathBuf>,
+    /// Where the audit log goes [default: $XDG_STATE_HOME/nightshift/audit.jsonl]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
     /// Simulated cluster, commands that print: run this many sim seconds first
     #[arg(long, global = true, value_name = "S")]
     pub sim_seconds: Option<u64>,
@@ -80,6 +83,82 @@ pub enum Command {
     Blast(BlastArgs),
     /// Checkpoint restore time of a job, or of a what-if
     Restore(RestoreArgs),
+    /// Drain a node: no new work, its jobs (whole gangs) requeued or killed
+    Drain {
+        node: String,
+        /// Why, recorded in the scheduler and the audit log
+        #[arg(long)]
+        reason: String,
+        /// Requeue the node's jobs
+        #[arg(long, conflicts_with = "kill")]
+        requeue: bool,
+        /// Kill the node's jobs
+        #[arg(long)]
+        kill: bool,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Cordon a node: no new work, running jobs continue
+    Cordon {
+        node: String,
+        #[arg(long, default_value = "cordoned by nightshift")]
+        reason: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Put a cordoned or drained node back in service
+    Resume {
+        node: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Requeue a running job (and its gang)
+    Requeue {
+        job: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Set a job's priority to a value, or `top` of its partition
+    Priority {
+        job: String,
+        value: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Hold a pending job
+    Hold {
+        job: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Release a held job
+    Release {
+        job: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Show the audit log of actions
+    Audit {
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+}
+
+/// Options every action takes.
+#[derive(Debug, clap::Args)]
+pub struct ActArgs {
+    /// Destructive actions: the node name or job id, typed again
+    #[arg(long, value_name = "TARGET")]
+    pub confirm: Option<String>,
+    /// Print the preview and send nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Override the circuit breaker
+    #[arg(long)]
+    pub force: bool,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
 }
 
 #[derive(Debug, clap::Args)]

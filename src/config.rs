@@ -25,6 +25,8 @@ pub struct FileConfig {
     pub engine: EngineFile,
     #[serde(default)]
     pub slurm: SlurmFile,
+    #[serde(default)]
+    pub actions: crate::actions::policy::PolicyFile,
 }
 
 /// `[slurm]`: where slurmrestd is and who we are to it.
@@ -196,6 +198,8 @@ pub struct Settings {
     pub sim_seconds: u64,
     pub site: SiteParams,
     pub xid_catalog: XidCatalog,
+    pub policy: crate::actions::policy::Policy,
+    pub audit_log: PathBuf,
 }
 
 impl FileConfig {
@@ -245,15 +249,25 @@ impl Settings {
         let no_color = file.ui.no_color.unwrap_or(false)
             || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let (site, xid_catalog) = file.engine.resolve()?;
+        let read_only = args.read_only || file.read_only.unwrap_or(false);
+        let policy = file.actions.resolve(read_only)?;
+        let audit_log = args
+            .audit_log
+            .clone()
+            .or_else(|| file.actions.audit_log.clone())
+            .or_else(crate::actions::audit::default_path)
+            .unwrap_or_else(|| PathBuf::from("nightshift-audit.jsonl"));
         Ok(Settings {
             source,
-            read_only: args.read_only || file.read_only.unwrap_or(false),
+            read_only,
             log_file: args.log_file.clone().or(file.log_file),
             stale_after,
             no_color,
             sim_seconds: args.sim_seconds.unwrap_or(0),
             site,
             xid_catalog,
+            policy,
+            audit_log,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! Data flows one way: `sources` → `model` → `views`; `app` holds the state
 //! and the update loop; `tui` owns the terminal.
 
+pub mod actions;
 pub mod analyst;
 pub mod app;
 pub mod cli;

@@ -71,6 +71,8 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &b, report::blast)
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
+        Some(Command::Audit { output }) => nightshift::actions::cli::show(&settings, output),
+        Some(cmd) => nightshift::actions::cli::run(&settings, &cmd),
     }
 }
 

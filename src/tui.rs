@@ -46,9 +46,18 @@ fn setup() -> io::Result<Term> {
 }
 
 pub async fn run(settings: Settings) -> Result<(), String> {
-    let source = sources::spawn(settings.source.clone())?;
+    let (source, control) = sources::spawn(settings.source.clone())?;
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
-    let mut updates = crate::analyst::spawn(
+    let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
+    let runner = crate::actions::runner::Runner {
+        control,
+        policy: settings.policy.clone(),
+        site: settings.site.clone(),
+        log: crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+    }
+    .spawn(action_tx);
+    let action_updates = action_rx;
+    let updates = crate::analyst::spawn(
         source,
         focus_rx,
         settings.site.clone(),
@@ -65,11 +74,23 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         settings.stale_after,
     );
     app.catalog = settings.xid_catalog.clone();
+    let warnings = crate::actions::cli::warn_unfinished(&crate::actions::audit::AuditLog::new(
+        settings.audit_log.clone(),
+    ));
+    if let Some(w) = warnings.first() {
+        tracing::warn!("{w}");
+        app.flash = Some(format!("WARNING: {w}"));
+    }
+    let mut channels = Channels {
+        updates,
+        actions: action_updates,
+        runner,
+        focus: focus_tx,
+    };
     let result = event_loop(
         &mut terminal,
         &mut app,
-        &mut updates,
-        &focus_tx,
+        &mut channels,
         &mut sigterm,
         &mut sighup,
     )
@@ -78,11 +99,18 @@ pub async fn run(settings: Settings) -> Result<(), String> {
     result
 }
 
+/// The loop's connections to the tasks around it.
+struct Channels {
+    updates: tokio::sync::mpsc::Receiver<sources::Update>,
+    actions: tokio::sync::mpsc::Receiver<sources::Update>,
+    runner: tokio::sync::mpsc::Sender<crate::actions::runner::Request>,
+    focus: tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
+}
+
 async fn event_loop(
     terminal: &mut Term,
     app: &mut App,
-    updates: &mut tokio::sync::mpsc::Receiver<sources::Update>,
-    focus: &tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
+    ch: &mut Channels,
     sigterm: &mut tokio::signal::unix::Signal,
     sighup: &mut tokio::signal::unix::Signal,
 ) -> Result<(), String> {
@@ -113,11 +141,17 @@ async fn event_loop(
                 Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
                 None => return Ok(()),
             },
-            up = updates.recv(), if source_open => match up {
-                Some(mut u) => {
-                    // Keep only the newest of what queued up.
-                    while let Ok(newer) = updates.try_recv() { u = newer; }
+            done = ch.actions.recv() => if let Some(u) = done {
+                app.on_update(u, Instant::now());
+                dirty = true;
+            },
+            up = ch.updates.recv(), if source_open => match up {
+                Some(u) => {
+                    // Take in whatever queued up, in order, then draw once.
                     app.on_update(u, Instant::now());
+                    while let Ok(more) = ch.updates.try_recv() {
+                        app.on_update(more, Instant::now());
+                    }
                     dirty = true;
                 }
                 None => {
@@ -134,8 +168,13 @@ async fn event_loop(
         if app.quit {
             return Ok(());
         }
+        for req in app.outbox.drain(..) {
+            if ch.runner.send(req).await.is_err() {
+                app.flash = Some("the action runner stopped: actions are unavailable".into());
+            }
+        }
         let now_focus = app.focus();
-        focus.send_if_modified(|f| {
+        ch.focus.send_if_modified(|f| {
             if *f == now_focus {
                 false
             } else {

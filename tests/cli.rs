@@ -287,3 +287,153 @@ fn blast_of_draining_the_xid79_node() {
     let v = json(&["blast", "drain", "a100-08", "-o", "json"]);
     assert_eq!(v["no_op"], true, "already drained");
 }
+
+/// Runs an action command with its own audit log; returns (ok, stdout+stderr, audit lines).
+fn act(dir: &std::path::Path, args: &[&str]) -> (bool, String, Vec<serde_json::Value>) {
+    let audit = dir.join("audit.jsonl");
+    let mut all = vec!["--audit-log", audit.to_str().expect("path")];
+    all.extend_from_slice(args);
+    let out = nightshift(dir, &all);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let lines = std::fs::read_to_string(&audit)
+        .map(|t| {
+            t.lines()
+                .map(|l| serde_json::from_str(l).expect("audit line is JSON"))
+                .collect()
+        })
+        .unwrap_or_default();
+    (out.status.success(), text, lines)
+}
+
+#[test]
+fn drain_with_requeue_through_the_guard() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ok, text, audit) = act(
+        dir.path(),
+        &[
+            "drain",
+            "h100-03",
+            "--reason",
+            "xid79 GPU3",
+            "--requeue",
+            "--confirm",
+            "h100-03",
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("1 job(s) die") && text.contains("will send:"),
+        "the preview comes first:\n{text}"
+    );
+    assert!(
+        text.contains("done and verified: h100-03 is drain (reason: xid79 GPU3); requeued: 4700"),
+        "{text}"
+    );
+    assert!(text.contains("undo: resume h100-03"), "{text}");
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[0]["phase"], "intent");
+    assert_eq!(audit[1]["phase"], "outcome");
+    assert_eq!(audit[1]["outcome"]["verified"], true);
+    for field in [
+        "time", "operator", "host", "cluster", "action", "target", "reason", "preview",
+    ] {
+        assert!(!audit[0][field].is_null(), "audit field {field}");
+    }
+    // `nightshift audit` shows it.
+    let (ok, text, _) = act(dir.path(), &["audit"]);
+    assert!(ok && text.contains("verified: h100-03 is drain"), "{text}");
+}
+
+#[test]
+fn refusals_send_nothing_and_write_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "drain",
+                "h100-03",
+                "--reason",
+                "x",
+                "--requeue",
+                "--confirm",
+                "h100-3",
+            ],
+            "not confirmed",
+        ),
+        (
+            &["drain", "h100-03", "--reason", "x", "--requeue"],
+            "--confirm h100-03",
+        ),
+        (
+            &["drain", "h100-03", "--reason", "x"],
+            "--requeue or --kill",
+        ),
+        (
+            &[
+                "--read-only",
+                "drain",
+                "h100-03",
+                "--reason",
+                "x",
+                "--requeue",
+                "--confirm",
+                "h100-03",
+            ],
+            "read-only",
+        ),
+        (&["requeue", "4700"], "--confirm 4700"),
+    ];
+    for (args, why) in cases {
+        let (ok, text, audit) = act(dir.path(), args);
+        assert!(!ok, "{args:?} must fail:\n{text}");
+        assert!(text.contains(why), "{args:?}: expected {why:?} in:\n{text}");
+        assert!(audit.is_empty(), "{args:?} wrote to the audit log");
+    }
+    let (ok, text, audit) = act(
+        dir.path(),
+        &[
+            "drain",
+            "h100-03",
+            "--reason",
+            "x",
+            "--requeue",
+            "--dry-run",
+        ],
+    );
+    assert!(
+        ok && text.contains("dry run: nothing sent") && audit.is_empty(),
+        "{text}"
+    );
+}
+
+#[test]
+fn reversible_actions_need_no_typing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ok, text, audit) = act(dir.path(), &["priority", "4723", "top"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("priority 8001"), "{text}");
+    assert_eq!(audit.len(), 2);
+    let (ok, text, _) = act(dir.path(), &["cordon", "h100-07"]);
+    assert!(ok && text.contains("undo: resume h100-07"), "{text}");
+    let (ok, text, _) = act(dir.path(), &["hold", "4722"]);
+    assert!(ok && text.contains("JobHeldAdmin"), "{text}");
+}
+
+#[test]
+fn an_interrupted_action_is_reported_at_the_next_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let line = r#"{"id":"1-2-3","phase":"intent","time":1796006850,"operator":"oncall","scheduler_user":"oncall","host":"bastion","cluster":"prod","source":"slurm","action":"drain","target":"gpu07","reason":"xid79","preview":"p","outcome":null}"#;
+    std::fs::write(dir.path().join("audit.jsonl"), format!("{line}\n")).expect("write");
+    let (ok, text, _) = act(dir.path(), &["audit"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("warning: an earlier action was interrupted: drain gpu07"),
+        "{text}"
+    );
+    let (_, text, _) = act(dir.path(), &["cordon", "h100-07", "--dry-run"]);
+    assert!(
+        text.contains("interrupted: drain gpu07"),
+        "every start reports it:\n{text}"
+    );
+}

@@ -349,3 +349,201 @@ fn bad_token_and_dead_endpoint_are_clear_errors() {
         .expect_err("dead");
     assert!(err.contains("cannot reach slurmrestd"), "{err}");
 }
+
+/// nightshift against the lab, with the token in the environment and the
+/// lab's slurm.conf for scontrol; returns (ok, output).
+fn nightshift_on(lab: &Lab, extra_env: &[(&str, &str)], args: &[&str]) -> (bool, String) {
+    let mut cmd = Command::new(common::bin());
+    cmd.args([
+        "--source",
+        "slurm",
+        "--slurm-url",
+        &lab.url,
+        "--slurm-user",
+        "root",
+        "--log-file",
+    ])
+    .arg(lab.dir.path().join("nightshift.log"))
+    .arg("--audit-log")
+    .arg(lab.dir.path().join("audit.jsonl"))
+    .args(args)
+    .env("SLURM_JWT", &lab.token)
+    .env("SLURM_CONF", lab.conf());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("nightshift");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn live_drain_and_requeue_through_the_guard() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    let gang = lab.sbatch(&["-J", "gang", "-N2", "--gpus-per-node=8"]);
+    let other = lab.sbatch(&["-J", "other", "--gres=gpu:8"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab, &gang, "%T"
+        ) == "RUNNING"
+            && squeue_field(&lab, &other, "%T") == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        lab.run("squeue", &[])
+    );
+    let hosts = lab.run(
+        "scontrol",
+        &["show", "hostnames", &squeue_field(&lab, &gang, "%N")],
+    );
+    let rank_node = hosts
+        .lines()
+        .nth(1)
+        .expect("second rank's node")
+        .to_string();
+
+    // Wrong confirmation: nothing happens in Slurm.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            &rank_node,
+            "--reason",
+            "xid79 gpu3",
+            "--requeue",
+            "--confirm",
+            "gpu99",
+        ],
+    );
+    assert!(!ok && out.contains("not confirmed"), "{out}");
+    assert_eq!(squeue_field(&lab, &gang, "%T"), "RUNNING");
+
+    // The real one: drain one rank's node and requeue its jobs.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            &rank_node,
+            "--reason",
+            "xid79 gpu3",
+            "--requeue",
+            "--confirm",
+            &rank_node,
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "will send: scontrol update nodename={rank_node} state=drain 'reason=xid79 gpu3'"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("will send: scontrol requeue {gang}")),
+        "{out}"
+    );
+    assert!(out.contains("done and verified"), "{out}");
+    // Every rank's job is requeued: the gang is one Slurm job, pending again.
+    let state = squeue_field(&lab, &gang, "%T");
+    assert!(
+        state == "PENDING" || state == "REQUEUED" || state == "CONFIGURING",
+        "gang is {state}"
+    );
+    let restarts = lab.run("scontrol", &["show", "job", &gang]);
+    assert!(restarts.contains("Restarts=1"), "{restarts}");
+    assert_eq!(
+        squeue_field(&lab, &other, "%T"),
+        "RUNNING",
+        "a job elsewhere is untouched"
+    );
+    let sinfo = lab.run(
+        "sinfo",
+        &["-h", "-n", &rank_node, "-O", "StateLong:20,Reason:40"],
+    );
+    assert!(
+        (sinfo.contains("drained") || sinfo.contains("draining")) && sinfo.contains("xid79 gpu3"),
+        "{sinfo}"
+    );
+
+    // Audited, with no token in it.
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert_eq!(audit.lines().count(), 2, "{audit}");
+    assert!(
+        audit.contains("\"scheduler_user\":\"root\"") && audit.contains("\"verified\":true"),
+        "{audit}"
+    );
+    assert!(!audit.contains(&lab.token), "no token in the audit log");
+
+    // Draining it again is a no-op, not an error.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            &rank_node,
+            "--reason",
+            "xid79 gpu3",
+            "--requeue",
+            "--confirm",
+            &rank_node,
+        ],
+    );
+    assert!(ok && out.contains("already so"), "{out}");
+
+    // A process killed between intent and outcome leaves an intent-only
+    // record that the next start reports. scontrol here hangs.
+    let hang = lab.dir.path().join("hung-scontrol");
+    std::fs::write(&hang, "#!/bin/sh\nsleep 60\n").expect("script");
+    Command::new("chmod")
+        .args(["+x"])
+        .arg(&hang)
+        .status()
+        .expect("chmod");
+    let cfg = lab.dir.path().join("hang.toml");
+    std::fs::write(
+        &cfg,
+        format!("[slurm]\nscontrol = \"{}\"\n", hang.display()),
+    )
+    .expect("config");
+    let mut child = Command::new(common::bin())
+        .args([
+            "--source",
+            "slurm",
+            "--slurm-url",
+            &lab.url,
+            "--slurm-user",
+            "root",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg("--audit-log")
+        .arg(lab.dir.path().join("audit.jsonl"))
+        .args(["cordon", "gpu04", "--force"])
+        .env("SLURM_JWT", &lab.token)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let audit_path = lab.dir.path().join("audit.jsonl");
+    let intent = wait_for(Duration::from_secs(15), || {
+        std::fs::read_to_string(&audit_path)
+            .ok()
+            .filter(|a| a.contains("\"target\":\"gpu04\""))
+            .map(|_| ())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(intent.is_some(), "the intent was written before the call");
+    let (ok, out) = nightshift_on(&lab, &[], &["audit"]);
+    assert!(ok && out.contains("interrupted: cordon gpu04"), "{out}");
+    let _ = Command::new("pkill")
+        .args(["-f", &hang.display().to_string()])
+        .status();
+}

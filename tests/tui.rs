@@ -150,3 +150,71 @@ fn a_zero_by_zero_pty_does_not_panic() {
     assert!(!all.contains("panicked"), "{all}");
     assert!(status.success(), "exit {status:?}: {all}");
 }
+
+#[test]
+fn one_key_from_an_xid79_incident_to_a_drained_node() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(110, 32);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("GPU has fallen off the bus");
+    // One key opens the preview with the blast radius and the exact call.
+    t.keys(&["D"]);
+    t.expect("drain h100-03 with reason `xid79 GPU3` and requeue its jobs");
+    t.expect("dies: 4700 llm-pretrain-70b");
+    t.expect("type h100-03 and press enter to confirm");
+    // A wrong name sends nothing.
+    t.keys(&["-l", "h100-3"]);
+    t.keys(&["Enter"]);
+    t.expect("does not match");
+    assert!(!audit.exists(), "nothing audited, nothing sent");
+    // Esc cancels everything.
+    t.keys(&["Escape"]);
+    t.expect("cancelled: nothing sent");
+    // The real thing: one key, the node's name, enter.
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.keys(&["-l", "h100-03"]);
+    t.keys(&["Enter"]);
+    t.expect("done and verified: h100-03 is drain (reason: xid79 GPU3)");
+    t.expect("undo: resume h100-03");
+    let log = std::fs::read_to_string(&audit).expect("audit log");
+    assert_eq!(log.lines().count(), 2, "intent and outcome:\n{log}");
+    t.keys(&["Escape"]);
+    t.expect("NODE DRAIN");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
+
+#[test]
+fn read_only_binds_no_action_key() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(100, 30);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--read-only --audit-log {}", audit.display()),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("GPU has fallen off the bus");
+    t.keys(&["D"]);
+    t.expect("read-only mode: action keys are off");
+    assert!(!audit.exists());
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}

@@ -17,6 +17,9 @@ impl App {
             return;
         }
         self.flash = None;
+        if self.modal.is_some() {
+            return self.on_modal_key(key);
+        }
         match self.input.clone() {
             Input::Command(text) => self.on_command_key(key, text),
             Input::Filter(text) => self.on_filter_key(key, text),
@@ -92,6 +95,9 @@ impl App {
             if key.code == KeyCode::Char('q') {
                 self.quit = true;
             }
+            return;
+        }
+        if self.on_action_key(key) {
             return;
         }
         let sel = self.screen().selected;

@@ -20,6 +20,12 @@ pub enum Update {
     Error(String),
     /// The engine's answers for a snapshot (sent by the analyst, not a source).
     Analysis(Arc<crate::engine::analysis::Analysis>),
+    /// An action's preview is ready (from the action runner).
+    Preview(Box<crate::actions::guard::Preview>),
+    /// A confirmed action finished.
+    ActionDone(Box<crate::actions::guard::Done>),
+    /// An action was refused or could not be sent.
+    ActionFailed(String),
 }
 
 /// Which backend to read, with its settings.
@@ -52,21 +58,33 @@ impl SourceConfig {
     }
 }
 
+/// How actions reach a running source.
+#[derive(Debug, Clone)]
+pub enum Control {
+    /// The sim's command channel.
+    Sim(mpsc::Sender<sim::CommandRequest>),
+    /// Slurm is acted on through its own connection (see slurm::exec).
+    Slurm(slurm::SlurmConfig),
+}
+
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
-pub fn spawn(cfg: SourceConfig) -> Result<mpsc::Receiver<Update>, String> {
+pub fn spawn(cfg: SourceConfig) -> Result<(mpsc::Receiver<Update>, Control), String> {
     let (tx, rx) = mpsc::channel(16);
-    match cfg {
+    let control = match cfg {
         SourceConfig::Sim {
             sim: sim_cfg,
             speed,
         } => {
             let sim = sim::Sim::new(sim_cfg)?;
-            tokio::spawn(sim::run(sim, speed, tx));
+            let (ctx, crx) = mpsc::channel(4);
+            tokio::spawn(sim::run(sim, speed, tx, crx));
+            Control::Sim(ctx)
         }
         SourceConfig::Slurm(cfg) => {
-            tokio::spawn(slurm::run(cfg, tx));
+            tokio::spawn(slurm::run(cfg.clone(), tx));
+            Control::Slurm(cfg)
         }
-    }
-    Ok(rx)
+    };
+    Ok((rx, control))
 }

@@ -3,6 +3,7 @@
 mod answers;
 mod detail;
 mod lists;
+mod modal;
 mod overview;
 mod table;
 mod theme;
@@ -59,6 +60,7 @@ pub fn render(f: &mut Frame, app: &App) {
     if app.show_help {
         draw_help(f, body, theme);
     }
+    modal::draw(f, body, app, theme);
 }
 
 fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
@@ -167,19 +169,24 @@ pub const HELP: &[(&str, &str)] = &[
         ":jobs  :queue  :incidents",
         "switch view (also :jo :qu :inc)",
     ),
-    ("enter", "open the selected row (incident → node → gpu/job)"),
+    (
+        "enter",
+        "open the selected row: incident → node → gpu → job",
+    ),
     ("esc", "clear the filter, else go back"),
     ("j k ↑ ↓  h l ← →", "move (h l on the node grid)"),
     ("g G  home end  pgup pgdn", "first, last, page"),
     ("tab", "node view: switch between GPUs and jobs"),
     ("/", "filter the list (enter keeps it, esc clears)"),
+    ("D  C  U", "drain+requeue, cordon, resume the node"),
+    ("R  T  H  E", "requeue, top priority, hold, release the job"),
     ("?", "this help"),
     ("q  ctrl-c  :q", "quit"),
 ];
 
 fn draw_help(f: &mut Frame, area: Rect, theme: Theme) {
-    let w = area.width.min(76);
-    let h = area.height.min(HELP.len() as u16 + 4);
+    let w = area.width.min(100);
+    let h = area.height.min(HELP.len() as u16 + 5);
     let popup = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,

@@ -12,10 +12,13 @@
 //! Everything is drawn from one seeded ChaCha8 generator in a fixed order, so a
 //! seed gives the same night every time.
 
+mod commands;
 mod layout;
 mod metrics;
 mod scheduler;
 mod timeline;
+
+pub use commands::SimCommand;
 
 use crate::model::{Cluster, Event, EventKind, Job, JobState, Partition, Quota, Timestamp};
 use rand::SeedableRng;
@@ -268,12 +271,21 @@ impl Sim {
     }
 }
 
-#[cfg(test)]
-mod tests;
+/// A command for the sim with the channel its result goes back on.
+/// The reply: whether the change is visible, and what was seen.
+pub type CommandRequest = (
+    SimCommand,
+    tokio::sync::oneshot::Sender<Result<(bool, String), String>>,
+);
 
 /// Drives the sim against wall time: `speed` sim seconds per wall second.
-/// Sends a snapshot whenever the sim clock moved.
-pub async fn run(mut sim: Sim, speed: f64, tx: tokio::sync::mpsc::Sender<super::Update>) {
+/// Sends a snapshot whenever the sim clock moved or a command changed it.
+pub async fn run(
+    mut sim: Sim,
+    speed: f64,
+    tx: tokio::sync::mpsc::Sender<super::Update>,
+    mut commands: tokio::sync::mpsc::Receiver<CommandRequest>,
+) {
     use std::sync::Arc;
     const TICK: std::time::Duration = std::time::Duration::from_millis(200);
     if tx
@@ -286,23 +298,39 @@ pub async fn run(mut sim: Sim, speed: f64, tx: tokio::sync::mpsc::Sender<super::
     let mut owed = 0.0f64;
     let mut ticker = tokio::time::interval(TICK);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut commands_open = true;
     loop {
-        ticker.tick().await;
-        owed += speed.max(0.0) * TICK.as_secs_f64();
-        let steps = owed.floor();
-        if steps < 1.0 {
-            continue;
+        tokio::select! {
+            _ = ticker.tick() => {
+                owed += speed.max(0.0) * TICK.as_secs_f64();
+                let steps = owed.floor();
+                if steps < 1.0 {
+                    continue;
+                }
+                owed -= steps;
+                // Stepping can take a while on a huge cluster: keep it off
+                // the runtime's async threads.
+                tokio::task::block_in_place(|| sim.advance(steps as u64));
+            }
+            cmd = commands.recv(), if commands_open => match cmd {
+                Some((cmd, reply)) => {
+                    let result = sim.apply(&cmd);
+                    tracing::info!("sim: {cmd:?}: {result:?}");
+                    let _ = reply.send(result);
+                }
+                None => {
+                    commands_open = false;
+                    continue;
+                }
+            },
         }
-        owed -= steps;
-        // Stepping can take a while on a huge cluster: keep it off the
-        // runtime's async threads.
-        let moved = tokio::task::block_in_place(|| {
-            sim.advance(steps as u64);
-            Arc::new(sim.snapshot())
-        });
-        if tx.send(super::Update::Snapshot(moved)).await.is_err() {
+        let snap = tokio::task::block_in_place(|| Arc::new(sim.snapshot()));
+        if tx.send(super::Update::Snapshot(snap)).await.is_err() {
             tracing::debug!("sim source: receiver gone, stopping");
             return;
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

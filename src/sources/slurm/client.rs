@@ -160,6 +160,15 @@ impl Client {
         .map(|(_, v)| v)
     }
 
+    pub async fn delete(&self, path: &str) -> Result<Value, String> {
+        self.send(
+            self.request(reqwest::Method::DELETE, path),
+            &format!("DELETE {path}"),
+        )
+        .await
+        .map(|(_, v)| v)
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
         self.send(
             self.request(reqwest::Method::POST, path).json(body),

@@ -41,6 +41,11 @@ pub enum Call {
 impl std::fmt::Display for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Call::Rest {
+                method,
+                path,
+                body: Value::Null,
+            } => write!(f, "{method} {path}"),
             Call::Rest { method, path, body } => write!(f, "{method} {path} {body}"),
             Call::Scontrol(args) => {
                 let quoted: Vec<String> = args
@@ -123,6 +128,17 @@ impl Executor {
         Call::Scontrol(vec!["release".into(), job.into()])
     }
 
+    pub fn cancel_call(&self, job: &str) -> Call {
+        match Self::numeric(job) {
+            Some(id) => Call::Rest {
+                method: "DELETE",
+                path: format!("/slurm/{}/job/{id}", self.version),
+                body: Value::Null,
+            },
+            None => Call::Scontrol(vec!["cancel".into(), job.into()]),
+        }
+    }
+
     pub fn priority_call(&self, job: &str, value: u64) -> Call {
         match Self::numeric(job) {
             Some(id) => {
@@ -148,6 +164,11 @@ impl Executor {
 
     async fn send(&self, call: &Call) -> Result<(), String> {
         match call {
+            Call::Rest {
+                method: "DELETE",
+                path,
+                ..
+            } => self.client.delete(path).await.map(|_| ()),
             Call::Rest { path, body, .. } => self.client.post(path, body).await.map(|_| ()),
             Call::Scontrol(args) => {
                 let mut cmd = tokio::process::Command::new(&self.cfg.scontrol);
@@ -309,6 +330,34 @@ impl Executor {
                 Self::show_job,
             )
             .await)
+    }
+
+    /// Cancels a job; verified when Slurm no longer runs or queues it.
+    pub async fn cancel(&self, job: &str) -> Result<Outcome, String> {
+        self.send(&self.cancel_call(job)).await?;
+        Ok(self
+            .verify(
+                || self.job_now(job),
+                |j| !j.state.holds_resources() && !j.state.is_pending(),
+                Self::show_job,
+            )
+            .await)
+    }
+
+    /// Jobs holding resources on `node` now, by id.
+    pub async fn jobs_on(&self, node: &str) -> Result<Vec<String>, String> {
+        let v = self
+            .client
+            .get(&format!("/slurm/{}/jobs", self.version))
+            .await?;
+        let r: wire::Response =
+            serde_json::from_value(v).map_err(|e| format!("jobs: unexpected JSON: {e}"))?;
+        let c = map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]);
+        Ok(c.jobs
+            .into_iter()
+            .filter(|j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
+            .map(|j| j.id)
+            .collect())
     }
 
     pub async fn hold(&self, job: &str) -> Result<Outcome, String> {

@@ -1,0 +1,279 @@
+//! The action commands: `nightshift drain|cordon|resume|requeue|priority|
+//! hold|release …` through the same guard the TUI uses, and `audit`.
+
+use super::audit::AuditLog;
+use super::executor::Executor;
+use super::guard::{self, Preview, Who};
+use super::{Action, top_priority};
+use crate::cli::{ActArgs, Command, Format};
+use crate::config::Settings;
+use crate::model::Cluster;
+use crate::sources::SourceConfig;
+use crate::sources::sim::Sim;
+use crate::text::{self, sanitize};
+use serde::Serialize;
+use std::time::Duration;
+
+/// The action a command asks for; `None` for other commands.
+pub fn action_of<'a>(
+    cmd: &'a Command,
+    c: &Cluster,
+) -> Option<Result<(Action, &'a ActArgs), String>> {
+    Some(Ok(match cmd {
+        Command::Drain {
+            node,
+            reason,
+            requeue,
+            kill,
+            act,
+        } => {
+            if !requeue && !kill {
+                return Some(Err(
+                    "say what happens to the node's jobs: --requeue or --kill".into(),
+                ));
+            }
+            (
+                Action::Drain {
+                    node: node.clone(),
+                    reason: reason.clone(),
+                    requeue: *requeue,
+                },
+                act,
+            )
+        }
+        Command::Cordon { node, reason, act } => (
+            Action::Cordon {
+                node: node.clone(),
+                reason: reason.clone(),
+            },
+            act,
+        ),
+        Command::Resume { node, act } => (Action::Resume { node: node.clone() }, act),
+        Command::Requeue { job, act } => (Action::Requeue { job: job.clone() }, act),
+        Command::Priority { job, value, act } => {
+            let v = if value == "top" {
+                match top_priority(c, job) {
+                    Ok(v) => v,
+                    Err(e) => return Some(Err(e)),
+                }
+            } else {
+                match value.parse::<u64>() {
+                    Ok(v) => v,
+                    Err(_) => {
+                        return Some(Err(format!(
+                            "priority must be a number or `top`, got {value:?}"
+                        )));
+                    }
+                }
+            };
+            (
+                Action::Priority {
+                    job: job.clone(),
+                    value: v,
+                },
+                act,
+            )
+        }
+        Command::Hold { job, act } => (Action::Hold { job: job.clone() }, act),
+        Command::Release { job, act } => (Action::Release { job: job.clone() }, act),
+        _ => return None,
+    }))
+}
+
+/// Says once, before anything else, which earlier actions never finished.
+pub fn warn_unfinished(log: &AuditLog) -> Vec<String> {
+    log.unfinished()
+        .iter()
+        .map(|r| {
+            format!(
+                "an earlier action was interrupted: {} {} at {} by {} — its outcome was never recorded; check the scheduler",
+                r.action,
+                sanitize(&r.target),
+                text::datetime(r.time),
+                sanitize(&r.operator)
+            )
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct PreviewJson<'a> {
+    action: &'a Action,
+    summary: &'a str,
+    blast: Option<&'a crate::engine::blast::Blast>,
+    calls: &'a [String],
+    no_op: bool,
+    refused: Option<String>,
+    confirm: String,
+    undo: Option<&'a str>,
+}
+
+fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
+    match format {
+        Format::Json => {
+            let j = PreviewJson {
+                action: &p.action,
+                summary: &p.summary,
+                blast: p.blast.as_ref().and_then(|b| b.as_ref().ok()),
+                calls: &p.calls,
+                no_op: p.no_op,
+                refused: p.refusal.as_ref().map(ToString::to_string),
+                confirm: p.confirm_prompt(),
+                undo: p.undo.as_deref(),
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?
+            );
+        }
+        Format::Table => {
+            println!("preview: {}", sanitize(&p.action.describe()));
+            match &p.blast {
+                Some(Ok(b)) => print!("{}", crate::report::blast(b)),
+                Some(Err(e)) => println!("  {}", sanitize(e)),
+                None => println!("  {}", sanitize(&p.summary)),
+            }
+            if p.no_op {
+                println!("no-op: it is already so; nothing will be sent");
+            }
+            for c in &p.calls {
+                println!("will send: {}", sanitize(c));
+            }
+            if let Some(u) = &p.undo {
+                println!("undo: {u}");
+            }
+            if let Some(r) = &p.refusal {
+                println!("refused: {r}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// Runs one action command end to end.
+pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
+    let log = AuditLog::new(settings.audit_log.clone());
+    for w in warn_unfinished(&log) {
+        eprintln!("nightshift: warning: {w}");
+    }
+    let rt = runtime()?;
+    let (cluster, executor, who) = match &settings.source {
+        SourceConfig::Sim { sim, .. } => {
+            let mut s = Sim::new(*sim)?;
+            s.advance(settings.sim_seconds);
+            let c = s.snapshot();
+            let who = Who {
+                scheduler_user: None,
+                cluster: c.name.clone(),
+                source: "sim".into(),
+            };
+            (
+                c,
+                Executor::LocalSim(Box::new(std::sync::Mutex::new(s))),
+                who,
+            )
+        }
+        SourceConfig::Slurm(cfg) => {
+            let c = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
+            let x = rt.block_on(crate::sources::slurm::exec::Executor::connect(cfg))?;
+            let who = Who {
+                scheduler_user: Some(cfg.user.clone()),
+                cluster: c.name.clone(),
+                source: "slurm".into(),
+            };
+            (c, Executor::Slurm(Box::new(x)), who)
+        }
+    };
+    let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
+    let since = super::audit::now() - settings.policy.window.as_secs() as i64;
+    let p = guard::preview(
+        &action,
+        &cluster,
+        Duration::ZERO,
+        &settings.policy,
+        log.nodes_taken_out_since(since),
+        act.force,
+        &executor,
+        &settings.site,
+    );
+    print_preview(&p, act.output)?;
+    if act.dry_run {
+        println!("dry run: nothing sent");
+        return Ok(());
+    }
+    let typed = match (action.confirm_token(), &act.confirm) {
+        (Some(_), Some(t)) => t.clone(),
+        (Some(t), None) => {
+            return Err(format!(
+                "{} is destructive: add --confirm {t} to send it",
+                action.verb()
+            ));
+        }
+        (None, _) => "y".into(),
+    };
+    let done = rt.block_on(guard::run(
+        &p,
+        &typed,
+        &executor,
+        &log,
+        &who,
+        Duration::from_secs(60),
+    ))?;
+    println!("{}", sanitize(&done.message));
+    if !done.outcome.ok {
+        return Err(done.outcome.error.unwrap_or_else(|| "failed".into()));
+    }
+    if !done.outcome.verified {
+        return Err("sent, but the change is not visible in the scheduler's state".into());
+    }
+    Ok(())
+}
+
+/// `nightshift audit`.
+pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
+    let log = AuditLog::new(settings.audit_log.clone());
+    let records = log.read();
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?
+        ),
+        Format::Table => {
+            println!(
+                "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
+                "TIME", "PHASE", "OPERATOR", "ACTION", "TARGET", "CLUSTER"
+            );
+            for r in &records {
+                let result = match &r.outcome {
+                    None => "-".to_string(),
+                    Some(o) if o.no_op => "no-op".into(),
+                    Some(o) if !o.ok => format!("FAILED: {}", o.error.as_deref().unwrap_or("")),
+                    Some(o) if o.verified => format!("verified: {}", o.observed),
+                    Some(o) => format!("not verified: {}", o.observed),
+                };
+                println!(
+                    "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
+                    text::datetime(r.time),
+                    r.phase,
+                    sanitize(&r.operator),
+                    r.action,
+                    sanitize(&r.target),
+                    sanitize(&r.cluster),
+                    sanitize(&result)
+                );
+            }
+            println!("log: {}", log.path.display());
+        }
+    }
+    for w in warn_unfinished(&log) {
+        eprintln!("nightshift: warning: {w}");
+    }
+    Ok(())
+}

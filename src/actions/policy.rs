@@ -1,0 +1,180 @@
+//! Safety policies, with safe defaults: read-only mode, no acting on stale
+//! data, and a circuit breaker on taking capacity out of service.
+
+use super::Action;
+use crate::model::Cluster;
+use serde::Deserialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub read_only: bool,
+    /// Refuse to act on data older than this.
+    pub max_data_age: Duration,
+    /// Refuse to take a node out if more than this share of its partition's
+    /// nodes would then be out of service.
+    pub max_partition_share_out: f64,
+    /// Refuse to take more than this many nodes out within `window`.
+    pub max_nodes_per_window: u32,
+    pub window: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            read_only: false,
+            max_data_age: Duration::from_secs(30),
+            max_partition_share_out: 0.25,
+            max_nodes_per_window: 3,
+            window: Duration::from_secs(600),
+        }
+    }
+}
+
+/// `[actions]` in the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    pub max_data_age_s: Option<f64>,
+    pub max_partition_share_out: Option<f64>,
+    pub max_nodes_per_window: Option<u32>,
+    pub window_s: Option<f64>,
+    pub audit_log: Option<std::path::PathBuf>,
+}
+
+impl PolicyFile {
+    pub fn resolve(&self, read_only: bool) -> Result<Policy, String> {
+        let mut p = Policy {
+            read_only,
+            ..Policy::default()
+        };
+        let secs = |v: f64, key: &str| {
+            if v.is_finite() && v > 0.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(format!("config: actions.{key} must be > 0, got {v}"))
+            }
+        };
+        if let Some(v) = self.max_data_age_s {
+            p.max_data_age = secs(v, "max_data_age_s")?;
+        }
+        if let Some(v) = self.window_s {
+            p.window = secs(v, "window_s")?;
+        }
+        if let Some(v) = self.max_partition_share_out {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!(
+                    "config: actions.max_partition_share_out must be in 0..1, got {v}"
+                ));
+            }
+            p.max_partition_share_out = v;
+        }
+        if let Some(v) = self.max_nodes_per_window {
+            p.max_nodes_per_window = v;
+        }
+        Ok(p)
+    }
+}
+
+/// Why the guard will not act.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    ReadOnly,
+    Stale(String),
+    Breaker(String),
+    Unknown(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::ReadOnly => write!(
+                f,
+                "read-only mode: nightshift changes nothing (start it without --read-only to act)"
+            ),
+            Refusal::Stale(s) => write!(f, "data too old to act on: {s}; wait for a refresh"),
+            Refusal::Breaker(s) => write!(f, "circuit breaker: {s} (--force to override)"),
+            Refusal::Unknown(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl Policy {
+    /// Checks an action. `recent_out` is how many nodes were taken out of
+    /// service within the window (from the audit log); `force` overrides
+    /// the circuit breaker only.
+    pub fn check(
+        &self,
+        a: &Action,
+        c: &Cluster,
+        data_age: Duration,
+        recent_out: u32,
+        force: bool,
+    ) -> Result<(), Refusal> {
+        if self.read_only {
+            return Err(Refusal::ReadOnly);
+        }
+        match a {
+            Action::Cordon { node, .. } | Action::Resume { node } | Action::Drain { node, .. }
+                if c.node(node).is_none() =>
+            {
+                return Err(Refusal::Unknown(format!(
+                    "no node {node} in the current data"
+                )));
+            }
+            Action::Requeue { job }
+            | Action::Priority { job, .. }
+            | Action::Hold { job }
+            | Action::Release { job }
+                if c.job(job).is_none() =>
+            {
+                return Err(Refusal::Unknown(format!(
+                    "no job {job} in the current data"
+                )));
+            }
+            _ => {}
+        }
+        if data_age > self.max_data_age {
+            return Err(Refusal::Stale(format!(
+                "{}s old, limit {}s",
+                data_age.as_secs(),
+                self.max_data_age.as_secs()
+            )));
+        }
+        let Some(node) = a.takes_out() else {
+            return Ok(());
+        };
+        if force || c.node(node).is_some_and(|n| !n.state.schedulable()) {
+            return Ok(());
+        }
+        if recent_out >= self.max_nodes_per_window {
+            return Err(Refusal::Breaker(format!(
+                "{recent_out} node(s) already taken out in the last {} min; limit {}",
+                self.window.as_secs() / 60,
+                self.max_nodes_per_window
+            )));
+        }
+        for p in c
+            .node(node)
+            .map(|n| n.partitions.clone())
+            .unwrap_or_default()
+        {
+            let members: Vec<_> = c
+                .nodes
+                .iter()
+                .filter(|n| n.partitions.contains(&p))
+                .collect();
+            let out = members.iter().filter(|n| !n.state.schedulable()).count() + 1;
+            let share = out as f64 / members.len().max(1) as f64;
+            if share > self.max_partition_share_out + 1e-9 {
+                return Err(Refusal::Breaker(format!(
+                    "{out} of {} nodes of partition {p} ({:.0}%) would be out of service; limit {:.0}%",
+                    members.len(),
+                    share * 100.0,
+                    self.max_partition_share_out * 100.0
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,220 @@
+//! Action keys, away from navigation and filtering (capitals): `D` drain
+//! and requeue, `C` cordon, `U` resume, `R` requeue, `T` top priority,
+//! `H` hold, `E` release. Each opens the guard's preview; `esc` cancels.
+
+use super::{App, Row, View};
+use crate::actions::Action;
+use crate::actions::runner::{Modal, Request};
+use crate::model::EventKind;
+use crossterm::event::{KeyCode, KeyEvent};
+
+impl App {
+    /// The node the selection points at, with a drain reason from its evidence.
+    fn selected_node(&self) -> Option<(String, String)> {
+        let c = &self.cluster;
+        let s = self.screen();
+        let from_node = |name: &str| {
+            let reason = c
+                .node(name)
+                .and_then(|n| n.last_xid().map(|(g, x)| format!("xid{} GPU{g}", x.code)))
+                .unwrap_or_else(|| "drained via nightshift".into());
+            (name.to_string(), reason)
+        };
+        match (s.view, self.selected_row()) {
+            (View::Incidents, Some(Row::Event(e))) => c.events.get(e).map(|ev| {
+                let reason = match (&ev.kind, ev.gpu) {
+                    (EventKind::Xid { code }, Some(g)) => format!("xid{code} GPU{g}"),
+                    (EventKind::Xid { code }, None) => format!("xid{code}"),
+                    (EventKind::Ecc { .. }, Some(g)) => format!("ecc GPU{g}"),
+                    _ => ev.message.clone(),
+                };
+                (
+                    ev.node.clone(),
+                    if reason.is_empty() {
+                        "drained via nightshift".into()
+                    } else {
+                        reason
+                    },
+                )
+            }),
+            (View::Overview | View::Nodes | View::JobDetail, Some(Row::Node(n))) => {
+                c.nodes.get(n).map(|n| from_node(&n.name))
+            }
+            (View::NodeDetail, _) => s.target.as_deref().map(from_node),
+            (View::GpuDetail, _) => self.gpu_target().map(|(n, _)| from_node(&c.nodes[n].name)),
+            _ => None,
+        }
+    }
+
+    fn selected_job(&self) -> Option<String> {
+        let s = self.screen();
+        match (s.view, self.selected_row()) {
+            (View::JobDetail, _) => s.target.clone(),
+            (_, Some(Row::Job(j))) => self.cluster.jobs.get(j).map(|j| j.id.clone()),
+            (View::GpuDetail, _) => self.gpu_detail_job(),
+            _ => None,
+        }
+    }
+
+    /// Handles an action key in normal mode; false when the key is not one.
+    pub(super) fn on_action_key(&mut self, key: KeyEvent) -> bool {
+        let KeyCode::Char(k @ ('D' | 'C' | 'U' | 'R' | 'T' | 'H' | 'E')) = key.code else {
+            return false;
+        };
+        if self.read_only {
+            self.flash = Some("read-only mode: action keys are off".into());
+            return true;
+        }
+        let action = match k {
+            'D' => self.selected_node().map(|(node, reason)| Action::Drain {
+                node,
+                reason,
+                requeue: true,
+            }),
+            'C' => self
+                .selected_node()
+                .map(|(node, reason)| Action::Cordon { node, reason }),
+            'U' => self
+                .selected_node()
+                .map(|(node, _)| Action::Resume { node }),
+            'R' => self.selected_job().map(|job| Action::Requeue { job }),
+            'T' => self.selected_job().and_then(|job| {
+                crate::actions::top_priority(&self.cluster, &job)
+                    .ok()
+                    .map(|value| Action::Priority { job, value })
+            }),
+            'H' => self.selected_job().map(|job| Action::Hold { job }),
+            _ => self.selected_job().map(|job| Action::Release { job }),
+        };
+        match action {
+            Some(action) => self.open_action(action),
+            None => {
+                self.flash = Some(format!(
+                    "{k}: select a {} first",
+                    if matches!(k, 'D' | 'C' | 'U') {
+                        "node or incident"
+                    } else {
+                        "job"
+                    }
+                ))
+            }
+        }
+        true
+    }
+
+    pub fn open_action(&mut self, action: Action) {
+        let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
+        self.outbox.push(Request::Preview {
+            action: action.clone(),
+            cluster: self.cluster.clone(),
+            data_age,
+        });
+        self.modal = Some(Modal::Confirm {
+            action,
+            preview: None,
+            typed: String::new(),
+        });
+    }
+
+    /// Keys while a modal is open. `esc` always cancels.
+    pub(super) fn on_modal_key(&mut self, key: KeyEvent) {
+        let Some(modal) = self.modal.take() else {
+            return;
+        };
+        if key.code == KeyCode::Esc {
+            if matches!(modal, Modal::Running { .. }) {
+                // It was sent: the outcome will still arrive and be shown.
+                self.flash = Some("the action was already sent; its outcome will be shown".into());
+                self.modal = Some(modal);
+            } else {
+                self.flash = Some("cancelled: nothing sent".into());
+            }
+            return;
+        }
+        self.modal = Some(match modal {
+            Modal::Confirm {
+                action,
+                preview,
+                mut typed,
+            } => {
+                let yes_no = action.confirm_token().is_none();
+                match key.code {
+                    KeyCode::Char('n') if yes_no => {
+                        self.flash = Some("cancelled: nothing sent".into());
+                        return;
+                    }
+                    KeyCode::Char(c) if yes_no && !c.eq_ignore_ascii_case(&'y') => Modal::Confirm {
+                        action,
+                        preview,
+                        typed,
+                    },
+                    KeyCode::Char(c) if yes_no => {
+                        typed = c.to_string();
+                        return self.confirm(action, preview, typed);
+                    }
+                    KeyCode::Char(c) => {
+                        typed.push(c);
+                        Modal::Confirm {
+                            action,
+                            preview,
+                            typed,
+                        }
+                    }
+                    KeyCode::Backspace => {
+                        typed.pop();
+                        Modal::Confirm {
+                            action,
+                            preview,
+                            typed,
+                        }
+                    }
+                    KeyCode::Enter => return self.confirm(action, preview, typed),
+                    _ => Modal::Confirm {
+                        action,
+                        preview,
+                        typed,
+                    },
+                }
+            }
+            Modal::Running { action } => Modal::Running { action },
+            Modal::Done { .. } => return,
+        });
+    }
+
+    fn confirm(
+        &mut self,
+        action: Action,
+        preview: Option<Box<crate::actions::guard::Preview>>,
+        typed: String,
+    ) {
+        let Some(p) = preview else {
+            self.flash = Some("the preview is not ready yet".into());
+            self.modal = Some(Modal::Confirm {
+                action,
+                preview: None,
+                typed,
+            });
+            return;
+        };
+        if let Some(r) = &p.refusal {
+            self.flash = Some(format!("refused: {r}"));
+            self.modal = Some(Modal::Confirm {
+                action,
+                preview: Some(p),
+                typed,
+            });
+            return;
+        }
+        if !p.accepts(&typed) {
+            self.flash = Some(format!("does not match: {}", p.confirm_prompt()));
+            self.modal = Some(Modal::Confirm {
+                action,
+                preview: Some(p),
+                typed: String::new(),
+            });
+            return;
+        }
+        self.outbox.push(Request::Run { preview: p, typed });
+        self.modal = Some(Modal::Running { action });
+    }
+}
