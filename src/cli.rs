@@ -55,6 +55,12 @@ pub struct GlobalArgs {
     /// Slurm: file holding the JWT [default: $SLURM_JWT]
     #[arg(long, global = true, value_name = "FILE")]
     pub slurm_token_file: Option<PathBuf>,
+    /// Node endpoint /metrics to scrape (dcgm-exporter, nightshift agent); repeatable
+    #[arg(long, global = true, value_name = "URL")]
+    pub dcgm: Vec<String>,
+    /// A Prometheus server to query for the DCGM metrics
+    #[arg(long, global = true, value_name = "URL")]
+    pub prometheus: Option<String>,
     /// Where the audit log goes [default: $XDG_STATE_HOME/nightshift/audit.jsonl]
     #[arg(long, global = true, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
@@ -69,6 +75,8 @@ pub enum SourceKind {
     Sim,
     /// Slurm through slurmrestd
     Slurm,
+    /// No scheduler: node endpoints only (--dcgm, --prometheus)
+    None,
 }
 
 #[derive(Debug, Subcommand)]

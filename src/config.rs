@@ -27,6 +27,22 @@ pub struct FileConfig {
     pub slurm: SlurmFile,
     #[serde(default)]
     pub actions: crate::actions::policy::PolicyFile,
+    #[serde(default)]
+    pub endpoints: EndpointsFile,
+}
+
+/// `[endpoints]`: node endpoints whose GPU health joins the scheduler's view.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointsFile {
+    #[serde(default)]
+    pub dcgm: Vec<String>,
+    pub prometheus: Option<String>,
+    pub interval_s: Option<f64>,
+    pub timeout_s: Option<f64>,
+    /// Endpoint host name → scheduler node name.
+    #[serde(default)]
+    pub hosts: std::collections::BTreeMap<String, String>,
 }
 
 /// `[slurm]`: where slurmrestd is and who we are to it.
@@ -200,6 +216,7 @@ pub struct Settings {
     pub xid_catalog: XidCatalog,
     pub policy: crate::actions::policy::Policy,
     pub audit_log: PathBuf,
+    pub endpoints: crate::sources::endpoints::Endpoints,
 }
 
 impl FileConfig {
@@ -239,6 +256,27 @@ impl Settings {
                 speed,
             },
             SourceKind::Slurm => SourceConfig::Slurm(slurm_config(args, &file.slurm)?),
+            SourceKind::None => SourceConfig::None,
+        };
+        let ep = &file.endpoints;
+        let endpoints = crate::sources::endpoints::Endpoints {
+            dcgm: if args.dcgm.is_empty() {
+                ep.dcgm.clone()
+            } else {
+                args.dcgm.clone()
+            },
+            prometheus: args.prometheus.clone().or_else(|| ep.prometheus.clone()),
+            interval: Duration::from_secs_f64(
+                ep.interval_s
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .unwrap_or(10.0),
+            ),
+            timeout: Duration::from_secs_f64(
+                ep.timeout_s
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .unwrap_or(5.0),
+            ),
+            hosts: crate::sources::dcgm::merge::HostMap(ep.hosts.clone()),
         };
         let expected = source.expected_interval();
         let stale_after = match file.ui.stale_after_s {
@@ -268,6 +306,7 @@ impl Settings {
             xid_catalog,
             policy,
             audit_log,
+            endpoints,
         })
     }
 }

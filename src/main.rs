@@ -151,18 +151,42 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("no job {id} in the current data of {}", c.name))
 }
 
-/// The chosen source's current state, once.
+/// The chosen source's current state, once, with the node endpoints'
+/// readings laid over it.
 fn snapshot(settings: &Settings) -> Result<Cluster, String> {
-    match &settings.source {
+    let base = match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             let mut sim = Sim::new(*sim)?;
             sim.advance(settings.sim_seconds);
-            Ok(sim.snapshot())
+            sim.snapshot()
         }
         SourceConfig::Slurm(cfg) => {
-            runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))
+            runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))?
         }
+        SourceConfig::None if settings.endpoints.is_empty() => {
+            return Err(
+                "--source none needs node endpoints: --dcgm URL or --prometheus URL".into(),
+            );
+        }
+        SourceConfig::None => Cluster::default(),
+    };
+    let e = &settings.endpoints;
+    if e.is_empty() {
+        return Ok(base);
     }
+    let (readings, errors) = runtime()?.block_on(async {
+        let mut p = nightshift::sources::endpoints::Poller::new(e)?;
+        Ok::<_, String>(p.poll().await)
+    })?;
+    for err in &errors {
+        eprintln!("nightshift: warning: {err}");
+    }
+    let mut xids = nightshift::sources::dcgm::merge::XidWatch::default();
+    xids.observe(&readings, |h| h.to_string());
+    let now = nightshift::sources::dcgm::scrape::now();
+    Ok(nightshift::sources::endpoints::merged(
+        &base, &readings, e, &xids, now,
+    ))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

@@ -40,6 +40,8 @@ struct GpuItem<'a> {
     #[serde(flatten)]
     gpu: &'a Gpu,
     health: GpuHealth,
+    /// Seconds since the readings were taken, on the snapshot's clock.
+    age_s: Option<i64>,
 }
 
 pub fn render(c: &Cluster, what: GetWhat, format: Format) -> Result<String, String> {
@@ -78,6 +80,7 @@ fn json(c: &Cluster, what: GetWhat) -> Result<String, String> {
                 .map(|(_, g)| GpuItem {
                     gpu: g,
                     health: g.health(),
+                    age_s: g.reading_time.map(|t| (c.time - t).max(0)),
                 })
                 .collect(),
         ),

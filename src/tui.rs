@@ -46,7 +46,7 @@ fn setup() -> io::Result<Term> {
 }
 
 pub async fn run(settings: Settings) -> Result<(), String> {
-    let (source, control) = sources::spawn(settings.source.clone())?;
+    let (source, control) = sources::spawn(settings.source.clone(), &settings.endpoints)?;
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
     let runner = crate::actions::runner::Runner {

@@ -190,6 +190,9 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
             };
             (c, Executor::Slurm(Box::new(x)), who)
         }
+        SourceConfig::None => {
+            return Err("no scheduler source: actions need --source sim or slurm".into());
+        }
     };
     let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
     let since = super::audit::now() - settings.policy.window.as_secs() as i64;

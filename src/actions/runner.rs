@@ -39,6 +39,9 @@ impl Runner {
             Control::Slurm(cfg) => Executor::Slurm(Box::new(
                 crate::sources::slurm::exec::Executor::connect(cfg).await?,
             )),
+            Control::None => {
+                return Err("no scheduler source: actions need --source sim or slurm".into());
+            }
         })
     }
 
@@ -46,6 +49,7 @@ impl Runner {
         let (source, user) = match &self.control {
             Control::Sim(_) => ("sim", None),
             Control::Slurm(cfg) => ("slurm", Some(cfg.user.clone())),
+            Control::None => ("none", None),
         };
         Who {
             scheduler_user: user,

@@ -6,7 +6,7 @@
 pub mod analysis;
 pub mod blast;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 pub mod health;
 pub mod plan;
 pub mod restore;

@@ -46,6 +46,10 @@ pub struct Gpu {
     pub last_xid: Option<LastXid>,
     /// What the driver says recovery needs (NVML field 230).
     pub recovery_action: Option<RecoveryAction>,
+    /// Where the readings came from (`sim`, `dcgm http://…`, `prometheus`).
+    pub reading_source: Option<String>,
+    /// When they were read; old readings are shown with their age.
+    pub reading_time: Option<Timestamp>,
 }
 
 /// NVML's recovery action for a GPU (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
@@ -102,6 +106,8 @@ impl Gpu {
             row_remap_failed: None,
             last_xid: None,
             recovery_action: None,
+            reading_source: None,
+            reading_time: None,
         }
     }
 

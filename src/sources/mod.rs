@@ -3,6 +3,9 @@
 //! A source runs on the tokio runtime, never on the UI's thread, and sends
 //! whole snapshots: the UI keeps the newest and knows how old it is.
 
+pub mod dcgm;
+pub mod endpoints;
+pub mod prometheus;
 pub mod sim;
 pub mod slurm;
 
@@ -31,8 +34,13 @@ pub enum Update {
 /// Which backend to read, with its settings.
 #[derive(Debug, Clone)]
 pub enum SourceConfig {
-    Sim { sim: sim::SimConfig, speed: f64 },
+    Sim {
+        sim: sim::SimConfig,
+        speed: f64,
+    },
     Slurm(slurm::SlurmConfig),
+    /// No scheduler: only node endpoints.
+    None,
 }
 
 impl SourceConfig {
@@ -40,6 +48,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Sim { .. } => "sim",
             SourceConfig::Slurm(_) => "slurm",
+            SourceConfig::None => "endpoints",
         }
     }
 
@@ -54,6 +63,7 @@ impl SourceConfig {
                 }
             }
             SourceConfig::Slurm(c) => c.interval,
+            SourceConfig::None => Duration::from_secs(15),
         }
     }
 }
@@ -65,13 +75,26 @@ pub enum Control {
     Sim(mpsc::Sender<sim::CommandRequest>),
     /// Slurm is acted on through its own connection (see slurm::exec).
     Slurm(slurm::SlurmConfig),
+    /// Nothing to act on: no scheduler.
+    None,
 }
 
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
-pub fn spawn(cfg: SourceConfig) -> Result<(mpsc::Receiver<Update>, Control), String> {
+pub fn spawn(
+    cfg: SourceConfig,
+    endpoints: &endpoints::Endpoints,
+) -> Result<(mpsc::Receiver<Update>, Control), String> {
     let (tx, rx) = mpsc::channel(16);
     let control = match cfg {
+        SourceConfig::None => {
+            if endpoints.is_empty() {
+                return Err(
+                    "--source none needs node endpoints: --dcgm URL or --prometheus URL".into(),
+                );
+            }
+            return Ok((endpoints::spawn(None, endpoints.clone())?, Control::None));
+        }
         SourceConfig::Sim {
             sim: sim_cfg,
             speed,
@@ -86,5 +109,9 @@ pub fn spawn(cfg: SourceConfig) -> Result<(mpsc::Receiver<Update>, Control), Str
             Control::Slurm(cfg)
         }
     };
-    Ok((rx, control))
+    if endpoints.is_empty() {
+        Ok((rx, control))
+    } else {
+        Ok((endpoints::spawn(Some(rx), endpoints.clone())?, control))
+    }
 }

@@ -12,6 +12,7 @@ pub(crate) fn update(sim: &mut Sim) {
         .map(|j| (j.job.id.as_str(), (j.base_occ, j.mem_frac, j.hung)))
         .collect();
     let rng = &mut sim.rng;
+    let now = sim.now;
     for node in sim.nodes.iter_mut() {
         let (idle_w, max_w) = if node
             .gpu_model
@@ -23,6 +24,8 @@ pub(crate) fn update(sim: &mut Sim) {
             (55.0, 400.0)
         };
         for gpu in node.gpus.iter_mut() {
+            gpu.reading_source = Some("sim".into());
+            gpu.reading_time = Some(now);
             // A GPU that fell off the bus reports nothing at all.
             if gpu.last_xid.as_ref().is_some_and(|x| x.code == 79) {
                 gpu.sm_occupancy = None;

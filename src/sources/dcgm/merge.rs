@@ -1,0 +1,199 @@
+//! Node-endpoint readings into the scheduler's snapshot.
+
+use super::Reading;
+use crate::model::{Cluster, Event, EventKind, Gpu, LastXid, Node, NodeState};
+use std::collections::{BTreeMap, HashMap};
+
+/// Endpoint host name → scheduler node name. Unlisted hosts match a node
+/// of the same name, or of the same short name (`gpu01.cluster.local` →
+/// `gpu01`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostMap(pub BTreeMap<String, String>);
+
+impl HostMap {
+    fn node_for<'a>(&'a self, host: &'a str, known: &HashMap<&str, usize>) -> &'a str {
+        if let Some(n) = self.0.get(host) {
+            return n;
+        }
+        if known.contains_key(host) {
+            return host;
+        }
+        let short = host.split('.').next().unwrap_or(host);
+        if known.contains_key(short) {
+            short
+        } else {
+            host
+        }
+    }
+}
+
+/// Label on nodes that only a node endpoint knows.
+pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
+
+/// Turns the exporter's last-Xid gauge into events: a new non-zero value
+/// (or a new Xid in the windowed counter) is an event.
+#[derive(Debug, Default)]
+pub struct XidWatch {
+    last: HashMap<(String, u32), u32>,
+    seen_recent: HashMap<(String, u32), Vec<u32>>,
+    events: Vec<Event>,
+    seq: u64,
+}
+
+impl XidWatch {
+    pub fn observe(&mut self, readings: &[Reading], node_of: impl Fn(&str) -> String) {
+        for r in readings {
+            let key = (r.host.clone(), r.index);
+            let mut new: Vec<u32> = Vec::new();
+            if let Some(x) = r.last_xid.filter(|x| *x > 0)
+                && self.last.get(&key) != Some(&x)
+            {
+                new.push(x);
+            }
+            if let Some(x) = r.last_xid {
+                self.last.insert(key.clone(), x);
+            }
+            let seen = self.seen_recent.entry(key).or_default();
+            for x in &r.recent_xids {
+                if !seen.contains(x) {
+                    seen.push(*x);
+                    if !new.contains(x) {
+                        new.push(*x);
+                    }
+                }
+            }
+            for code in new {
+                self.seq += 1;
+                self.events.push(Event {
+                    seq: self.seq,
+                    time: r.time,
+                    node: node_of(&r.host),
+                    gpu: Some(r.index),
+                    kind: EventKind::Xid { code },
+                    message: format!("Xid {code} reported by the node endpoint"),
+                });
+            }
+        }
+        if self.events.len() > 1000 {
+            let cut = self.events.len() - 1000;
+            self.events.drain(..cut);
+        }
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+}
+
+/// Lays endpoint readings over the snapshot. The scheduler's allocation
+/// (which job holds a GPU) stays; every reading the endpoint gave replaces
+/// the snapshot's; nodes only the endpoint knows are added, marked.
+pub fn merge(
+    c: &mut Cluster,
+    readings: &[Reading],
+    source: &str,
+    hosts: &HostMap,
+    xids: &XidWatch,
+) {
+    let known: HashMap<&str, usize> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut targets: Vec<(String, &Reading)> = readings
+        .iter()
+        .map(|r| (hosts.node_for(&r.host, &known).to_string(), r))
+        .collect();
+    drop(known);
+    targets.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.index.cmp(&b.1.index)));
+    for (name, r) in targets {
+        let n = match c.nodes.iter().position(|n| n.name == name) {
+            Some(n) => n,
+            None => {
+                let mut labels = BTreeMap::new();
+                labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
+                c.nodes.push(Node {
+                    name: name.clone(),
+                    partitions: Vec::new(),
+                    state: NodeState::Unknown,
+                    reason: Some("known only to a node endpoint".into()),
+                    reason_set_by: None,
+                    reason_time: None,
+                    gpu_model: r.model.clone(),
+                    topology: None,
+                    labels,
+                    gpu_count: 0,
+                    gpus: Vec::new(),
+                });
+                c.nodes.len() - 1
+            }
+        };
+        let node = &mut c.nodes[n];
+        let g = match node.gpus.iter().position(|g| g.index == r.index) {
+            Some(g) => g,
+            None => {
+                node.gpus.push(Gpu::unknown(&name, r.index));
+                node.gpus.sort_by_key(|g| g.index);
+                node.gpu_count = node.gpu_count.max(node.gpus.len() as u32);
+                node.gpus
+                    .iter()
+                    .position(|g| g.index == r.index)
+                    .unwrap_or(0)
+            }
+        };
+        if node.gpu_model.is_none() {
+            node.gpu_model = r.model.clone();
+        }
+        apply(&mut node.gpus[g], r, source);
+    }
+    // Xid events from the endpoints join the scheduler's incidents.
+    let mut events = c.events.clone();
+    let base = events.iter().map(|e| e.seq).max().unwrap_or(0);
+    events.extend(xids.events().iter().cloned().map(|mut e| {
+        e.seq += base;
+        e
+    }));
+    events.sort_by_key(|e| (e.time, e.seq));
+    c.events = events;
+}
+
+fn apply(g: &mut Gpu, r: &Reading, source: &str) {
+    macro_rules! over {
+        ($($f:ident),*) => { $( if r.$f.is_some() { g.$f = r.$f.clone(); } )* };
+    }
+    over!(
+        uuid,
+        model,
+        sm_occupancy,
+        sm_active,
+        utilization,
+        temperature_c,
+        power_w,
+        memory_used_mib,
+        row_remap_pending,
+        row_remap_failed
+    );
+    if let Some(t) = r.memory_total_mib() {
+        g.memory_total_mib = Some(t);
+    }
+    let e = &r.ecc;
+    if e.sbe_volatile.is_some()
+        || e.dbe_volatile.is_some()
+        || e.sbe_aggregate.is_some()
+        || e.dbe_aggregate.is_some()
+    {
+        g.ecc = *e;
+    }
+    if let Some(x) = r.last_xid.filter(|x| *x > 0) {
+        let same = g.last_xid.as_ref().is_some_and(|l| l.code == x);
+        if !same {
+            g.last_xid = Some(LastXid {
+                code: x,
+                time: Some(r.time),
+            });
+        }
+    }
+    g.reading_source = Some(source.to_string());
+    g.reading_time = Some(r.time);
+}

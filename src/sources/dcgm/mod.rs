@@ -1,0 +1,202 @@
+//! GPU health from node endpoints speaking dcgm-exporter's metric names:
+//! dcgm-exporter itself, nightshift's own agent, or a Prometheus that
+//! scrapes them. Samples become per-GPU readings; readings are merged into
+//! the scheduler's snapshot by host name (a node only an endpoint knows
+//! still appears, marked as such).
+
+pub mod merge;
+pub mod scrape;
+pub mod textformat;
+
+use crate::model::{EccCounts, Timestamp};
+use std::collections::BTreeMap;
+use textformat::Sample;
+
+/// What one node endpoint says about one GPU. `None`: not reported (a
+/// family turned off in the exporter's CSV, a blank value), never zero.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reading {
+    pub host: String,
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub model: Option<String>,
+    pub sm_occupancy: Option<f64>,
+    pub sm_active: Option<f64>,
+    pub utilization: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub power_w: Option<f64>,
+    pub memory_used_mib: Option<u64>,
+    pub memory_free_mib: Option<u64>,
+    pub ecc: EccCounts,
+    pub row_remap_pending: Option<bool>,
+    pub row_remap_failed: Option<bool>,
+    /// The exporter's last Xid (0: none since the driver loaded).
+    pub last_xid: Option<u32>,
+    /// Xids from the windowed counter (`DCGM_EXP_XID_ERRORS_COUNT`, `xid` label).
+    pub recent_xids: Vec<u32>,
+    /// Kubernetes pod holding it, when the exporter maps pods.
+    pub pod: Option<String>,
+    /// When the endpoint said it.
+    pub time: Timestamp,
+}
+
+impl Reading {
+    pub fn memory_total_mib(&self) -> Option<u64> {
+        Some(self.memory_used_mib? + self.memory_free_mib?)
+    }
+}
+
+/// Values dcgm-exporter writes for "no data" (DCGM's blank sentinels).
+fn blank(v: f64) -> bool {
+    !v.is_finite() || v >= 9.2e18 || (2_147_483_632.0..=2_147_483_647.0).contains(&v)
+}
+
+/// Per field: the sum and count of MIG instance values.
+type MigSums = BTreeMap<&'static str, (f64, u32)>;
+
+/// Readings from one scrape. `default_host` names the GPUs when the series
+/// carry no `Hostname`/`hostname` label.
+pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<Reading> {
+    // (host, gpu) → reading; MIG instance series fill in only what the
+    // GPU's own series did not give.
+    let mut by_gpu: BTreeMap<(String, u32), (Reading, MigSums)> = BTreeMap::new();
+    for s in samples {
+        let Some(gpu) = s.label("gpu").and_then(|g| g.parse::<u32>().ok()) else {
+            continue;
+        };
+        let host = s
+            .label("Hostname")
+            .or_else(|| s.label("hostname"))
+            .unwrap_or(default_host)
+            .to_string();
+        let mig = s.label("GPU_I_ID").is_some();
+        // A reading is as old as its oldest sample (Prometheus gives each
+        // its time; a scrape is all `time`).
+        let entry = by_gpu.entry((host.clone(), gpu)).or_insert_with(|| {
+            (
+                Reading {
+                    host,
+                    index: gpu,
+                    time: i64::MAX,
+                    ..Reading::default()
+                },
+                BTreeMap::new(),
+            )
+        });
+        let (r, mig_acc) = entry;
+        if let Some(ms) = s.timestamp_ms {
+            r.time = r.time.min(ms / 1000);
+        }
+        if r.uuid.is_none() {
+            r.uuid = s.label("UUID").map(str::to_string);
+        }
+        if r.model.is_none() {
+            r.model = s.label("modelName").map(str::to_string);
+        }
+        if r.pod.is_none() {
+            r.pod = s.label("pod").filter(|p| !p.is_empty()).map(str::to_string);
+        }
+        if s.name == "DCGM_EXP_XID_ERRORS_COUNT" || s.name == "DCGM_FI_DEV_XID_ERRORS_ACTIVE" {
+            if let Some(x) = s.label("xid").and_then(|x| x.parse().ok())
+                && s.value > 0.0
+                && !r.recent_xids.contains(&x)
+            {
+                r.recent_xids.push(x);
+            }
+            continue;
+        }
+        if blank(s.value) {
+            continue;
+        }
+        let v = s.value;
+        let field: Option<&'static str> = match s.name.as_str() {
+            "DCGM_FI_PROF_SM_OCCUPANCY" => Some("sm_occupancy"),
+            "DCGM_FI_PROF_SM_ACTIVE" => Some("sm_active"),
+            "DCGM_FI_DEV_GPU_UTIL" => Some("util"),
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => Some("gr_active"),
+            "DCGM_FI_DEV_GPU_TEMP" => Some("temp"),
+            "DCGM_FI_DEV_POWER_USAGE" => Some("power"),
+            "DCGM_FI_DEV_FB_USED" => Some("fb_used"),
+            "DCGM_FI_DEV_FB_FREE" => Some("fb_free"),
+            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" => Some("sbe_vol"),
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" => Some("dbe_vol"),
+            "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL" => Some("sbe_agg"),
+            "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL" => Some("dbe_agg"),
+            "DCGM_FI_DEV_ROW_REMAP_PENDING" => Some("remap_pending"),
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE" => Some("remap_failed"),
+            "DCGM_FI_DEV_XID_ERRORS" => Some("xid"),
+            _ => None,
+        };
+        let Some(field) = field else { continue };
+        if mig {
+            let acc = mig_acc.entry(field).or_insert((0.0, 0));
+            acc.0 += v;
+            acc.1 += 1;
+        } else {
+            set(r, field, v);
+        }
+    }
+    by_gpu
+        .into_values()
+        .map(|(mut r, mig)| {
+            if r.time == i64::MAX {
+                r.time = time;
+            }
+            for (field, (sum, n)) in mig {
+                if !is_set(&r, field) {
+                    // Per-GPU fields repeat on every instance; activity is
+                    // per instance: the mean is the GPU's.
+                    set(&mut r, field, sum / f64::from(n));
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+fn set(r: &mut Reading, field: &str, v: f64) {
+    let count = || v.max(0.0).round() as u64;
+    match field {
+        "sm_occupancy" => r.sm_occupancy = Some(v.clamp(0.0, 1.0)),
+        "sm_active" => r.sm_active = Some(v.clamp(0.0, 1.0)),
+        "util" => r.utilization = Some((v / 100.0).clamp(0.0, 1.0)),
+        // Graphics-engine activity stands in for utilisation only when
+        // NVML's is absent; GPU_UTIL, when present, replaces it.
+        "gr_active" if r.utilization.is_none() => r.utilization = Some(v.clamp(0.0, 1.0)),
+        "temp" => r.temperature_c = Some(v),
+        "power" => r.power_w = Some(v),
+        "fb_used" => r.memory_used_mib = Some(count()),
+        "fb_free" => r.memory_free_mib = Some(count()),
+        "sbe_vol" => r.ecc.sbe_volatile = Some(count()),
+        "dbe_vol" => r.ecc.dbe_volatile = Some(count()),
+        "sbe_agg" => r.ecc.sbe_aggregate = Some(count()),
+        "dbe_agg" => r.ecc.dbe_aggregate = Some(count()),
+        "remap_pending" => r.row_remap_pending = Some(v > 0.0),
+        "remap_failed" => r.row_remap_failed = Some(v > 0.0),
+        "xid" => r.last_xid = Some(count() as u32),
+        _ => {}
+    }
+}
+
+fn is_set(r: &Reading, field: &str) -> bool {
+    match field {
+        "sm_occupancy" => r.sm_occupancy.is_some(),
+        "sm_active" => r.sm_active.is_some(),
+        "util" | "gr_active" => r.utilization.is_some(),
+        "temp" => r.temperature_c.is_some(),
+        "power" => r.power_w.is_some(),
+        "fb_used" => r.memory_used_mib.is_some(),
+        "fb_free" => r.memory_free_mib.is_some(),
+        "sbe_vol" => r.ecc.sbe_volatile.is_some(),
+        "dbe_vol" => r.ecc.dbe_volatile.is_some(),
+        "sbe_agg" => r.ecc.sbe_aggregate.is_some(),
+        "dbe_agg" => r.ecc.dbe_aggregate.is_some(),
+        "remap_pending" => r.row_remap_pending.is_some(),
+        "remap_failed" => r.row_remap_failed.is_some(),
+        "xid" => r.last_xid.is_some(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! dcgm-exporter scrapes: real ones from public threads (verbatim, split on
+//! their `# ---- source` markers) and one of ours in the newer exporter's
+//! shape (tests/fixtures/dcgm/h100-node.txt).
+
+use super::merge::{ENDPOINT_ONLY, HostMap, XidWatch, merge};
+use super::textformat::parse;
+use super::{Reading, readings};
+use crate::model::Cluster;
+
+const REAL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/dcgm/dcgm-exporter-samples.txt"
+));
+const OURS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/dcgm/h100-node.txt"
+));
+
+/// The scrapes, split on the lines that start a `# ---- source:` block.
+fn blocks() -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in REAL.lines() {
+        if line.starts_with("# ---- source:") {
+            out.push(String::new());
+        }
+        if let Some(b) = out.last_mut() {
+            b.push_str(line);
+            b.push('\n');
+        }
+    }
+    out
+}
+
+fn read(text: &str, host: &str) -> Vec<Reading> {
+    let (samples, errors) = parse(text);
+    assert!(errors.is_empty(), "{errors:?}");
+    readings(&samples, host, 1000)
+}
+
+#[test]
+fn every_real_scrape_parses() {
+    let b = blocks();
+    assert_eq!(b.len(), 6);
+    for block in &b {
+        let (_, errors) = parse(block);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+}
+
+#[test]
+fn capital_hostname_and_mig_instances() {
+    let b = blocks();
+    // Block 1: H100 with MIG, capital "Hostname", pod labels on some series.
+    let r = read(&b[0], "fallback");
+    assert_eq!(r.len(), 1, "three MIG instances are one GPU");
+    assert_eq!(r[0].host, "gsrh100-074");
+    assert_eq!(
+        r[0].utilization,
+        Some(0.0),
+        "graphics-engine activity stands in for utilisation"
+    );
+    assert!(
+        r[0].pod
+            .as_deref()
+            .is_some_and(|p| p.starts_with("text-embedding"))
+    );
+    // Block 3: A30 MIG, per-instance series for temp and Xid.
+    let r = read(&b[2], "fallback");
+    assert_eq!(r.iter().map(|x| x.index).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(r[0].temperature_c, Some(35.0));
+    assert_eq!(r[0].last_xid, Some(0));
+}
+
+#[test]
+fn lowercase_hostname_and_the_windowed_xid_counter() {
+    let b = blocks();
+    let r = read(&b[3], "fallback");
+    assert!(
+        r.iter().all(|x| x.host == "dcgm-exporter-wwwjh"),
+        "newer exporters write `hostname`"
+    );
+    let g1 = r.iter().find(|x| x.index == 1).expect("gpu 1");
+    assert_eq!(g1.temperature_c, Some(44.0));
+    // Block 5: the windowed counter carries the Xid in a label.
+    let r = read(&b[4], "fallback");
+    assert_eq!(r[0].recent_xids, [42]);
+    assert_eq!(r[0].host, "workstation");
+}
+
+#[test]
+fn missing_families_are_unknown_not_zero_and_blanks_are_blank() {
+    let b = blocks();
+    // Block 2 (V100, bare metal) has no profiling and no ECC families.
+    let r = read(&b[1], "fallback");
+    let g0 = r.iter().find(|x| x.index == 0).expect("gpu 0");
+    assert_eq!(g0.sm_occupancy, None);
+    assert_eq!(g0.ecc.dbe_volatile, None);
+    assert_eq!(g0.utilization, Some(0.0));
+    let ours = read(OURS, "fallback");
+    let g3 = ours.iter().find(|x| x.index == 3).expect("gpu 3");
+    assert_eq!(g3.temperature_c, None, "9223372036854775794 means no data");
+    assert_eq!(g3.last_xid, Some(79));
+}
+
+#[test]
+fn readings_merge_into_the_scheduler_snapshot() {
+    let r = read(OURS, "fallback");
+    let g5 = r.iter().find(|x| x.index == 5).expect("gpu 5");
+    assert_eq!(
+        (
+            g5.ecc.dbe_volatile,
+            g5.ecc.dbe_aggregate,
+            g5.row_remap_pending
+        ),
+        (Some(1), Some(2), Some(true))
+    );
+    assert_eq!(g5.memory_total_mib(), Some(81559));
+    assert_eq!(g5.utilization, Some(0.95));
+    // A scheduler that knows gpu01.cluster as gpu01, and one more node.
+    let mut c = Cluster {
+        name: "t".into(),
+        time: 1000,
+        ..Cluster::default()
+    };
+    let mut watch = XidWatch::default();
+    watch.observe(&r, |h| h.to_string());
+    merge(&mut c, &r, "dcgm", &HostMap::default(), &watch);
+    let n = c.node("gpu01").expect("an endpoint-only node appears");
+    assert_eq!(
+        n.labels.get(ENDPOINT_ONLY).map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        n.gpus.iter().map(|g| g.index).collect::<Vec<_>>(),
+        [0, 3, 5]
+    );
+    let g = &n.gpus[2];
+    assert_eq!(g.reading_source.as_deref(), Some("dcgm"));
+    assert_eq!(g.last_xid.as_ref().map(|x| x.code), Some(48));
+    assert_eq!(
+        c.events.iter().filter_map(|e| e.xid()).collect::<Vec<_>>(),
+        [79, 48]
+    );
+    // The same gauge again is not a new event; a new value is.
+    watch.observe(&r, |h| h.to_string());
+    assert_eq!(watch.events().len(), 2);
+    let mut again = r.clone();
+    again[2].last_xid = Some(63);
+    watch.observe(&again, |h| h.to_string());
+    assert_eq!(watch.events().last().and_then(|e| e.xid()), Some(63));
+}
+
+#[test]
+fn host_names_map_to_scheduler_nodes() {
+    let mut c = Cluster {
+        time: 1000,
+        ..Cluster::default()
+    };
+    crate::engine::fixture::add_node(&mut c, "gpu01", "p", 8);
+    let mut r = read(OURS, "fallback");
+    for x in r.iter_mut() {
+        x.host = "gpu01.cluster.local".into();
+    }
+    merge(
+        &mut c,
+        &r,
+        "dcgm",
+        &HostMap::default(),
+        &XidWatch::default(),
+    );
+    assert_eq!(c.nodes.len(), 1, "short name matched");
+    let mut hosts = HostMap::default();
+    hosts
+        .0
+        .insert("gpu01.cluster.local".into(), "renamed".into());
+    merge(&mut c, &r, "dcgm", &hosts, &XidWatch::default());
+    assert!(c.node("renamed").is_some(), "the configured mapping wins");
+}

@@ -1,0 +1,168 @@
+//! GPU health from node endpoints, end to end: fixture exporters served
+//! here, a real Prometheus (Debian's package) scraping them on loopback,
+//! and nightshift reading both ways — scraping the exporters directly
+//! (`--dcgm`) and querying Prometheus (`--prometheus`).
+
+mod common;
+
+use common::{require, wait_for};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const SCRAPE: &str = include_str!("fixtures/dcgm/h100-node.txt");
+
+/// Serves `body` at any path until the test ends; returns the port.
+fn serve(body: String) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(body.as_bytes());
+        }
+    });
+    port
+}
+
+struct Prom(Child);
+
+impl Drop for Prom {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port")
+}
+
+fn get_gpus(args: &[&str], dir: &std::path::Path) -> (Vec<Value>, String) {
+    let out = Command::new(common::bin())
+        .args(["--source", "none", "--log-file"])
+        .arg(dir.join("ns.log"))
+        .args(args)
+        .args(["get", "gpus", "-o", "json"])
+        .output()
+        .expect("nightshift");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    (v["items"].as_array().cloned().unwrap_or_default(), stderr)
+}
+
+fn check_fixture_gpus(items: &[Value], source: &str) {
+    let of = |node: &str, i: u64| {
+        items
+            .iter()
+            .find(|g| g["node"] == node && g["index"] == i)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    for node in ["gpu01", "gpu02"] {
+        let g3 = of(node, 3);
+        assert_eq!(g3["last_xid"]["code"], 79, "{node} gpu3: {g3}");
+        assert!(g3["temperature_c"].is_null(), "blank sentinel is unknown");
+        let g5 = of(node, 5);
+        assert_eq!(g5["last_xid"]["code"], 48);
+        assert_eq!(g5["ecc"]["dbe_volatile"], 1);
+        assert_eq!(g5["ecc"]["dbe_aggregate"], 2);
+        assert_eq!(g5["row_remap_pending"], true);
+        assert_eq!(g5["sm_occupancy"], 0.774);
+        assert_eq!(g5["health"], "critical");
+        assert!(
+            g5["reading_source"]
+                .as_str()
+                .is_some_and(|s| s.starts_with(source)),
+            "{}",
+            g5["reading_source"]
+        );
+        assert!(
+            g5["age_s"].as_i64().is_some_and(|a| a < 120),
+            "age {}",
+            g5["age_s"]
+        );
+    }
+}
+
+#[test]
+fn exporters_directly_and_through_a_real_prometheus() {
+    if !require("prometheus", "apt-get install prometheus") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = serve(SCRAPE.to_string());
+    // A second node with the older exporter's capital `Hostname` label.
+    let b = serve(SCRAPE.replace("hostname=\"gpu01\"", "Hostname=\"gpu02\""));
+
+    // 1. Scraping the exporters directly.
+    let ua = format!("http://127.0.0.1:{a}/metrics");
+    let ub = format!("http://127.0.0.1:{b}/metrics");
+    let (items, _) = get_gpus(&["--dcgm", &ua, "--dcgm", &ub], dir.path());
+    check_fixture_gpus(&items, "dcgm");
+
+    // A dead endpoint is a warning, not a failure; the live one still counts.
+    let (items, stderr) = get_gpus(
+        &["--dcgm", &ua, "--dcgm", "http://127.0.0.1:1/metrics"],
+        dir.path(),
+    );
+    assert!(
+        stderr.contains("cannot reach http://127.0.0.1:1/metrics"),
+        "{stderr}"
+    );
+    assert_eq!(items.len(), 3);
+
+    // 2. Through Prometheus, which scrapes them every second.
+    let port = free_port();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dcgm\n    static_configs:\n      - targets: ['127.0.0.1:{a}', '127.0.0.1:{b}']\n"),
+    )
+    .expect("config");
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _prom = Prom(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let ready = wait_for(Duration::from_secs(40), || {
+        let (items, _) = get_gpus(&["--prometheus", &url], dir.path());
+        (items.len() == 6 && items.iter().all(|g| !g["reading_source"].is_null())).then_some(items)
+    });
+    let items = ready.expect("Prometheus never served both exporters' GPUs");
+    check_fixture_gpus(&items, "prometheus");
+    // A query Prometheus rejects is a clear error, not a crash.
+    let err = Command::new(common::bin())
+        .args([
+            "--source",
+            "none",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "get",
+            "gpus",
+        ])
+        .output()
+        .expect("nightshift");
+    assert!(String::from_utf8_lossy(&err.stderr).contains("cannot reach Prometheus"));
+}
