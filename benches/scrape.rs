@@ -53,26 +53,53 @@ fn measure(name: &str, bytes: usize, runs: usize, mut f: impl FnMut() -> usize) 
         .collect();
     times.sort();
     let med = times[times.len() / 2];
-    println!("{name:<48} median {:>8.1} ms   {:>7.1} MB/s", med.as_secs_f64() * 1e3, bytes as f64 / 1e6 / med.as_secs_f64());
+    println!(
+        "{name:<48} median {:>8.1} ms   {:>7.1} MB/s",
+        med.as_secs_f64() * 1e3,
+        bytes as f64 / 1e6 / med.as_secs_f64()
+    );
 }
 
 fn main() {
     let text = scrape(1000);
-    println!("scrape: 1,000 nodes × 8 GPUs × {} families = {:.1} MB", FAMILIES.len(), text.len() as f64 / 1e6);
-    measure("nightshift textformat::parse", text.len(), 9, || textformat::parse(&text).0.len());
-    measure("nightshift parse + readings (GPU model)", text.len(), 9, || {
-        let (s, _) = textformat::parse(&text);
-        readings(&s, "x", 0).len()
+    println!(
+        "scrape: 1,000 nodes × 8 GPUs × {} families = {:.1} MB",
+        FAMILIES.len(),
+        text.len() as f64 / 1e6
+    );
+    measure("nightshift textformat::parse", text.len(), 9, || {
+        textformat::parse(&text).0.len()
     });
+    measure(
+        "nightshift parse + readings (GPU model)",
+        text.len(),
+        9,
+        || {
+            let (s, _) = textformat::parse(&text);
+            readings(&s, "x", 0).len()
+        },
+    );
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
-    measure("prometheus-parse 0.2.5 Scrape::parse", text.len(), 9, || {
-        prometheus_parse::Scrape::parse(lines.iter().cloned().map(Ok)).map_or(0, |s| s.samples.len())
-    });
+    measure(
+        "prometheus-parse 0.2.5 Scrape::parse",
+        text.len(),
+        9,
+        || {
+            prometheus_parse::Scrape::parse(lines.iter().cloned().map(Ok))
+                .map_or(0, |s| s.samples.len())
+        },
+    );
     // Correctness, not only speed: the crate truncates label values with ',' or '='.
     let tricky = "m{err_msg=\"Preemptive cleanup, due to previous errors -- a=b\"} 1\n";
-    let ours = textformat::parse(tricky).0[0].label("err_msg").map(str::to_string);
+    let ours = textformat::parse(tricky).0[0]
+        .label("err_msg")
+        .map(str::to_string);
     let theirs = prometheus_parse::Scrape::parse(tricky.lines().map(|l| Ok(l.to_string())))
         .ok()
-        .and_then(|s| s.samples.first().and_then(|x| x.labels.get("err_msg").map(str::to_string)));
+        .and_then(|s| {
+            s.samples
+                .first()
+                .and_then(|x| x.labels.get("err_msg").map(str::to_string))
+        });
     println!("label with ',' and '=': nightshift {ours:?}, prometheus-parse {theirs:?}");
 }

@@ -145,6 +145,21 @@ pub enum Command {
         #[command(flatten)]
         act: ActArgs,
     },
+    /// Run the node agent: NVML readings served as dcgm-exporter metrics, events, health
+    Agent {
+        /// Address to listen on
+        #[arg(long, default_value = "0.0.0.0:9400")]
+        listen: std::net::SocketAddr,
+        /// Seconds between NVML reads
+        #[arg(long, default_value_t = 5.0)]
+        interval: f64,
+        /// Serve readings recorded in a JSON file instead of NVML (no GPU needed)
+        #[arg(long, value_name = "FILE")]
+        recorded: Option<PathBuf>,
+        /// Host name in the metrics' Hostname label [default: this machine's]
+        #[arg(long)]
+        host: Option<String>,
+    },
     /// Show the audit log of actions
     Audit {
         #[arg(short, long, value_enum, default_value_t = Format::Table)]

@@ -4,6 +4,7 @@
 //! and the update loop; `tui` owns the terminal.
 
 pub mod actions;
+pub mod agent;
 pub mod analyst;
 pub mod app;
 pub mod cli;

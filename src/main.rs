@@ -72,6 +72,23 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
         Some(Command::Audit { output }) => nightshift::actions::cli::show(&settings, output),
+        Some(Command::Agent {
+            listen,
+            interval,
+            recorded,
+            host,
+        }) => {
+            if !(interval.is_finite() && interval > 0.0) {
+                return Err(format!("--interval must be > 0, got {interval}"));
+            }
+            let cfg = nightshift::agent::server::AgentConfig {
+                listen,
+                interval: std::time::Duration::from_secs_f64(interval),
+                recorded,
+                host: host.unwrap_or_else(nightshift::agent::server::hostname),
+            };
+            runtime()?.block_on(nightshift::agent::server::run(cfg))
+        }
         Some(cmd) => nightshift::actions::cli::run(&settings, &cmd),
     }
 }

@@ -166,3 +166,99 @@ fn exporters_directly_and_through_a_real_prometheus() {
         .expect("nightshift");
     assert!(String::from_utf8_lossy(&err.stderr).contains("cannot reach Prometheus"));
 }
+
+/// HTTP GET with std only; returns the body.
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
+#[test]
+fn the_agent_serves_recorded_readings_like_an_exporter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/agent/readings.json"
+    );
+    let child = Command::new(common::bin())
+        .args(["--log-file"])
+        .arg(dir.path().join("agent.log"))
+        .args([
+            "agent",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--host",
+            "gpu07",
+            "--recorded",
+            fixture,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("agent");
+    let _agent = Prom(child);
+    let health = wait_for(Duration::from_secs(10), || {
+        http_get(port, "/healthz").filter(|b| b.starts_with("ok"))
+    });
+    assert!(health.is_some_and(|h| h.contains("3 GPUs")));
+    // Every event with its sequence number; a reconnect asks for the rest.
+    let events = http_get(port, "/events?since=0").expect("events");
+    let seqs: Vec<u64> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    let rest = http_get(port, "/events?since=2").expect("events");
+    assert_eq!(rest.lines().count(), 1);
+    assert!(rest.contains("\"xid\":48"));
+    // Scraped by nightshift as any dcgm-exporter would be.
+    let (items, stderr) = get_gpus(
+        &["--dcgm", &format!("http://127.0.0.1:{port}/metrics")],
+        dir.path(),
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+    let g = |i: u64| {
+        items
+            .iter()
+            .find(|x| x["node"] == "gpu07" && x["index"] == i)
+            .cloned()
+            .expect("gpu")
+    };
+    assert_eq!(g(3)["last_xid"]["code"], 79);
+    assert!(g(3)["temperature_c"].is_null());
+    assert_eq!(g(5)["ecc"]["dbe_volatile"], 1);
+    assert_eq!(g(5)["row_remap_pending"], true);
+    assert_eq!(g(0)["sm_occupancy"], 0.81);
+    assert_eq!(
+        http_get(port, "/nope").map(|b| b.contains("try /metrics")),
+        Some(true)
+    );
+}
+
+#[test]
+fn the_agent_without_a_gpu_says_so_in_one_line() {
+    // This machine has no NVIDIA driver (where it has one, there is nothing to check).
+    if std::path::Path::new("/proc/driver/nvidia").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(common::bin())
+        .args(["--log-file"])
+        .arg(dir.path().join("agent.log"))
+        .args(["agent", "--listen", "127.0.0.1:0"])
+        .output()
+        .expect("agent");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("NVML library not found") && !err.contains("panicked"),
+        "{err}"
+    );
+}
