@@ -243,3 +243,42 @@ fn drawing_at_scale_stays_within_the_screen() {
         assert!(s.contains(" of "), ":{cmd} shows its position");
     }
 }
+
+#[test]
+fn stale_gpu_readings_show_their_age() {
+    let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    // The node endpoint of h100-05 stopped answering five minutes ago.
+    for g in c
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == "h100-05")
+        .expect("node")
+        .gpus
+        .iter_mut()
+    {
+        g.reading_time = Some(c.time - 300);
+        g.reading_source = Some("dcgm http://h100-05:9400/metrics".into());
+    }
+    let mut a = App::new("sim", false, false, Duration::from_secs(10));
+    a.on_update(Update::Snapshot(Arc::new(c)), Instant::now());
+    command(&mut a, "nodes");
+    keys(
+        &mut a,
+        &[
+            KeyCode::Down,
+            KeyCode::Down,
+            KeyCode::Down,
+            KeyCode::Down,
+            KeyCode::Enter,
+        ],
+    );
+    assert_eq!(a.screen().target.as_deref(), Some("h100-05"));
+    let s = screen(&a, 120, 40);
+    assert!(s.contains("~"), "stale numbers are marked:\n{s}");
+    keys(&mut a, &[KeyCode::Enter]);
+    let s = screen(&a, 120, 40);
+    assert!(
+        s.contains("5m00s old — STALE: its endpoint is not answering"),
+        "{s}"
+    );
+}

@@ -171,9 +171,9 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         theme,
         gpus,
         |i| {
-            node.gpus
-                .get(i)
-                .map_or_else(Vec::new, |g| gpu_cells(g, theme, false))
+            node.gpus.get(i).map_or_else(Vec::new, |g| {
+                gpu_cells(g, theme, false, super::lists::stale(app, g))
+            })
         },
         |_| Style::default(),
     );
@@ -248,7 +248,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let gpu = &c.nodes[n].gpus[g];
     let verdict = super::answers::gpu(app, gpu, theme);
     let [info, spark] = Layout::vertical([
-        Constraint::Length(10 + verdict.len() as u16),
+        Constraint::Length(11 + verdict.len() as u16),
         Constraint::Min(4),
     ])
     .areas(area);
@@ -256,7 +256,32 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let pair = |a: Option<u64>, b: Option<u64>| format!("{} / {}", text::opt(a), text::opt(b));
     let yn =
         |b: Option<bool>| b.map_or_else(unknown, |b| if b { "YES".into() } else { "no".into() });
+    let age = gpu.reading_time.map(|t| (c.time - t).max(0));
+    let stale = age.is_some_and(|a| a as u64 > app.stale_after.as_secs());
+    let readings = match (&gpu.reading_source, age) {
+        (Some(src), Some(a)) => format!(
+            "{}, {} old{}",
+            sanitize(src),
+            text::duration(a),
+            if stale {
+                " — STALE: its endpoint is not answering"
+            } else {
+                ""
+            }
+        ),
+        (Some(src), None) => sanitize(src).into_owned(),
+        _ => "- (no node endpoint)".into(),
+    };
     let rows: Vec<(&str, String, Style)> = vec![
+        (
+            "readings from",
+            readings,
+            if stale {
+                theme.alarm()
+            } else {
+                Style::default()
+            },
+        ),
         (
             "uuid",
             gpu.uuid

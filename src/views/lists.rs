@@ -95,7 +95,22 @@ pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 }
 
 /// The cells of one GPU row; `with_node` adds the node column.
-pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool) -> Vec<Cell<'static>> {
+/// Whether a GPU's readings are older than the stale threshold.
+pub(super) fn stale(app: &App, g: &Gpu) -> bool {
+    g.reading_time
+        .is_some_and(|t| (app.cluster.time - t).max(0) as u64 > app.stale_after.as_secs())
+}
+
+/// The cells of one GPU row; `with_node` adds the node column. Stale
+/// readings are marked `~` and dimmed, never shown as if fresh.
+pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool, stale: bool) -> Vec<Cell<'static>> {
+    let live = |text: String| {
+        if stale && text != "-" {
+            Cell::from(format!("~{text}")).style(theme.dim())
+        } else {
+            Cell::from(text)
+        }
+    };
     let mem = match (g.memory_used_mib, g.memory_total_mib) {
         (Some(u), Some(t)) => format!("{:.0}/{:.0}G", u as f64 / 1024.0, t as f64 / 1024.0),
         (None, Some(t)) => format!("-/{:.0}G", t as f64 / 1024.0),
@@ -129,11 +144,11 @@ pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool) -> Vec<Cell<'sta
                 .as_deref()
                 .map_or("-".into(), |j| sanitize(j).into_owned()),
         ),
-        Cell::from(text::percent(g.sm_occupancy)),
-        Cell::from(text::percent(g.utilization)),
-        Cell::from(mem),
-        Cell::from(g.temperature_c.map_or("-".into(), |t| format!("{t:.0}C"))),
-        Cell::from(g.power_w.map_or("-".into(), |p| format!("{p:.0}W"))),
+        live(text::percent(g.sm_occupancy)),
+        live(text::percent(g.utilization)),
+        live(mem),
+        live(g.temperature_c.map_or("-".into(), |t| format!("{t:.0}C"))),
+        live(g.power_w.map_or("-".into(), |p| format!("{p:.0}W"))),
         Cell::from(format!(
             "{}/{}",
             text::opt(g.ecc.sbe_volatile),
@@ -200,7 +215,7 @@ pub fn gpus(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         area,
         theme,
         list,
-        |i| gpu_of(i).map_or_else(Vec::new, |g| gpu_cells(g, theme, true)),
+        |i| gpu_of(i).map_or_else(Vec::new, |g| gpu_cells(g, theme, true, stale(app, g))),
         |_| Style::default(),
     );
 }
