@@ -262,3 +262,31 @@ fn the_agent_without_a_gpu_says_so_in_one_line() {
         "{err}"
     );
 }
+
+#[test]
+fn the_tui_shows_exporter_gpus_with_no_scheduler() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let port = serve(SCRAPE.to_string());
+    let t = common::Tmux::start(110, 32);
+    let log = t.dir.path().join("ns.log");
+    t.type_line(&format!(
+        "{} --source none --dcgm http://127.0.0.1:{port}/metrics --log-file {}; echo EXIT=$?",
+        common::bin(),
+        log.display()
+    ));
+    t.expect("nightshift  endpoints │");
+    // GPU 3 (Xid 79) and GPU 5 (DBE) are critical on the grid.
+    t.expect("gpu01 ");
+    t.expect("x48");
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("XID 79");
+    t.expect("drain+reboot");
+    t.keys(&["Enter"]);
+    t.expect("known only to a node endpoint");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}
