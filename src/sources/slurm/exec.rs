@@ -210,18 +210,35 @@ impl Executor {
             .ok_or_else(|| format!("node {node} not found"))
     }
 
-    async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {
+    async fn jobs_now(&self) -> Result<Vec<crate::model::Job>, String> {
         let v = self
             .client
             .get(&format!("/slurm/{}/jobs", self.version))
             .await?;
         let r: wire::Response =
             serde_json::from_value(v).map_err(|e| format!("jobs: unexpected JSON: {e}"))?;
-        let c = map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]);
-        c.jobs
+        Ok(map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]).jobs)
+    }
+
+    async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {
+        self.jobs_now()
+            .await?
             .into_iter()
             .find(|j| j.id == job)
             .ok_or_else(|| format!("job {job} not found"))
+    }
+
+    /// Sends a call about `job`, then re-reads until `check` holds.
+    async fn act_on_job(
+        &self,
+        call: Call,
+        job: &str,
+        check: impl Fn(&crate::model::Job) -> bool,
+    ) -> Result<Outcome, String> {
+        self.send(&call).await?;
+        Ok(self
+            .verify(|| self.job_now(job), check, Self::show_job)
+            .await)
     }
 
     /// Re-reads until `check` holds or the time is up.
@@ -302,7 +319,7 @@ impl Executor {
             .await)
     }
 
-    /// Requeues a job; verified when it is pending again or its restart
+    /// Requeues a job; verified when it is pending again and its restart
     /// count went up.
     pub async fn requeue(&self, job: &str) -> Result<Outcome, String> {
         let before = self
@@ -311,49 +328,32 @@ impl Executor {
             .ok()
             .and_then(|j| j.restarts)
             .unwrap_or(0);
-        self.send(&self.requeue_call(job)).await?;
-        Ok(self
-            .verify(
-                || self.job_now(job),
-                |j| j.state.is_pending() && j.restarts.unwrap_or(0) > before,
-                Self::show_job,
-            )
-            .await)
+        self.act_on_job(self.requeue_call(job), job, |j| {
+            j.state.is_pending() && j.restarts.unwrap_or(0) > before
+        })
+        .await
     }
 
     pub async fn set_priority(&self, job: &str, value: u64) -> Result<Outcome, String> {
-        self.send(&self.priority_call(job, value)).await?;
-        Ok(self
-            .verify(
-                || self.job_now(job),
-                |j| j.priority == Some(value),
-                Self::show_job,
-            )
-            .await)
+        self.act_on_job(self.priority_call(job, value), job, |j| {
+            j.priority == Some(value)
+        })
+        .await
     }
 
     /// Cancels a job; verified when Slurm no longer runs or queues it.
     pub async fn cancel(&self, job: &str) -> Result<Outcome, String> {
-        self.send(&self.cancel_call(job)).await?;
-        Ok(self
-            .verify(
-                || self.job_now(job),
-                |j| !j.state.holds_resources() && !j.state.is_pending(),
-                Self::show_job,
-            )
-            .await)
+        self.act_on_job(self.cancel_call(job), job, |j| {
+            !j.state.holds_resources() && !j.state.is_pending()
+        })
+        .await
     }
 
     /// Jobs holding resources on `node` now, by id.
     pub async fn jobs_on(&self, node: &str) -> Result<Vec<String>, String> {
-        let v = self
-            .client
-            .get(&format!("/slurm/{}/jobs", self.version))
-            .await?;
-        let r: wire::Response =
-            serde_json::from_value(v).map_err(|e| format!("jobs: unexpected JSON: {e}"))?;
-        let c = map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]);
-        Ok(c.jobs
+        Ok(self
+            .jobs_now()
+            .await?
             .into_iter()
             .filter(|j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
             .map(|j| j.id)
@@ -361,33 +361,23 @@ impl Executor {
     }
 
     pub async fn hold(&self, job: &str) -> Result<Outcome, String> {
-        self.send(&self.hold_call(job)).await?;
-        Ok(self
-            .verify(
-                || self.job_now(job),
-                |j| {
-                    j.reason
-                        .as_deref()
-                        .is_some_and(|r| r.starts_with("JobHeld"))
-                },
-                Self::show_job,
-            )
-            .await)
+        self.act_on_job(self.hold_call(job), job, |j| {
+            j.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("JobHeld"))
+        })
+        .await
     }
 
     pub async fn release(&self, job: &str) -> Result<Outcome, String> {
-        self.send(&self.release_call(job)).await?;
-        Ok(self
-            .verify(
-                || self.job_now(job),
-                |j| {
-                    !j.reason
-                        .as_deref()
-                        .is_some_and(|r| r.starts_with("JobHeld"))
-                        || j.state != JobState::Pending
-                },
-                Self::show_job,
-            )
-            .await)
+        let held = |j: &crate::model::Job| {
+            j.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("JobHeld"))
+        };
+        self.act_on_job(self.release_call(job), job, move |j| {
+            !held(j) || j.state != JobState::Pending
+        })
+        .await
     }
 }
