@@ -447,16 +447,7 @@ fn start(sim: &mut Sim, spec: &Spec, nodes: &[usize], ran_s: u64, limit_s: u64) 
     let id = job.job.id.clone();
     for &n in nodes {
         job.job.nodes.push(sim.nodes[n].name.clone());
-        let mut need = spec.gpus_per_node;
-        for g in sim.nodes[n].gpus.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            if g.job.is_none() {
-                g.job = Some(id.clone());
-                need -= 1;
-            }
-        }
+        sim.allocate(n, &id, spec.gpus_per_node);
     }
     sim.jobs.push(job);
     sim.jobs.len() - 1

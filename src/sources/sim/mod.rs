@@ -209,6 +209,18 @@ impl Sim {
         self.next_seq += 1;
     }
 
+    /// Gives `gpus` of node `n`'s free GPUs, lowest index first, to job `id`.
+    pub(crate) fn allocate(&mut self, n: usize, id: &str, gpus: u32) {
+        for g in self.nodes[n]
+            .gpus
+            .iter_mut()
+            .filter(|g| g.job.is_none())
+            .take(gpus as usize)
+        {
+            g.job = Some(id.to_string());
+        }
+    }
+
     /// Ends a job: frees its GPUs and records the final state.
     pub(crate) fn end_job(&mut self, idx: usize, state: JobState) {
         let now = self.now;

@@ -130,16 +130,7 @@ fn start_on(sim: &mut Sim, i: usize, nodes: &[usize], per_node: u32) {
     let mut names = Vec::with_capacity(nodes.len());
     for &n in nodes {
         names.push(sim.nodes[n].name.clone());
-        let mut need = per_node;
-        for g in sim.nodes[n].gpus.iter_mut() {
-            if need == 0 {
-                break;
-            }
-            if g.job.is_none() {
-                g.job = Some(id.clone());
-                need -= 1;
-            }
-        }
+        sim.allocate(n, &id, per_node);
     }
     let job = &mut sim.jobs[i].job;
     job.state = JobState::Running;
