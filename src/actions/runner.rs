@@ -4,7 +4,7 @@
 use super::Action;
 use super::audit::AuditLog;
 use super::executor::Executor;
-use super::guard::{self, Done, Preview, Who};
+use super::guard::{self, Preview, Who};
 use super::policy::Policy;
 use crate::engine::SiteParams;
 use crate::model::Cluster;
@@ -139,5 +139,3 @@ pub enum Modal {
         ok: bool,
     },
 }
-
-pub type DoneBox = Box<Done>;

@@ -17,7 +17,6 @@ pub use node::{Node, NodeState};
 pub use summary::Summary;
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Seconds since the Unix epoch, UTC. The clock is the source's (the sim's own
 /// clock for the simulated cluster), so all times in one snapshot agree.
@@ -69,15 +68,6 @@ impl Cluster {
 
     pub fn job(&self, id: &str) -> Option<&Job> {
         self.jobs.iter().find(|j| j.id == id)
-    }
-
-    /// Index from node name to its position in `nodes`, for lookups at scale.
-    pub fn node_index(&self) -> HashMap<&str, usize> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect()
     }
 
     /// The jobs that hold GPUs on `node`, in job-list order.

@@ -121,10 +121,6 @@ impl Sim {
         Ok(sim)
     }
 
-    pub fn now(&self) -> Timestamp {
-        self.now
-    }
-
     /// Advances the sim clock by one second.
     pub fn step(&mut self) {
         self.now += 1;

@@ -75,10 +75,6 @@ impl Executor {
         })
     }
 
-    pub fn version(&self) -> ApiVersion {
-        self.version
-    }
-
     fn numeric(job: &str) -> Option<u64> {
         job.parse().ok()
     }
