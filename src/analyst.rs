@@ -4,7 +4,7 @@
 //! answered without waiting for the next snapshot.
 
 use crate::engine::SiteParams;
-use crate::engine::analysis::{Analysis, Focus};
+use crate::engine::analysis::{Analysis, Base, Focus};
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
 use crate::sources::Update;
@@ -22,6 +22,8 @@ pub fn spawn(
         let mut focus = focus;
         let mut latest: Option<Arc<Cluster>> = None;
         let mut prev: Option<Arc<Cluster>> = None;
+        // The snapshot the last base was computed for, and that base.
+        let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
         let mut source_open = true;
         loop {
             tokio::select! {
@@ -65,10 +67,21 @@ pub fn spawn(
                 site.clone(),
                 catalog.clone(),
             );
+            // A focus change on the same snapshot reuses its plan and verdicts.
+            let reuse = done
+                .as_ref()
+                .filter(|(d, _)| Arc::ptr_eq(d, &c))
+                .map(|(_, b)| b.clone());
+            let c2 = c.clone();
             let analysis = tokio::task::spawn_blocking(move || {
-                Analysis::compute(&c, p.as_deref(), &f, &s, &k)
+                let base =
+                    reuse.unwrap_or_else(|| Arc::new(Base::compute(&c2, p.as_deref(), &s, &k)));
+                Analysis::with_base(base, &c2, &f, &s)
             })
             .await;
+            if let Ok(a) = &analysis {
+                done = Some((c, a.base.clone()));
+            }
             match analysis {
                 Ok(a) => {
                     if tx.send(Update::Analysis(Arc::new(a))).await.is_err() {

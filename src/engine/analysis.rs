@@ -11,6 +11,7 @@ use super::why::{Why, why};
 use super::xid::XidCatalog;
 use crate::model::{Cluster, Timestamp};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// What the screen is focused on, for the answers that cost a what-if.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -34,13 +35,43 @@ pub enum FocusAnswer {
     },
 }
 
+/// What depends on the snapshot alone: computed once per snapshot.
 #[derive(Debug, Clone, Default)]
-pub struct Analysis {
+pub struct Base {
     /// The snapshot time this answers for.
     pub time: Timestamp,
     pub plan: Plan,
     pub verdicts: Vec<NodeVerdict>,
     pub verdict_of_node: HashMap<String, usize>,
+}
+
+impl Base {
+    pub fn compute(
+        c: &Cluster,
+        prev: Option<&Cluster>,
+        site: &SiteParams,
+        cat: &XidCatalog,
+    ) -> Base {
+        let plan = plan(c, site);
+        let verdicts = verdicts(c, prev, cat, site);
+        let verdict_of_node = verdicts
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.node.clone(), i))
+            .collect();
+        Base {
+            time: c.time,
+            plan,
+            verdicts,
+            verdict_of_node,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Shared between the analyses of one snapshot: a new focus reuses it.
+    pub base: Arc<Base>,
     pub focus: Option<FocusAnswer>,
 }
 
@@ -52,13 +83,11 @@ impl Analysis {
         site: &SiteParams,
         cat: &XidCatalog,
     ) -> Analysis {
-        let plan = plan(c, site);
-        let verdicts = verdicts(c, prev, cat, site);
-        let verdict_of_node = verdicts
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.node.clone(), i))
-            .collect();
+        Analysis::with_base(Arc::new(Base::compute(c, prev, site, cat)), c, focus, site)
+    }
+
+    /// The answers for `focus`, on a base already computed for `c`.
+    pub fn with_base(base: Arc<Base>, c: &Cluster, focus: &Focus, site: &SiteParams) -> Analysis {
         let focus = match focus {
             Focus::None => None,
             Focus::Job(id) => c
@@ -68,7 +97,7 @@ impl Analysis {
                 .map(|j| FocusAnswer::Job {
                     id: id.clone(),
                     why: if c.jobs[j].state.is_pending() {
-                        why(c, j, &plan).map(Box::new)
+                        why(c, j, &base.plan).map(Box::new)
                     } else {
                         None
                     },
@@ -91,18 +120,36 @@ impl Analysis {
                 .map(Box::new),
             }),
         };
-        Analysis {
-            time: c.time,
-            plan,
-            verdicts,
-            verdict_of_node,
-            focus,
-        }
+        Analysis { base, focus }
     }
 
     pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {
-        self.verdict_of_node
+        self.base
+            .verdict_of_node
             .get(node)
-            .and_then(|&i| self.verdicts.get(i))
+            .and_then(|&i| self.base.verdicts.get(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::sim::{Sim, SimConfig};
+
+    #[test]
+    fn a_new_focus_reuses_the_snapshots_plan_and_verdicts() {
+        let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+        let (site, cat) = (SiteParams::default(), XidCatalog::default());
+        let first = Analysis::compute(&c, None, &Focus::Node("h100-03".into()), &site, &cat);
+        let second = Analysis::with_base(first.base.clone(), &c, &Focus::Job("4722".into()), &site);
+        assert!(Arc::ptr_eq(&first.base, &second.base));
+        assert!(
+            matches!(&first.focus, Some(FocusAnswer::Node { drain: Ok(b), .. }) if b.killed.len() == 1)
+        );
+        assert!(matches!(
+            &second.focus,
+            Some(FocusAnswer::Job { why: Some(_), .. })
+        ));
+        assert!(second.node_verdict("h100-03").is_some());
     }
 }
