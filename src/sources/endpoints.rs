@@ -121,14 +121,14 @@ pub fn spawn(
         }
     });
     tokio::spawn(async move {
-        let mut base = Cluster::default();
+        let mut base: Arc<Cluster> = Arc::default();
         let mut readings: Vec<Reading> = Vec::new();
         let mut xids = XidWatch::default();
         loop {
             let sched_open = sched.is_some();
             tokio::select! {
                 up = async { match sched.as_mut() { Some(r) => r.recv().await, None => None } }, if sched_open => match up {
-                    Some(Update::Snapshot(c)) => base = (*c).clone(),
+                    Some(Update::Snapshot(c)) => base = c,
                     Some(other) => {
                         if tx.send(other).await.is_err() {
                             return;
