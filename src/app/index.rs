@@ -12,6 +12,9 @@ pub struct Index {
     /// Jobs holding GPUs on each node.
     pub jobs_by_node: HashMap<String, Vec<usize>>,
     pub summary: Summary,
+    /// For the node grid's layout.
+    pub longest_node_name: usize,
+    pub most_gpus_on_a_node: usize,
 }
 
 impl Index {
@@ -39,6 +42,13 @@ impl Index {
                 .collect(),
             jobs_by_node,
             summary: c.summary(),
+            longest_node_name: c
+                .nodes
+                .iter()
+                .map(|n| n.name.chars().count())
+                .max()
+                .unwrap_or(0),
+            most_gpus_on_a_node: c.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0),
         }
     }
 

@@ -158,17 +158,12 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 }
 
 /// Widest node name (capped) and most GPUs on a node.
+/// Grid cell widths, measured once per snapshot (see `Index`).
 fn cell_widths(app: &App) -> (usize, usize) {
-    let c = &app.cluster;
-    let name_w = c
-        .nodes
-        .iter()
-        .map(|n| n.name.chars().count())
-        .max()
-        .unwrap_or(4)
-        .min(24);
-    let gpus_w = c.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(8);
-    (name_w, gpus_w)
+    (
+        app.index.longest_node_name.clamp(4, 24),
+        app.index.most_gpus_on_a_node.max(1),
+    )
 }
 
 fn grid_columns(app: &App, width: u16) -> usize {
