@@ -4,9 +4,10 @@
 //! ETA ≤ 500 ms on a 2-core machine). Run: cargo bench --bench engine
 
 use nightshift::engine::SiteParams;
+use nightshift::engine::analysis::Base;
 use nightshift::engine::blast::{Target, blast};
 use nightshift::engine::health::verdicts;
-use nightshift::engine::plan::plan;
+use nightshift::engine::plan::{Unusable, plan};
 use nightshift::engine::why::why;
 use nightshift::engine::xid::XidCatalog;
 use nightshift::sources::sim::{Sim, SimConfig};
@@ -62,12 +63,15 @@ fn main() {
         t.elapsed().as_secs_f64() * 1e3
     );
     let site = SiteParams::default();
+    let none = Unusable::default();
     report(
         "whole-queue ETA (plan)",
-        time(7, || plan(&c, &site)),
+        time(7, || plan(&c, &site, &none)),
         Some(Duration::from_millis(500)),
     );
-    let p = plan(&c, &site);
+    let cat = XidCatalog::default();
+    let base = Base::compute(&c, None, &site, &cat);
+    let p = &base.plan;
     // The last pending jobs in scheduler order: the most jobs ahead of them.
     let picks: Vec<usize> = p.order.iter().rev().take(50).copied().collect();
     let mut k = 0;
@@ -75,16 +79,17 @@ fn main() {
         "why(job), given the snapshot's plan",
         time(200, || {
             k = (k + 1) % picks.len();
-            why(&c, picks[k], &p)
+            why(&c, picks[k], &base)
         }),
         Some(Duration::from_millis(5)),
     );
     report(
-        "why(job) cold: plan + why",
-        time(5, || why(&c, picks[0], &plan(&c, &site))),
+        "why(job) cold: base (verdicts + plan) + why",
+        time(5, || {
+            why(&c, picks[0], &Base::compute(&c, None, &site, &cat))
+        }),
         None,
     );
-    let cat = XidCatalog::default();
     report(
         "health verdicts, all nodes",
         time(7, || verdicts(&c, None, &cat, &site)),
@@ -92,10 +97,11 @@ fn main() {
     );
     let node = c.nodes[0].name.clone();
     report(
-        "blast: drain a node (two plans)",
+        "blast: drain a node (the plan after; the base's plan before)",
         time(3, || {
             blast(
                 &c,
+                &base,
                 &Target::Drain {
                     node: node.clone(),
                     requeue: true,

@@ -162,6 +162,27 @@ impl App {
         }
     }
 
+    /// A GPU's severity from the engine's verdicts (`ok` until the first
+    /// analysis arrives): the views never judge health themselves.
+    pub fn gpu_severity(&self, node: &str, gpu: u32) -> crate::model::GpuHealth {
+        self.analysis
+            .as_ref()
+            .map_or(crate::model::GpuHealth::Ok, |a| {
+                a.base.gpu_severity(node, gpu)
+            })
+    }
+
+    pub fn node_severity(&self, node: &str) -> crate::model::GpuHealth {
+        self.analysis
+            .as_ref()
+            .map_or(crate::model::GpuHealth::Ok, |a| a.base.node_severity(node))
+    }
+
+    /// An event's severity from the Xid catalog (the site's, when overridden).
+    pub fn event_severity(&self, e: &crate::model::Event) -> crate::model::GpuHealth {
+        crate::engine::health::event_severity(e, &self.catalog)
+    }
+
     pub fn screen(&self) -> &Screen {
         // The stack is never empty: `back` keeps the overview.
         &self.stack[self.stack.len() - 1]

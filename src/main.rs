@@ -1,8 +1,8 @@
 use clap::Parser;
 use nightshift::cli::{BlastAction, Cli, Command, Format, RestoreArgs};
 use nightshift::config::{FileConfig, Settings};
+use nightshift::engine::analysis::Base;
 use nightshift::engine::blast::{Target, blast};
-use nightshift::engine::plan::plan;
 use nightshift::engine::restore::{RestoreInput, compute, restore};
 use nightshift::engine::why::why;
 use nightshift::engine::{Provenance, units};
@@ -46,14 +46,17 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Get(args)) => {
             let c = snapshot(&settings)?;
-            print!("{}", output::render(&c, args.what, args.output)?);
+            print!(
+                "{}",
+                output::render(&c, &base(&c, &settings), args.what, args.output)?
+            );
             Ok(())
         }
         Some(Command::Why(args)) => {
             let c = snapshot(&settings)?;
             let j = job_index(&c, &args.job)?;
-            let p = plan(&c, &settings.site);
-            let w = why(&c, j, &p).ok_or_else(|| format!("no job {}", args.job))?;
+            let base = base(&c, &settings);
+            let w = why(&c, j, &base).ok_or_else(|| format!("no job {}", args.job))?;
             emit(args.output, &w, report::why)
         }
         Some(Command::Blast(args)) => {
@@ -67,7 +70,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 BlastAction::Preempt { job } => Target::Preempt { job },
                 BlastAction::Priority { job, value } => Target::Priority { job, value },
             };
-            let b = blast(&c, &target, &settings.site)?;
+            let b = blast(&c, &base(&c, &settings), &target, &settings.site)?;
             emit(args.output, &b, report::blast)
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
@@ -115,7 +118,8 @@ fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String
             if let Some(b) = node_bw {
                 site.node_read_bw = b;
             }
-            restore(&c, j, &site).ok_or_else(|| format!("no job {id}"))?
+            let base = Base::compute(&c, None, &site, &settings.xid_catalog);
+            restore(&c, &base, j, &site).ok_or_else(|| format!("no job {id}"))?
         }
         None => {
             let state_bytes = args
@@ -161,6 +165,12 @@ fn emit<T: Serialize>(
     Ok(())
 }
 
+/// The engine's base for a snapshot: the same computation the TUI's
+/// analyst makes, so the command line and the console agree.
+fn base(c: &Cluster, settings: &Settings) -> Base {
+    Base::compute(c, None, &settings.site, &settings.xid_catalog)
+}
+
 fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
     c.jobs
         .iter()
@@ -198,8 +208,8 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     for err in &errors {
         eprintln!("nightshift: warning: {err}");
     }
-    let mut xids = nightshift::sources::dcgm::merge::XidWatch::default();
-    xids.observe(&readings, |h| h.to_string());
+    let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
+    xids.observe(&readings, &base, &e.hosts);
     let now = nightshift::sources::dcgm::scrape::now();
     Ok(nightshift::sources::endpoints::merged(
         &base, &readings, e, &xids, now,

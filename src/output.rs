@@ -2,6 +2,7 @@
 //! scripts. The JSON field names are a stable interface (see README).
 
 use crate::cli::{Format, GetWhat};
+use crate::engine::analysis::Base;
 use crate::model::{Cluster, Event, Gpu, GpuHealth, Job, Node, NodeState};
 use crate::text::{self, sanitize};
 use serde::Serialize;
@@ -44,10 +45,10 @@ struct GpuItem<'a> {
     age_s: Option<i64>,
 }
 
-pub fn render(c: &Cluster, what: GetWhat, format: Format) -> Result<String, String> {
+pub fn render(c: &Cluster, base: &Base, what: GetWhat, format: Format) -> Result<String, String> {
     match format {
-        Format::Json => json(c, what),
-        Format::Table => Ok(table(c, what)),
+        Format::Json => json(c, base, what),
+        Format::Table => Ok(table(c, base, what)),
     }
 }
 
@@ -66,7 +67,7 @@ fn envelope<T: Serialize>(
     serde_json::to_string_pretty(&env).map_err(|e| format!("cannot write JSON: {e}"))
 }
 
-fn json(c: &Cluster, what: GetWhat) -> Result<String, String> {
+fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
     match what {
         GetWhat::Nodes => envelope(
             c,
@@ -79,7 +80,7 @@ fn json(c: &Cluster, what: GetWhat) -> Result<String, String> {
             c.gpus()
                 .map(|(_, g)| GpuItem {
                     gpu: g,
-                    health: g.health(),
+                    health: base.gpu_severity(&g.node, g.index),
                     age_s: g.reading_time.map(|t| (c.time - t).max(0)),
                 })
                 .collect(),
@@ -142,7 +143,7 @@ fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn table(c: &Cluster, what: GetWhat) -> String {
+fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
     match what {
         GetWhat::Nodes => columns(
             &[
@@ -215,7 +216,7 @@ fn table(c: &Cluster, what: GetWhat) -> String {
                         g.last_xid
                             .as_ref()
                             .map_or("-".into(), |x| x.code.to_string()),
-                        format!("{:?}", g.health()).to_lowercase(),
+                        format!("{:?}", base.gpu_severity(&g.node, g.index)).to_lowercase(),
                     ]
                 })
                 .collect(),

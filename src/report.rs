@@ -107,7 +107,10 @@ pub fn why(w: &Why) -> String {
             sanitize(&nodes.join(","))
         ),
         (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
-        (Some(Estimate::NoFit), _) => "none: its shape does not fit the capacity in service".into(),
+        (Some(Estimate::NoFit { reason, waits_for }), _) => format!(
+            "none: {}",
+            sanitize(&Estimate::no_fit_text(reason, waits_for, "start"))
+        ),
         _ => "-".into(),
     };
     let _ = writeln!(out, "estimated start: {eta}");

@@ -53,6 +53,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         control,
         policy: settings.policy.clone(),
         site: settings.site.clone(),
+        catalog: settings.xid_catalog.clone(),
         log: crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
     }
     .spawn(action_tx);

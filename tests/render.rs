@@ -209,6 +209,8 @@ fn escape_sequences_in_job_names_are_drawn_inert() {
 fn no_color_draws_without_colours() {
     let mut a = app_after(200);
     a.no_color = true;
+    // The critical glyph comes from the engine's verdicts, as in the app.
+    analyse(&mut a);
     let mut term = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
     term.draw(|f| nightshift::views::render(f, &a))
         .expect("draw");

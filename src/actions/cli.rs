@@ -196,9 +196,16 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     };
     let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
     let since = super::audit::now() - settings.policy.window.as_secs() as i64;
+    let base = crate::engine::analysis::Base::compute(
+        &cluster,
+        None,
+        &settings.site,
+        &settings.xid_catalog,
+    );
     let p = guard::preview(
         &action,
         &cluster,
+        &base,
         Duration::ZERO,
         &settings.policy,
         log.nodes_taken_out_since(since),

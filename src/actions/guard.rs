@@ -7,6 +7,7 @@ use super::audit::{self, AuditLog, Outcome as AuditOutcome, Record};
 use super::executor::Executor;
 use super::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
 use crate::engine::blast::{Blast, blast};
 use crate::model::Cluster;
 use std::time::Duration;
@@ -58,6 +59,7 @@ pub struct Who {
 pub fn preview(
     a: &Action,
     c: &Cluster,
+    base: &Base,
     data_age: Duration,
     policy: &Policy,
     recent_out: u32,
@@ -65,7 +67,7 @@ pub fn preview(
     executor: &Executor,
     site: &SiteParams,
 ) -> Preview {
-    let blast = a.blast_target().map(|t| blast(c, &t, site));
+    let blast = a.blast_target().map(|t| blast(c, base, &t, site));
     let jobs: Vec<String> = match &blast {
         Some(Ok(b)) => b.killed.iter().map(|k| k.id.clone()).collect(),
         _ => Vec::new(),

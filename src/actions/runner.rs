@@ -29,6 +29,7 @@ pub struct Runner {
     pub control: Control,
     pub policy: Policy,
     pub site: SiteParams,
+    pub catalog: crate::engine::xid::XidCatalog,
     pub log: AuditLog,
 }
 
@@ -90,8 +91,15 @@ impl Runner {
                         let recent = self.log.nodes_taken_out_since(since);
                         let (policy, site) = (self.policy.clone(), self.site.clone());
                         let p = tokio::task::block_in_place(|| {
+                            let base = crate::engine::analysis::Base::compute(
+                                &cluster,
+                                None,
+                                &site,
+                                &self.catalog,
+                            );
                             guard::preview(
-                                &action, &cluster, data_age, &policy, recent, false, x, &site,
+                                &action, &cluster, &base, data_age, &policy, recent, false, x,
+                                &site,
                             )
                         });
                         Update::Preview(Box::new(p))

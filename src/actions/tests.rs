@@ -59,7 +59,23 @@ fn run(
     age: Duration,
 ) -> Result<guard::Done, String> {
     let c = snapshot(&b.sim);
-    let p = guard::preview(a, &c, age, policy, 0, false, &b.sim, &SiteParams::default());
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let p = guard::preview(
+        a,
+        &c,
+        &base,
+        age,
+        policy,
+        0,
+        false,
+        &b.sim,
+        &SiteParams::default(),
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

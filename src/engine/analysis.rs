@@ -4,12 +4,12 @@
 
 use super::SiteParams;
 use super::blast::{Blast, Target, blast};
-use super::health::{NodeVerdict, verdicts};
-use super::plan::{Plan, plan};
+use super::health::{GpuVerdict, NodeVerdict, critical_nodes, verdicts};
+use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
 use super::why::{Why, why};
 use super::xid::XidCatalog;
-use crate::model::{Cluster, Timestamp};
+use crate::model::{Cluster, GpuHealth, Timestamp};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -35,14 +35,19 @@ pub enum FocusAnswer {
     },
 }
 
-/// What depends on the snapshot alone: computed once per snapshot.
+/// What depends on the snapshot alone: computed once per snapshot, and the
+/// one input of every answer (why, restore, blast, incidents) in the TUI and
+/// the command line alike, so that they cannot disagree.
 #[derive(Debug, Clone, Default)]
 pub struct Base {
     /// The snapshot time this answers for.
     pub time: Timestamp,
+    /// The queue plan, on capacity that is in service and healthy.
     pub plan: Plan,
     pub verdicts: Vec<NodeVerdict>,
     pub verdict_of_node: HashMap<String, usize>,
+    /// Nodes whose health says drain them: not capacity anywhere.
+    pub unusable: Unusable,
 }
 
 impl Base {
@@ -52,8 +57,9 @@ impl Base {
         site: &SiteParams,
         cat: &XidCatalog,
     ) -> Base {
-        let plan = plan(c, site);
         let verdicts = verdicts(c, prev, cat, site);
+        let unusable = critical_nodes(&verdicts);
+        let plan = plan(c, site, &unusable);
         let verdict_of_node = verdicts
             .iter()
             .enumerate()
@@ -64,7 +70,30 @@ impl Base {
             plan,
             verdicts,
             verdict_of_node,
+            unusable,
         }
+    }
+
+    pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {
+        self.verdict_of_node
+            .get(node)
+            .and_then(|&i| self.verdicts.get(i))
+    }
+
+    /// A GPU's verdict; `None` when it is healthy.
+    pub fn gpu_verdict(&self, node: &str, gpu: u32) -> Option<&GpuVerdict> {
+        self.node_verdict(node)
+            .and_then(|v| v.gpus.iter().find(|g| g.gpu == gpu))
+    }
+
+    pub fn gpu_severity(&self, node: &str, gpu: u32) -> GpuHealth {
+        self.gpu_verdict(node, gpu)
+            .map_or(GpuHealth::Ok, |v| v.verdict.action.severity())
+    }
+
+    pub fn node_severity(&self, node: &str) -> GpuHealth {
+        self.node_verdict(node)
+            .map_or(GpuHealth::Ok, |v| v.verdict.action.severity())
     }
 }
 
@@ -97,12 +126,12 @@ impl Analysis {
                 .map(|j| FocusAnswer::Job {
                     id: id.clone(),
                     why: if c.jobs[j].state.is_pending() {
-                        why(c, j, &base.plan).map(Box::new)
+                        why(c, j, &base).map(Box::new)
                     } else {
                         None
                     },
                     restore: if c.jobs[j].state.holds_resources() {
-                        restore(c, j, site).map(Box::new)
+                        restore(c, &base, j, site).map(Box::new)
                     } else {
                         None
                     },
@@ -111,6 +140,7 @@ impl Analysis {
                 name: name.clone(),
                 drain: blast(
                     c,
+                    &base,
                     &Target::Drain {
                         node: name.clone(),
                         requeue: true,
@@ -124,10 +154,7 @@ impl Analysis {
     }
 
     pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {
-        self.base
-            .verdict_of_node
-            .get(node)
-            .and_then(|&i| self.base.verdicts.get(i))
+        self.base.node_verdict(node)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The blast radius of an action: who dies, what it costs, who moves.
 
-use super::plan::{Estimate, Plan, plan};
-use super::restore::{Restore, restore_after};
+use super::analysis::Base;
+use super::plan::{Estimate, Plan};
+use super::restore::{Restore, plan_after, restore_after};
 use super::{SiteParams, whatif};
 use crate::model::{Cluster, Timestamp};
 use serde::Serialize;
@@ -103,7 +104,15 @@ pub struct Blast {
     pub teams: Vec<String>,
 }
 
-pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, String> {
+/// The blast radius of `target` on snapshot `c`, whose base (plan and
+/// health) is `base`: the plan before is the base's, the plan after counts
+/// the same health.
+pub fn blast(
+    c: &Cluster,
+    base: &Base,
+    target: &Target,
+    site: &SiteParams,
+) -> Result<Blast, String> {
     let find_job = |id: &str| {
         c.jobs
             .iter()
@@ -169,8 +178,8 @@ pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, S
             )
         }
     };
-    let plan_before = plan(c, site);
-    let plan_after = plan(&after, site);
+    let plan_before = &base.plan;
+    let plan_after = plan_after(&after, base, site);
 
     let killed_jobs: Vec<KilledJob> = killed
         .iter()
@@ -228,9 +237,9 @@ pub fn blast(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Blast, S
     };
 
     let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
-    let moved = moved_jobs(c, &plan_before, &after, &plan_after, &killed_ids);
+    let moved = moved_jobs(c, plan_before, &after, &plan_after, &killed_ids);
     let jumped = match target {
-        Target::Priority { job, .. } => jumped_jobs(c, &plan_before, &after, &plan_after, job),
+        Target::Priority { job, .. } => jumped_jobs(c, plan_before, &after, &plan_after, job),
         _ => Vec::new(),
     };
     let mut users = BTreeSet::new();

@@ -234,6 +234,26 @@ pub fn verdicts(
     out
 }
 
+/// Nodes whose health says they must be drained: their GPUs are not
+/// capacity anywhere in the engine (the queue plan, restore, why), and no
+/// suggestion points at them.
+pub fn critical_nodes(verdicts: &[NodeVerdict]) -> rustc_hash::FxHashSet<String> {
+    verdicts
+        .iter()
+        .filter(|v| v.verdict.action.needs_drain())
+        .map(|v| v.node.clone())
+        .collect()
+}
+
+/// How loudly to show an event: from the catalog's action for it; a node
+/// going down is critical.
+pub fn event_severity(e: &Event, cat: &XidCatalog) -> crate::model::GpuHealth {
+    match &e.kind {
+        EventKind::NodeState { to, .. } if to == "down" => crate::model::GpuHealth::Critical,
+        _ => event_action(e, cat).severity(),
+    }
+}
+
 /// The action an incident calls for, by itself.
 pub fn event_action(e: &Event, cat: &XidCatalog) -> ActionClass {
     match &e.kind {

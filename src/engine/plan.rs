@@ -4,7 +4,9 @@
 //! free: now if idle, else when its running job reaches its time limit (the
 //! scheduler's own assumption; a job with no limit holds it for ever, one
 //! without a reported limit for `SiteParams::default_time_limit_s`). Slots
-//! on drained, draining, cordoned or down nodes never free. Pending jobs are
+//! on drained, draining, cordoned or down nodes never free, nor do those of
+//! nodes whose health verdict says they must be drained (an Xid 79, an
+//! uncorrectable ECC error: `Unusable`). Pending jobs are
 //! taken in the scheduler's order (priority, then submit time); each starts
 //! at the earliest time its shape fits — `k` nodes with `g` free GPUs each —
 //! and holds those slots until its own time limit. A lower-priority job
@@ -42,11 +44,37 @@ pub enum Estimate {
     /// Waits on something no capacity model can predict (a dependency, a hold).
     Blocked { reason: String },
     /// Its shape never fits: the capacity it needs is out of service or
-    /// held without a time limit.
-    NoFit,
+    /// held without a time limit. `reason` says which, with numbers
+    /// ("needs 2 nodes with 4 GPUs, 1 left in a100"); `waits_for` names
+    /// the nodes out of service (drained, down, or with critical health)
+    /// whose return would let it fit.
+    NoFit {
+        reason: String,
+        waits_for: Vec<String>,
+    },
 }
 
 impl Estimate {
+    /// One line: "cannot {verb} until h100-03 returns: needs …".
+    pub fn no_fit_text(reason: &str, waits_for: &[String], verb: &str) -> String {
+        if waits_for.is_empty() {
+            return format!("cannot {verb}: {reason}");
+        }
+        let shown: Vec<&str> = waits_for.iter().take(3).map(String::as_str).collect();
+        let more = waits_for.len().saturating_sub(3);
+        let names = if more > 0 {
+            format!("{} and {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        };
+        let verb_return = if waits_for.len() == 1 {
+            "returns"
+        } else {
+            "return"
+        };
+        format!("cannot {verb} until {names} {verb_return}: {reason}")
+    }
+
     pub fn start(&self) -> Option<Timestamp> {
         match self {
             Estimate::Starts { start, .. } => Some(*start),
@@ -240,8 +268,58 @@ impl QuotaBook {
     }
 }
 
-/// Plans the whole queue of a snapshot.
-pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
+/// Nodes that are not capacity although the scheduler may still place work
+/// on them: their health says drain them (see `health::critical_nodes`).
+pub type Unusable = rustc_hash::FxHashSet<String>;
+
+/// Whether node `n` can take new work, as the engine counts capacity.
+pub fn usable(n: &crate::model::Node, unusable: &Unusable) -> bool {
+    n.state.schedulable() && !unusable.contains(&n.name)
+}
+
+/// Why a job of shape `k` × `g` never fits in partition `part`, with the
+/// out-of-service nodes whose return would let it.
+fn no_fit(
+    c: &Cluster,
+    part: &crate::model::Partition,
+    members: &[usize],
+    k: u32,
+    g: u32,
+    unusable: &Unusable,
+) -> Estimate {
+    let nodes: Vec<&crate::model::Node> = members.iter().map(|&n| &c.nodes[n]).collect();
+    let big_enough: Vec<&&crate::model::Node> = nodes.iter().filter(|n| n.gpu_count >= g).collect();
+    let left = big_enough.iter().filter(|n| usable(n, unusable)).count() as u32;
+    let waits_for: Vec<String> = big_enough
+        .iter()
+        .filter(|n| !usable(n, unusable))
+        .map(|n| n.name.clone())
+        .collect();
+    let what = if k == 1 {
+        format!("needs 1 node with {g} GPUs")
+    } else {
+        format!("needs {k} nodes with {g} GPUs")
+    };
+    let reason = if (big_enough.len() as u32) < k {
+        let largest = nodes.iter().map(|n| n.gpu_count).max().unwrap_or(0);
+        format!(
+            "{what}; partition {} has {} such node(s) in all (largest node: {largest} GPUs)",
+            part.name,
+            big_enough.len()
+        )
+    } else if left < k {
+        format!("{what}, {left} left in {}", part.name)
+    } else {
+        format!(
+            "{what}; the {left} that fit in {} are held by jobs without a time limit",
+            part.name
+        )
+    };
+    Estimate::NoFit { reason, waits_for }
+}
+
+/// Plans the whole queue of a snapshot. `unusable` nodes give no capacity.
+pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
     let now = c.time;
     let node_ix: FxHashMap<&str, usize> = c
         .nodes
@@ -259,7 +337,7 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
     // Slot free times from the running jobs' limits.
     let mut free_at: Vec<Vec<Timestamp>> = Vec::with_capacity(c.nodes.len());
     for n in &c.nodes {
-        if !n.state.schedulable() {
+        if !usable(n, unusable) {
             free_at.push(vec![NEVER; n.gpu_count as usize]);
             continue;
         }
@@ -367,6 +445,7 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
         first.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
 
     let mut estimates = vec![None; c.jobs.len()];
+    let mut no_fits: FxHashMap<(usize, u32, u32), Estimate> = FxHashMap::default();
     for &i in &order {
         let job = &c.jobs[i];
         if let Some(r) = job.reason.as_deref().filter(|_| blocked[i]) {
@@ -376,23 +455,35 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
             continue;
         }
         let Some(&p) = part_ix.get(job.partition.as_str()) else {
-            estimates[i] = Some(Estimate::NoFit);
+            estimates[i] = Some(Estimate::NoFit {
+                reason: format!("partition {} is not in the scheduler's data", job.partition),
+                waits_for: Vec::new(),
+            });
             continue;
         };
         let max_g = slots.parts[p].by_g.len() as u32;
         let (k, g) = shape(job, max_g);
         let need = job.gpus_requested().unwrap_or(k * g);
-        let not_before = job
-            .account
-            .as_deref()
-            .and_then(|a| quotas.get(a))
-            .map_or(now, |b| b.earliest(now, need));
+        let book = job.account.as_deref().and_then(|a| quotas.get(a));
+        let not_before = book.map_or(now, |b| b.earliest(now, need));
+        if not_before == NEVER
+            && let (Some(b), Some(a)) = (book, job.account.as_deref())
+        {
+            estimates[i] = Some(Estimate::NoFit {
+                reason: format!(
+                    "team {a}'s GPU quota ({}) is smaller than the {need} GPUs it needs",
+                    b.limit
+                ),
+                waits_for: Vec::new(),
+            });
+            continue;
+        }
         let found = if g == 0 {
             // No GPUs asked: any schedulable node will do, now.
             let any = slots.parts[p]
                 .nodes
                 .iter()
-                .find(|&&n| c.nodes[n].state.schedulable())
+                .find(|&&n| usable(&c.nodes[n], unusable))
                 .copied();
             any.map(|n| (now, vec![n]))
         } else if g > max_g {
@@ -401,14 +492,17 @@ pub fn plan(c: &Cluster, params: &SiteParams) -> Plan {
             slots.earliest(p, k as usize, g as usize)
         };
         let Some((at, nodes)) = found.filter(|(t, _)| *t != NEVER) else {
-            estimates[i] = Some(Estimate::NoFit);
+            // Many jobs of one shape share the answer: compute it once.
+            let e = no_fits
+                .entry((p, k, g))
+                .or_insert_with(|| {
+                    no_fit(c, &c.partitions[p], &slots.parts[p].nodes, k, g, unusable)
+                })
+                .clone();
+            estimates[i] = Some(e);
             continue;
         };
         let start = at.max(not_before).max(now);
-        if start == NEVER {
-            estimates[i] = Some(Estimate::NoFit);
-            continue;
-        }
         let end = end_of(start, hold_s(job, params));
         if g > 0 {
             for &n in &nodes {

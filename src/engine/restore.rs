@@ -5,6 +5,7 @@
 //! nodes × per-node read bandwidth), and lost work = time since the last
 //! checkpoint × the job's GPUs. Every term says where its number came from.
 
+use super::analysis::Base;
 use super::plan::{Estimate, Plan, plan};
 use super::{Provenance, SiteParams, whatif};
 use crate::model::{Cluster, Job};
@@ -58,6 +59,19 @@ pub struct Restore {
     pub total_s: Quantity,
 }
 
+/// The requeue wait as the queue model sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Wait {
+    /// The what-if form: no queue, so no wait in the total (said so).
+    #[default]
+    NotModelled,
+    /// Seconds until it starts again, and how that was found.
+    Known(i64, String),
+    /// It cannot start again on the capacity in service: the total is
+    /// unknown too, and the note says what it waits for.
+    Unknown(String),
+}
+
 /// Inputs of the restore model, for the what-if form and for jobs alike.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreInput {
@@ -68,7 +82,7 @@ pub struct RestoreInput {
     pub state_bytes: Option<u64>,
     pub params: Option<u64>,
     pub state_source: Provenance,
-    pub requeue_wait_s: Option<(i64, String)>,
+    pub requeue_wait: Wait,
     /// Bandwidths given on the command line replace the site's.
     pub storage_bw: Option<f64>,
     pub node_bw: Option<f64>,
@@ -156,34 +170,40 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
         ),
         None => Quantity::unknown(Provenance::Assumption, "checkpoint size unknown"),
     };
-    let requeue_wait_s = match &input.requeue_wait_s {
-        Some((s, note)) => Quantity::known(*s as f64, Provenance::Model, note.clone()),
-        None => Quantity::unknown(Provenance::Assumption, "no queue estimate"),
+    let requeue_wait_s = match &input.requeue_wait {
+        Wait::Known(s, note) => Quantity::known(*s as f64, Provenance::Model, note.clone()),
+        Wait::Unknown(note) => Quantity::unknown(Provenance::Model, note.clone()),
+        Wait::NotModelled => Quantity::unknown(
+            Provenance::Assumption,
+            "not modelled: a what-if has no queue",
+        ),
     };
     let startup_s = Quantity::known(
         site.startup_s as f64,
         Provenance::SiteDefault,
         "container start, NCCL init",
     );
-    let total_s = match (requeue_wait_s.value, load_s.value) {
-        (Some(w), Some(l)) => Quantity::known(
+    // A total with an unknown term is unknown, never a smaller number.
+    let total_s = match (&input.requeue_wait, requeue_wait_s.value, load_s.value) {
+        (Wait::Unknown(note), _, _) => Quantity::unknown(Provenance::Model, note.clone()),
+        (_, Some(w), Some(l)) => Quantity::known(
             w + site.startup_s as f64 + l,
             Provenance::Model,
             "requeue wait + start-up + state load",
         ),
-        (None, Some(l)) => Quantity::known(
+        (Wait::NotModelled, None, Some(l)) => Quantity::known(
             site.startup_s as f64 + l,
             Provenance::Model,
-            "start-up + state load (no requeue wait modelled)",
+            "start-up + state load (a what-if: no requeue wait)",
         ),
-        (Some(w), None) => Quantity::unknown(
+        (_, Some(w), None) => Quantity::unknown(
             Provenance::Assumption,
             format!(
-                "at least {} (wait + start-up); state load unknown",
+                "unknown: state load unknown (at least {} of wait and start-up)",
                 text::duration((w + site.startup_s as f64) as i64)
             ),
         ),
-        (None, None) => Quantity::unknown(Provenance::Assumption, "state load and wait unknown"),
+        (_, None, _) => Quantity::unknown(Provenance::Assumption, "unknown: state load unknown"),
     };
     Restore {
         job: None,
@@ -242,45 +262,51 @@ pub fn restore_after(
 ) -> Restore {
     let mut input = input_for(job, now);
     let idx = after.jobs.iter().position(|j| j.id == job.id);
-    let (wait, note) = match idx.and_then(|i| plan_after.estimate(i)) {
-        Some(Estimate::Starts { start, nodes }) => (
-            Some((
-                (*start - now).max(0),
-                format!("queue model: fits again on {}", nodes.join(",")),
-            )),
-            None,
+    input.requeue_wait = match idx.and_then(|i| plan_after.estimate(i)) {
+        Some(Estimate::Starts { start, nodes }) => Wait::Known(
+            (*start - now).max(0),
+            format!("queue model: fits again on {}", nodes.join(",")),
         ),
-        Some(Estimate::Blocked { reason }) => (None, Some(format!("blocked: {reason}"))),
-        Some(Estimate::NoFit) => (
-            None,
-            Some("its shape does not fit in the capacity left in service".to_string()),
-        ),
-        None => (None, None),
+        Some(Estimate::Blocked { reason }) => {
+            Wait::Unknown(format!("cannot restart while {reason}"))
+        }
+        Some(Estimate::NoFit { reason, waits_for }) => {
+            Wait::Unknown(Estimate::no_fit_text(reason, waits_for, "restart"))
+        }
+        None => Wait::Unknown("the queue model has no estimate for it".into()),
     };
-    input.requeue_wait_s = wait;
-    with_job(compute(&input, site), job, note)
-}
-
-fn with_job(mut r: Restore, job: &Job, wait_note: Option<String>) -> Restore {
+    let mut r = compute(&input, site);
     r.job = Some(job.id.clone());
-    if let Some(n) = wait_note {
-        r.requeue_wait_s.note = n;
-    }
     r
 }
 
-/// Restore for `job` if it were requeued now (with its gang).
-pub fn restore(c: &Cluster, job: usize, site: &SiteParams) -> Option<Restore> {
+/// Restore for `job` if it were requeued now (with its gang), on the
+/// capacity `base` counts: in service and healthy.
+pub fn restore(c: &Cluster, base: &Base, job: usize, site: &SiteParams) -> Option<Restore> {
     let j = c.jobs.get(job)?;
     let (after, _) = whatif::end_job(c, job, true);
-    let p = plan(&after, site);
+    let p = plan(&after, site, &base.unusable);
     Some(restore_after(j, c.time, &after, &p, site))
+}
+
+/// The plan of a what-if snapshot, on the same health as `base`.
+pub fn plan_after(after: &Cluster, base: &Base, site: &SiteParams) -> Plan {
+    plan(after, site, &base.unusable)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::fixture::*;
+
+    fn base_of(c: &Cluster) -> Base {
+        Base::compute(
+            c,
+            None,
+            &SiteParams::default(),
+            &crate::engine::xid::XidCatalog::default(),
+        )
+    }
 
     fn what_if(bytes: u64, read_bw: f64, nodes: u32, node_bw: Option<f64>) -> Restore {
         let input = RestoreInput {
@@ -327,7 +353,7 @@ mod tests {
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         let j = run(&mut c, "r", &["n1"], 8, 3600, 7200);
-        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         assert_eq!(r.state_bytes.value, None);
         assert!(r.state_bytes.note.contains("unknown"));
         assert_eq!(r.total_s.value, None);
@@ -339,7 +365,7 @@ mod tests {
         assert_eq!(r.lost_gpu_hours.value, Some(8.0));
         // From parameters: 70B × 16 bytes.
         c.jobs[j].checkpoint.params = Some(70_000_000_000);
-        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         assert_eq!(r.state_bytes.value, Some(1.12e12));
         assert_eq!(r.state_bytes.source, Provenance::Model);
     }
@@ -354,7 +380,7 @@ mod tests {
         c.jobs[j].checkpoint.size_bytes = Some(100_000_000_000);
         // n2 is busy for another 1000 s; n1 frees when the job is requeued.
         run(&mut c, "other", &["n2"], 8, 0, 1000);
-        let r = restore(&c, j, &SiteParams::default()).expect("restore");
+        let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         assert_eq!(
             r.requeue_wait_s.value,
             Some(0.0),

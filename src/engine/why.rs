@@ -1,7 +1,8 @@
 //! Why is my job waiting? The causes, each with its numbers, an estimated
 //! start from the queue plan, and what would make it start sooner.
 
-use super::plan::{Estimate, Plan, shape};
+use super::analysis::Base;
+use super::plan::{Estimate, Plan, Unusable, shape, usable};
 use crate::model::{Cluster, Job, NodeState, Timestamp};
 use crate::text;
 use serde::Serialize;
@@ -36,6 +37,9 @@ pub enum Cause {
         gpus: u32,
         would_fit: bool,
     },
+    /// Nodes the scheduler may still use whose health says drain them:
+    /// their free GPUs are not counted.
+    UnhealthyCapacity { nodes: Vec<String>, gpus_free: u32 },
     /// Pending jobs ahead of it in the partition.
     Priority {
         ahead: u32,
@@ -131,8 +135,10 @@ fn partition_nodes<'a>(c: &'a Cluster, name: &str) -> PartitionView<'a> {
     }
 }
 
-/// Why `job` waits, given the snapshot's queue plan.
-pub fn why(c: &Cluster, job: usize, plan: &Plan) -> Option<Why> {
+/// Why `job` waits, given the snapshot's base (its queue plan and health).
+pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
+    let plan = &base.plan;
+    let unusable = &base.unusable;
     let j = c.jobs.get(job)?;
     let mut causes = Vec::new();
     let mut suggestions = Vec::new();
@@ -171,7 +177,15 @@ pub fn why(c: &Cluster, job: usize, plan: &Plan) -> Option<Why> {
     let (k, g) = shape(j, part.max_gpus_per_node);
     let needed = j.gpus_requested().unwrap_or(k * g);
     quota_cause(c, j, needed, &mut causes, &mut suggestions);
-    shape_causes(c, j, &part, k, g, needed, &mut causes, &mut suggestions);
+    shape_causes(
+        c,
+        j,
+        &part,
+        (k, g, needed),
+        unusable,
+        &mut causes,
+        &mut suggestions,
+    );
     priority_cause(c, j, job, plan, &mut causes);
 
     match &estimate {
@@ -184,10 +198,10 @@ pub fn why(c: &Cluster, job: usize, plan: &Plan) -> Option<Why> {
             text::datetime(*start),
             text::duration(start - c.time)
         )),
-        Some(Estimate::NoFit) => suggestions.push(
-            "no estimate: the capacity it needs is out of service or held without a time limit"
-                .into(),
-        ),
+        Some(Estimate::NoFit { reason, waits_for }) => suggestions.push(format!(
+            "no estimate: {}",
+            Estimate::no_fit_text(reason, waits_for, "start")
+        )),
         Some(Estimate::Blocked { reason }) => {
             suggestions.push(format!("no estimate while {reason}"))
         }
@@ -249,18 +263,26 @@ fn quota_cause(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Free GPUs on a node as the engine counts them: none on a node whose
+/// health says drain it.
+fn free_on(n: &crate::model::Node, unusable: &Unusable) -> u32 {
+    if usable(n, unusable) {
+        n.gpus_free()
+    } else {
+        0
+    }
+}
+
 fn shape_causes(
     c: &Cluster,
     j: &Job,
     part: &PartitionView,
-    k: u32,
-    g: u32,
-    needed: u32,
+    (k, g, needed): (u32, u32, u32),
+    unusable: &Unusable,
     causes: &mut Vec<Reason>,
     suggestions: &mut Vec<String>,
 ) {
-    let free_per_node: Vec<u32> = part.nodes.iter().map(|n| n.gpus_free()).collect();
+    let free_per_node: Vec<u32> = part.nodes.iter().map(|n| free_on(n, unusable)).collect();
     let free: u32 = free_per_node.iter().sum();
     let max_free = free_per_node.iter().copied().max().unwrap_or(0);
     let fit_nodes = free_per_node.iter().filter(|&&f| f >= g).count() as u32;
@@ -282,7 +304,7 @@ fn shape_causes(
         let mut by_group: BTreeMap<String, u32> = BTreeMap::new();
         for n in &part.nodes {
             if let Some(t) = &n.topology {
-                *by_group.entry(t.clone()).or_default() += n.gpus_free();
+                *by_group.entry(t.clone()).or_default() += free_on(n, unusable);
             }
         }
         let per = if k == 1 {
@@ -314,6 +336,27 @@ fn shape_causes(
             }
         }
     }
+    // Nodes in service whose health says drain them: their free GPUs
+    // would only start a job on a broken GPU.
+    let sick: Vec<&&crate::model::Node> = part
+        .nodes
+        .iter()
+        .filter(|n| n.state.schedulable() && unusable.contains(&n.name) && n.gpus_free() > 0)
+        .collect();
+    if !sick.is_empty() {
+        let gpus_free = sick.iter().map(|n| n.gpus_free()).sum();
+        let names: Vec<String> = sick.iter().map(|n| n.name.clone()).collect();
+        causes.push(Reason {
+            message: format!(
+                "{gpus_free} free GPUs not counted: their node's health says drain it ({})",
+                names.join(", ")
+            ),
+            cause: Cause::UnhealthyCapacity {
+                nodes: names,
+                gpus_free,
+            },
+        });
+    }
     // Drained capacity that would fit it.
     let out: Vec<&&crate::model::Node> = part
         .nodes
@@ -326,9 +369,11 @@ fn shape_causes(
         })
         .collect();
     if !out.is_empty() && !fits_now {
+        // Only healthy nodes would let it start if they came back.
         let fitting: Vec<&&crate::model::Node> = out
             .iter()
             .copied()
+            .filter(|n| !unusable.contains(&n.name))
             .filter(|n| n.gpu_count.saturating_sub(n.gpus_allocated()) >= g)
             .collect();
         let gpus = out.iter().map(|n| n.gpu_count).sum();
@@ -338,12 +383,17 @@ fn shape_causes(
             .iter()
             .map(|n| {
                 format!(
-                    "{} ({}{})",
+                    "{} ({}{}{})",
                     n.name,
                     n.state.as_str(),
                     n.reason
                         .as_ref()
-                        .map_or(String::new(), |r| format!(": {r}"))
+                        .map_or(String::new(), |r| format!(": {r}")),
+                    if unusable.contains(&n.name) {
+                        "; health unresolved, not counted"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect();
@@ -371,12 +421,21 @@ fn shape_causes(
     if !fits_now {
         for p in c.partitions.iter().filter(|p| p.name != j.partition) {
             let other = partition_nodes(c, &p.name);
-            let fit = other.nodes.iter().filter(|n| n.gpus_free() >= g).count() as u32;
+            let fit = other
+                .nodes
+                .iter()
+                .filter(|n| free_on(n, unusable) >= g)
+                .count() as u32;
             if fit >= k {
                 let what = if k == 1 {
                     format!(
                         "{} free on one node",
-                        other.nodes.iter().map(|n| n.gpus_free()).max().unwrap_or(0)
+                        other
+                            .nodes
+                            .iter()
+                            .map(|n| free_on(n, unusable))
+                            .max()
+                            .unwrap_or(0)
                     )
                 } else {
                     format!("{fit} nodes with {g} free")

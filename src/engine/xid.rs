@@ -73,6 +73,21 @@ impl ActionClass {
     pub fn needs_drain(self) -> bool {
         self >= ActionClass::DrainInvestigate
     }
+
+    /// How loudly to show it: anything that needs a drain is critical (and
+    /// its node is not capacity for the engine), anything else to do is a
+    /// warning. This is the only severity rule: a site's catalog override
+    /// changes it everywhere.
+    pub fn severity(self) -> crate::model::GpuHealth {
+        use crate::model::GpuHealth;
+        if self.needs_drain() {
+            GpuHealth::Critical
+        } else if self == ActionClass::None {
+            GpuHealth::Ok
+        } else {
+            GpuHealth::Warn
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,13 @@
-use super::{GpuHealth, Timestamp, is_hardware_xid};
+use super::{JobState, Timestamp};
 use serde::{Deserialize, Serialize};
+
+/// A job that held the GPU (or node) when an event happened, with its state
+/// then: who an incident hit, captured by the source at the time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventJob {
+    pub id: String,
+    pub state: JobState,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -28,6 +36,9 @@ pub struct Event {
     #[serde(flatten)]
     pub kind: EventKind,
     pub message: String,
+    /// The jobs on the GPU (or, for a node event, the node) when it happened.
+    #[serde(default)]
+    pub jobs: Vec<EventJob>,
 }
 
 impl Event {
@@ -47,19 +58,6 @@ impl Event {
                 }
             }
             EventKind::NodeState { to, .. } => format!("NODE {}", to.to_uppercase()),
-        }
-    }
-
-    /// How loudly to show it: hardware Xids and uncorrectable ECC are
-    /// critical, everything else a warning.
-    pub fn severity(&self) -> GpuHealth {
-        match &self.kind {
-            EventKind::Xid { code } if is_hardware_xid(*code) => GpuHealth::Critical,
-            EventKind::Ecc {
-                dbe, remap_failed, ..
-            } if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) => GpuHealth::Critical,
-            EventKind::NodeState { to, .. } if to == "down" => GpuHealth::Critical,
-            _ => GpuHealth::Warn,
         }
     }
 

@@ -63,8 +63,9 @@ pub enum RecoveryAction {
     DrainAndReset,
 }
 
-/// A coarse health colour for display. The decision engine gives verdicts;
-/// this is only what the counters say at a glance.
+/// How loudly to show something. Only the decision engine decides it (from
+/// the Xid catalog and the counters: `engine::health`); the model has no
+/// rules of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuHealth {
@@ -73,16 +74,6 @@ pub enum GpuHealth {
     Warn,
     /// Take it out of service: uncorrectable ECC, failed remap, hardware Xid.
     Critical,
-}
-
-/// Xids that mean the GPU or node itself is in trouble, not the application.
-/// Any other Xid (13, 31, 43 … application errors; 63 and 92, which ask for
-/// attention at the next drain) only warns.
-const HARDWARE_XIDS: &[u32] = &[46, 48, 62, 64, 74, 79, 95, 119, 120, 140, 143];
-
-/// Whether an Xid points at the GPU or node rather than the application.
-pub fn is_hardware_xid(code: u32) -> bool {
-    HARDWARE_XIDS.contains(&code)
 }
 
 impl Gpu {
@@ -110,21 +101,6 @@ impl Gpu {
             reading_time: None,
         }
     }
-
-    pub fn health(&self) -> GpuHealth {
-        let dbe = self.ecc.dbe_volatile.unwrap_or(0) > 0;
-        let hw_xid = self
-            .last_xid
-            .as_ref()
-            .is_some_and(|x| is_hardware_xid(x.code));
-        if dbe || self.row_remap_failed == Some(true) || hw_xid {
-            return GpuHealth::Critical;
-        }
-        if self.row_remap_pending == Some(true) || self.last_xid.is_some() {
-            return GpuHealth::Warn;
-        }
-        GpuHealth::Ok
-    }
 }
 
 #[cfg(test)]
@@ -132,30 +108,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_gpu_is_ok_and_reports_nothing() {
+    fn unknown_gpu_reports_nothing() {
         let g = Gpu::unknown("n1", 0);
-        assert_eq!(g.health(), GpuHealth::Ok);
         assert_eq!(g.sm_occupancy, None);
         assert_eq!(g.ecc.dbe_volatile, None);
-    }
-
-    #[test]
-    fn health_follows_counters_and_xids() {
-        let mut g = Gpu::unknown("n1", 0);
-        g.last_xid = Some(LastXid {
-            code: 13,
-            time: Some(1),
-        });
-        assert_eq!(g.health(), GpuHealth::Warn);
-        g.last_xid = Some(LastXid {
-            code: 79,
-            time: Some(2),
-        });
-        assert_eq!(g.health(), GpuHealth::Critical);
-        let mut g = Gpu::unknown("n1", 1);
-        g.row_remap_pending = Some(true);
-        assert_eq!(g.health(), GpuHealth::Warn);
-        g.ecc.dbe_volatile = Some(1);
-        assert_eq!(g.health(), GpuHealth::Critical);
+        assert_eq!(g.last_xid, None);
     }
 }

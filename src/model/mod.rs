@@ -10,8 +10,8 @@ mod job;
 mod node;
 mod summary;
 
-pub use event::{Event, EventKind};
-pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction, is_hardware_xid};
+pub use event::{Event, EventJob, EventKind};
+pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{Node, NodeState};
 pub use summary::Summary;
@@ -75,6 +75,32 @@ impl Cluster {
         self.jobs
             .iter()
             .filter(move |j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
+    }
+
+    /// Who an event on `node` (and GPU `gpu`) hits now: the job holding that
+    /// GPU; when the scheduler does not say which GPU a job holds on the
+    /// node, or the event is the node's, every job holding the node.
+    pub fn jobs_at(&self, node: &str, gpu: Option<u32>) -> Vec<EventJob> {
+        let Some(n) = self.node(node) else {
+            return Vec::new();
+        };
+        let per_gpu_known = n.gpus.iter().any(|g| g.job.is_some());
+        let ids: Vec<&str> = match gpu {
+            Some(i) if per_gpu_known => n
+                .gpus
+                .iter()
+                .filter(|g| g.index == i)
+                .filter_map(|g| g.job.as_deref())
+                .collect(),
+            _ => self.jobs_on_node(node).map(|j| j.id.as_str()).collect(),
+        };
+        ids.into_iter()
+            .filter_map(|id| self.job(id))
+            .map(|j| EventJob {
+                id: j.id.clone(),
+                state: j.state,
+            })
+            .collect()
     }
 
     /// Every GPU in node order, with its node.

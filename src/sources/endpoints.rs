@@ -3,7 +3,7 @@
 
 use super::Update;
 use super::dcgm::Reading;
-use super::dcgm::merge::{HostMap, XidWatch, merge};
+use super::dcgm::merge::{HealthWatch, HostMap, merge};
 use super::dcgm::scrape::Scraper;
 use super::prometheus::Prometheus;
 use crate::model::Cluster;
@@ -88,7 +88,7 @@ pub fn merged(
     base: &Cluster,
     readings: &[Reading],
     e: &Endpoints,
-    xids: &XidWatch,
+    xids: &HealthWatch,
     now: i64,
 ) -> Cluster {
     let mut c = base.clone();
@@ -123,7 +123,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut base: Arc<Cluster> = Arc::default();
         let mut readings: Vec<Reading> = Vec::new();
-        let mut xids = XidWatch::default();
+        let mut xids = HealthWatch::default();
         loop {
             let sched_open = sched.is_some();
             tokio::select! {
@@ -143,7 +143,7 @@ pub fn spawn(
                 round = hrx.recv() => match round {
                     Some((r, errors)) => {
                         readings = r;
-                        xids.observe(&readings, |h| h.to_string());
+                        xids.observe(&readings, &base, &e.hosts);
                         if !errors.is_empty() {
                             let msg = format!("node endpoints: {}", errors.join("; "));
                             if tx.send(Update::Error(msg)).await.is_err() {

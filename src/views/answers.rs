@@ -4,7 +4,6 @@
 use super::theme::Theme;
 use crate::app::App;
 use crate::engine::analysis::FocusAnswer;
-use crate::engine::health::gpu_verdict;
 use crate::engine::plan::Estimate;
 use crate::engine::restore::Quantity;
 use crate::engine::xid::ActionClass;
@@ -95,25 +94,21 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
     vec![verdict, drain]
 }
 
-/// A GPU's verdict and evidence.
+/// A GPU's verdict and evidence, as the analyst found them: the same
+/// verdict its node, the incidents and the command line show.
 pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
-    let events: Vec<&crate::model::Event> = app
-        .cluster
-        .events
-        .iter()
-        .filter(|e| {
-            e.node == gpu.node
-                && e.gpu == Some(gpu.index)
-                && e.time > app.cluster.time - crate::engine::health::XID_WINDOW_S
-        })
-        .collect();
-    let v = gpu_verdict(
-        gpu,
-        &events,
-        None,
-        &app.catalog,
-        &crate::engine::SiteParams::default(),
-    );
+    let Some(a) = &app.analysis else {
+        return vec![pending(theme)];
+    };
+    let healthy = crate::engine::health::Verdict {
+        action: ActionClass::None,
+        summary: "healthy".into(),
+        evidence: Vec::new(),
+    };
+    let v = a
+        .base
+        .gpu_verdict(&gpu.node, gpu.index)
+        .map_or(&healthy, |g| &g.verdict);
     let mut lines = vec![Line::from(vec![
         label("verdict", theme),
         Span::styled(
@@ -174,9 +169,10 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
                 format!("in {} ({})", text::duration(s), text::clock(*start))
             }
             (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
-            (Some(Estimate::NoFit), _) => {
-                "none: its shape does not fit the capacity in service".into()
-            }
+            (Some(Estimate::NoFit { reason, waits_for }), _) => format!(
+                "none: {}",
+                sanitize(&Estimate::no_fit_text(reason, waits_for, "start"))
+            ),
             _ => "-".into(),
         };
         lines.push(Line::from(vec![

@@ -172,7 +172,8 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         gpus,
         |i| {
             node.gpus.get(i).map_or_else(Vec::new, |g| {
-                gpu_cells(g, theme, false, super::lists::stale(app, g))
+                let health = app.gpu_severity(&g.node, g.index);
+                gpu_cells(g, health, theme, false, super::lists::stale(app, g))
             })
         },
         |_| Style::default(),
@@ -246,6 +247,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         return missing(f, area, theme, "gpu", app.screen().target.as_deref());
     };
     let gpu = &c.nodes[n].gpus[g];
+    let health = app.gpu_severity(&gpu.node, gpu.index);
     let verdict = super::answers::gpu(app, gpu, theme);
     let [info, spark] = Layout::vertical([
         Constraint::Length(11 + verdict.len() as u16),
@@ -357,7 +359,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     ago(c.time, x.time)
                 )
             }),
-            theme.health(gpu.health()),
+            theme.health(health),
         ),
     ];
     let mut lines = vec![Line::from(vec![
@@ -365,10 +367,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             format!(" {} gpu {} ", sanitize(&gpu.node), gpu.index),
             theme.title(),
         ),
-        Span::styled(
-            format!("{:?}", gpu.health()).to_lowercase(),
-            theme.health(gpu.health()),
-        ),
+        Span::styled(format!("{health:?}").to_lowercase(), theme.health(health)),
     ])];
     lines.extend(rows.into_iter().map(|(k, v, style)| {
         Line::from(vec![

@@ -4,7 +4,7 @@ use super::ago;
 use super::table::{self, List};
 use super::theme::Theme;
 use crate::app::{App, Row, View};
-use crate::model::{Gpu, Job};
+use crate::model::{Gpu, GpuHealth, Job};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -103,7 +103,13 @@ pub(super) fn stale(app: &App, g: &Gpu) -> bool {
 
 /// The cells of one GPU row; `with_node` adds the node column. Stale
 /// readings are marked `~` and dimmed, never shown as if fresh.
-pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool, stale: bool) -> Vec<Cell<'static>> {
+pub(super) fn gpu_cells(
+    g: &Gpu,
+    health: GpuHealth,
+    theme: Theme,
+    with_node: bool,
+    stale: bool,
+) -> Vec<Cell<'static>> {
     let live = |text: String| {
         if stale && text != "-" {
             Cell::from(format!("~{text}")).style(theme.dim())
@@ -169,7 +175,7 @@ pub(super) fn gpu_cells(g: &Gpu, theme: Theme, with_node: bool, stale: bool) -> 
         Cell::from(g.last_xid.as_ref().map_or("-".into(), |x| {
             format!("{} {}", x.code, x.time.map_or(String::new(), text::clock))
         }))
-        .style(theme.health(g.health())),
+        .style(theme.health(health)),
     ]);
     cells
 }
@@ -215,7 +221,12 @@ pub fn gpus(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         area,
         theme,
         list,
-        |i| gpu_of(i).map_or_else(Vec::new, |g| gpu_cells(g, theme, true, stale(app, g))),
+        |i| {
+            gpu_of(i).map_or_else(Vec::new, |g| {
+                let health = app.gpu_severity(&g.node, g.index);
+                gpu_cells(g, health, theme, true, stale(app, g))
+            })
+        },
         |_| Style::default(),
     );
 }
@@ -381,7 +392,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 Cell::from(ago(c.time, Some(e.time))),
                 Cell::from(sanitize(&e.node).into_owned()),
                 Cell::from(text::opt(e.gpu)),
-                Cell::from(e.label()).style(theme.health(e.severity())),
+                Cell::from(e.label()).style(theme.health(app.event_severity(e))),
                 Cell::from(action.short()).style(theme.action(action)),
                 Cell::from(sanitize(&e.message).into_owned()),
             ]

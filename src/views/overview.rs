@@ -122,7 +122,7 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 break;
             };
             let node = &c.nodes[n];
-            let critical = node.gpus.iter().any(|g| g.health() == GpuHealth::Critical);
+            let critical = app.node_severity(&node.name) == GpuHealth::Critical;
             let mut name_style = if critical {
                 theme.critical()
             } else {
@@ -138,7 +138,8 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             spans.push(Span::styled(format!("{name:<name_w$}"), name_style));
             spans.push(Span::raw(" "));
             for g in &node.gpus {
-                let (glyph, style) = theme.gpu_cell(g, node.state.schedulable());
+                let health = app.gpu_severity(&node.name, g.index);
+                let (glyph, style) = theme.gpu_cell(g, health, node.state.schedulable());
                 spans.push(Span::styled(glyph.to_string(), style));
             }
             spans.push(Span::raw(" ".repeat(gpus_w - node.gpus.len() + 1)));
@@ -180,7 +181,7 @@ fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .rev()
         .take(n)
         .map(|e| {
-            let style = theme.health(e.severity());
+            let style = theme.health(app.event_severity(e));
             Line::from(vec![
                 Span::styled(format!(" {} ", text::clock(e.time)), theme.dim()),
                 Span::styled(format!("{:<14}", e.label()), style),

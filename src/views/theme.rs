@@ -102,9 +102,9 @@ impl Theme {
 
     /// One GPU as a grid cell: the glyph tells occupancy (or trouble), the
     /// colour health. Works without colour.
-    pub fn gpu_cell(self, gpu: &Gpu, node_usable: bool) -> (char, Style) {
+    pub fn gpu_cell(self, gpu: &Gpu, health: GpuHealth, node_usable: bool) -> (char, Style) {
         const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-        match gpu.health() {
+        match health {
             GpuHealth::Critical => return ('X', self.alarm()),
             GpuHealth::Warn => return ('!', self.badge()),
             GpuHealth::Ok => {}

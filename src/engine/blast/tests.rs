@@ -1,11 +1,16 @@
 use super::*;
 use crate::engine::fixture::*;
+use crate::engine::plan::plan;
 use crate::model::NodeState;
 use crate::sources::sim::{Sim, SimConfig};
 use proptest::prelude::*;
 
 fn site() -> SiteParams {
     SiteParams::default()
+}
+
+fn base_of(c: &Cluster) -> Base {
+    Base::compute(c, None, &site(), &crate::engine::xid::XidCatalog::default())
 }
 
 #[test]
@@ -18,6 +23,7 @@ fn draining_a_node_kills_the_whole_gang() {
     run(&mut c, "solo", &["n3"], 4, 600, 7200);
     let b = blast(
         &c,
+        &base_of(&c),
         &Target::Drain {
             node: "n2".into(),
             requeue: true,
@@ -45,6 +51,7 @@ fn separate_jobs_of_one_gang_die_together() {
     c.jobs[b].gang = Some("pg".into());
     let r = blast(
         &c,
+        &base_of(&c),
         &Target::Drain {
             node: "n1".into(),
             requeue: true,
@@ -63,6 +70,7 @@ fn draining_a_drained_node_is_a_no_op() {
     c.nodes[0].state = NodeState::Drain;
     let b = blast(
         &c,
+        &base_of(&c),
         &Target::Drain {
             node: "n1".into(),
             requeue: true,
@@ -74,6 +82,7 @@ fn draining_a_drained_node_is_a_no_op() {
     assert!(
         blast(
             &c,
+            &base_of(&c),
             &Target::Drain {
                 node: "nope".into(),
                 requeue: true
@@ -93,6 +102,7 @@ fn queued_jobs_move_when_capacity_goes() {
     let q = pend(&mut c, "q", "p", 1, 8, 10);
     let b = blast(
         &c,
+        &base_of(&c),
         &Target::Drain {
             node: "n2".into(),
             requeue: true,
@@ -117,6 +127,7 @@ fn raising_a_priority_jumps_the_jobs_between() {
     pend(&mut c, "low", "p", 1, 8, 10);
     let r = blast(
         &c,
+        &base_of(&c),
         &Target::Priority {
             job: "low".into(),
             value: 100,
@@ -138,6 +149,7 @@ fn the_sim_xid79_drain_takes_the_four_node_gang() {
     let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
     let b = blast(
         &c,
+        &base_of(&c),
         &Target::Drain {
             node: "h100-03".into(),
             requeue: true,
@@ -198,7 +210,7 @@ proptest! {
     #[test]
     fn drain_kills_every_job_on_the_node_and_every_rank_of_their_gangs(c in arb_cluster(), pick in 0usize..8) {
         let node = c.nodes[pick % c.nodes.len()].name.clone();
-        let b = blast(&c, &Target::Drain { node: node.clone(), requeue: true }, &site()).expect("blast");
+        let b = blast(&c, &base_of(&c), &Target::Drain { node: node.clone(), requeue: true }, &site()).expect("blast");
         let killed: BTreeSet<&str> = b.killed.iter().map(|k| k.id.as_str()).collect();
         for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
             if j.nodes.contains(&node) {
@@ -218,7 +230,7 @@ proptest! {
 
     #[test]
     fn estimates_are_never_before_now(c in arb_cluster()) {
-        let p = plan(&c, &site());
+        let p = plan(&c, &site(), &crate::engine::plan::Unusable::default());
         for e in p.estimates.iter().flatten() {
             if let Some(s) = e.start() {
                 prop_assert!(s >= c.time);

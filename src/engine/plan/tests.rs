@@ -12,7 +12,7 @@ fn a_job_that_fits_starts_now() {
     let mut c = cluster();
     add_node(&mut c, "n1", "p", 8);
     let j = pend(&mut c, "1", "p", 1, 4, 10);
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, j), Some(NOW));
 }
 
@@ -22,7 +22,7 @@ fn a_job_waits_for_the_running_job_to_reach_its_limit() {
     add_node(&mut c, "n1", "p", 8);
     run(&mut c, "r", &["n1"], 6, 600, 3600);
     let j = pend(&mut c, "1", "p", 1, 4, 10);
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, j), Some(NOW + 3000));
 }
 
@@ -35,7 +35,7 @@ fn higher_priority_goes_first_and_smaller_jobs_backfill() {
     run(&mut c, "r2", &["n2"], 6, 0, 7200);
     let big = pend(&mut c, "big", "p", 1, 8, 100);
     let small = pend(&mut c, "small", "p", 1, 2, 1);
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, big), Some(NOW + 3600));
     assert_eq!(
         start(&p, small),
@@ -52,7 +52,7 @@ fn a_gang_needs_all_its_nodes_at_once() {
     }
     run(&mut c, "r", &["n3"], 1, 0, 5000);
     let g = pend(&mut c, "g", "p", 3, 8, 10);
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, g), Some(NOW + 5000));
 }
 
@@ -64,8 +64,14 @@ fn drained_capacity_never_frees_and_holds_block() {
     let j = pend(&mut c, "1", "p", 1, 1, 10);
     let h = pend(&mut c, "2", "p", 1, 1, 10);
     c.jobs[h].reason = Some("JobHeldUser".into());
-    let p = plan(&c, &SiteParams::default());
-    assert_eq!(p.estimate(j), Some(&Estimate::NoFit));
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert_eq!(
+        p.estimate(j),
+        Some(&Estimate::NoFit {
+            reason: "needs 1 node with 1 GPUs, 0 left in p".into(),
+            waits_for: vec!["n1".into()],
+        })
+    );
     assert_eq!(
         p.estimate(h),
         Some(&Estimate::Blocked {
@@ -82,7 +88,7 @@ fn a_team_at_quota_waits_for_its_own_work_to_end() {
     run(&mut c, "r", &["n1"], 8, 0, 1000);
     quota(&mut c, "team", 8);
     let j = pend(&mut c, "1", "p", 1, 4, 10);
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(
         start(&p, j),
         Some(NOW + 1000),
@@ -93,7 +99,7 @@ fn a_team_at_quota_waits_for_its_own_work_to_end() {
 #[test]
 fn the_sim_night_plans_sensibly() {
     let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
-    let p = plan(&c, &SiteParams::default());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
     for (i, j) in c.jobs.iter().enumerate() {
         match (j.state.is_pending(), p.estimate(i)) {
             (true, Some(Estimate::Starts { start, .. })) => assert!(*start >= c.time, "{}", j.name),

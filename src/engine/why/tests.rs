@@ -1,13 +1,14 @@
 use super::*;
 use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
 use crate::engine::fixture::*;
-use crate::engine::plan::plan;
+use crate::engine::xid::XidCatalog;
 use crate::sources::sim::{Sim, SimConfig};
 use proptest::prelude::*;
 
 fn why_of(c: &Cluster, job: usize) -> Why {
-    let p = plan(c, &SiteParams::default());
-    why(c, job, &p).expect("why")
+    let base = Base::compute(c, None, &SiteParams::default(), &XidCatalog::default());
+    why(c, job, &base).expect("why")
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 pub struct HostMap(pub BTreeMap<String, String>);
 
 impl HostMap {
-    fn node_for<'a>(&'a self, host: &'a str, known: &HashMap<&str, usize>) -> &'a str {
+    pub fn node_for<'a>(&'a self, host: &'a str, known: &HashMap<&str, usize>) -> &'a str {
         if let Some(n) = self.0.get(host) {
             return n;
         }
@@ -30,52 +30,126 @@ impl HostMap {
 /// Label on nodes that only a node endpoint knows.
 pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
 
-/// Turns the exporter's last-Xid gauge into events: a new non-zero value
-/// (or a new Xid in the windowed counter) is an event.
+/// What the health watch remembers of one GPU between readings.
+#[derive(Debug, Default, Clone)]
+struct Seen {
+    xid: Option<u32>,
+    recent: Vec<u32>,
+    dbe_volatile: Option<u64>,
+    remap_pending: Option<bool>,
+    remap_failed: Option<bool>,
+}
+
+/// Turns endpoint readings into incidents, as the sim's own events are: a
+/// new non-zero last-Xid gauge (or a new Xid in the windowed counter), a
+/// rise in uncorrectable (DBE) errors, a row remap that became pending or
+/// failed. The first reading of a GPU that already shows one is an
+/// incident too: nobody has seen it yet. Each event names the jobs the
+/// scheduler had on that GPU when it was seen.
 #[derive(Debug, Default)]
-pub struct XidWatch {
-    last: HashMap<(String, u32), u32>,
-    seen_recent: HashMap<(String, u32), Vec<u32>>,
+pub struct HealthWatch {
+    seen: HashMap<(String, u32), Seen>,
     events: Vec<Event>,
     seq: u64,
 }
 
-impl XidWatch {
-    pub fn observe(&mut self, readings: &[Reading], node_of: impl Fn(&str) -> String) {
+/// Endpoint incidents kept.
+const KEEP_EVENTS: usize = 1000;
+
+impl HealthWatch {
+    pub fn observe(&mut self, readings: &[Reading], base: &Cluster, hosts: &HostMap) {
+        let known: HashMap<&str, usize> = base
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
         for r in readings {
             let key = (r.host.clone(), r.index);
-            let mut new: Vec<u32> = Vec::new();
+            let was = self.seen.get(&key).cloned().unwrap_or_default();
+            let mut found: Vec<(EventKind, String)> = Vec::new();
             if let Some(x) = r.last_xid.filter(|x| *x > 0)
-                && self.last.get(&key) != Some(&x)
+                && was.xid != Some(x)
             {
-                new.push(x);
+                found.push((
+                    EventKind::Xid { code: x },
+                    format!("Xid {x} reported by the node endpoint"),
+                ));
             }
-            if let Some(x) = r.last_xid {
-                self.last.insert(key.clone(), x);
-            }
-            let seen = self.seen_recent.entry(key).or_default();
             for x in &r.recent_xids {
-                if !seen.contains(x) {
-                    seen.push(*x);
-                    if !new.contains(x) {
-                        new.push(*x);
-                    }
+                let already = was.recent.contains(x)
+                    || found
+                        .iter()
+                        .any(|(k, _)| matches!(k, EventKind::Xid { code } if code == x));
+                if !already {
+                    found.push((
+                        EventKind::Xid { code: *x },
+                        format!("Xid {x} reported by the node endpoint"),
+                    ));
                 }
             }
-            for code in new {
+            let dbe_rose = match (r.ecc.dbe_volatile, was.dbe_volatile) {
+                (Some(now), Some(then)) => now > then,
+                (Some(now), None) => now > 0,
+                _ => false,
+            };
+            let pending_new = r.row_remap_pending == Some(true) && was.remap_pending != Some(true);
+            let failed_new = r.row_remap_failed == Some(true) && was.remap_failed != Some(true);
+            if dbe_rose || pending_new || failed_new {
+                let mut what = Vec::new();
+                if dbe_rose {
+                    what.push(format!(
+                        "uncorrectable ECC errors: {} volatile",
+                        r.ecc.dbe_volatile.unwrap_or(0)
+                    ));
+                }
+                if failed_new {
+                    what.push("row remap failed".to_string());
+                } else if pending_new {
+                    what.push("row remap pending".to_string());
+                }
+                found.push((
+                    EventKind::Ecc {
+                        dbe: r.ecc.dbe_volatile.filter(|_| dbe_rose),
+                        sbe: r.ecc.sbe_volatile,
+                        remap_pending: r.row_remap_pending,
+                        remap_failed: r.row_remap_failed,
+                    },
+                    format!("{} (node endpoint)", what.join("; ")),
+                ));
+            }
+            let node = hosts.node_for(&r.host, &known).to_string();
+            for (kind, message) in found {
                 self.seq += 1;
                 self.events.push(Event {
                     seq: self.seq,
                     time: r.time,
-                    node: node_of(&r.host),
+                    jobs: base.jobs_at(&node, Some(r.index)),
+                    node: node.clone(),
                     gpu: Some(r.index),
-                    kind: EventKind::Xid { code },
-                    message: format!("Xid {code} reported by the node endpoint"),
+                    kind,
+                    message,
                 });
             }
+            let mut recent = was.recent;
+            for x in &r.recent_xids {
+                if !recent.contains(x) {
+                    recent.push(*x);
+                }
+            }
+            self.seen.insert(
+                key,
+                Seen {
+                    xid: r.last_xid.or(was.xid),
+                    recent,
+                    dbe_volatile: r.ecc.dbe_volatile.or(was.dbe_volatile),
+                    remap_pending: r.row_remap_pending.or(was.remap_pending),
+                    remap_failed: r.row_remap_failed.or(was.remap_failed),
+                },
+            );
         }
-        if self.events.len() > 1000 {
-            let cut = self.events.len() - 1000;
+        if self.events.len() > KEEP_EVENTS {
+            let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);
         }
     }
@@ -93,7 +167,7 @@ pub fn merge(
     readings: &[Reading],
     source: &str,
     hosts: &HostMap,
-    xids: &XidWatch,
+    xids: &HealthWatch,
 ) {
     let known: HashMap<&str, usize> = c
         .nodes
@@ -172,7 +246,8 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
         power_w,
         memory_used_mib,
         row_remap_pending,
-        row_remap_failed
+        row_remap_failed,
+        recovery_action
     );
     if let Some(t) = r.memory_total_mib() {
         g.memory_total_mib = Some(t);

@@ -34,6 +34,9 @@ pub struct Reading {
     pub last_xid: Option<u32>,
     /// Xids from the windowed counter (`DCGM_EXP_XID_ERRORS_COUNT`, `xid` label).
     pub recent_xids: Vec<u32>,
+    /// What the driver says recovery needs (nightshift agent's
+    /// `nightshift_gpu_recovery_action`: NVML field 230).
+    pub recovery_action: Option<crate::model::RecoveryAction>,
     /// Kubernetes pod holding it, when the exporter maps pods.
     pub pod: Option<String>,
     /// When the endpoint said it.
@@ -125,6 +128,7 @@ pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<
             "DCGM_FI_DEV_ROW_REMAP_PENDING" => Some("remap_pending"),
             "DCGM_FI_DEV_ROW_REMAP_FAILURE" => Some("remap_failed"),
             "DCGM_FI_DEV_XID_ERRORS" => Some("xid"),
+            "nightshift_gpu_recovery_action" => Some("recovery"),
             _ => None,
         };
         let Some(field) = field else { continue };
@@ -174,6 +178,18 @@ fn set(r: &mut Reading, field: &str, v: f64) {
         "remap_pending" => r.row_remap_pending = Some(v > 0.0),
         "remap_failed" => r.row_remap_failed = Some(v > 0.0),
         "xid" => r.last_xid = Some(count() as u32),
+        "recovery" => {
+            use crate::model::RecoveryAction;
+            // NVML's nvmlDeviceGpuRecoveryAction_t values.
+            r.recovery_action = match count() {
+                0 => Some(RecoveryAction::None),
+                1 => Some(RecoveryAction::GpuReset),
+                2 => Some(RecoveryAction::NodeReboot),
+                3 => Some(RecoveryAction::DrainP2p),
+                4 => Some(RecoveryAction::DrainAndReset),
+                _ => None,
+            }
+        }
         _ => {}
     }
 }
@@ -194,6 +210,7 @@ fn is_set(r: &Reading, field: &str) -> bool {
         "remap_pending" => r.row_remap_pending.is_some(),
         "remap_failed" => r.row_remap_failed.is_some(),
         "xid" => r.last_xid.is_some(),
+        "recovery" => r.recovery_action.is_some(),
         _ => false,
     }
 }

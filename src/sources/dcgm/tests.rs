@@ -2,7 +2,7 @@
 //! their `# ---- source` markers) and one of ours in the newer exporter's
 //! shape (tests/fixtures/dcgm/h100-node.txt).
 
-use super::merge::{ENDPOINT_ONLY, HostMap, XidWatch, merge};
+use super::merge::{ENDPOINT_ONLY, HealthWatch, HostMap, merge};
 use super::textformat::parse;
 use super::{Reading, readings};
 use crate::model::Cluster;
@@ -122,8 +122,8 @@ fn readings_merge_into_the_scheduler_snapshot() {
         time: 1000,
         ..Cluster::default()
     };
-    let mut watch = XidWatch::default();
-    watch.observe(&r, |h| h.to_string());
+    let mut watch = HealthWatch::default();
+    watch.observe(&r, &c, &HostMap::default());
     merge(&mut c, &r, "dcgm", &HostMap::default(), &watch);
     let n = c.node("gpu01").expect("an endpoint-only node appears");
     assert_eq!(
@@ -141,13 +141,41 @@ fn readings_merge_into_the_scheduler_snapshot() {
         c.events.iter().filter_map(|e| e.xid()).collect::<Vec<_>>(),
         [79, 48]
     );
-    // The same gauge again is not a new event; a new value is.
-    watch.observe(&r, |h| h.to_string());
-    assert_eq!(watch.events().len(), 2);
+    // GPU 5's uncorrectable error and pending remap are an incident too,
+    // as they are in the sim.
+    let ecc: Vec<&crate::model::Event> = c
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, crate::model::EventKind::Ecc { .. }))
+        .collect();
+    assert_eq!(ecc.len(), 1, "{:?}", c.events);
+    assert_eq!(ecc[0].gpu, Some(5));
+    assert!(ecc[0].message.contains("uncorrectable ECC errors: 1"));
+    assert!(ecc[0].message.contains("row remap pending"));
+    // The same readings again are not new events; a new value is.
+    watch.observe(&r, &c, &HostMap::default());
+    assert_eq!(watch.events().len(), 3);
     let mut again = r.clone();
     again[2].last_xid = Some(63);
-    watch.observe(&again, |h| h.to_string());
+    watch.observe(&again, &c, &HostMap::default());
     assert_eq!(watch.events().last().and_then(|e| e.xid()), Some(63));
+    assert_eq!(watch.events().len(), 4);
+    // A second uncorrectable error is a new incident; a failed remap too.
+    let mut worse = again.clone();
+    let g5 = worse.iter_mut().find(|x| x.index == 5).expect("gpu 5");
+    g5.ecc.dbe_volatile = Some(2);
+    watch.observe(&worse, &c, &HostMap::default());
+    assert_eq!(watch.events().len(), 5);
+    let g5 = worse.iter_mut().find(|x| x.index == 5).expect("gpu 5");
+    g5.row_remap_failed = Some(true);
+    watch.observe(&worse, &c, &HostMap::default());
+    assert_eq!(watch.events().len(), 6);
+    assert!(
+        watch
+            .events()
+            .last()
+            .is_some_and(|e| e.message.contains("row remap failed"))
+    );
 }
 
 #[test]
@@ -166,13 +194,13 @@ fn host_names_map_to_scheduler_nodes() {
         &r,
         "dcgm",
         &HostMap::default(),
-        &XidWatch::default(),
+        &HealthWatch::default(),
     );
     assert_eq!(c.nodes.len(), 1, "short name matched");
     let mut hosts = HostMap::default();
     hosts
         .0
         .insert("gpu01.cluster.local".into(), "renamed".into());
-    merge(&mut c, &r, "dcgm", &hosts, &XidWatch::default());
+    merge(&mut c, &r, "dcgm", &hosts, &HealthWatch::default());
     assert!(c.node("renamed").is_some(), "the configured mapping wins");
 }

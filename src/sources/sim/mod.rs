@@ -194,6 +194,7 @@ impl Sim {
         kind: EventKind,
         message: &str,
     ) {
+        let jobs = self.jobs_at(node, gpu);
         self.events.push(Event {
             seq: self.next_seq,
             time,
@@ -201,8 +202,37 @@ impl Sim {
             gpu,
             kind,
             message: message.to_string(),
+            jobs,
         });
         self.next_seq += 1;
+    }
+
+    /// The jobs an event on `node`/`gpu` hits, as a snapshot would say.
+    fn jobs_at(&self, node: &str, gpu: Option<u32>) -> Vec<crate::model::EventJob> {
+        let Some(n) = self.nodes.iter().find(|n| n.name == node) else {
+            return Vec::new();
+        };
+        let ids: Vec<String> = match gpu {
+            Some(i) => n
+                .gpus
+                .iter()
+                .filter(|g| g.index == i)
+                .filter_map(|g| g.job.clone())
+                .collect(),
+            None => self
+                .jobs
+                .iter()
+                .filter(|j| j.job.state.holds_resources() && j.job.nodes.iter().any(|x| x == node))
+                .map(|j| j.job.id.clone())
+                .collect(),
+        };
+        ids.into_iter()
+            .filter_map(|id| self.jobs.iter().find(|j| j.job.id == id))
+            .map(|j| crate::model::EventJob {
+                id: j.job.id.clone(),
+                state: j.job.state,
+            })
+            .collect()
     }
 
     /// Gives `gpus` of node `n`'s free GPUs, lowest index first, to job `id`.

@@ -132,6 +132,7 @@ impl NodeWatch {
                     to: n.state.as_str().to_string(),
                 },
                 message: n.reason.clone().unwrap_or_default(),
+                jobs: c.jobs_at(&n.name, None),
             });
         }
         self.events.sort_by_key(|e| (e.time, e.seq));
