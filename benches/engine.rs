@@ -103,6 +103,7 @@ fn main() {
                 &c,
                 &base,
                 &Target::Drain {
+                    reason: String::new(),
                     node: node.clone(),
                     requeue: true,
                 },

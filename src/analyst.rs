@@ -11,12 +11,22 @@ use crate::sources::Update;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
+/// What the analyst passes on: every source update as it came, then the
+/// engine's answers.
+#[derive(Debug, Clone)]
+pub enum Out {
+    Source(Update),
+    Analysis(Arc<Analysis>),
+    /// The source's channel closed: nothing more will come.
+    SourceStopped,
+}
+
 pub fn spawn(
     mut source: mpsc::Receiver<Update>,
     focus: watch::Receiver<Focus>,
     site: SiteParams,
     catalog: XidCatalog,
-) -> mpsc::Receiver<Update> {
+) -> mpsc::Receiver<Out> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
         let mut focus = focus;
@@ -25,23 +35,28 @@ pub fn spawn(
         // The snapshot the last base was computed for, and that base.
         let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
         let mut source_open = true;
+        // When jobs began to show the hung-collective signature.
+        let mut history = crate::engine::stall::StallHistory::default();
         loop {
             tokio::select! {
                 up = source.recv(), if source_open => match up {
                     Some(Update::Snapshot(c)) => {
-                        if tx.send(Update::Snapshot(c.clone())).await.is_err() {
+                        if tx.send(Out::Source(Update::Snapshot(c.clone()))).await.is_err() {
                             return;
                         }
                         prev = latest.replace(c);
                     }
                     Some(other) => {
-                        if tx.send(other).await.is_err() {
+                        if tx.send(Out::Source(other)).await.is_err() {
                             return;
                         }
                         continue;
                     }
                     None => {
                         source_open = false;
+                        if tx.send(Out::SourceStopped).await.is_err() {
+                            return;
+                        }
                         continue;
                     }
                 },
@@ -56,7 +71,7 @@ pub fn spawn(
                 if let Update::Snapshot(c) = &up {
                     prev = latest.replace(c.clone());
                 }
-                if tx.send(up).await.is_err() {
+                if tx.send(Out::Source(up)).await.is_err() {
                     return;
                 }
             }
@@ -72,10 +87,14 @@ pub fn spawn(
                 .as_ref()
                 .filter(|(d, _)| Arc::ptr_eq(d, &c))
                 .map(|(_, b)| b.clone());
+            if reuse.is_none() {
+                history.observe(&c, &s);
+            }
+            let h = history.clone();
             let c2 = c.clone();
             let analysis = tokio::task::spawn_blocking(move || {
-                let base =
-                    reuse.unwrap_or_else(|| Arc::new(Base::compute(&c2, p.as_deref(), &s, &k)));
+                let base = reuse
+                    .unwrap_or_else(|| Arc::new(Base::compute_with(&c2, p.as_deref(), &s, &k, &h)));
                 Analysis::with_base(base, &c2, &f, &s)
             })
             .await;
@@ -84,7 +103,7 @@ pub fn spawn(
             }
             match analysis {
                 Ok(a) => {
-                    if tx.send(Update::Analysis(Arc::new(a))).await.is_err() {
+                    if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
                         return;
                     }
                 }

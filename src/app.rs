@@ -9,13 +9,61 @@ mod keys;
 pub use history::History;
 pub use index::Index;
 
-use crate::actions::runner::{Modal, Request};
+use crate::actions::Action;
+use crate::actions::guard::{Done, Preview};
+use crate::actions::runner::{Reply, Request};
 use crate::engine::analysis::{Analysis, Focus};
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
-use crate::sources::Update;
+use crate::sources::{Origin, Update};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The one message type of the console's loop: everything that can change
+/// the app's state arrives as one of these.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(crossterm::event::KeyEvent),
+    /// The terminal changed size: redraw.
+    Resize,
+    /// A second passed: ages move.
+    Tick,
+    /// From a source (through the analyst): a snapshot, or an origin's status.
+    Source(Update),
+    /// The engine's answers for a snapshot.
+    Analysis(Arc<Analysis>),
+    /// From the action runner.
+    Action(Reply),
+    /// A source's channel closed: it will send nothing more.
+    SourceStopped,
+}
+
+/// What the TUI shows while an action is in hand.
+#[derive(Debug, Clone)]
+pub enum Modal {
+    /// Waiting for the preview, then for the confirmation.
+    Confirm {
+        action: Action,
+        preview: Option<Box<Preview>>,
+        typed: String,
+    },
+    Running {
+        action: Action,
+    },
+    Done {
+        message: String,
+        ok: bool,
+    },
+}
+
+/// One origin's freshness: when it last answered, and its error since.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OriginState {
+    pub last_ok: Option<Instant>,
+    /// Kept until the origin answers again.
+    pub error: Option<String>,
+}
 
 /// The screens of the console.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +114,8 @@ pub enum Row {
     Node(usize),
     Gpu(usize, usize),
     Job(usize),
-    Event(usize),
+    /// An incident of the engine's analysis (`Analysis::base.incidents`).
+    Incident(usize),
 }
 
 /// One screen on the navigation stack.
@@ -118,12 +167,11 @@ pub struct App {
     /// The rows of the current list, filtered and ordered.
     pub rows: Vec<Row>,
     pub history: History,
-    /// When the newest snapshot arrived (None before the first).
-    pub last_update: Option<Instant>,
+    /// Freshness per origin: the scheduler and each node endpoint.
+    pub origins: BTreeMap<Origin, OriginState>,
     /// The clock the UI last looked at.
     pub now: Instant,
     pub stale_after: Duration,
-    pub source_error: Option<String>,
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub flash: Option<String>,
     pub quit: bool,
@@ -132,7 +180,7 @@ pub struct App {
     /// Requests for the action runner, sent by the event loop.
     pub outbox: Vec<Request>,
     /// How to undo the last action.
-    pub last_undo: Option<String>,
+    pub last_undo: Option<Action>,
 }
 
 impl App {
@@ -150,10 +198,9 @@ impl App {
             no_color,
             rows: Vec::new(),
             history: History::default(),
-            last_update: None,
+            origins: BTreeMap::new(),
             now: Instant::now(),
             stale_after,
-            source_error: None,
             flash: None,
             quit: false,
             modal: None,
@@ -193,18 +240,71 @@ impl App {
         &mut self.stack[last]
     }
 
-    /// How old the data on screen is.
+    fn age_of(&self, o: &OriginState) -> Option<Duration> {
+        o.last_ok.map(|t| self.now.saturating_duration_since(t))
+    }
+
+    /// How old the data that decisions rest on is: the scheduler's when
+    /// there is one (an endpoint's answer never makes it look fresh), else
+    /// the oldest node endpoint's. `None` before the first answer.
     pub fn data_age(&self) -> Option<Duration> {
-        self.last_update
-            .map(|t| self.now.saturating_duration_since(t))
+        if let Some(s) = self.origins.get(&Origin::Scheduler) {
+            return self.age_of(s);
+        }
+        let ages: Vec<Option<Duration>> = self.origins.values().map(|o| self.age_of(o)).collect();
+        if ages.is_empty() || ages.iter().any(Option::is_none) {
+            return None;
+        }
+        ages.into_iter().flatten().max()
     }
 
     pub fn is_stale(&self) -> bool {
         self.data_age().is_none_or(|a| a > self.stale_after)
     }
 
+    /// The origin to warn about: one in error (the scheduler first, then
+    /// the one that answered longest ago), with its age.
+    pub fn failing_origin(&self) -> Option<(&Origin, &str, Option<Duration>)> {
+        let mut failing: Vec<(&Origin, &OriginState)> = self
+            .origins
+            .iter()
+            .filter(|(_, s)| s.error.is_some())
+            .collect();
+        failing.sort_by_key(|(o, s)| {
+            (
+                **o != Origin::Scheduler,
+                s.last_ok
+                    .map_or(Duration::MAX, |t| self.now.saturating_duration_since(t)),
+            )
+        });
+        failing
+            .first()
+            .map(|(o, s)| (*o, s.error.as_deref().unwrap_or_default(), self.age_of(s)))
+    }
+
     pub fn tick(&mut self, now: Instant) {
         self.now = now;
+    }
+
+    /// The loop's one entry point.
+    pub fn update(&mut self, msg: Msg, now: Instant) {
+        self.now = now;
+        match msg {
+            Msg::Key(k) => self.on_key(k),
+            Msg::Resize | Msg::Tick => {}
+            Msg::Source(u) => self.on_update(u, now),
+            Msg::Analysis(a) => {
+                self.analysis = Some(a);
+                if self.screen().view == View::Incidents {
+                    self.refresh_rows();
+                }
+            }
+            Msg::Action(r) => self.on_reply(r),
+            Msg::SourceStopped => {
+                let s = self.origins.entry(Origin::Scheduler).or_default();
+                s.error = Some("the source stopped".into());
+            }
+        }
     }
 
     pub fn on_update(&mut self, update: Update, now: Instant) {
@@ -214,16 +314,27 @@ impl App {
                 self.history.record(&cluster);
                 self.index = Index::build(&cluster);
                 self.cluster = cluster;
-                self.last_update = Some(now);
-                self.source_error = None;
                 self.refresh_rows();
             }
-            Update::Error(e) => {
-                tracing::warn!("source error: {e}");
-                self.source_error = Some(e);
+            Update::Status { origin, error } => {
+                let s = self.origins.entry(origin).or_default();
+                match error {
+                    None => {
+                        s.last_ok = Some(now);
+                        s.error = None;
+                    }
+                    Some(e) => {
+                        tracing::warn!("source error: {e}");
+                        s.error = Some(e.to_string());
+                    }
+                }
             }
-            Update::Analysis(a) => self.analysis = Some(a),
-            Update::Preview(p) => {
+        }
+    }
+
+    fn on_reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::Preview(p) => {
                 if let Some(Modal::Confirm {
                     action, preview, ..
                 }) = &mut self.modal
@@ -232,15 +343,8 @@ impl App {
                     *preview = Some(p);
                 }
             }
-            Update::ActionDone(d) => {
-                self.flash = Some(d.message.clone());
-                self.last_undo = d.undo.clone();
-                self.modal = Some(Modal::Done {
-                    message: d.message.clone(),
-                    ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
-                });
-            }
-            Update::ActionFailed(e) => {
+            Reply::Done(d) => self.on_done(&d),
+            Reply::Failed(e) => {
                 self.flash = Some(e.clone());
                 self.modal = Some(Modal::Done {
                     message: e,
@@ -248,6 +352,15 @@ impl App {
                 });
             }
         }
+    }
+
+    fn on_done(&mut self, d: &Done) {
+        self.flash = Some(d.message.clone());
+        self.last_undo = d.undo.clone();
+        self.modal = Some(Modal::Done {
+            message: d.message.clone(),
+            ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
+        });
     }
 
     /// What the engine should answer for, given the screen.
@@ -269,7 +382,11 @@ impl App {
     /// same item when it is still there.
     pub fn refresh_rows(&mut self) {
         let screen = self.screen().clone();
-        self.rows = index::rows(&self.cluster, &self.index, &screen);
+        self.rows = if screen.view == View::Incidents {
+            self.incident_rows(&screen.filter)
+        } else {
+            index::rows(&self.cluster, &self.index, &screen)
+        };
         let key = screen.selected_key.clone();
         let found = key.and_then(|k| self.rows.iter().position(|r| self.row_key(*r) == k));
         let len = self.rows.len();
@@ -304,12 +421,40 @@ impl App {
                 })
                 .unwrap_or_default(),
             Row::Job(j) => c.jobs.get(j).map(|j| j.id.clone()).unwrap_or_default(),
-            Row::Event(e) => c
-                .events
-                .get(e)
-                .map(|e| e.seq.to_string())
-                .unwrap_or_default(),
+            Row::Incident(i) => self.incident(i).map(|i| i.id.clone()).unwrap_or_default(),
         }
+    }
+
+    /// An incident of the current analysis.
+    pub fn incident(&self, i: usize) -> Option<&crate::engine::incidents::Incident> {
+        self.analysis.as_ref().and_then(|a| a.base.incidents.get(i))
+    }
+
+    /// The analysis's incidents (newest first) that match the filter.
+    fn incident_rows(&self, filter: &str) -> Vec<Row> {
+        let Some(a) = &self.analysis else {
+            return Vec::new();
+        };
+        let f = filter.to_lowercase();
+        a.base
+            .incidents
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| {
+                f.is_empty()
+                    || [
+                        i.node.as_str(),
+                        i.label.as_str(),
+                        i.message.as_str(),
+                        i.stage.as_str(),
+                        i.status.as_str(),
+                    ]
+                    .iter()
+                    .any(|x| x.to_lowercase().contains(&f))
+                    || i.jobs.iter().any(|j| j.id.to_lowercase().contains(&f))
+            })
+            .map(|(k, _)| Row::Incident(k))
+            .collect()
     }
 
     pub fn selected_row(&self) -> Option<Row> {

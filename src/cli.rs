@@ -120,6 +120,14 @@ pub enum Command {
         #[command(flatten)]
         act: ActArgs,
     },
+    /// Change the reason of a node that is out of service (drained, cordoned)
+    Reason {
+        node: String,
+        /// The new reason, as Slurm shows it (sinfo -R)
+        reason: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
     /// Requeue a running job (and its gang)
     Requeue {
         job: String,

@@ -26,7 +26,7 @@ pub struct FileConfig {
     #[serde(default)]
     pub slurm: SlurmFile,
     #[serde(default)]
-    pub actions: crate::actions::policy::PolicyFile,
+    pub actions: ActionsFile,
     #[serde(default)]
     pub endpoints: EndpointsFile,
 }
@@ -98,8 +98,7 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
     let secs = |v: Option<f64>, default: f64, key: &str| -> Result<Duration, String> {
         match v {
             None => Ok(Duration::from_secs_f64(default)),
-            Some(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
-            Some(s) => Err(format!("config: slurm.{key} must be > 0, got {s}")),
+            Some(s) => seconds(s, &format!("slurm.{key}")),
         }
     };
     let cluster_name = file.cluster_name.clone().unwrap_or_else(|| {
@@ -139,6 +138,9 @@ pub struct EngineFile {
     pub sbe_watch_per_hour: Option<f64>,
     pub default_time_limit: Option<String>,
     pub preempt_requeues: Option<bool>,
+    pub stall_window: Option<String>,
+    pub stall_util_min: Option<f64>,
+    pub stall_occupancy_max: Option<f64>,
     pub xid_catalog: Option<PathBuf>,
 }
 
@@ -177,6 +179,24 @@ impl EngineFile {
         if let Some(v) = self.preempt_requeues {
             p.preempt_requeues = v;
         }
+        if let Some(v) = &self.stall_window {
+            p.stall_window_s = units::parse_duration(v).map_err(ctx("stall_window"))?;
+        }
+        for (key, v, slot) in [
+            ("stall_util_min", self.stall_util_min, &mut p.stall_util_min),
+            (
+                "stall_occupancy_max",
+                self.stall_occupancy_max,
+                &mut p.stall_occupancy_max,
+            ),
+        ] {
+            if let Some(v) = v {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(format!("config: engine.{key} must be in 0..1, got {v}"));
+                }
+                *slot = v;
+            }
+        }
         let catalog = match &self.xid_catalog {
             Some(path) => XidCatalog::with_overrides(path)?,
             None => XidCatalog::default(),
@@ -201,6 +221,87 @@ pub struct SimFile {
     pub speed: Option<f64>,
 }
 
+/// The longest duration any setting takes: about 31 years. Anything
+/// longer is a typo, and `Duration` cannot hold what f64 can.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// A duration in seconds from the configuration: finite, > 0 and at most
+/// `MAX_SECONDS`, or a one-line error naming the key.
+pub fn seconds(v: f64, key: &str) -> Result<Duration, String> {
+    if v.is_finite() && v > 0.0 && v <= MAX_SECONDS {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!(
+            "config: {key} must be a number of seconds in (0, {MAX_SECONDS:e}], got {v}"
+        ))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub read_only: bool,
+    /// Refuse to act on data older than this.
+    pub max_data_age: Duration,
+    /// Refuse to take a node out if more than this share of its partition's
+    /// nodes would then be out of service.
+    pub max_partition_share_out: f64,
+    /// Refuse to take more than this many nodes out within `window`.
+    pub max_nodes_per_window: u32,
+    pub window: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            read_only: false,
+            max_data_age: Duration::from_secs(30),
+            max_partition_share_out: 0.25,
+            max_nodes_per_window: 3,
+            window: Duration::from_secs(600),
+        }
+    }
+}
+
+/// `[actions]` in the configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionsFile {
+    pub max_data_age_s: Option<f64>,
+    pub max_partition_share_out: Option<f64>,
+    pub max_nodes_per_window: Option<u32>,
+    pub window_s: Option<f64>,
+    /// How long an action may take before its outcome is re-read.
+    pub timeout_s: Option<f64>,
+    pub audit_log: Option<std::path::PathBuf>,
+}
+
+impl ActionsFile {
+    pub fn resolve(&self, read_only: bool) -> Result<Policy, String> {
+        let mut p = Policy {
+            read_only,
+            ..Policy::default()
+        };
+        if let Some(v) = self.max_data_age_s {
+            p.max_data_age = seconds(v, "actions.max_data_age_s")?;
+        }
+        if let Some(v) = self.window_s {
+            p.window = seconds(v, "actions.window_s")?;
+        }
+        if let Some(v) = self.max_partition_share_out {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!(
+                    "config: actions.max_partition_share_out must be in 0..1, got {v}"
+                ));
+            }
+            p.max_partition_share_out = v;
+        }
+        if let Some(v) = self.max_nodes_per_window {
+            p.max_nodes_per_window = v;
+        }
+        Ok(p)
+    }
+}
+
 /// Everything resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -214,7 +315,9 @@ pub struct Settings {
     pub sim_seconds: u64,
     pub site: SiteParams,
     pub xid_catalog: XidCatalog,
-    pub policy: crate::actions::policy::Policy,
+    pub policy: Policy,
+    /// How long an action may take before its outcome is re-read.
+    pub action_timeout: Duration,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
 }
@@ -266,22 +369,19 @@ impl Settings {
                 args.dcgm.clone()
             },
             prometheus: args.prometheus.clone().or_else(|| ep.prometheus.clone()),
-            interval: Duration::from_secs_f64(
-                ep.interval_s
-                    .filter(|s| s.is_finite() && *s > 0.0)
-                    .unwrap_or(10.0),
-            ),
-            timeout: Duration::from_secs_f64(
-                ep.timeout_s
-                    .filter(|s| s.is_finite() && *s > 0.0)
-                    .unwrap_or(5.0),
-            ),
+            interval: match ep.interval_s {
+                Some(v) => seconds(v, "endpoints.interval_s")?,
+                None => Duration::from_secs(10),
+            },
+            timeout: match ep.timeout_s {
+                Some(v) => seconds(v, "endpoints.timeout_s")?,
+                None => Duration::from_secs(5),
+            },
             hosts: crate::sources::dcgm::merge::HostMap(ep.hosts.clone()),
         };
         let expected = source.expected_interval();
         let stale_after = match file.ui.stale_after_s {
-            Some(s) if s.is_finite() && s > 0.0 => Duration::from_secs_f64(s),
-            Some(s) => return Err(format!("config: ui.stale_after_s must be > 0, got {s}")),
+            Some(s) => seconds(s, "ui.stale_after_s")?,
             None => (expected * 5).max(Duration::from_secs(10)),
         };
         let no_color = file.ui.no_color.unwrap_or(false)
@@ -293,7 +393,7 @@ impl Settings {
             .audit_log
             .clone()
             .or_else(|| file.actions.audit_log.clone())
-            .or_else(crate::actions::audit::default_path)
+            .or_else(|| crate::logging::default_path().map(|p| p.with_file_name("audit.jsonl")))
             .unwrap_or_else(|| PathBuf::from("nightshift-audit.jsonl"));
         Ok(Settings {
             source,
@@ -307,6 +407,10 @@ impl Settings {
             policy,
             audit_log,
             endpoints,
+            action_timeout: match file.actions.timeout_s {
+                Some(v) => seconds(v, "actions.timeout_s")?,
+                None => Duration::from_secs(60),
+            },
         })
     }
 }

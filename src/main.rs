@@ -63,6 +63,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let c = snapshot(&settings)?;
             let target = match args.action {
                 BlastAction::Drain { node, kill } => Target::Drain {
+                    reason: String::new(),
                     node,
                     requeue: !kill,
                 },
@@ -201,13 +202,23 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     if e.is_empty() {
         return Ok(base);
     }
-    let (readings, errors) = runtime()?.block_on(async {
+    let poll = runtime()?.block_on(async {
         let mut p = nightshift::sources::endpoints::Poller::new(e)?;
         Ok::<_, String>(p.poll().await)
     })?;
-    for err in &errors {
-        eprintln!("nightshift: warning: {err}");
+    for n in &poll.notes {
+        eprintln!("nightshift: warning: {}", nightshift::text::sanitize(n));
     }
+    for (origin, err) in &poll.polled {
+        if let Some(err) = err {
+            eprintln!(
+                "nightshift: warning: {}: {}",
+                nightshift::text::sanitize(&origin.name()),
+                nightshift::text::sanitize(&err.to_string())
+            );
+        }
+    }
+    let readings = poll.readings;
     let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&readings, &base, &e.hosts);
     let now = nightshift::sources::dcgm::scrape::now();

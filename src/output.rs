@@ -3,7 +3,7 @@
 
 use crate::cli::{Format, GetWhat};
 use crate::engine::analysis::Base;
-use crate::model::{Cluster, Event, Gpu, GpuHealth, Job, Node, NodeState};
+use crate::model::{Cluster, Gpu, GpuHealth, Job, Node, NodeState};
 use crate::text::{self, sanitize};
 use serde::Serialize;
 
@@ -86,7 +86,7 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
                 .collect(),
         ),
         GetWhat::Jobs => envelope(c, "jobs", c.jobs.iter().collect::<Vec<&Job>>()),
-        GetWhat::Incidents => envelope(c, "incidents", newest_first(c)),
+        GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect()),
     }
 }
 
@@ -109,8 +109,24 @@ fn node_item<'a>(c: &'a Cluster, n: &'a Node) -> NodeItem<'a> {
     }
 }
 
-fn newest_first(c: &Cluster) -> Vec<&Event> {
-    c.events.iter().rev().collect()
+/// `4700(running→pending),4701~` : each job hit, its state then → now,
+/// `~` for one hit through its gang.
+pub fn incident_jobs(i: &crate::engine::incidents::Incident) -> String {
+    if i.jobs.is_empty() {
+        return "-".into();
+    }
+    i.jobs
+        .iter()
+        .map(|j| {
+            let st = |s: Option<crate::model::JobState>| s.map_or("gone", |s| s.as_str());
+            let states = match (j.state_then, j.state_now) {
+                (Some(a), Some(b)) if a == b => a.as_str().to_string(),
+                (then, now) => format!("{}→{}", st(then), st(now)),
+            };
+            format!("{}{}({states})", j.id, if j.via_gang { "~" } else { "" })
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Left-aligned columns, two spaces apart, every cell sanitised.
@@ -257,16 +273,22 @@ fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
                 .collect(),
         ),
         GetWhat::Incidents => columns(
-            &["TIME", "NODE", "GPU", "EVENT", "MESSAGE"],
-            newest_first(c)
-                .into_iter()
-                .map(|e| {
+            &[
+                "TIME", "NODE", "GPU", "EVENT", "STAGE", "DO", "JOBS", "MESSAGE", "STATUS",
+            ],
+            base.incidents
+                .iter()
+                .map(|i| {
                     vec![
-                        text::datetime(e.time),
-                        e.node.clone(),
-                        text::opt(e.gpu),
-                        e.label(),
-                        e.message.clone(),
+                        text::datetime(i.time),
+                        i.node.clone(),
+                        text::opt(i.gpu),
+                        i.label.clone(),
+                        i.stage.as_str().into(),
+                        i.action.short().into(),
+                        incident_jobs(i),
+                        i.message.clone(),
+                        i.status.clone(),
                     ]
                 })
                 .collect(),

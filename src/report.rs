@@ -27,6 +27,15 @@ fn line(out: &mut String, label: &str, value: String, q: &Quantity) {
     );
 }
 
+/// "back in …" of a restore, the same words everywhere (CLI, TUI): the
+/// total when it is known, else what it waits for.
+pub fn back_in(r: &Restore) -> String {
+    match r.total_s.value {
+        Some(v) => text::duration(v.round() as i64),
+        None => format!("unknown: {}", sanitize(&r.total_s.note)),
+    }
+}
+
 pub fn restore(r: &Restore) -> String {
     let mut out = String::new();
     match &r.job {
@@ -144,10 +153,7 @@ pub fn blast(b: &Blast) -> String {
                     .lost_gpu_hours
                     .value
                     .map_or("?".into(), |v| format!("{v:.1}")),
-                k.restore.total_s.value.map_or_else(
-                    || sanitize(&k.restore.total_s.note).into_owned(),
-                    |v| text::duration(v as i64)
-                ),
+                back_in(&k.restore),
             );
         }
     }

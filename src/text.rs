@@ -83,6 +83,18 @@ pub fn opt<T: std::fmt::Display>(x: Option<T>) -> String {
     x.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+/// At most `max` characters of the first line of `s`, sanitised, with `…`
+/// when cut: how an error body is quoted (never whole).
+pub fn one_line(s: &str, max: usize) -> String {
+    let first = s.trim().lines().next().unwrap_or("").trim();
+    let clean = sanitize(first);
+    let mut out: String = clean.chars().take(max).collect();
+    if clean.chars().count() > max || s.trim().lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

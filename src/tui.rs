@@ -3,7 +3,7 @@
 //! The loop waits on keys, source updates, a 1 s tick and signals; drawing
 //! happens only when something changed, at most ~60 frames a second.
 
-use crate::app::App;
+use crate::app::{App, Msg};
 use crate::config::Settings;
 use crate::sources;
 use crossterm::event::{Event, EventStream};
@@ -55,18 +55,20 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         site: settings.site.clone(),
         catalog: settings.xid_catalog.clone(),
         log: crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+        timeout: settings.action_timeout,
     }
     .spawn(action_tx);
-    let action_updates = action_rx;
     let updates = crate::analyst::spawn(
         source,
         focus_rx,
         settings.site.clone(),
         settings.xid_catalog.clone(),
     );
-    let mut sigterm =
-        signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?;
+    let mut signals = Signals {
+        term: signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?,
+        hup: signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?,
+        int: signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?,
+    };
     let mut terminal = setup().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut app = App::new(
         settings.source.name(),
@@ -84,40 +86,47 @@ pub async fn run(settings: Settings) -> Result<(), String> {
     }
     let mut channels = Channels {
         updates,
-        actions: action_updates,
+        actions: action_rx,
         runner,
         focus: focus_tx,
     };
-    let result = event_loop(
-        &mut terminal,
-        &mut app,
-        &mut channels,
-        &mut sigterm,
-        &mut sighup,
-    )
-    .await;
+    let result = event_loop(&mut terminal, &mut app, &mut channels, &mut signals).await;
     restore();
     result
 }
 
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
 /// The loop's connections to the tasks around it.
 struct Channels {
-    updates: tokio::sync::mpsc::Receiver<sources::Update>,
-    actions: tokio::sync::mpsc::Receiver<sources::Update>,
+    updates: tokio::sync::mpsc::Receiver<crate::analyst::Out>,
+    actions: tokio::sync::mpsc::Receiver<crate::actions::runner::Reply>,
     runner: tokio::sync::mpsc::Sender<crate::actions::runner::Request>,
     focus: tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
+}
+
+fn msg_of(out: crate::analyst::Out) -> Msg {
+    match out {
+        crate::analyst::Out::Source(u) => Msg::Source(u),
+        crate::analyst::Out::Analysis(a) => Msg::Analysis(a),
+        crate::analyst::Out::SourceStopped => Msg::SourceStopped,
+    }
 }
 
 async fn event_loop(
     terminal: &mut Term,
     app: &mut App,
     ch: &mut Channels,
-    sigterm: &mut tokio::signal::unix::Signal,
-    sighup: &mut tokio::signal::unix::Signal,
+    sig: &mut Signals,
 ) -> Result<(), String> {
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut source_open = true;
+    let mut updates_open = true;
+    let mut actions_open = true;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     loop {
@@ -134,37 +143,47 @@ async fn event_loop(
         } else {
             Duration::from_secs(3600)
         };
-        tokio::select! {
+        // Every arm that reads a channel is off once the channel closed:
+        // a closed channel answers at once, and would spin the loop.
+        let msg: Option<Msg> = tokio::select! {
             ev = keys.next() => match ev {
-                Some(Ok(Event::Key(k))) => { app.now = Instant::now(); app.on_key(k); dirty = true; }
-                Some(Ok(Event::Resize(..))) => dirty = true,
-                Some(Ok(_)) => {}
+                Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
+                Some(Ok(Event::Resize(..))) => Some(Msg::Resize),
+                Some(Ok(_)) => None,
                 Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
                 None => return Ok(()),
             },
-            done = ch.actions.recv() => if let Some(u) = done {
-                app.on_update(u, Instant::now());
-                dirty = true;
+            done = ch.actions.recv(), if actions_open => match done {
+                Some(r) => Some(Msg::Action(r)),
+                None => {
+                    actions_open = false;
+                    app.flash = Some("the action runner stopped: actions are unavailable".into());
+                    Some(Msg::Tick)
+                }
             },
-            up = ch.updates.recv(), if source_open => match up {
+            up = ch.updates.recv(), if updates_open => match up {
                 Some(u) => {
                     // Take in whatever queued up, in order, then draw once.
-                    app.on_update(u, Instant::now());
+                    app.update(msg_of(u), Instant::now());
                     while let Ok(more) = ch.updates.try_recv() {
-                        app.on_update(more, Instant::now());
+                        app.update(msg_of(more), Instant::now());
                     }
-                    dirty = true;
+                    Some(Msg::Tick)
                 }
                 None => {
-                    source_open = false;
-                    app.source_error = Some("source stopped".into());
-                    dirty = true;
+                    updates_open = false;
+                    Some(Msg::SourceStopped)
                 }
             },
-            _ = tick.tick() => { app.tick(Instant::now()); dirty = true; }
-            _ = tokio::time::sleep(wait), if dirty => {}
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
-            _ = sighup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
+            _ = tick.tick() => Some(Msg::Tick),
+            _ = tokio::time::sleep(wait), if dirty => None,
+            _ = sig.term.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
+            _ = sig.hup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
+            _ = sig.int.recv() => { tracing::info!("SIGINT: restoring the terminal"); return Ok(()); }
+        };
+        if let Some(m) = msg {
+            app.update(m, Instant::now());
+            dirty = true;
         }
         if app.quit {
             return Ok(());

@@ -71,8 +71,24 @@ fn get_after_sim_seconds_shows_the_ecc_incident() {
         times.windows(2).all(|w| w[0] >= w[1]),
         "newest first: {times:?}"
     );
-    assert!(events.iter().any(|e| e["type"] == "ecc" && e["dbe"] == 1));
-    assert!(events.iter().any(|e| e["type"] == "xid" && e["code"] == 13));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "ecc" && e["label"] == "ECC DBE" && e["stage"] == "open")
+    );
+    // Every GPU incident names the jobs it hit, with their state then and now.
+    let x13 = events
+        .iter()
+        .find(|e| e["kind"] == "xid" && e["xid"] == 13)
+        .expect("Xid 13");
+    assert_eq!(x13["jobs"][0]["state_then"], "running");
+    assert_eq!(x13["jobs"][0]["state_now"], "failed");
+    let stall = events
+        .iter()
+        .find(|e| e["kind"] == "stall")
+        .expect("the Xid 79 gang is stalled");
+    assert_eq!(stall["jobs"][0]["id"], "4700");
+    assert_eq!(stall["burning_gpu_hours_per_hour"], 32.0);
 }
 
 #[test]
@@ -327,10 +343,10 @@ fn drain_with_requeue_through_the_guard() {
         "the preview comes first:\n{text}"
     );
     assert!(
-        text.contains("done and verified: h100-03 is drain (reason: xid79 GPU3); requeued: 4700"),
+        text.contains("done and verified: drain h100-03 ✓; requeue 4700 ✓"),
         "{text}"
     );
-    assert!(text.contains("undo: resume h100-03"), "{text}");
+    assert!(text.contains("undo: nightshift resume h100-03"), "{text}");
     assert_eq!(audit.len(), 2);
     assert_eq!(audit[0]["phase"], "intent");
     assert_eq!(audit[1]["phase"], "outcome");
@@ -415,7 +431,10 @@ fn reversible_actions_need_no_typing() {
     assert!(text.contains("priority 8001"), "{text}");
     assert_eq!(audit.len(), 2);
     let (ok, text, _) = act(dir.path(), &["cordon", "h100-07"]);
-    assert!(ok && text.contains("undo: resume h100-07"), "{text}");
+    assert!(
+        ok && text.contains("undo: nightshift resume h100-07"),
+        "{text}"
+    );
     let (ok, text, _) = act(dir.path(), &["hold", "4722"]);
     assert!(ok && text.contains("JobHeldAdmin"), "{text}");
 }
@@ -436,4 +455,103 @@ fn an_interrupted_action_is_reported_at_the_next_start() {
         text.contains("interrupted: drain gpu07"),
         "every start reports it:\n{text}"
     );
+}
+
+fn run_text(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = nightshift(dir.path(), args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The "back in" words for a restore's total, as the JSON gives it.
+fn back_in(total: &Value) -> String {
+    match total["value"].as_f64() {
+        Some(v) => nightshift::text::duration(v.round() as i64),
+        None => format!(
+            "unknown: {}",
+            nightshift::text::sanitize(total["note"].as_str().expect("note"))
+        ),
+    }
+}
+
+/// Text and JSON are rendered from the same value, and the TUI's job screen
+/// shows that value too: every restore and blast answer of the sim night.
+#[test]
+fn restore_and_blast_agree_between_text_json_and_the_tui_all_night() {
+    use nightshift::engine::analysis::{Analysis, Focus, FocusAnswer};
+    for secs in ["0", "130"] {
+        let jobs = json(&["get", "jobs", "-o", "json", "--sim-seconds", secs]);
+        let running: Vec<String> = jobs["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|j| j["state"] == "running")
+            .map(|j| j["id"].as_str().expect("id").to_string())
+            .collect();
+        assert!(running.len() > 10, "{running:?}");
+        let mut sim = nightshift::sources::sim::Sim::new(Default::default()).expect("sim");
+        sim.advance(secs.parse().expect("secs"));
+        let c = sim.snapshot();
+        for id in &running {
+            let j = json(&["restore", id, "-o", "json", "--sim-seconds", secs]);
+            let t = run_text(&["restore", id, "--sim-seconds", secs]);
+            let line = t
+                .lines()
+                .find(|l| l.trim_start().starts_with("total to resume"))
+                .expect("total line");
+            match j["total_s"]["value"].as_f64() {
+                Some(v) => assert!(
+                    line.contains(&format!("({v:.0} s)")),
+                    "job {id} at {secs}s: text {line:?} vs JSON {v}"
+                ),
+                None => assert!(
+                    line.contains("unknown")
+                        && line.contains(j["total_s"]["note"].as_str().expect("note")),
+                    "job {id}: text {line:?} vs JSON null"
+                ),
+            }
+            // The TUI's job screen: the analyst's answer for the same second.
+            let a = Analysis::compute(
+                &c,
+                None,
+                &Focus::Job(id.clone()),
+                &Default::default(),
+                &Default::default(),
+            );
+            let Some(FocusAnswer::Job {
+                restore: Some(r), ..
+            }) = &a.focus
+            else {
+                panic!("no restore for running job {id}");
+            };
+            assert_eq!(
+                r.total_s.value,
+                j["total_s"]["value"].as_f64(),
+                "job {id} at {secs}s: TUI vs CLI"
+            );
+        }
+        let nodes = json(&["get", "nodes", "-o", "json", "--sim-seconds", secs]);
+        for n in nodes["items"].as_array().expect("items") {
+            let node = n["name"].as_str().expect("name");
+            let j = json(&["blast", "drain", node, "-o", "json", "--sim-seconds", secs]);
+            let t = run_text(&["blast", "drain", node, "--sim-seconds", secs]);
+            for k in j["killed"].as_array().expect("killed") {
+                let id = k["id"].as_str().expect("id");
+                let line = t
+                    .lines()
+                    .find(|l| l.starts_with(&format!("  {id} ")))
+                    .unwrap_or_else(|| panic!("{node}: no line for {id}:\n{t}"));
+                let want = format!("back in {}", back_in(&k["restore"]["total_s"]));
+                assert!(
+                    line.ends_with(&want),
+                    "drain {node} at {secs}s, job {id}: text {line:?}, JSON says {want:?}"
+                );
+            }
+        }
+    }
 }

@@ -4,12 +4,12 @@
 //! snapshot means a changed screen.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use nightshift::app::{App, View};
+use nightshift::app::{App, Msg, View};
 use nightshift::engine::SiteParams;
 use nightshift::engine::analysis::Analysis;
 use nightshift::engine::xid::XidCatalog;
-use nightshift::sources::Update;
 use nightshift::sources::sim::{Sim, SimConfig};
+use nightshift::sources::{Origin, SourceError, Update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::sync::Arc;
@@ -25,6 +25,7 @@ fn app_after(seconds: u64) -> App {
             sim.advance(seconds / seconds.clamp(1, 20));
         }
         app.on_update(Update::Snapshot(Arc::new(sim.snapshot())), t0);
+        app.on_update(Update::ok(Origin::Scheduler), t0);
     }
     app
 }
@@ -64,10 +65,8 @@ fn analyse(app: &mut App) {
         &SiteParams::default(),
         &XidCatalog::default(),
     );
-    app.on_update(
-        Update::Analysis(Arc::new(a)),
-        Instant::now() - Duration::from_millis(1),
-    );
+    let now = app.now;
+    app.update(Msg::Analysis(Arc::new(a)), now);
 }
 
 /// Each view at both sizes.
@@ -151,8 +150,17 @@ fn help_overlay() {
 fn stale_data_and_read_only_are_shown() {
     let mut a = app_after(0);
     a.read_only = true;
-    a.source_error = Some("slurmrestd: connection refused".into());
-    a.tick(Instant::now() + Duration::from_secs(42));
+    let later = Instant::now() + Duration::from_secs(42);
+    a.on_update(
+        Update::failed(
+            Origin::Scheduler,
+            SourceError::Unreachable {
+                what: "slurmrestd".into(),
+                detail: "connection refused".into(),
+            },
+        ),
+        later,
+    );
     let s = screen(&a, 120, 30);
     let header = s.lines().next().expect("header");
     assert!(header.contains("STALE 4"), "{header}");
@@ -238,6 +246,7 @@ fn drawing_at_scale_stays_within_the_screen() {
     .expect("sim");
     let mut a = App::new("sim", false, false, Duration::from_secs(10));
     a.on_update(Update::Snapshot(Arc::new(sim.snapshot())), Instant::now());
+    analyse(&mut a);
     for cmd in ["overview", "nodes", "gpus", "jobs", "queue", "incidents"] {
         command(&mut a, cmd);
         keys(&mut a, &[KeyCode::End]);

@@ -185,8 +185,11 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
     t.expect("type h100-03 and press enter to confirm");
     t.keys(&["-l", "h100-03"]);
     t.keys(&["Enter"]);
-    t.expect("done and verified: h100-03 is drain (reason: xid79 GPU3)");
-    t.expect("undo: resume h100-03");
+    t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
+    t.expect("undo: nightshift resume h100-03");
+    // The incident follows: drained, awaiting its remedy.
+    t.keys(&["Escape"]);
+    t.expect("[awaiting remedy] drained by nightshift");
     let log = std::fs::read_to_string(&audit).expect("audit log");
     assert_eq!(log.lines().count(), 2, "intent and outcome:\n{log}");
     t.keys(&["Escape"]);

@@ -6,14 +6,46 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub use crate::model::Step;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
+    /// Every step succeeded.
     pub ok: bool,
     /// The change was seen in the scheduler's state afterwards.
     pub verified: bool,
     pub no_op: bool,
+    /// Some steps succeeded and some failed: part of it was done.
+    #[serde(default)]
+    pub partial: bool,
     pub observed: String,
+    /// The first failure, when one step failed.
     pub error: Option<String>,
+    #[serde(default)]
+    pub steps: Vec<Step>,
+}
+
+impl Outcome {
+    pub fn of_steps(steps: Vec<Step>) -> Outcome {
+        let ok = !steps.is_empty() && steps.iter().all(|s| s.ok);
+        let any = steps.iter().any(|s| s.ok);
+        Outcome {
+            ok,
+            verified: ok && steps.iter().all(|s| s.verified),
+            no_op: false,
+            partial: any && !ok,
+            observed: steps
+                .iter()
+                .map(|s| s.observed.as_str())
+                .filter(|o| !o.is_empty())
+                .collect::<Vec<_>>()
+                .join("; "),
+            error: steps
+                .iter()
+                .find_map(|s| s.error.as_ref().map(|e| format!("{}: {e}", s.what))),
+            steps,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,11 +69,6 @@ pub struct Record {
     /// The preview the operator confirmed, in one line.
     pub preview: String,
     pub outcome: Option<Outcome>,
-}
-
-/// `$XDG_STATE_HOME/nightshift/audit.jsonl`, else `~/.local/state/…`.
-pub fn default_path() -> Option<PathBuf> {
-    crate::logging::default_path().map(|p| p.with_file_name("audit.jsonl"))
 }
 
 #[derive(Debug, Clone)]
@@ -93,17 +120,53 @@ impl AuditLog {
             .collect()
     }
 
-    /// Nodes taken out of service (cordon, drain) since `since`.
+    /// Nodes taken out of service (cordon, drain) since `since`: every
+    /// intent whose outcome did not say it failed to — done, partly done,
+    /// or still in flight in another nightshift.
     pub fn nodes_taken_out_since(&self, since: i64) -> u32 {
-        self.read()
+        let all = self.read();
+        let failed: std::collections::HashSet<&str> = all
             .iter()
+            .filter(|r| r.phase == "outcome")
             .filter(|r| {
-                r.phase == "outcome"
+                r.outcome
+                    .as_ref()
+                    .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
+            })
+            .map(|r| r.id.as_str())
+            .collect();
+        all.iter()
+            .filter(|r| {
+                r.phase == "intent"
                     && r.time >= since
                     && (r.action == "drain" || r.action == "cordon")
+                    && !failed.contains(r.id.as_str())
             })
-            .filter(|r| r.outcome.as_ref().is_some_and(|o| o.ok && !o.no_op))
             .count() as u32
+    }
+
+    /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
+    /// policy check and the intent it allows are one step for every
+    /// nightshift on this machine sharing the log.
+    pub fn locked<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let mut lock_path = self.path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("cannot open the audit lock {lock_path:?}: {e}"))?;
+        lock.lock()
+            .map_err(|e| format!("cannot lock the audit log: {e}"))?;
+        let out = f();
+        // Dropping the file releases the lock.
+        drop(lock);
+        Ok(out)
     }
 }
 

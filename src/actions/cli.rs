@@ -49,6 +49,13 @@ pub fn action_of<'a>(
             act,
         ),
         Command::Resume { node, act } => (Action::Resume { node: node.clone() }, act),
+        Command::Reason { node, reason, act } => (
+            Action::SetReason {
+                node: node.clone(),
+                reason: reason.clone(),
+            },
+            act,
+        ),
         Command::Requeue { job, act } => (Action::Requeue { job: job.clone() }, act),
         Command::Priority { job, value, act } => {
             let v = if value == "top" {
@@ -105,7 +112,11 @@ struct PreviewJson<'a> {
     no_op: bool,
     refused: Option<String>,
     confirm: String,
-    undo: Option<&'a str>,
+    /// What `--confirm` must say; `null` when none is needed.
+    token: Option<&'a str>,
+    warnings: &'a [String],
+    undo: Option<&'a Action>,
+    undo_command: Option<String>,
 }
 
 fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
@@ -119,7 +130,10 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
                 no_op: p.no_op,
                 refused: p.refusal.as_ref().map(ToString::to_string),
                 confirm: p.confirm_prompt(),
-                undo: p.undo.as_deref(),
+                token: p.token.as_deref(),
+                warnings: &p.warnings,
+                undo: p.undo.as_ref(),
+                undo_command: p.undo.as_ref().map(Action::command_line),
             };
             println!(
                 "{}",
@@ -136,11 +150,14 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
             if p.no_op {
                 println!("no-op: it is already so; nothing will be sent");
             }
+            for w in &p.warnings {
+                println!("WARNING: {}", sanitize(w));
+            }
             for c in &p.calls {
                 println!("will send: {}", sanitize(c));
             }
             if let Some(u) = &p.undo {
-                println!("undo: {u}");
+                println!("undo: {}", sanitize(&u.command_line()));
             }
             if let Some(r) = &p.refusal {
                 println!("refused: {r}");
@@ -195,7 +212,6 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         }
     };
     let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
-    let since = super::audit::now() - settings.policy.window.as_secs() as i64;
     let base = crate::engine::analysis::Base::compute(
         &cluster,
         None,
@@ -208,7 +224,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &base,
         Duration::ZERO,
         &settings.policy,
-        log.nodes_taken_out_since(since),
+        &log,
         act.force,
         &executor,
         &settings.site,
@@ -218,8 +234,14 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         println!("dry run: nothing sent");
         return Ok(());
     }
-    let typed = match (action.confirm_token(), &act.confirm) {
+    let typed = match (&p.token, &act.confirm) {
         (Some(_), Some(t)) => t.clone(),
+        (Some(t), None) if !p.warnings.is_empty() => {
+            return Err(format!(
+                "{} has unresolved critical health (see the warnings): add --confirm {t} to resume it anyway",
+                sanitize(t)
+            ));
+        }
         (Some(t), None) => {
             return Err(format!(
                 "{} is destructive: add --confirm {t} to send it",
@@ -228,6 +250,11 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         }
         (None, _) => "y".into(),
     };
+    let now = guard::Check {
+        cluster: &cluster,
+        data_age: Duration::ZERO,
+        policy: &settings.policy,
+    };
     let done = rt.block_on(guard::run(
         &p,
         &typed,
@@ -235,8 +262,15 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &log,
         &who,
         Duration::from_secs(60),
+        now,
     ))?;
     println!("{}", sanitize(&done.message));
+    if done.outcome.partial {
+        return Err(format!(
+            "only part of it was done: {}",
+            done.outcome.error.unwrap_or_default()
+        ));
+    }
     if !done.outcome.ok {
         return Err(done.outcome.error.unwrap_or_else(|| "failed".into()));
     }

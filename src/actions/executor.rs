@@ -1,8 +1,11 @@
 //! Executors: how an action reaches each backend, the exact calls it will
-//! make (for the preview), and what was seen afterwards (verify).
+//! make (for the preview), and what was seen afterwards (verify), step by
+//! step: a drain is the node update and then one requeue per job, and a
+//! failed requeue after a good drain is reported as exactly that.
 
 use super::Action;
-use crate::sources::sim::{CommandRequest, Sim, SimCommand};
+use crate::model::Step;
+use crate::sources::sim::{CommandRequest, Sim};
 use crate::sources::slurm::exec::{Call, Executor as SlurmExec, Outcome};
 use std::sync::Mutex;
 use tokio::sync::{mpsc, oneshot};
@@ -15,23 +18,14 @@ pub enum Executor {
     Slurm(Box<SlurmExec>),
 }
 
-fn sim_command(a: &Action) -> SimCommand {
-    match a.clone() {
-        Action::Cordon { node, .. } => SimCommand::Cordon { node },
-        Action::Resume { node } => SimCommand::Resume { node },
-        Action::Drain {
-            node,
-            reason,
-            requeue,
-        } => SimCommand::Drain {
-            node,
-            reason,
-            requeue,
-        },
-        Action::Requeue { job } => SimCommand::Requeue { job },
-        Action::Priority { job, value } => SimCommand::Priority { job, value },
-        Action::Hold { job } => SimCommand::Hold { job },
-        Action::Release { job } => SimCommand::Release { job },
+/// A step that could not be sent at all.
+fn unsent(what: String, error: String) -> Step {
+    Step {
+        what,
+        ok: false,
+        verified: false,
+        observed: String::new(),
+        error: Some(error),
     }
 }
 
@@ -40,7 +34,17 @@ impl Executor {
     /// the jobs a drain will end (from the preview's blast radius).
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
         match self {
-            Executor::Sim(_) | Executor::LocalSim(_) => vec![format!("sim: {:?}", sim_command(a))],
+            Executor::Sim(_) | Executor::LocalSim(_) => {
+                let mut out = vec![format!("simulated scheduler: {}", a.describe())];
+                if let Action::Drain { requeue, .. } = a {
+                    let verb = if *requeue { "requeue" } else { "cancel" };
+                    out.extend(
+                        jobs.iter()
+                            .map(|j| format!("simulated scheduler: {verb} {j}")),
+                    );
+                }
+                out
+            }
             Executor::Slurm(x) => {
                 let calls: Vec<Call> = match a {
                     Action::Cordon { node, reason } => {
@@ -60,7 +64,8 @@ impl Executor {
                             }
                         }))
                         .collect(),
-                    Action::Requeue { job } => vec![x.requeue_call(job)],
+                    Action::SetReason { node, reason } => vec![x.reason_call(node, reason)],
+                    Action::Requeue { job } | Action::Preempt { job } => vec![x.requeue_call(job)],
                     Action::Priority { job, value } => vec![x.priority_call(job, *value)],
                     Action::Hold { job } => vec![x.hold_call(job)],
                     Action::Release { job } => vec![x.release_call(job)],
@@ -70,59 +75,142 @@ impl Executor {
         }
     }
 
-    /// Sends the action and re-reads the state. Errors carry the
-    /// scheduler's own text.
-    pub async fn execute(&self, a: &Action) -> Result<Outcome, String> {
+    /// Sends the action, step by step, and re-reads the state after each.
+    /// A step that fails is re-read too: a call that timed out may still
+    /// have been applied, and then it is reported as done.
+    pub async fn execute(&self, a: &Action) -> Vec<Step> {
+        let what = format!("{} {}", a.verb(), a.target());
         match self {
             Executor::Sim(tx) => {
                 let (reply, rx) = oneshot::channel();
-                tx.send((sim_command(a), reply))
-                    .await
-                    .map_err(|_| "the simulated cluster has stopped".to_string())?;
-                let (verified, observed) = rx
-                    .await
-                    .map_err(|_| "the simulated cluster did not answer".to_string())??;
-                Ok(Outcome { verified, observed })
+                if tx.send((a.clone(), reply)).await.is_err() {
+                    return vec![unsent(what, "the simulated cluster has stopped".into())];
+                }
+                match rx.await {
+                    Ok(Ok(steps)) => steps,
+                    Ok(Err(e)) => vec![unsent(what, e)],
+                    Err(_) => vec![unsent(what, "the simulated cluster did not answer".into())],
+                }
             }
+            Executor::LocalSim(sim) => match sim.lock() {
+                Ok(mut s) => s.apply(a).unwrap_or_else(|e| vec![unsent(what, e)]),
+                Err(_) => vec![unsent(what, "the simulated cluster is unusable".into())],
+            },
+            Executor::Slurm(x) => slurm_steps(x, a).await,
+        }
+    }
+
+    /// Re-reads the state an action should have left, changing nothing.
+    pub async fn observe(&self, a: &Action) -> Result<Outcome, String> {
+        match self {
+            Executor::Sim(_) => Err("the simulated cluster is busy".into()),
             Executor::LocalSim(sim) => {
-                let mut sim = sim
+                let s = sim
                     .lock()
                     .map_err(|_| "the simulated cluster is unusable".to_string())?;
-                let (verified, observed) = sim.apply(&sim_command(a))?;
+                let (verified, observed) = s.observe(a);
                 Ok(Outcome { verified, observed })
             }
-            Executor::Slurm(x) => match a {
-                Action::Cordon { node, reason } => {
-                    x.drain(node, &format!("cordon: {reason}")).await
-                }
-                Action::Resume { node } => x.resume(node).await,
-                Action::Drain {
-                    node,
-                    reason,
-                    requeue,
-                } => {
-                    let drained = x.drain(node, reason).await?;
-                    let mut observed = vec![drained.observed];
-                    let mut verified = drained.verified;
-                    for job in x.jobs_on(node).await? {
-                        let o = if *requeue {
-                            x.requeue(&job).await?
-                        } else {
-                            x.cancel(&job).await?
-                        };
-                        verified &= o.verified;
-                        observed.push(o.observed);
-                    }
-                    Ok(Outcome {
-                        verified,
-                        observed: observed.join("; "),
-                    })
-                }
-                Action::Requeue { job } => x.requeue(job).await,
-                Action::Priority { job, value } => x.set_priority(job, *value).await,
-                Action::Hold { job } => x.hold(job).await,
-                Action::Release { job } => x.release(job).await,
-            },
+            Executor::Slurm(x) => x.observe(a).await,
         }
+    }
+}
+
+/// One Slurm call as a step; a failed call is re-read before it is
+/// reported as failed.
+async fn slurm_step(
+    x: &SlurmExec,
+    what: String,
+    sent: Result<Outcome, String>,
+    check: Option<&Action>,
+) -> Step {
+    match sent {
+        Ok(o) => Step {
+            what,
+            ok: true,
+            verified: o.verified,
+            observed: o.observed,
+            error: None,
+        },
+        Err(e) => match match check {
+            Some(a) => x.observe(a).await,
+            None => Err(e.clone()),
+        } {
+            Ok(o) if o.verified => Step {
+                what,
+                ok: true,
+                verified: true,
+                observed: format!("{} (the call reported: {e})", o.observed),
+                error: None,
+            },
+            Ok(o) => Step {
+                what,
+                ok: false,
+                verified: false,
+                observed: o.observed,
+                error: Some(e),
+            },
+            Err(_) => unsent(what, e),
+        },
+    }
+}
+
+async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
+    let what = format!("{} {}", a.verb(), a.target());
+    match a {
+        Action::Drain {
+            node,
+            reason,
+            requeue,
+        } => {
+            let drained = slurm_step(x, what, x.drain(node, reason).await, Some(a)).await;
+            if !drained.ok {
+                return vec![drained];
+            }
+            let mut steps = vec![drained];
+            let jobs = match x.jobs_on(node).await {
+                Ok(j) => j,
+                Err(e) => {
+                    steps.push(unsent(
+                        format!("list the jobs on {node}"),
+                        format!("{e}: its jobs were not requeued"),
+                    ));
+                    return steps;
+                }
+            };
+            for job in jobs {
+                let check = Action::Requeue { job: job.clone() };
+                let (verb, sent, check) = if *requeue {
+                    ("requeue", x.requeue(&job).await, Some(&check))
+                } else {
+                    ("cancel", x.cancel(&job).await, None)
+                };
+                steps.push(slurm_step(x, format!("{verb} {job}"), sent, check).await);
+            }
+            steps
+        }
+        Action::Cordon { node, reason } => {
+            vec![
+                slurm_step(
+                    x,
+                    what,
+                    x.drain(node, &format!("cordon: {reason}")).await,
+                    Some(a),
+                )
+                .await,
+            ]
+        }
+        Action::Resume { node } => vec![slurm_step(x, what, x.resume(node).await, Some(a)).await],
+        Action::SetReason { node, reason } => {
+            vec![slurm_step(x, what, x.set_reason(node, reason).await, Some(a)).await]
+        }
+        Action::Requeue { job } | Action::Preempt { job } => {
+            vec![slurm_step(x, what, x.requeue(job).await, Some(a)).await]
+        }
+        Action::Priority { job, value } => {
+            vec![slurm_step(x, what, x.set_priority(job, *value).await, Some(a)).await]
+        }
+        Action::Hold { job } => vec![slurm_step(x, what, x.hold(job).await, Some(a)).await],
+        Action::Release { job } => vec![slurm_step(x, what, x.release(job).await, Some(a)).await],
     }
 }

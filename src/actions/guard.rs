@@ -1,9 +1,11 @@
 //! The guard: preview → confirm → execute → verify → audit. Nothing is
 //! sent before the preview was shown, the confirmation matched, the
-//! policies passed and the intent was on disk.
+//! policies passed — checked again at execute time, on the data as it is
+//! then, under the audit log's lock together with writing the intent — and
+//! the intent was on disk.
 
 use super::Action;
-use super::audit::{self, AuditLog, Outcome as AuditOutcome, Record};
+use super::audit::{self, AuditLog, Outcome as AuditOutcome, Record, Step};
 use super::executor::Executor;
 use super::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
@@ -17,32 +19,70 @@ use std::time::Duration;
 pub struct Preview {
     pub action: Action,
     pub blast: Option<Result<Blast, String>>,
-    /// Capacity a cordon takes (no job dies).
+    /// One line: what it costs.
     pub summary: String,
-    /// The exact scheduler calls.
+    /// The exact scheduler calls, in the scheduler's words.
     pub calls: Vec<String>,
     pub no_op: bool,
-    /// Set when a policy refuses; confirming then does nothing.
+    /// Set when a policy refuses; confirming then does nothing, unless the
+    /// refusal is the circuit breaker's and the override is typed.
     pub refusal: Option<Refusal>,
-    pub undo: Option<String>,
+    pub undo: Option<Action>,
+    /// What must be typed to confirm (a node name, a job id); `None`: `y`.
+    pub token: Option<String>,
+    /// Things the operator must read before confirming: the unresolved
+    /// health of a node about to be resumed.
+    pub warnings: Vec<String>,
+    /// The circuit breaker was overridden when the preview was made
+    /// (`--force` on the command line).
+    pub forced: bool,
+}
+
+/// How the operator answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    No,
+    Yes,
+    /// Yes, overriding the circuit breaker (typed `force TARGET`).
+    Force,
 }
 
 impl Preview {
+    /// What to type to override the circuit breaker, when it refuses.
+    pub fn force_token(&self) -> Option<String> {
+        matches!(self.refusal, Some(Refusal::Breaker(_)))
+            .then(|| format!("force {}", self.action.target()))
+    }
+
     /// What must be typed: the target for destructive actions, else `y`.
     pub fn confirm_prompt(&self) -> String {
-        match self.action.confirm_token() {
+        if let Some(f) = self.force_token() {
+            return format!("type `{f}` and press enter to override the circuit breaker");
+        }
+        match &self.token {
             Some(t) => format!("type {t} and press enter to confirm"),
             None => "press y to confirm".into(),
         }
     }
 
-    pub fn accepts(&self, typed: &str) -> bool {
-        match self.action.confirm_token() {
-            Some(t) => typed.trim() == t,
-            None => {
-                typed.trim().eq_ignore_ascii_case("y") || typed.trim().eq_ignore_ascii_case("yes")
-            }
+    pub fn answer(&self, typed: &str) -> Answer {
+        let typed = typed.trim();
+        if let Some(f) = self.force_token() {
+            return if typed == f {
+                Answer::Force
+            } else {
+                Answer::No
+            };
         }
+        let yes = match &self.token {
+            Some(t) => typed == t,
+            None => typed.eq_ignore_ascii_case("y") || typed.eq_ignore_ascii_case("yes"),
+        };
+        if yes { Answer::Yes } else { Answer::No }
+    }
+
+    pub fn accepts(&self, typed: &str) -> bool {
+        self.answer(typed) != Answer::No
     }
 }
 
@@ -54,6 +94,30 @@ pub struct Who {
     pub source: String,
 }
 
+/// The state the policies are checked against: at preview time, and
+/// again at execute time with the newest data.
+#[derive(Debug, Clone, Copy)]
+pub struct Check<'a> {
+    pub cluster: &'a Cluster,
+    pub data_age: Duration,
+    pub policy: &'a Policy,
+}
+
+/// Unresolved critical health of a node: what resuming it would put back
+/// in service.
+fn unresolved(node: &str, base: &Base) -> Vec<String> {
+    if !base.unusable.contains(node) {
+        return Vec::new();
+    }
+    base.node_verdict(node)
+        .map(|v| {
+            std::iter::once(format!("{node}: {}", v.verdict.summary))
+                .chain(v.verdict.evidence.iter().map(|e| format!("  {e}")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Builds the preview: blast radius, calls, policy verdict, undo.
 #[allow(clippy::too_many_arguments)]
 pub fn preview(
@@ -62,26 +126,45 @@ pub fn preview(
     base: &Base,
     data_age: Duration,
     policy: &Policy,
-    recent_out: u32,
+    log: &AuditLog,
     force: bool,
     executor: &Executor,
     site: &SiteParams,
 ) -> Preview {
-    let blast = a.blast_target().map(|t| blast(c, base, &t, site));
+    let blast = blast(c, base, a, site);
     let jobs: Vec<String> = match &blast {
-        Some(Ok(b)) => b.killed.iter().map(|k| k.id.clone()).collect(),
+        Ok(b) => b.killed.iter().map(|k| k.id.clone()).collect(),
         _ => Vec::new(),
     };
     let no_op = a.is_no_op(c);
     let summary = match (&blast, a) {
-        (Some(Ok(b)), _) => b.summary.clone(),
-        (Some(Err(e)), _) => e.clone(),
-        (None, Action::Cordon { node, .. }) => {
-            let gpus = c.node(node).map_or(0, |n| n.gpu_count);
-            format!("{gpus} GPUs of {node} take no new work; running jobs continue")
-        }
-        (None, _) => a.describe(),
+        (Ok(b), _) => b.summary.clone(),
+        (Err(e), _) => e.clone(),
     };
+    let mut warnings = Vec::new();
+    let mut token = a.is_destructive().then(|| a.target().to_string());
+    if let Action::Resume { node } = a {
+        let evidence = unresolved(node, base);
+        if !evidence.is_empty() {
+            // Putting a broken GPU back in service takes more than a `y`.
+            token = Some(node.clone());
+            warnings.push(format!(
+                "{node}'s health is unresolved: jobs started on it would fail"
+            ));
+            warnings.extend(evidence);
+        }
+    }
+    if let (Ok(b), Action::Drain { requeue: true, .. } | Action::Requeue { .. }) = (&blast, a) {
+        for k in &b.killed {
+            if c.job(&k.id).is_some_and(|j| j.requeueable == Some(false)) {
+                warnings.push(format!(
+                    "job {} was submitted with --no-requeue: its requeue will fail and it keeps running",
+                    k.id
+                ));
+            }
+        }
+    }
+    let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
     Preview {
         action: a.clone(),
         calls: if no_op {
@@ -89,11 +172,14 @@ pub fn preview(
         } else {
             executor.calls(a, &jobs)
         },
-        refusal: policy.check(a, c, data_age, recent_out, force).err(),
-        blast,
+        refusal: policy.check(a, c, data_age, recent, force).err(),
+        blast: Some(blast),
         summary,
         no_op,
         undo: a.undo(c),
+        token,
+        warnings,
+        forced: force,
     }
 }
 
@@ -101,7 +187,8 @@ pub fn preview(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Done {
     pub outcome: AuditOutcome,
-    pub undo: Option<String>,
+    /// How to undo what was done (also after a partial outcome).
+    pub undo: Option<Action>,
     pub message: String,
 }
 
@@ -123,8 +210,42 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
     }
 }
 
-/// Executes a confirmed preview. Refuses when a policy refused, the
-/// confirmation does not match, or the intent cannot be written.
+/// The outcome in one line: each step with ✓ or its error, then the undo.
+fn message(p: &Preview, o: &AuditOutcome) -> String {
+    if o.no_op {
+        return format!("{}: already so, nothing sent", p.action.describe());
+    }
+    if o.steps.len() <= 1 {
+        return match (&o.error, o.verified) {
+            (Some(e), _) => format!("{} failed: {e}", p.action.verb()),
+            (None, true) => format!("done and verified: {}", o.observed),
+            (None, false) => format!("sent, but not visible yet: {}", o.observed),
+        };
+    }
+    let steps: Vec<String> = o
+        .steps
+        .iter()
+        .map(|s| match (&s.error, s.verified) {
+            (Some(e), _) => format!("{} failed: {e}", s.what),
+            (None, true) => format!("{} ✓", s.what),
+            (None, false) => format!("{} sent, not visible yet", s.what),
+        })
+        .collect();
+    let head = if o.partial {
+        "PARTLY DONE"
+    } else if o.ok && o.verified {
+        "done and verified"
+    } else if o.ok {
+        "sent, not all visible yet"
+    } else {
+        "failed"
+    };
+    format!("{head}: {}", steps.join("; "))
+}
+
+/// Executes a confirmed preview. Refuses when a policy refuses now (on
+/// `now`, the newest data), the confirmation does not match, or the
+/// intent cannot be written.
 pub async fn run(
     p: &Preview,
     typed: &str,
@@ -132,72 +253,84 @@ pub async fn run(
     log: &AuditLog,
     who: &Who,
     timeout: Duration,
+    now: Check<'_>,
 ) -> Result<Done, String> {
-    if let Some(r) = &p.refusal {
-        return Err(format!("refused: {r}; nothing sent"));
-    }
-    if !p.accepts(typed) {
+    let answer = p.answer(typed);
+    if answer == Answer::No {
+        if let Some(r) = &p.refusal {
+            return Err(format!("refused: {r}; nothing sent"));
+        }
         return Err(format!(
             "not confirmed ({}); nothing sent",
             p.confirm_prompt()
         ));
     }
+    if let Some(r) = &p.refusal
+        && !matches!(r, Refusal::Breaker(_))
+    {
+        return Err(format!("refused: {r}; nothing sent"));
+    }
+    let force = answer == Answer::Force || p.forced;
     let id = audit::new_id();
-    log.write(&record(p, who, &id, "intent", None))
-        .map_err(|e| format!("{e}; nothing sent"))?;
+    // The policies again, on the data as it is now, and the intent, under
+    // one lock: two operators cannot both pass the breaker's count.
+    log.locked(|| {
+        let since = audit::now() - now.policy.window.as_secs() as i64;
+        let recent = log.nodes_taken_out_since(since);
+        if let Err(r) = now
+            .policy
+            .check(&p.action, now.cluster, now.data_age, recent, force)
+        {
+            return Err(format!("refused at execute time: {r}; nothing sent"));
+        }
+        log.write(&record(p, who, &id, "intent", None))
+            .map_err(|e| format!("{e}; nothing sent"))
+    })??;
     let outcome = if p.no_op {
         AuditOutcome {
             ok: true,
             verified: true,
             no_op: true,
+            partial: false,
             observed: "already so: nothing to do".into(),
             error: None,
+            steps: Vec::new(),
         }
     } else {
         match tokio::time::timeout(timeout, executor.execute(&p.action)).await {
-            Ok(Ok(o)) => AuditOutcome {
-                ok: true,
-                verified: o.verified,
-                no_op: false,
-                observed: o.observed,
-                error: None,
-            },
-            Ok(Err(e)) => AuditOutcome {
-                ok: false,
-                verified: false,
-                no_op: false,
-                observed: String::new(),
-                error: Some(e),
-            },
-            Err(_) => AuditOutcome {
-                ok: false,
-                verified: false,
-                no_op: false,
-                observed: String::new(),
-                error: Some(format!(
-                    "no answer within {}s: the change may or may not have been made",
-                    timeout.as_secs()
-                )),
-            },
+            Ok(steps) => AuditOutcome::of_steps(steps),
+            Err(_) => {
+                // The change may have been made: look before saying.
+                let seen = executor.observe(&p.action).await;
+                AuditOutcome::of_steps(vec![Step {
+                    what: p.action.verb().to_string(),
+                    ok: seen.as_ref().is_ok_and(|o| o.verified),
+                    verified: seen.as_ref().is_ok_and(|o| o.verified),
+                    observed: match &seen {
+                        Ok(o) => o.observed.clone(),
+                        Err(e) => format!("cannot re-read the state: {e}"),
+                    },
+                    error: match &seen {
+                        Ok(o) if o.verified => None,
+                        _ => Some(format!(
+                            "no answer within {}s and the change is not visible",
+                            timeout.as_secs()
+                        )),
+                    },
+                }])
+            }
         }
     };
     let written = log.write(&record(p, who, &id, "outcome", Some(outcome.clone())));
-    let mut message = match (&outcome.error, outcome.no_op, outcome.verified) {
-        (Some(e), _, _) => format!("{} failed: {e}", p.action.verb()),
-        (None, true, _) => format!("{}: already so, nothing sent", p.action.describe()),
-        (None, false, true) => format!("done and verified: {}", outcome.observed),
-        (None, false, false) => format!("sent, but not visible yet: {}", outcome.observed),
-    };
+    let mut message = message(p, &outcome);
     if let Err(e) = written {
         message.push_str(&format!(" (audit outcome not written: {e})"));
     }
-    let undo = if outcome.ok && !outcome.no_op {
-        p.undo.clone()
-    } else {
-        None
-    };
+    // Something was done: offer to undo it, even after a partial outcome.
+    let done_something = !outcome.no_op && outcome.steps.first().is_some_and(|s| s.ok);
+    let undo = if done_something { p.undo.clone() } else { None };
     if let Some(u) = &undo {
-        message.push_str(&format!("; undo: {u}"));
+        message.push_str(&format!("; undo: {}", u.command_line()));
     }
     Ok(Done {
         outcome,

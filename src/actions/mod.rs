@@ -9,76 +9,11 @@ pub mod guard;
 pub mod policy;
 pub mod runner;
 
-use crate::engine::blast::Target;
-use crate::model::Cluster;
-use serde::Serialize;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum Action {
-    /// Stop new work on a node; running jobs continue.
-    Cordon {
-        node: String,
-        reason: String,
-    },
-    /// Put a cordoned or drained node back in service.
-    Resume {
-        node: String,
-    },
-    /// Stop new work and end the node's jobs, whole gangs: requeued or killed.
-    Drain {
-        node: String,
-        reason: String,
-        requeue: bool,
-    },
-    Requeue {
-        job: String,
-    },
-    Priority {
-        job: String,
-        value: u64,
-    },
-    Hold {
-        job: String,
-    },
-    Release {
-        job: String,
-    },
-}
+pub use crate::model::Action;
+use crate::model::{Cluster, NodeState};
 
 impl Action {
-    pub fn verb(&self) -> &'static str {
-        match self {
-            Action::Cordon { .. } => "cordon",
-            Action::Resume { .. } => "resume",
-            Action::Drain { .. } => "drain",
-            Action::Requeue { .. } => "requeue",
-            Action::Priority { .. } => "priority",
-            Action::Hold { .. } => "hold",
-            Action::Release { .. } => "release",
-        }
-    }
-
-    /// The node or job acted on.
-    pub fn target(&self) -> &str {
-        match self {
-            Action::Cordon { node, .. } | Action::Resume { node } | Action::Drain { node, .. } => {
-                node
-            }
-            Action::Requeue { job }
-            | Action::Priority { job, .. }
-            | Action::Hold { job }
-            | Action::Release { job } => job,
-        }
-    }
-
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            Action::Cordon { reason, .. } | Action::Drain { reason, .. } => Some(reason),
-            _ => None,
-        }
-    }
-
+    /// In the operator's words.
     pub fn describe(&self) -> String {
         match self {
             Action::Cordon { node, reason } => {
@@ -95,21 +30,59 @@ impl Action {
                 reason,
                 requeue: false,
             } => format!("drain {node} with reason `{reason}` and KILL its jobs"),
+            Action::SetReason { node, reason } => {
+                format!("set {node}'s reason to `{reason}`")
+            }
             Action::Requeue { job } => format!("requeue job {job} (and its gang)"),
+            Action::Preempt { job } => format!("preempt job {job} (and its gang)"),
             Action::Priority { job, value } => format!("set job {job}'s priority to {value}"),
             Action::Hold { job } => format!("hold job {job}"),
             Action::Release { job } => format!("release job {job}"),
         }
     }
 
-    /// Destructive actions kill running work: they need the target typed.
-    pub fn is_destructive(&self) -> bool {
-        matches!(self, Action::Drain { .. } | Action::Requeue { .. })
+    /// The same action as a nightshift command line, for undo hints.
+    pub fn command_line(&self) -> String {
+        let q = |s: &str| {
+            if s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
+            {
+                s.to_string()
+            } else {
+                format!("'{}'", s.replace('\'', "'\\''"))
+            }
+        };
+        match self {
+            Action::Cordon { node, reason } => {
+                format!("nightshift cordon {node} --reason {}", q(reason))
+            }
+            Action::Resume { node } => format!("nightshift resume {node}"),
+            Action::Drain {
+                node,
+                reason,
+                requeue,
+            } => format!(
+                "nightshift drain {node} --reason {} {}",
+                q(reason),
+                if *requeue { "--requeue" } else { "--kill" }
+            ),
+            Action::SetReason { node, reason } => {
+                format!("nightshift reason {node} {}", q(reason))
+            }
+            Action::Requeue { job } => format!("nightshift requeue {job}"),
+            Action::Preempt { job } => format!("nightshift blast preempt {job}"),
+            Action::Priority { job, value } => format!("nightshift priority {job} {value}"),
+            Action::Hold { job } => format!("nightshift hold {job}"),
+            Action::Release { job } => format!("nightshift release {job}"),
+        }
     }
 
-    /// What must be typed to confirm; `None`: a `y` will do.
-    pub fn confirm_token(&self) -> Option<&str> {
-        self.is_destructive().then(|| self.target())
+    /// Destructive actions kill running work: they need the target typed.
+    pub fn is_destructive(&self) -> bool {
+        matches!(
+            self,
+            Action::Drain { .. } | Action::Requeue { .. } | Action::Preempt { .. }
+        )
     }
 
     /// The node this takes out of service, for the circuit breaker.
@@ -120,42 +93,57 @@ impl Action {
         }
     }
 
-    /// What the engine previews as its blast radius.
-    pub fn blast_target(&self) -> Option<Target> {
-        match self {
-            Action::Drain { node, requeue, .. } => Some(Target::Drain {
-                node: node.clone(),
-                requeue: *requeue,
-            }),
-            Action::Requeue { job } => Some(Target::Requeue { job: job.clone() }),
-            Action::Priority { job, value } => Some(Target::Priority {
-                job: job.clone(),
-                value: *value,
-            }),
-            _ => None,
-        }
-    }
-
-    /// The action that undoes this one, where there is one.
-    pub fn undo(&self, before: &Cluster) -> Option<String> {
+    /// The action that undoes this one, from the state before it; `None`
+    /// when nothing can (a requeued job cannot be un-requeued).
+    pub fn undo(&self, before: &Cluster) -> Option<Action> {
         match self {
             Action::Cordon { node, .. } | Action::Drain { node, .. } => {
-                Some(format!("resume {node}"))
+                Some(Action::Resume { node: node.clone() })
             }
-            Action::Resume { node } => Some(format!("cordon {node}")),
-            Action::Priority { job, .. } => before
-                .job(job)
-                .and_then(|j| j.priority)
-                .map(|p| format!("priority {job} {p}")),
-            Action::Hold { job } => Some(format!("release {job}")),
-            Action::Release { job } => Some(format!("hold {job}")),
-            Action::Requeue { .. } => None,
+            // Back out of service as it was, with its old reason.
+            Action::Resume { node } => before.node(node).and_then(|n| {
+                let reason = n.reason.clone().unwrap_or_else(|| "undo resume".into());
+                match n.state {
+                    NodeState::Cordoned => Some(Action::Cordon {
+                        node: node.clone(),
+                        reason,
+                    }),
+                    NodeState::Drain | NodeState::Draining | NodeState::Down => {
+                        Some(Action::Drain {
+                            node: node.clone(),
+                            reason,
+                            requeue: true,
+                        })
+                    }
+                    NodeState::Up | NodeState::Unknown => None,
+                }
+            }),
+            Action::SetReason { node, .. } => {
+                before
+                    .node(node)
+                    .and_then(|n| n.reason.clone())
+                    .map(|reason| Action::SetReason {
+                        node: node.clone(),
+                        reason,
+                    })
+            }
+            Action::Priority { job, .. } => {
+                before
+                    .job(job)
+                    .and_then(|j| j.priority)
+                    .map(|p| Action::Priority {
+                        job: job.clone(),
+                        value: p,
+                    })
+            }
+            Action::Hold { job } => Some(Action::Release { job: job.clone() }),
+            Action::Release { job } => Some(Action::Hold { job: job.clone() }),
+            Action::Requeue { .. } | Action::Preempt { .. } => None,
         }
     }
 
     /// Whether it would change nothing (draining a drained node).
     pub fn is_no_op(&self, c: &Cluster) -> bool {
-        use crate::model::NodeState;
         match self {
             Action::Cordon { node, .. } => c.node(node).is_some_and(|n| n.state != NodeState::Up),
             Action::Drain { node, reason, .. } => c.node(node).is_some_and(|n| {
@@ -163,6 +151,9 @@ impl Action {
                     && n.reason.as_deref() == Some(reason.as_str())
                     && c.jobs_on_node(node).next().is_none()
             }),
+            Action::SetReason { node, reason } => c
+                .node(node)
+                .is_some_and(|n| n.reason.as_deref() == Some(reason.as_str())),
             Action::Resume { node } => c.node(node).is_some_and(|n| n.state == NodeState::Up),
             Action::Priority { job, value } => {
                 c.job(job).is_some_and(|j| j.priority == Some(*value))

@@ -1,36 +1,57 @@
 //! Runs the guard for the TUI off its UI thread: previews (the blast
-//! radius can take a while on a big cluster) and confirmed actions.
+//! radius can take a while on a big cluster) and confirmed actions. It
+//! answers on a channel of its own (`Reply`); the app wraps the replies in
+//! its own message type.
 
 use super::Action;
 use super::audit::AuditLog;
 use super::executor::Executor;
-use super::guard::{self, Preview, Who};
+use super::guard::{self, Check, Done, Preview, Who};
 use super::policy::Policy;
 use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
+use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
-use crate::sources::{Control, Update};
+use crate::sources::Control;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// What the app asks of the runner.
 pub enum Request {
     Preview {
         action: Action,
         cluster: Arc<Cluster>,
         data_age: Duration,
     },
+    /// Run a confirmed preview. `cluster` and `data_age` are the newest
+    /// the app has when the operator confirms: the policies are checked
+    /// again on them.
     Run {
         preview: Box<Preview>,
         typed: String,
+        cluster: Arc<Cluster>,
+        data_age: Duration,
     },
+}
+
+/// What the runner answers.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Preview(Box<Preview>),
+    Done(Box<Done>),
+    /// Refused, or could not be sent.
+    Failed(String),
 }
 
 pub struct Runner {
     pub control: Control,
     pub policy: Policy,
     pub site: SiteParams,
-    pub catalog: crate::engine::xid::XidCatalog,
+    pub catalog: XidCatalog,
     pub log: AuditLog,
+    /// How long an action may take before its outcome is re-read.
+    pub timeout: Duration,
 }
 
 impl Runner {
@@ -59,91 +80,72 @@ impl Runner {
         }
     }
 
-    /// Serves requests until the UI goes away; answers arrive as updates.
-    pub fn spawn(self, tx: mpsc::Sender<Update>) -> mpsc::Sender<Request> {
+    /// Serves requests until the app goes away; answers arrive on `tx`.
+    pub fn spawn(self, tx: mpsc::Sender<Reply>) -> mpsc::Sender<Request> {
         let (req_tx, mut req_rx) = mpsc::channel::<Request>(4);
         tokio::spawn(async move {
             let mut executor: Option<Executor> = None;
-            let mut cluster_name = String::new();
             while let Some(req) = req_rx.recv().await {
                 if executor.is_none() {
                     match self.executor().await {
                         Ok(x) => executor = Some(x),
                         Err(e) => {
-                            let _ = tx
-                                .send(Update::ActionFailed(format!(
-                                    "cannot reach the scheduler to act: {e}"
-                                )))
-                                .await;
+                            let reply =
+                                Reply::Failed(format!("cannot reach the scheduler to act: {e}"));
+                            if tx.send(reply).await.is_err() {
+                                return;
+                            }
                             continue;
                         }
                     }
                 }
                 let Some(x) = executor.as_ref() else { continue };
-                let update = match req {
+                let reply = match req {
                     Request::Preview {
                         action,
                         cluster,
                         data_age,
                     } => {
-                        cluster_name = cluster.name.clone();
-                        let since = super::audit::now() - self.policy.window.as_secs() as i64;
-                        let recent = self.log.nodes_taken_out_since(since);
-                        let (policy, site) = (self.policy.clone(), self.site.clone());
+                        let (policy, site, cat, log) = (
+                            self.policy.clone(),
+                            self.site.clone(),
+                            self.catalog.clone(),
+                            self.log.clone(),
+                        );
+                        // The same base the command line computes.
                         let p = tokio::task::block_in_place(|| {
-                            let base = crate::engine::analysis::Base::compute(
-                                &cluster,
-                                None,
-                                &site,
-                                &self.catalog,
-                            );
+                            let base = Base::compute(&cluster, None, &site, &cat);
                             guard::preview(
-                                &action, &cluster, &base, data_age, &policy, recent, false, x,
-                                &site,
+                                &action, &cluster, &base, data_age, &policy, &log, false, x, &site,
                             )
                         });
-                        Update::Preview(Box::new(p))
+                        Reply::Preview(Box::new(p))
                     }
-                    Request::Run { preview, typed } => {
-                        let who = self.who(&cluster_name);
-                        match guard::run(
-                            &preview,
-                            &typed,
-                            x,
-                            &self.log,
-                            &who,
-                            Duration::from_secs(60),
-                        )
-                        .await
+                    Request::Run {
+                        preview,
+                        typed,
+                        cluster,
+                        data_age,
+                    } => {
+                        let who = self.who(&cluster.name);
+                        let now = Check {
+                            cluster: &cluster,
+                            data_age,
+                            policy: &self.policy,
+                        };
+                        match guard::run(&preview, &typed, x, &self.log, &who, self.timeout, now)
+                            .await
                         {
-                            Ok(done) => Update::ActionDone(Box::new(done)),
-                            Err(e) => Update::ActionFailed(e),
+                            Ok(done) => Reply::Done(Box::new(done)),
+                            Err(e) => Reply::Failed(e),
                         }
                     }
                 };
-                if tx.send(update).await.is_err() {
+                if tx.send(reply).await.is_err() {
                     return;
                 }
             }
         });
         req_tx
     }
-}
-
-/// What the TUI shows while an action is in hand.
-#[derive(Debug, Clone)]
-pub enum Modal {
-    /// Waiting for the preview, then for the confirmation.
-    Confirm {
-        action: Action,
-        preview: Option<Box<Preview>>,
-        typed: String,
-    },
-    Running {
-        action: Action,
-    },
-    Done {
-        message: String,
-        ok: bool,
-    },
 }

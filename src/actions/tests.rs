@@ -71,23 +71,62 @@ fn run(
         &base,
         age,
         policy,
-        0,
+        &b.log,
         false,
         &b.sim,
         &SiteParams::default(),
     );
+    execute(b, &p, typed, policy, age)
+}
+
+/// Runs a preview through the guard, checked against the sim as it is now.
+fn execute(
+    b: &Bench,
+    p: &guard::Preview,
+    typed: &str,
+    policy: &Policy,
+    age: Duration,
+) -> Result<guard::Done, String> {
+    let c = snapshot(&b.sim);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("rt");
+    let now = guard::Check {
+        cluster: &c,
+        data_age: age,
+        policy,
+    };
     rt.block_on(guard::run(
-        &p,
+        p,
         typed,
         &b.sim,
         &b.log,
         &who(),
         Duration::from_secs(5),
+        now,
     ))
+}
+
+fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Preview {
+    let c = snapshot(&b.sim);
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    guard::preview(
+        a,
+        &c,
+        &base,
+        age,
+        policy,
+        &b.log,
+        false,
+        &b.sim,
+        &SiteParams::default(),
+    )
 }
 
 #[test]
@@ -102,8 +141,17 @@ fn drain_and_requeue_takes_the_whole_gang_verified_and_audited() {
     )
     .expect("done");
     assert!(done.outcome.ok && done.outcome.verified, "{done:?}");
-    assert_eq!(done.undo.as_deref(), Some("resume h100-03"));
-    assert!(done.message.contains("requeued: 4700"), "{}", done.message);
+    assert_eq!(
+        done.undo,
+        Some(Action::Resume {
+            node: "h100-03".into()
+        })
+    );
+    assert!(
+        done.message.contains("drain h100-03 ✓; requeue 4700 ✓"),
+        "{}",
+        done.message
+    );
     let c = snapshot(&b.sim);
     let n = c.node("h100-03").expect("node");
     assert_eq!(
@@ -295,8 +343,240 @@ fn reversible_actions_take_y_and_report_their_undo() {
         job: "4723".into(),
         value: top,
     };
-    assert!(a.confirm_token().is_none());
+    assert!(
+        preview(&b, &a, &Policy::default(), Duration::ZERO)
+            .token
+            .is_none()
+    );
     let done = run(&b, &a, "y", &Policy::default(), Duration::ZERO).expect("priority");
     assert!(done.outcome.verified, "{done:?}");
-    assert_eq!(done.undo.as_deref(), Some("priority 4723 6000"));
+    assert_eq!(
+        done.undo,
+        Some(Action::Priority {
+            job: "4723".into(),
+            value: 6000
+        })
+    );
+}
+
+#[test]
+fn the_first_node_out_of_a_small_partition_is_not_refused_by_the_breaker() {
+    use crate::engine::fixture::{add_node, cluster};
+    let mut c = cluster();
+    add_node(&mut c, "a100n1", "a100", 4);
+    add_node(&mut c, "a100n2", "a100", 4);
+    let p = Policy::default();
+    let drain = |n: &str| Action::Drain {
+        node: n.into(),
+        reason: "xid79".into(),
+        requeue: true,
+    };
+    // 1 of 2 is 50% > 25%, but it is the first: the commonest 3am case.
+    assert_eq!(
+        p.check(&drain("a100n1"), &c, Duration::ZERO, 0, false),
+        Ok(())
+    );
+    c.nodes[0].state = NodeState::Drain;
+    // The second would empty the partition: that is what the breaker is for.
+    let r = p.check(&drain("a100n2"), &c, Duration::ZERO, 0, false);
+    assert!(
+        matches!(&r, Err(Refusal::Breaker(s)) if s.contains("2 of 2")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn the_breaker_is_shown_before_typing_and_overridden_only_by_typing_force() {
+    let b = bench();
+    let p = Policy::default();
+    for n in ["h100-07", "h100-08"] {
+        let a = Action::Cordon {
+            node: n.into(),
+            reason: "t".into(),
+        };
+        run(&b, &a, "y", &p, Duration::ZERO).expect("cordon");
+    }
+    let third = Action::Cordon {
+        node: "h100-05".into(),
+        reason: "t".into(),
+    };
+    let pv = preview(&b, &third, &p, Duration::ZERO);
+    assert!(matches!(pv.refusal, Some(Refusal::Breaker(_))));
+    assert_eq!(pv.force_token().as_deref(), Some("force h100-05"));
+    assert!(pv.confirm_prompt().contains("force h100-05"));
+    assert!(execute(&b, &pv, "y", &p, Duration::ZERO).is_err());
+    assert!(execute(&b, &pv, "h100-05", &p, Duration::ZERO).is_err());
+    assert_eq!(
+        snapshot(&b.sim).node("h100-05").map(|n| n.state),
+        Some(NodeState::Up),
+        "nothing sent"
+    );
+    let done = execute(&b, &pv, "force h100-05", &p, Duration::ZERO).expect("forced");
+    assert!(done.outcome.ok, "{done:?}");
+    assert_eq!(b.log.nodes_taken_out_since(0), 3);
+}
+
+#[test]
+fn data_age_is_checked_again_at_execute_time() {
+    let b = bench();
+    let p = Policy::default();
+    let a = Action::Cordon {
+        node: "h100-07".into(),
+        reason: "t".into(),
+    };
+    let pv = preview(&b, &a, &p, Duration::from_secs(1));
+    assert!(pv.refusal.is_none(), "fresh when the preview opened");
+    // The operator reads for a minute while the scheduler stops answering.
+    let err = execute(&b, &pv, "y", &p, Duration::from_secs(61)).expect_err("stale now");
+    assert!(
+        err.contains("refused at execute time") && err.contains("61s old"),
+        "{err}"
+    );
+    assert_eq!(
+        snapshot(&b.sim).node("h100-07").map(|n| n.state),
+        Some(NodeState::Up)
+    );
+    assert!(b.log.read().is_empty(), "no intent for a refused action");
+}
+
+#[test]
+fn a_failed_requeue_after_a_good_drain_is_reported_as_exactly_that() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let sweep = c
+        .jobs
+        .iter()
+        .find(|j| j.name == "detr-sweep")
+        .expect("sweep")
+        .clone();
+    let node = sweep.nodes[0].clone();
+    let a = Action::Drain {
+        node: node.clone(),
+        reason: "ecc GPU5".into(),
+        requeue: true,
+    };
+    let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.warnings.iter().any(|w| w.contains("--no-requeue")),
+        "{:?}",
+        pv.warnings
+    );
+    let done = execute(&b, &pv, &node, &Policy::default(), Duration::ZERO).expect("ran");
+    let o = &done.outcome;
+    assert!(o.partial && !o.ok, "{o:?}");
+    assert_eq!(o.steps.len(), 2);
+    assert!(o.steps[0].ok && o.steps[0].verified, "drained ✓: {o:?}");
+    assert_eq!(o.steps[1].what, format!("requeue {}", sweep.id));
+    assert_eq!(
+        o.steps[1].error.as_deref(),
+        Some(crate::sources::sim::NO_REQUEUE)
+    );
+    assert!(
+        done.message.starts_with("PARTLY DONE")
+            && done.message.contains(&format!("drain {node} ✓"))
+            && done
+                .message
+                .contains(&format!("requeue {} failed", sweep.id)),
+        "{}",
+        done.message
+    );
+    assert_eq!(
+        done.undo,
+        Some(Action::Resume { node: node.clone() }),
+        "what was done can be undone"
+    );
+    let after = snapshot(&b.sim);
+    assert_eq!(
+        after.node(&node).map(|n| n.state),
+        Some(NodeState::Draining),
+        "the job still runs on it"
+    );
+    let rec = b.log.read().pop().expect("outcome");
+    assert!(rec.outcome.is_some_and(|o| o.partial && o.steps.len() == 2));
+}
+
+#[test]
+fn resuming_a_node_with_unresolved_critical_health_needs_its_name_typed() {
+    let b = bench();
+    run(
+        &b,
+        &drain("h100-03"),
+        "h100-03",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect("drain");
+    let resume = Action::Resume {
+        node: "h100-03".into(),
+    };
+    let pv = preview(&b, &resume, &Policy::default(), Duration::ZERO);
+    assert_eq!(pv.token.as_deref(), Some("h100-03"));
+    assert!(
+        pv.warnings.iter().any(|w| w.contains("Xid 79")),
+        "the unresolved evidence is shown: {:?}",
+        pv.warnings
+    );
+    assert_eq!(
+        pv.undo,
+        Some(Action::Drain {
+            node: "h100-03".into(),
+            reason: "xid79 GPU3".into(),
+            requeue: true,
+        }),
+        "undo drains it again with its old reason"
+    );
+    assert!(execute(&b, &pv, "y", &Policy::default(), Duration::ZERO).is_err());
+    let done = execute(&b, &pv, "h100-03", &Policy::default(), Duration::ZERO).expect("resume");
+    assert!(done.outcome.ok);
+    // A healthy drained node takes a plain y.
+    let pv = preview(
+        &b,
+        &Action::Resume {
+            node: "a100-08".into(),
+        },
+        &Policy::default(),
+        Duration::ZERO,
+    );
+    assert_eq!(pv.token, None);
+    assert!(pv.warnings.is_empty());
+}
+
+#[test]
+fn an_intent_in_flight_counts_against_the_breaker() {
+    let b = bench();
+    let mut intent = Record {
+        id: "other-1".into(),
+        phase: "intent".into(),
+        time: super::audit::now(),
+        operator: "someone".into(),
+        scheduler_user: None,
+        host: "h".into(),
+        cluster: "c".into(),
+        source: "sim".into(),
+        action: "drain".into(),
+        target: "h100-01".into(),
+        reason: None,
+        preview: "p".into(),
+        outcome: None,
+    };
+    b.log.write(&intent).expect("write");
+    assert_eq!(
+        b.log.nodes_taken_out_since(0),
+        1,
+        "another nightshift is draining"
+    );
+    intent.phase = "outcome".into();
+    intent.outcome = Some(super::audit::Outcome::of_steps(vec![crate::model::Step {
+        what: "drain h100-01".into(),
+        ok: false,
+        verified: false,
+        observed: String::new(),
+        error: Some("refused".into()),
+    }]));
+    b.log.write(&intent).expect("write");
+    assert_eq!(
+        b.log.nodes_taken_out_since(0),
+        0,
+        "it failed: nothing was taken out"
+    );
 }

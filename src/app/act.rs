@@ -2,10 +2,9 @@
 //! and requeue, `C` cordon, `U` resume, `R` requeue, `T` top priority,
 //! `H` hold, `E` release. Each opens the guard's preview; `esc` cancels.
 
-use super::{App, Row, View};
+use super::{App, Modal, Row, View};
 use crate::actions::Action;
-use crate::actions::runner::{Modal, Request};
-use crate::model::EventKind;
+use crate::actions::runner::Request;
 use crossterm::event::{KeyCode, KeyEvent};
 
 impl App {
@@ -21,22 +20,9 @@ impl App {
             (name.to_string(), reason)
         };
         match (s.view, self.selected_row()) {
-            (View::Incidents, Some(Row::Event(e))) => c.events.get(e).map(|ev| {
-                let reason = match (&ev.kind, ev.gpu) {
-                    (EventKind::Xid { code }, Some(g)) => format!("xid{code} GPU{g}"),
-                    (EventKind::Xid { code }, None) => format!("xid{code}"),
-                    (EventKind::Ecc { .. }, Some(g)) => format!("ecc GPU{g}"),
-                    _ => ev.message.clone(),
-                };
-                (
-                    ev.node.clone(),
-                    if reason.is_empty() {
-                        "drained via nightshift".into()
-                    } else {
-                        reason
-                    },
-                )
-            }),
+            (_, Some(Row::Incident(i))) => self
+                .incident(i)
+                .map(|inc| (inc.node.clone(), inc.drain_reason())),
             (View::Overview | View::Nodes | View::JobDetail, Some(Row::Node(n))) => {
                 c.nodes.get(n).map(|n| from_node(&n.name))
             }
@@ -126,7 +112,7 @@ impl App {
                 // It was sent: the outcome will still arrive and be shown.
                 self.flash = Some("the action was already sent; its outcome will be shown".into());
                 self.modal = Some(modal);
-            } else {
+            } else if matches!(modal, Modal::Confirm { .. }) {
                 self.flash = Some("cancelled: nothing sent".into());
             }
             return;
@@ -137,7 +123,10 @@ impl App {
                 preview,
                 mut typed,
             } => {
-                let yes_no = action.confirm_token().is_none();
+                // A plain `y` only where nothing must be typed.
+                let yes_no = preview
+                    .as_ref()
+                    .is_some_and(|p| p.token.is_none() && p.force_token().is_none());
                 match key.code {
                     KeyCode::Char('n') if yes_no => {
                         self.flash = Some("cancelled: nothing sent".into());
@@ -177,7 +166,15 @@ impl App {
                 }
             }
             Modal::Running { action } => Modal::Running { action },
-            Modal::Done { .. } => return,
+            Modal::Done { .. } => {
+                // `u` opens the undo's own guarded preview; any other key closes.
+                if key.code == KeyCode::Char('u')
+                    && let Some(undo) = self.last_undo.clone()
+                {
+                    self.open_action(undo);
+                }
+                return;
+            }
         });
     }
 
@@ -196,17 +193,10 @@ impl App {
             });
             return;
         };
-        if let Some(r) = &p.refusal {
+        if let Some(r) = &p.refusal
+            && p.force_token().is_none()
+        {
             self.flash = Some(format!("refused: {r}"));
-            self.modal = Some(Modal::Confirm {
-                action,
-                preview: Some(p),
-                typed,
-            });
-            return;
-        }
-        if !p.accepts(&typed) {
-            self.flash = Some(format!("does not match: {}", p.confirm_prompt()));
             self.modal = Some(Modal::Confirm {
                 action,
                 preview: Some(p),
@@ -214,7 +204,26 @@ impl App {
             });
             return;
         }
-        self.outbox.push(Request::Run { preview: p, typed });
+        if !p.accepts(&typed) {
+            self.flash = Some(match &p.refusal {
+                Some(r) => format!("refused: {r}"),
+                None => format!("does not match: {}", p.confirm_prompt()),
+            });
+            self.modal = Some(Modal::Confirm {
+                action,
+                preview: Some(p),
+                typed: String::new(),
+            });
+            return;
+        }
+        // The newest data goes with it: the guard checks it again.
+        let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
+        self.outbox.push(Request::Run {
+            preview: p,
+            typed,
+            cluster: self.cluster.clone(),
+            data_age,
+        });
         self.modal = Some(Modal::Running { action });
     }
 }

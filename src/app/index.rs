@@ -138,14 +138,8 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             }
             rows.into_iter().map(Row::Job).collect()
         }
-        View::Incidents => c
-            .events
-            .iter()
-            .enumerate()
-            .rev()
-            .filter(|(_, e)| matches(f, &[&e.node, &e.label(), &e.message]))
-            .map(|(i, _)| Row::Event(i))
-            .collect(),
+        // Incidents come from the engine's analysis: see App::refresh_rows.
+        View::Incidents => Vec::new(),
         View::NodeDetail => {
             let Some(&n) = s.target.as_deref().and_then(|t| ix.node_by_name.get(t)) else {
                 return Vec::new();

@@ -176,10 +176,10 @@ impl App {
                 .jobs
                 .get(j)
                 .map(|job| Screen::new(View::JobDetail, Some(job.id.clone()))),
-            (_, Some(Row::Event(e))) => self.cluster.events.get(e).map(|ev| {
-                let mut s = Screen::new(View::NodeDetail, Some(ev.node.clone()));
-                if let Some(g) = ev.gpu {
-                    s.selected_key = Some(format!("{}/{}", ev.node, g));
+            (_, Some(Row::Incident(i))) => self.incident(i).map(|inc| {
+                let mut s = Screen::new(View::NodeDetail, Some(inc.node.clone()));
+                if let Some(g) = inc.gpu {
+                    s.selected_key = Some(format!("{}/{}", inc.node, g));
                 }
                 s
             }),

@@ -1,11 +1,25 @@
 use super::*;
+use crate::engine::xid::XidCatalog;
 use crate::sources::sim::{Sim, SimConfig};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+/// The app after the sim's first snapshot, its status and its analysis,
+/// as the loop delivers them.
 fn app() -> App {
     let mut app = App::new("sim", false, false, Duration::from_secs(10));
     let sim = Sim::new(SimConfig::default()).expect("sim");
-    app.on_update(Update::Snapshot(Arc::new(sim.snapshot())), Instant::now());
+    let c = Arc::new(sim.snapshot());
+    let now = Instant::now();
+    app.update(Msg::Source(Update::Snapshot(c.clone())), now);
+    app.update(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    let a = Analysis::compute(
+        &c,
+        None,
+        &Focus::None,
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    app.update(Msg::Analysis(Arc::new(a)), now);
     app
 }
 
@@ -59,7 +73,12 @@ fn incident_to_node_to_job_by_keys() {
     command(&mut a, "incidents");
     // Newest first: the Xid 79 is the newest at start-up.
     assert!(
-        matches!(a.selected_row(), Some(Row::Event(e)) if a.cluster.events[e].xid() == Some(79))
+        matches!(a.selected_row(), Some(Row::Incident(i)) if a.incident(i).is_some_and(|i| i.label == "XID 79")),
+        "{:?}",
+        a.selected_row().and_then(|r| match r {
+            Row::Incident(i) => a.incident(i).map(|i| i.label.clone()),
+            _ => None,
+        })
     );
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen().view, View::NodeDetail);
@@ -156,7 +175,87 @@ fn data_turns_stale_and_errors_keep_the_last_snapshot() {
     a.tick(later);
     assert!(a.is_stale());
     let nodes = a.cluster.nodes.len();
-    a.on_update(Update::Error("connection refused".into()), later);
+    let refused = crate::sources::SourceError::Unreachable {
+        what: "slurmrestd".into(),
+        detail: "connection refused".into(),
+    };
+    a.on_update(Update::failed(Origin::Scheduler, refused), later);
     assert_eq!(a.cluster.nodes.len(), nodes);
-    assert_eq!(a.source_error.as_deref(), Some("connection refused"));
+    let (origin, err, age) = a.failing_origin().expect("the scheduler fails");
+    assert_eq!(origin, &Origin::Scheduler);
+    assert!(err.contains("connection refused"));
+    assert_eq!(age, Some(Duration::from_secs(11)));
+}
+
+#[test]
+fn an_endpoint_answering_never_makes_a_dead_scheduler_look_fresh() {
+    let mut a = app();
+    let t0 = a.now;
+    let dcgm = Origin::Endpoint("http://gpu01:9400/metrics".into());
+    let dead = crate::sources::SourceError::Timeout {
+        what: "GET /slurm/v0.0.38/nodes".into(),
+        secs: 10,
+    };
+    // The scheduler dies; the endpoint keeps answering, and merged
+    // snapshots keep coming, every 2 s for 40 s.
+    for s in (2..=40).step_by(2) {
+        let t = t0 + Duration::from_secs(s);
+        a.on_update(Update::failed(Origin::Scheduler, dead.clone()), t);
+        a.on_update(Update::Snapshot(a.cluster.clone()), t);
+        a.on_update(Update::ok(dcgm.clone()), t);
+    }
+    assert_eq!(a.data_age(), Some(Duration::from_secs(40)));
+    assert!(a.is_stale(), "STALE follows the scheduler");
+    let (origin, err, _) = a.failing_origin().expect("shown until it answers");
+    assert_eq!(origin, &Origin::Scheduler);
+    assert!(err.contains("no answer within 10s"), "{err}");
+    // It answers again: fresh, and its error is gone.
+    let t = t0 + Duration::from_secs(42);
+    a.on_update(Update::ok(Origin::Scheduler), t);
+    assert_eq!(a.data_age(), Some(Duration::ZERO));
+    assert!(a.failing_origin().is_none());
+}
+
+#[test]
+fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
+    use crate::actions::guard::Preview;
+    let mut a = app();
+    // The preview came back clean while the data was fresh…
+    command(&mut a, "incidents");
+    press(&mut a, "D");
+    let action = match &a.modal {
+        Some(Modal::Confirm { action, .. }) => action.clone(),
+        other => panic!("no confirm dialog: {other:?}"),
+    };
+    let p = Preview {
+        action: action.clone(),
+        blast: None,
+        summary: String::new(),
+        calls: Vec::new(),
+        no_op: false,
+        refusal: None,
+        undo: None,
+        token: Some("h100-03".into()),
+        warnings: Vec::new(),
+        forced: false,
+    };
+    a.update(
+        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        a.now,
+    );
+    // …then the scheduler stops answering for a minute before `enter`.
+    let later = a.now + Duration::from_secs(60);
+    a.tick(later);
+    a.outbox.clear();
+    for c in "h100-03".chars() {
+        a.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+    key(&mut a, KeyCode::Enter);
+    // The run request carries the data's age now, for the guard to check.
+    match a.outbox.last() {
+        Some(crate::actions::runner::Request::Run { data_age, .. }) => {
+            assert_eq!(*data_age, Duration::from_secs(60))
+        }
+        _ => panic!("no run request"),
+    }
 }

@@ -5,8 +5,10 @@
 use super::SiteParams;
 use super::blast::{Blast, Target, blast};
 use super::health::{GpuVerdict, NodeVerdict, critical_nodes, verdicts};
+use super::incidents::{Incident, incidents};
 use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
+use super::stall::{Stall, StallHistory, stalls};
 use super::why::{Why, why};
 use super::xid::XidCatalog;
 use crate::model::{Cluster, GpuHealth, Timestamp};
@@ -48,18 +50,40 @@ pub struct Base {
     pub verdict_of_node: HashMap<String, usize>,
     /// Nodes whose health says drain them: not capacity anywhere.
     pub unusable: Unusable,
+    /// Running jobs that make no progress (whole gangs).
+    pub stalls: Vec<Stall>,
+    /// Every incident with its victims and lifecycle, newest first.
+    pub incidents: Vec<Incident>,
 }
 
 impl Base {
+    /// The base of a single snapshot (the command line): stalls are found
+    /// by their hardware Xid only, the sustained signature needs history.
     pub fn compute(
         c: &Cluster,
         prev: Option<&Cluster>,
         site: &SiteParams,
         cat: &XidCatalog,
     ) -> Base {
+        Base::compute_with(c, prev, site, cat, &StallHistory::default())
+    }
+
+    /// The base with the stall history the analyst keeps across snapshots.
+    pub fn compute_with(
+        c: &Cluster,
+        prev: Option<&Cluster>,
+        site: &SiteParams,
+        cat: &XidCatalog,
+        history: &StallHistory,
+    ) -> Base {
         let verdicts = verdicts(c, prev, cat, site);
         let unusable = critical_nodes(&verdicts);
         let plan = plan(c, site, &unusable);
+        let by_node: HashMap<&str, &NodeVerdict> =
+            verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
+        let stalls = stalls(c, &by_node, history, cat, site);
+        let incidents = incidents(c, &by_node, &unusable, &stalls, cat);
+        drop(by_node);
         let verdict_of_node = verdicts
             .iter()
             .enumerate()
@@ -71,7 +95,21 @@ impl Base {
             verdicts,
             verdict_of_node,
             unusable,
+            stalls,
+            incidents,
         }
+    }
+
+    /// The newest open incident on `node` that asks for a drain: where the
+    /// node stands in its repair.
+    pub fn node_incident(&self, node: &str) -> Option<&Incident> {
+        self.incidents
+            .iter()
+            .find(|i| i.node == node && i.is_open() && i.action.needs_drain())
+    }
+
+    pub fn incident(&self, id: &str) -> Option<&Incident> {
+        self.incidents.iter().find(|i| i.id == id)
     }
 
     pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {
@@ -142,6 +180,7 @@ impl Analysis {
                     c,
                     &base,
                     &Target::Drain {
+                        reason: String::new(),
                         node: name.clone(),
                         requeue: true,
                     },

@@ -4,48 +4,34 @@ use super::analysis::Base;
 use super::plan::{Estimate, Plan};
 use super::restore::{Restore, plan_after, restore_after};
 use super::{SiteParams, whatif};
-use crate::model::{Cluster, Timestamp};
+use crate::model::{Action, Cluster, NodeState, Timestamp};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
-/// An action whose consequences the on-call wants before acting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum Target {
-    /// Drain a node; its jobs (and their gangs) are requeued or killed.
-    Drain {
-        node: String,
-        requeue: bool,
-    },
-    Requeue {
-        job: String,
-    },
-    /// Kill a job to make room; whether it returns depends on the site's
-    /// PreemptMode (`SiteParams::preempt_requeues`).
-    Preempt {
-        job: String,
-    },
-    Priority {
-        job: String,
-        value: u64,
-    },
-}
+/// What the on-call wants to know the consequences of: the shared verb.
+pub type Target = Action;
 
-impl Target {
-    pub fn describe(&self) -> String {
-        match self {
-            Target::Drain {
-                node,
-                requeue: true,
-            } => format!("drain {node} and requeue its jobs"),
-            Target::Drain {
-                node,
-                requeue: false,
-            } => format!("drain {node} and kill its jobs"),
-            Target::Requeue { job } => format!("requeue job {job}"),
-            Target::Preempt { job } => format!("preempt job {job}"),
-            Target::Priority { job, value } => format!("set job {job}'s priority to {value}"),
-        }
+/// A short description for a blast summary.
+fn describe(t: &Target) -> String {
+    match t {
+        Action::Drain {
+            node,
+            requeue: true,
+            ..
+        } => format!("drain {node} and requeue its jobs"),
+        Action::Drain {
+            node,
+            requeue: false,
+            ..
+        } => format!("drain {node} and kill its jobs"),
+        Action::Cordon { node, .. } => format!("cordon {node}"),
+        Action::Resume { node } => format!("resume {node}"),
+        Action::SetReason { node, .. } => format!("change {node}'s reason"),
+        Action::Requeue { job } => format!("requeue job {job}"),
+        Action::Preempt { job } => format!("preempt job {job}"),
+        Action::Priority { job, value } => format!("set job {job}'s priority to {value}"),
+        Action::Hold { job } => format!("hold job {job}"),
+        Action::Release { job } => format!("release job {job}"),
     }
 }
 
@@ -119,13 +105,13 @@ pub fn blast(
             .position(|j| j.id == id)
             .ok_or_else(|| format!("no job {id} in the current data"))
     };
+    let node_of = |name: &str| {
+        c.node(name)
+            .ok_or_else(|| format!("no node {name} in the current data"))
+    };
     let (after, killed, seeds, requeue, out_of_service, part_name) = match target {
-        Target::Drain { node, requeue } => {
-            let n = c
-                .nodes
-                .iter()
-                .find(|n| &n.name == node)
-                .ok_or_else(|| format!("no node {node} in the current data"))?;
+        Action::Drain { node, requeue, .. } => {
+            let n = node_of(node)?;
             let seeds = whatif::jobs_on_node(c, node);
             let (after, killed) = whatif::drain(c, node, *requeue);
             let oos = if n.state.schedulable() {
@@ -142,20 +128,42 @@ pub fn blast(
                 n.partitions.first().cloned(),
             )
         }
-        Target::Requeue { job } | Target::Preempt { job } => {
+        Action::Cordon { node, .. } | Action::Resume { node } | Action::SetReason { node, .. } => {
+            let n = node_of(node)?;
+            let mut after = c.clone();
+            let (state, oos) = match target {
+                Action::Cordon { .. } if n.state == NodeState::Up => {
+                    (NodeState::Cordoned, n.gpu_count)
+                }
+                Action::Resume { .. } => (NodeState::Up, 0),
+                _ => (n.state, 0),
+            };
+            if let Some(x) = after.nodes.iter_mut().find(|x| &x.name == node) {
+                x.state = state;
+            }
+            (
+                after,
+                Vec::new(),
+                Vec::new(),
+                false,
+                oos,
+                n.partitions.first().cloned(),
+            )
+        }
+        Action::Requeue { job } | Action::Preempt { job } => {
             let j = find_job(job)?;
             if !c.jobs[j].state.holds_resources() {
                 return Err(format!(
                     "job {job} is {}, not running: nothing to {}",
                     c.jobs[j].state.as_str(),
-                    if matches!(target, Target::Requeue { .. }) {
+                    if matches!(target, Action::Requeue { .. }) {
                         "requeue"
                     } else {
                         "preempt"
                     }
                 ));
             }
-            let requeue = matches!(target, Target::Requeue { .. }) || site.preempt_requeues;
+            let requeue = matches!(target, Action::Requeue { .. }) || site.preempt_requeues;
             let (after, killed) = whatif::end_job(c, j, requeue);
             (
                 after,
@@ -166,10 +174,26 @@ pub fn blast(
                 Some(c.jobs[j].partition.clone()),
             )
         }
-        Target::Priority { job, value } => {
+        Action::Priority { job, value } => {
             let j = find_job(job)?;
             (
                 whatif::reprioritize(c, j, *value),
+                Vec::new(),
+                Vec::new(),
+                false,
+                0,
+                Some(c.jobs[j].partition.clone()),
+            )
+        }
+        Action::Hold { job } | Action::Release { job } => {
+            let j = find_job(job)?;
+            let mut after = c.clone();
+            after.jobs[j].reason = match target {
+                Action::Hold { .. } => Some("JobHeldAdmin".into()),
+                _ => None,
+            };
+            (
+                after,
                 Vec::new(),
                 Vec::new(),
                 false,
@@ -239,7 +263,7 @@ pub fn blast(
     let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
     let moved = moved_jobs(c, plan_before, &after, &plan_after, &killed_ids);
     let jumped = match target {
-        Target::Priority { job, .. } => jumped_jobs(c, plan_before, &after, &plan_after, job),
+        Action::Priority { job, .. } => jumped_jobs(c, plan_before, &after, &plan_after, job),
         _ => Vec::new(),
     };
     let mut users = BTreeSet::new();
@@ -257,11 +281,11 @@ pub fn blast(
     let no_op =
         killed_jobs.is_empty() && out_of_service == 0 && moved.is_empty() && jumped.is_empty();
     let summary = if no_op {
-        format!("{}: nothing changes", target.describe())
+        format!("{}: nothing changes", describe(target))
     } else {
         format!(
             "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours since their checkpoints), {} GPUs out of service, {} queued job(s) move",
-            target.describe(),
+            describe(target),
             killed_jobs.len(),
             gpus_freed,
             lost_gpu_hours,

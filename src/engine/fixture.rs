@@ -24,6 +24,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         reason: None,
         reason_set_by: None,
         reason_time: None,
+        boot_time: None,
         gpu_model: Some("H100".into()),
         topology: None,
         labels: BTreeMap::new(),
@@ -63,6 +64,7 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         gang: (nodes > 1).then(|| format!("gang-{id}")),
         checkpoint: Checkpoint::default(),
         restarts: None,
+        requeueable: None,
     }
 }
 

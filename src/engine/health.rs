@@ -162,8 +162,17 @@ pub fn verdicts(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
+    let boots: HashMap<&str, i64> = c
+        .nodes
+        .iter()
+        .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
+        .collect();
     let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
-    for e in c.events.iter().filter(|e| e.time > c.time - XID_WINDOW_S) {
+    // Events from before a node's last boot were cleared by the reboot.
+    let current = |e: &&Event| {
+        e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
+    };
+    for e in c.events.iter().filter(current) {
         if let Some(g) = e.gpu {
             by_gpu.entry((e.node.as_str(), g)).or_default().push(e);
         }
@@ -178,10 +187,23 @@ pub fn verdicts(
     let dt = prev.map_or(0, |p| c.time - p.time);
     let mut out = Vec::new();
     for n in &c.nodes {
+        let boot = n.boot_time;
         let mut gpus: Vec<GpuVerdict> = n
             .gpus
             .iter()
             .map(|g| {
+                // A last Xid from before the node's last boot was cleared by it.
+                let cleared;
+                let g = match (&g.last_xid, boot) {
+                    (Some(x), Some(b)) if x.time.is_some_and(|t| t <= b) => {
+                        cleared = Gpu {
+                            last_xid: None,
+                            ..g.clone()
+                        };
+                        &cleared
+                    }
+                    _ => g,
+                };
                 let events = by_gpu
                     .get(&(n.name.as_str(), g.index))
                     .map_or(&[][..], Vec::as_slice);

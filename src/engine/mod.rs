@@ -8,8 +8,10 @@ pub mod blast;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod health;
+pub mod incidents;
 pub mod plan;
 pub mod restore;
+pub mod stall;
 pub mod units;
 pub mod whatif;
 pub mod why;
@@ -57,6 +59,13 @@ pub struct SiteParams {
     /// Whether a preempted job goes back to the queue (Slurm
     /// PreemptMode=REQUEUE) or is cancelled.
     pub preempt_requeues: bool,
+    /// How long a job's GPUs must show the hung-collective signature
+    /// before it is reported stalled, seconds.
+    pub stall_window_s: u64,
+    /// The signature: utilization at least this (0–1)…
+    pub stall_util_min: f64,
+    /// …with SM occupancy at most this (0–1).
+    pub stall_occupancy_max: f64,
 }
 
 impl Default for SiteParams {
@@ -70,6 +79,9 @@ impl Default for SiteParams {
             sbe_watch_per_hour: 100.0,
             default_time_limit_s: 24 * 3600,
             preempt_requeues: true,
+            stall_window_s: 300,
+            stall_util_min: 0.9,
+            stall_occupancy_max: 0.05,
         }
     }
 }

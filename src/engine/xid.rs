@@ -55,6 +55,19 @@ impl ActionClass {
         }
     }
 
+    /// What fixes the hardware once the node is out of service.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            ActionClass::DrainReboot => "reboot the node",
+            ActionClass::DrainResetGpu => "reset the GPU (replace it if the remap failed)",
+            ActionClass::DrainInvestigate => "investigate (NVLink, fabric)",
+            ActionClass::ResetNextDrain => "reset the GPU",
+            ActionClass::RestartJob => "restart the job",
+            ActionClass::Investigate => "investigate",
+            ActionClass::Watch | ActionClass::None => "nothing yet",
+        }
+    }
+
     /// A few characters for tables.
     pub fn short(self) -> &'static str {
         match self {

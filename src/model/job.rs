@@ -94,6 +94,10 @@ pub struct Job {
     pub checkpoint: Checkpoint,
     /// Times the scheduler restarted or requeued it, when it says.
     pub restarts: Option<u32>,
+    /// Whether the scheduler lets it be requeued (Slurm `--no-requeue`
+    /// jobs cannot be); `None` when it does not say.
+    #[serde(default)]
+    pub requeueable: Option<bool>,
 }
 
 impl Job {
@@ -146,6 +150,7 @@ mod tests {
             gang: None,
             checkpoint: Checkpoint::default(),
             restarts: None,
+            requeueable: None,
         }
     }
 

@@ -4,12 +4,14 @@
 //! never a made-up zero: an exporter with profiling turned off has *unknown*
 //! SM occupancy, not an idle GPU.
 
+mod action;
 mod event;
 mod gpu;
 mod job;
 mod node;
 mod summary;
 
+pub use action::{Action, Step};
 pub use event::{Event, EventJob, EventKind};
 pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};

@@ -61,6 +61,10 @@ pub struct Node {
     pub reason_set_by: Option<String>,
     /// When the reason was set.
     pub reason_time: Option<Timestamp>,
+    /// When the node last booted: GPU events from before it were cleared
+    /// by the reboot (the driver reloaded, the GPUs were reset).
+    #[serde(default)]
+    pub boot_time: Option<Timestamp>,
     pub gpu_model: Option<String>,
     /// NVLink domain or topology group (rack, NVL72 domain, switch).
     pub topology: Option<String>,

@@ -1,11 +1,11 @@
 //! Node endpoints beside (or instead of) a scheduler: a task that polls
 //! them, and one that lays their readings over the scheduler's snapshots.
 
-use super::Update;
 use super::dcgm::Reading;
 use super::dcgm::merge::{HealthWatch, HostMap, merge};
 use super::dcgm::scrape::Scraper;
 use super::prometheus::Prometheus;
+use super::{Origin, SourceError, Update};
 use crate::model::Cluster;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +39,20 @@ impl Endpoints {
 /// One poll of every endpoint.
 pub struct Poller {
     scraper: Option<Scraper>,
-    prometheus: Option<Prometheus>,
+    prometheus: Option<(String, Prometheus)>,
     last_prom: Vec<Reading>,
+}
+
+/// What one poll found.
+#[derive(Debug, Default)]
+pub struct Poll {
+    /// Every endpoint's newest readings (old ones where a scrape failed).
+    pub readings: Vec<Reading>,
+    /// Each endpoint polled this time: answered (`None`) or its error.
+    pub polled: Vec<(Origin, Option<SourceError>)>,
+    /// Warnings that lose nothing: lines that did not parse, Prometheus
+    /// warnings.
+    pub notes: Vec<String>,
 }
 
 impl Poller {
@@ -54,32 +66,39 @@ impl Poller {
             prometheus: e
                 .prometheus
                 .as_deref()
-                .map(|u| Prometheus::new(u, e.timeout))
+                .map(|u| Prometheus::new(u, e.timeout).map(|p| (u.to_string(), p)))
                 .transpose()?,
             last_prom: Vec::new(),
         })
     }
 
-    /// The newest readings of every endpoint, and what went wrong this time.
-    pub async fn poll(&mut self) -> (Vec<Reading>, Vec<String>) {
-        let mut readings = Vec::new();
-        let mut errors = Vec::new();
+    pub async fn poll(&mut self) -> Poll {
+        let mut out = Poll::default();
         if let Some(s) = &mut self.scraper {
             let round = s.round().await;
-            readings.extend(round.readings);
-            errors.extend(round.errors.into_iter().map(|(_, e)| e));
+            out.readings.extend(round.readings);
+            out.polled.extend(
+                round
+                    .polled
+                    .into_iter()
+                    .map(|(u, e)| (Origin::Endpoint(u), e)),
+            );
+            out.notes
+                .extend(round.notes.into_iter().map(|(u, n)| format!("{u}: {n}")));
         }
-        if let Some(p) = &self.prometheus {
+        if let Some((url, p)) = &self.prometheus {
+            let origin = Origin::Endpoint(url.clone());
             match p.query().await {
                 Ok((r, warnings)) => {
                     self.last_prom = r;
-                    errors.extend(warnings);
+                    out.notes.extend(warnings);
+                    out.polled.push((origin, None));
                 }
-                Err(e) => errors.push(e),
+                Err(e) => out.polled.push((origin, Some(SourceError::Other(e)))),
             }
-            readings.extend(self.last_prom.iter().cloned());
+            out.readings.extend(self.last_prom.iter().cloned());
         }
-        (readings, errors)
+        out
     }
 }
 
@@ -88,7 +107,7 @@ pub fn merged(
     base: &Cluster,
     readings: &[Reading],
     e: &Endpoints,
-    xids: &HealthWatch,
+    watch: &HealthWatch,
     now: i64,
 ) -> Cluster {
     let mut c = base.clone();
@@ -97,19 +116,21 @@ pub fn merged(
         c.source = "none".into();
     }
     c.time = c.time.max(now);
-    merge(&mut c, readings, &e.source_name(), &e.hosts, xids);
+    merge(&mut c, readings, &e.source_name(), &e.hosts, watch);
     c
 }
 
 /// Runs the endpoints beside the scheduler source `sched` (none: `None`)
-/// and sends merged snapshots.
+/// and sends merged snapshots. The scheduler's status messages pass
+/// through untouched: an endpoint's answer never makes the scheduler's
+/// data look fresh.
 pub fn spawn(
     mut sched: Option<mpsc::Receiver<Update>>,
     e: Endpoints,
 ) -> Result<mpsc::Receiver<Update>, String> {
     let (tx, rx) = mpsc::channel(16);
     let mut poller = Poller::new(&e)?;
-    let (htx, mut hrx) = mpsc::channel::<(Vec<Reading>, Vec<String>)>(2);
+    let (htx, mut hrx) = mpsc::channel::<Poll>(2);
     let interval = e.interval;
     tokio::spawn(async move {
         loop {
@@ -122,15 +143,16 @@ pub fn spawn(
     });
     tokio::spawn(async move {
         let mut base: Arc<Cluster> = Arc::default();
-        let mut readings: Vec<Reading> = Vec::new();
-        let mut xids = HealthWatch::default();
+        let mut readings: Arc<Vec<Reading>> = Arc::default();
+        let mut watch = Arc::new(HealthWatch::default());
+        let e = Arc::new(e);
         loop {
             let sched_open = sched.is_some();
             tokio::select! {
                 up = async { match sched.as_mut() { Some(r) => r.recv().await, None => None } }, if sched_open => match up {
                     Some(Update::Snapshot(c)) => base = c,
-                    Some(other) => {
-                        if tx.send(other).await.is_err() {
+                    Some(status) => {
+                        if tx.send(status).await.is_err() {
                             return;
                         }
                         continue;
@@ -141,12 +163,25 @@ pub fn spawn(
                     }
                 },
                 round = hrx.recv() => match round {
-                    Some((r, errors)) => {
-                        readings = r;
-                        xids.observe(&readings, &base, &e.hosts);
-                        if !errors.is_empty() {
-                            let msg = format!("node endpoints: {}", errors.join("; "));
-                            if tx.send(Update::Error(msg)).await.is_err() {
+                    Some(p) => {
+                        for n in &p.notes {
+                            tracing::warn!("node endpoints: {n}");
+                        }
+                        readings = Arc::new(p.readings);
+                        let (b, r, mut w, hosts) =
+                            (base.clone(), readings.clone(), watch.clone(), e.clone());
+                        // Observing and merging are linear in readings but
+                        // big at scale: off the async workers.
+                        let observed = tokio::task::spawn_blocking(move || {
+                            Arc::make_mut(&mut w).observe(&r, &b, &hosts.hosts);
+                            w
+                        });
+                        match observed.await {
+                            Ok(w) => watch = w,
+                            Err(err) => tracing::error!("endpoint health watch failed: {err}"),
+                        }
+                        for (origin, err) in p.polled {
+                            if tx.send(Update::Status { origin, error: err }).await.is_err() {
                                 return;
                             }
                         }
@@ -154,9 +189,18 @@ pub fn spawn(
                     None => return,
                 },
             }
-            let c = merged(&base, &readings, &e, &xids, super::dcgm::scrape::now());
-            if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {
-                return;
+            let (b, r, w, e2) = (base.clone(), readings.clone(), watch.clone(), e.clone());
+            let merged = tokio::task::spawn_blocking(move || {
+                merged(&b, &r, &e2, &w, super::dcgm::scrape::now())
+            })
+            .await;
+            match merged {
+                Ok(c) => {
+                    if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {
+                        return;
+                    }
+                }
+                Err(err) => tracing::error!("endpoint merge failed: {err}"),
             }
         }
     });

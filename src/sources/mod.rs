@@ -5,6 +5,7 @@
 
 pub mod dcgm;
 pub mod endpoints;
+pub mod error;
 pub mod prometheus;
 pub mod sim;
 pub mod slurm;
@@ -14,21 +15,55 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+pub use error::SourceError;
+
+/// Where data comes from: the scheduler, or one node endpoint. Each has its
+/// own age and last error; the age of one never stands in for another's.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Origin {
+    /// The scheduler (sim, slurmrestd): jobs, nodes, the queue.
+    Scheduler,
+    /// A dcgm-exporter / agent URL, or a Prometheus server.
+    Endpoint(String),
+}
+
+impl Origin {
+    pub fn name(&self) -> String {
+        match self {
+            Origin::Scheduler => "scheduler".into(),
+            Origin::Endpoint(u) => u.clone(),
+        }
+    }
+}
+
 /// What a source tells the UI.
 #[derive(Debug, Clone)]
 pub enum Update {
-    /// A fresh, complete picture of the cluster.
+    /// The newest complete picture of the cluster. It says nothing about
+    /// freshness: that is `Status`, per origin.
     Snapshot(Arc<Cluster>),
-    /// The source could not refresh; the last snapshot stands, growing stale.
-    Error(String),
-    /// The engine's answers for a snapshot (sent by the analyst, not a source).
-    Analysis(Arc<crate::engine::analysis::Analysis>),
-    /// An action's preview is ready (from the action runner).
-    Preview(Box<crate::actions::guard::Preview>),
-    /// A confirmed action finished.
-    ActionDone(Box<crate::actions::guard::Done>),
-    /// An action was refused or could not be sent.
-    ActionFailed(String),
+    /// One origin was polled: it answered (`None`), or this went wrong and
+    /// its last data stands, growing stale.
+    Status {
+        origin: Origin,
+        error: Option<SourceError>,
+    },
+}
+
+impl Update {
+    pub fn ok(origin: Origin) -> Update {
+        Update::Status {
+            origin,
+            error: None,
+        }
+    }
+
+    pub fn failed(origin: Origin, e: SourceError) -> Update {
+        Update::Status {
+            origin,
+            error: Some(e),
+        }
+    }
 }
 
 /// Which backend to read, with its settings.

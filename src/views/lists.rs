@@ -1,9 +1,9 @@
 //! The list views: nodes, GPUs, jobs and the queue, incidents.
 
-use super::ago;
 use super::table::{self, List};
 use super::theme::Theme;
 use crate::app::{App, Row, View};
+use crate::engine::incidents::Stage;
 use crate::model::{Gpu, GpuHealth, Job};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
@@ -361,40 +361,52 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let list = List {
         title: title(app, "incidents (newest first)"),
-        header: &["TIME", "AGE", "NODE", "GPU", "EVENT", "DO", "MESSAGE"],
+        header: &["TIME", "NODE", "GPU", "EVENT", "DO", "JOBS", "WHAT → STATUS"],
         widths: &[
             Constraint::Length(8),
-            Constraint::Length(9),
             Constraint::Length(9),
             Constraint::Length(3),
             Constraint::Length(13),
             Constraint::Length(12),
+            Constraint::Length(14),
             Constraint::Fill(1),
         ],
         len: app.rows.len(),
         selected: Some(app.screen().selected),
         focused: true,
     };
-    let event_of = |i: usize| match app.rows.get(i) {
-        Some(Row::Event(e)) => c.events.get(*e),
+    let incident_of = |i: usize| match app.rows.get(i) {
+        Some(Row::Incident(k)) => app.incident(*k),
         _ => None,
     };
+    let _ = c;
     table::draw(
         f,
         area,
         theme,
         list,
         |i| {
-            let Some(e) = event_of(i) else { return vec![] };
-            let action = crate::engine::health::event_action(e, &app.catalog);
+            let Some(inc) = incident_of(i) else {
+                return vec![];
+            };
+            let stage_style = if inc.is_open() {
+                theme.action(inc.action)
+            } else {
+                theme.dim()
+            };
             vec![
-                Cell::from(text::clock(e.time)),
-                Cell::from(ago(c.time, Some(e.time))),
-                Cell::from(sanitize(&e.node).into_owned()),
-                Cell::from(text::opt(e.gpu)),
-                Cell::from(e.label()).style(theme.health(app.event_severity(e))),
-                Cell::from(action.short()).style(theme.action(action)),
-                Cell::from(sanitize(&e.message).into_owned()),
+                Cell::from(text::clock(inc.time)),
+                Cell::from(sanitize(&inc.node).into_owned()),
+                Cell::from(text::opt(inc.gpu)),
+                Cell::from(inc.label.clone()).style(theme.health(inc.severity)),
+                Cell::from(inc.action.short()).style(stage_style),
+                Cell::from(sanitize(&crate::output::incident_jobs(inc)).into_owned()),
+                Cell::from(if inc.stage == Stage::Open {
+                    format!("{} → {}", sanitize(&inc.message), sanitize(&inc.status))
+                } else {
+                    format!("[{}] {}", inc.stage.as_str(), sanitize(&inc.status))
+                })
+                .style(stage_style),
             ]
         },
         |_| Style::default(),

@@ -89,10 +89,23 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             }
         }
     }
-    if let Some(e) = &app.source_error {
+    // The origin in trouble, with its own age, until it answers again.
+    if let Some((origin, e, age)) = app.failing_origin() {
         spans.push(Span::raw(" "));
+        // The scheduler's age is the STALE badge's; an endpoint's is its own.
+        let age = match (origin, age) {
+            (crate::sources::Origin::Scheduler, Some(_)) => String::new(),
+            (_, None) => " (never answered)".to_string(),
+            (_, Some(a)) => format!(" (last answer {} ago)", text::duration(a.as_secs() as i64)),
+        };
+        // The scheduler's errors name it (slurmrestd, the sim); an endpoint
+        // is named by its URL.
+        let who = match origin {
+            crate::sources::Origin::Scheduler => String::new(),
+            o => format!("{}: ", sanitize(&o.name())),
+        };
         spans.push(Span::styled(
-            format!(" source error: {} ", sanitize(e)),
+            format!(" {who}{}{age} ", sanitize(e)),
             theme.alarm(),
         ));
     }

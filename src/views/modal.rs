@@ -2,8 +2,7 @@
 //! running state, the outcome with its undo.
 
 use super::theme::Theme;
-use crate::actions::runner::Modal;
-use crate::app::App;
+use crate::app::{App, Modal};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,6 +12,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let Some(modal) = &app.modal else { return };
     let mut lines: Vec<Line> = Vec::new();
+    // Pinned under the body, always visible: what to type, how to cancel.
+    let mut prompt: Vec<Line> = Vec::new();
     let title = match modal {
         Modal::Confirm {
             action,
@@ -40,7 +41,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                                         k.nodes.len(),
                                         if k.via_gang { ", via its gang" } else { "" },
                                         k.restore.lost_gpu_hours.value.map_or("?".into(), |v| format!("{v:.1}")),
-                                        k.restore.total_s.value.map_or("?".into(), |v| text::duration(v as i64)),
+                                        crate::report::back_in(&k.restore),
                                     )),
                                 ]));
                             }
@@ -84,20 +85,31 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     if let Some(u) = &p.undo {
                         lines.push(Line::from(vec![
                             Span::styled("  undo: ", theme.dim()),
-                            Span::raw(u.clone()),
+                            Span::raw(sanitize(&u.command_line()).into_owned()),
                         ]));
                     }
-                    lines.push(Line::raw(""));
+                    for w in &p.warnings {
+                        lines.push(Line::styled(format!("  {}", sanitize(w)), theme.critical()));
+                    }
                     match &p.refusal {
-                        Some(r) => lines.push(Line::styled(format!("REFUSED: {r}"), theme.alarm())),
-                        None => lines.push(Line::from(vec![
+                        Some(r) if p.force_token().is_some() => {
+                            prompt.push(Line::styled(format!("REFUSED BY {r}"), theme.alarm()));
+                            prompt.push(Line::from(vec![
+                                Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
+                                Span::raw(format!("{}▏", sanitize(typed))),
+                            ]));
+                        }
+                        Some(r) => {
+                            prompt.push(Line::styled(format!("REFUSED: {r}"), theme.alarm()))
+                        }
+                        None => prompt.push(Line::from(vec![
                             Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
                             Span::raw(format!("{}▏", sanitize(typed))),
                         ])),
                     }
                 }
             }
-            lines.push(Line::styled("esc cancels", theme.dim()));
+            prompt.push(Line::styled("esc cancels", theme.dim()));
             if action.is_destructive() {
                 " destructive action "
             } else {
@@ -116,15 +128,32 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 sanitize(message).into_owned(),
                 if *ok { theme.ok() } else { theme.critical() },
             ));
-            lines.push(Line::styled(
-                "any key closes this; `nightshift audit` shows the record",
+            if let Some(u) = &app.last_undo {
+                prompt.push(Line::from(vec![
+                    Span::styled("u", theme.title()),
+                    Span::styled(
+                        format!(" undoes it ({})", sanitize(&u.describe())),
+                        theme.dim(),
+                    ),
+                ]));
+            }
+            prompt.push(Line::styled(
+                "any other key closes this; `nightshift audit` shows the record",
                 theme.dim(),
             ));
             if *ok { " done " } else { " failed " }
         }
     };
     let w = area.width.saturating_sub(4).min(100);
-    let h = (lines.len() as u16 + 2).min(area.height);
+    let inner_w = w.saturating_sub(2).max(1) as usize;
+    // Lines as wrapped at the popup's width, to size it.
+    let rows = |ls: &[Line]| -> u16 {
+        ls.iter()
+            .map(|l| (l.width().max(1)).div_ceil(inner_w) as u16)
+            .sum()
+    };
+    let prompt_h = rows(&prompt).min(area.height.saturating_sub(2));
+    let h = (rows(&lines) + prompt_h + 2).min(area.height);
     let popup = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,
@@ -136,10 +165,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .borders(Borders::ALL)
         .border_style(theme.critical())
         .title(Line::styled(title, theme.title()));
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        popup,
-    );
+    let inner = block.inner(popup);
+    f.render_widget(block, popup);
+    let body_h = inner.height.saturating_sub(prompt_h);
+    let body = Rect {
+        height: body_h,
+        ..inner
+    };
+    let pinned = Rect {
+        y: inner.y + body_h,
+        height: inner.height - body_h,
+        ..inner
+    };
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+    f.render_widget(Paragraph::new(prompt).wrap(Wrap { trim: false }), pinned);
 }

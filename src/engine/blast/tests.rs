@@ -25,6 +25,7 @@ fn draining_a_node_kills_the_whole_gang() {
         &c,
         &base_of(&c),
         &Target::Drain {
+            reason: String::new(),
             node: "n2".into(),
             requeue: true,
         },
@@ -53,6 +54,7 @@ fn separate_jobs_of_one_gang_die_together() {
         &c,
         &base_of(&c),
         &Target::Drain {
+            reason: String::new(),
             node: "n1".into(),
             requeue: true,
         },
@@ -72,6 +74,7 @@ fn draining_a_drained_node_is_a_no_op() {
         &c,
         &base_of(&c),
         &Target::Drain {
+            reason: String::new(),
             node: "n1".into(),
             requeue: true,
         },
@@ -84,6 +87,7 @@ fn draining_a_drained_node_is_a_no_op() {
             &c,
             &base_of(&c),
             &Target::Drain {
+                reason: String::new(),
                 node: "nope".into(),
                 requeue: true
             },
@@ -104,6 +108,7 @@ fn queued_jobs_move_when_capacity_goes() {
         &c,
         &base_of(&c),
         &Target::Drain {
+            reason: String::new(),
             node: "n2".into(),
             requeue: true,
         },
@@ -151,6 +156,7 @@ fn the_sim_xid79_drain_takes_the_four_node_gang() {
         &c,
         &base_of(&c),
         &Target::Drain {
+            reason: String::new(),
             node: "h100-03".into(),
             requeue: true,
         },
@@ -210,7 +216,7 @@ proptest! {
     #[test]
     fn drain_kills_every_job_on_the_node_and_every_rank_of_their_gangs(c in arb_cluster(), pick in 0usize..8) {
         let node = c.nodes[pick % c.nodes.len()].name.clone();
-        let b = blast(&c, &base_of(&c), &Target::Drain { node: node.clone(), requeue: true }, &site()).expect("blast");
+        let b = blast(&c, &base_of(&c), &Target::Drain { reason: String::new(), node: node.clone(), requeue: true }, &site()).expect("blast");
         let killed: BTreeSet<&str> = b.killed.iter().map(|k| k.id.as_str()).collect();
         for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
             if j.nodes.contains(&node) {

@@ -46,7 +46,7 @@ struct Seen {
 /// failed. The first reading of a GPU that already shows one is an
 /// incident too: nobody has seen it yet. Each event names the jobs the
 /// scheduler had on that GPU when it was seen.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct HealthWatch {
     seen: HashMap<(String, u32), Seen>,
     events: Vec<Event>,
@@ -194,6 +194,7 @@ pub fn merge(
                     reason: Some("known only to a node endpoint".into()),
                     reason_set_by: None,
                     reason_time: None,
+                    boot_time: None,
                     gpu_model: r.model.clone(),
                     topology: None,
                     labels,

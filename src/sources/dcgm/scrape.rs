@@ -5,6 +5,7 @@
 
 use super::Reading;
 use super::textformat;
+use crate::sources::SourceError;
 use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -16,8 +17,54 @@ const CONCURRENCY: usize = 32;
 #[derive(Debug, Clone, Default)]
 pub struct Round {
     pub readings: Vec<Reading>,
-    /// (endpoint, what went wrong), including lines that did not parse.
-    pub errors: Vec<(String, String)>,
+    /// Endpoints scraped this round: answered (`None`) or failed.
+    pub polled: Vec<(String, Option<SourceError>)>,
+    /// (endpoint, note) about lines that did not parse: warnings, the
+    /// endpoint's other readings stand.
+    pub notes: Vec<(String, String)>,
+}
+
+/// A reqwest error as a source error.
+pub fn http_error(what: &str, e: &reqwest::Error, timeout: Duration) -> SourceError {
+    if e.is_timeout() {
+        SourceError::Timeout {
+            what: what.to_string(),
+            secs: timeout.as_secs(),
+        }
+    } else {
+        SourceError::Unreachable {
+            what: what.to_string(),
+            detail: crate::text::one_line(&e.to_string(), 200),
+        }
+    }
+}
+
+/// An HTTP status that is not success, as a source error.
+pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
+    let detail = crate::text::one_line(body, 200);
+    match status {
+        401 | 403 => SourceError::Auth {
+            what: what.to_string(),
+            status,
+            detail,
+        },
+        404 => SourceError::NotFound {
+            what: what.to_string(),
+            detail: if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            },
+        },
+        _ => SourceError::Api {
+            what: what.to_string(),
+            errors: vec![if detail.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                format!("HTTP {status}: {detail}")
+            }],
+        },
+    }
 }
 
 /// The host name a URL points at, for series without a host label.
@@ -33,30 +80,34 @@ pub fn now() -> i64 {
 }
 
 /// An endpoint's readings and the notes about lines that did not parse.
-type Scraped = Result<(Vec<Reading>, Vec<String>), String>;
+type Scraped = Result<(Vec<Reading>, Vec<String>), SourceError>;
 
-async fn scrape_one(http: &reqwest::Client, url: &str) -> Scraped {
+async fn scrape_one(http: &reqwest::Client, url: &str, timeout: Duration) -> Scraped {
     let resp = http
         .get(url)
         .send()
         .await
-        .map_err(|e| format!("cannot reach {url}: {e}"))?;
+        .map_err(|e| http_error(url, &e, timeout))?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(format!("{url}: HTTP {}", status.as_u16()));
+        let body = resp.text().await.unwrap_or_default();
+        return Err(status_error(url, status.as_u16(), &body));
     }
     let text = resp
         .text()
         .await
-        .map_err(|e| format!("{url}: reading the scrape failed: {e}"))?;
+        .map_err(|e| http_error(url, &e, timeout))?;
     let (samples, bad) = textformat::parse(&text);
     if samples.is_empty() && !bad.is_empty() {
-        return Err(format!(
-            "{url}: not a Prometheus text scrape ({} bad lines, first: line {}: {})",
-            bad.len(),
-            bad[0].line,
-            bad[0].message
-        ));
+        return Err(SourceError::Decode {
+            what: url.to_string(),
+            detail: format!(
+                "not a Prometheus text scrape ({} bad lines, first: line {}: {})",
+                bad.len(),
+                bad[0].line,
+                crate::text::one_line(&bad[0].message, 120)
+            ),
+        });
     }
     let notes = bad
         .iter()
@@ -73,6 +124,7 @@ pub struct Scraper {
     last: HashMap<String, Vec<Reading>>,
     retry_at: HashMap<String, (Instant, Duration)>,
     interval: Duration,
+    timeout: Duration,
 }
 
 impl Scraper {
@@ -92,6 +144,7 @@ impl Scraper {
             last: HashMap::new(),
             retry_at: HashMap::new(),
             interval,
+            timeout,
         })
     }
 
@@ -106,21 +159,24 @@ impl Scraper {
             .cloned()
             .collect();
         let http = &self.http;
+        let timeout = self.timeout;
         let results: Vec<(String, Scraped)> = futures_util::stream::iter(due)
             .map(|u| async move {
-                let r = scrape_one(http, &u).await;
+                let r = scrape_one(http, &u, timeout).await;
                 (u, r)
             })
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        let mut errors = Vec::new();
+        let mut polled = Vec::new();
+        let mut notes_out = Vec::new();
         for (url, r) in results {
             match r {
                 Ok((readings, notes)) => {
                     self.last.insert(url.clone(), readings);
                     self.retry_at.remove(&url);
-                    errors.extend(notes.into_iter().map(|n| (url.clone(), n)));
+                    notes_out.extend(notes.into_iter().map(|n| (url.clone(), n)));
+                    polled.push((url, None));
                 }
                 Err(e) => {
                     let backoff = self.retry_at.get(&url).map_or(self.interval, |(_, b)| {
@@ -128,12 +184,16 @@ impl Scraper {
                     });
                     self.retry_at
                         .insert(url.clone(), (Instant::now() + backoff, backoff));
-                    errors.push((url, e));
+                    polled.push((url, Some(e)));
                 }
             }
         }
         let mut readings: Vec<Reading> = self.last.values().flatten().cloned().collect();
         readings.sort_by(|a, b| a.host.cmp(&b.host).then(a.index.cmp(&b.index)));
-        Round { readings, errors }
+        Round {
+            readings,
+            polled,
+            notes: notes_out,
+        }
     }
 }

@@ -1,42 +1,58 @@
 //! What the guarded actions can do to the simulated cluster: the sim's
-//! executor side. Each command changes the sim's state at once; the next
-//! snapshot shows it.
+//! executor side. Each call changes the sim's state at once and is read
+//! back, as a scheduler would be re-read after a call; a drain is one
+//! step for the node and one per job, so that a requeue the "scheduler"
+//! refuses (a job submitted with `--no-requeue`) is reported as exactly
+//! that.
 
 use super::Sim;
-use crate::model::{EventKind, JobState, NodeState};
+use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Step};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SimCommand {
-    Cordon {
-        node: String,
-    },
-    /// Stop new work and end the jobs on the node (and their gangs):
-    /// requeued, or cancelled.
-    Drain {
-        node: String,
-        reason: String,
-        requeue: bool,
-    },
-    Resume {
-        node: String,
-    },
-    Requeue {
-        job: String,
-    },
-    Priority {
-        job: String,
-        value: u64,
-    },
-    Hold {
-        job: String,
-    },
-    Release {
-        job: String,
-    },
+/// What Slurm answers when asked to requeue a job submitted with
+/// `--no-requeue` (`scontrol requeue`: ESLURM_DISABLED).
+pub const NO_REQUEUE: &str = "Requested operation is presently disabled";
+
+fn show_node(n: &Node) -> String {
+    format!(
+        "{} is {} (reason: {})",
+        n.name,
+        n.state.as_str(),
+        n.reason.as_deref().unwrap_or("-")
+    )
+}
+
+fn show_job(j: &Job) -> String {
+    format!(
+        "job {} is {} (priority {}, reason {})",
+        j.id,
+        j.state.as_str(),
+        j.priority.map_or("-".into(), |p| p.to_string()),
+        j.reason.as_deref().unwrap_or("-")
+    )
+}
+
+fn step(what: String, verified: bool, observed: String) -> Step {
+    Step {
+        what,
+        ok: true,
+        verified,
+        observed,
+        error: None,
+    }
+}
+
+fn failed(what: String, error: String, observed: String) -> Step {
+    Step {
+        what,
+        ok: false,
+        verified: false,
+        observed,
+        error: Some(error),
+    }
 }
 
 impl Sim {
-    fn node_mut(&mut self, name: &str) -> Result<usize, String> {
+    fn node_ix(&self, name: &str) -> Result<usize, String> {
         self.nodes
             .iter()
             .position(|n| n.name == name)
@@ -50,38 +66,68 @@ impl Sim {
             .ok_or_else(|| format!("Invalid job id specified: {id}"))
     }
 
-    /// Requeues (or cancels) job `i` and every job of its gang.
-    fn end_with_gang(&mut self, i: usize, requeue: bool) {
+    /// Job `i` and every running job of its gang.
+    fn gang_of(&self, i: usize) -> Vec<usize> {
         let gang = self.jobs[i].job.gang.clone();
-        let members: Vec<usize> = (0..self.jobs.len())
+        (0..self.jobs.len())
             .filter(|&k| {
                 k == i
                     || (gang.is_some()
                         && self.jobs[k].job.gang == gang
                         && self.jobs[k].job.state.holds_resources())
             })
-            .collect();
-        for k in members {
-            if !self.jobs[k].job.state.holds_resources() {
-                continue;
-            }
-            self.end_job(
-                k,
-                if requeue {
-                    JobState::Pending
-                } else {
-                    JobState::Cancelled
-                },
-            );
+            .collect()
+    }
+
+    /// Requeues (or cancels) one running job, as the scheduler would.
+    fn end_one(&mut self, k: usize, requeue: bool) -> Result<(), String> {
+        if !self.jobs[k].job.state.holds_resources() {
+            return Ok(());
+        }
+        if requeue && self.jobs[k].job.requeueable == Some(false) {
+            return Err(NO_REQUEUE.to_string());
+        }
+        self.end_job(
+            k,
             if requeue {
-                let j = &mut self.jobs[k].job;
-                j.end_time = None;
-                j.start_time = None;
-                j.nodes.clear();
-                j.reason = Some("BeginTime".into());
-                j.restarts = Some(j.restarts.unwrap_or(0) + 1);
+                JobState::Pending
+            } else {
+                JobState::Cancelled
+            },
+        );
+        if requeue {
+            let j = &mut self.jobs[k].job;
+            j.end_time = None;
+            j.start_time = None;
+            j.nodes.clear();
+            j.reason = Some("BeginTime".into());
+            j.restarts = Some(j.restarts.unwrap_or(0) + 1);
+        }
+        Ok(())
+    }
+
+    /// One step per job: requeue (or cancel) each of `jobs`.
+    fn end_jobs_steps(&mut self, jobs: &[usize], requeue: bool) -> Vec<Step> {
+        let verb = if requeue { "requeue" } else { "cancel" };
+        let mut steps = Vec::new();
+        for &k in jobs {
+            let id = self.jobs[k].job.id.clone();
+            let restarts = self.jobs[k].job.restarts.unwrap_or(0);
+            let what = format!("{verb} {id}");
+            match self.end_one(k, requeue) {
+                Ok(()) => {
+                    let j = &self.jobs[k].job;
+                    let seen = if requeue {
+                        j.restarts.unwrap_or(0) > restarts
+                    } else {
+                        j.state == JobState::Cancelled
+                    };
+                    steps.push(step(what, seen, show_job(j)));
+                }
+                Err(e) => steps.push(failed(what, e, show_job(&self.jobs[k].job))),
             }
         }
+        steps
     }
 
     fn set_node_state(&mut self, n: usize, to: NodeState, reason: Option<String>) {
@@ -104,166 +150,125 @@ impl Sim {
         self.sched_dirty = true;
     }
 
-    /// Applies a command, then reads the sim's state back and says what it
-    /// sees, as a scheduler would be re-read after a call.
-    pub fn apply(&mut self, cmd: &SimCommand) -> Result<(bool, String), String> {
-        let before: Vec<(String, JobState, u32)> = self
-            .jobs
-            .iter()
-            .map(|j| (j.job.id.clone(), j.job.state, j.job.restarts.unwrap_or(0)))
-            .collect();
-        self.apply_only(cmd)?;
-        let (ok, mut seen) = self.observe(cmd);
-        // Requeued jobs count a restart (and may already run again); killed
-        // ones are cancelled.
-        let ended: Vec<String> = before
-            .iter()
-            .filter(|(id, was, restarts)| {
-                self.jobs.iter().any(|j| {
-                    &j.job.id == id
-                        && (j.job.restarts.unwrap_or(0) > *restarts
-                            || (was.holds_resources() && j.job.state == JobState::Cancelled))
-                })
+    fn jobs_on(&self, node: &str) -> Vec<usize> {
+        (0..self.jobs.len())
+            .filter(|&k| {
+                self.jobs[k].job.state.holds_resources()
+                    && self.jobs[k].job.nodes.iter().any(|x| x == node)
             })
-            .map(|(id, _, _)| id.clone())
-            .collect();
-        if !ended.is_empty() {
-            let how = if matches!(cmd, SimCommand::Drain { requeue: false, .. }) {
-                "cancelled"
-            } else {
-                "requeued"
-            };
-            seen.push_str(&format!("; {how}: {}", ended.join(", ")));
-        }
-        Ok((ok, seen))
+            .collect()
     }
 
-    fn observe(&self, cmd: &SimCommand) -> (bool, String) {
-        let node = |name: &str| self.nodes.iter().find(|n| n.name == name);
-        let job = |id: &str| self.jobs.iter().find(|j| j.job.id == id).map(|j| &j.job);
-        let show_node = |n: &crate::model::Node| {
-            format!(
-                "{} is {} (reason: {})",
-                n.name,
-                n.state.as_str(),
-                n.reason.as_deref().unwrap_or("-")
-            )
-        };
-        let show_job = |j: &crate::model::Job| {
-            format!(
-                "job {} is {} (priority {}, reason {})",
-                j.id,
-                j.state.as_str(),
-                j.priority.map_or("-".into(), |p| p.to_string()),
-                j.reason.as_deref().unwrap_or("-")
-            )
-        };
-        match cmd {
-            SimCommand::Cordon { node: n } => node(n)
-                .map_or((false, format!("no node {n}")), |x| {
-                    (x.state != NodeState::Up, show_node(x))
-                }),
-            SimCommand::Drain {
-                node: n, reason, ..
-            } => node(n).map_or((false, format!("no node {n}")), |x| {
-                let jobs_left = self
-                    .jobs
-                    .iter()
-                    .any(|j| j.job.state.holds_resources() && j.job.nodes.contains(n));
-                (
-                    x.state == NodeState::Drain && x.reason.as_ref() == Some(reason) && !jobs_left,
-                    show_node(x),
-                )
-            }),
-            SimCommand::Resume { node: n } => node(n)
-                .map_or((false, format!("no node {n}")), |x| {
-                    (x.state == NodeState::Up, show_node(x))
-                }),
-            SimCommand::Requeue { job: id } => {
-                job(id).map_or((false, format!("no job {id}")), |j| {
-                    (
-                        j.state.is_pending()
-                            || j.state.holds_resources() && j.restarts.unwrap_or(0) > 0,
-                        show_job(j),
-                    )
-                })
-            }
-            SimCommand::Priority { job: id, value } => job(id)
-                .map_or((false, format!("no job {id}")), |j| {
-                    (j.priority == Some(*value), show_job(j))
-                }),
-            SimCommand::Hold { job: id } => job(id).map_or((false, format!("no job {id}")), |j| {
-                (j.reason.as_deref() == Some("JobHeldAdmin"), show_job(j))
-            }),
-            SimCommand::Release { job: id } => {
-                job(id).map_or((false, format!("no job {id}")), |j| {
-                    (
-                        !j.reason
-                            .as_deref()
-                            .is_some_and(|r| r.starts_with("JobHeld")),
-                        show_job(j),
-                    )
-                })
-            }
+    /// Applies an action, step by step, and reads each step back. An error
+    /// means the action was not applicable at all (no such node or job).
+    pub fn apply(&mut self, cmd: &Action) -> Result<Vec<Step>, String> {
+        let steps = self.apply_steps(cmd)?;
+        // Requeued jobs wait for their begin time like Slurm's, then compete.
+        if self.sched_dirty {
+            super::scheduler::schedule(self);
         }
+        Ok(steps)
     }
 
-    fn apply_only(&mut self, cmd: &SimCommand) -> Result<(), String> {
-        match cmd {
-            SimCommand::Cordon { node } => {
-                let n = self.node_mut(node)?;
+    fn apply_steps(&mut self, cmd: &Action) -> Result<Vec<Step>, String> {
+        let what = format!("{} {}", cmd.verb(), cmd.target());
+        Ok(match cmd {
+            Action::Cordon { node, reason } => {
+                let n = self.node_ix(node)?;
                 if self.nodes[n].state == NodeState::Up {
-                    self.set_node_state(n, NodeState::Cordoned, Some("cordoned".into()));
+                    self.set_node_state(n, NodeState::Cordoned, Some(reason.clone()));
                 }
+                let x = &self.nodes[n];
+                vec![step(what, x.state != NodeState::Up, show_node(x))]
             }
-            SimCommand::Drain {
+            Action::Drain {
                 node,
                 reason,
                 requeue,
             } => {
-                let n = self.node_mut(node)?;
-                let on_node: Vec<usize> = (0..self.jobs.len())
-                    .filter(|&k| {
-                        self.jobs[k].job.state.holds_resources()
-                            && self.jobs[k].job.nodes.iter().any(|x| x == node)
-                    })
-                    .collect();
-                for k in on_node {
-                    self.end_with_gang(k, *requeue);
-                }
+                let n = self.node_ix(node)?;
                 self.set_node_state(n, NodeState::Drain, Some(reason.clone()));
+                let mut victims: Vec<usize> = Vec::new();
+                for k in self.jobs_on(node) {
+                    for g in self.gang_of(k) {
+                        if !victims.contains(&g) {
+                            victims.push(g);
+                        }
+                    }
+                }
+                let job_steps = self.end_jobs_steps(&victims, *requeue);
+                // Jobs that would not go keep running: the node is draining.
+                if !self.jobs_on(node).is_empty() {
+                    self.nodes[n].state = NodeState::Draining;
+                }
+                let x = &self.nodes[n];
+                let seen = matches!(x.state, NodeState::Drain | NodeState::Draining)
+                    && x.reason.as_ref() == Some(reason);
+                std::iter::once(step(what, seen, show_node(x)))
+                    .chain(job_steps)
+                    .collect()
             }
-            SimCommand::Resume { node } => {
-                let n = self.node_mut(node)?;
+            Action::Resume { node } => {
+                let n = self.node_ix(node)?;
                 self.set_node_state(n, NodeState::Up, None);
+                let x = &self.nodes[n];
+                vec![step(what, x.state == NodeState::Up, show_node(x))]
             }
-            SimCommand::Requeue { job } => {
+            Action::SetReason { node, reason } => {
+                let n = self.node_ix(node)?;
+                if self.nodes[n].state == NodeState::Up {
+                    return Ok(vec![failed(
+                        what,
+                        format!("{node} is in service: a reason belongs to a node out of service"),
+                        show_node(&self.nodes[n]),
+                    )]);
+                }
+                let now = self.now;
+                let x = &mut self.nodes[n];
+                x.reason = Some(reason.clone());
+                x.reason_set_by = Some("nightshift".into());
+                x.reason_time = Some(now);
+                vec![step(what, true, show_node(x))]
+            }
+            Action::Requeue { job } | Action::Preempt { job } => {
                 let i = self.job_ix(job)?;
                 if !self.jobs[i].job.state.holds_resources() {
-                    return Err(format!(
-                        "job {job} is {}: only running jobs can be requeued",
-                        self.jobs[i].job.state.as_str()
-                    ));
+                    return Ok(vec![failed(
+                        what,
+                        format!(
+                            "job {job} is {}: only running jobs can be requeued",
+                            self.jobs[i].job.state.as_str()
+                        ),
+                        show_job(&self.jobs[i].job),
+                    )]);
                 }
-                self.end_with_gang(i, true);
+                let gang = self.gang_of(i);
+                self.end_jobs_steps(&gang, true)
             }
-            SimCommand::Priority { job, value } => {
+            Action::Priority { job, value } => {
                 let i = self.job_ix(job)?;
                 self.jobs[i].job.priority = Some(*value);
                 self.sched_dirty = true;
+                let j = &self.jobs[i].job;
+                vec![step(what, j.priority == Some(*value), show_job(j))]
             }
-            SimCommand::Hold { job } => {
+            Action::Hold { job } => {
                 let i = self.job_ix(job)?;
                 if !self.jobs[i].job.state.is_pending() {
-                    return Err(format!(
-                        "job {job} is {}: only pending jobs can be held",
-                        self.jobs[i].job.state.as_str()
-                    ));
+                    return Ok(vec![failed(
+                        what,
+                        format!(
+                            "job {job} is {}: only pending jobs can be held",
+                            self.jobs[i].job.state.as_str()
+                        ),
+                        show_job(&self.jobs[i].job),
+                    )]);
                 }
                 self.jobs[i].blocked = true;
                 self.jobs[i].job.reason = Some("JobHeldAdmin".into());
+                vec![step(what, true, show_job(&self.jobs[i].job))]
             }
-            SimCommand::Release { job } => {
+            Action::Release { job } => {
                 let i = self.job_ix(job)?;
                 if self.jobs[i]
                     .job
@@ -275,12 +280,60 @@ impl Sim {
                     self.jobs[i].job.reason = None;
                     self.sched_dirty = true;
                 }
+                let j = &self.jobs[i].job;
+                let held = j
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("JobHeld"));
+                vec![step(what, !held, show_job(j))]
             }
+        })
+    }
+
+    /// Reads the state an action should have left, without changing
+    /// anything: (whether it is so, what is seen).
+    pub fn observe(&self, cmd: &Action) -> (bool, String) {
+        let node = |name: &str| self.nodes.iter().find(|n| n.name == name);
+        let job = |id: &str| self.jobs.iter().find(|j| j.job.id == id).map(|j| &j.job);
+        let missing = |what: &str| (false, format!("no {what} {}", cmd.target()));
+        match cmd {
+            Action::Cordon { node: n, .. } => node(n).map_or(missing("node"), |x| {
+                (x.state != NodeState::Up, show_node(x))
+            }),
+            Action::Drain {
+                node: n, reason, ..
+            }
+            | Action::SetReason { node: n, reason } => node(n).map_or(missing("node"), |x| {
+                (
+                    x.state != NodeState::Up && x.reason.as_ref() == Some(reason),
+                    show_node(x),
+                )
+            }),
+            Action::Resume { node: n } => node(n).map_or(missing("node"), |x| {
+                (x.state == NodeState::Up, show_node(x))
+            }),
+            Action::Requeue { job: id } | Action::Preempt { job: id } => {
+                job(id).map_or(missing("job"), |j| {
+                    (
+                        j.restarts.unwrap_or(0) > 0 || j.state.is_pending(),
+                        show_job(j),
+                    )
+                })
+            }
+            Action::Priority { job: id, value } => job(id).map_or(missing("job"), |j| {
+                (j.priority == Some(*value), show_job(j))
+            }),
+            Action::Hold { job: id } => job(id).map_or(missing("job"), |j| {
+                (j.reason.as_deref() == Some("JobHeldAdmin"), show_job(j))
+            }),
+            Action::Release { job: id } => job(id).map_or(missing("job"), |j| {
+                (
+                    !j.reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with("JobHeld")),
+                    show_job(j),
+                )
+            }),
         }
-        // Requeued jobs wait for their begin time like Slurm's, then compete.
-        if self.sched_dirty {
-            super::scheduler::schedule(self);
-        }
-        Ok(())
     }
 }

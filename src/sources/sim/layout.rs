@@ -122,7 +122,13 @@ pub(crate) fn build(sim: &mut Sim) {
             gpus_per_node: 8,
             nodes: 1,
         };
-        start(sim, &spec, &hn[4 + i..5 + i], 5 * 3600, 24 * 3600);
+        let j = start(sim, &spec, &hn[4 + i..5 + i], 5 * 3600, 24 * 3600);
+        // The sweep was submitted with --no-requeue: draining its node
+        // (the one that takes the uncorrectable ECC error) requeues
+        // nothing of it, and says so.
+        if name == "detr-sweep" {
+            sim.jobs[j].job.requeueable = Some(false);
+        }
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
         let spec = Spec {
@@ -308,6 +314,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             reason: None,
             reason_set_by: None,
             reason_time: None,
+            boot_time: None,
             gpu_model: Some(model.to_string()),
             topology: Some(rack),
             labels,
@@ -419,6 +426,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
                 params: None,
             },
             restarts: Some(0),
+            requeueable: Some(true),
         },
         duration_s: limit_s,
         base_occ,

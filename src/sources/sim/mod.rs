@@ -13,12 +13,11 @@
 //! seed gives the same night every time.
 
 mod commands;
+pub use commands::NO_REQUEUE;
 mod layout;
 mod metrics;
 mod scheduler;
 mod timeline;
-
-pub use commands::SimCommand;
 
 use crate::model::{Cluster, Event, EventKind, Job, JobState, Partition, Quota, Timestamp};
 use rand::SeedableRng;
@@ -32,6 +31,10 @@ pub const MIN_NODES: usize = 16;
 const KEEP_FINISHED_S: i64 = 900;
 /// Events kept in a snapshot.
 const KEEP_EVENTS: usize = 2000;
+/// A broken node that has been drained and emptied is rebooted by the
+/// datacenter technician this long after the drain: its GPUs come back
+/// clean (the remedy), and it stays drained until someone resumes it.
+pub const REPAIR_S: i64 = 600;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimConfig {
@@ -127,6 +130,7 @@ impl Sim {
         timeline::fire_due(self);
         self.finish_jobs();
         self.checkpoint_jobs();
+        self.repair_drained();
         scheduler::arrivals(self);
         if self.sched_dirty {
             scheduler::schedule(self);
@@ -298,6 +302,50 @@ impl Sim {
         }
     }
 
+    /// The technician's round: reboots drained, empty nodes whose GPUs
+    /// show trouble, `REPAIR_S` after they were drained.
+    fn repair_drained(&mut self) {
+        let now = self.now;
+        for n in 0..self.nodes.len() {
+            let node = &self.nodes[n];
+            if node.state != crate::model::NodeState::Drain
+                || node.reason_time.is_none_or(|t| now - t < REPAIR_S)
+            {
+                continue;
+            }
+            let troubled = node.gpus.iter().any(|g| {
+                g.last_xid.is_some()
+                    || g.ecc.dbe_volatile.unwrap_or(0) > 0
+                    || g.row_remap_pending == Some(true)
+                    || g.recovery_action
+                        .is_some_and(|r| r != crate::model::RecoveryAction::None)
+            });
+            let name = node.name.clone();
+            let busy = self
+                .jobs
+                .iter()
+                .any(|j| j.job.state.holds_resources() && j.job.nodes.contains(&name));
+            if !troubled || busy {
+                continue;
+            }
+            let node = &mut self.nodes[n];
+            node.boot_time = Some(now);
+            for g in &mut node.gpus {
+                g.last_xid = None;
+                g.ecc.dbe_volatile = g.ecc.dbe_volatile.map(|_| 0);
+                g.ecc.sbe_volatile = g.ecc.sbe_volatile.map(|_| 0);
+                // The reset applied the pending remap.
+                if g.row_remap_pending == Some(true) {
+                    g.row_remap_pending = Some(false);
+                }
+                g.recovery_action = g
+                    .recovery_action
+                    .map(|_| crate::model::RecoveryAction::None);
+            }
+            tracing::info!("sim: technician rebooted {name}");
+        }
+    }
+
     fn prune(&mut self) {
         let now = self.now;
         self.jobs
@@ -312,8 +360,8 @@ impl Sim {
 /// A command for the sim with the channel its result goes back on.
 /// The reply: whether the change is visible, and what was seen.
 pub type CommandRequest = (
-    SimCommand,
-    tokio::sync::oneshot::Sender<Result<(bool, String), String>>,
+    crate::model::Action,
+    tokio::sync::oneshot::Sender<Result<Vec<crate::model::Step>, String>>,
 );
 
 /// Drives the sim against wall time: `speed` sim seconds per wall second.
@@ -330,6 +378,10 @@ pub async fn run(
         .send(super::Update::Snapshot(Arc::new(sim.snapshot())))
         .await
         .is_err()
+        || tx
+            .send(super::Update::ok(super::Origin::Scheduler))
+            .await
+            .is_err()
     {
         return;
     }
@@ -363,7 +415,12 @@ pub async fn run(
             },
         }
         let snap = tokio::task::block_in_place(|| Arc::new(sim.snapshot()));
-        if tx.send(super::Update::Snapshot(snap)).await.is_err() {
+        if tx.send(super::Update::Snapshot(snap)).await.is_err()
+            || tx
+                .send(super::Update::ok(super::Origin::Scheduler))
+                .await
+                .is_err()
+        {
             tracing::debug!("sim source: receiver gone, stopping");
             return;
         }

@@ -4,6 +4,8 @@
 
 use super::SlurmConfig;
 use super::wire;
+use crate::sources::SourceError;
+use crate::text;
 use serde_json::Value;
 use std::fmt;
 
@@ -73,6 +75,7 @@ pub struct Client {
     user: String,
     token: Option<String>,
     url: String,
+    timeout: std::time::Duration,
 }
 
 impl Client {
@@ -100,6 +103,7 @@ impl Client {
             user: cfg.user.clone(),
             token: cfg.token.clone(),
             url: cfg.url.clone(),
+            timeout: cfg.timeout,
         })
     }
 
@@ -114,44 +118,78 @@ impl Client {
         r
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder, what: &str) -> Result<(u16, Value), String> {
+    async fn send(
+        &self,
+        req: reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<(u16, Value), SourceError> {
         let resp = req.send().await.map_err(|e| {
-            format!(
-                "cannot reach slurmrestd at {}: {}",
-                self.url,
-                error_chain(&e)
-            )
+            if e.is_timeout() {
+                SourceError::Timeout {
+                    what: format!("{what} at {}", self.url),
+                    secs: self.timeout.as_secs(),
+                }
+            } else {
+                SourceError::Unreachable {
+                    what: format!("slurmrestd at {}", self.url),
+                    detail: text::one_line(&error_chain(&e), 300),
+                }
+            }
         })?;
         let status = resp.status().as_u16();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| format!("{what}: reading the answer failed: {e}"))?;
-        if status == 401 {
-            return Err(format!(
-                "{what}: slurmrestd refused authentication (HTTP 401: {}); check the user name and the token (SLURM_JWT)",
-                text.trim()
-            ));
-        }
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            let head: String = text.chars().take(120).collect();
-            format!("{what}: HTTP {status}, not JSON ({e}): {head:?}")
+        let body = resp.text().await.map_err(|e| SourceError::Unreachable {
+            what: format!("{what}: reading the answer"),
+            detail: text::one_line(&error_chain(&e), 300),
         })?;
+        if status == 401 || status == 403 {
+            return Err(SourceError::Auth {
+                what: format!("{what} (check the user name and the token, SLURM_JWT)"),
+                status,
+                detail: text::one_line(&body, 200),
+            });
+        }
+        let value: Value = match serde_json::from_str(&body) {
+            Ok(v) => v,
+            Err(e) if status == 404 => {
+                return Err(SourceError::NotFound {
+                    what: what.to_string(),
+                    detail: format!(": {}", text::one_line(&format!("{e}"), 100)),
+                });
+            }
+            Err(e) => {
+                return Err(SourceError::Decode {
+                    what: format!("{what} (HTTP {status})"),
+                    detail: format!("not JSON ({e}): {}", text::one_line(&body, 120)),
+                });
+            }
+        };
         let errors = value
             .get("errors")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
         if let Some(msg) = wire::error_text(&errors) {
-            return Err(format!("{what}: {msg} (HTTP {status})"));
+            return Err(SourceError::Api {
+                what: what.to_string(),
+                errors: vec![format!("{} (HTTP {status})", text::one_line(&msg, 300))],
+            });
+        }
+        if status == 404 {
+            return Err(SourceError::NotFound {
+                what: what.to_string(),
+                detail: String::new(),
+            });
         }
         if !(200..300).contains(&status) {
-            return Err(format!("{what}: HTTP {status}"));
+            return Err(SourceError::Api {
+                what: what.to_string(),
+                errors: vec![format!("HTTP {status}")],
+            });
         }
         Ok((status, value))
     }
 
-    pub async fn get(&self, path: &str) -> Result<Value, String> {
+    pub async fn get(&self, path: &str) -> Result<Value, SourceError> {
         self.send(
             self.request(reqwest::Method::GET, path),
             &format!("GET {path}"),
@@ -160,7 +198,7 @@ impl Client {
         .map(|(_, v)| v)
     }
 
-    pub async fn delete(&self, path: &str) -> Result<Value, String> {
+    pub async fn delete(&self, path: &str) -> Result<Value, SourceError> {
         self.send(
             self.request(reqwest::Method::DELETE, path),
             &format!("DELETE {path}"),
@@ -169,7 +207,7 @@ impl Client {
         .map(|(_, v)| v)
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, String> {
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, SourceError> {
         self.send(
             self.request(reqwest::Method::POST, path).json(body),
             &format!("POST {path}"),
@@ -180,13 +218,20 @@ impl Client {
 
     /// Finds the newest API version the server and nightshift share: from
     /// the OpenAPI document, else by asking each known version's ping.
-    pub async fn discover(&self) -> Result<ApiVersion, String> {
+    pub async fn discover(&self) -> Result<ApiVersion, SourceError> {
         for doc in ["/openapi/v3", "/openapi"] {
-            if let Ok(v) = self.get(doc).await {
-                let served = versions_in_openapi(&v);
-                if !served.is_empty() {
-                    return choose(&served);
+            match self.get(doc).await {
+                Ok(v) => {
+                    let served = versions_in_openapi(&v);
+                    if !served.is_empty() {
+                        return choose(&served).map_err(SourceError::Other);
+                    }
                 }
+                // Nobody there, or not allowed: pinging will not help.
+                Err(e @ (SourceError::Unreachable { .. } | SourceError::Auth { .. })) => {
+                    return Err(e);
+                }
+                Err(_) => {}
             }
         }
         let mut served = Vec::new();
@@ -201,12 +246,15 @@ impl Client {
             }
         }
         if served.is_empty()
-            && let Some(e) = last_err
-            && (e.contains("cannot reach") || e.contains("401"))
+            && let Some(
+                e @ (SourceError::Unreachable { .. }
+                | SourceError::Auth { .. }
+                | SourceError::Timeout { .. }),
+            ) = last_err
         {
             return Err(e);
         }
-        choose(&served)
+        choose(&served).map_err(SourceError::Other)
     }
 }
 

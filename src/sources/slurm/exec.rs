@@ -96,6 +96,13 @@ impl Executor {
         }
     }
 
+    /// A new reason for a node out of service. Slurm keeps a reason only
+    /// with a state, so the node is drained again with it: a no-op for a
+    /// node that is drained (or, for nightshift, cordoned) already.
+    pub fn reason_call(&self, node: &str, reason: &str) -> Call {
+        self.drain_call(node, reason)
+    }
+
     pub fn resume_call(&self, node: &str) -> Call {
         if self.version.can_update_nodes() {
             Call::Rest {
@@ -164,8 +171,18 @@ impl Executor {
                 method: "DELETE",
                 path,
                 ..
-            } => self.client.delete(path).await.map(|_| ()),
-            Call::Rest { path, body, .. } => self.client.post(path, body).await.map(|_| ()),
+            } => self
+                .client
+                .delete(path)
+                .await
+                .map(|_| ())
+                .map_err(String::from),
+            Call::Rest { path, body, .. } => self
+                .client
+                .post(path, body)
+                .await
+                .map(|_| ())
+                .map_err(String::from),
             Call::Scontrol(args) => {
                 let mut cmd = tokio::process::Command::new(&self.cfg.scontrol);
                 cmd.args(args).kill_on_drop(true);
@@ -299,6 +316,58 @@ impl Executor {
                     matches!(n.state, NodeState::Drain | NodeState::Draining)
                         && n.reason.as_deref() == Some(reason)
                 },
+                Self::show_node,
+            )
+            .await)
+    }
+
+    /// Reads back what an action should have left, changing nothing: for
+    /// re-reading after a call that failed or timed out.
+    pub async fn observe(&self, a: &crate::model::Action) -> Result<Outcome, String> {
+        use crate::model::Action;
+        let node_is = |n: &crate::model::Node| match a {
+            Action::Cordon { reason, .. } => {
+                n.state != NodeState::Up
+                    && n.reason.as_deref() == Some(&format!("cordon: {reason}"))
+            }
+            Action::Drain { reason, .. } | Action::SetReason { reason, .. } => {
+                n.state != NodeState::Up && n.reason.as_deref() == Some(reason.as_str())
+            }
+            _ => n.state == NodeState::Up,
+        };
+        let job_is = |j: &crate::model::Job| match a {
+            Action::Priority { value, .. } => j.priority == Some(*value),
+            Action::Hold { .. } => j
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("JobHeld")),
+            Action::Release { .. } => !j
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("JobHeld")),
+            _ => j.state.is_pending(),
+        };
+        if a.on_node() {
+            let n = self.node_now(a.target()).await?;
+            Ok(Outcome {
+                verified: node_is(&n),
+                observed: Self::show_node(&n),
+            })
+        } else {
+            let j = self.job_now(a.target()).await?;
+            Ok(Outcome {
+                verified: job_is(&j),
+                observed: Self::show_job(&j),
+            })
+        }
+    }
+
+    pub async fn set_reason(&self, node: &str, reason: &str) -> Result<Outcome, String> {
+        self.send(&self.reason_call(node, reason)).await?;
+        Ok(self
+            .verify(
+                || self.node_now(node),
+                |n| n.reason.as_deref() == Some(reason),
                 Self::show_node,
             )
             .await)

@@ -156,6 +156,7 @@ fn job(j: &wire::Job) -> Job {
         gang: multi.then(|| format!("slurm-{id}")),
         checkpoint: checkpoint_from_comment(&j.comment),
         restarts: j.restart_cnt.get().map(|n| n.max(0) as u32),
+        requeueable: j.requeue,
     }
 }
 
@@ -187,6 +188,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Node {
         reason_set_by: Some(n.reason_set_by_user.clone())
             .filter(|r| !r.is_empty() && reason.is_some()),
         reason_time: n.reason_changed_at.positive().filter(|_| reason.is_some()),
+        boot_time: n.boot_time.positive(),
         reason,
         gpu_model: model,
         topology: None,

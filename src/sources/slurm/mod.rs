@@ -9,7 +9,7 @@ pub mod hostlist;
 pub mod map;
 pub mod wire;
 
-use super::Update;
+use super::{Origin, SourceError, Update};
 use client::{ApiVersion, Client};
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,11 +63,13 @@ pub async fn fetch(
     client: &Client,
     v: ApiVersion,
     cfg: &SlurmConfig,
-) -> Result<crate::model::Cluster, String> {
+) -> Result<crate::model::Cluster, SourceError> {
     let base = format!("/slurm/{v}");
-    let parse = |what: &str, value: serde_json::Value| -> Result<wire::Response, String> {
-        serde_json::from_value(value)
-            .map_err(|e| format!("GET {base}/{what}: unexpected JSON: {e}"))
+    let parse = |what: &str, value: serde_json::Value| -> Result<wire::Response, SourceError> {
+        serde_json::from_value(value).map_err(|e| SourceError::Decode {
+            what: format!("GET {base}/{what}"),
+            detail: crate::text::one_line(&e.to_string(), 200),
+        })
     };
     let nodes = parse("nodes", client.get(&format!("{base}/nodes")).await?)?;
     let jobs = parse("jobs", client.get(&format!("{base}/jobs")).await?)?;
@@ -85,8 +87,8 @@ pub async fn fetch(
 }
 
 /// The cluster once, for the command line.
-pub async fn fetch_once(cfg: &SlurmConfig) -> Result<crate::model::Cluster, String> {
-    let client = Client::new(cfg)?;
+pub async fn fetch_once(cfg: &SlurmConfig) -> Result<crate::model::Cluster, SourceError> {
+    let client = Client::new(cfg).map_err(SourceError::Other)?;
     let v = client.discover().await?;
     fetch(&client, v, cfg).await
 }
@@ -151,7 +153,9 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
     let client = match Client::new(&cfg) {
         Ok(c) => c,
         Err(e) => {
-            let _ = tx.send(Update::Error(e)).await;
+            let _ = tx
+                .send(Update::failed(Origin::Scheduler, SourceError::Other(e)))
+                .await;
             return;
         }
     };
@@ -170,24 +174,26 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
                 Err(e) => Err(e),
             },
         };
-        let update = match result {
+        let updates = match result {
             Ok(mut c) => {
                 wait = cfg.interval;
                 watch.observe(&mut c);
-                Update::Snapshot(Arc::new(c))
+                vec![Update::Snapshot(Arc::new(c)), Update::ok(Origin::Scheduler)]
             }
             Err(e) => {
                 tracing::warn!("slurm: {e}");
                 wait = (wait * 2).min(MAX_BACKOFF);
                 // The server may have been upgraded under us.
-                if e.contains("HTTP 404") {
+                if e.is_not_found() {
                     version = None;
                 }
-                Update::Error(e)
+                vec![Update::failed(Origin::Scheduler, e)]
             }
         };
-        if tx.send(update).await.is_err() {
-            return;
+        for u in updates {
+            if tx.send(u).await.is_err() {
+                return;
+            }
         }
         tokio::time::sleep(wait).await;
     }

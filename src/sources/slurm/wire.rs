@@ -163,6 +163,7 @@ pub struct Node {
     #[serde(deserialize_with = "string")]
     pub reason_set_by_user: String,
     pub reason_changed_at: Num,
+    pub boot_time: Num,
     #[serde(deserialize_with = "string")]
     pub gres: String,
     #[serde(deserialize_with = "string")]
@@ -212,6 +213,7 @@ pub struct Job {
     pub restart_cnt: Num,
     #[serde(deserialize_with = "string")]
     pub comment: String,
+    pub requeue: Option<bool>,
 }
 
 /// v0.0.38 writes a partition's nodes as a string; v0.0.40+ as an object.

@@ -1,0 +1,513 @@
+//! Incidents: what the on-call works through. Every event (Xid, ECC, node
+//! state) and every stalled gang, with the jobs it hit (their state then
+//! and now, whole gangs), the catalog's action, and where it stands:
+//!
+//! open → draining → awaiting the remedy (node drained; reboot / reset /
+//! replace it) → remedied (health clean, node still out: resume it) →
+//! resolved (back in service with clean health).
+//!
+//! An incident that asks for no drain (an application Xid, a pending
+//! remap, a correctable-error rate) is open while the GPU's verdict still
+//! calls for its action, then resolved. A node-state incident is open
+//! until the node is back in service. Stalls are open while they last.
+
+use super::health::{NodeVerdict, event_action, event_severity};
+use super::plan::Unusable;
+use super::stall::Stall;
+use super::xid::{ActionClass, XidCatalog};
+use crate::model::{Cluster, Event, EventKind, GpuHealth, JobState, NodeState, Timestamp};
+use crate::text;
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Open,
+    /// Drain asked; jobs still on the node.
+    Draining,
+    /// Drained; the hardware still needs its remedy.
+    AwaitingRemedy,
+    /// Health is clean again but the node is still out of service.
+    Remedied,
+    Resolved,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Open => "open",
+            Stage::Draining => "draining",
+            Stage::AwaitingRemedy => "awaiting remedy",
+            Stage::Remedied => "remedied",
+            Stage::Resolved => "resolved",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IncidentJob {
+    pub id: String,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    pub gang: Option<String>,
+    /// Its state when the incident happened (`None`: only its gang was there).
+    pub state_then: Option<JobState>,
+    /// Its state now (`None`: no longer in the scheduler's data).
+    pub state_now: Option<JobState>,
+    /// Hit because a job of its gang was.
+    pub via_gang: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Incident {
+    /// `e<seq>` for an event, `stall-<job>` for a stall.
+    pub id: String,
+    /// `xid`, `ecc`, `node` or `stall`.
+    pub kind: &'static str,
+    pub seq: Option<u64>,
+    pub time: Timestamp,
+    pub node: String,
+    pub gpu: Option<u32>,
+    /// `XID 79`, `ECC DBE`, `NODE DRAIN`, `STALL`.
+    pub label: String,
+    /// The Xid, for an Xid incident.
+    pub xid: Option<u32>,
+    pub message: String,
+    pub severity: GpuHealth,
+    /// What the catalog says this calls for.
+    pub action: ActionClass,
+    pub stage: Stage,
+    /// One line: where it stands and what to do next.
+    pub status: String,
+    pub drained_by: Option<String>,
+    pub drained_at: Option<Timestamp>,
+    pub jobs: Vec<IncidentJob>,
+    pub evidence: Vec<String>,
+    /// For a stall: GPU-hours burnt per hour while it lasts.
+    pub burning_gpu_hours_per_hour: Option<f64>,
+}
+
+impl Incident {
+    /// A drain reason for the node from this incident: `xid79 GPU3`.
+    pub fn drain_reason(&self) -> String {
+        let gpu = self.gpu.map_or(String::new(), |g| format!(" GPU{g}"));
+        match self.kind {
+            "xid" => format!("{}{gpu}", self.label.to_lowercase().replace(' ', "")),
+            "ecc" => format!("ecc{gpu}"),
+            "stall" => format!("stalled gang{gpu}"),
+            _ if self.message.is_empty() => "drained via nightshift".into(),
+            _ => self.message.clone(),
+        }
+    }
+
+    /// Whether the on-call still has something to do about it.
+    pub fn is_open(&self) -> bool {
+        self.stage != Stage::Resolved
+    }
+}
+
+fn job_entry(c: &Cluster, id: &str, then: Option<JobState>, via_gang: bool) -> IncidentJob {
+    let now = c.job(id);
+    IncidentJob {
+        id: id.to_string(),
+        name: now.map(|j| j.name.clone()),
+        user: now.map(|j| j.user.clone()),
+        gang: now.and_then(|j| j.gang.clone()),
+        state_then: then,
+        state_now: now.map(|j| j.state),
+        via_gang,
+    }
+}
+
+/// The jobs an event hit, then their gangs (as the snapshot knows them).
+fn victims(c: &Cluster, e: &Event) -> Vec<IncidentJob> {
+    let mut out: Vec<IncidentJob> = e
+        .jobs
+        .iter()
+        .map(|j| job_entry(c, &j.id, Some(j.state), false))
+        .collect();
+    let gangs: Vec<String> = out.iter().filter_map(|j| j.gang.clone()).collect();
+    for g in gangs {
+        for j in c
+            .jobs
+            .iter()
+            .filter(|j| j.gang.as_deref() == Some(g.as_str()))
+        {
+            if !out.iter().any(|x| x.id == j.id) {
+                out.push(job_entry(c, &j.id, None, true));
+            }
+        }
+    }
+    out
+}
+
+/// A node state as a participle: `drained`, `down`, `cordoned`.
+fn state_word(s: &str) -> &str {
+    match s {
+        "drain" => "drained",
+        other => other,
+    }
+}
+
+/// Who set a node's current state, and when, in words.
+fn by_whom(n: &crate::model::Node) -> String {
+    let who = n.reason_set_by.as_deref().unwrap_or("someone");
+    match n.reason_time {
+        Some(t) => format!("by {who} at {}", text::clock(t)),
+        None => format!("by {who}"),
+    }
+}
+
+/// Where an incident that calls for `action` on node `node` stands.
+fn lifecycle(
+    c: &Cluster,
+    node: &str,
+    action: ActionClass,
+    still: bool,
+    unusable: &Unusable,
+) -> (Stage, String, Option<String>, Option<Timestamp>) {
+    let Some(n) = c.node(node) else {
+        return (
+            Stage::Open,
+            format!("{node} is not in the scheduler's data: {}", action.advice()),
+            None,
+            None,
+        );
+    };
+    if !action.needs_drain() {
+        return if still {
+            (Stage::Open, action.advice().to_string(), None, None)
+        } else {
+            (
+                Stage::Resolved,
+                "resolved: the GPU's verdict no longer calls for it".into(),
+                None,
+                None,
+            )
+        };
+    }
+    let critical = unusable.contains(node);
+    let drained = (n.reason_set_by.clone(), n.reason_time);
+    match (n.state, critical) {
+        (NodeState::Up | NodeState::Unknown, true) => {
+            (Stage::Open, action.advice().to_string(), None, None)
+        }
+        (NodeState::Cordoned, true) => (
+            Stage::Open,
+            format!(
+                "cordoned {} but its jobs still run: {}",
+                by_whom(n),
+                action.advice()
+            ),
+            None,
+            None,
+        ),
+        (NodeState::Draining, true) => (
+            Stage::Draining,
+            format!(
+                "draining {}: jobs still on it; then {}",
+                by_whom(n),
+                action.remedy()
+            ),
+            drained.0,
+            drained.1,
+        ),
+        (NodeState::Drain | NodeState::Down, true) => (
+            Stage::AwaitingRemedy,
+            format!(
+                "drained {}; now {}, then resume it",
+                by_whom(n),
+                action.remedy()
+            ),
+            drained.0,
+            drained.1,
+        ),
+        (NodeState::Up | NodeState::Unknown, false) => (
+            Stage::Resolved,
+            format!("resolved: {node} is in service with clean health"),
+            None,
+            None,
+        ),
+        (_, false) => (
+            Stage::Remedied,
+            format!(
+                "health is clean again; {node} is still {} {}: resume it",
+                state_word(n.state.as_str()),
+                by_whom(n)
+            ),
+            drained.0,
+            drained.1,
+        ),
+    }
+}
+
+/// Every incident of the snapshot, newest first.
+pub fn incidents(
+    c: &Cluster,
+    verdicts: &HashMap<&str, &NodeVerdict>,
+    unusable: &Unusable,
+    stalls: &[Stall],
+    cat: &XidCatalog,
+) -> Vec<Incident> {
+    let mut out: Vec<Incident> = Vec::with_capacity(c.events.len() + stalls.len());
+    for e in &c.events {
+        let action = event_action(e, cat);
+        let kind = match e.kind {
+            EventKind::Xid { .. } => "xid",
+            EventKind::Ecc { .. } => "ecc",
+            EventKind::NodeState { .. } => "node",
+        };
+        let (stage, status, by, at) = match &e.kind {
+            EventKind::NodeState { to, .. } => {
+                let now = c.node(&e.node).map(|n| n.state);
+                let out_now = now.is_some_and(|s| s != NodeState::Up);
+                let same = now.is_some_and(|s| s.as_str() == to);
+                if to == "up" || !out_now {
+                    (
+                        Stage::Resolved,
+                        format!("{} is in service", e.node),
+                        None,
+                        None,
+                    )
+                } else if same {
+                    let n = c.node(&e.node);
+                    (
+                        Stage::Open,
+                        format!(
+                            "{} is {}{}{}",
+                            e.node,
+                            state_word(to),
+                            n.map_or(String::new(), |n| format!(" {}", by_whom(n))),
+                            n.and_then(|n| n.reason.as_deref())
+                                .map_or(String::new(), |r| format!(": {r}"))
+                        ),
+                        n.and_then(|n| n.reason_set_by.clone()),
+                        n.and_then(|n| n.reason_time),
+                    )
+                } else {
+                    (
+                        Stage::Resolved,
+                        format!(
+                            "superseded: {} is {} now",
+                            e.node,
+                            now.map_or("?", |s| s.as_str())
+                        ),
+                        None,
+                        None,
+                    )
+                }
+            }
+            _ => {
+                // Does the GPU's verdict still call for this action?
+                let still = e.gpu.is_some_and(|g| {
+                    verdicts.get(e.node.as_str()).is_some_and(|v| {
+                        v.gpus
+                            .iter()
+                            .any(|x| x.gpu == g && x.verdict.action >= action)
+                    })
+                });
+                lifecycle(c, &e.node, action, still, unusable)
+            }
+        };
+        out.push(Incident {
+            id: format!("e{}", e.seq),
+            kind,
+            seq: Some(e.seq),
+            time: e.time,
+            node: e.node.clone(),
+            gpu: e.gpu,
+            label: e.label(),
+            xid: e.xid(),
+            message: e.message.clone(),
+            severity: event_severity(e, cat),
+            action,
+            stage,
+            status,
+            drained_by: by,
+            drained_at: at,
+            jobs: victims(c, e),
+            evidence: Vec::new(),
+            burning_gpu_hours_per_hour: None,
+        });
+    }
+    for s in stalls.iter().filter(|s| !s.via_gang) {
+        let gang: Vec<&Stall> = stalls.iter().filter(|x| x.cause_job == s.job).collect();
+        let burning: f64 = gang.iter().map(|x| x.burning_gpu_hours_per_hour).sum();
+        let action = match s.gpu {
+            Some(_) => verdicts
+                .get(s.node.as_str())
+                .map_or(ActionClass::Investigate, |v| v.verdict.action),
+            None => ActionClass::Investigate,
+        };
+        let name = c
+            .job(&s.job)
+            .map_or(String::new(), |j| format!(" ({})", j.name));
+        out.push(Incident {
+            id: format!("stall-{}", s.job),
+            kind: "stall",
+            seq: None,
+            time: s.since,
+            node: s.node.clone(),
+            gpu: s.gpu,
+            label: "STALL".into(),
+            xid: None,
+            message: format!(
+                "job {}{name} makes no progress: {}",
+                s.job,
+                s.evidence.first().map_or("", String::as_str)
+            ),
+            severity: GpuHealth::Critical,
+            action,
+            stage: Stage::Open,
+            status: format!(
+                "burning {burning:.0} GPU-hours per hour since {}: requeue the gang from its checkpoint{}",
+                text::clock(s.since),
+                if action.needs_drain() {
+                    " (drain its broken node: D)"
+                } else {
+                    ""
+                }
+            ),
+            drained_by: None,
+            drained_at: None,
+            jobs: gang
+                .iter()
+                .map(|x| {
+                    job_entry(
+                        c,
+                        &x.job,
+                        c.job(&x.job).map(|j| j.state),
+                        x.via_gang,
+                    )
+                })
+                .collect(),
+            evidence: s.evidence.clone(),
+            burning_gpu_hours_per_hour: Some(burning),
+        });
+    }
+    // Newest first; at the same time the event before the stall it causes.
+    out.sort_by(|a, b| {
+        b.time
+            .cmp(&a.time)
+            .then((a.kind == "stall").cmp(&(b.kind == "stall")))
+            .then(b.id.cmp(&a.id))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SiteParams;
+    use crate::engine::analysis::Base;
+    use crate::engine::why::why;
+    use crate::model::Action;
+    use crate::sources::sim::{REPAIR_S, Sim, SimConfig};
+
+    fn base(s: &Sim) -> (Cluster, Base) {
+        let c = s.snapshot();
+        let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+        (c, b)
+    }
+
+    fn xid79(b: &Base) -> &Incident {
+        b.incidents
+            .iter()
+            .find(|i| i.label == "XID 79")
+            .expect("the Xid 79 incident")
+    }
+
+    /// No pending job's advice may point at a node with critical health.
+    fn no_advice_points_at(c: &Cluster, b: &Base, node: &str) {
+        for (j, job) in c.jobs.iter().enumerate() {
+            if !job.state.is_pending() {
+                continue;
+            }
+            let w = why(c, j, b).expect("why");
+            for s in &w.suggestions {
+                assert!(!s.contains(node), "job {}: {s}", job.id);
+            }
+            if let Some(crate::engine::plan::Estimate::Starts { nodes, .. }) = &w.estimate {
+                assert!(
+                    !nodes.iter().any(|n| n == node),
+                    "job {} planned on {node}",
+                    job.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let (c, b) = base(&s);
+        let i = xid79(&b);
+        assert_eq!(
+            (i.stage, i.node.as_str(), i.gpu),
+            (Stage::Open, "h100-03", Some(3))
+        );
+        assert_eq!(i.status, "drain the node, then reboot it");
+        assert_eq!(i.jobs.len(), 1);
+        assert_eq!(i.jobs[0].id, "4700");
+        assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+        let stall = b
+            .incident("stall-4700")
+            .expect("the gang is reported stalled");
+        assert_eq!(stall.burning_gpu_hours_per_hour, Some(32.0));
+        assert!(b.unusable.contains("h100-03"));
+        no_advice_points_at(&c, &b, "h100-03");
+
+        // Drained: awaiting the reboot; the gang is requeued, no longer stalled.
+        s.apply(&Action::Drain {
+            node: "h100-03".into(),
+            reason: "xid79 GPU3".into(),
+            requeue: true,
+        })
+        .expect("drain");
+        let (c, b) = base(&s);
+        let i = xid79(&b);
+        assert_eq!(i.stage, Stage::AwaitingRemedy, "{}", i.status);
+        assert!(
+            i.status.contains("reboot the node, then resume it"),
+            "{}",
+            i.status
+        );
+        assert_eq!(i.drained_by.as_deref(), Some("nightshift"));
+        assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+        assert_eq!(i.jobs[0].state_now, Some(JobState::Pending));
+        assert!(b.incident("stall-4700").is_none());
+        no_advice_points_at(&c, &b, "h100-03");
+
+        // The technician reboots it: clean health, still drained.
+        s.advance(REPAIR_S as u64 + 1);
+        let (_, b) = base(&s);
+        let i = xid79(&b);
+        assert_eq!(i.stage, Stage::Remedied, "{}", i.status);
+        assert!(i.status.contains("resume it"));
+        assert!(!b.unusable.contains("h100-03"));
+
+        s.apply(&Action::Resume {
+            node: "h100-03".into(),
+        })
+        .expect("resume");
+        let (_, b) = base(&s);
+        assert_eq!(xid79(&b).stage, Stage::Resolved);
+    }
+
+    #[test]
+    fn the_xid_13_names_the_job_it_killed() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(45);
+        let (_, b) = base(&s);
+        let i = b
+            .incidents
+            .iter()
+            .find(|i| i.label == "XID 13")
+            .expect("Xid 13");
+        assert_eq!(i.jobs.len(), 1, "{:?}", i.jobs);
+        assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+        assert_eq!(i.jobs[0].state_now, Some(JobState::Failed));
+        assert_eq!(i.action, ActionClass::RestartJob);
+    }
+}

@@ -1,0 +1,364 @@
+//! Stalled gangs: jobs that still say `running` but make no progress.
+//!
+//! Two rules, each with its evidence:
+//! - **a rank on a broken GPU**: a GPU the job holds has a hardware Xid (one
+//!   the catalog says needs a drain) since the job started, and the job's
+//!   other GPUs do not show real work (their mean SM occupancy is at most
+//!   `stall_occupancy_max`, or they report none). The other ranks wait in a
+//!   collective that never completes, so the whole gang is stalled from the
+//!   Xid's time. Needs one snapshot. A job whose other GPUs still compute
+//!   is not called stalled: the incident names it as hit, not as hung.
+//! - **the hung-collective signature**: every GPU of the job that reports
+//!   both shows utilization ≥ `stall_util_min` and SM occupancy ≤
+//!   `stall_occupancy_max` (spinning NCCL kernels) for at least
+//!   `stall_window_s`. Needs a history of snapshots: `StallHistory`,
+//!   kept by the analyst between snapshots; a one-shot command sees only
+//!   the first rule.
+//!
+//! A stalled job burns its GPUs without progress: `burning_gpu_hours_per_hour`
+//! is its GPU count, and its lost work keeps growing.
+
+use super::SiteParams;
+use super::health::NodeVerdict;
+use super::whatif::gang_closure;
+use super::xid::XidCatalog;
+use crate::model::{Cluster, EventKind, Timestamp};
+use crate::text;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stall {
+    pub job: String,
+    /// When it stopped making progress, as far as the evidence says.
+    pub since: Timestamp,
+    /// The node and GPU that explain it (the broken rank), when one does.
+    pub node: String,
+    pub gpu: Option<u32>,
+    pub gpus: u32,
+    /// GPU-hours burnt per hour of wall time while it stays stalled.
+    pub burning_gpu_hours_per_hour: f64,
+    /// Stalled because another job of its gang is (not by its own GPUs).
+    pub via_gang: bool,
+    /// The job whose own GPUs show the stall (itself, or its gang's).
+    pub cause_job: String,
+    pub evidence: Vec<String>,
+}
+
+/// When each running job first showed the hung-collective signature, on
+/// the snapshots' clock. The analyst feeds it every snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct StallHistory {
+    since: FxHashMap<String, Timestamp>,
+    /// The latest snapshot time observed.
+    pub time: Timestamp,
+}
+
+/// Whether a GPU's readings show the signature. Unknown readings never do.
+fn spinning(g: &crate::model::Gpu, site: &SiteParams) -> Option<bool> {
+    let (u, o) = (g.utilization?, g.sm_occupancy?);
+    Some(u >= site.stall_util_min && o <= site.stall_occupancy_max)
+}
+
+impl StallHistory {
+    pub fn observe(&mut self, c: &Cluster, site: &SiteParams) {
+        if c.time < self.time {
+            // A clock that went back (a new source, a replay): start over.
+            self.since.clear();
+        }
+        self.time = c.time;
+        let mut now: FxHashMap<String, Timestamp> = FxHashMap::default();
+        for (id, gpus) in gpus_by_job(c) {
+            let mut seen = 0;
+            let mut all = true;
+            for g in gpus {
+                match spinning(g, site) {
+                    Some(true) => seen += 1,
+                    Some(false) => all = false,
+                    None => {}
+                }
+            }
+            if all && seen > 0 {
+                let since = self.since.get(id).copied().unwrap_or(c.time);
+                now.insert(id.to_string(), since);
+            }
+        }
+        self.since = now;
+    }
+
+    /// Since when job `id` shows the signature, if it does now.
+    pub fn since(&self, id: &str) -> Option<Timestamp> {
+        self.since.get(id).copied()
+    }
+}
+
+/// The GPUs each running job holds, from the per-GPU allocation.
+fn gpus_by_job(c: &Cluster) -> HashMap<&str, Vec<&crate::model::Gpu>> {
+    let running: HashMap<&str, ()> = c
+        .jobs
+        .iter()
+        .filter(|j| j.state.holds_resources())
+        .map(|j| (j.id.as_str(), ()))
+        .collect();
+    let mut out: HashMap<&str, Vec<&crate::model::Gpu>> = HashMap::new();
+    for (_, g) in c.gpus() {
+        if let Some(id) = g.job.as_deref()
+            && running.contains_key(id)
+        {
+            out.entry(id).or_default().push(g);
+        }
+    }
+    out
+}
+
+/// What explains a stall: (since, node, GPU, evidence).
+type Found = (Timestamp, String, Option<u32>, Vec<String>);
+
+/// Every stalled running job of the snapshot, gangs included, oldest first.
+pub fn stalls(
+    c: &Cluster,
+    verdicts: &HashMap<&str, &NodeVerdict>,
+    history: &StallHistory,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Vec<Stall> {
+    let job_ix: HashMap<&str, usize> = c
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.id.as_str(), i))
+        .collect();
+    // Direct stalls: (job index, since, node, gpu, evidence).
+    let mut direct: Vec<(usize, Found)> = Vec::new();
+    let by_job = gpus_by_job(c);
+    let mut ids: Vec<&&str> = by_job.keys().collect();
+    ids.sort();
+    for id in ids {
+        let Some(&j) = job_ix.get(*id) else { continue };
+        let job = &c.jobs[j];
+        let started = job.start_time.unwrap_or(Timestamp::MIN);
+        let mut found: Option<Found> = None;
+        // Do the job's GPUs still compute? Then a broken rank has not hung it.
+        let occ = mean(by_job[*id].iter().filter_map(|g| g.sm_occupancy));
+        let still_working = occ.is_some_and(|o| o > site.stall_occupancy_max);
+        for g in &by_job[*id] {
+            let Some(v) = verdicts.get(g.node.as_str()) else {
+                continue;
+            };
+            if !v
+                .gpus
+                .iter()
+                .any(|gv| gv.gpu == g.index && gv.verdict.action.needs_drain())
+            {
+                continue;
+            }
+            // The Xid that broke it: the GPU's events since the job started.
+            let xid = c
+                .events
+                .iter()
+                .filter(|e| e.node == g.node && e.gpu == Some(g.index) && e.time >= started)
+                .filter_map(|e| match e.kind {
+                    EventKind::Xid { code } if cat.action(code).needs_drain() => {
+                        Some((e.time, code))
+                    }
+                    _ => None,
+                })
+                .next()
+                .or_else(|| {
+                    g.last_xid
+                        .as_ref()
+                        .filter(|x| cat.action(x.code).needs_drain())
+                        .filter(|x| x.time.is_none_or(|t| t >= started))
+                        .map(|x| (x.time.unwrap_or(c.time), x.code))
+                });
+            if let Some((t, code)) = xid.filter(|_| !still_working) {
+                let evidence = vec![format!(
+                    "rank on {} GPU {} hit Xid {code} ({}) at {}: the other ranks wait in a collective that never completes",
+                    g.node,
+                    g.index,
+                    cat.name(code),
+                    text::clock(t)
+                )];
+                if found.as_ref().is_none_or(|f| t < f.0) {
+                    found = Some((t, g.node.clone(), Some(g.index), evidence));
+                }
+            }
+        }
+        if found.is_none()
+            && let Some(since) = history.since(id)
+            && c.time - since >= site.stall_window_s as i64
+        {
+            let gpus = &by_job[*id];
+            let util = mean(gpus.iter().filter_map(|g| g.utilization));
+            let occ = mean(gpus.iter().filter_map(|g| g.sm_occupancy));
+            let node = gpus.first().map_or(String::new(), |g| g.node.clone());
+            found = Some((
+                since,
+                node,
+                None,
+                vec![format!(
+                    "all {} GPUs at {} utilization but {} SM occupancy for {} (spinning in a collective)",
+                    gpus.len(),
+                    text::percent(util),
+                    text::percent(occ),
+                    text::duration(c.time - since)
+                )],
+            ));
+        }
+        if let Some(f) = found {
+            direct.push((j, f));
+        }
+    }
+    let mut out: Vec<Stall> = Vec::new();
+    let mut done: rustc_hash::FxHashSet<usize> = rustc_hash::FxHashSet::default();
+    for (j, (since, node, gpu, evidence)) in direct {
+        for k in gang_closure(c, &[j]) {
+            if !done.insert(k) {
+                continue;
+            }
+            let job = &c.jobs[k];
+            let gpus = job.gpus_requested().unwrap_or(0);
+            let via_gang = k != j;
+            let mut ev = evidence.clone();
+            if via_gang {
+                ev.insert(0, format!("its gang's job {} is stalled", c.jobs[j].id));
+            }
+            out.push(Stall {
+                job: job.id.clone(),
+                since,
+                node: node.clone(),
+                gpu,
+                gpus,
+                burning_gpu_hours_per_hour: f64::from(gpus),
+                via_gang,
+                cause_job: c.jobs[j].id.clone(),
+                evidence: ev,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.since.cmp(&b.since).then(a.job.cmp(&b.job)));
+    out
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = v.fold((0.0, 0u32), |(s, n), x| (s + x, n + 1));
+    (n > 0).then(|| sum / f64::from(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::*;
+    use crate::engine::health::verdicts;
+    use crate::model::LastXid;
+
+    fn verdict_map(v: &[NodeVerdict]) -> HashMap<&str, &NodeVerdict> {
+        v.iter().map(|x| (x.node.as_str(), x)).collect()
+    }
+
+    fn found(c: &Cluster, h: &StallHistory) -> Vec<Stall> {
+        let (cat, site) = (XidCatalog::default(), SiteParams::default());
+        let v = verdicts(c, None, &cat, &site);
+        stalls(c, &verdict_map(&v), h, &cat, &site)
+    }
+
+    #[test]
+    fn a_hardware_xid_on_a_rank_stalls_the_whole_gang() {
+        let mut c = cluster();
+        for n in ["n1", "n2", "n3"] {
+            add_node(&mut c, n, "p", 8);
+        }
+        let a = run(&mut c, "rank0", &["n1"], 8, 600, 7200);
+        let b = run(&mut c, "rank1", &["n2"], 8, 600, 7200);
+        run(&mut c, "solo", &["n3"], 8, 600, 7200);
+        c.jobs[a].gang = Some("g".into());
+        c.jobs[b].gang = Some("g".into());
+        // The hung-collective look on every GPU: no SM occupancy to speak of.
+        for n in &mut c.nodes {
+            for g in &mut n.gpus {
+                g.sm_occupancy = Some(0.01);
+            }
+        }
+        assert!(found(&c, &StallHistory::default()).is_empty());
+        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+            code: 79,
+            time: Some(NOW - 60),
+        });
+        let s = found(&c, &StallHistory::default());
+        let ids: Vec<&str> = s.iter().map(|x| x.job.as_str()).collect();
+        assert_eq!(ids, ["rank0", "rank1"], "both ranks, not the solo job");
+        let r1 = s.iter().find(|x| x.job == "rank1").expect("rank1");
+        assert!(!r1.via_gang);
+        assert_eq!(
+            (r1.node.as_str(), r1.gpu, r1.since),
+            ("n2", Some(3), NOW - 60)
+        );
+        assert_eq!(r1.burning_gpu_hours_per_hour, 8.0);
+        assert!(s.iter().any(|x| x.job == "rank0" && x.via_gang));
+        // A job whose GPUs still compute is hit, not hung.
+        for n in &mut c.nodes[..2] {
+            for g in &mut n.gpus {
+                g.sm_occupancy = Some(0.7);
+            }
+        }
+        assert!(found(&c, &StallHistory::default()).is_empty());
+        for n in &mut c.nodes[..2] {
+            for g in &mut n.gpus {
+                g.sm_occupancy = None;
+            }
+        }
+        assert_eq!(
+            found(&c, &StallHistory::default()).len(),
+            2,
+            "no readings: the Xid decides"
+        );
+        // An application Xid does not stall a gang: the job dies or goes on.
+        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+            code: 13,
+            time: Some(NOW - 60),
+        });
+        assert!(found(&c, &StallHistory::default()).is_empty());
+        // An Xid from before the job started is not this job's stall.
+        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+            code: 79,
+            time: Some(NOW - 10_000),
+        });
+        assert!(found(&c, &StallHistory::default()).is_empty());
+    }
+
+    #[test]
+    fn the_hung_collective_signature_needs_the_whole_window() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        run(&mut c, "spin", &["n1"], 8, 600, 7200);
+        let site = SiteParams::default();
+        let mut h = StallHistory::default();
+        let set = |c: &mut Cluster, occ: f64| {
+            for g in &mut c.nodes[0].gpus {
+                g.utilization = Some(1.0);
+                g.sm_occupancy = Some(occ);
+            }
+        };
+        set(&mut c, 0.01);
+        h.observe(&c, &site);
+        assert!(found(&c, &h).is_empty(), "one sighting is not a stall");
+        c.time += site.stall_window_s as i64 - 1;
+        h.observe(&c, &site);
+        assert!(found(&c, &h).is_empty());
+        c.time += 1;
+        h.observe(&c, &site);
+        let s = found(&c, &h);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].since, NOW);
+        assert!(s[0].evidence[0].contains("100% utilization but 1% SM occupancy"));
+        // Real work in between restarts the clock.
+        set(&mut c, 0.6);
+        c.time += 1;
+        h.observe(&c, &site);
+        set(&mut c, 0.01);
+        c.time += 1;
+        h.observe(&c, &site);
+        assert!(found(&c, &h).is_empty());
+    }
+}

@@ -1,0 +1,115 @@
+use serde::{Deserialize, Serialize};
+
+/// What came of one call of an action: a drain is the node update, then
+/// one requeue per job. Plain data shared by the executors (the sim's
+/// and Slurm's) and the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// `drain h100-03`, `requeue 4700`.
+    pub what: String,
+    pub ok: bool,
+    /// The change is visible in the scheduler's state.
+    pub verified: bool,
+    pub observed: String,
+    /// The scheduler's own text when it failed.
+    pub error: Option<String>,
+}
+
+/// Something the on-call can do to the cluster: one plain verb shared by
+/// the guard (src/actions), the simulated cluster's executor and the
+/// engine's blast radius. Plain data; what it costs and how it is sent
+/// live with the engine and the actions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Stop new work on a node; running jobs continue.
+    Cordon {
+        node: String,
+        reason: String,
+    },
+    /// Put a cordoned or drained node back in service.
+    Resume {
+        node: String,
+    },
+    /// Stop new work and end the node's jobs, whole gangs: requeued or killed.
+    Drain {
+        node: String,
+        reason: String,
+        requeue: bool,
+    },
+    /// Change the recorded reason of a node that is out of service.
+    SetReason {
+        node: String,
+        reason: String,
+    },
+    /// End a running job (and its gang); it goes back to the queue.
+    Requeue {
+        job: String,
+    },
+    /// End a running job (and its gang) to make room: requeued or cancelled
+    /// as the site's preemption mode says.
+    Preempt {
+        job: String,
+    },
+    Priority {
+        job: String,
+        value: u64,
+    },
+    Hold {
+        job: String,
+    },
+    Release {
+        job: String,
+    },
+}
+
+impl Action {
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Action::Cordon { .. } => "cordon",
+            Action::Resume { .. } => "resume",
+            Action::Drain { .. } => "drain",
+            Action::SetReason { .. } => "reason",
+            Action::Requeue { .. } => "requeue",
+            Action::Preempt { .. } => "preempt",
+            Action::Priority { .. } => "priority",
+            Action::Hold { .. } => "hold",
+            Action::Release { .. } => "release",
+        }
+    }
+
+    /// The node or job acted on.
+    pub fn target(&self) -> &str {
+        match self {
+            Action::Cordon { node, .. }
+            | Action::Resume { node }
+            | Action::Drain { node, .. }
+            | Action::SetReason { node, .. } => node,
+            Action::Requeue { job }
+            | Action::Preempt { job }
+            | Action::Priority { job, .. }
+            | Action::Hold { job }
+            | Action::Release { job } => job,
+        }
+    }
+
+    /// Whether it acts on a node (else on a job).
+    pub fn on_node(&self) -> bool {
+        matches!(
+            self,
+            Action::Cordon { .. }
+                | Action::Resume { .. }
+                | Action::Drain { .. }
+                | Action::SetReason { .. }
+        )
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Action::Cordon { reason, .. }
+            | Action::Drain { reason, .. }
+            | Action::SetReason { reason, .. } => Some(reason),
+            _ => None,
+        }
+    }
+}
