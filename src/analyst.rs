@@ -113,3 +113,64 @@ pub fn spawn(
     });
     rx
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::{NOW, add_node, cluster, run};
+    use crate::sources::{Origin, SourceError};
+
+    /// Statuses pass through in order; snapshots that show the
+    /// hung-collective signature for the whole window end in a stall.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_analyst_forwards_statuses_and_finds_a_sustained_stall() {
+        let site = SiteParams::default();
+        let (tx, rx) = mpsc::channel(64);
+        let (_focus_tx, focus_rx) = watch::channel(Focus::None);
+        let mut out = spawn(rx, focus_rx, site.clone(), XidCatalog::default());
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        run(&mut c, "spin", &["n1"], 8, 600, 7200);
+        for g in &mut c.nodes[0].gpus {
+            g.utilization = Some(1.0);
+            g.sm_occupancy = Some(0.01);
+        }
+        let err = SourceError::Other("slurmrestd hiccup".into());
+        tx.send(Update::failed(Origin::Scheduler, err.clone()))
+            .await
+            .expect("send");
+        let steps = 6;
+        let dt = site.stall_window_s as i64 / (steps - 1);
+        for k in 0..steps {
+            c.time = NOW + k * dt;
+            tx.send(Update::Snapshot(Arc::new(c.clone())))
+                .await
+                .expect("send");
+            tx.send(Update::ok(Origin::Scheduler)).await.expect("send");
+            // Let each one be analysed, as a live source's pace would.
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        }
+        let last = NOW + (steps - 1) * dt;
+        let mut first_status: Option<Update> = None;
+        let mut stalled = false;
+        while let Ok(Some(o)) =
+            tokio::time::timeout(std::time::Duration::from_secs(2), out.recv()).await
+        {
+            match o {
+                Out::Source(u @ Update::Status { .. }) if first_status.is_none() => {
+                    first_status = Some(u)
+                }
+                Out::Analysis(a) if a.base.time == last => {
+                    stalled = a.base.stalls.iter().any(|s| s.job == "spin");
+                    break;
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            matches!(&first_status, Some(Update::Status { error: Some(e), .. }) if *e == err),
+            "the first status, as sent: {first_status:?}"
+        );
+        assert!(stalled, "stalled after the window");
+    }
+}

@@ -149,3 +149,77 @@ impl Runner {
         req_tx
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::sim::{Sim, SimConfig};
+
+    /// The runner previews on fresh data, then refuses to run when the
+    /// data has gone stale by the time the operator confirms.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_runner_checks_the_data_age_again_at_execute_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = Sim::new(SimConfig::default()).expect("sim");
+        let cluster = Arc::new(sim.snapshot());
+        let (ctx, crx) = mpsc::channel(4);
+        let (utx, _urx) = mpsc::channel(64);
+        tokio::spawn(crate::sources::sim::run(sim, 0.0, utx, crx));
+        let (rtx, mut rrx) = mpsc::channel(8);
+        let requests = Runner {
+            control: Control::Sim(ctx),
+            policy: Policy::default(),
+            site: SiteParams::default(),
+            catalog: XidCatalog::default(),
+            log: AuditLog::new(dir.path().join("audit.jsonl")),
+            timeout: Duration::from_secs(5),
+        }
+        .spawn(rtx);
+        let action = Action::Cordon {
+            node: "h100-07".into(),
+            reason: "watch".into(),
+        };
+        requests
+            .send(Request::Preview {
+                action,
+                cluster: cluster.clone(),
+                data_age: Duration::from_secs(1),
+            })
+            .await
+            .map_err(|_| ())
+            .expect("send");
+        let Some(Reply::Preview(p)) = rrx.recv().await else {
+            panic!("no preview");
+        };
+        assert!(p.refusal.is_none(), "fresh: {:?}", p.refusal);
+        requests
+            .send(Request::Run {
+                preview: p.clone(),
+                typed: "y".into(),
+                cluster: cluster.clone(),
+                data_age: Duration::from_secs(45),
+            })
+            .await
+            .map_err(|_| ())
+            .expect("send");
+        match rrx.recv().await {
+            Some(Reply::Failed(e)) => assert!(e.contains("refused at execute time"), "{e}"),
+            other => panic!("ran on stale data: {other:?}"),
+        }
+        // Fresh again: it runs, and the sim was changed.
+        requests
+            .send(Request::Run {
+                preview: p,
+                typed: "y".into(),
+                cluster,
+                data_age: Duration::from_secs(2),
+            })
+            .await
+            .map_err(|_| ())
+            .expect("send");
+        match rrx.recv().await {
+            Some(Reply::Done(d)) => assert!(d.outcome.ok && d.outcome.verified, "{d:?}"),
+            other => panic!("not run: {other:?}"),
+        }
+    }
+}

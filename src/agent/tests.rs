@@ -82,3 +82,43 @@ fn events_have_sequence_numbers_and_survive_reconnects() {
     }
     assert_eq!(log.since(0).len(), EVENT_LOG_LEN, "bounded");
 }
+
+/// The driver's recovery action travels agent → scrape → merge → verdict:
+/// a GPU whose driver says "reboot the node" gets the drain+reboot verdict
+/// even without an Xid, and its node is not capacity.
+#[test]
+fn the_recovery_action_reaches_the_verdict() {
+    use crate::engine::analysis::Base;
+    use crate::engine::xid::ActionClass;
+    use crate::model::{Cluster, RecoveryAction};
+    use crate::sources::dcgm::merge::{HealthWatch, HostMap, merge};
+    let gpu = GpuReadout {
+        index: 2,
+        uuid: Some("GPU-cccc".into()),
+        recovery_action: Some(2),
+        ..GpuReadout::default()
+    };
+    let text = to_metrics("gpu07", &[gpu]);
+    let (samples, bad) = textformat::parse(&text);
+    assert!(bad.is_empty(), "{bad:?}");
+    let r = readings(&samples, "gpu07", 1000);
+    assert_eq!(r[0].recovery_action, Some(RecoveryAction::NodeReboot));
+    let mut c = Cluster {
+        time: 1000,
+        ..Cluster::default()
+    };
+    crate::engine::fixture::add_node(&mut c, "gpu07", "p", 8);
+    let mut watch = HealthWatch::default();
+    watch.observe(&r, &c, &HostMap::default());
+    merge(&mut c, &r, "agent", &HostMap::default(), &watch);
+    let base = Base::compute(
+        &c,
+        None,
+        &crate::engine::SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let v = base.gpu_verdict("gpu07", 2).expect("a verdict");
+    assert_eq!(v.verdict.action, ActionClass::DrainReboot);
+    assert!(v.verdict.evidence.iter().any(|e| e.contains("node reboot")));
+    assert!(base.unusable.contains("gpu07"));
+}

@@ -88,6 +88,26 @@ impl App {
         true
     }
 
+    /// `:reason TEXT`: a new reason for the selected node, through the guard.
+    pub(super) fn reason_command(&mut self, reason: &str) {
+        if self.read_only {
+            self.flash = Some("read-only mode: action keys are off".into());
+            return;
+        }
+        if reason.is_empty() {
+            self.flash =
+                Some(":reason needs a text, e.g. :reason xid79 GPU3, RMA ticket 4411".into());
+            return;
+        }
+        match self.selected_node() {
+            Some((node, _)) => self.open_action(Action::SetReason {
+                node,
+                reason: reason.to_string(),
+            }),
+            None => self.flash = Some(":reason: select a node or incident first".into()),
+        }
+    }
+
     pub fn open_action(&mut self, action: Action) {
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
         self.outbox.push(Request::Preview {

@@ -76,6 +76,7 @@ impl App {
             "" => {}
             "q" | "q!" | "quit" => self.quit = true,
             "help" | "?" => self.show_help = true,
+            _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             _ => match View::from_command(cmd) {
                 Some(v) => self.open(v),
                 None => {

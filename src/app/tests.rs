@@ -259,3 +259,61 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
         _ => panic!("no run request"),
     }
 }
+
+#[test]
+fn reason_command_previews_a_new_reason_for_the_selected_node() {
+    let mut a = app();
+    command(&mut a, "incidents");
+    a.outbox.clear();
+    command(&mut a, "reason xid79 GPU3, RMA 4411");
+    match a.outbox.last() {
+        Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
+            action,
+            &Action::SetReason {
+                node: "h100-03".into(),
+                reason: "xid79 GPU3, RMA 4411".into()
+            }
+        ),
+        _ => panic!("no preview request: {:?}", a.flash),
+    }
+    let mut ro = app();
+    ro.read_only = true;
+    command(&mut ro, "incidents");
+    ro.outbox.clear();
+    command(&mut ro, "reason x");
+    assert!(ro.outbox.is_empty());
+}
+
+#[test]
+fn u_after_an_action_opens_the_undo_through_its_own_preview() {
+    let mut a = app();
+    let undo = Action::Resume {
+        node: "h100-03".into(),
+    };
+    let done = crate::actions::guard::Done {
+        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
+            what: "drain h100-03".into(),
+            ok: true,
+            verified: true,
+            observed: "h100-03 is drain".into(),
+            error: None,
+        }]),
+        undo: Some(undo.clone()),
+        message: "done".into(),
+    };
+    a.update(
+        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
+        a.now,
+    );
+    assert!(matches!(a.modal, Some(Modal::Done { ok: true, .. })));
+    a.outbox.clear();
+    press(&mut a, "u");
+    assert!(
+        matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == undo),
+        "the undo is guarded like any action"
+    );
+    assert!(matches!(
+        a.outbox.last(),
+        Some(crate::actions::runner::Request::Preview { .. })
+    ));
+}

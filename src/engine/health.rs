@@ -228,9 +228,25 @@ pub fn verdicts(
                 .then(a.gpu.cmp(&b.gpu))
         });
         let worst = &gpus[0];
+        // A node already out of service needs its remedy, not a drain.
+        let summary = if !n.state.schedulable() && worst.verdict.action.needs_drain() {
+            format!(
+                "GPU {}: {} already; now {}, then resume it: {}",
+                worst.gpu,
+                match n.state {
+                    crate::model::NodeState::Cordoned => "cordoned (jobs still run: drain it)",
+                    crate::model::NodeState::Draining => "draining",
+                    _ => "out of service",
+                },
+                worst.verdict.action.remedy(),
+                worst.verdict.evidence.first().map_or("", String::as_str)
+            )
+        } else {
+            format!("GPU {}: {}", worst.gpu, worst.verdict.summary)
+        };
         let verdict = Verdict {
             action: worst.verdict.action,
-            summary: format!("GPU {}: {}", worst.gpu, worst.verdict.summary),
+            summary,
             evidence: gpus
                 .iter()
                 .flat_map(|g| {

@@ -206,3 +206,101 @@ pub fn spawn(
     });
     Ok(rx)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecoveryAction;
+    use crate::sources::testserver::serve;
+
+    /// Endpoint rounds report each endpoint's own status, pass the
+    /// scheduler's on untouched (never a fresh one of their own), and lay
+    /// the readings, the recovery action included, over the scheduler's
+    /// snapshot.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn endpoint_rounds_never_refresh_the_scheduler_and_keep_its_error() {
+        let body = "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",Hostname=\"gpu07\"} 100\n\
+                    nightshift_gpu_recovery_action{gpu=\"2\",Hostname=\"gpu07\"} 2\n";
+        let good = serve(body.to_string()).await;
+        let dead = "http://127.0.0.1:1/metrics".to_string();
+        let (stx, srx) = mpsc::channel(8);
+        let e = Endpoints {
+            dcgm: vec![good.clone(), dead.clone()],
+            prometheus: None,
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_secs(1),
+            hosts: HostMap::default(),
+        };
+        let mut out = spawn(Some(srx), e).expect("spawn");
+        let mut c = Cluster {
+            name: "t".into(),
+            source: "slurm".into(),
+            time: 1000,
+            ..Cluster::default()
+        };
+        crate::engine::fixture::add_node(&mut c, "gpu07", "p", 8);
+        stx.send(Update::Snapshot(Arc::new(c))).await.expect("send");
+        let timeout = SourceError::Timeout {
+            what: "GET /slurm/v0.0.38/nodes".into(),
+            secs: 10,
+        };
+        stx.send(Update::failed(Origin::Scheduler, timeout.clone()))
+            .await
+            .expect("send");
+        let (mut good_ok, mut dead_err, mut sched_err, mut sched_ok) = (0, 0, 0, 0);
+        let mut merged: Option<Arc<Cluster>> = None;
+        let until = tokio::time::Instant::now() + Duration::from_secs(3);
+        while tokio::time::Instant::now() < until && (good_ok < 3 || merged.is_none()) {
+            let Ok(Some(u)) = tokio::time::timeout(Duration::from_secs(1), out.recv()).await else {
+                continue;
+            };
+            match u {
+                Update::Snapshot(c) => merged = Some(c),
+                Update::Status {
+                    origin: Origin::Scheduler,
+                    error: Some(e),
+                } => {
+                    assert_eq!(e, timeout, "the scheduler's error as it was");
+                    sched_err += 1;
+                }
+                Update::Status {
+                    origin: Origin::Scheduler,
+                    error: None,
+                } => sched_ok += 1,
+                Update::Status {
+                    origin: Origin::Endpoint(u),
+                    error,
+                } => {
+                    if u == good && error.is_none() {
+                        good_ok += 1;
+                    }
+                    if u == dead {
+                        assert!(
+                            matches!(error, Some(SourceError::Unreachable { .. })),
+                            "{error:?}"
+                        );
+                        dead_err += 1;
+                    }
+                }
+            }
+        }
+        assert!(good_ok >= 3, "the live endpoint answers every round");
+        assert!(dead_err >= 1, "the dead one says so, as itself");
+        assert_eq!(
+            (sched_err, sched_ok),
+            (1, 0),
+            "the scheduler's status only passes through"
+        );
+        let merged = merged.expect("a merged snapshot");
+        let g = merged
+            .node("gpu07")
+            .and_then(|n| n.gpus.iter().find(|g| g.index == 2))
+            .expect("gpu07/2");
+        assert_eq!(g.recovery_action, Some(RecoveryAction::NodeReboot));
+        assert_eq!(g.utilization, Some(1.0));
+        assert_eq!(
+            merged.source, "slurm",
+            "the scheduler's snapshot underneath"
+        );
+    }
+}

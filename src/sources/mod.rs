@@ -9,6 +9,8 @@ pub mod error;
 pub mod prometheus;
 pub mod sim;
 pub mod slurm;
+#[cfg(test)]
+pub(crate) mod testserver;
 
 use crate::model::Cluster;
 use std::sync::Arc;

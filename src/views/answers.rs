@@ -91,7 +91,20 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
             Span::styled("computing…", theme.dim()),
         ]),
     };
-    vec![verdict, drain]
+    let mut out = vec![verdict];
+    // Where its repair stands, when an incident asks for a drain.
+    if let Some(inc) = a.base.node_incident(node) {
+        out.push(Line::from(vec![
+            label("incident", theme),
+            Span::styled(
+                format!("{} [{}] ", inc.label, inc.stage.as_str()),
+                theme.action(inc.action),
+            ),
+            Span::raw(sanitize(&inc.status).into_owned()),
+        ]));
+    }
+    out.push(drain);
+    out
 }
 
 /// A GPU's verdict and evidence, as the analyst found them: the same
@@ -124,6 +137,31 @@ pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
         lines.push(Line::from(vec![
             label("", theme),
             Span::raw(format!("· {}", sanitize(e))),
+        ]));
+    }
+    // Who its incidents hit, then and now: an idle GPU may have just
+    // killed a job.
+    for inc in a
+        .base
+        .incidents
+        .iter()
+        .filter(|i| i.node == gpu.node && i.gpu == Some(gpu.index) && i.kind != "stall")
+        .take(3)
+    {
+        let jobs = if inc.jobs.is_empty() {
+            "no job".to_string()
+        } else {
+            crate::output::incident_jobs(inc)
+        };
+        lines.push(Line::from(vec![
+            label("hit", theme),
+            Span::styled(format!("{} ", inc.label), theme.health(inc.severity)),
+            Span::raw(format!(
+                "at {} hit {} [{}]",
+                text::clock(inc.time),
+                sanitize(&jobs),
+                inc.stage.as_str()
+            )),
         ]));
     }
     lines

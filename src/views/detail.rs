@@ -46,17 +46,15 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let node = &c.nodes[n];
     let gpu_h = node.gpus.len() as u16 + 3;
+    let answers = super::answers::node(app, &node.name, theme);
     let [info, engine, gpus_area, jobs_area] = Layout::vertical([
         Constraint::Length(4),
-        Constraint::Length(2),
+        Constraint::Length(answers.len() as u16),
         Constraint::Length(gpu_h),
         Constraint::Min(3),
     ])
     .areas(area);
-    f.render_widget(
-        Paragraph::new(super::answers::node(app, &node.name, theme)),
-        engine,
-    );
+    f.render_widget(Paragraph::new(answers), engine);
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info);
     let mut l1 = vec![Span::styled(

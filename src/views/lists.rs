@@ -361,7 +361,15 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let list = List {
         title: title(app, "incidents (newest first)"),
-        header: &["TIME", "NODE", "GPU", "EVENT", "DO", "JOBS", "WHAT → STATUS"],
+        header: &[
+            "TIME",
+            "NODE",
+            "GPU",
+            "EVENT",
+            "DO",
+            "JOBS",
+            "WHAT → STATUS",
+        ],
         widths: &[
             Constraint::Length(8),
             Constraint::Length(9),

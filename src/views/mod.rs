@@ -192,6 +192,8 @@ pub const HELP: &[(&str, &str)] = &[
     ("tab", "node view: switch between GPUs and jobs"),
     ("/", "filter the list (enter keeps it, esc clears)"),
     ("D  C  U", "drain+requeue, cordon, resume the node"),
+    (":reason TEXT", "change the selected node's drain reason"),
+    ("u (after an action)", "undo it, through its own preview"),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
     ("?", "this help"),
     ("q  ctrl-c  :q", "quit"),
