@@ -185,6 +185,12 @@ pub struct App {
 
 impl App {
     pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
+        // A scheduler source is expected from the start: until it answers
+        // the data is not fresh, whatever a node endpoint says.
+        let mut origins = BTreeMap::new();
+        if source_name != "endpoints" {
+            origins.insert(Origin::Scheduler, OriginState::default());
+        }
         App {
             cluster: Arc::new(Cluster::default()),
             analysis: None,
@@ -198,7 +204,7 @@ impl App {
             no_color,
             rows: Vec::new(),
             history: History::default(),
-            origins: BTreeMap::new(),
+            origins,
             now: Instant::now(),
             stale_after,
             flash: None,

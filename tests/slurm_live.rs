@@ -89,7 +89,8 @@ fn check_nodes_agree(lab: &Lab) {
             "NodeList:30,StateLong:30,GresUsed:40,Reason:60",
         ],
     );
-    let mut seen = 0;
+    // sinfo -N prints a node once per partition it is in.
+    let mut seen = std::collections::BTreeSet::new();
     for line in sinfo.lines() {
         let cols: Vec<&str> = line.split_whitespace().collect();
         let (name, state, used) = (cols[0], cols[1], cols[2]);
@@ -110,9 +111,9 @@ fn check_nodes_agree(lab: &Lab) {
             Value::String(reason.clone())
         };
         assert_eq!(n["reason"], expect_reason, "{name}");
-        seen += 1;
+        seen.insert(name.to_string());
     }
-    assert_eq!(seen, ours.len(), "same nodes");
+    assert_eq!(seen.len(), ours.len(), "same nodes");
 }
 
 fn check_jobs_agree(lab: &Lab) {
@@ -558,4 +559,233 @@ fn live_drain_and_requeue_through_the_guard() {
     let _ = Command::new("pkill")
         .args(["-f", &hang.display().to_string()])
         .status();
+}
+
+/// nightshift's stdout alone, for JSON.
+fn nightshift_stdout(lab: &Lab, args: &[&str]) -> String {
+    let out = Command::new(common::bin())
+        .args([
+            "--source",
+            "slurm",
+            "--slurm-url",
+            &lab.url,
+            "--slurm-user",
+            "root",
+        ])
+        .arg("--log-file")
+        .arg(lab.dir.path().join("nightshift.log"))
+        .args(args)
+        .env("SLURM_JWT", &lab.token)
+        .env("SLURM_CONF", lab.conf())
+        .output()
+        .expect("nightshift");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// `restore JOB` and `blast drain NODE`: the text says what the JSON says,
+/// number for number; an unknown total is unknown in both, with its reason.
+fn answers_agree(lab: &Lab, jobs: &[&str], nodes: &[&str]) {
+    for id in jobs {
+        let j: Value =
+            serde_json::from_str(&nightshift_stdout(lab, &["restore", id, "-o", "json"]))
+                .expect("json");
+        let t = nightshift_stdout(lab, &["restore", id]);
+        let line = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("total to resume"))
+            .expect("total");
+        match j["total_s"]["value"].as_f64() {
+            Some(v) => assert!(line.contains(&format!("({v:.0} s)")), "{id}: {line} vs {v}"),
+            None => assert!(
+                line.contains("unknown")
+                    && line.contains(j["total_s"]["note"].as_str().expect("note")),
+                "{id}: {line}"
+            ),
+        }
+    }
+    for node in nodes {
+        let j: Value = serde_json::from_str(&nightshift_stdout(
+            lab,
+            &["blast", "drain", node, "-o", "json"],
+        ))
+        .expect("json");
+        let t = nightshift_stdout(lab, &["blast", "drain", node]);
+        for k in j["killed"].as_array().expect("killed") {
+            let id = k["id"].as_str().expect("id");
+            let total = &k["restore"]["total_s"];
+            let want = match total["value"].as_f64() {
+                Some(v) => nightshift::text::duration(v.round() as i64),
+                None => format!("unknown: {}", total["note"].as_str().expect("note")),
+            };
+            let line = t
+                .lines()
+                .find(|l| l.starts_with(&format!("  {id} ")))
+                .unwrap_or_else(|| panic!("no line for {id}:\n{t}"));
+            assert!(
+                line.ends_with(&format!("back in {want}")),
+                "{line} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn live_small_partition_answers_agree_drain_without_force_and_partial_outcomes() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    // A 2-node gang in the 2-node partition `pair` (gpu03, gpu04).
+    let gang = lab.sbatch(&["-J", "pairgang", "-p", "pair", "-N2", "--gpus-per-node=8"]);
+    let solo = lab.sbatch(&["-J", "solo", "-w", "gpu01", "--gres=gpu:4"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab, &gang, "%T"
+        ) == "RUNNING"
+            && squeue_field(&lab, &solo, "%T") == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        lab.run("squeue", &[])
+    );
+    answers_agree(&lab, &[&gang, &solo], &["gpu01", "gpu02", "gpu03", "gpu04"]);
+    // Draining a rank's node leaves the gang no room in `pair`: its return
+    // is unknown, and says what it waits for, never a smaller number.
+    let j: Value = serde_json::from_str(&nightshift_stdout(
+        &lab,
+        &["blast", "drain", "gpu04", "-o", "json"],
+    ))
+    .expect("json");
+    let k = &j["killed"][0];
+    assert_eq!(k["id"], gang.as_str());
+    assert!(k["restore"]["total_s"]["value"].is_null(), "{k}");
+    assert_eq!(
+        k["restore"]["total_s"]["note"],
+        "cannot restart until gpu04 returns: needs 2 nodes with 8 GPUs, 1 left in pair"
+    );
+    // The first node out of `pair` (and of `gpu`) drains without --force.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            "gpu04",
+            "--reason",
+            "xid79 gpu3",
+            "--requeue",
+            "--confirm",
+            "gpu04",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(out.contains("done and verified: drain gpu04 ✓"), "{out}");
+
+    // A job submitted with --no-requeue: the drain is done, its requeue is
+    // not, and the outcome says exactly that.
+    let stuck = lab.sbatch(&["-J", "stuck", "-w", "gpu02", "--gres=gpu:8", "--no-requeue"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab, &stuck, "%T"
+        ) == "RUNNING")
+            .then_some(()))
+        .is_some()
+    );
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            "gpu02",
+            "--reason",
+            "ecc gpu5",
+            "--requeue",
+            "--confirm",
+            "gpu02",
+            // gpu04 is out already: 2 of 4 of `gpu` is over the breaker's share.
+            "--force",
+        ],
+    );
+    assert!(!ok, "a partial outcome is not a success: {out}");
+    assert!(out.contains("--no-requeue"), "the preview warned: {out}");
+    assert!(
+        out.contains("PARTLY DONE: drain gpu02 ✓")
+            && out.contains(&format!(
+                "requeue {stuck} failed: scontrol requeue {stuck}: "
+            )),
+        "{out}"
+    );
+    assert!(out.contains("undo: nightshift resume gpu02"), "{out}");
+    assert_eq!(
+        squeue_field(&lab, &stuck, "%T"),
+        "RUNNING",
+        "it keeps running"
+    );
+    let sinfo = lab.run("sinfo", &["-h", "-n", "gpu02", "-O", "StateLong:20"]);
+    assert!(sinfo.contains("draining"), "{sinfo}");
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert!(audit.contains("\"partial\":true"), "{audit}");
+}
+
+/// slurmrestd dies while a node endpoint keeps answering: the header turns
+/// STALE within the stale window (the endpoint's answers never make the
+/// scheduler's data look fresh), keeps the scheduler's error, and `D` is
+/// refused for data too old.
+#[test]
+fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused() {
+    use common::fake::{Behaviour, Fake};
+    if !available() {
+        return;
+    }
+    assert!(common::require("tmux", "apt-get install tmux"), "tmux");
+    let lab = Lab::start();
+    let dcgm = Fake::start(Behaviour::text(
+        200,
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"gpu01\"} 97\n",
+    ));
+    let cfg = lab.dir.path().join("stale.toml");
+    std::fs::write(
+        &cfg,
+        "[ui]\nstale_after_s = 4\n[actions]\nmax_data_age_s = 4\n[slurm]\ninterval_s = 1\ntimeout_s = 1\n[endpoints]\ninterval_s = 1\n",
+    )
+    .expect("config");
+    let t = common::Tmux::start(120, 32);
+    t.type_line(&format!(
+        "SLURM_JWT={} SLURM_CONF={} {} --source slurm --slurm-url {} --slurm-user root --dcgm {} --config {} --log-file {} --audit-log {}; echo EXIT=$?",
+        lab.token,
+        lab.conf().display(),
+        common::bin(),
+        lab.url,
+        dcgm.url("/metrics"),
+        cfg.display(),
+        lab.dir.path().join("tui.log").display(),
+        lab.dir.path().join("audit.jsonl").display(),
+    ));
+    t.expect("nightshift  slurm │");
+    // gpu04 is known only to Slurm: the scheduler has answered.
+    t.expect("gpu04");
+    t.expect("data 0s old");
+    let pid = std::fs::read_to_string(lab.dir.path().join("run/slurmrestd.pid")).expect("pid");
+    assert!(
+        Command::new("kill")
+            .arg(pid.trim())
+            .status()
+            .is_ok_and(|s| s.success())
+    );
+    t.expect("STALE");
+    t.expect("cannot reach slurmrestd");
+    t.keys(&[":"]);
+    t.keys(&["-l", "nodes"]);
+    t.keys(&["Enter"]);
+    t.keys(&["D"]);
+    t.expect("REFUSED: data too old to act on");
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).unwrap_or_default();
+    assert!(audit.is_empty(), "nothing was sent: {audit}");
 }

@@ -226,7 +226,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &settings.policy,
         &log,
         act.force,
-        &executor,
+        Ok(&executor),
         &settings.site,
     );
     print_preview(&p, act.output)?;

@@ -128,7 +128,7 @@ pub fn preview(
     policy: &Policy,
     log: &AuditLog,
     force: bool,
-    executor: &Executor,
+    executor: Result<&Executor, &str>,
     site: &SiteParams,
 ) -> Preview {
     let blast = blast(c, base, a, site);
@@ -165,14 +165,24 @@ pub fn preview(
         }
     }
     let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
+    // The policies first (stale data says more than a dead connection),
+    // then whether there is anyone to send to.
+    let refusal = policy
+        .check(a, c, data_age, recent, force)
+        .err()
+        .or_else(|| {
+            executor
+                .err()
+                .map(|e| Refusal::Unknown(format!("cannot reach the scheduler to act: {e}")))
+        });
     Preview {
         action: a.clone(),
-        calls: if no_op {
-            Vec::new()
-        } else {
-            executor.calls(a, &jobs)
+        calls: match executor {
+            _ if no_op => Vec::new(),
+            Ok(x) => x.calls(a, &jobs),
+            Err(_) => Vec::new(),
         },
-        refusal: policy.check(a, c, data_age, recent, force).err(),
+        refusal,
         blast: Some(blast),
         summary,
         no_op,

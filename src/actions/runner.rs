@@ -86,20 +86,14 @@ impl Runner {
         tokio::spawn(async move {
             let mut executor: Option<Executor> = None;
             while let Some(req) = req_rx.recv().await {
+                let mut unreachable = String::new();
                 if executor.is_none() {
                     match self.executor().await {
                         Ok(x) => executor = Some(x),
-                        Err(e) => {
-                            let reply =
-                                Reply::Failed(format!("cannot reach the scheduler to act: {e}"));
-                            if tx.send(reply).await.is_err() {
-                                return;
-                            }
-                            continue;
-                        }
+                        Err(e) => unreachable = e,
                     }
                 }
-                let Some(x) = executor.as_ref() else { continue };
+                let x = executor.as_ref().ok_or(unreachable.as_str());
                 let reply = match req {
                     Request::Preview {
                         action,
@@ -121,12 +115,16 @@ impl Runner {
                         });
                         Reply::Preview(Box::new(p))
                     }
+                    Request::Run { .. } if x.is_err() => Reply::Failed(format!(
+                        "cannot reach the scheduler to act: {unreachable}; nothing sent"
+                    )),
                     Request::Run {
                         preview,
                         typed,
                         cluster,
                         data_age,
                     } => {
+                        let Ok(x) = x else { continue };
                         let who = self.who(&cluster.name);
                         let now = Check {
                             cluster: &cluster,

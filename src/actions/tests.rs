@@ -73,7 +73,7 @@ fn run(
         policy,
         &b.log,
         false,
-        &b.sim,
+        Ok(&b.sim),
         &SiteParams::default(),
     );
     execute(b, &p, typed, policy, age)
@@ -124,7 +124,7 @@ fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Prev
         policy,
         &b.log,
         false,
-        &b.sim,
+        Ok(&b.sim),
         &SiteParams::default(),
     )
 }
@@ -468,8 +468,12 @@ fn a_failed_requeue_after_a_good_drain_is_reported_as_exactly_that() {
     assert!(o.steps[0].ok && o.steps[0].verified, "drained ✓: {o:?}");
     assert_eq!(o.steps[1].what, format!("requeue {}", sweep.id));
     assert_eq!(
-        o.steps[1].error.as_deref(),
-        Some(crate::sources::sim::NO_REQUEUE)
+        o.steps[1].error,
+        Some(format!(
+            "{} for job {}",
+            crate::sources::sim::NO_REQUEUE,
+            sweep.id
+        ))
     );
     assert!(
         done.message.starts_with("PARTLY DONE")

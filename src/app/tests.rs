@@ -317,3 +317,22 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
         Some(crate::actions::runner::Request::Preview { .. })
     ));
 }
+
+#[test]
+fn an_endpoint_alone_does_not_make_a_silent_scheduler_look_fresh() {
+    let mut a = App::new("slurm", false, false, Duration::from_secs(10));
+    let now = a.now;
+    a.on_update(
+        Update::ok(Origin::Endpoint("http://gpu01:9400/metrics".into())),
+        now,
+    );
+    assert_eq!(a.data_age(), None, "waiting for the scheduler");
+    assert!(a.is_stale());
+    // With no scheduler at all, the endpoints are what the data is.
+    let mut e = App::new("endpoints", false, false, Duration::from_secs(10));
+    e.on_update(
+        Update::ok(Origin::Endpoint("http://gpu01:9400/metrics".into())),
+        now,
+    );
+    assert_eq!(e.data_age(), Some(Duration::ZERO));
+}

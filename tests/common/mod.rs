@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod fake;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};

@@ -68,6 +68,7 @@ KillWait=5
 MinJobAge=600
 NodeName=gpu[01-04] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$NODE_PORT0-$last_port Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 State=UNKNOWN
 PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=INFINITE State=UP
+PartitionName=pair Nodes=gpu[03-04] MaxTime=INFINITE State=UP
 CONF
 cat > "$LAB/etc/gres.conf" <<CONF
 AutoDetect=off
@@ -79,7 +80,7 @@ for n in gpu01 gpu02 gpu03 gpu04; do slurmd -N "$n"; done
 
 # Wait for the four nodes to register idle.
 for _ in $(seq 1 100); do
-  idle=$(sinfo -h -N -o '%T' 2>/dev/null | grep -c '^idle$' || true)
+  idle=$(sinfo -h -N -o '%N %T' 2>/dev/null | grep ' idle$' | sort -u | grep -c . || true)
   [ "$idle" = 4 ] && break
   sleep 0.1
 done

@@ -9,7 +9,8 @@ use super::Sim;
 use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Step};
 
 /// What Slurm answers when asked to requeue a job submitted with
-/// `--no-requeue` (`scontrol requeue`: ESLURM_DISABLED).
+/// `--no-requeue` (`scontrol requeue`: ESLURM_DISABLED), before ` for job N`;
+/// seen on the live lab: "Requested operation is presently disabled for job 3".
 pub const NO_REQUEUE: &str = "Requested operation is presently disabled";
 
 fn show_node(n: &Node) -> String {
@@ -85,7 +86,7 @@ impl Sim {
             return Ok(());
         }
         if requeue && self.jobs[k].job.requeueable == Some(false) {
-            return Err(NO_REQUEUE.to_string());
+            return Err(format!("{NO_REQUEUE} for job {}", self.jobs[k].job.id));
         }
         self.end_job(
             k,

@@ -1,0 +1,140 @@
+//! A fake HTTP server on loopback for fault injection: it serves any body
+//! with any status, hangs, drips one byte a second, resets mid-body,
+//! answers garbage, or is down — and can be switched from one behaviour to
+//! another while it runs (down, then back). Real sockets, real HTTP/1.1:
+//! the client under test cannot tell it from a broken slurmrestd,
+//! dcgm-exporter or Prometheus.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub enum Behaviour {
+    /// `status` with `body` (and its content type).
+    Serve {
+        status: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
+    /// Accepts, reads the request, never answers.
+    Hang,
+    /// Sends the head, then the body one byte a second.
+    Drip { body: Vec<u8> },
+    /// Sends the head and half the body, then resets the connection.
+    ResetMidBody { body: Vec<u8> },
+    /// Bytes that are not HTTP at all.
+    Garbage(Vec<u8>),
+    /// Refuses connections (closes them at once, as a dead port would).
+    Down,
+}
+
+impl Behaviour {
+    pub fn text(status: u16, body: impl Into<String>) -> Behaviour {
+        Behaviour::Serve {
+            status,
+            content_type: "text/plain; version=0.0.4",
+            body: body.into().into_bytes(),
+        }
+    }
+
+    pub fn json(status: u16, body: impl Into<String>) -> Behaviour {
+        Behaviour::Serve {
+            status,
+            content_type: "application/json",
+            body: body.into().into_bytes(),
+        }
+    }
+}
+
+pub struct Fake {
+    pub port: u16,
+    behaviour: Arc<Mutex<Behaviour>>,
+}
+
+impl Fake {
+    pub fn start(b: Behaviour) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let behaviour = Arc::new(Mutex::new(b));
+        let shared = behaviour.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(s) = stream else { continue };
+                let b = shared.lock().map(|b| b.clone()).unwrap_or(Behaviour::Down);
+                std::thread::spawn(move || handle(s, b));
+            }
+        });
+        Fake { port, behaviour }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// From the next connection on, behave like this.
+    pub fn set(&self, b: Behaviour) {
+        if let Ok(mut cur) = self.behaviour.lock() {
+            *cur = b;
+        }
+    }
+}
+
+fn read_request(s: &mut TcpStream) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut buf = [0u8; 8192];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn head(status: u16, content_type: &str, len: usize) -> String {
+    format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+fn handle(mut s: TcpStream, b: Behaviour) {
+    match b {
+        Behaviour::Down => {}
+        Behaviour::Hang => {
+            read_request(&mut s);
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+        Behaviour::Serve {
+            status,
+            content_type,
+            body,
+        } => {
+            read_request(&mut s);
+            let _ = s.write_all(head(status, content_type, body.len()).as_bytes());
+            let _ = s.write_all(&body);
+        }
+        Behaviour::Drip { body } => {
+            read_request(&mut s);
+            let _ = s.write_all(head(200, "text/plain", body.len()).as_bytes());
+            for b in body {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        Behaviour::ResetMidBody { body } => {
+            read_request(&mut s);
+            let _ = s.write_all(head(200, "text/plain", body.len()).as_bytes());
+            let _ = s.write_all(&body[..body.len() / 2]);
+            // SO_LINGER 0: close sends RST, not FIN.
+            let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+        }
+        Behaviour::Garbage(bytes) => {
+            read_request(&mut s);
+            let _ = s.write_all(&bytes);
+        }
+    }
+}
