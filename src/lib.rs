@@ -10,6 +10,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod host;
 pub mod logging;
 pub mod model;
 pub mod output;

@@ -221,7 +221,7 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     let readings = poll.readings;
     let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&readings, &base, &e.hosts);
-    let now = nightshift::sources::dcgm::scrape::now();
+    let now = nightshift::host::now();
     Ok(nightshift::sources::endpoints::merged(
         &base, &readings, e, &xids, now,
     ))

@@ -180,24 +180,7 @@ fn read_path(path: &Path) -> Vec<Record> {
         .unwrap_or_default()
 }
 
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-pub fn os_user() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-pub fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
-}
+pub use crate::host::{now, os_user};
 
 /// A record id unique enough for one operator's log.
 pub fn new_id() -> String {

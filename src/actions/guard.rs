@@ -209,7 +209,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         time: audit::now(),
         operator: audit::os_user(),
         scheduler_user: who.scheduler_user.clone(),
-        host: audit::host(),
+        host: crate::host::name(),
         cluster: who.cluster.clone(),
         source: who.source.clone(),
         action: p.action.verb().into(),

@@ -154,7 +154,7 @@ pub fn watch_events(nvml: &Nvml, log: &Arc<Mutex<EventLog>>) -> Result<(), Strin
         match set.wait(1000) {
             Ok(ev) => {
                 let gpu = ev.device.index().unwrap_or(u32::MAX);
-                let now = crate::actions::audit::now();
+                let now = crate::host::now();
                 let (kind, xid) = if ev.event_type.contains(EventTypes::CRITICAL_XID_ERROR) {
                     (
                         "xid",

@@ -48,7 +48,7 @@ struct RecordedEvent {
 }
 
 pub fn hostname() -> String {
-    crate::actions::audit::host()
+    crate::host::name()
 }
 
 /// Runs until killed. Fails at once, in one line, when NVML is missing.
@@ -61,7 +61,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let rec: Recorded =
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let now = crate::actions::audit::now();
+            let now = crate::host::now();
             let mut l = log.lock().map_err(|_| "event log poisoned")?;
             for e in &rec.events {
                 l.push(now, e.gpu, &e.kind, e.xid);
@@ -95,7 +95,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
                         match result {
                             Ok(r) => {
                                 s.readouts = r;
-                                s.read_at = crate::actions::audit::now();
+                                s.read_at = crate::host::now();
                                 s.error = None;
                             }
                             Err(e) => s.error = Some(e),

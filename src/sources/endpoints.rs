@@ -190,10 +190,9 @@ pub fn spawn(
                 },
             }
             let (b, r, w, e2) = (base.clone(), readings.clone(), watch.clone(), e.clone());
-            let merged = tokio::task::spawn_blocking(move || {
-                merged(&b, &r, &e2, &w, super::dcgm::scrape::now())
-            })
-            .await;
+            let merged =
+                tokio::task::spawn_blocking(move || merged(&b, &r, &e2, &w, crate::host::now()))
+                    .await;
             match merged {
                 Ok(c) => {
                     if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {

@@ -123,10 +123,7 @@ impl Prometheus {
         let body: Value = serde_json::from_str(&text)
             .map_err(|e| format!("{url}: HTTP {status}, not JSON: {e}"))?;
         let (samples, warnings) = samples_from(&body)?;
-        Ok((
-            readings(&samples, "unknown", super::dcgm::scrape::now()),
-            warnings,
-        ))
+        Ok((readings(&samples, "unknown", crate::host::now()), warnings))
     }
 }
 

@@ -73,11 +73,7 @@ pub fn host_of(url: &str) -> String {
     rest.split(['/', ':']).next().unwrap_or(rest).to_string()
 }
 
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
+use crate::host::now;
 
 /// An endpoint's readings and the notes about lines that did not parse.
 type Scraped = Result<(Vec<Reading>, Vec<String>), SourceError>;

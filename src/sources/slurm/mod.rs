@@ -52,11 +52,7 @@ impl std::fmt::Debug for SlurmConfig {
 /// Polling backs off to this after repeated errors.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
+use crate::host::now;
 
 /// One snapshot: nodes, jobs and partitions, one request at a time.
 pub async fn fetch(
