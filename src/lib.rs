@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod limits;
 pub mod logging;
 pub mod model;
 pub mod output;

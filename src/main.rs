@@ -189,7 +189,11 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
             sim.snapshot()
         }
         SourceConfig::Slurm(cfg) => {
-            runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))?
+            let m = runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))?;
+            for w in &m.warnings {
+                eprintln!("nightshift: warning: {}", nightshift::text::sanitize(w));
+            }
+            m.cluster
         }
         SourceConfig::None if settings.endpoints.is_empty() => {
             return Err(

@@ -198,7 +198,11 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
             )
         }
         SourceConfig::Slurm(cfg) => {
-            let c = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
+            let m = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
+            for w in &m.warnings {
+                eprintln!("nightshift: warning: {}", sanitize(w));
+            }
+            let c = m.cluster;
             let x = rt.block_on(crate::sources::slurm::exec::Executor::connect(cfg))?;
             let who = Who {
                 scheduler_user: Some(cfg.user.clone()),

@@ -157,13 +157,12 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
             match bytes[i] {
                 b'\\' if i + 1 < bytes.len() => {
                     value.push_str(&s[seg..i]);
-                    value.push(match bytes[i + 1] {
-                        b'n' => '\n',
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        other => other as char,
-                    });
-                    i += 2;
+                    // Decode the escaped character as a character: it may
+                    // be several bytes long (`\é`). `\` is ASCII, so i + 1
+                    // is a character boundary.
+                    let next = s[i + 1..].chars().next().unwrap_or('\\');
+                    value.push(if next == 'n' { '\n' } else { next });
+                    i += 1 + next.len_utf8();
                     seg = i;
                 }
                 b'"' => {
@@ -238,6 +237,21 @@ mod tests {
         #[test]
         fn never_panics_on_garbage(s in "\\PC{0,200}") {
             let _ = parse(&s);
+        }
+
+        /// Every escape, followed by any character at all (multi-byte ones
+        /// included): never a panic, and the character survives.
+        #[test]
+        fn any_escape_followed_by_any_character(c in proptest::char::any(), tail in "\\PC{0,8}") {
+            let tail = tail.replace(['"', '\\', '\n', '\r'], "");
+            let line = format!("m{{k=\"a\\{c}{tail}\"}} 1");
+            if let Ok(s) = parse_line(&line) {
+                let want = format!("a{}{tail}", if c == 'n' { '\n' } else { c });
+                proptest::prop_assert_eq!(s.label("k"), Some(want.as_str()));
+            } else {
+                // Only a character that ends the line or the value can fail.
+                proptest::prop_assert!(c == '\n' || c == '\r' || c.is_whitespace() || c == '"' || c == '\\', "{line:?}");
+            }
         }
     }
 }

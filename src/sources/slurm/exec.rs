@@ -214,9 +214,9 @@ impl Executor {
             .client
             .get(&format!("/slurm/{}/node/{node}", self.version))
             .await?;
-        let r: wire::Response =
-            serde_json::from_value(v).map_err(|e| format!("node {node}: unexpected JSON: {e}"))?;
-        let c = map::cluster(&self.cfg.cluster_name, 0, &r.nodes, &[], &[]);
+        let (nodes, _) = wire::list::<wire::Node>(v, "nodes", "node")
+            .map_err(|e| format!("node {node}: {e}"))?;
+        let c = map::cluster(&self.cfg.cluster_name, 0, &nodes, &[], &[]).cluster;
         c.nodes
             .into_iter()
             .find(|n| n.name == node)
@@ -228,9 +228,11 @@ impl Executor {
             .client
             .get(&format!("/slurm/{}/jobs", self.version))
             .await?;
-        let r: wire::Response =
-            serde_json::from_value(v).map_err(|e| format!("jobs: unexpected JSON: {e}"))?;
-        Ok(map::cluster(&self.cfg.cluster_name, 0, &[], &r.jobs, &[]).jobs)
+        let (jobs, _) =
+            wire::list::<wire::Job>(v, "jobs", "job").map_err(|e| format!("jobs: {e}"))?;
+        Ok(map::cluster(&self.cfg.cluster_name, 0, &[], &jobs, &[])
+            .cluster
+            .jobs)
     }
 
     async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {

@@ -39,7 +39,7 @@ pub fn parse(s: &str) -> Option<GpuGres> {
             .and_then(|p| p.split_once("IDX:"))
             .and_then(|(_, idx)| parse_indices(idx));
         let g = found.get_or_insert_with(GpuGres::default);
-        g.count += count;
+        g.count = g.count.saturating_add(count);
         if g.model.is_none() {
             g.model = model;
         }

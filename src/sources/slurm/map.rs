@@ -71,59 +71,78 @@ pub fn checkpoint_from_comment(comment: &str) -> Checkpoint {
 }
 
 /// The id squeue shows: `1234`, `1234_7` for an array task, `1234_[0-3]`
-/// for an array's pending remainder.
-pub fn job_id(j: &wire::Job) -> String {
-    let id = j.job_id.get().unwrap_or(0);
+/// for an array's pending remainder. `None` when the record has no id: it
+/// is not a job nightshift can name (never job "0").
+pub fn job_id(j: &wire::Job) -> Option<String> {
+    let id = j.job_id.get().filter(|i| *i > 0);
     let array = j.array_job_id.get().filter(|a| *a > 0);
     match (array, j.array_task_id.get()) {
-        (Some(a), Some(t)) => format!("{a}_{t}"),
+        (Some(a), Some(t)) => Some(format!("{a}_{t}")),
         (Some(a), None) if !j.array_task_string.is_empty() => {
-            format!("{a}_[{}]", j.array_task_string)
+            Some(format!("{a}_[{}]", j.array_task_string))
         }
-        _ => id.to_string(),
+        _ => id.map(|i| i.to_string()),
     }
 }
 
-fn job(j: &wire::Job) -> Job {
-    let nodes = hostlist::expand(&j.nodes).unwrap_or_default();
+/// A count that must fit a u32, or the record is unreadable.
+fn count(v: i64, what: &str) -> Result<u32, String> {
+    u32::try_from(v).map_err(|_| format!("{what} {v} is out of range"))
+}
+
+fn job(j: &wire::Job) -> Result<Job, String> {
+    let id = job_id(j).ok_or_else(|| {
+        format!(
+            "a job named {:?} with no job id",
+            crate::text::one_line(&j.name, 40)
+        )
+    })?;
+    let nodes = hostlist::expand(&j.nodes).map_err(|e| format!("job {id}: {e}"))?;
     let state = job_state(&j.job_state.0);
-    let node_count = j
-        .node_count
-        .positive()
-        .map(|n| n as u32)
-        .or(if nodes.is_empty() {
-            None
-        } else {
-            Some(nodes.len() as u32)
-        });
+    let node_count = match j.node_count.positive() {
+        Some(n) => Some(count(n, "node_count").map_err(|e| format!("job {id}: {e}"))?),
+        None if nodes.is_empty() => None,
+        None => Some(u32::try_from(nodes.len()).map_err(|_| format!("job {id}: too many nodes"))?),
+    };
     let per_node = gres::tres_gpus(&j.tres_per_node);
     let per_job = gres::tres_gpus(&j.tres_per_job);
-    let detail_total: u32 = j
+    let detail_total = j
         .gres_detail
         .iter()
         .filter_map(|d| gres::parse(d))
-        .map(|g| g.count)
-        .sum();
+        .try_fold(0u32, |acc, g| acc.checked_add(g.count))
+        .ok_or_else(|| format!("job {id}: GPU count in gres_detail out of range"))?;
+    let per_node_total = match per_node {
+        Some(g) => Some(
+            g.checked_mul(node_count.unwrap_or(1))
+                .ok_or_else(|| format!("job {id}: GPUs per node × nodes out of range"))?,
+        ),
+        None => None,
+    };
     let gpus_total = per_job
-        .or_else(|| per_node.map(|g| g * node_count.unwrap_or(1)))
+        .or(per_node_total)
         .or((detail_total > 0).then_some(detail_total));
     let gpus_per_node = per_node.or_else(|| match (gpus_total, node_count) {
         (Some(t), Some(n)) if n > 0 && t % n == 0 => Some(t / n),
         _ => None,
     });
     let multi = node_count.unwrap_or(1) > 1;
-    let id = job_id(j);
     let limit = if j.time_limit.infinite {
         Some(TimeLimit::Unlimited)
     } else {
         match j.time_limit.get() {
-            Some(m) if m > 0 => Some(TimeLimit::Seconds(m as u64 * 60)),
+            Some(m) if m > 0 => Some(TimeLimit::Seconds(
+                u64::try_from(m)
+                    .ok()
+                    .and_then(|m| m.checked_mul(60))
+                    .ok_or_else(|| format!("job {id}: time_limit {m} min out of range"))?,
+            )),
             // null (no limit set: the partition's, here unlimited) and -1.
             _ => Some(TimeLimit::Unlimited),
         }
     };
     let reason = Some(j.state_reason.clone()).filter(|r| !r.is_empty() && r != "None");
-    Job {
+    Ok(Job {
         id: id.clone(),
         name: j.name.clone(),
         user: j.user_name.clone(),
@@ -155,13 +174,28 @@ fn job(j: &wire::Job) -> Job {
         time_limit: limit,
         gang: multi.then(|| format!("slurm-{id}")),
         checkpoint: checkpoint_from_comment(&j.comment),
-        restarts: j.restart_cnt.get().map(|n| n.max(0) as u32),
+        restarts: j
+            .restart_cnt
+            .get()
+            .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
         requeueable: j.requeue,
-    }
+    })
 }
 
-fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Node {
+fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Node, String> {
+    if n.name.is_empty() {
+        return Err("a node without a name".into());
+    }
     let g = gres::parse(&n.gres).unwrap_or_default();
+    let max = crate::limits::get().max_gpus_per_node;
+    if g.count > max {
+        return Err(format!(
+            "node {}: gres {:?} claims {} GPUs, more than {max} (limits.max_gpus_per_node)",
+            n.name,
+            crate::text::one_line(&n.gres, 40),
+            g.count
+        ));
+    }
     let model = g.model.clone().map(|m| m.to_uppercase());
     let gpus = (0..g.count)
         .map(|i| {
@@ -181,7 +215,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Node {
     if !n.features.is_empty() {
         labels.insert("slurm.features".into(), n.features.join(","));
     }
-    Node {
+    Ok(Node {
         name: n.name.clone(),
         partitions: node_parts,
         state: node_state(&n.state.0, &flags),
@@ -195,22 +229,34 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Node {
         labels,
         gpu_count: g.count,
         gpus,
-    }
+    })
 }
 
-/// A cluster snapshot from the three lists, at `now`.
+/// A snapshot and the records that could not be read (skipped, named).
+#[derive(Debug, Clone, Default)]
+pub struct Mapped {
+    pub cluster: Cluster,
+    pub warnings: Vec<String>,
+}
+
+/// A cluster snapshot from the three lists, at `now`. A record that cannot
+/// be read is skipped with a warning that names it; the rest stands.
 pub fn cluster(
     name: &str,
     now: i64,
     nodes: &[wire::Node],
     jobs: &[wire::Job],
     parts: &[wire::Partition],
-) -> Cluster {
+) -> Mapped {
+    let mut warnings = Vec::new();
     let mut member_of: HashMap<String, Vec<String>> = HashMap::new();
     let partitions: Vec<Partition> = parts
         .iter()
         .map(|p| {
-            let members = hostlist::expand(&p.nodes.0).unwrap_or_default();
+            let members = hostlist::expand(&p.nodes.0).unwrap_or_else(|e| {
+                warnings.push(format!("partition {}: {e}", p.name));
+                Vec::new()
+            });
             for m in &members {
                 member_of.entry(m.clone()).or_default().push(p.name.clone());
             }
@@ -227,14 +273,31 @@ pub fn cluster(
             }
         })
         .collect();
-    let mut model_nodes: Vec<Node> = nodes.iter().map(|n| node(n, &member_of)).collect();
-    let model_jobs: Vec<Job> = jobs.iter().map(job).collect();
+    let mut model_nodes: Vec<Node> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        match node(n, &member_of) {
+            Ok(x) => model_nodes.push(x),
+            Err(e) => warnings.push(format!("skipped {e}")),
+        }
+    }
+    let mut kept: Vec<&wire::Job> = Vec::with_capacity(jobs.len());
+    let mut model_jobs: Vec<Job> = Vec::with_capacity(jobs.len());
+    for w in jobs {
+        match job(w) {
+            Ok(j) => {
+                kept.push(w);
+                model_jobs.push(j);
+            }
+            Err(e) => warnings.push(format!("skipped {e}")),
+        }
+    }
+    let jobs = kept;
     let ix: HashMap<String, usize> = model_nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.name.clone(), i))
         .collect();
-    for (w, j) in jobs.iter().zip(&model_jobs) {
+    for (w, j) in jobs.iter().copied().zip(&model_jobs) {
         if !j.state.holds_resources() {
             continue;
         }
@@ -265,14 +328,17 @@ pub fn cluster(
             }
         }
     }
-    Cluster {
-        name: name.to_string(),
-        source: "slurm".into(),
-        time: now,
-        partitions,
-        nodes: model_nodes,
-        jobs: model_jobs,
-        events: Vec::new(),
-        quotas: Vec::new(),
+    Mapped {
+        cluster: Cluster {
+            name: name.to_string(),
+            source: "slurm".into(),
+            time: now,
+            partitions,
+            nodes: model_nodes,
+            jobs: model_jobs,
+            events: Vec::new(),
+            quotas: Vec::new(),
+        },
+        warnings,
     }
 }

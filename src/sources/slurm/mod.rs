@@ -59,31 +59,47 @@ pub async fn fetch(
     client: &Client,
     v: ApiVersion,
     cfg: &SlurmConfig,
-) -> Result<crate::model::Cluster, SourceError> {
+) -> Result<map::Mapped, SourceError> {
     let base = format!("/slurm/{v}");
-    let parse = |what: &str, value: serde_json::Value| -> Result<wire::Response, SourceError> {
-        serde_json::from_value(value).map_err(|e| SourceError::Decode {
+    fn parse<T: serde::de::DeserializeOwned>(
+        base: &str,
+        what: &str,
+        kind: &str,
+        value: serde_json::Value,
+    ) -> Result<(Vec<T>, Vec<String>), SourceError> {
+        wire::list(value, what, kind).map_err(|e| SourceError::Decode {
             what: format!("GET {base}/{what}"),
-            detail: crate::text::one_line(&e.to_string(), 200),
+            detail: crate::text::one_line(&e, 200),
         })
-    };
-    let nodes = parse("nodes", client.get(&format!("{base}/nodes")).await?)?;
-    let jobs = parse("jobs", client.get(&format!("{base}/jobs")).await?)?;
-    let parts = parse(
+    }
+    let (nodes, mut warnings) = parse::<wire::Node>(
+        &base,
+        "nodes",
+        "node",
+        client.get(&format!("{base}/nodes")).await?,
+    )?;
+    let (jobs, w) = parse::<wire::Job>(
+        &base,
+        "jobs",
+        "job",
+        client.get(&format!("{base}/jobs")).await?,
+    )?;
+    warnings.extend(w);
+    let (parts, w) = parse::<wire::Partition>(
+        &base,
         "partitions",
+        "partition",
         client.get(&format!("{base}/partitions")).await?,
     )?;
-    Ok(map::cluster(
-        &cfg.cluster_name,
-        now(),
-        &nodes.nodes,
-        &jobs.jobs,
-        &parts.partitions,
-    ))
+    warnings.extend(w);
+    let mut m = map::cluster(&cfg.cluster_name, now(), &nodes, &jobs, &parts);
+    warnings.append(&mut m.warnings);
+    m.warnings = warnings;
+    Ok(m)
 }
 
 /// The cluster once, for the command line.
-pub async fn fetch_once(cfg: &SlurmConfig) -> Result<crate::model::Cluster, SourceError> {
+pub async fn fetch_once(cfg: &SlurmConfig) -> Result<map::Mapped, SourceError> {
     let client = Client::new(cfg).map_err(SourceError::Other)?;
     let v = client.discover().await?;
     fetch(&client, v, cfg).await
@@ -171,7 +187,11 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
             },
         };
         let updates = match result {
-            Ok(mut c) => {
+            Ok(m) => {
+                for w in &m.warnings {
+                    tracing::warn!("slurm: {w}");
+                }
+                let mut c = m.cluster;
                 wait = cfg.interval;
                 watch.observe(&mut c);
                 vec![Update::Snapshot(Arc::new(c)), Update::ok(Origin::Scheduler)]

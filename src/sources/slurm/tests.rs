@@ -7,8 +7,43 @@
 use super::{map, wire};
 use crate::model::{JobState, NodeState, TimeLimit};
 
-fn parse(text: &str) -> wire::Response {
-    serde_json::from_str(text).expect("fixture parses")
+/// An answer's lists, every record readable.
+struct Parsed {
+    errors: Vec<serde_json::Value>,
+    nodes: Vec<wire::Node>,
+    jobs: Vec<wire::Job>,
+    partitions: Vec<wire::Partition>,
+}
+
+fn parse(text: &str) -> Parsed {
+    let env: wire::Envelope = serde_json::from_str(text).expect("fixture parses");
+    fn all<T: serde::de::DeserializeOwned>(
+        l: Option<Vec<serde_json::Value>>,
+        kind: &str,
+    ) -> Vec<T> {
+        let (v, w) = wire::records(&l.unwrap_or_default(), kind);
+        assert!(w.is_empty(), "{w:?}");
+        v
+    }
+    Parsed {
+        errors: env.errors,
+        nodes: all(env.nodes, "node"),
+        jobs: all(env.jobs, "job"),
+        partitions: all(env.partitions, "partition"),
+    }
+}
+
+/// The mapping, with no record skipped.
+fn clean(
+    name: &str,
+    now: i64,
+    nodes: &[wire::Node],
+    jobs: &[wire::Job],
+    parts: &[wire::Partition],
+) -> crate::model::Cluster {
+    let m = map::cluster(name, now, nodes, jobs, parts);
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    m.cluster
 }
 
 macro_rules! fixture {
@@ -26,7 +61,7 @@ fn v0038_draining_node_and_gpus_by_index() {
     let nodes = parse(fixture!("slurm-22.05/v0.0.38_nodes_draining.json"));
     let jobs = parse(fixture!("slurm-22.05/v0.0.38_jobs.json"));
     let parts = parse(fixture!("slurm-22.05/v0.0.38_partitions.json"));
-    let c = map::cluster("lab", 0, &nodes.nodes, &jobs.jobs, &parts.partitions);
+    let c = clean("lab", 0, &nodes.nodes, &jobs.jobs, &parts.partitions);
     let n1 = c.node("gpu01").expect("gpu01");
     assert_eq!(n1.state, NodeState::Draining);
     assert_eq!(n1.reason.as_deref(), Some("xid79"));
@@ -52,7 +87,7 @@ fn v0038_draining_node_and_gpus_by_index() {
 #[test]
 fn v0038_jobs_shapes_reasons_and_arrays() {
     let jobs = parse(fixture!("slurm-22.05/v0.0.38_jobs.json"));
-    let c = map::cluster("lab", 0, &[], &jobs.jobs, &[]);
+    let c = clean("lab", 0, &[], &jobs.jobs, &[]);
     let job = |id: &str| c.job(id).unwrap_or_else(|| panic!("job {id}"));
     let gang = job("2");
     assert_eq!(
@@ -88,7 +123,7 @@ fn v0038_jobs_shapes_reasons_and_arrays() {
 #[test]
 fn v0038_requeued_job() {
     let jobs = parse(fixture!("slurm-22.05/v0.0.38_jobs_after_requeue.json"));
-    let c = map::cluster("lab", 0, &[], &jobs.jobs, &[]);
+    let c = clean("lab", 0, &[], &jobs.jobs, &[]);
     let j = c.job("1").expect("job 1");
     assert_eq!(j.state, JobState::Pending);
     assert_eq!(j.reason.as_deref(), Some("BeginTime"));
@@ -129,7 +164,7 @@ fn v0040_arrays_states_and_set_numbers() {
     let nodes = parse(fixture!("slurm-v0.0.40/nodes.json"));
     let jobs = parse(fixture!("slurm-v0.0.40/jobs.json"));
     let parts = parse(fixture!("slurm-v0.0.40/partitions.json"));
-    let c = map::cluster("lab", 0, &nodes.nodes, &jobs.jobs, &parts.partitions);
+    let c = clean("lab", 0, &nodes.nodes, &jobs.jobs, &parts.partitions);
     let state = |n: &str| c.node(n).map(|n| n.state);
     assert_eq!(state("gpu01"), Some(NodeState::Draining));
     assert_eq!(state("gpu02"), Some(NodeState::Up));
@@ -181,22 +216,79 @@ fn checkpoint_comment_convention() {
 fn node_state_changes_become_incidents() {
     let drained = parse(fixture!("slurm-22.05/v0.0.38_nodes_draining.json"));
     let mut watch = super::NodeWatch::default();
-    let mut first = map::cluster("lab", 1_796_009_600, &drained.nodes, &[], &[]);
+    let mut first = clean("lab", 1_796_009_600, &drained.nodes, &[], &[]);
     watch.observe(&mut first);
     assert_eq!(first.events.len(), 1, "gpu01 was already draining");
     assert_eq!(first.events[0].node, "gpu01");
     assert_eq!(first.events[0].message, "xid79");
     let after = parse(fixture!("slurm-22.05/v0.0.38_nodes_drained.json"));
-    let mut second = map::cluster("lab", 1_796_009_700, &after.nodes, &[], &[]);
+    let mut second = clean("lab", 1_796_009_700, &after.nodes, &[], &[]);
     watch.observe(&mut second);
     let last = second.events.last().expect("event");
     assert_eq!(last.label(), "NODE DRAIN");
     assert_eq!(last.time, 1_796_009_700);
-    let mut third = map::cluster("lab", 1_796_009_800, &after.nodes, &[], &[]);
+    let mut third = clean("lab", 1_796_009_800, &after.nodes, &[], &[]);
     watch.observe(&mut third);
     assert_eq!(
         third.events.len(),
         second.events.len(),
         "no change, no incident"
     );
+}
+
+/// Hostile answers: each bad record is skipped with a warning naming it,
+/// the rest stands; a missing list is an error; nothing wraps or aborts.
+#[test]
+fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
+    use serde_json::json;
+    let jobs = json!({"jobs": [
+        {"job_id": 1, "name": "ok", "job_state": "RUNNING", "nodes": "gpu01", "node_count": 1,
+         "tres_per_node": "gres:gpu:8", "partition": "gpu"},
+        {"job_id": 2, "name": "wraps", "job_state": "RUNNING", "node_count": 4294967297u64},
+        {"job_id": 3, "name": "forever", "job_state": "PENDING", "time_limit": 9223372036854775000i64},
+        {"job_id": null, "name": "nameless", "job_state": "PENDING"},
+        {"job_id": 5, "name": "huge", "job_state": "RUNNING", "node_count": 2,
+         "tres_per_node": "gres:gpu:4294967295"},
+        {"job_id": 6, "name": "odd priority", "priority": "high"}
+    ]});
+    let (records, w): (Vec<wire::Job>, _) = wire::list(jobs, "jobs", "job").expect("list");
+    let m = map::cluster("lab", 0, &[], &records, &[]);
+    let ids: Vec<&str> = m.cluster.jobs.iter().map(|j| j.id.as_str()).collect();
+    // A priority of the wrong shape is unknown, field by field: job 6 stays.
+    assert_eq!(ids, ["1", "6"], "{:?} {:?}", m.warnings, w);
+    assert_eq!(m.cluster.jobs[1].priority, None);
+    assert!(!ids.contains(&"0"), "a null id is never job 0");
+    let all: Vec<&String> = w.iter().chain(&m.warnings).collect();
+    for needle in [
+        "job 2: node_count 4294967297 is out of range",
+        "job 3: time_limit",
+        "a job named \"nameless\" with no job id",
+        "job 5: GPUs per node × nodes out of range",
+    ] {
+        assert!(all.iter().any(|x| x.contains(needle)), "{needle}: {all:?}");
+    }
+
+    let nodes = json!({"nodes": [
+        {"name": "gpu01", "state": "idle", "gres": "gpu:h100:8"},
+        {"name": "evil", "state": "idle", "gres": "gpu:h100:4294967295"}
+    ]});
+    let (records, _): (Vec<wire::Node>, _) = wire::list(nodes, "nodes", "node").expect("list");
+    let m = map::cluster("lab", 0, &records, &[], &[]);
+    assert_eq!(m.cluster.nodes.len(), 1);
+    assert!(
+        m.warnings[0].contains("evil") && m.warnings[0].contains("limits.max_gpus_per_node"),
+        "{:?}",
+        m.warnings
+    );
+
+    // A null nested object is that field's default, not a lost partition.
+    let parts = json!({"partitions": [{"name": "gpu", "nodes": "gpu[01-02]", "maximums": null}]});
+    let (records, w): (Vec<wire::Partition>, _) =
+        wire::list(parts, "partitions", "partition").expect("list");
+    assert!(w.is_empty(), "{w:?}");
+    assert_eq!(records[0].name, "gpu");
+
+    // `{}` is not an empty cluster.
+    let err = wire::list::<wire::Node>(json!({}), "nodes", "node").expect_err("no list");
+    assert!(err.contains("no `nodes` list"), "{err}");
 }

@@ -213,7 +213,22 @@ pub struct Job {
     pub restart_cnt: Num,
     #[serde(deserialize_with = "string")]
     pub comment: String,
+    #[serde(deserialize_with = "opt_bool")]
     pub requeue: Option<bool>,
+}
+
+/// A boolean, or nothing for `null` or any other shape.
+fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    Ok(Value::deserialize(d)?.as_bool())
+}
+
+/// A nested object that may be `null` (or of another shape): its default
+/// then, field by field, instead of rejecting the record.
+fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned + Default>(
+    d: D,
+) -> Result<T, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 /// v0.0.38 writes a partition's nodes as a string; v0.0.40+ as an object.
@@ -249,18 +264,70 @@ pub struct Partition {
     /// v0.0.38: minutes, -1 unlimited.
     pub max_time_limit: Num,
     /// v0.0.40+.
+    #[serde(deserialize_with = "lenient")]
     pub maximums: Maximums,
 }
 
-/// The envelope every response has; the list under its own key.
+/// The envelope every response has, the list under its own key. Lists stay
+/// raw JSON here: each record is decoded on its own (`records`), so one
+/// unreadable record is skipped, not the whole answer; a list that is not
+/// there at all is `None`, and an error for whoever needed it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct Response {
+pub struct Envelope {
+    #[serde(deserialize_with = "lenient")]
     pub errors: Vec<Value>,
-    pub nodes: Vec<Node>,
-    pub jobs: Vec<Job>,
-    pub partitions: Vec<Partition>,
-    pub meta: Value,
+    pub nodes: Option<Vec<Value>>,
+    pub jobs: Option<Vec<Value>>,
+    pub partitions: Option<Vec<Value>>,
+}
+
+/// A record's name for a warning: its `name`, its `job_id`, else its place.
+fn record_name(v: &Value, i: usize) -> String {
+    let s = |k: &str| v.get(k).filter(|x| !x.is_null()).map(|x| x.to_string());
+    s("name")
+        .or_else(|| s("job_id"))
+        .map(|n| crate::text::one_line(n.trim_matches('"'), 40))
+        .unwrap_or_else(|| format!("#{i}"))
+}
+
+/// The list under `key` of an answer, record by record; an answer without
+/// that list at all (`{}`) is an error, never an empty cluster.
+pub fn list<T: serde::de::DeserializeOwned>(
+    value: Value,
+    key: &str,
+    kind: &str,
+) -> Result<(Vec<T>, Vec<String>), String> {
+    let env: Envelope =
+        serde_json::from_value(value).map_err(|e| format!("not slurmrestd's envelope: {e}"))?;
+    let list = match key {
+        "nodes" => env.nodes,
+        "jobs" => env.jobs,
+        _ => env.partitions,
+    };
+    let list = list.ok_or_else(|| format!("the answer has no `{key}` list"))?;
+    Ok(records(&list, kind))
+}
+
+/// Decodes each record of a list on its own; one that cannot be read is
+/// skipped and named in a warning.
+pub fn records<T: serde::de::DeserializeOwned>(
+    list: &[Value],
+    kind: &str,
+) -> (Vec<T>, Vec<String>) {
+    let mut out = Vec::with_capacity(list.len());
+    let mut warnings = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        match T::deserialize(v) {
+            Ok(r) => out.push(r),
+            Err(e) => warnings.push(format!(
+                "skipped {kind} {}: {}",
+                record_name(v, i),
+                crate::text::one_line(&e.to_string(), 120)
+            )),
+        }
+    }
+    (out, warnings)
 }
 
 /// The text of slurmrestd's `errors[]`, as it wrote it.
