@@ -29,6 +29,56 @@ pub struct FileConfig {
     pub actions: ActionsFile,
     #[serde(default)]
     pub endpoints: EndpointsFile,
+    #[serde(default)]
+    pub limits: LimitsFile,
+}
+
+/// The fastest the sim may run: sim seconds per wall second.
+pub const MAX_SPEED: f64 = 10_000.0;
+/// The biggest simulated cluster.
+pub const MAX_SIM_NODES: usize = 100_000;
+pub const MAX_SIM_JOBS: usize = 1_000_000;
+/// The longest a printing command may run the sim before answering.
+pub const MAX_SIM_SECONDS: u64 = 30 * 86_400;
+
+/// `[limits]`: bounds on what is accepted from the outside.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsFile {
+    pub max_body_bytes: Option<u64>,
+    pub max_hosts_per_list: Option<u64>,
+    pub max_gpus_per_node: Option<u32>,
+    pub max_series_per_scrape: Option<u64>,
+    pub discovery_timeout_s: Option<f64>,
+}
+
+impl LimitsFile {
+    fn resolve(&self) -> Result<crate::limits::Limits, String> {
+        let mut l = crate::limits::Limits::default();
+        let positive = |v: u64, key: &str| {
+            if v == 0 {
+                Err(format!("config: limits.{key} must be > 0"))
+            } else {
+                Ok(v)
+            }
+        };
+        if let Some(v) = self.max_body_bytes {
+            l.max_body_bytes = positive(v, "max_body_bytes")?;
+        }
+        if let Some(v) = self.max_hosts_per_list {
+            l.max_hosts_per_list = positive(v, "max_hosts_per_list")?;
+        }
+        if let Some(v) = self.max_gpus_per_node {
+            l.max_gpus_per_node = positive(u64::from(v), "max_gpus_per_node")? as u32;
+        }
+        if let Some(v) = self.max_series_per_scrape {
+            l.max_series_per_scrape = positive(v, "max_series_per_scrape")?;
+        }
+        if let Some(v) = self.discovery_timeout_s {
+            l.discovery_timeout_s = seconds(v, "limits.discovery_timeout_s")?.as_secs_f64();
+        }
+        Ok(l)
+    }
 }
 
 /// `[endpoints]`: node endpoints whose GPU health joins the scheduler's view.
@@ -156,11 +206,21 @@ impl EngineFile {
         if let Some(v) = &self.node_read_bw {
             p.node_read_bw = units::parse_bandwidth(v).map_err(ctx("node_read_bw"))?;
         }
+        // A duration in words, at most MAX_SECONDS.
+        let dur = |v: &str, key: &'static str| -> Result<u64, String> {
+            let s = units::parse_duration(v).map_err(ctx(key))?;
+            if s as f64 > MAX_SECONDS {
+                return Err(format!(
+                    "config: engine.{key} must be at most {MAX_SECONDS:e} seconds, got {v:?}"
+                ));
+            }
+            Ok(s)
+        };
         if let Some(v) = &self.startup {
-            p.startup_s = units::parse_duration(v).map_err(ctx("startup"))?;
+            p.startup_s = dur(v, "startup")?;
         }
         if let Some(v) = &self.default_time_limit {
-            p.default_time_limit_s = units::parse_duration(v).map_err(ctx("default_time_limit"))?;
+            p.default_time_limit_s = dur(v, "default_time_limit")?;
         }
         if let Some(v) = self.gpu_hour_price {
             if !(v.is_finite() && v >= 0.0) {
@@ -180,7 +240,7 @@ impl EngineFile {
             p.preempt_requeues = v;
         }
         if let Some(v) = &self.stall_window {
-            p.stall_window_s = units::parse_duration(v).map_err(ctx("stall_window"))?;
+            p.stall_window_s = dur(v, "stall_window")?;
         }
         for (key, v, slot) in [
             ("stall_util_min", self.stall_util_min, &mut p.stall_util_min),
@@ -318,6 +378,8 @@ pub struct Settings {
     pub policy: Policy,
     /// How long an action may take before its outcome is re-read.
     pub action_timeout: Duration,
+    /// Bounds on what is accepted from the outside (`[limits]`).
+    pub limits: crate::limits::Limits,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
 }
@@ -336,25 +398,47 @@ impl Settings {
             (Some(k), _) => k,
             (None, None | Some("sim")) => SourceKind::Sim,
             (None, Some("slurm")) => SourceKind::Slurm,
+            (None, Some("none")) => SourceKind::None,
             (None, Some(other)) => {
                 return Err(format!(
-                    "config: unknown source {other:?} (known: sim, slurm)"
+                    "config: unknown source {other:?} (known: sim, slurm, none)"
                 ));
             }
         };
         let speed = args.speed.or(file.sim.speed).unwrap_or(1.0);
-        if !(speed.is_finite() && speed >= 0.0) {
-            return Err(format!("--speed must be a number ≥ 0, got {speed}"));
+        if !(speed.is_finite() && (0.0..=MAX_SPEED).contains(&speed)) {
+            return Err(format!(
+                "--speed (sim.speed) must be a number from 0 to {MAX_SPEED}, got {speed}"
+            ));
         }
+        let nodes = args
+            .nodes
+            .or(file.sim.nodes)
+            .unwrap_or(crate::sources::sim::MIN_NODES);
+        if nodes > MAX_SIM_NODES {
+            return Err(format!(
+                "--nodes (sim.nodes) must be at most {MAX_SIM_NODES}, got {nodes}"
+            ));
+        }
+        let jobs = args.jobs.or(file.sim.jobs);
+        if let Some(j) = jobs.filter(|&j| j > MAX_SIM_JOBS) {
+            return Err(format!(
+                "--jobs (sim.jobs) must be at most {MAX_SIM_JOBS}, got {j}"
+            ));
+        }
+        let sim_seconds = args.sim_seconds.unwrap_or(0);
+        if sim_seconds > MAX_SIM_SECONDS {
+            return Err(format!(
+                "--sim-seconds must be at most {MAX_SIM_SECONDS} (30 days), got {sim_seconds}"
+            ));
+        }
+        let limits = file.limits.resolve()?;
         let source = match source {
             SourceKind::Sim => SourceConfig::Sim {
                 sim: SimConfig {
                     seed: args.seed.or(file.sim.seed).unwrap_or(1),
-                    nodes: args
-                        .nodes
-                        .or(file.sim.nodes)
-                        .unwrap_or(crate::sources::sim::MIN_NODES),
-                    jobs: args.jobs.or(file.sim.jobs),
+                    nodes,
+                    jobs,
                 },
                 speed,
             },
@@ -401,7 +485,8 @@ impl Settings {
             log_file: args.log_file.clone().or(file.log_file),
             stale_after,
             no_color,
-            sim_seconds: args.sim_seconds.unwrap_or(0),
+            sim_seconds,
+            limits,
             site,
             xid_catalog,
             policy,

@@ -14,6 +14,86 @@ pub fn default_path() -> Option<PathBuf> {
     Some(base.join("nightshift").join("nightshift.log"))
 }
 
+/// The log file, rotated by size: when it would pass `max_bytes` it becomes
+/// `<log>.1` (the older `.1` becomes `.2`, and so on up to `keep`). Every
+/// line is sanitised like everything else nightshift prints: a job name or
+/// an error text full of escape sequences cannot drive the terminal of
+/// whoever runs `tail -f` on the log.
+pub struct LogFile {
+    path: PathBuf,
+    file: std::fs::File,
+    size: u64,
+    max_bytes: u64,
+    keep: u32,
+}
+
+/// The log's size bound, and how many rotated files are kept.
+pub const MAX_LOG_BYTES: u64 = 10 << 20;
+pub const KEEP_LOGS: u32 = 3;
+
+impl LogFile {
+    pub fn open(path: &Path, max_bytes: u64, keep: u32) -> Result<LogFile, String> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(LogFile {
+            path: path.to_path_buf(),
+            file,
+            size,
+            max_bytes,
+            keep,
+        })
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let name = |k: u32| {
+            let mut p = self.path.clone().into_os_string();
+            p.push(format!(".{k}"));
+            PathBuf::from(p)
+        };
+        for k in (1..self.keep).rev() {
+            let _ = std::fs::rename(name(k), name(k + 1));
+        }
+        std::fs::rename(&self.path, name(1))?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.size = 0;
+        Ok(())
+    }
+}
+
+impl std::io::Write for LogFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        // Keep line ends and tabs; every other control character is shown.
+        let clean: String = text
+            .split_inclusive('\n')
+            .map(|line| {
+                let (body, nl) = match line.strip_suffix('\n') {
+                    Some(b) => (b, "\n"),
+                    None => (line, ""),
+                };
+                format!("{}{nl}", crate::text::sanitize(&body.replace('\t', "    ")))
+            })
+            .collect();
+        if self.size > 0 && self.size + clean.len() as u64 > self.max_bytes {
+            self.rotate()?;
+        }
+        self.file.write_all(clean.as_bytes())?;
+        self.size += clean.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Starts logging to `path` (or the default). Returns where logs go, or why
 /// there is no log: a failure here must not stop the console.
 pub fn init(path: Option<&Path>) -> Result<PathBuf, String> {
@@ -25,11 +105,7 @@ pub fn init(path: Option<&Path>) -> Result<PathBuf, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
+    let file = LogFile::open(&path, MAX_LOG_BYTES, KEEP_LOGS)?;
     let filter =
         EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -39,4 +115,31 @@ pub fn init(path: Option<&Path>) -> Result<PathBuf, String> {
         .try_init()
         .map_err(|e| format!("logging already started: {e}"))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn the_log_is_sanitised_and_rotates_by_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("n.log");
+        let mut log = LogFile::open(&path, 100, 2).expect("open");
+        log.write_all(b"job \x1b]0;pwned\x07 name\n")
+            .expect("write");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text, "job \u{241b}]0;pwned\u{fffd} name\n");
+        for i in 0..20 {
+            writeln!(log, "line {i:04} of the log, long enough to rotate").expect("write");
+        }
+        let rotated = |k: u32| dir.path().join(format!("n.log.{k}"));
+        assert!(rotated(1).exists() && rotated(2).exists());
+        assert!(!rotated(3).exists(), "only `keep` old files");
+        for p in [path.clone(), rotated(1), rotated(2)] {
+            let n = std::fs::metadata(&p).expect("meta").len();
+            assert!(n <= 100, "{} is {n} bytes", p.display());
+        }
+    }
 }

@@ -18,7 +18,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("nightshift: {e}");
+            // Errors may quote a source: never raw to the terminal.
+            eprintln!("nightshift: {}", nightshift::text::sanitize(&e));
             ExitCode::FAILURE
         }
     }
@@ -30,10 +31,14 @@ fn run(cli: Cli) -> Result<(), String> {
         None => FileConfig::default(),
     };
     let settings = Settings::resolve(&cli.global, file)?;
+    nightshift::limits::set(settings.limits);
     // A log that cannot be opened must not stop the console; say so once
     // before the TUI takes the terminal.
     if let Err(e) = nightshift::logging::init(settings.log_file.as_deref()) {
-        eprintln!("nightshift: logging off: {e}");
+        eprintln!(
+            "nightshift: logging off: {}",
+            nightshift::text::sanitize(&e)
+        );
     }
     match cli.command {
         None | Some(Command::Tui) => {
@@ -42,11 +47,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            rt.block_on(nightshift::tui::run(settings))
+            let result = rt.block_on(nightshift::tui::run(settings));
+            // Quitting never waits for a worker still busy with a big merge
+            // or a hung request: the terminal is restored already.
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+            result
         }
         Some(Command::Get(args)) => {
             let c = snapshot(&settings)?;
-            print!(
+            nightshift::out!(
                 "{}",
                 output::render(&c, &base(&c, &settings), args.what, args.output)?
             );
@@ -159,9 +168,9 @@ fn emit<T: Serialize>(
         Format::Json => {
             let s = serde_json::to_string_pretty(value)
                 .map_err(|e| format!("cannot write JSON: {e}"))?;
-            println!("{s}");
+            nightshift::outln!("{s}");
         }
-        Format::Table => print!("{}", text(value)),
+        Format::Table => nightshift::out!("{}", text(value)),
     }
     Ok(())
 }
@@ -213,14 +222,18 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     for n in &poll.notes {
         eprintln!("nightshift: warning: {}", nightshift::text::sanitize(n));
     }
-    for (origin, err) in &poll.polled {
-        if let Some(err) = err {
-            eprintln!(
-                "nightshift: warning: {}: {}",
-                nightshift::text::sanitize(&origin.name()),
-                nightshift::text::sanitize(&err.to_string())
-            );
-        }
+    let failed: Vec<String> = poll
+        .polled
+        .iter()
+        .filter_map(|(o, e)| e.as_ref().map(|e| format!("{}: {e}", o.name())))
+        .collect();
+    // With no scheduler, the endpoints are all the data: if every one
+    // failed there is nothing to print, and saying so is an error.
+    if matches!(settings.source, SourceConfig::None) && failed.len() == poll.polled.len() {
+        return Err(format!("every source failed: {}", failed.join("; ")));
+    }
+    for f in &failed {
+        nightshift::text::warn(f);
     }
     let readings = poll.readings;
     let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();

@@ -92,17 +92,63 @@ impl AuditLog {
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
+            .read(true)
             .open(&self.path)
             .map_err(|e| format!("cannot open the audit log {}: {e}", self.path.display()))?;
+        // A crash mid-write leaves a torn last line: end it first, so that
+        // this record is a line of its own and not glued onto it.
+        if ends_torn(&mut f) {
+            tracing::warn!(
+                "audit log {} ended in a torn line (a crash mid-write); it is kept, and closed with a newline",
+                self.path.display()
+            );
+            line.insert(0, '\n');
+        }
         f.write_all(line.as_bytes())
             .map_err(|e| format!("cannot write the audit log {}: {e}", self.path.display()))?;
         f.sync_all()
             .map_err(|e| format!("cannot sync the audit log {}: {e}", self.path.display()))
     }
 
-    /// Every record; lines that do not parse are skipped, not fatal.
+    /// Every record, oldest first, across rotated files (`<log>.N` … `<log>.1`,
+    /// then the log: the audit is never truncated, but a site may rotate
+    /// it); lines that do not parse are skipped, not fatal.
     pub fn read(&self) -> Vec<Record> {
-        read_path(&self.path)
+        let mut out = Vec::new();
+        for p in self.files() {
+            out.extend(read_path(&p));
+        }
+        out
+    }
+
+    /// The log and its rotated files, oldest first.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut rotated: Vec<(u32, PathBuf)> = Vec::new();
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let f = e.file_name().to_string_lossy().to_string();
+                if let Some(n) = f
+                    .strip_prefix(&format!("{name}."))
+                    .and_then(|k| k.parse::<u32>().ok())
+                {
+                    rotated.push((n, e.path()));
+                }
+            }
+        }
+        rotated.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+        let mut files: Vec<PathBuf> = rotated.into_iter().map(|(_, p)| p).collect();
+        files.push(self.path.clone());
+        files
     }
 
     /// Intents with no outcome: actions interrupted (a dropped SSH session,
@@ -168,6 +214,21 @@ impl AuditLog {
         drop(lock);
         Ok(out)
     }
+}
+
+/// Whether the file's last byte is not a newline (an empty file is fine).
+fn ends_torn(f: &mut std::fs::File) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(len) = f.seek(SeekFrom::End(0)) else {
+        return false;
+    };
+    if len == 0 || f.seek(SeekFrom::End(-1)).is_err() {
+        return false;
+    }
+    let mut last = [0u8; 1];
+    let torn = f.read_exact(&mut last).is_ok() && last[0] != b'\n';
+    let _ = f.seek(SeekFrom::End(0));
+    torn
 }
 
 fn read_path(path: &Path) -> Vec<Record> {

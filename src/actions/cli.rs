@@ -87,20 +87,38 @@ pub fn action_of<'a>(
     }))
 }
 
-/// Says once, before anything else, which earlier actions never finished.
+/// Says once, before anything else, which earlier actions never finished:
+/// a first line with their count and the newest few, then one line each.
 pub fn warn_unfinished(log: &AuditLog) -> Vec<String> {
-    log.unfinished()
-        .iter()
-        .map(|r| {
-            format!(
-                "an earlier action was interrupted: {} {} at {} by {} — its outcome was never recorded; check the scheduler",
-                r.action,
-                sanitize(&r.target),
-                text::datetime(r.time),
-                sanitize(&r.operator)
-            )
-        })
-        .collect()
+    let left = log.unfinished();
+    if left.is_empty() {
+        return Vec::new();
+    }
+    let one = |r: &super::audit::Record| {
+        format!(
+            "{} {} at {} by {}",
+            r.action,
+            sanitize(&r.target),
+            text::datetime(r.time),
+            sanitize(&r.operator)
+        )
+    };
+    let newest: Vec<String> = left.iter().rev().take(3).map(one).collect();
+    let more = left.len().saturating_sub(3);
+    let mut out = vec![format!(
+        "{} earlier action(s) were interrupted — their outcome was never recorded; check the scheduler: {}{}",
+        left.len(),
+        newest.join("; "),
+        if more > 0 {
+            format!("; and {more} older (nightshift audit)")
+        } else {
+            String::new()
+        }
+    )];
+    if left.len() > 1 {
+        out.extend(left.iter().map(|r| format!("interrupted: {}", one(r))));
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -135,32 +153,32 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
                 undo: p.undo.as_ref(),
                 undo_command: p.undo.as_ref().map(Action::command_line),
             };
-            println!(
+            crate::outln!(
                 "{}",
                 serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?
             );
         }
         Format::Table => {
-            println!("preview: {}", sanitize(&p.action.describe()));
+            crate::outln!("preview: {}", sanitize(&p.action.describe()));
             match &p.blast {
-                Some(Ok(b)) => print!("{}", crate::report::blast(b)),
-                Some(Err(e)) => println!("  {}", sanitize(e)),
-                None => println!("  {}", sanitize(&p.summary)),
+                Some(Ok(b)) => crate::out!("{}", crate::report::blast(b)),
+                Some(Err(e)) => crate::outln!("  {}", sanitize(e)),
+                None => crate::outln!("  {}", sanitize(&p.summary)),
             }
             if p.no_op {
-                println!("no-op: it is already so; nothing will be sent");
+                crate::outln!("no-op: it is already so; nothing will be sent");
             }
             for w in &p.warnings {
-                println!("WARNING: {}", sanitize(w));
+                crate::outln!("WARNING: {}", sanitize(w));
             }
             for c in &p.calls {
-                println!("will send: {}", sanitize(c));
+                crate::outln!("will send: {}", sanitize(c));
             }
             if let Some(u) = &p.undo {
-                println!("undo: {}", sanitize(&u.command_line()));
+                crate::outln!("undo: {}", sanitize(&u.command_line()));
             }
             if let Some(r) = &p.refusal {
-                println!("refused: {r}");
+                crate::outln!("refused: {r}");
             }
         }
     }
@@ -178,7 +196,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     let log = AuditLog::new(settings.audit_log.clone());
     for w in warn_unfinished(&log) {
-        eprintln!("nightshift: warning: {w}");
+        eprintln!("nightshift: warning: {}", sanitize(&w));
     }
     let rt = runtime()?;
     let (cluster, executor, who) = match &settings.source {
@@ -235,7 +253,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     );
     print_preview(&p, act.output)?;
     if act.dry_run {
-        println!("dry run: nothing sent");
+        crate::outln!("dry run: nothing sent");
         return Ok(());
     }
     let typed = match (&p.token, &act.confirm) {
@@ -268,7 +286,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         Duration::from_secs(60),
         now,
     ))?;
-    println!("{}", sanitize(&done.message));
+    crate::outln!("{}", sanitize(&done.message));
     if done.outcome.partial {
         return Err(format!(
             "only part of it was done: {}",
@@ -289,14 +307,19 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
     let log = AuditLog::new(settings.audit_log.clone());
     let records = log.read();
     match format {
-        Format::Json => println!(
+        Format::Json => crate::outln!(
             "{}",
             serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?
         ),
         Format::Table => {
-            println!(
+            crate::outln!(
                 "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
-                "TIME", "PHASE", "OPERATOR", "ACTION", "TARGET", "CLUSTER"
+                "TIME",
+                "PHASE",
+                "OPERATOR",
+                "ACTION",
+                "TARGET",
+                "CLUSTER"
             );
             for r in &records {
                 let result = match &r.outcome {
@@ -306,7 +329,7 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
                     Some(o) if o.verified => format!("verified: {}", o.observed),
                     Some(o) => format!("not verified: {}", o.observed),
                 };
-                println!(
+                crate::outln!(
                     "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
                     text::datetime(r.time),
                     r.phase,
@@ -317,11 +340,11 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
                     sanitize(&result)
                 );
             }
-            println!("log: {}", log.path.display());
+            crate::outln!("log: {}", log.path.display());
         }
     }
     for w in warn_unfinished(&log) {
-        eprintln!("nightshift: warning: {w}");
+        eprintln!("nightshift: warning: {}", sanitize(&w));
     }
     Ok(())
 }

@@ -584,3 +584,84 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         "it failed: nothing was taken out"
     );
 }
+
+fn intent(id: &str, target: &str, time: i64) -> Record {
+    Record {
+        id: id.into(),
+        phase: "intent".into(),
+        time,
+        operator: "oncall".into(),
+        scheduler_user: None,
+        host: "h".into(),
+        cluster: "c".into(),
+        source: "slurm".into(),
+        action: "drain".into(),
+        target: target.into(),
+        reason: None,
+        preview: "p".into(),
+        outcome: None,
+    }
+}
+
+#[test]
+fn a_torn_last_line_does_not_swallow_the_next_record() {
+    let b = bench();
+    b.log.write(&intent("a", "gpu01", 1)).expect("write");
+    // A crash mid-write: half a record, no newline.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b.log.path)
+        .expect("open");
+    std::io::Write::write_all(&mut f, b"{\"id\":\"b\",\"phase\":\"int").expect("tear");
+    b.log.write(&intent("c", "gpu03", 3)).expect("write");
+    let ids: Vec<String> = b.log.read().into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["a", "c"], "the record after the torn line is whole");
+    let text = std::fs::read_to_string(&b.log.path).expect("read");
+    assert_eq!(
+        text.lines().count(),
+        3,
+        "the torn line is kept, on its own:\n{text}"
+    );
+}
+
+#[test]
+fn every_interrupted_intent_is_counted_and_the_newest_named() {
+    let b = bench();
+    for (i, t) in ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
+        .iter()
+        .enumerate()
+    {
+        b.log
+            .write(&intent(&format!("x{i}"), t, i as i64 + 1))
+            .expect("write");
+    }
+    let w = super::cli::warn_unfinished(&b.log);
+    assert!(
+        w[0].starts_with("5 earlier action(s) were interrupted"),
+        "{}",
+        w[0]
+    );
+    assert!(
+        w[0].contains("gpu05") && w[0].contains("gpu04") && w[0].contains("gpu03"),
+        "the newest three: {}",
+        w[0]
+    );
+    assert!(w[0].contains("and 2 older"), "{}", w[0]);
+    assert_eq!(w.len(), 6, "then every one on its own line");
+}
+
+#[test]
+fn the_audit_is_read_across_rotated_files() {
+    let b = bench();
+    let old = b.log.path.with_file_name("audit.jsonl.1");
+    let older = b.log.path.with_file_name("audit.jsonl.2");
+    AuditLog::new(older)
+        .write(&intent("1", "gpu01", 1))
+        .expect("write");
+    AuditLog::new(old)
+        .write(&intent("2", "gpu02", 2))
+        .expect("write");
+    b.log.write(&intent("3", "gpu03", 3)).expect("write");
+    let ids: Vec<String> = b.log.read().into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["1", "2", "3"], "oldest first");
+}
