@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 
 const FRAME: Duration = Duration::from_millis(16);
+/// Updates taken in one turn of the loop before keys get their turn.
+const MAX_BATCH: usize = 64;
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
 
@@ -163,9 +165,12 @@ async fn event_loop(
             },
             up = ch.updates.recv(), if updates_open => match up {
                 Some(u) => {
-                    // Take in whatever queued up, in order, then draw once.
+                    // Take in what queued up, in order, then draw once; a
+                    // bounded batch, so that a source that never pauses
+                    // cannot keep keys (q) from being read.
                     app.update(msg_of(u), Instant::now());
-                    while let Ok(more) = ch.updates.try_recv() {
+                    for _ in 0..MAX_BATCH {
+                        let Ok(more) = ch.updates.try_recv() else { break };
                         app.update(msg_of(more), Instant::now());
                     }
                     Some(Msg::Tick)

@@ -6,6 +6,7 @@
 pub mod dcgm;
 pub mod endpoints;
 pub mod error;
+pub mod http;
 pub mod prometheus;
 pub mod sim;
 pub mod slurm;

@@ -5,8 +5,8 @@
 //! results) are reported and the rest kept; each reading carries its
 //! sample's time, so stale series show their age.
 
+use super::dcgm::Reading;
 use super::dcgm::textformat::Sample;
-use super::dcgm::{Reading, readings};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ pub const QUERY: &str = r#"{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*|DCGM_EXP_X
 pub struct Prometheus {
     http: reqwest::Client,
     base: String,
+    timeout: Duration,
 }
 
 /// Samples from an instant-query response; `warnings` come back beside.
@@ -30,7 +31,11 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("no error text");
-        return Err(format!("Prometheus query failed ({kind}): {msg}"));
+        return Err(format!(
+            "Prometheus query failed ({}): {}",
+            crate::text::one_line(kind, 40),
+            crate::text::one_line(msg, 300)
+        ));
     }
     let warnings = body
         .get("warnings")
@@ -38,7 +43,8 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
         .map(|w| {
             w.iter()
                 .filter_map(Value::as_str)
-                .map(|s| format!("Prometheus warning: {s}"))
+                .take(5)
+                .map(|s| format!("Prometheus warning: {}", crate::text::one_line(s, 300)))
                 .collect()
         })
         .unwrap_or_default();
@@ -102,28 +108,42 @@ impl Prometheus {
         Ok(Prometheus {
             http,
             base: url.trim_end_matches('/').to_string(),
+            timeout,
         })
     }
 
-    /// One refresh: the readings, and warnings.
+    /// One refresh: the readings, and warnings. Errors quote at most a
+    /// line of what the server said.
     pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), String> {
         let url = reqwest::Url::parse_with_params(
             &format!("{}/api/v1/query", self.base),
             &[("query", QUERY)],
         )
         .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
-        let resp = self
-            .http
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach Prometheus at {}: {e}", self.base))?;
+        let resp = self.http.get(url.clone()).send().await.map_err(|e| {
+            crate::sources::dcgm::scrape::http_error(
+                &format!("Prometheus at {}", self.base),
+                &e,
+                self.timeout,
+            )
+            .to_string()
+        })?;
         let status = resp.status().as_u16();
-        let text = resp.text().await.map_err(|e| format!("{url}: {e}"))?;
-        let body: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{url}: HTTP {status}, not JSON: {e}"))?;
-        let (samples, warnings) = samples_from(&body)?;
-        Ok((readings(&samples, "unknown", crate::host::now()), warnings))
+        let what = format!("Prometheus at {}", self.base);
+        let text = crate::sources::http::text(resp, &what, self.timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        let body: Value = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{what}: HTTP {status}, not JSON ({e}): {}",
+                crate::text::one_line(&text, 120)
+            )
+        })?;
+        let (samples, mut warnings) = samples_from(&body)?;
+        let (r, w) =
+            crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());
+        warnings.extend(w);
+        Ok((r, warnings))
     }
 }
 
@@ -148,7 +168,7 @@ mod tests {
         });
         let (samples, warnings) = samples_from(&body).expect("samples");
         assert_eq!(warnings, ["Prometheus warning: a shard did not answer"]);
-        let r = readings(&samples, "unknown", 0);
+        let r = crate::sources::dcgm::readings(&samples, "unknown", 0);
         assert_eq!(r.len(), 1, "instance host and Hostname agree on gpu07");
         assert_eq!(r[0].host, "gpu07");
         assert_eq!(r[0].temperature_c, Some(61.0));

@@ -162,6 +162,8 @@ impl HealthWatch {
 /// Lays endpoint readings over the snapshot. The scheduler's allocation
 /// (which job holds a GPU) stays; every reading the endpoint gave replaces
 /// the snapshot's; nodes only the endpoint knows are added, marked.
+/// Linear in readings: nodes are found through an index, never searched.
+/// A reading of a GPU index past `limits.max_gpus_per_node` is dropped.
 pub fn merge(
     c: &mut Cluster,
     readings: &[Reading],
@@ -169,6 +171,7 @@ pub fn merge(
     hosts: &HostMap,
     xids: &HealthWatch,
 ) {
+    let max_gpu = crate::limits::get().max_gpus_per_node;
     let known: HashMap<&str, usize> = c
         .nodes
         .iter()
@@ -177,13 +180,20 @@ pub fn merge(
         .collect();
     let mut targets: Vec<(String, &Reading)> = readings
         .iter()
+        .filter(|r| r.index < max_gpu)
         .map(|r| (hosts.node_for(&r.host, &known).to_string(), r))
         .collect();
     drop(known);
     targets.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.index.cmp(&b.1.index)));
+    let mut index: HashMap<String, usize> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
     for (name, r) in targets {
-        let n = match c.nodes.iter().position(|n| n.name == name) {
-            Some(n) => n,
+        let n = match index.get(&name) {
+            Some(&n) => n,
             None => {
                 let mut labels = BTreeMap::new();
                 labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
@@ -201,6 +211,7 @@ pub fn merge(
                     gpu_count: 0,
                     gpus: Vec::new(),
                 });
+                index.insert(name.clone(), c.nodes.len() - 1);
                 c.nodes.len() - 1
             }
         };

@@ -60,9 +60,26 @@ type MigSums = BTreeMap<&'static str, (f64, u32)>;
 /// Readings from one scrape. `default_host` names the GPUs when the series
 /// carry no `Hostname`/`hostname` label.
 pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<Reading> {
+    readings_checked(samples, default_host, time).0
+}
+
+/// Readings and what was odd about them. The same series more than once
+/// (an exporter bug, two exporters on one host) keeps the worst of its
+/// values — every non-zero Xid, the highest error counts, a set remap flag
+/// — never just the last, and is reported.
+pub fn readings_checked(
+    samples: &[Sample],
+    default_host: &str,
+    time: Timestamp,
+) -> (Vec<Reading>, Vec<String>) {
     // (host, gpu) → reading; MIG instance series fill in only what the
     // GPU's own series did not give.
     let mut by_gpu: BTreeMap<(String, u32), (Reading, MigSums)> = BTreeMap::new();
+    // Series seen: (name, host, gpu, MIG instance), to find duplicates.
+    let mut seen: std::collections::HashSet<(&str, &str, u32, Option<&str>)> =
+        std::collections::HashSet::new();
+    let mut duplicates = 0usize;
+    let mut example: Option<String> = None;
     for s in samples {
         let Some(gpu) = s.label("gpu").and_then(|g| g.parse::<u32>().ok()) else {
             continue;
@@ -73,6 +90,15 @@ pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<
             .unwrap_or(default_host)
             .to_string();
         let mig = s.label("GPU_I_ID").is_some();
+        let host_label = s
+            .label("Hostname")
+            .or_else(|| s.label("hostname"))
+            .unwrap_or(default_host);
+        let duplicate = !seen.insert((s.name.as_str(), host_label, gpu, s.label("GPU_I_ID")));
+        if duplicate {
+            duplicates += 1;
+            example.get_or_insert_with(|| format!("{} of {host_label} GPU {gpu}", s.name));
+        }
         // A reading is as old as its oldest sample (Prometheus gives each
         // its time; a scrape is all `time`).
         let entry = by_gpu.entry((host.clone(), gpu)).or_insert_with(|| {
@@ -132,15 +158,31 @@ pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<
             _ => None,
         };
         let Some(field) = field else { continue };
+        if field == "xid" && v > 0.0 && v < 1e9 {
+            // Every non-zero Xid counts, whichever line it came on.
+            let code = v.round() as u32;
+            if r.last_xid.is_some_and(|x| x > 0 && x != code) && !r.recent_xids.contains(&code) {
+                r.recent_xids.push(code);
+            }
+        }
         if mig {
             let acc = mig_acc.entry(field).or_insert((0.0, 0));
             acc.0 += v;
             acc.1 += 1;
+        } else if duplicate {
+            set_worst(r, field, v);
         } else {
             set(r, field, v);
         }
     }
-    by_gpu
+    let mut warnings = Vec::new();
+    if duplicates > 0 {
+        warnings.push(format!(
+            "{duplicates} duplicate series (e.g. {}): kept the worst value of each",
+            example.unwrap_or_default()
+        ));
+    }
+    let readings = by_gpu
         .into_values()
         .map(|(mut r, mig)| {
             if r.time == i64::MAX {
@@ -155,7 +197,27 @@ pub fn readings(samples: &[Sample], default_host: &str, time: Timestamp) -> Vec<
             }
             r
         })
-        .collect()
+        .collect();
+    (readings, warnings)
+}
+
+/// A repeated series: counters keep their highest value, flags stay set, a
+/// non-zero Xid is never replaced by zero; other gauges take the newest.
+fn set_worst(r: &mut Reading, field: &str, v: f64) {
+    let more = |old: Option<u64>| old.is_none_or(|o| (v.max(0.0).round() as u64) > o);
+    let keep_new = match field {
+        "sbe_vol" => more(r.ecc.sbe_volatile),
+        "dbe_vol" => more(r.ecc.dbe_volatile),
+        "sbe_agg" => more(r.ecc.sbe_aggregate),
+        "dbe_agg" => more(r.ecc.dbe_aggregate),
+        "remap_pending" => r.row_remap_pending != Some(true),
+        "remap_failed" => r.row_remap_failed != Some(true),
+        "xid" => r.last_xid.is_none_or(|x| x == 0),
+        _ => true,
+    };
+    if keep_new {
+        set(r, field, v);
+    }
 }
 
 fn set(r: &mut Reading, field: &str, v: f64) {

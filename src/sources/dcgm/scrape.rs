@@ -86,14 +86,21 @@ async fn scrape_one(http: &reqwest::Client, url: &str, timeout: Duration) -> Scr
         .map_err(|e| http_error(url, &e, timeout))?;
     let status = resp.status();
     if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
+        let body = crate::sources::http::text(resp, url, timeout)
+            .await
+            .unwrap_or_default();
         return Err(status_error(url, status.as_u16(), &body));
     }
-    let text = resp
-        .text()
-        .await
-        .map_err(|e| http_error(url, &e, timeout))?;
+    let text = crate::sources::http::text(resp, url, timeout).await?;
     let (samples, bad) = textformat::parse(&text);
+    let max = crate::limits::get().max_series_per_scrape;
+    if samples.len() as u64 > max {
+        return Err(SourceError::TooLarge {
+            what: format!("{url}: {} series", samples.len()),
+            limit: max,
+            key: "limits.max_series_per_scrape",
+        });
+    }
     if samples.is_empty() && !bad.is_empty() {
         return Err(SourceError::Decode {
             what: url.to_string(),

@@ -204,3 +204,31 @@ fn host_names_map_to_scheduler_nodes() {
     merge(&mut c, &r, "dcgm", &hosts, &HealthWatch::default());
     assert!(c.node("renamed").is_some(), "the configured mapping wins");
 }
+
+/// The same GPU five times, with Xid 0, 79, 0, 13, 0: the 79 is not hidden
+/// by the zero after it, the 13 is kept too, and the duplicates are named.
+#[test]
+fn duplicate_series_keep_the_worst_and_are_reported() {
+    let mut text = String::new();
+    for (x, dbe) in [(0, 0), (79, 2), (0, 0), (13, 1), (0, 0)] {
+        text.push_str(&format!(
+            "DCGM_FI_DEV_XID_ERRORS{{gpu=\"0\",Hostname=\"n1\"}} {x}\nDCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{gpu=\"0\",Hostname=\"n1\"}} {dbe}\n"
+        ));
+    }
+    let (samples, bad) = parse(&text);
+    assert!(bad.is_empty());
+    let (r, warnings) = super::readings_checked(&samples, "n1", 1000);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].last_xid, Some(79));
+    assert!(r[0].recent_xids.contains(&13), "{:?}", r[0].recent_xids);
+    assert_eq!(r[0].ecc.dbe_volatile, Some(2), "the highest count");
+    assert!(
+        warnings.len() == 1 && warnings[0].starts_with("8 duplicate series"),
+        "{warnings:?}"
+    );
+    let c = Cluster::default();
+    let mut watch = HealthWatch::default();
+    watch.observe(&r, &c, &HostMap::default());
+    let xids: Vec<u32> = watch.events().iter().filter_map(|e| e.xid()).collect();
+    assert!(xids.contains(&79) && xids.contains(&13), "{xids:?}");
+}

@@ -137,10 +137,7 @@ impl Client {
             }
         })?;
         let status = resp.status().as_u16();
-        let body = resp.text().await.map_err(|e| SourceError::Unreachable {
-            what: format!("{what}: reading the answer"),
-            detail: text::one_line(&error_chain(&e), 300),
-        })?;
+        let body = crate::sources::http::text(resp, what, self.timeout).await?;
         if status == 401 || status == 403 {
             return Err(SourceError::Auth {
                 what: format!("{what} (check the user name and the token, SLURM_JWT)"),
@@ -218,7 +215,29 @@ impl Client {
 
     /// Finds the newest API version the server and nightshift share: from
     /// the OpenAPI document, else by asking each known version's ping.
+    /// Bounded as a whole by `limits.discovery_timeout_s`: a server that
+    /// accepts and never answers fails discovery in that time, not in
+    /// (documents + versions) × the request timeout.
     pub async fn discover(&self) -> Result<ApiVersion, SourceError> {
+        let bound = crate::limits::get().discovery_timeout_s;
+        match tokio::time::timeout(
+            std::time::Duration::from_secs_f64(bound),
+            self.discover_unbounded(),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(SourceError::Timeout {
+                what: format!(
+                    "finding slurmrestd's API version at {} (limits.discovery_timeout_s)",
+                    self.url
+                ),
+                secs: bound as u64,
+            }),
+        }
+    }
+
+    async fn discover_unbounded(&self) -> Result<ApiVersion, SourceError> {
         for doc in ["/openapi/v3", "/openapi"] {
             match self.get(doc).await {
                 Ok(v) => {
