@@ -557,4 +557,67 @@ mod tests {
         let file = FileConfig::load(&path).expect("example config");
         Settings::resolve(&GlobalArgs::default(), file).expect("example settings");
     }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Keys of every table, with values of every shape (and hostile
+        /// numbers): the loader answers Ok or a one-line error naming the
+        /// key, and never panics.
+        fn arb_config() -> impl Strategy<Value = String> {
+            let key = prop_oneof![
+                Just("[ui]\nstale_after_s"),
+                Just("[actions]\nmax_data_age_s"),
+                Just("[actions]\nwindow_s"),
+                Just("[actions]\ntimeout_s"),
+                Just("[actions]\nmax_partition_share_out"),
+                Just("[engine]\nstartup"),
+                Just("[engine]\ndefault_time_limit"),
+                Just("[engine]\nstorage_read_bw"),
+                Just("[engine]\nstall_window"),
+                Just("[engine]\nstall_util_min"),
+                Just("[engine]\ngpu_hour_price"),
+                Just("[slurm]\ninterval_s"),
+                Just("[slurm]\ntimeout_s"),
+                Just("[endpoints]\ninterval_s"),
+                Just("[limits]\nmax_body_bytes"),
+                Just("[limits]\ndiscovery_timeout_s"),
+                Just("[sim]\nnodes"),
+                Just("[sim]\nspeed"),
+                Just("source"),
+            ];
+            let value = prop_oneof![
+                any::<f64>().prop_map(|f| format!("{f:e}")),
+                any::<i64>().prop_map(|i| i.to_string()),
+                Just("1e308".to_string()),
+                Just("-1".to_string()),
+                Just("nan".to_string()),
+                Just("inf".to_string()),
+                "[0-9.e]{1,8}[a-zA-Z/]{0,6}".prop_map(|s| format!("\"{s}\"")),
+                "\\PC{0,12}".prop_map(|s| format!("{s:?}")),
+                Just("\"none\"".to_string()),
+                Just("[1, 2]".to_string()),
+            ];
+            (key, value).prop_map(|(k, v)| format!("{k} = {v}\n"))
+        }
+
+        proptest! {
+            #[test]
+            fn fuzz_config_loader_structured(text in arb_config()) {
+                if let Ok(file) = toml::from_str::<FileConfig>(&text)
+                    && let Err(e) = Settings::resolve(&GlobalArgs::default(), file)
+                {
+                    prop_assert_eq!(e.lines().count(), 1, "{}", e);
+                }
+            }
+
+            #[test]
+            fn fuzz_config_loader_arbitrary(text in "\\PC{0,200}") {
+                if let Ok(file) = toml::from_str::<FileConfig>(&text) {
+                    let _ = Settings::resolve(&GlobalArgs::default(), file);
+                }
+            }
+        }
+    }
 }

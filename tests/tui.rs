@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Tmux, bin, require, wait_for};
+use common::{Tmux, assert_restored, bin, require, wait_for};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -16,23 +16,6 @@ fn start(t: &Tmux, term: &str, extra: &str) {
         log.display()
     ));
     t.expect("│ sim-16 │");
-}
-
-/// The terminal is as a shell left it: main screen, cursor shown, cooked mode.
-fn assert_restored(t: &Tmux) {
-    assert_eq!(
-        t.pane_flag("alternate_on"),
-        "0",
-        "left the alternate screen"
-    );
-    assert_eq!(t.pane_flag("cursor_flag"), "1", "cursor visible again");
-    // MO""DE keeps the typed command from matching what we wait for.
-    t.type_line("echo MO\"\"DE=$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ,)");
-    let s = t.expect("MODE=");
-    assert!(
-        s.contains("MODE=icanon,echo,"),
-        "cooked mode restored:\n{s}"
-    );
 }
 
 #[test]

@@ -79,6 +79,15 @@ impl EventLog {
         self.next
     }
 
+    /// The newest Xid of `gpu`, without copying the log.
+    pub fn last_xid(&self, gpu: u32) -> Option<u64> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e.gpu == gpu && e.kind == "xid")
+            .and_then(|e| e.xid)
+    }
+
     /// Events after `seq`, oldest first.
     pub fn since(&self, seq: u64) -> Vec<AgentEvent> {
         self.events

@@ -1,8 +1,8 @@
-//! The agent's HTTP side: `/metrics`, `/events?since=N`, `/healthz`.
-//!
-//! A minimal GET-only HTTP/1.1 responder on tokio (one request per
-//! connection): three read-only routes do not justify a web framework in
-//! the console's dependency tree.
+//! The agent's HTTP side: `/metrics`, `/events?since=N`, `/healthz`, served
+//! by hyper (already in the tree through reqwest) with bounds: at most
+//! `MAX_CONNECTIONS` at once (more are closed at once), request heads of
+//! at most `MAX_HEAD_BYTES` read within `HEAD_TIMEOUT`, one request per
+//! connection, each connection done within `CONNECTION_TIMEOUT`.
 
 use super::{EventLog, GpuReadout, to_metrics};
 use serde::Deserialize;
@@ -10,8 +10,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+
+/// Connections served at once; more are closed as soon as accepted.
+pub const MAX_CONNECTIONS: usize = 64;
+/// The longest request head read.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Time to send the request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time for the whole exchange.
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -81,15 +89,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
             let (st, l3, every) = (state.clone(), log.clone(), cfg.interval);
             std::thread::spawn(move || {
                 loop {
-                    let last = |gpu: u32| {
-                        l3.lock().ok().and_then(|l| {
-                            l.since(0)
-                                .iter()
-                                .rev()
-                                .find(|e| e.gpu == gpu && e.kind == "xid")
-                                .and_then(|e| e.xid)
-                        })
-                    };
+                    let last = |gpu: u32| l3.lock().ok().and_then(|l| l.last_xid(gpu));
                     let result = super::nvml::read_all(&nvml, &last);
                     if let Ok(mut s) = st.lock() {
                         match result {
@@ -110,41 +110,66 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
     tracing::info!("agent listening on {}", cfg.listen);
+    serve(listener, state, log, cfg.host).await
+}
+
+/// Accepts and serves connections until the listener fails for good.
+async fn serve(
+    listener: TcpListener,
+    state: Arc<Mutex<State>>,
+    log: Arc<Mutex<EventLog>>,
+    host: String,
+) -> Result<(), String> {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (mut conn, _) = match listener.accept().await {
+        let (conn, peer) = match listener.accept().await {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!("accept: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
-        let (state, log, host) = (state.clone(), log.clone(), cfg.host.clone());
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::warn!("{peer}: over {MAX_CONNECTIONS} connections, closed");
+            drop(conn);
+            continue;
+        };
+        let (state, log, host) = (state.clone(), log.clone(), host.clone());
         tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            let mut n = 0;
-            while n < buf.len() {
-                match tokio::time::timeout(Duration::from_secs(5), conn.read(&mut buf[n..])).await {
-                    Ok(Ok(0)) | Err(_) | Ok(Err(_)) => break,
-                    Ok(Ok(k)) => n += k,
-                }
-                if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
-                    break;
-                }
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (status, ctype, body) = if req.method() == hyper::Method::GET {
+                        let path = req
+                            .uri()
+                            .path_and_query()
+                            .map_or("/", |p| p.as_str())
+                            .to_string();
+                        respond(&path, &state, &log, &host)
+                    } else {
+                        (405, "text/plain", "only GET\n".to_string())
+                    };
+                    let resp = hyper::Response::builder()
+                        .status(status)
+                        .header("Content-Type", ctype)
+                        .body(Full::new(Bytes::from(body)));
+                    async move { resp }
+                });
+            let io = hyper_util::rt::TokioIo::new(conn);
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_buf_size(MAX_HEAD_BYTES)
+                .keep_alive(false)
+                .serve_connection(io, service);
+            match tokio::time::timeout(CONNECTION_TIMEOUT, served).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!("{peer}: {e}"),
+                Err(_) => tracing::debug!("{peer}: connection over {CONNECTION_TIMEOUT:?}, closed"),
             }
-            let req = String::from_utf8_lossy(&buf[..n]);
-            let path = req
-                .lines()
-                .next()
-                .and_then(|l| l.split_whitespace().nth(1))
-                .unwrap_or("/")
-                .to_string();
-            let (status, ctype, body) = respond(&path, &state, &log, &host);
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = conn.write_all(head.as_bytes()).await;
-            let _ = conn.write_all(body.as_bytes()).await;
+            drop(permit);
         });
     }
 }
@@ -154,20 +179,16 @@ fn respond(
     state: &Mutex<State>,
     log: &Mutex<EventLog>,
     host: &str,
-) -> (&'static str, &'static str, String) {
+) -> (u16, &'static str, String) {
     let (route, query) = path.split_once('?').unwrap_or((path, ""));
     match route {
         "/metrics" => match state.lock() {
             Ok(s) => (
-                "200 OK",
+                200,
                 "text/plain; version=0.0.4",
                 to_metrics(host, &s.readouts),
             ),
-            Err(_) => (
-                "500 Internal Server Error",
-                "text/plain",
-                "state unavailable\n".into(),
-            ),
+            Err(_) => (500, "text/plain", "state unavailable\n".into()),
         },
         "/events" => {
             let since = query
@@ -181,27 +202,23 @@ fn respond(
                 .filter_map(|e| serde_json::to_string(e).ok())
                 .map(|l| l + "\n")
                 .collect();
-            ("200 OK", "application/x-ndjson", body)
+            (200, "application/x-ndjson", body)
         }
         "/healthz" => match state.lock() {
             Ok(s) if s.error.is_none() => (
-                "200 OK",
+                200,
                 "text/plain",
                 format!("ok: {} GPUs, read at {}\n", s.readouts.len(), s.read_at),
             ),
             Ok(s) => (
-                "503 Service Unavailable",
+                503,
                 "text/plain",
                 format!("{}\n", s.error.as_deref().unwrap_or("")),
             ),
-            Err(_) => (
-                "500 Internal Server Error",
-                "text/plain",
-                "state unavailable\n".into(),
-            ),
+            Err(_) => (500, "text/plain", "state unavailable\n".into()),
         },
         _ => (
-            "404 Not Found",
+            404,
             "text/plain",
             "try /metrics, /events?since=N, /healthz\n".into(),
         ),

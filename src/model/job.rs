@@ -105,7 +105,7 @@ impl Job {
     pub fn gpus_requested(&self) -> Option<u32> {
         self.gpus_total.or_else(|| {
             self.gpus_per_node
-                .map(|g| g * self.node_count.unwrap_or(1).max(1))
+                .map(|g| g.saturating_mul(self.node_count.unwrap_or(1).max(1)))
         })
     }
 

@@ -28,6 +28,9 @@ pub enum Behaviour {
     Garbage(Vec<u8>),
     /// Refuses connections (closes them at once, as a dead port would).
     Down,
+    /// By path: the first route whose prefix the request's path starts
+    /// with; `Serve 404` when none does.
+    Routes(Vec<(&'static str, Behaviour)>),
 }
 
 impl Behaviour {
@@ -81,16 +84,23 @@ impl Fake {
     }
 }
 
-fn read_request(s: &mut TcpStream) {
+/// Reads the request head; returns its path.
+fn read_request(s: &mut TcpStream) -> String {
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
     let mut buf = [0u8; 8192];
     let mut got = Vec::new();
     while !got.windows(4).any(|w| w == b"\r\n\r\n") {
         match s.read(&mut buf) {
-            Ok(0) | Err(_) => return,
+            Ok(0) | Err(_) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
         }
     }
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("/")
+        .to_string()
 }
 
 fn head(status: u16, content_type: &str, len: usize) -> String {
@@ -100,8 +110,31 @@ fn head(status: u16, content_type: &str, len: usize) -> String {
 }
 
 fn handle(mut s: TcpStream, b: Behaviour) {
+    if let Behaviour::Routes(routes) = b {
+        let path = read_request(&mut s);
+        let route = routes
+            .into_iter()
+            .find(|(prefix, _)| path.starts_with(prefix))
+            .map(|(_, b)| b)
+            .unwrap_or(Behaviour::text(404, "no such path"));
+        return respond_read(s, route);
+    }
+    read_then(s, b, true);
+}
+
+/// Serves `b` on a connection whose request was read already.
+fn respond_read(s: TcpStream, b: Behaviour) {
+    read_then(s, b, false);
+}
+
+fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
+    let read_request = |s: &mut TcpStream| {
+        if read {
+            read_request(s);
+        }
+    };
     match b {
-        Behaviour::Down => {}
+        Behaviour::Down | Behaviour::Routes(_) => {}
         Behaviour::Hang => {
             read_request(&mut s);
             std::thread::sleep(Duration::from_secs(3600));

@@ -118,7 +118,12 @@ impl Tmux {
 
     /// Waits until the screen contains `text`; panics with the screen if not.
     pub fn expect(&self, text: &str) -> String {
-        wait_for(Duration::from_secs(15), || {
+        self.expect_within(text, Duration::from_secs(15))
+    }
+
+    /// `expect`, with a bound of the test's choosing.
+    pub fn expect_within(&self, text: &str, within: Duration) -> String {
+        wait_for(within, || {
             let s = self.screen();
             s.contains(text).then_some(s)
         })
@@ -152,4 +157,21 @@ impl Drop for Tmux {
             .arg("kill-server")
             .status();
     }
+}
+
+/// The terminal is as a shell left it: main screen, cursor shown, cooked mode.
+pub fn assert_restored(t: &Tmux) {
+    assert_eq!(
+        t.pane_flag("alternate_on"),
+        "0",
+        "left the alternate screen"
+    );
+    assert_eq!(t.pane_flag("cursor_flag"), "1", "cursor visible again");
+    // MO""DE keeps the typed command from matching what we wait for.
+    t.type_line("echo MO\"\"DE=$(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ,)");
+    let s = t.expect("MODE=");
+    assert!(
+        s.contains("MODE=icanon,echo,"),
+        "cooked mode restored:\n{s}"
+    );
 }

@@ -112,12 +112,23 @@ async fn scrape_one(http: &reqwest::Client, url: &str, timeout: Duration) -> Scr
             ),
         });
     }
-    let notes = bad
+    let mut notes: Vec<String> = bad
         .iter()
         .take(3)
-        .map(|e| format!("{url}: line {}: {}", e.line, e.message))
+        .map(|e| {
+            format!(
+                "line {}: {}",
+                e.line,
+                crate::text::one_line(&e.message, 120)
+            )
+        })
         .collect();
-    Ok((super::readings(&samples, &host_of(url), now()), notes))
+    if bad.len() > 3 {
+        notes.push(format!("{} more lines did not parse", bad.len() - 3));
+    }
+    let (r, warnings) = super::readings_checked(&samples, &host_of(url), now());
+    notes.extend(warnings);
+    Ok((r, notes))
 }
 
 /// Keeps each endpoint's last good readings and when to try it next.

@@ -106,6 +106,13 @@ fn job(j: &wire::Job) -> Result<Job, String> {
     };
     let per_node = gres::tres_gpus(&j.tres_per_node);
     let per_job = gres::tres_gpus(&j.tres_per_job);
+    let max = crate::limits::get().max_gpus_per_node;
+    if per_node.is_some_and(|g| g > max) || per_job.is_some_and(|g| g > max.saturating_mul(65_536))
+    {
+        return Err(format!(
+            "job {id}: asks for more GPUs than {max} per node (limits.max_gpus_per_node)"
+        ));
+    }
     let detail_total = j
         .gres_detail
         .iter()
@@ -269,7 +276,10 @@ pub fn cluster(
                 name: p.name.clone(),
                 nodes: members,
                 gpu_model: None,
-                max_time_s: max.positive().map(|m| m as u64 * 60),
+                // Minutes; a value too large to be seconds is no limit.
+                max_time_s: max
+                    .positive()
+                    .and_then(|m| u64::try_from(m).ok()?.checked_mul(60)),
             }
         })
         .collect();

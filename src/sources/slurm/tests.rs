@@ -263,7 +263,7 @@ fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
         "job 2: node_count 4294967297 is out of range",
         "job 3: time_limit",
         "a job named \"nameless\" with no job id",
-        "job 5: GPUs per node × nodes out of range",
+        "job 5: asks for more GPUs than 1024 per node (limits.max_gpus_per_node)",
     ] {
         assert!(all.iter().any(|x| x.contains(needle)), "{needle}: {all:?}");
     }
@@ -291,4 +291,171 @@ fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
     // `{}` is not an empty cluster.
     let err = wire::list::<wire::Node>(json!({}), "nodes", "node").expect_err("no list");
     assert!(err.contains("no `nodes` list"), "{err}");
+}
+
+mod fuzz {
+    //! Short in `cargo test`; long with scripts/fuzz.sh (PROPTEST_CASES).
+    use super::super::{gres, hostlist, map, wire};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Any JSON value, hostile numbers and strings included.
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            prop_oneof![
+                Just(4294967295u64),
+                Just(4294967294u64),
+                Just(u64::MAX),
+                Just(1u64 << 32)
+            ]
+            .prop_map(Value::from),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            "\\PC{0,24}".prop_map(Value::String),
+            prop_oneof![
+                Just("gpu:h100:4294967295"),
+                Just("a[0-99999]b[0-99999]"),
+                Just("gpu[01-"),
+                Just("\u{1b}]0;pwn\u{7}"),
+                Just("gres:gpu:8(IDX:0-7)")
+            ]
+            .prop_map(|s| Value::String(s.to_string())),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn fixtures() -> Vec<(&'static str, &'static str, &'static str)> {
+        vec![
+            (
+                "nodes",
+                "node",
+                include_str!("../../../tests/fixtures/slurm-22.05/v0.0.38_nodes_draining.json"),
+            ),
+            (
+                "jobs",
+                "job",
+                include_str!("../../../tests/fixtures/slurm-22.05/v0.0.38_jobs.json"),
+            ),
+            (
+                "partitions",
+                "partition",
+                include_str!("../../../tests/fixtures/slurm-22.05/v0.0.38_partitions.json"),
+            ),
+            (
+                "nodes",
+                "node",
+                include_str!("../../../tests/fixtures/slurm-v0.0.40/nodes.json"),
+            ),
+            (
+                "jobs",
+                "job",
+                include_str!("../../../tests/fixtures/slurm-v0.0.40/jobs.json"),
+            ),
+            (
+                "partitions",
+                "partition",
+                include_str!("../../../tests/fixtures/slurm-v0.0.40/partitions.json"),
+            ),
+        ]
+    }
+
+    /// Replaces one field of one record (chosen by `pick`) with `v`.
+    fn mutate(doc: &mut Value, key: &str, pick: usize, field: usize, v: Value) {
+        let Some(list) = doc.get_mut(key).and_then(Value::as_array_mut) else {
+            return;
+        };
+        if list.is_empty() {
+            return;
+        }
+        let n = list.len();
+        let Some(rec) = list[pick % n].as_object_mut() else {
+            return;
+        };
+        let keys: Vec<String> = rec.keys().cloned().collect();
+        if keys.is_empty() {
+            return;
+        }
+        rec.insert(keys[field % keys.len()].clone(), v);
+    }
+
+    /// Decodes and maps a whole answer: the three lists of the kinds.
+    fn decode_all(kind_key: &str, kind: &str, doc: Value) -> Result<usize, String> {
+        match kind_key {
+            "nodes" => {
+                let (r, _): (Vec<wire::Node>, _) = wire::list(doc, kind_key, kind)?;
+                Ok(map::cluster("f", 0, &r, &[], &[]).cluster.nodes.len())
+            }
+            "jobs" => {
+                let (r, _): (Vec<wire::Job>, _) = wire::list(doc, kind_key, kind)?;
+                Ok(map::cluster("f", 0, &[], &r, &[]).cluster.jobs.len())
+            }
+            _ => {
+                let (r, _): (Vec<wire::Partition>, _) = wire::list(doc, kind_key, kind)?;
+                Ok(map::cluster("f", 0, &[], &[], &r).cluster.partitions.len())
+            }
+        }
+    }
+
+    proptest! {
+        /// Every version's recorded answers with fields replaced by any
+        /// JSON at all: never a panic; a record is kept or skipped, never
+        /// more come out than went in.
+        #[test]
+        fn fuzz_slurm_answers_with_hostile_fields(
+            which in 0usize..6, pick in 0usize..64, field in 0usize..64,
+            field2 in 0usize..64, v in arb_json(), v2 in arb_json(),
+        ) {
+            let (key, kind, text) = fixtures()[which];
+            let mut doc: Value = serde_json::from_str(text).expect("fixture");
+            let before = doc.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+            mutate(&mut doc, key, pick, field, v);
+            mutate(&mut doc, key, pick / 2, field2, v2);
+            if let Ok(n) = decode_all(key, kind, doc) {
+                prop_assert!(n <= before);
+            }
+        }
+
+        /// Arbitrary bytes where slurmrestd's JSON should be.
+        #[test]
+        fn fuzz_slurm_answers_from_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                let _ = decode_all("jobs", "job", v.clone());
+                let _ = decode_all("nodes", "node", v.clone());
+                let _ = decode_all("partitions", "partition", v);
+            }
+        }
+
+        /// Any answer shape at all: a list of arbitrary records.
+        #[test]
+        fn fuzz_slurm_arbitrary_records(recs in prop::collection::vec(arb_json(), 0..6)) {
+            for key in ["jobs", "nodes", "partitions"] {
+                let doc = serde_json::json!({ key: recs.clone() });
+                let kind = &key[..key.len() - 1];
+                if let Ok(n) = decode_all(key, kind, doc) {
+                    prop_assert!(n <= recs.len());
+                }
+            }
+        }
+
+        #[test]
+        fn fuzz_gres_and_hostlists(s in "\\PC{0,40}", t in "[a-z0-9\\[\\],:()=/-]{0,40}") {
+            let _ = gres::parse(&s);
+            let _ = gres::parse(&t);
+            let _ = gres::tres_gpus(&t);
+            if let Ok(v) = hostlist::expand(&t) {
+                prop_assert!(v.len() as u64 <= crate::limits::get().max_hosts_per_list);
+            }
+            let _ = hostlist::expand(&s);
+        }
+    }
 }

@@ -1,0 +1,608 @@
+//! Fault injection: hostile and broken peers (a fake slurmrestd,
+//! dcgm-exporter, Prometheus on loopback — tests/common/fake.rs), bad
+//! configs, flags and signals against the real binary. Each case must end
+//! in a clear one-line error or a skipped record with a warning: never a
+//! panic, an abort, a backtrace, a hang, or raw bytes on the terminal.
+//! docs/reliability.md lists the cases and what each must show.
+
+mod common;
+
+use common::fake::{Behaviour, Fake};
+use common::{bin, wait_for};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn run(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .arg("--log-file")
+        .arg(dir.join("n.log"))
+        .env_remove("SLURM_JWT")
+        .output()
+        .expect("run nightshift")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// No panic, no backtrace, no raw escape byte, at most a few lines.
+fn clean_failure(out: &Output) -> String {
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "a panic: {err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "a backtrace: {err}");
+    assert!(!out.stderr.contains(&0x1b), "a raw ESC on stderr: {err:?}");
+    assert!(!out.stdout.contains(&0x1b), "a raw ESC on stdout");
+    assert!(
+        err.lines().count() <= 8,
+        "a few lines, not a dump ({} lines)",
+        err.lines().count()
+    );
+    err
+}
+
+/// A fake slurmrestd v0.0.38 answering `nodes`, `jobs`, `partitions`.
+fn slurmrestd(nodes: &str, jobs: &str, parts: &str) -> Fake {
+    Fake::start(Behaviour::Routes(vec![
+        (
+            "/openapi",
+            Behaviour::json(200, r#"{"paths": {"/slurm/v0.0.38/ping": {}}}"#),
+        ),
+        (
+            "/slurm/v0.0.38/nodes",
+            Behaviour::json(200, nodes.to_string()),
+        ),
+        (
+            "/slurm/v0.0.38/jobs",
+            Behaviour::json(200, jobs.to_string()),
+        ),
+        (
+            "/slurm/v0.0.38/partitions",
+            Behaviour::json(200, parts.to_string()),
+        ),
+    ]))
+}
+
+const NODES: &str = r#"{"nodes": [{"name": "gpu01", "state": "idle", "gres": "gpu:h100:8", "partitions": ["gpu"]}]}"#;
+const JOBS: &str = r#"{"jobs": []}"#;
+const PARTS: &str = r#"{"partitions": [{"name": "gpu", "nodes": "gpu01"}]}"#;
+
+fn slurm_args(fake: &Fake) -> Vec<String> {
+    vec![
+        "--source".into(),
+        "slurm".into(),
+        "--slurm-url".into(),
+        fake.url(""),
+        "--slurm-user".into(),
+        "root".into(),
+    ]
+}
+
+fn run_slurm(dir: &std::path::Path, fake: &Fake, args: &[&str]) -> Output {
+    let mut all = slurm_args(fake);
+    all.extend(args.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    run(dir, &refs)
+}
+
+#[test]
+fn a_backslash_before_a_non_ascii_character_in_a_label_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dcgm = Fake::start(Behaviour::text(
+        200,
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\",err=\"caf\\é \\ü\"} 55\n",
+    ));
+    let out = run(
+        dir.path(),
+        &[
+            "--source",
+            "none",
+            "--dcgm",
+            &dcgm.url("/metrics"),
+            "get",
+            "gpus",
+            "-o",
+            "json",
+        ],
+    );
+    clean_failure(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["items"][0]["utilization"], 0.55);
+}
+
+#[test]
+fn a_huge_gres_and_a_multiplying_hostlist_are_skipped_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nodes = r#"{"nodes": [
+        {"name": "gpu01", "state": "idle", "gres": "gpu:h100:8", "partitions": ["gpu"]},
+        {"name": "evil", "state": "idle", "gres": "gpu:h100:4294967295", "partitions": ["gpu"]}]}"#;
+    let jobs = r#"{"jobs": [
+        {"job_id": 7, "name": "bomb", "job_state": "RUNNING", "nodes": "a[0-99999]b[0-99999]", "partition": "gpu"},
+        {"job_id": 8, "name": "fine", "job_state": "PENDING", "partition": "gpu"}]}"#;
+    let fake = slurmrestd(nodes, jobs, PARTS);
+    let t = Instant::now();
+    let out = run_slurm(dir.path(), &fake, &["get", "jobs", "-o", "json"]);
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "no 10^10 names built"
+    );
+    assert!(
+        err.contains("evil") && err.contains("limits.max_gpus_per_node"),
+        "{err}"
+    );
+    assert!(
+        err.contains("job 7") && err.contains("limits.max_hosts_per_list"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|j| j["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["8"]);
+}
+
+#[test]
+fn integers_that_would_wrap_and_a_null_job_id_skip_their_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jobs = r#"{"jobs": [
+        {"job_id": 9, "name": "wraps", "job_state": "PENDING", "node_count": 4294967297, "partition": "gpu"},
+        {"job_id": 10, "name": "forever", "job_state": "PENDING", "time_limit": 9223372036854775000, "partition": "gpu"},
+        {"job_id": null, "name": "nameless", "job_state": "PENDING", "partition": "gpu"},
+        {"job_id": 11, "name": "ok", "job_state": "PENDING", "partition": "gpu"}]}"#;
+    let fake = slurmrestd(NODES, jobs, PARTS);
+    let out = run_slurm(dir.path(), &fake, &["get", "jobs", "-o", "json"]);
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|j| j["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["11"], "never job 0, never a wrapped count");
+    for needle in ["job 9", "job 10", "\"nameless\""] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+}
+
+#[test]
+fn an_empty_object_and_null_fields_from_slurmrestd() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // `{}`: no nodes list at all is an error, not an empty cluster.
+    let fake = slurmrestd("{}", JOBS, PARTS);
+    let out = run_slurm(dir.path(), &fake, &["get", "nodes", "-o", "json"]);
+    let err = clean_failure(&out);
+    assert!(!out.status.success());
+    assert!(err.contains("no `nodes` list"), "{err}");
+    // A null nested object is tolerated field by field.
+    let parts = r#"{"partitions": [{"name": "gpu", "nodes": "gpu01", "maximums": null}]}"#;
+    let fake = slurmrestd(NODES, JOBS, parts);
+    let out = run_slurm(dir.path(), &fake, &["get", "nodes", "-o", "json"]);
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["items"][0]["partitions"][0], "gpu");
+}
+
+#[test]
+fn a_slurmrestd_that_never_answers_fails_discovery_within_its_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = Fake::start(Behaviour::Hang);
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "[limits]\ndiscovery_timeout_s = 2\n[slurm]\ntimeout_s = 30\n",
+    )
+    .expect("config");
+    let t = Instant::now();
+    let out = run_slurm(
+        dir.path(),
+        &fake,
+        &["--config", cfg.to_str().expect("path"), "get", "nodes"],
+    );
+    let err = clean_failure(&out);
+    assert!(!out.status.success());
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(err.contains("limits.discovery_timeout_s"), "{err}");
+}
+
+#[test]
+fn a_401_with_a_huge_body_and_escape_sequences_is_quoted_in_one_clean_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut body = String::from("\u{1b}]0;pwned\u{7}\u{1b}[31mAuthentication failure\n");
+    body.push_str(&"x".repeat(5 << 20));
+    let fake = Fake::start(Behaviour::text(401, body));
+    let out = run_slurm(dir.path(), &fake, &["get", "nodes"]);
+    let err = clean_failure(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.len() < 1000,
+        "quoted at most a line: {} bytes",
+        err.len()
+    );
+    assert!(err.contains("not authorized"), "{err}");
+    assert!(err.contains("␛]0;pwned"), "shown, defused: {err}");
+    let log = std::fs::read_to_string(dir.path().join("n.log")).unwrap_or_default();
+    assert!(
+        log.len() < 100_000,
+        "the log is not flooded: {} bytes",
+        log.len()
+    );
+    assert!(!log.contains('\u{1b}'), "the log is sanitised too");
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dcgm = Fake::start(Behaviour::text(200, "x 1\n".repeat(200_000)));
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[limits]\nmax_body_bytes = 100000\n").expect("config");
+    let out = run(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "--source",
+            "none",
+            "--dcgm",
+            &dcgm.url("/metrics"),
+            "get",
+            "gpus",
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(!out.status.success(), "every source failed");
+    assert!(err.contains("limits.max_body_bytes"), "{err}");
+}
+
+#[test]
+fn dead_drippy_reset_and_garbage_endpoints_are_errors_not_hangs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        ("down", Behaviour::Down),
+        ("500", Behaviour::text(500, "internal error")),
+        (
+            "garbage",
+            Behaviour::Garbage(b"\x00\x01 not http at all \xff".to_vec()),
+        ),
+        (
+            "reset",
+            Behaviour::ResetMidBody {
+                body: "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1\n"
+                    .repeat(1000)
+                    .into_bytes(),
+            },
+        ),
+        (
+            "drip",
+            Behaviour::Drip {
+                body: b"DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1\n".to_vec(),
+            },
+        ),
+    ];
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[endpoints]\ntimeout_s = 2\n").expect("config");
+    for (name, b) in cases {
+        let fake = Fake::start(b);
+        let t = Instant::now();
+        let out = run(
+            dir.path(),
+            &[
+                "--config",
+                cfg.to_str().expect("path"),
+                "--source",
+                "none",
+                "--dcgm",
+                &fake.url("/metrics"),
+                "get",
+                "gpus",
+            ],
+        );
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{name}: every source failed: {err}");
+        assert!(err.contains("every source failed"), "{name}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(8),
+            "{name}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+#[test]
+fn bad_numbers_in_the_config_and_the_flags_are_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("c.toml");
+    for (toml, key) in [
+        ("[ui]\nstale_after_s = 1e308\n", "ui.stale_after_s"),
+        (
+            "[actions]\nmax_data_age_s = 1e308\n",
+            "actions.max_data_age_s",
+        ),
+        ("[engine]\nstartup = \"1e18s\"\n", "engine.startup"),
+        ("[limits]\nmax_body_bytes = 0\n", "limits.max_body_bytes"),
+    ] {
+        std::fs::write(&cfg, toml).expect("config");
+        let out = run(
+            dir.path(),
+            &["--config", cfg.to_str().expect("path"), "get", "nodes"],
+        );
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{toml}");
+        assert!(err.contains(key), "{key}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    for (args, key) in [
+        (vec!["--nodes", "100000000", "get", "nodes"], "--nodes"),
+        (vec!["--jobs", "100000000", "get", "nodes"], "--jobs"),
+        (vec!["--speed", "1e300"], "--speed"),
+        (
+            vec!["get", "nodes", "--sim-seconds", "18446744073709551615"],
+            "--sim-seconds",
+        ),
+    ] {
+        let t = Instant::now();
+        let out = run(dir.path(), &args);
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(key), "{key}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{args:?}: {:?}",
+            t.elapsed()
+        );
+    }
+    // `source = "none"` in the file works like the flag.
+    let dcgm = Fake::start(Behaviour::text(200, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 5\n"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "source = \"none\"\n[endpoints]\ndcgm = [\"{}\"]\n",
+            dcgm.url("/metrics")
+        ),
+    )
+    .expect("config");
+    let out = run(
+        dir.path(),
+        &["--config", cfg.to_str().expect("path"), "get", "gpus"],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{} --nodes 256 get jobs -o json --log-file {} | head -1 >/dev/null; echo \"status=${{PIPESTATUS[0]}}\"",
+            bin(),
+            dir.path().join("n.log").display()
+        ))
+        .output()
+        .expect("bash");
+    let err = clean_failure(&out);
+    assert!(err.is_empty(), "quiet: {err}");
+    assert!(
+        text(&out.stdout).contains("status=141"),
+        "ended as SIGPIPE ends a Unix tool: {}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn duplicate_series_do_not_hide_an_xid() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut scrape = String::new();
+    for x in [0, 79, 0, 13, 0] {
+        scrape.push_str(&format!(
+            "DCGM_FI_DEV_XID_ERRORS{{gpu=\"0\",Hostname=\"n1\"}} {x}\n"
+        ));
+    }
+    let dcgm = Fake::start(Behaviour::text(200, scrape));
+    let out = run(
+        dir.path(),
+        &[
+            "--source",
+            "none",
+            "--dcgm",
+            &dcgm.url("/metrics"),
+            "get",
+            "incidents",
+            "-o",
+            "json",
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("duplicate series"), "warned: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let xids: Vec<u64> = v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["xid"].as_u64())
+        .collect();
+    assert!(xids.contains(&79) && xids.contains(&13), "{xids:?}");
+}
+
+#[test]
+fn the_agent_caps_its_connections_and_survives_a_huge_request() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/readings.json");
+    let mut agent = Command::new(bin())
+        .args([
+            "agent",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--recorded",
+        ])
+        .arg(&fixture)
+        .arg("--log-file")
+        .arg(dir.path().join("agent.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("agent");
+    let get = |path: &str| -> Option<String> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        (!out.is_empty()).then_some(out)
+    };
+    assert!(
+        wait_for(Duration::from_secs(10), || get("/healthz")).is_some(),
+        "the agent answers"
+    );
+    // 200 idle connections: the agent keeps a bounded number open and
+    // closes the rest at once — one more is closed before it can say a word.
+    let idle: Vec<std::net::TcpStream> = (0..200)
+        .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut extra = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    extra
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    let t = Instant::now();
+    let mut buf = [0u8; 16];
+    let closed = matches!(extra.read(&mut buf), Ok(0));
+    assert!(
+        closed && t.elapsed() < Duration::from_secs(1),
+        "over the cap: closed at once, not held open"
+    );
+    // A 1 MB request head is refused, not read into memory.
+    if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+        let _ = s.write_all(format!("GET /{} HTTP/1.1\r\n", "a".repeat(1 << 20)).as_bytes());
+    }
+    // Once the idle ones time out, it serves again.
+    drop(idle);
+    let back = wait_for(Duration::from_secs(15), || get("/metrics"));
+    assert!(
+        back.is_some_and(|m| m.contains("DCGM_FI_DEV_GPU_UTIL")),
+        "serving again"
+    );
+    assert!(agent.try_wait().expect("wait").is_none(), "still running");
+    let _ = agent.kill();
+    let _ = agent.wait();
+}
+
+#[test]
+fn an_endpoint_that_comes_back_is_read_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    if !common::require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let dcgm = Fake::start(Behaviour::Down);
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[endpoints]\ninterval_s = 1\ntimeout_s = 1\n").expect("config");
+    let t = common::Tmux::start(100, 30);
+    t.type_line(&format!(
+        "{} --source none --dcgm {} --config {} --log-file {}; echo EXIT=$?",
+        bin(),
+        dcgm.url("/metrics"),
+        cfg.display(),
+        dir.path().join("n.log").display()
+    ));
+    t.expect("/metrics: cannot");
+    dcgm.set(Behaviour::text(
+        200,
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"back01\"} 42\n",
+    ));
+    t.expect("back01");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}
+
+#[test]
+fn sigint_to_the_console_restores_the_terminal() {
+    if !common::require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = common::Tmux::start(100, 30);
+    t.type_line(&format!(
+        "{} --log-file {}; echo EXIT=$?",
+        bin(),
+        dir.path().join("n.log").display()
+    ));
+    t.expect("│ sim-16 │");
+    let killed = Command::new("pkill")
+        .args([
+            "-INT",
+            "-f",
+            &format!(
+                "{} --log-file {}",
+                bin(),
+                dir.path().join("n.log").display()
+            ),
+        ])
+        .status()
+        .expect("pkill");
+    assert!(killed.success());
+    t.expect("EXIT=0");
+    common::assert_restored(&t);
+}
+
+#[test]
+fn quitting_ends_the_process_within_two_seconds_whatever_a_worker_is_doing() {
+    if !common::require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 10^6 series, as in the attack that kept a core busy after `q`.
+    let mut scrape = String::with_capacity(90 << 20);
+    for h in 0..8_000 {
+        for g in 0..64 {
+            scrape.push_str(&format!(
+                "DCGM_FI_DEV_GPU_UTIL{{gpu=\"{g}\",Hostname=\"h{h}\"}} 50\nDCGM_FI_DEV_GPU_TEMP{{gpu=\"{g}\",Hostname=\"h{h}\"}} 40\n"
+            ));
+        }
+    }
+    let dcgm = Fake::start(Behaviour::text(200, scrape));
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[endpoints]\ninterval_s = 1\ntimeout_s = 30\n").expect("config");
+    let t = common::Tmux::start(100, 30);
+    t.type_line(&format!(
+        "date +%s%N > {d}/start; {} --source none --dcgm {} --config {} --log-file {d}/n.log; date +%s%N > {d}/end; echo EXIT=$?",
+        bin(),
+        dcgm.url("/metrics"),
+        cfg.display(),
+        d = dir.path().display()
+    ));
+    // The merge is linear: the 512,000 GPUs are on screen in seconds (the
+    // quadratic merge never got there). Then `q` while the next round is
+    // being read, parsed and merged.
+    t.expect_within("GPUs 512000", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(1200));
+    let pressed = Instant::now();
+    t.keys(&["q"]);
+    t.expect("EXIT=");
+    assert!(
+        pressed.elapsed() < Duration::from_millis(2500),
+        "q took {:?}",
+        pressed.elapsed()
+    );
+    common::assert_restored(&t);
+}
