@@ -447,12 +447,16 @@ fn an_interrupted_action_is_reported_at_the_next_start() {
     let (ok, text, _) = act(dir.path(), &["audit"]);
     assert!(ok, "{text}");
     assert!(
-        text.contains("warning: an earlier action was interrupted: drain gpu07"),
+        text.contains(
+            "warning: 1 earlier action(s) were interrupted — their outcome was never recorded; check the scheduler: drain gpu07"
+        ),
         "{text}"
     );
     let (_, text, _) = act(dir.path(), &["cordon", "h100-07", "--dry-run"]);
     assert!(
-        text.contains("interrupted: drain gpu07"),
+        text.contains(
+            "interrupted — their outcome was never recorded; check the scheduler: drain gpu07"
+        ),
         "every start reports it:\n{text}"
     );
 }

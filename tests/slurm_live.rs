@@ -555,7 +555,10 @@ fn live_drain_and_requeue_through_the_guard() {
     let _ = child.wait();
     assert!(intent.is_some(), "the intent was written before the call");
     let (ok, out) = nightshift_on(&lab, &[], &["audit"]);
-    assert!(ok && out.contains("interrupted: cordon gpu04"), "{out}");
+    assert!(
+        ok && out.contains("check the scheduler: cordon gpu04"),
+        "{out}"
+    );
     let _ = Command::new("pkill")
         .args(["-f", &hang.display().to_string()])
         .status();

@@ -92,7 +92,17 @@ async fn scrape_one(http: &reqwest::Client, url: &str, timeout: Duration) -> Scr
         return Err(status_error(url, status.as_u16(), &body));
     }
     let text = crate::sources::http::text(resp, url, timeout).await?;
-    let (samples, bad) = textformat::parse(&text);
+    // Parsing a big scrape is heavy: on a blocking thread, never on one of
+    // the runtime's async workers (they also serve the UI's channels).
+    let url2 = url.to_string();
+    tokio::task::spawn_blocking(move || parse_scrape(&url2, &text))
+        .await
+        .map_err(|e| SourceError::Other(format!("{url}: the parse stopped: {e}")))?
+}
+
+/// A scrape's text into readings, and notes about what was odd.
+fn parse_scrape(url: &str, text: &str) -> Scraped {
+    let (samples, bad) = textformat::parse(text);
     let max = crate::limits::get().max_series_per_scrape;
     if samples.len() as u64 > max {
         return Err(SourceError::TooLarge {

@@ -145,7 +145,15 @@ impl Client {
                 detail: text::one_line(&body, 200),
             });
         }
-        let value: Value = match serde_json::from_str(&body) {
+        // A 100,000-job answer is hundreds of MB of JSON: decoded on a
+        // blocking thread, never on an async worker.
+        let (value, body) = tokio::task::spawn_blocking(move || {
+            let v: Result<Value, serde_json::Error> = serde_json::from_str(&body);
+            (v, body)
+        })
+        .await
+        .map_err(|e| SourceError::Other(format!("{what}: decoding stopped: {e}")))?;
+        let value: Value = match value {
             Ok(v) => v,
             Err(e) if status == 404 => {
                 return Err(SourceError::NotFound {

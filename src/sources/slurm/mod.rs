@@ -72,30 +72,24 @@ pub async fn fetch(
             detail: crate::text::one_line(&e, 200),
         })
     }
-    let (nodes, mut warnings) = parse::<wire::Node>(
-        &base,
-        "nodes",
-        "node",
-        client.get(&format!("{base}/nodes")).await?,
-    )?;
-    let (jobs, w) = parse::<wire::Job>(
-        &base,
-        "jobs",
-        "job",
-        client.get(&format!("{base}/jobs")).await?,
-    )?;
-    warnings.extend(w);
-    let (parts, w) = parse::<wire::Partition>(
-        &base,
-        "partitions",
-        "partition",
-        client.get(&format!("{base}/partitions")).await?,
-    )?;
-    warnings.extend(w);
-    let mut m = map::cluster(&cfg.cluster_name, now(), &nodes, &jobs, &parts);
-    warnings.append(&mut m.warnings);
-    m.warnings = warnings;
-    Ok(m)
+    let n = client.get(&format!("{base}/nodes")).await?;
+    let j = client.get(&format!("{base}/jobs")).await?;
+    let p = client.get(&format!("{base}/partitions")).await?;
+    let name = cfg.cluster_name.clone();
+    // Decoding and mapping 100,000 records: off the async workers.
+    tokio::task::spawn_blocking(move || {
+        let (nodes, mut warnings) = parse::<wire::Node>(&base, "nodes", "node", n)?;
+        let (jobs, w) = parse::<wire::Job>(&base, "jobs", "job", j)?;
+        warnings.extend(w);
+        let (parts, w) = parse::<wire::Partition>(&base, "partitions", "partition", p)?;
+        warnings.extend(w);
+        let mut m = map::cluster(&name, now(), &nodes, &jobs, &parts);
+        warnings.append(&mut m.warnings);
+        m.warnings = warnings;
+        Ok(m)
+    })
+    .await
+    .map_err(|e| SourceError::Other(format!("decoding slurmrestd's answers stopped: {e}")))?
 }
 
 /// The cluster once, for the command line.
