@@ -68,6 +68,10 @@ pub struct Record {
     pub reason: Option<String>,
     /// The preview the operator confirmed, in one line.
     pub preview: String,
+    /// The open incident this action answers (`e2 XID 79 on h100-03 GPU 3`),
+    /// so that the audit follows the incident's lifecycle.
+    #[serde(default)]
+    pub incident: Option<String>,
     pub outcome: Option<Outcome>,
 }
 

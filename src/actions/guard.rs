@@ -36,6 +36,8 @@ pub struct Preview {
     /// The circuit breaker was overridden when the preview was made
     /// (`--force` on the command line).
     pub forced: bool,
+    /// The open incident on the node this acts on, for the audit.
+    pub incident: Option<String>,
 }
 
 /// How the operator answered.
@@ -190,6 +192,20 @@ pub fn preview(
         token,
         warnings,
         forced: force,
+        incident: a
+            .on_node()
+            .then(|| base.node_incident(a.target()))
+            .flatten()
+            .map(|i| {
+                format!(
+                    "{} {} on {}{} ({})",
+                    i.id,
+                    i.label,
+                    i.node,
+                    i.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
+                    i.stage.as_str()
+                )
+            }),
     }
 }
 
@@ -216,6 +232,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         target: p.action.target().into(),
         reason: p.action.reason().map(str::to_string),
         preview: p.summary.clone(),
+        incident: p.incident.clone(),
         outcome,
     }
 }

@@ -182,6 +182,11 @@ fn drain_and_requeue_takes_the_whole_gang_verified_and_audited() {
         recs[0].preview
     );
     assert_eq!(recs[1].outcome.as_ref().map(|o| o.verified), Some(true));
+    assert_eq!(
+        recs[0].incident.as_deref(),
+        Some("e2 XID 79 on h100-03 GPU 3 (open)"),
+        "the audit follows the incident it answers"
+    );
     assert!(b.log.unfinished().is_empty());
 }
 
@@ -320,6 +325,7 @@ fn an_interrupted_action_is_found_at_the_next_start() {
         target: "gpu07".into(),
         reason: Some("xid79".into()),
         preview: "p".into(),
+        incident: None,
         outcome: None,
     };
     b.log.write(&intent).expect("write");
@@ -561,6 +567,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         target: "h100-01".into(),
         reason: None,
         preview: "p".into(),
+        incident: None,
         outcome: None,
     };
     b.log.write(&intent).expect("write");
@@ -599,6 +606,7 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         target: target.into(),
         reason: None,
         preview: "p".into(),
+        incident: None,
         outcome: None,
     }
 }

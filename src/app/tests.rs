@@ -238,6 +238,7 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
         token: Some("h100-03".into()),
         warnings: Vec::new(),
         forced: false,
+        incident: None,
     };
     a.update(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
