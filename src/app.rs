@@ -177,6 +177,8 @@ pub struct App {
     pub quit: bool,
     /// An action being previewed, confirmed, run, or its result.
     pub modal: Option<Modal>,
+    /// How far the dialog's body is scrolled (its prompt never scrolls).
+    pub modal_scroll: u16,
     /// Requests for the action runner, sent by the event loop.
     pub outbox: Vec<Request>,
     /// How to undo the last action.
@@ -210,6 +212,7 @@ impl App {
             flash: None,
             quit: false,
             modal: None,
+            modal_scroll: 0,
             outbox: Vec::new(),
             last_undo: None,
         }

@@ -127,6 +127,15 @@ pub fn warn(s: &str) {
     eprintln!("nightshift: warning: {}", sanitize(s));
 }
 
+/// `1 GPU`, `8 GPUs`, `? GPUs` when unknown.
+pub fn count<T: std::fmt::Display + PartialEq + From<u8>>(n: Option<T>, what: &str) -> String {
+    match n {
+        Some(n) if n == T::from(1) => format!("1 {what}"),
+        Some(n) => format!("{n} {what}s"),
+        None => format!("? {what}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -293,3 +293,91 @@ fn stale_gpu_readings_show_their_age() {
         "{s}"
     );
 }
+
+/// The drain dialog at 80×24 over a node with many jobs: the body scrolls,
+/// and what to type and how to cancel stay on screen, in the dialog and in
+/// the footer.
+#[test]
+fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
+    use nightshift::actions::executor::Executor;
+    use nightshift::actions::{Action, audit::AuditLog, guard, policy::Policy, runner::Reply};
+    use nightshift::engine::analysis::Base;
+    let sim = Sim::new(SimConfig::default()).expect("sim");
+    let mut c = sim.snapshot();
+    // h100-08 carries a job per GPU, of several users.
+    let template = c
+        .jobs
+        .iter()
+        .find(|j| j.state.holds_resources())
+        .expect("a job")
+        .clone();
+    let n = c
+        .nodes
+        .iter()
+        .position(|n| n.name == "h100-08")
+        .expect("h100-08");
+    for g in 0..8u32 {
+        let mut j = template.clone();
+        j.id = format!("9{g:03}");
+        j.name = format!("sweep-trial-{g}");
+        j.user = ["ana", "ben", "cai", "dee"][g as usize % 4].to_string();
+        j.nodes = vec!["h100-08".into()];
+        j.gpus_per_node = Some(1);
+        j.node_count = Some(1);
+        j.gpus_total = Some(1);
+        j.gang = None;
+        c.nodes[n].gpus[g as usize].job = Some(j.id.clone());
+        c.jobs.push(j);
+    }
+    let c = Arc::new(c);
+    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let now = Instant::now();
+    app.on_update(Update::Snapshot(c.clone()), now);
+    app.on_update(Update::ok(Origin::Scheduler), now);
+    analyse(&mut app);
+    let action = Action::Drain {
+        node: "h100-08".into(),
+        reason: "xid79 GPU3".into(),
+        requeue: true,
+    };
+    app.open_action(action.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+    let exec = Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
+    let p = guard::preview(
+        &action,
+        &c,
+        &base,
+        Duration::ZERO,
+        &Policy::default(),
+        &AuditLog::new(dir.path().join("a.jsonl")),
+        false,
+        Ok(&exec),
+        &SiteParams::default(),
+    );
+    assert!(
+        p.blast
+            .as_ref()
+            .is_some_and(|b| b.as_ref().is_ok_and(|b| b.killed.len() >= 9))
+    );
+    app.update(Msg::Action(Reply::Preview(Box::new(p))), now);
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("type h100-08 and press enter to confirm"), "{s}");
+    assert!(s.contains("esc cancels"), "{s}");
+    assert!(s.contains("more lines"), "the body says it scrolls:\n{s}");
+    let footer = s.lines().last().expect("footer");
+    assert!(
+        footer.contains("type h100-08") && footer.contains("cancel"),
+        "{footer}"
+    );
+    insta::assert_snapshot!("drain_dialog_many_victims_80x24", s);
+    // Scrolled to the end: the undo line shows, the prompt still does.
+    keys(
+        &mut app,
+        &[KeyCode::PageDown, KeyCode::PageDown, KeyCode::PageDown],
+    );
+    let s = screen(&app, 80, 24);
+    assert!(s.contains("undo: nightshift resume h100-08"), "{s}");
+    assert!(s.contains("type h100-08 and press enter to confirm"), "{s}");
+    insta::assert_snapshot!("drain_dialog_many_victims_80x24_scrolled", s);
+}

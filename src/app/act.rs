@@ -109,6 +109,7 @@ impl App {
     }
 
     pub fn open_action(&mut self, action: Action) {
+        self.modal_scroll = 0;
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
         self.outbox.push(Request::Preview {
             action: action.clone(),
@@ -127,6 +128,19 @@ impl App {
         let Some(modal) = self.modal.take() else {
             return;
         };
+        // Arrows and pages scroll the dialog's body; they type nothing.
+        let step = match key.code {
+            KeyCode::Down => Some(1i32),
+            KeyCode::Up => Some(-1),
+            KeyCode::PageDown => Some(10),
+            KeyCode::PageUp => Some(-10),
+            _ => None,
+        };
+        if let Some(d) = step {
+            self.modal_scroll = (i32::from(self.modal_scroll) + d).clamp(0, 500) as u16;
+            self.modal = Some(modal);
+            return;
+        }
         if key.code == KeyCode::Esc {
             if matches!(modal, Modal::Running { .. }) {
                 // It was sent: the outcome will still arrive and be shown.

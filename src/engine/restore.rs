@@ -199,11 +199,11 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
         (_, Some(w), None) => Quantity::unknown(
             Provenance::Assumption,
             format!(
-                "unknown: state load unknown (at least {} of wait and start-up)",
+                "the checkpoint size is unknown (at least {} of wait and start-up)",
                 text::duration((w + site.startup_s as f64) as i64)
             ),
         ),
-        (_, None, _) => Quantity::unknown(Provenance::Assumption, "unknown: state load unknown"),
+        (_, None, _) => Quantity::unknown(Provenance::Assumption, "the checkpoint size is unknown"),
     };
     Restore {
         job: None,

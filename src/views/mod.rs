@@ -135,6 +135,9 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Span::styled("/", theme.title()),
             Span::raw(format!("{t}▏")),
         ]),
+        // While a dialog is open the footer is its prompt: what to type, how
+        // to cancel, how to scroll — never the normal keys.
+        Input::Normal if app.modal.is_some() => modal::footer(app, theme),
         Input::Normal => {
             let mut spans = Vec::new();
             if let Some(msg) = &app.flash {

@@ -33,14 +33,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                                 lines.push(Line::from(vec![
                                     Span::styled("  dies: ", theme.critical()),
                                     Span::raw(format!(
-                                        "{} {} ({}, {} GPUs on {} node(s){}) — {} GPU-h lost, back in {}",
+                                        "{} {} ({}, {} on {}{}) — {} GPU-h lost, back in {}",
                                         sanitize(&k.id),
                                         sanitize(&k.name),
                                         sanitize(&k.user),
-                                        text::opt(k.gpus),
-                                        k.nodes.len(),
+                                        text::count(k.gpus, "GPU"),
+                                        text::count(Some(k.nodes.len()), "node"),
                                         if k.via_gang { ", via its gang" } else { "" },
-                                        k.restore.lost_gpu_hours.value.map_or("?".into(), |v| format!("{v:.1}")),
+                                        k.restore
+                                            .lost_gpu_hours
+                                            .value
+                                            .map_or("?".into(), |v| format!("{v:.1}")),
                                         crate::report::back_in(&k.restore),
                                     )),
                                 ]));
@@ -161,13 +164,27 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         height: h,
     };
     f.render_widget(Clear, popup);
-    let block = Block::default()
+    let inner_h = h.saturating_sub(2);
+    let body_h = inner_h.saturating_sub(prompt_h);
+    // The body scrolls (↑ ↓ pgup pgdn); the prompt below it never does.
+    let total = rows(&lines);
+    let max_scroll = total.saturating_sub(body_h);
+    let scroll = app.modal_scroll.min(max_scroll);
+    let below = max_scroll - scroll;
+    let mut block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.critical())
         .title(Line::styled(title, theme.title()));
+    if below > 0 || scroll > 0 {
+        let more = match (scroll > 0, below > 0) {
+            (true, true) => format!(" ↑↓ {below} more lines below "),
+            (false, true) => format!(" ↓ pgdn: {below} more lines "),
+            _ => " ↑ pgup: more above ".to_string(),
+        };
+        block = block.title_bottom(Line::styled(more, theme.warn()).right_aligned());
+    }
     let inner = block.inner(popup);
     f.render_widget(block, popup);
-    let body_h = inner.height.saturating_sub(prompt_h);
     let body = Rect {
         height: body_h,
         ..inner
@@ -177,6 +194,54 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         height: inner.height - body_h,
         ..inner
     };
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        body,
+    );
     f.render_widget(Paragraph::new(prompt).wrap(Wrap { trim: false }), pinned);
+}
+
+/// The footer while a dialog is open: its prompt and keys.
+pub fn footer(app: &App, theme: Theme) -> Line<'static> {
+    let key = |k: &str, what: &str| {
+        vec![
+            Span::styled(format!("<{k}>"), theme.title()),
+            Span::styled(format!(" {what}  "), theme.dim()),
+        ]
+    };
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    match &app.modal {
+        Some(Modal::Confirm { preview, .. }) => {
+            match preview {
+                Some(p) if p.refusal.is_some() && p.force_token().is_none() => spans.push(
+                    Span::styled(" refused: nothing can be sent ", theme.alarm()),
+                ),
+                Some(p) => spans.push(Span::styled(
+                    format!(" {} ", p.confirm_prompt()),
+                    theme.badge(),
+                )),
+                None => spans.push(Span::styled(" computing the preview… ", theme.dim())),
+            }
+            spans.push(Span::raw(" "));
+            spans.extend(key("esc", "cancel"));
+            spans.extend(key("↑↓ pgup pgdn", "scroll"));
+        }
+        Some(Modal::Running { .. }) => {
+            spans.push(Span::styled(
+                " sent: waiting for the outcome ",
+                theme.badge(),
+            ));
+            spans.extend(key("esc", "hide"));
+        }
+        Some(Modal::Done { .. }) => {
+            if app.last_undo.is_some() {
+                spans.extend(key("u", "undo"));
+            }
+            spans.extend(key("any key", "close"));
+        }
+        None => {}
+    }
+    Line::from(spans)
 }
