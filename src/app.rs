@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub enum Msg {
     Key(crossterm::event::KeyEvent),
-    /// The terminal changed size: redraw.
-    Resize,
+    /// The terminal's size, at start and whenever it changes.
+    Resize(u16, u16),
     /// A second passed: ages move.
     Tick,
     /// From a source (through the analyst): a snapshot, or an origin's status.
@@ -130,6 +130,8 @@ pub struct Screen {
     pub filter: String,
     /// Node detail: 0 = GPU table, 1 = jobs table.
     pub focus: u8,
+    /// A list's sort: (column of its spec, reversed). `None`: its own order.
+    pub sort: Option<(usize, bool)>,
 }
 
 impl Screen {
@@ -141,6 +143,7 @@ impl Screen {
             selected_key: None,
             filter: String::new(),
             focus: 0,
+            sort: None,
         }
     }
 }
@@ -179,6 +182,11 @@ pub struct App {
     pub modal: Option<Modal>,
     /// How far the dialog's body is scrolled (its prompt never scrolls).
     pub modal_scroll: u16,
+    /// The terminal's size, as last told (views draw to it; keys that move
+    /// by a grid row need its width).
+    pub size: (u16, u16),
+    /// The overview's node grid: node indices, nodes with problems first.
+    pub grid: Vec<usize>,
     /// Requests for the action runner, sent by the event loop.
     pub outbox: Vec<Request>,
     /// How to undo the last action.
@@ -213,6 +221,8 @@ impl App {
             quit: false,
             modal: None,
             modal_scroll: 0,
+            size: (80, 24),
+            grid: Vec::new(),
             outbox: Vec::new(),
             last_undo: None,
         }
@@ -300,13 +310,16 @@ impl App {
         self.now = now;
         match msg {
             Msg::Key(k) => self.on_key(k),
-            Msg::Resize | Msg::Tick => {}
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.refresh_rows();
+            }
+            Msg::Tick => {}
             Msg::Source(u) => self.on_update(u, now),
             Msg::Analysis(a) => {
                 self.analysis = Some(a);
-                if self.screen().view == View::Incidents {
-                    self.refresh_rows();
-                }
+                // Health and incidents order and filter the rows.
+                self.refresh_rows();
             }
             Msg::Action(r) => self.on_reply(r),
             Msg::SourceStopped => {
@@ -391,10 +404,19 @@ impl App {
     /// same item when it is still there.
     pub fn refresh_rows(&mut self) {
         let screen = self.screen().clone();
-        self.rows = if screen.view == View::Incidents {
-            self.incident_rows(&screen.filter)
-        } else {
-            index::rows(&self.cluster, &self.index, &screen)
+        self.rows = match screen.view {
+            View::Incidents | View::Nodes | View::Gpus | View::Jobs | View::Queue => {
+                self.list_rows(&screen)
+            }
+            View::Overview => {
+                self.grid = self.grid_order();
+                if screen.focus == 0 {
+                    self.open_incident_rows()
+                } else {
+                    self.grid.iter().map(|&n| Row::Node(n)).collect()
+                }
+            }
+            _ => index::rows(&self.cluster, &self.index, &screen),
         };
         let key = screen.selected_key.clone();
         let found = key.and_then(|k| self.rows.iter().position(|r| self.row_key(*r) == k));
@@ -439,31 +461,154 @@ impl App {
         self.analysis.as_ref().and_then(|a| a.base.incidents.get(i))
     }
 
-    /// The analysis's incidents (newest first) that match the filter.
-    fn incident_rows(&self, filter: &str) -> Vec<Row> {
-        let Some(a) = &self.analysis else {
-            return Vec::new();
-        };
-        let f = filter.to_lowercase();
-        a.base
-            .incidents
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| {
-                f.is_empty()
-                    || [
-                        i.node.as_str(),
-                        i.label.as_str(),
-                        i.message.as_str(),
-                        i.stage.as_str(),
-                        i.status.as_str(),
-                    ]
+    /// What the column specifications look at.
+    pub fn columns_ctx(&self) -> crate::columns::Ctx<'_> {
+        crate::columns::Ctx {
+            cluster: &self.cluster,
+            base: self.analysis.as_ref().map(|a| a.base.as_ref()),
+            stale_after_s: self.stale_after.as_secs(),
+        }
+    }
+
+    /// A list's rows: filtered on every column of its spec (`alice`,
+    /// `!alice`, `state:pending`), in its own order or sorted by a column.
+    fn list_rows(&self, s: &Screen) -> Vec<Row> {
+        use crate::columns::{self as cols, matches, sort_rows};
+        let ctx = self.columns_ctx();
+        let c = &self.cluster;
+        let f = s.filter.as_str();
+        match s.view {
+            View::Nodes => {
+                let mut r: Vec<(usize, &crate::model::Node)> = c
+                    .nodes
                     .iter()
-                    .any(|x| x.to_lowercase().contains(&f))
-                    || i.jobs.iter().any(|j| j.id.to_lowercase().contains(&f))
-            })
-            .map(|(k, _)| Row::Incident(k))
-            .collect()
+                    .enumerate()
+                    .filter(|(_, n)| matches(&ctx, cols::NODES, n, f))
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::NODES.len()) {
+                    sort_rows(&ctx, &cols::NODES[k], &mut r, rev);
+                }
+                r.into_iter().map(|(i, _)| Row::Node(i)).collect()
+            }
+            View::Gpus => {
+                let all: Vec<(usize, usize)> = c
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
+                    .collect();
+                let mut r: Vec<(usize, &crate::model::Gpu)> = all
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(n, g))| (k, &c.nodes[n].gpus[g]))
+                    .filter(|(_, g)| matches(&ctx, cols::GPUS, g, f))
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::GPUS.len()) {
+                    sort_rows(&ctx, &cols::GPUS[k], &mut r, rev);
+                }
+                r.into_iter()
+                    .map(|(k, _)| Row::Gpu(all[k].0, all[k].1))
+                    .collect()
+            }
+            View::Jobs | View::Queue => {
+                let mut r: Vec<(usize, &crate::model::Job)> = c
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
+                    .filter(|(_, j)| matches(&ctx, cols::JOBS, j, f))
+                    .collect();
+                match s.sort.filter(|(k, _)| *k < cols::JOBS.len()) {
+                    Some((k, rev)) => sort_rows(&ctx, &cols::JOBS[k], &mut r, rev),
+                    // Scheduler order: partition, priority, submit time.
+                    None if s.view == View::Queue => r.sort_by(|(_, x), (_, y)| {
+                        x.partition
+                            .cmp(&y.partition)
+                            .then(y.priority.cmp(&x.priority))
+                            .then(x.submit_time.cmp(&y.submit_time))
+                    }),
+                    None => r.sort_by_key(|(i, j)| (index::state_rank(j.state), *i)),
+                }
+                r.into_iter().map(|(i, _)| Row::Job(i)).collect()
+            }
+            View::Incidents => {
+                let Some(a) = &self.analysis else {
+                    return Vec::new();
+                };
+                let mut r: Vec<(usize, &crate::engine::incidents::Incident)> = a
+                    .base
+                    .incidents
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| {
+                        matches(&ctx, cols::INCIDENTS, i, f)
+                            || (!f.is_empty()
+                                && i.jobs
+                                    .iter()
+                                    .any(|j| j.id.contains(f.trim_start_matches('!'))))
+                    })
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::INCIDENTS.len()) {
+                    sort_rows(&ctx, &cols::INCIDENTS[k], &mut r, rev);
+                }
+                r.into_iter().map(|(i, _)| Row::Incident(i)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Nodes for the overview's grid: those with problems first — critical,
+    /// stalled, warning, out of service with an open incident, out of
+    /// service — then the rest, each group in name order. At 10,000 nodes a
+    /// broken one is on the first screen, not at row 280.
+    fn grid_order(&self) -> Vec<usize> {
+        use crate::model::GpuHealth;
+        let base = self.analysis.as_ref().map(|a| a.base.as_ref());
+        let rank = |n: &crate::model::Node| -> u8 {
+            let sev = base.map_or(GpuHealth::Ok, |b| b.node_severity(&n.name));
+            let stalled =
+                base.is_some_and(|b| b.stalls.iter().any(|s| s.node == n.name && !s.via_gang));
+            let open = base.is_some_and(|b| b.node_incident(&n.name).is_some());
+            match (sev, stalled, n.state.schedulable(), open) {
+                (GpuHealth::Critical, ..) => 0,
+                (_, true, ..) => 1,
+                (GpuHealth::Warn, ..) => 2,
+                (_, _, false, true) => 3,
+                (_, _, false, false) => 4,
+                _ => 5,
+            }
+        };
+        let mut order: Vec<usize> = (0..self.cluster.nodes.len()).collect();
+        order.sort_by_key(|&i| (rank(&self.cluster.nodes[i]), i));
+        order
+    }
+
+    /// The open incidents, newest first: the overview's first panel.
+    fn open_incident_rows(&self) -> Vec<Row> {
+        self.analysis.as_ref().map_or_else(Vec::new, |a| {
+            a.base
+                .incidents
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.is_open())
+                .map(|(k, _)| Row::Incident(k))
+                .collect()
+        })
+    }
+
+    /// Grid cells a row of the overview's grid holds at the current width.
+    pub fn grid_columns(&self) -> usize {
+        grid_columns(&self.index, self.size.0.saturating_sub(2))
+    }
+
+    /// `1`…`9`, `0`: sort the list by that column; again: reverse it.
+    pub fn sort_by_column(&mut self, k: usize) {
+        let s = self.screen_mut();
+        s.sort = match s.sort {
+            Some((c, rev)) if c == k => Some((c, !rev)),
+            _ => Some((k, false)),
+        };
+        self.refresh_rows();
     }
 
     pub fn selected_row(&self) -> Option<Row> {
@@ -509,3 +654,20 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+
+/// Characters after a node's GPU glyphs in the grid: a space and its mark.
+pub const GRID_MARK_W: usize = 7;
+
+/// Grid cell widths (name, GPUs), measured once per snapshot.
+pub fn grid_cell_widths(ix: &Index) -> (usize, usize) {
+    (
+        ix.longest_node_name.clamp(4, 24),
+        ix.most_gpus_on_a_node.max(1),
+    )
+}
+
+/// Grid cells in a row `width` wide.
+pub fn grid_columns(ix: &Index, width: u16) -> usize {
+    let (name_w, gpus_w) = grid_cell_widths(ix);
+    (width as usize / (name_w + 1 + gpus_w + GRID_MARK_W)).max(1)
+}

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod analyst;
 pub mod app;
 pub mod cli;
+pub mod columns;
 pub mod config;
 pub mod engine;
 pub mod host;

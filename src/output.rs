@@ -4,7 +4,7 @@
 use crate::cli::{Format, GetWhat};
 use crate::engine::analysis::Base;
 use crate::model::{Cluster, Gpu, GpuHealth, Job, Node, NodeState};
-use crate::text::{self, sanitize};
+use crate::text::sanitize;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -109,25 +109,7 @@ fn node_item<'a>(c: &'a Cluster, n: &'a Node) -> NodeItem<'a> {
     }
 }
 
-/// `4700(running→pending),4701~` : each job hit, its state then → now,
-/// `~` for one hit through its gang.
-pub fn incident_jobs(i: &crate::engine::incidents::Incident) -> String {
-    if i.jobs.is_empty() {
-        return "-".into();
-    }
-    i.jobs
-        .iter()
-        .map(|j| {
-            let st = |s: Option<crate::model::JobState>| s.map_or("gone", |s| s.as_str());
-            let states = match (j.state_then, j.state_now) {
-                (Some(a), Some(b)) if a == b => a.as_str().to_string(),
-                (then, now) => format!("{}→{}", st(then), st(now)),
-            };
-            format!("{}{}({states})", j.id, if j.via_gang { "~" } else { "" })
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
+pub use crate::columns::incident_jobs;
 
 /// Left-aligned columns, two spaces apart, every cell sanitised.
 fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -159,147 +141,46 @@ fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
-    match what {
-        GetWhat::Nodes => columns(
-            &[
-                "NAME",
-                "PARTITION",
-                "STATE",
-                "GPUS",
-                "FREE",
-                "SM OCC",
-                "LAST XID",
-                "REASON",
-            ],
-            c.nodes
-                .iter()
-                .map(|n| {
-                    vec![
-                        n.name.clone(),
-                        n.partitions.join(","),
-                        n.state.as_str().into(),
-                        format!("{}/{}", n.gpus_allocated(), n.gpu_count),
-                        n.gpus_free().to_string(),
-                        text::percent(n.mean_sm_occupancy()),
-                        n.last_xid()
-                            .map_or("-".into(), |(g, x)| format!("{} (gpu {g})", x.code)),
-                        text::opt(n.reason.as_deref()),
-                    ]
-                })
-                .collect(),
-        ),
-        GetWhat::Gpus => columns(
-            &[
-                "NODE",
-                "GPU",
-                "JOB",
-                "SM OCC",
-                "UTIL",
-                "TEMP",
-                "POWER",
-                "SBE V/A",
-                "DBE V/A",
-                "REMAP P/F",
-                "XID",
-                "HEALTH",
-            ],
-            c.gpus()
-                .map(|(_, g)| {
-                    vec![
-                        g.node.clone(),
-                        g.index.to_string(),
-                        text::opt(g.job.as_deref()),
-                        text::percent(g.sm_occupancy),
-                        text::percent(g.utilization),
-                        g.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
-                        g.power_w.map_or("-".into(), |p| format!("{p:.0}W")),
-                        format!(
-                            "{}/{}",
-                            text::opt(g.ecc.sbe_volatile),
-                            text::opt(g.ecc.sbe_aggregate)
-                        ),
-                        format!(
-                            "{}/{}",
-                            text::opt(g.ecc.dbe_volatile),
-                            text::opt(g.ecc.dbe_aggregate)
-                        ),
-                        format!(
-                            "{}/{}",
-                            yes_no(g.row_remap_pending),
-                            yes_no(g.row_remap_failed)
-                        ),
-                        g.last_xid
-                            .as_ref()
-                            .map_or("-".into(), |x| x.code.to_string()),
-                        format!("{:?}", base.gpu_severity(&g.node, g.index)).to_lowercase(),
-                    ]
-                })
-                .collect(),
-        ),
-        GetWhat::Jobs => columns(
-            &[
-                "ID",
-                "NAME",
-                "USER",
-                "ACCOUNT",
-                "PARTITION",
-                "STATE",
-                "GPUS",
-                "NODES",
-                "PRIO",
-                "REASON",
-            ],
-            c.jobs
-                .iter()
-                .map(|j| {
-                    vec![
-                        j.id.clone(),
-                        j.name.clone(),
-                        j.user.clone(),
-                        text::opt(j.account.as_deref()),
-                        j.partition.clone(),
-                        j.state.as_str().into(),
-                        text::opt(j.gpus_requested()),
-                        if j.nodes.is_empty() {
-                            "-".into()
-                        } else {
-                            j.nodes.join(",")
-                        },
-                        text::opt(j.priority),
-                        text::opt(j.reason.as_deref()),
-                    ]
-                })
-                .collect(),
-        ),
-        GetWhat::Incidents => columns(
-            &[
-                "TIME", "NODE", "GPU", "EVENT", "STAGE", "DO", "JOBS", "MESSAGE", "STATUS",
-            ],
-            base.incidents
-                .iter()
-                .map(|i| {
-                    vec![
-                        text::datetime(i.time),
-                        i.node.clone(),
-                        text::opt(i.gpu),
-                        i.label.clone(),
-                        i.stage.as_str().into(),
-                        i.action.short().into(),
-                        incident_jobs(i),
-                        i.message.clone(),
-                        i.status.clone(),
-                    ]
-                })
-                .collect(),
-        ),
-    }
+/// The same columns as the console's lists, every one, never cut.
+fn spec_table<T>(
+    ctx: &crate::columns::Ctx,
+    cols: &[crate::columns::Column<T>],
+    rows: &[&T],
+) -> String {
+    columns(
+        &cols.iter().map(|c| c.name).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| cols.iter().map(|c| (c.cell)(ctx, r).text).collect())
+            .collect(),
+    )
 }
 
-fn yes_no(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "-",
+fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
+    let ctx = crate::columns::Ctx {
+        cluster: c,
+        base: Some(base),
+        stale_after_s: 60,
+    };
+    match what {
+        GetWhat::Nodes => spec_table(
+            &ctx,
+            crate::columns::NODES,
+            &c.nodes.iter().collect::<Vec<_>>(),
+        ),
+        GetWhat::Gpus => spec_table(
+            &ctx,
+            crate::columns::GPUS,
+            &c.gpus().map(|(_, g)| g).collect::<Vec<_>>(),
+        ),
+        GetWhat::Jobs => spec_table(
+            &ctx,
+            crate::columns::JOBS,
+            &c.jobs.iter().collect::<Vec<_>>(),
+        ),
+        GetWhat::Incidents => spec_table(
+            &ctx,
+            crate::columns::INCIDENTS,
+            &base.incidents.iter().collect::<Vec<_>>(),
+        ),
     }
 }

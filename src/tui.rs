@@ -126,6 +126,9 @@ async fn event_loop(
     sig: &mut Signals,
 ) -> Result<(), String> {
     let mut keys = EventStream::new();
+    if let Ok(size) = terminal.size() {
+        app.update(Msg::Resize(size.width, size.height), Instant::now());
+    }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut updates_open = true;
     let mut actions_open = true;
@@ -150,7 +153,7 @@ async fn event_loop(
         let msg: Option<Msg> = tokio::select! {
             ev = keys.next() => match ev {
                 Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
-                Some(Ok(Event::Resize(..))) => Some(Msg::Resize),
+                Some(Ok(Event::Resize(w, h))) => Some(Msg::Resize(w, h)),
                 Some(Ok(_)) => None,
                 Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
                 None => return Ok(()),

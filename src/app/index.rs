@@ -169,7 +169,7 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
 }
 
 /// Running work first, then the queue, then what has ended.
-fn state_rank(s: JobState) -> u8 {
+pub(super) fn state_rank(s: JobState) -> u8 {
     match s {
         JobState::Running | JobState::Completing | JobState::Suspended => 0,
         JobState::Pending | JobState::Requeued => 1,

@@ -118,12 +118,19 @@ impl App {
                     self.back();
                 }
             }
+            // On the node grid, down and up move by a row, as everywhere.
+            KeyCode::Down | KeyCode::Char('j') if self.on_grid() => {
+                self.select(sel.saturating_add(self.grid_columns()))
+            }
+            KeyCode::Up | KeyCode::Char('k') if self.on_grid() => {
+                self.select(sel.saturating_sub(self.grid_columns()))
+            }
             KeyCode::Down | KeyCode::Char('j') => self.select(sel.saturating_add(1)),
             KeyCode::Up | KeyCode::Char('k') => self.select(sel.saturating_sub(1)),
-            KeyCode::Right | KeyCode::Char('l') if self.screen().view == View::Overview => {
+            KeyCode::Right | KeyCode::Char('l') if self.on_grid() => {
                 self.select(sel.saturating_add(1))
             }
-            KeyCode::Left | KeyCode::Char('h') if self.screen().view == View::Overview => {
+            KeyCode::Left | KeyCode::Char('h') if self.on_grid() => {
                 self.select(sel.saturating_sub(1))
             }
             KeyCode::PageDown => self.select(sel.saturating_add(PAGE)),
@@ -136,7 +143,9 @@ impl App {
             }
             KeyCode::Home | KeyCode::Char('g') => self.select(0),
             KeyCode::End | KeyCode::Char('G') => self.select(last),
-            KeyCode::Tab | KeyCode::BackTab if self.screen().view == View::NodeDetail => {
+            KeyCode::Tab | KeyCode::BackTab
+                if matches!(self.screen().view, View::NodeDetail | View::Overview) =>
+            {
                 let s = self.screen_mut();
                 s.focus = 1 - s.focus.min(1);
                 s.selected = 0;
@@ -144,8 +153,23 @@ impl App {
                 self.refresh_rows();
             }
             KeyCode::Enter => self.drill_down(),
+            KeyCode::Char(d @ '0'..='9')
+                if matches!(
+                    self.screen().view,
+                    View::Nodes | View::Gpus | View::Jobs | View::Queue | View::Incidents
+                ) =>
+            {
+                // 1…9 are the first nine columns, 0 the tenth.
+                let k = (d as u8 - b'0') as usize;
+                self.sort_by_column(if k == 0 { 9 } else { k - 1 });
+            }
             _ => {}
         }
+    }
+
+    /// Whether the overview's node grid has the keys.
+    fn on_grid(&self) -> bool {
+        self.screen().view == View::Overview && self.screen().focus == 1
     }
 
     /// `enter`: open what the selected row points at.

@@ -1,10 +1,10 @@
 //! Detail views: one node, one GPU, one job.
 
 use super::ago;
-use super::lists::{GPU_HEADER, GPU_WIDTHS, gpu_cells, shape};
 use super::table::{self, List};
 use super::theme::Theme;
 use crate::app::{App, Row};
+use crate::columns::shape;
 use crate::model::TimeLimit;
 use crate::text::{self, sanitize};
 use ratatui::Frame;
@@ -155,27 +155,18 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 
     let focus = app.screen().focus;
     let sel = app.screen().selected;
-    let gpus = List {
+    let gpus = table::Columns {
         title: "gpus (enter: gpu detail, tab: jobs)".into(),
-        header: &GPU_HEADER,
-        widths: &GPU_WIDTHS,
+        cols: crate::columns::GPUS,
+        skip: &["NODE"],
         len: node.gpus.len(),
         selected: (focus == 0).then_some(sel),
         focused: focus == 0,
+        sort: None,
     };
-    table::draw(
-        f,
-        gpus_area,
-        theme,
-        gpus,
-        |i| {
-            node.gpus.get(i).map_or_else(Vec::new, |g| {
-                let health = app.gpu_severity(&g.node, g.index);
-                gpu_cells(g, health, theme, false, super::lists::stale(app, g))
-            })
-        },
-        |_| Style::default(),
-    );
+    table::draw_columns(f, gpus_area, theme, &app.columns_ctx(), gpus, |i| {
+        node.gpus.get(i)
+    });
 
     let on_node = app.index.jobs_on(&node.name);
     let jobs = List {

@@ -112,6 +112,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     }
                 }
             }
+            // What the last key did (a wrong name, a refusal), under the prompt.
+            if let Some(msg) = &app.flash {
+                prompt.push(Line::styled(sanitize(msg).into_owned(), theme.alarm()));
+            }
             prompt.push(Line::styled("esc cancels", theme.dim()));
             if action.is_destructive() {
                 " destructive action "

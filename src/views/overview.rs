@@ -2,7 +2,7 @@
 
 use super::table::offset;
 use super::theme::Theme;
-use crate::app::{App, Row};
+use crate::app::App;
 use crate::model::{GpuHealth, NodeState};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
@@ -11,20 +11,69 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
 
 /// Characters after a node's GPU glyphs: a space and its mark (`x79`, `drain`).
-const MARK_W: usize = 7;
+const MARK_W: usize = crate::app::GRID_MARK_W;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let cols = grid_columns(app, area.width.saturating_sub(2));
-    let grid_rows = app.rows.len().div_ceil(cols).max(1) as u16 + 2;
-    let [summary, grid, incidents] = Layout::vertical([
+    // The grid: its rows plus a partition line and borders; the incidents
+    // panel keeps at least 7 lines (5 incidents), first on the screen.
+    let grid_rows = app.grid.len().div_ceil(cols).max(1) as u16 + 3;
+    let incidents_h = (open_incidents(app) as u16 + 3).clamp(5, 9);
+    let [summary, incidents, grid] = Layout::vertical([
         Constraint::Length(3),
+        Constraint::Length(incidents_h),
         Constraint::Max(grid_rows),
-        Constraint::Min(3),
     ])
     .areas(area);
     draw_summary(f, summary, app, theme);
-    draw_grid(f, grid, app, theme);
     draw_incidents(f, incidents, app, theme);
+    draw_grid(f, grid, app, theme);
+}
+
+fn open_incidents(app: &App) -> usize {
+    app.analysis.as_ref().map_or(0, |a| {
+        a.base.incidents.iter().filter(|i| i.is_open()).count()
+    })
+}
+
+/// Per partition: GPUs in all, busy, broken (on a node whose health says
+/// drain it), out of service.
+fn partition_line(app: &App, theme: Theme) -> Line<'static> {
+    let c = &app.cluster;
+    let unusable = app.analysis.as_ref().map(|a| &a.base.unusable);
+    let mut spans = Vec::new();
+    for p in &c.partitions {
+        let (mut total, mut busy, mut broken, mut out) = (0u32, 0u32, 0u32, 0u32);
+        for n in c.nodes.iter().filter(|n| n.partitions.contains(&p.name)) {
+            total += n.gpu_count;
+            busy += n.gpus_allocated();
+            if unusable.is_some_and(|u| u.contains(&n.name)) {
+                broken += n.gpu_count;
+            } else if !n.state.schedulable() {
+                out += n.gpu_count;
+            }
+        }
+        spans.push(Span::styled(
+            format!("{} ", sanitize(&p.name)),
+            theme.title(),
+        ));
+        spans.push(Span::raw(format!("{total} GPUs {busy} busy ")));
+        spans.push(Span::styled(
+            format!("{broken} broken "),
+            if broken > 0 {
+                theme.critical()
+            } else {
+                theme.dim()
+            },
+        ));
+        spans.push(Span::styled(
+            format!("{out} out"),
+            if out > 0 { theme.warn() } else { theme.dim() },
+        ));
+        spans.push(Span::styled("  │  ", theme.dim()));
+    }
+    spans.pop();
+    Line::from(spans)
 }
 
 fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
@@ -91,12 +140,18 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let inner_w = area.width.saturating_sub(2);
-    let visible_rows = area.height.saturating_sub(2) as usize;
+    // One line for the partitions, the rest for the grid.
+    let visible_rows = area.height.saturating_sub(3) as usize;
     let (name_w, gpus_w) = cell_widths(app);
     let cols = grid_columns(app, inner_w);
-    let sel = app.screen().selected;
-    let first_row = offset(sel / cols, visible_rows);
-    let total = app.rows.len();
+    let focused = app.screen().focus == 1;
+    let sel = if focused {
+        app.screen().selected
+    } else {
+        usize::MAX
+    };
+    let first_row = offset(if focused { sel / cols } else { 0 }, visible_rows);
+    let total = app.grid.len();
     let last = ((first_row + visible_rows) * cols).min(total);
     let position = if total == 0 {
         "no nodes".to_string()
@@ -105,20 +160,24 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_style(theme.dim())
-        .title(Line::styled(format!(" nodes {position} "), theme.title()))
+        .border_style(if focused { theme.title() } else { theme.dim() })
+        .title(Line::styled(
+            format!(" nodes {position}, problems first (tab) "),
+            theme.title(),
+        ))
         .title_bottom(Line::styled(
             " ▁▅█ SM occupancy  X critical  ! warning  · idle  - unavailable ",
             theme.dim(),
         ));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let mut lines = Vec::with_capacity(visible_rows);
+    let mut lines = Vec::with_capacity(visible_rows + 1);
+    lines.push(partition_line(app, theme));
     for r in first_row..first_row + visible_rows {
         let mut spans = Vec::new();
         for k in 0..cols {
             let i = r * cols + k;
-            let Some(Row::Node(n)) = app.rows.get(i).copied() else {
+            let Some(&n) = app.grid.get(i) else {
                 break;
             };
             let node = &c.nodes[n];
@@ -168,38 +227,39 @@ fn cell_widths(app: &App) -> (usize, usize) {
 }
 
 fn grid_columns(app: &App, width: u16) -> usize {
-    let (name_w, gpus_w) = cell_widths(app);
-    (width as usize / (name_w + 1 + gpus_w + MARK_W)).max(1)
+    crate::app::grid_columns(&app.index, width)
 }
 
+/// The open incidents with what to do, selectable (the first focus of the
+/// first screen): `enter` opens the node, `D` drains it.
 fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let c = &app.cluster;
-    let n = area.height.saturating_sub(2) as usize;
-    let lines: Vec<Line> = c
-        .events
-        .iter()
-        .rev()
-        .take(n)
-        .map(|e| {
-            let style = theme.health(app.event_severity(e));
-            Line::from(vec![
-                Span::styled(format!(" {} ", text::clock(e.time)), theme.dim()),
-                Span::styled(format!("{:<14}", e.label()), style),
-                Span::raw(format!(
-                    "{} {} {}",
-                    sanitize(&e.node),
-                    e.gpu.map_or(String::new(), |g| format!("gpu{g}")),
-                    sanitize(&e.message)
-                )),
-            ])
+    let focused = app.screen().focus == 0;
+    let rows: Vec<usize> = app
+        .analysis
+        .as_ref()
+        .map(|a| {
+            a.base
+                .incidents
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.is_open())
+                .map(|(k, _)| k)
+                .collect()
         })
-        .collect();
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(theme.dim())
-        .title(Line::styled(
-            " newest incidents (:incidents) ",
-            theme.title(),
-        ));
-    f.render_widget(Paragraph::new(lines).block(block), area);
+        .unwrap_or_default();
+    let list = super::table::Columns {
+        title: format!(
+            "open incidents (:incidents){}",
+            if focused { "" } else { " — tab" }
+        ),
+        cols: crate::columns::INCIDENTS,
+        skip: &["STAGE"],
+        len: rows.len(),
+        selected: focused.then_some(app.screen().selected),
+        focused,
+        sort: None,
+    };
+    super::table::draw_columns(f, area, theme, &app.columns_ctx(), list, |i| {
+        rows.get(i).and_then(|&k| app.incident(k))
+    });
 }

@@ -72,6 +72,148 @@ pub fn draw<'r>(
     f.render_widget(table, area);
 }
 
+/// A list drawn from a column specification: the columns that fit (low
+/// priority dropped first), widths shared by priority, values cut with `…`,
+/// the sort column marked, each sortable column's key (`¹`…`⁹`, `⁰`) in
+/// its header. Cells are built only for the visible rows.
+pub struct Columns<'a, T: ?Sized> {
+    pub title: String,
+    pub cols: &'a [crate::columns::Column<T>],
+    /// Columns not to show here (a node's own GPU table needs no NODE).
+    pub skip: &'a [&'a str],
+    pub len: usize,
+    pub selected: Option<usize>,
+    pub focused: bool,
+    pub sort: Option<(usize, bool)>,
+}
+
+const KEY_MARKS: [&str; 10] = ["¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹", "⁰"];
+
+pub fn draw_columns<'t, T: ?Sized + 't>(
+    f: &mut Frame,
+    area: Rect,
+    theme: Theme,
+    ctx: &crate::columns::Ctx,
+    list: Columns<T>,
+    item: impl Fn(usize) -> Option<&'t T>,
+) {
+    use crate::columns::{fit, layout};
+    let inner_height = area.height.saturating_sub(3) as usize;
+    let sel = list.selected.unwrap_or(0).min(list.len.saturating_sub(1));
+    let start = offset(sel, inner_height);
+    let end = (start + inner_height).min(list.len);
+    let cells: Vec<Vec<crate::columns::Cell>> = (start..end)
+        .map(|i| {
+            item(i).map_or_else(Vec::new, |t| {
+                list.cols.iter().map(|c| (c.cell)(ctx, t)).collect()
+            })
+        })
+        .collect();
+    let headers: Vec<String> = list
+        .cols
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let mark = match list.sort {
+                Some((s, false)) if s == k => "▲",
+                Some((s, true)) if s == k => "▼",
+                _ => "",
+            };
+            format!(
+                "{}{}{mark}",
+                c.name,
+                KEY_MARKS.get(k).copied().unwrap_or("")
+            )
+        })
+        .collect();
+    let natural: Vec<u16> = list
+        .cols
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            if list.skip.contains(&c.name) {
+                return 0;
+            }
+            let widest = cells
+                .iter()
+                .filter_map(|r| r.get(k))
+                .map(|c| c.text.chars().count())
+                .max()
+                .unwrap_or(0);
+            widest.max(headers[k].chars().count()) as u16
+        })
+        .collect();
+    let inner_w = area.width.saturating_sub(2);
+    // Skipped columns take no room: lay out the others only.
+    let keep: Vec<usize> = (0..list.cols.len())
+        .filter(|&k| !list.skip.contains(&list.cols[k].name))
+        .collect();
+    let sub: Vec<crate::columns::Column<T>> = keep
+        .iter()
+        .map(|&k| crate::columns::Column {
+            name: list.cols[k].name,
+            priority: list.cols[k].priority,
+            min: list.cols[k]
+                .min
+                .max(headers[k].chars().count().min(12) as u16),
+            max: list.cols[k]
+                .max
+                .max(headers[k].chars().count().min(12) as u16),
+            fill: list.cols[k].fill,
+            cell: list.cols[k].cell,
+            sort: list.cols[k].sort,
+        })
+        .collect();
+    let sub_natural: Vec<u16> = keep.iter().map(|&k| natural[k]).collect();
+    let widths = layout(&sub, &sub_natural, inner_w);
+    let shown: Vec<(usize, u16)> = keep
+        .iter()
+        .zip(&widths)
+        .filter_map(|(&k, w)| w.map(|w| (k, w)))
+        .collect();
+    let rows: Vec<Row> = cells
+        .iter()
+        .enumerate()
+        .map(|(r, row)| {
+            let i = start + r;
+            let mut style = Style::default();
+            if list.focused && list.selected == Some(i) {
+                style = style.patch(theme.selected());
+            }
+            Row::new(shown.iter().map(|&(k, w)| {
+                row.get(k).map_or_else(
+                    || Cell::from(""),
+                    |c| Cell::from(fit(&c.text, w)).style(theme.tone(c.tone)),
+                )
+            }))
+            .style(style)
+        })
+        .collect();
+    let shown_n = if list.len == 0 {
+        "empty".to_string()
+    } else {
+        format!("{}-{} of {}", start + 1, end, list.len)
+    };
+    let border = if list.focused {
+        theme.title()
+    } else {
+        theme.dim()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Line::styled(format!(" {} ", list.title), theme.title()))
+        .title_bottom(Line::styled(format!(" {shown_n} "), theme.dim()).right_aligned());
+    let header = Row::new(shown.iter().map(|&(k, w)| Cell::from(fit(&headers[k], w))))
+        .style(theme.header_row());
+    let widths: Vec<Constraint> = shown.iter().map(|&(_, w)| Constraint::Length(w)).collect();
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .column_spacing(1);
+    f.render_widget(table, area);
+}
+
 #[cfg(test)]
 mod tests {
     use super::offset;

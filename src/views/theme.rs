@@ -100,6 +100,18 @@ impl Theme {
         }
     }
 
+    /// A column cell's tone as a style.
+    pub fn tone(self, t: crate::columns::Tone) -> Style {
+        use crate::columns::Tone;
+        match t {
+            Tone::Plain => Style::default(),
+            Tone::Ok => self.ok(),
+            Tone::Warn => self.warn(),
+            Tone::Critical => self.critical(),
+            Tone::Dim => self.dim(),
+        }
+    }
+
     /// One GPU as a grid cell: the glyph tells occupancy (or trouble), the
     /// colour health. Works without colour.
     pub fn gpu_cell(self, gpu: &Gpu, health: GpuHealth, node_usable: bool) -> (char, Style) {
