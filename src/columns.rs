@@ -44,7 +44,7 @@ impl Cell {
 }
 
 /// What a column sorts by.
-#[derive(Debug, Clone, PartialEq, PartialOrd)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Key {
     Num(f64),
     Text(String),
@@ -53,7 +53,7 @@ pub enum Key {
 }
 
 impl Key {
-    pub fn cmp(&self, other: &Key) -> Ordering {
+    pub fn order(&self, other: &Key) -> Ordering {
         match (self, other) {
             (Key::None, Key::None) => Ordering::Equal,
             (Key::None, _) => Ordering::Greater,
@@ -869,9 +869,9 @@ pub fn sort_rows<T>(ctx: &Ctx, col: &Column<T>, rows: &mut [(usize, &T)], revers
     rows.sort_by(|a, b| {
         let (ka, kb) = ((col.sort)(ctx, a.1), (col.sort)(ctx, b.1));
         let o = match (&ka, &kb) {
-            (Key::None, _) | (_, Key::None) => ka.cmp(&kb),
-            _ if reverse => kb.cmp(&ka),
-            _ => ka.cmp(&kb),
+            (Key::None, _) | (_, Key::None) => ka.order(&kb),
+            _ if reverse => kb.order(&ka),
+            _ => ka.order(&kb),
         };
         o.then(a.0.cmp(&b.0))
     });

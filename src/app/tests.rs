@@ -337,3 +337,112 @@ fn an_endpoint_alone_does_not_make_a_silent_scheduler_look_fresh() {
     );
     assert_eq!(e.data_age(), Some(Duration::ZERO));
 }
+
+#[test]
+fn the_first_screen_opens_on_its_incidents_and_d_drains_from_there() {
+    let mut a = app();
+    assert_eq!(a.screen().view, View::Overview);
+    assert_eq!(a.screen().focus, 0, "the open incidents have the keys");
+    a.outbox.clear();
+    press(&mut a, "D");
+    match a.outbox.last() {
+        Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
+            action,
+            &Action::Drain {
+                node: "h100-03".into(),
+                reason: "xid79 GPU3".into(),
+                requeue: true
+            },
+            "one key from the first screen, for the newest critical incident"
+        ),
+        _ => panic!("no preview: {:?}", a.flash),
+    }
+}
+
+#[test]
+fn the_grid_shows_problems_first_and_j_moves_a_row_down() {
+    let mut a = app();
+    a.update(Msg::Resize(80, 24), a.now);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.screen().focus, 1);
+    let first: Vec<&str> = a.grid[..3]
+        .iter()
+        .map(|&n| a.cluster.nodes[n].name.as_str())
+        .collect();
+    // At 02:47:30: the Xid 79 node, then the node drained for burn-in,
+    // then the rest in name order.
+    assert_eq!(first, ["h100-03", "a100-08", "h100-01"]);
+    let cols = a.grid_columns();
+    assert!(cols > 1);
+    press(&mut a, "j");
+    assert_eq!(
+        a.screen().selected,
+        cols,
+        "down is a row down, not the next cell"
+    );
+    press(&mut a, "l");
+    assert_eq!(a.screen().selected, cols + 1);
+    press(&mut a, "k");
+    assert_eq!(a.screen().selected, 1);
+}
+
+#[test]
+fn sorting_by_a_column_keeps_the_selection_and_reverses() {
+    let mut a = app();
+    command(&mut a, "jobs");
+    press(&mut a, "jj");
+    let before = a.selected_row().map(|r| a.row_key(r));
+    press(&mut a, "3"); // NAME
+    assert_eq!(a.screen().sort, Some((2, false)));
+    assert_eq!(
+        a.selected_row().map(|r| a.row_key(r)),
+        before,
+        "same row selected"
+    );
+    let names: Vec<String> = a
+        .rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::Job(j) => Some(a.cluster.jobs[*j].name.to_lowercase()),
+            _ => None,
+        })
+        .collect();
+    assert!(names.windows(2).all(|w| w[0] <= w[1]), "{names:?}");
+    press(&mut a, "3");
+    assert_eq!(a.screen().sort, Some((2, true)));
+    let first = match a.rows[0] {
+        Row::Job(j) => a.cluster.jobs[j].name.to_lowercase(),
+        _ => String::new(),
+    };
+    assert_eq!(Some(&first), names.last(), "reversed");
+    // It survives a refresh.
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(3);
+    a.on_update(Update::Snapshot(Arc::new(sim.snapshot())), a.now);
+    assert_eq!(a.screen().sort, Some((2, true)));
+}
+
+#[test]
+fn filters_work_on_every_column_and_by_field() {
+    let mut a = app();
+    command(&mut a, "gpus");
+    a.set_filter("crit".into());
+    assert_eq!(a.rows.len(), 1, "the Xid 79 GPU");
+    command(&mut a, "jobs");
+    a.set_filter("state:pending".into());
+    assert!(!a.rows.is_empty());
+    assert!(
+        a.rows
+            .iter()
+            .all(|r| matches!(r, Row::Job(j) if a.cluster.jobs[*j].state.is_pending()))
+    );
+    a.set_filter("!state:pending".into());
+    assert!(
+        a.rows
+            .iter()
+            .all(|r| matches!(r, Row::Job(j) if !a.cluster.jobs[*j].state.is_pending()))
+    );
+    command(&mut a, "nodes");
+    a.set_filter("drain".into());
+    assert_eq!(a.rows.len(), 1);
+}
