@@ -187,6 +187,14 @@ pub struct App {
     pub size: (u16, u16),
     /// The overview's node grid: node indices, nodes with problems first.
     pub grid: Vec<usize>,
+    /// Incidents the operator has opened (enter, or an action on them).
+    pub seen: std::collections::HashSet<String>,
+    /// Every incident id ever shown, to tell a new one.
+    pub known: std::collections::HashSet<String>,
+    /// Ring the terminal bell on a new critical incident (`ui.bell_on_critical`).
+    pub bell_on_critical: bool,
+    /// A bell is due; the event loop rings it (rendering has no side effects).
+    pub pending_bell: bool,
     /// Requests for the action runner, sent by the event loop.
     pub outbox: Vec<Request>,
     /// How to undo the last action.
@@ -223,6 +231,10 @@ impl App {
             modal_scroll: 0,
             size: (80, 24),
             grid: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            known: std::collections::HashSet::new(),
+            bell_on_critical: false,
+            pending_bell: false,
             outbox: Vec::new(),
             last_undo: None,
         }
@@ -317,6 +329,18 @@ impl App {
             Msg::Tick => {}
             Msg::Source(u) => self.on_update(u, now),
             Msg::Analysis(a) => {
+                // A critical incident never seen before rings the bell (not
+                // the ones there when the console opened).
+                let first = self.known.is_empty() && self.analysis.is_none();
+                for i in a.base.incidents.iter().filter(|i| i.is_open()) {
+                    if self.known.insert(i.id.clone())
+                        && !first
+                        && self.bell_on_critical
+                        && i.severity == crate::model::GpuHealth::Critical
+                    {
+                        self.pending_bell = true;
+                    }
+                }
                 self.analysis = Some(a);
                 // Health and incidents order and filter the rows.
                 self.refresh_rows();
@@ -459,6 +483,21 @@ impl App {
     /// An incident of the current analysis.
     pub fn incident(&self, i: usize) -> Option<&crate::engine::incidents::Incident> {
         self.analysis.as_ref().and_then(|a| a.base.incidents.get(i))
+    }
+
+    /// Open incidents the operator has not opened yet.
+    pub fn unread(&self) -> usize {
+        self.analysis.as_ref().map_or(0, |a| {
+            a.base
+                .incidents
+                .iter()
+                .filter(|i| i.is_open() && !self.seen.contains(&i.id))
+                .count()
+        })
+    }
+
+    pub fn is_unread(&self, i: &crate::engine::incidents::Incident) -> bool {
+        i.is_open() && !self.seen.contains(&i.id)
     }
 
     /// What the column specifications look at.

@@ -270,6 +270,8 @@ impl EngineFile {
 pub struct UiFile {
     pub stale_after_s: Option<f64>,
     pub no_color: Option<bool>,
+    /// Ring the terminal bell on a new critical incident (off by default).
+    pub bell_on_critical: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -380,6 +382,7 @@ pub struct Settings {
     pub action_timeout: Duration,
     /// Bounds on what is accepted from the outside (`[limits]`).
     pub limits: crate::limits::Limits,
+    pub bell_on_critical: bool,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
 }
@@ -468,8 +471,10 @@ impl Settings {
             Some(s) => seconds(s, "ui.stale_after_s")?,
             None => (expected * 5).max(Duration::from_secs(10)),
         };
+        // NO_COLOR, and a terminal that cannot do colour (TERM=dumb).
         let no_color = file.ui.no_color.unwrap_or(false)
-            || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+            || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+            || std::env::var("TERM").is_ok_and(|t| t == "dumb");
         let (site, xid_catalog) = file.engine.resolve()?;
         let read_only = args.read_only || file.read_only.unwrap_or(false);
         let policy = file.actions.resolve(read_only)?;
@@ -487,6 +492,7 @@ impl Settings {
             no_color,
             sim_seconds,
             limits,
+            bell_on_critical: file.ui.bell_on_critical.unwrap_or(false),
             site,
             xid_catalog,
             policy,

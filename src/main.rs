@@ -41,6 +41,13 @@ fn run(cli: Cli) -> Result<(), String> {
         );
     }
     match cli.command {
+        // A dumb terminal cannot draw a full-screen console: plain text.
+        None | Some(Command::Tui) if std::env::var("TERM").is_ok_and(|t| t == "dumb") => {
+            let c = snapshot(&settings)?;
+            let b = base(&c, &settings);
+            nightshift::out!("{}", output::plain_overview(&c, &b));
+            Ok(())
+        }
         None | Some(Command::Tui) => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

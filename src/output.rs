@@ -184,3 +184,36 @@ fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
         ),
     }
 }
+
+/// The console's first screen as plain text, for a terminal that cannot
+/// draw it (`TERM=dumb`): headline numbers and the open incidents.
+pub fn plain_overview(c: &Cluster, base: &Base) -> String {
+    let s = c.summary();
+    let mut out = format!(
+        "nightshift: {} ({}) at {}\nGPUs {}  allocated {}  idle {}  unavailable {}\nJobs {} running  {} pending\n\n",
+        sanitize(&c.name),
+        sanitize(&c.source),
+        crate::text::datetime(c.time),
+        s.gpus_total,
+        s.gpus_allocated,
+        s.gpus_idle,
+        s.gpus_unavailable,
+        s.jobs_running,
+        s.jobs_pending
+    );
+    let ctx = crate::columns::Ctx {
+        cluster: c,
+        base: Some(base),
+        stale_after_s: 60,
+    };
+    let open: Vec<&crate::engine::incidents::Incident> =
+        base.incidents.iter().filter(|i| i.is_open()).collect();
+    if open.is_empty() {
+        out.push_str("no open incidents\n");
+    } else {
+        out.push_str(&format!("open incidents ({}):\n", open.len()));
+        out.push_str(&spec_table(&ctx, crate::columns::INCIDENTS, &open));
+    }
+    out.push_str("\nTERM=dumb: no full-screen console here; `nightshift get nodes|gpus|jobs|incidents` and `why`, `blast`, `restore` print the rest.\n");
+    out
+}

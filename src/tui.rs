@@ -79,6 +79,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         settings.stale_after,
     );
     app.catalog = settings.xid_catalog.clone();
+    app.bell_on_critical = settings.bell_on_critical;
     let warnings = crate::actions::cli::warn_unfinished(&crate::actions::audit::AuditLog::new(
         settings.audit_log.clone(),
     ));
@@ -195,6 +196,11 @@ async fn event_loop(
         }
         if app.quit {
             return Ok(());
+        }
+        if std::mem::take(&mut app.pending_bell) {
+            use std::io::Write;
+            let mut out = io::stdout();
+            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
         }
         for req in app.outbox.drain(..) {
             if ch.runner.send(req).await.is_err() {

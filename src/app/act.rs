@@ -110,6 +110,12 @@ impl App {
 
     pub fn open_action(&mut self, action: Action) {
         self.modal_scroll = 0;
+        // Acting on an incident reads it.
+        if let Some(Row::Incident(i)) = self.selected_row()
+            && let Some(id) = self.incident(i).map(|x| x.id.clone())
+        {
+            self.seen.insert(id);
+        }
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
         self.outbox.push(Request::Preview {
             action: action.clone(),

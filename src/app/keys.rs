@@ -45,8 +45,67 @@ impl App {
                 text.push(c);
                 self.input = Input::Command(text);
             }
+            KeyCode::Tab => {
+                let done = self.complete(&text);
+                self.input = Input::Command(done);
+            }
             _ => {}
         }
+    }
+
+    /// Tab after `:`: completes a view's name, or an object's after `job `,
+    /// `node `, `gpu ` — to the longest prefix the candidates share, which
+    /// is the whole name when only one is left.
+    pub fn complete(&self, text: &str) -> String {
+        const VIEWS: &[&str] = &[
+            "overview",
+            "nodes",
+            "gpus",
+            "jobs",
+            "queue",
+            "incidents",
+            "job ",
+            "node ",
+            "gpu ",
+            "reason ",
+            "quit",
+        ];
+        let (head, word, candidates): (&str, &str, Vec<String>) = match text.split_once(' ') {
+            Some(("job", w)) => (
+                "job ",
+                w,
+                self.cluster.jobs.iter().map(|j| j.id.clone()).collect(),
+            ),
+            Some(("node", w)) => (
+                "node ",
+                w,
+                self.cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+            ),
+            Some(("gpu", w)) => (
+                "gpu ",
+                w,
+                self.cluster
+                    .gpus()
+                    .map(|(n, g)| format!("{}/{}", n.name, g.index))
+                    .collect(),
+            ),
+            Some(_) => return text.to_string(),
+            None => ("", text, VIEWS.iter().map(|v| v.to_string()).collect()),
+        };
+        let hits: Vec<&String> = candidates.iter().filter(|c| c.starts_with(word)).collect();
+        let Some(first) = hits.first() else {
+            return text.to_string();
+        };
+        let mut common = first.to_string();
+        for h in &hits[1..] {
+            let n = common
+                .chars()
+                .zip(h.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            common = common.chars().take(n).collect();
+        }
+        format!("{head}{common}")
     }
 
     fn on_filter_key(&mut self, key: KeyEvent, mut text: String) {
@@ -77,6 +136,9 @@ impl App {
             "q" | "q!" | "quit" => self.quit = true,
             "help" | "?" => self.show_help = true,
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
+            _ if cmd.starts_with("job ") || cmd.starts_with("node ") || cmd.starts_with("gpu ") => {
+                self.jump(cmd)
+            }
             _ => match View::from_command(cmd) {
                 Some(v) => self.open(v),
                 None => {
@@ -87,6 +149,32 @@ impl App {
                 }
             },
         }
+    }
+
+    /// `:job 4700`, `:node h100-03`, `:gpu h100-03/3`: open that object.
+    fn jump(&mut self, cmd: &str) {
+        let (kind, what) = cmd.split_once(' ').unwrap_or((cmd, ""));
+        let what = what.trim();
+        let (view, known) = match kind {
+            "job" => (View::JobDetail, self.cluster.job(what).is_some()),
+            "node" => (View::NodeDetail, self.cluster.node(what).is_some()),
+            _ => (
+                View::GpuDetail,
+                what.rsplit_once('/').is_some_and(|(n, g)| {
+                    self.cluster
+                        .node(n)
+                        .is_some_and(|n| n.gpus.iter().any(|x| x.index.to_string() == g))
+                }),
+            ),
+        };
+        if !known {
+            self.flash = Some(format!(
+                "no {kind} {:?} in the current data (tab completes names)",
+                crate::text::sanitize(what)
+            ));
+            return;
+        }
+        self.push(Screen::new(view, Some(what.to_string())));
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) {
@@ -174,6 +262,12 @@ impl App {
 
     /// `enter`: open what the selected row points at.
     pub fn drill_down(&mut self) {
+        // An incident opened is read.
+        if let Some(Row::Incident(i)) = self.selected_row()
+            && let Some(id) = self.incident(i).map(|x| x.id.clone())
+        {
+            self.seen.insert(id);
+        }
         let view = self.screen().view;
         let next = match (view, self.selected_row()) {
             (View::GpuDetail, _) => self

@@ -446,3 +446,63 @@ fn filters_work_on_every_column_and_by_field() {
     a.set_filter("drain".into());
     assert_eq!(a.rows.len(), 1);
 }
+
+#[test]
+fn jumps_open_an_object_and_tab_completes_names() {
+    let mut a = app();
+    command(&mut a, "job 4700");
+    assert_eq!(
+        (a.screen().view, a.screen().target.as_deref()),
+        (View::JobDetail, Some("4700"))
+    );
+    command(&mut a, "node h100-03");
+    assert_eq!(a.screen().view, View::NodeDetail);
+    command(&mut a, "gpu h100-03/3");
+    assert_eq!(
+        (a.screen().view, a.screen().target.as_deref()),
+        (View::GpuDetail, Some("h100-03/3"))
+    );
+    command(&mut a, "node h100-99");
+    assert!(a.flash.as_deref().is_some_and(|f| f.contains("no node")));
+    assert_eq!(a.complete("inc"), "incidents");
+    assert_eq!(a.complete("no"), "node", "nodes and node share 'node'");
+    assert_eq!(a.complete("node h100-0"), "node h100-0");
+    assert_eq!(a.complete("node a100-08"), "node a100-08");
+    assert_eq!(a.complete("gpu h100-03/"), "gpu h100-03/");
+    assert_eq!(a.complete("job 470"), "job 470");
+    assert_eq!(a.complete("job 4700"), "job 4700");
+    // In the key flow.
+    press(&mut a, ":que");
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.input, Input::Command("queue".into()));
+}
+
+#[test]
+fn unread_incidents_count_until_opened_and_a_new_critical_one_rings() {
+    let mut a = app();
+    a.bell_on_critical = true;
+    let open = a.unread();
+    assert!(open >= 2, "everything is new at start: {open}");
+    assert!(
+        !a.pending_bell,
+        "not for what was there when the console opened"
+    );
+    command(&mut a, "incidents");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.unread(), open - 1, "opened is read");
+    // A new critical incident: the Xid 48 with its DBE, 100 s later.
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(101);
+    let c = Arc::new(sim.snapshot());
+    let an = Analysis::compute(
+        &c,
+        None,
+        &Focus::None,
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    a.update(Msg::Source(Update::Snapshot(c)), a.now);
+    a.update(Msg::Analysis(Arc::new(an)), a.now);
+    assert!(a.pending_bell);
+    assert!(a.unread() > open - 1);
+}

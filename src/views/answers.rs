@@ -203,9 +203,18 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
             ]));
         }
         let eta = match (&w.estimate, w.eta_s) {
-            (Some(Estimate::Starts { start, .. }), Some(s)) => {
-                format!("in {} ({})", text::duration(s), text::clock(*start))
+            (Some(Estimate::Starts { start, .. }), Some(0)) => {
+                format!("now ({})", text::clock(*start))
             }
+            (Some(Estimate::Starts { start, .. }), Some(s)) => format!(
+                "in {} ({}) at the latest: the worst case, when running jobs reach their time limits",
+                text::duration(s),
+                if start / 86_400 == app.cluster.time / 86_400 {
+                    text::clock(*start)
+                } else {
+                    text::datetime(*start)
+                }
+            ),
             (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
             (Some(Estimate::NoFit { reason, waits_for }), _) => format!(
                 "none: {}",

@@ -47,14 +47,19 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let node = &c.nodes[n];
     let gpu_h = node.gpus.len() as u16 + 3;
     let answers = super::answers::node(app, &node.name, theme);
+    // The engine's words wrap; they are never cut at the screen's edge.
+    let answers_h = super::wrapped_height(&answers, area.width);
     let [info, engine, gpus_area, jobs_area] = Layout::vertical([
         Constraint::Length(4),
-        Constraint::Length(answers.len() as u16),
+        Constraint::Length(answers_h),
         Constraint::Length(gpu_h),
         Constraint::Min(3),
     ])
     .areas(area);
-    f.render_widget(Paragraph::new(answers), engine);
+    f.render_widget(
+        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
+        engine,
+    );
     let [text_area, spark_area] =
         Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info);
     let mut l1 = vec![Span::styled(
@@ -163,6 +168,7 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         selected: (focus == 0).then_some(sel),
         focused: focus == 0,
         sort: None,
+        emphasis: None,
     };
     table::draw_columns(f, gpus_area, theme, &app.columns_ctx(), gpus, |i| {
         node.gpus.get(i)
@@ -239,7 +245,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let health = app.gpu_severity(&gpu.node, gpu.index);
     let verdict = super::answers::gpu(app, gpu, theme);
     let [info, spark] = Layout::vertical([
-        Constraint::Length(11 + verdict.len() as u16),
+        Constraint::Length(11 + super::wrapped_height(&verdict, area.width)),
         Constraint::Min(4),
     ])
     .areas(area);
@@ -365,7 +371,10 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ])
     }));
     lines.extend(verdict);
-    f.render_widget(Paragraph::new(lines), info);
+    f.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
+        info,
+    );
     let node_name = &c.nodes[n].name;
     let series = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
     f.render_widget(
@@ -458,12 +467,6 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ("checkpoint", ck_text),
     ];
     let answers = super::answers::job(app, &j.id, theme);
-    let info_h = (lines.len() + 1 + answers.len()) as u16;
-    let [info, nodes_area] = if j.nodes.is_empty() {
-        [area, Rect::default()]
-    } else {
-        Layout::vertical([Constraint::Length(info_h), Constraint::Min(3)]).areas(area)
-    };
     let mut text_lines = vec![Line::from(vec![Span::styled(
         format!(" job {} ", sanitize(&j.id)),
         theme.title(),
@@ -475,6 +478,12 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ])
     }));
     text_lines.extend(answers);
+    let info_h = super::wrapped_height(&text_lines, area.width);
+    let [info, nodes_area] = if j.nodes.is_empty() {
+        [area, Rect::default()]
+    } else {
+        Layout::vertical([Constraint::Length(info_h), Constraint::Min(3)]).areas(area)
+    };
     if j.nodes.is_empty() {
         // Nothing below: let long reasons wrap.
         f.render_widget(
@@ -483,7 +492,10 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         );
         return;
     }
-    f.render_widget(Paragraph::new(text_lines), info);
+    f.render_widget(
+        Paragraph::new(text_lines).wrap(ratatui::widgets::Wrap { trim: false }),
+        info,
+    );
     let list = List {
         title: "nodes (enter: node detail)".into(),
         header: &["NODE", "STATE", "GPUS", "SM OCC", "LAST XID"],

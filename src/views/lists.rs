@@ -30,6 +30,7 @@ fn list<'a, T>(app: &App, name: &str, cols: &'a [columns::Column<T>]) -> Columns
         selected: Some(app.screen().selected),
         focused: true,
         sort: app.screen().sort,
+        emphasis: None,
     }
 }
 
@@ -145,17 +146,22 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         }
         None => area,
     };
-    table::draw_columns(
-        f,
-        area,
-        theme,
-        &app.columns_ctx(),
-        list(app, "incidents (newest first)", columns::INCIDENTS),
-        |i| match app.rows.get(i) {
+    let unread = |i: usize| match app.rows.get(i) {
+        Some(Row::Incident(k)) => app.incident(*k).is_some_and(|x| app.is_unread(x)),
+        _ => false,
+    };
+    let mut l = list(
+        app,
+        "incidents (newest first; bold: not opened yet)",
+        columns::INCIDENTS,
+    );
+    l.emphasis = Some(&unread);
+    table::draw_columns(f, area, theme, &app.columns_ctx(), l, |i| {
+        match app.rows.get(i) {
             Some(Row::Incident(k)) => app.incident(*k),
             _ => None,
-        },
-    );
+        }
+    });
 }
 
 /// An incident in full, for the pane under a list: what, what to do, who.

@@ -58,7 +58,7 @@ pub fn render(f: &mut Frame, app: &App) {
     }
     draw_footer(f, footer, app, theme);
     if app.show_help {
-        draw_help(f, body, theme);
+        draw_help(f, body, theme, app.read_only);
     }
     modal::draw(f, body, app, theme);
 }
@@ -68,6 +68,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let mut spans = vec![Span::styled(" nightshift ", theme.title())];
     if app.read_only {
         spans.push(Span::styled(" READ-ONLY ", theme.badge()));
+    }
+    let unread = app.unread();
+    if unread > 0 {
+        spans.push(Span::styled(format!(" ● {unread} new "), theme.alarm()));
     }
     spans.push(Span::raw(format!(
         " {} │ {} │ ",
@@ -169,7 +173,42 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     ("q", "quit"),
                 ],
             };
-            for (k, what) in hints {
+            // The action keys where they apply; none in read-only mode.
+            let actions: &[(&str, &str)] = match app.screen().view {
+                _ if app.read_only => &[],
+                View::Overview
+                | View::Incidents
+                | View::Nodes
+                | View::NodeDetail
+                | View::GpuDetail => &[("D", "drain"), ("C", "cordon"), ("U", "resume")],
+                View::Jobs | View::Queue | View::JobDetail => &[
+                    ("R", "requeue"),
+                    ("T", "top"),
+                    ("H", "hold"),
+                    ("E", "release"),
+                ],
+                View::Gpus => &[],
+            };
+            // What fits: `?` and `q` always; then the action keys and the
+            // rest in that order, each whole or not at all.
+            let used: usize = spans.iter().map(|s| s.width()).sum();
+            let width = |k: &str, w: &str| k.chars().count() + w.chars().count() + 5;
+            let always: Vec<(&str, &str)> = vec![("?", "help"), ("q", "quit")];
+            let mut room = (area.width as usize)
+                .saturating_sub(used)
+                .saturating_sub(always.iter().map(|(k, w)| width(k, w)).sum());
+            let mut shown: Vec<(&str, &str)> = Vec::new();
+            for &(k, w) in actions
+                .iter()
+                .chain(hints.iter())
+                .filter(|(k, _)| *k != "?" && *k != "q")
+            {
+                if width(k, w) <= room {
+                    room -= width(k, w);
+                    shown.push((k, w));
+                }
+            }
+            for (k, what) in shown.into_iter().chain(always) {
                 spans.push(Span::styled(format!("<{k}>"), theme.title()));
                 spans.push(Span::styled(format!(" {what}  "), theme.dim()));
             }
@@ -206,7 +245,15 @@ pub const HELP: &[(&str, &str)] = &[
     ("q  ctrl-c  :q", "quit"),
 ];
 
-fn draw_help(f: &mut Frame, area: Rect, theme: Theme) {
+/// The help lines that are action keys.
+const ACTION_KEYS: &[&str] = &[
+    "D  C  U",
+    "R  T  H  E",
+    ":reason TEXT",
+    "u (after an action)",
+];
+
+fn draw_help(f: &mut Frame, area: Rect, theme: Theme, read_only: bool) {
     let w = area.width.min(100);
     let h = area.height.min(HELP.len() as u16 + 5);
     let popup = Rect {
@@ -217,6 +264,8 @@ fn draw_help(f: &mut Frame, area: Rect, theme: Theme) {
     };
     let mut lines: Vec<Line> = HELP
         .iter()
+        // No action keys in read-only mode: they do nothing there.
+        .filter(|(k, _)| !(read_only && ACTION_KEYS.contains(k)))
         .map(|(k, what)| {
             Line::from(vec![
                 Span::styled(format!("{k:<26}"), theme.title()),
@@ -243,4 +292,14 @@ pub(crate) fn ago(now: i64, t: Option<i64>) -> String {
         || "-".into(),
         |t| format!("{} ago", text::duration(now - t)),
     )
+}
+
+/// Rows `lines` take wrapped at `width` (word wrap may take a little more:
+/// callers leave the paragraph room to scroll).
+pub(crate) fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let w = width.max(1) as usize;
+    lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(w) as u16)
+        .sum()
 }

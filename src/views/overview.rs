@@ -247,6 +247,11 @@ fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 .collect()
         })
         .unwrap_or_default();
+    let unread = |i: usize| {
+        rows.get(i)
+            .and_then(|&k| app.incident(k))
+            .is_some_and(|x| app.is_unread(x))
+    };
     let list = super::table::Columns {
         title: format!(
             "open incidents (:incidents){}",
@@ -258,6 +263,7 @@ fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         selected: focused.then_some(app.screen().selected),
         focused,
         sort: None,
+        emphasis: Some(&unread),
     };
     super::table::draw_columns(f, area, theme, &app.columns_ctx(), list, |i| {
         rows.get(i).and_then(|&k| app.incident(k))

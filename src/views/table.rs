@@ -85,6 +85,8 @@ pub struct Columns<'a, T: ?Sized> {
     pub selected: Option<usize>,
     pub focused: bool,
     pub sort: Option<(usize, bool)>,
+    /// Rows to set apart (unread incidents), in bold.
+    pub emphasis: Option<&'a dyn Fn(usize) -> bool>,
 }
 
 const KEY_MARKS: [&str; 10] = ["¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹", "⁰"];
@@ -177,6 +179,9 @@ pub fn draw_columns<'t, T: ?Sized + 't>(
         .map(|(r, row)| {
             let i = start + r;
             let mut style = Style::default();
+            if list.emphasis.is_some_and(|e| e(i)) {
+                style = style.add_modifier(ratatui::style::Modifier::BOLD);
+            }
             if list.focused && list.selected == Some(i) {
                 style = style.patch(theme.selected());
             }
