@@ -165,6 +165,11 @@ pub struct App {
     pub stack: Vec<Screen>,
     pub input: Input,
     pub show_help: bool,
+    /// The message log is open (`m`, `:messages`).
+    pub show_messages: bool,
+    /// Every status message, oldest first (the newest 200), with its wall
+    /// time: a message that scrolled away can be read again.
+    pub messages: std::collections::VecDeque<(std::time::SystemTime, String)>,
     pub read_only: bool,
     pub no_color: bool,
     /// The rows of the current list, filtered and ordered.
@@ -218,6 +223,8 @@ impl App {
             stack: vec![Screen::new(View::Overview, None)],
             input: Input::Normal,
             show_help: false,
+            show_messages: false,
+            messages: std::collections::VecDeque::new(),
             read_only,
             no_color,
             rows: Vec::new(),
@@ -320,6 +327,24 @@ impl App {
     /// The loop's one entry point.
     pub fn update(&mut self, msg: Msg, now: Instant) {
         self.now = now;
+        self.dispatch(msg, now);
+        self.log_flash();
+    }
+
+    /// Keeps the status line's message in the log (once).
+    fn log_flash(&mut self) {
+        if let Some(f) = &self.flash
+            && self.messages.back().is_none_or(|(_, m)| m != f)
+        {
+            self.messages
+                .push_back((std::time::SystemTime::now(), f.clone()));
+            if self.messages.len() > 200 {
+                self.messages.pop_front();
+            }
+        }
+    }
+
+    fn dispatch(&mut self, msg: Msg, now: Instant) {
         match msg {
             Msg::Key(k) => self.on_key(k),
             Msg::Resize(w, h) => {

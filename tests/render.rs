@@ -1,5 +1,5 @@
 //! Render tests: every view drawn into ratatui's TestBackend from the
-//! simulated cluster (seed 1), at 80×24 and at 160×48, compared with insta
+//! simulated cluster (seed 1), at 80×24 and at 200×50, compared with insta
 //! snapshots in tests/snapshots/. The sim is deterministic, so a changed
 //! snapshot means a changed screen.
 
@@ -73,7 +73,7 @@ fn analyse(app: &mut App) {
 fn check(name: &str, app: &mut App) {
     analyse(app);
     insta::assert_snapshot!(format!("{name}_80x24"), screen(app, 80, 24));
-    insta::assert_snapshot!(format!("{name}_160x48"), screen(app, 160, 48));
+    insta::assert_snapshot!(format!("{name}_200x50"), screen(app, 200, 50));
 }
 
 #[test]
@@ -371,6 +371,7 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
         "{footer}"
     );
     insta::assert_snapshot!("drain_dialog_many_victims_80x24", s);
+    insta::assert_snapshot!("drain_dialog_many_victims_200x50", screen(&app, 200, 50));
     // Scrolled to the end: the undo line shows, the prompt still does.
     keys(
         &mut app,

@@ -32,7 +32,7 @@ fn incident_to_node_to_job_with_keys_then_quit() {
     t.keys(&[":"]);
     t.keys(&["-l", "incidents"]);
     t.keys(&["Enter"]);
-    t.expect("incidents (newest first)");
+    t.expect("incidents (newest first");
     t.expect("GPU has fallen off the bus");
     t.keys(&["Enter"]);
     t.expect("node h100-03");
@@ -203,4 +203,73 @@ fn read_only_binds_no_action_key() {
     assert!(!audit.exists());
     t.keys(&["q"]);
     t.expect("EXIT=0");
+}
+
+/// The whole 3am path at 80×24, the size of a phone's SSH client: the
+/// Xid 79 on the first screen, `D`, the preview, the node's name typed, the
+/// outcome, and the undo — every prompt visible at every step.
+#[test]
+fn the_3am_path_at_80x24_with_every_prompt_visible() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(80, 24);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    // The first screen: the Xid 79 with what to do, selected.
+    let s = t.expect("XID 79");
+    assert!(s.contains("drain+reboot"), "{s}");
+    assert!(footer_of(&s).contains("<D> drain"), "{s}");
+    // One key: the preview, its prompt pinned, the footer the prompt too.
+    t.keys(&["D"]);
+    let s = t.expect("type h100-03 and press enter to confirm");
+    assert!(s.contains("dies: 4700 llm-pretrain-70b"), "{s}");
+    assert!(s.contains("esc cancels"), "{s}");
+    let footer = footer_of(&s);
+    assert!(
+        footer.contains("type h100-03") && footer.contains("cancel"),
+        "{footer}"
+    );
+    // A wrong name: said inside the dialog, nothing sent.
+    t.keys(&["-l", "h100-3"]);
+    t.keys(&["Enter"]);
+    t.expect("does not match");
+    assert!(!audit.exists(), "nothing sent");
+    // The right name.
+    t.keys(&["-l", "h100-03"]);
+    t.keys(&["Enter"]);
+    let s = t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
+    // Wrapped in the dialog at 80 columns, whole.
+    assert!(
+        s.contains("undo: nightshift") && s.contains("resume h100-03"),
+        "{s}"
+    );
+    assert!(footer_of(&s).contains("<u> undo"), "{s}");
+    // The undo, through its own preview: the node's health is unresolved,
+    // so it takes the name, and says why.
+    t.keys(&["u"]);
+    let s = t.expect("type h100-03 and press enter to confirm");
+    assert!(s.contains("resume h100-03"), "{s}");
+    assert!(s.contains("health is unresolved"), "{s}");
+    t.keys(&["Escape"]);
+    t.expect("cancelled: nothing sent");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+    let log = std::fs::read_to_string(&audit).expect("audit");
+    assert_eq!(log.lines().count(), 2, "one drain: intent and outcome");
+}
+
+/// The screen's last non-empty line: the footer.
+fn footer_of(screen: &str) -> String {
+    screen
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .to_string()
 }

@@ -135,6 +135,7 @@ impl App {
             "" => {}
             "q" | "q!" | "quit" => self.quit = true,
             "help" | "?" => self.show_help = true,
+            "messages" | "msg" | "log" => self.show_messages = true,
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             _ if cmd.starts_with("job ") || cmd.starts_with("node ") || cmd.starts_with("gpu ") => {
                 self.jump(cmd)
@@ -178,9 +179,10 @@ impl App {
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) {
-        if self.show_help {
-            // Any key closes help; q still quits.
+        if self.show_help || self.show_messages {
+            // Any key closes help or the log; q still quits.
             self.show_help = false;
+            self.show_messages = false;
             if key.code == KeyCode::Char('q') {
                 self.quit = true;
             }
@@ -199,6 +201,7 @@ impl App {
                 self.input = Input::Filter(current);
             }
             KeyCode::Char('?') => self.show_help = true,
+            KeyCode::Char('m') => self.show_messages = true,
             KeyCode::Esc => {
                 if !self.screen().filter.is_empty() {
                     self.set_filter(String::new());

@@ -506,3 +506,25 @@ fn unread_incidents_count_until_opened_and_a_new_critical_one_rings() {
     assert!(a.pending_bell);
     assert!(a.unread() > open - 1);
 }
+
+#[test]
+fn status_messages_are_kept_and_m_reopens_them() {
+    let mut a = app();
+    for c in ":podz\n".chars() {
+        let code = if c == '\n' {
+            KeyCode::Enter
+        } else {
+            KeyCode::Char(c)
+        };
+        a.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), a.now);
+    }
+    assert!(a.flash.as_deref().is_some_and(|f| f.contains("podz")));
+    // The next key clears the status line; the log keeps the message.
+    a.update(
+        Msg::Key(KeyEvent::new(KeyCode::Char('m'), KeyModifiers::NONE)),
+        a.now,
+    );
+    assert!(a.flash.is_none());
+    assert!(a.show_messages);
+    assert!(a.messages.iter().any(|(_, m)| m.contains("podz")));
+}

@@ -39,12 +39,29 @@ pub fn render(f: &mut Frame, app: &App) {
         f.render_widget(Paragraph::new(Line::styled(msg, theme.warn())), line);
         return;
     }
-    let [header, body, footer] = Layout::vertical([
+    // A status message gets its own line(s), wrapped, above the footer;
+    // `m` reopens it in the message log.
+    let status: Vec<Line> = match (&app.flash, &app.modal) {
+        (Some(msg), None) => vec![Line::from(vec![Span::styled(
+            format!(" {} ", sanitize(msg)),
+            theme.badge(),
+        )])],
+        _ => Vec::new(),
+    };
+    let status_h = wrapped_height(&status, area.width).min(3);
+    let [header, body, status_area, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(1),
+        Constraint::Length(if status.is_empty() { 0 } else { status_h }),
         Constraint::Length(1),
     ])
     .areas(area);
+    if !status.is_empty() {
+        f.render_widget(
+            Paragraph::new(status).wrap(Wrap { trim: false }),
+            status_area,
+        );
+    }
     draw_header(f, header, app, theme);
     match app.screen().view {
         View::Overview => overview::draw(f, body, app, theme),
@@ -59,6 +76,9 @@ pub fn render(f: &mut Frame, app: &App) {
     draw_footer(f, footer, app, theme);
     if app.show_help {
         draw_help(f, body, theme, app.read_only);
+    }
+    if app.show_messages {
+        draw_messages(f, body, app, theme);
     }
     modal::draw(f, body, app, theme);
 }
@@ -144,10 +164,6 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         Input::Normal if app.modal.is_some() => modal::footer(app, theme),
         Input::Normal => {
             let mut spans = Vec::new();
-            if let Some(msg) = &app.flash {
-                spans.push(Span::styled(format!(" {msg} "), theme.badge()));
-                spans.push(Span::raw(" "));
-            }
             let filter = &app.screen().filter;
             if !filter.is_empty() {
                 spans.push(Span::styled(
@@ -241,6 +257,10 @@ pub const HELP: &[(&str, &str)] = &[
     (":reason TEXT", "change the selected node's drain reason"),
     ("u (after an action)", "undo it, through its own preview"),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
+    (
+        "m  :messages",
+        "the message log: every status message again",
+    ),
     ("?", "this help"),
     ("q  ctrl-c  :q", "quit"),
 ];
@@ -302,4 +322,42 @@ pub(crate) fn wrapped_height(lines: &[Line], width: u16) -> u16 {
         .iter()
         .map(|l| l.width().max(1).div_ceil(w) as u16)
         .sum()
+}
+
+/// The message log, newest first, wrapped.
+fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let w = area.width.min(120);
+    let popup = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y,
+        width: w,
+        height: area.height,
+    };
+    let mut lines: Vec<Line> = app
+        .messages
+        .iter()
+        .rev()
+        .map(|(t, m)| {
+            let secs = t
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            Line::from(vec![
+                Span::styled(format!("{} ", text::clock(secs)), theme.dim()),
+                Span::raw(sanitize(m).into_owned()),
+            ])
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push(Line::styled("no messages yet", theme.dim()));
+    }
+    f.render_widget(Clear, popup);
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default().borders(Borders::ALL).title(Line::styled(
+                " messages, newest first (any key closes) ",
+                theme.title(),
+            )),
+        ),
+        popup,
+    );
 }
