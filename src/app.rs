@@ -2,15 +2,18 @@
 //! Rendering (src/views) only reads this.
 
 mod act;
+mod freshness;
 mod history;
 mod index;
 mod keys;
+mod rows;
+mod update;
 
 pub use history::History;
 pub use index::Index;
 
 use crate::actions::Action;
-use crate::actions::guard::{Done, Preview};
+use crate::actions::guard::Preview;
 use crate::actions::runner::{Reply, Request};
 use crate::engine::analysis::{Analysis, Focus};
 use crate::engine::xid::XidCatalog;
@@ -118,6 +121,24 @@ pub enum Row {
     Incident(usize),
 }
 
+/// A screen's two panes: the overview's open incidents (first) and node
+/// grid (second); a node's GPUs (first) and jobs (second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pane {
+    #[default]
+    First,
+    Second,
+}
+
+impl Pane {
+    pub fn other(self) -> Pane {
+        match self {
+            Pane::First => Pane::Second,
+            Pane::Second => Pane::First,
+        }
+    }
+}
+
 /// One screen on the navigation stack.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Screen {
@@ -128,8 +149,8 @@ pub struct Screen {
     /// The key of the selected row, so selection follows it across updates.
     pub selected_key: Option<String>,
     pub filter: String,
-    /// Node detail: 0 = GPU table, 1 = jobs table.
-    pub focus: u8,
+    /// Which of a screen's two panes has the keys (`tab` switches).
+    pub pane: Pane,
     /// A list's sort: (column of its spec, reversed). `None`: its own order.
     pub sort: Option<(usize, bool)>,
 }
@@ -142,7 +163,7 @@ impl Screen {
             selected: 0,
             selected_key: None,
             filter: String::new(),
-            focus: 0,
+            pane: Pane::First,
             sort: None,
         }
     }
@@ -278,162 +299,6 @@ impl App {
         &mut self.stack[last]
     }
 
-    fn age_of(&self, o: &OriginState) -> Option<Duration> {
-        o.last_ok.map(|t| self.now.saturating_duration_since(t))
-    }
-
-    /// How old the data that decisions rest on is: the scheduler's when
-    /// there is one (an endpoint's answer never makes it look fresh), else
-    /// the oldest node endpoint's. `None` before the first answer.
-    pub fn data_age(&self) -> Option<Duration> {
-        if let Some(s) = self.origins.get(&Origin::Scheduler) {
-            return self.age_of(s);
-        }
-        let ages: Vec<Option<Duration>> = self.origins.values().map(|o| self.age_of(o)).collect();
-        if ages.is_empty() || ages.iter().any(Option::is_none) {
-            return None;
-        }
-        ages.into_iter().flatten().max()
-    }
-
-    pub fn is_stale(&self) -> bool {
-        self.data_age().is_none_or(|a| a > self.stale_after)
-    }
-
-    /// The origin to warn about: one in error (the scheduler first, then
-    /// the one that answered longest ago), with its age.
-    pub fn failing_origin(&self) -> Option<(&Origin, &str, Option<Duration>)> {
-        let mut failing: Vec<(&Origin, &OriginState)> = self
-            .origins
-            .iter()
-            .filter(|(_, s)| s.error.is_some())
-            .collect();
-        failing.sort_by_key(|(o, s)| {
-            (
-                **o != Origin::Scheduler,
-                s.last_ok
-                    .map_or(Duration::MAX, |t| self.now.saturating_duration_since(t)),
-            )
-        });
-        failing
-            .first()
-            .map(|(o, s)| (*o, s.error.as_deref().unwrap_or_default(), self.age_of(s)))
-    }
-
-    pub fn tick(&mut self, now: Instant) {
-        self.now = now;
-    }
-
-    /// The loop's one entry point.
-    pub fn update(&mut self, msg: Msg, now: Instant) {
-        self.now = now;
-        self.dispatch(msg, now);
-        self.log_flash();
-    }
-
-    /// Keeps the status line's message in the log (once).
-    fn log_flash(&mut self) {
-        if let Some(f) = &self.flash
-            && self.messages.back().is_none_or(|(_, m)| m != f)
-        {
-            self.messages
-                .push_back((std::time::SystemTime::now(), f.clone()));
-            if self.messages.len() > 200 {
-                self.messages.pop_front();
-            }
-        }
-    }
-
-    fn dispatch(&mut self, msg: Msg, now: Instant) {
-        match msg {
-            Msg::Key(k) => self.on_key(k),
-            Msg::Resize(w, h) => {
-                self.size = (w, h);
-                self.refresh_rows();
-            }
-            Msg::Tick => {}
-            Msg::Source(u) => self.on_update(u, now),
-            Msg::Analysis(a) => {
-                // A critical incident never seen before rings the bell (not
-                // the ones there when the console opened).
-                let first = self.known.is_empty() && self.analysis.is_none();
-                for i in a.base.incidents.iter().filter(|i| i.is_open()) {
-                    if self.known.insert(i.id.clone())
-                        && !first
-                        && self.bell_on_critical
-                        && i.severity == crate::model::GpuHealth::Critical
-                    {
-                        self.pending_bell = true;
-                    }
-                }
-                self.analysis = Some(a);
-                // Health and incidents order and filter the rows.
-                self.refresh_rows();
-            }
-            Msg::Action(r) => self.on_reply(r),
-            Msg::SourceStopped => {
-                let s = self.origins.entry(Origin::Scheduler).or_default();
-                s.error = Some("the source stopped".into());
-            }
-        }
-    }
-
-    pub fn on_update(&mut self, update: Update, now: Instant) {
-        self.now = now;
-        match update {
-            Update::Snapshot(cluster) => {
-                self.history.record(&cluster);
-                self.index = Index::build(&cluster);
-                self.cluster = cluster;
-                self.refresh_rows();
-            }
-            Update::Status { origin, error } => {
-                let s = self.origins.entry(origin).or_default();
-                match error {
-                    None => {
-                        s.last_ok = Some(now);
-                        s.error = None;
-                    }
-                    Some(e) => {
-                        tracing::warn!("source error: {e}");
-                        s.error = Some(e.to_string());
-                    }
-                }
-            }
-        }
-    }
-
-    fn on_reply(&mut self, reply: Reply) {
-        match reply {
-            Reply::Preview(p) => {
-                if let Some(Modal::Confirm {
-                    action, preview, ..
-                }) = &mut self.modal
-                    && *action == p.action
-                {
-                    *preview = Some(p);
-                }
-            }
-            Reply::Done(d) => self.on_done(&d),
-            Reply::Failed(e) => {
-                self.flash = Some(e.clone());
-                self.modal = Some(Modal::Done {
-                    message: e,
-                    ok: false,
-                });
-            }
-        }
-    }
-
-    fn on_done(&mut self, d: &Done) {
-        self.flash = Some(d.message.clone());
-        self.last_undo = d.undo.clone();
-        self.modal = Some(Modal::Done {
-            message: d.message.clone(),
-            ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
-        });
-    }
-
     /// What the engine should answer for, given the screen.
     pub fn focus(&self) -> Focus {
         let s = self.screen();
@@ -459,7 +324,7 @@ impl App {
             }
             View::Overview => {
                 self.grid = self.grid_order();
-                if screen.focus == 0 {
+                if screen.pane == Pane::First {
                     self.open_incident_rows()
                 } else {
                     self.grid.iter().map(|&n| Row::Node(n)).collect()
@@ -503,176 +368,6 @@ impl App {
             Row::Job(j) => c.jobs.get(j).map(|j| j.id.clone()).unwrap_or_default(),
             Row::Incident(i) => self.incident(i).map(|i| i.id.clone()).unwrap_or_default(),
         }
-    }
-
-    /// An incident of the current analysis.
-    pub fn incident(&self, i: usize) -> Option<&crate::engine::incidents::Incident> {
-        self.analysis.as_ref().and_then(|a| a.base.incidents.get(i))
-    }
-
-    /// Open incidents the operator has not opened yet.
-    pub fn unread(&self) -> usize {
-        self.analysis.as_ref().map_or(0, |a| {
-            a.base
-                .incidents
-                .iter()
-                .filter(|i| i.is_open() && !self.seen.contains(&i.id))
-                .count()
-        })
-    }
-
-    pub fn is_unread(&self, i: &crate::engine::incidents::Incident) -> bool {
-        i.is_open() && !self.seen.contains(&i.id)
-    }
-
-    /// What the column specifications look at.
-    pub fn columns_ctx(&self) -> crate::columns::Ctx<'_> {
-        crate::columns::Ctx {
-            cluster: &self.cluster,
-            base: self.analysis.as_ref().map(|a| a.base.as_ref()),
-            stale_after_s: self.stale_after.as_secs(),
-        }
-    }
-
-    /// A list's rows: filtered on every column of its spec (`alice`,
-    /// `!alice`, `state:pending`), in its own order or sorted by a column.
-    fn list_rows(&self, s: &Screen) -> Vec<Row> {
-        use crate::columns::{self as cols, matches, sort_rows};
-        let ctx = self.columns_ctx();
-        let c = &self.cluster;
-        let f = s.filter.as_str();
-        match s.view {
-            View::Nodes => {
-                let mut r: Vec<(usize, &crate::model::Node)> = c
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| matches(&ctx, cols::NODES, n, f))
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::NODES.len()) {
-                    sort_rows(&ctx, &cols::NODES[k], &mut r, rev);
-                }
-                r.into_iter().map(|(i, _)| Row::Node(i)).collect()
-            }
-            View::Gpus => {
-                let all: Vec<(usize, usize)> = c
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
-                    .collect();
-                let mut r: Vec<(usize, &crate::model::Gpu)> = all
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &(n, g))| (k, &c.nodes[n].gpus[g]))
-                    .filter(|(_, g)| matches(&ctx, cols::GPUS, g, f))
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::GPUS.len()) {
-                    sort_rows(&ctx, &cols::GPUS[k], &mut r, rev);
-                }
-                r.into_iter()
-                    .map(|(k, _)| Row::Gpu(all[k].0, all[k].1))
-                    .collect()
-            }
-            View::Jobs | View::Queue => {
-                let mut r: Vec<(usize, &crate::model::Job)> = c
-                    .jobs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
-                    .filter(|(_, j)| matches(&ctx, cols::JOBS, j, f))
-                    .collect();
-                match s.sort.filter(|(k, _)| *k < cols::JOBS.len()) {
-                    Some((k, rev)) => sort_rows(&ctx, &cols::JOBS[k], &mut r, rev),
-                    // Scheduler order: partition, priority, submit time.
-                    None if s.view == View::Queue => r.sort_by(|(_, x), (_, y)| {
-                        x.partition
-                            .cmp(&y.partition)
-                            .then(y.priority.cmp(&x.priority))
-                            .then(x.submit_time.cmp(&y.submit_time))
-                    }),
-                    None => r.sort_by_key(|(i, j)| (index::state_rank(j.state), *i)),
-                }
-                r.into_iter().map(|(i, _)| Row::Job(i)).collect()
-            }
-            View::Incidents => {
-                let Some(a) = &self.analysis else {
-                    return Vec::new();
-                };
-                let mut r: Vec<(usize, &crate::engine::incidents::Incident)> = a
-                    .base
-                    .incidents
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, i)| {
-                        matches(&ctx, cols::INCIDENTS, i, f)
-                            || (!f.is_empty()
-                                && i.jobs
-                                    .iter()
-                                    .any(|j| j.id.contains(f.trim_start_matches('!'))))
-                    })
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::INCIDENTS.len()) {
-                    sort_rows(&ctx, &cols::INCIDENTS[k], &mut r, rev);
-                }
-                r.into_iter().map(|(i, _)| Row::Incident(i)).collect()
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Nodes for the overview's grid: those with problems first — critical,
-    /// stalled, warning, out of service with an open incident, out of
-    /// service — then the rest, each group in name order. At 10,000 nodes a
-    /// broken one is on the first screen, not at row 280.
-    fn grid_order(&self) -> Vec<usize> {
-        use crate::model::GpuHealth;
-        let base = self.analysis.as_ref().map(|a| a.base.as_ref());
-        let rank = |n: &crate::model::Node| -> u8 {
-            let sev = base.map_or(GpuHealth::Ok, |b| b.node_severity(&n.name));
-            let stalled =
-                base.is_some_and(|b| b.stalls.iter().any(|s| s.node == n.name && !s.via_gang));
-            let open = base.is_some_and(|b| b.node_incident(&n.name).is_some());
-            match (sev, stalled, n.state.schedulable(), open) {
-                (GpuHealth::Critical, ..) => 0,
-                (_, true, ..) => 1,
-                (GpuHealth::Warn, ..) => 2,
-                (_, _, false, true) => 3,
-                (_, _, false, false) => 4,
-                _ => 5,
-            }
-        };
-        let mut order: Vec<usize> = (0..self.cluster.nodes.len()).collect();
-        order.sort_by_key(|&i| (rank(&self.cluster.nodes[i]), i));
-        order
-    }
-
-    /// The open incidents, newest first: the overview's first panel.
-    fn open_incident_rows(&self) -> Vec<Row> {
-        self.analysis.as_ref().map_or_else(Vec::new, |a| {
-            a.base
-                .incidents
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| i.is_open())
-                .map(|(k, _)| Row::Incident(k))
-                .collect()
-        })
-    }
-
-    /// Grid cells a row of the overview's grid holds at the current width.
-    pub fn grid_columns(&self) -> usize {
-        grid_columns(&self.index, self.size.0.saturating_sub(2))
-    }
-
-    /// `1`…`9`, `0`: sort the list by that column; again: reverse it.
-    pub fn sort_by_column(&mut self, k: usize) {
-        let s = self.screen_mut();
-        s.sort = match s.sort {
-            Some((c, rev)) if c == k => Some((c, !rev)),
-            _ => Some((k, false)),
-        };
-        self.refresh_rows();
     }
 
     pub fn selected_row(&self) -> Option<Row> {

@@ -144,7 +144,7 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             let Some(&n) = s.target.as_deref().and_then(|t| ix.node_by_name.get(t)) else {
                 return Vec::new();
             };
-            if s.focus == 0 {
+            if s.pane == super::Pane::First {
                 (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
             } else {
                 ix.jobs_on(&c.nodes[n].name)

@@ -238,7 +238,7 @@ impl App {
                 if matches!(self.screen().view, View::NodeDetail | View::Overview) =>
             {
                 let s = self.screen_mut();
-                s.focus = 1 - s.focus.min(1);
+                s.pane = s.pane.other();
                 s.selected = 0;
                 s.selected_key = None;
                 self.refresh_rows();
@@ -260,7 +260,7 @@ impl App {
 
     /// Whether the overview's node grid has the keys.
     fn on_grid(&self) -> bool {
-        self.screen().view == View::Overview && self.screen().focus == 1
+        self.screen().view == View::Overview && self.screen().pane == super::Pane::Second
     }
 
     /// `enter`: open what the selected row points at.

@@ -342,7 +342,11 @@ fn an_endpoint_alone_does_not_make_a_silent_scheduler_look_fresh() {
 fn the_first_screen_opens_on_its_incidents_and_d_drains_from_there() {
     let mut a = app();
     assert_eq!(a.screen().view, View::Overview);
-    assert_eq!(a.screen().focus, 0, "the open incidents have the keys");
+    assert_eq!(
+        a.screen().pane,
+        Pane::First,
+        "the open incidents have the keys"
+    );
     a.outbox.clear();
     press(&mut a, "D");
     match a.outbox.last() {
@@ -364,7 +368,7 @@ fn the_grid_shows_problems_first_and_j_moves_a_row_down() {
     let mut a = app();
     a.update(Msg::Resize(80, 24), a.now);
     key(&mut a, KeyCode::Tab);
-    assert_eq!(a.screen().focus, 1);
+    assert_eq!(a.screen().pane, Pane::Second);
     let first: Vec<&str> = a.grid[..3]
         .iter()
         .map(|&n| a.cluster.nodes[n].name.as_str())

@@ -1,12 +1,12 @@
 //! Screens. Rendering reads the app's state and draws; it changes nothing.
 
-mod answers;
+pub(crate) mod answers;
 mod detail;
 mod lists;
 mod modal;
 mod overview;
-mod table;
-mod theme;
+pub(crate) mod table;
+pub(crate) mod theme;
 
 pub use table::offset;
 pub use theme::Theme;

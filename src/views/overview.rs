@@ -144,7 +144,7 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let visible_rows = area.height.saturating_sub(3) as usize;
     let (name_w, gpus_w) = cell_widths(app);
     let cols = grid_columns(app, inner_w);
-    let focused = app.screen().focus == 1;
+    let focused = app.screen().pane == crate::app::Pane::Second;
     let sel = if focused {
         app.screen().selected
     } else {
@@ -233,7 +233,7 @@ fn grid_columns(app: &App, width: u16) -> usize {
 /// The open incidents with what to do, selectable (the first focus of the
 /// first screen): `enter` opens the node, `D` drains it.
 fn draw_incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let focused = app.screen().focus == 0;
+    let focused = app.screen().pane == crate::app::Pane::First;
     let rows: Vec<usize> = app
         .analysis
         .as_ref()

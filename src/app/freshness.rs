@@ -1,0 +1,50 @@
+//! Freshness per origin: how old the data that decisions rest on is, and
+//! which origin to warn about.
+
+use super::{App, OriginState};
+use crate::sources::Origin;
+use std::time::Duration;
+
+impl App {
+    pub(super) fn age_of(&self, o: &OriginState) -> Option<Duration> {
+        o.last_ok.map(|t| self.now.saturating_duration_since(t))
+    }
+
+    /// How old the data that decisions rest on is: the scheduler's when
+    /// there is one (an endpoint's answer never makes it look fresh), else
+    /// the oldest node endpoint's. `None` before the first answer.
+    pub fn data_age(&self) -> Option<Duration> {
+        if let Some(s) = self.origins.get(&Origin::Scheduler) {
+            return self.age_of(s);
+        }
+        let ages: Vec<Option<Duration>> = self.origins.values().map(|o| self.age_of(o)).collect();
+        if ages.is_empty() || ages.iter().any(Option::is_none) {
+            return None;
+        }
+        ages.into_iter().flatten().max()
+    }
+
+    pub fn is_stale(&self) -> bool {
+        self.data_age().is_none_or(|a| a > self.stale_after)
+    }
+
+    /// The origin to warn about: one in error (the scheduler first, then
+    /// the one that answered longest ago), with its age.
+    pub fn failing_origin(&self) -> Option<(&Origin, &str, Option<Duration>)> {
+        let mut failing: Vec<(&Origin, &OriginState)> = self
+            .origins
+            .iter()
+            .filter(|(_, s)| s.error.is_some())
+            .collect();
+        failing.sort_by_key(|(o, s)| {
+            (
+                **o != Origin::Scheduler,
+                s.last_ok
+                    .map_or(Duration::MAX, |t| self.now.saturating_duration_since(t)),
+            )
+        });
+        failing
+            .first()
+            .map(|(o, s)| (*o, s.error.as_deref().unwrap_or_default(), self.age_of(s)))
+    }
+}

@@ -1,0 +1,176 @@
+//! The rows of each screen: lists filtered and sorted by their column
+//! specification, the overview's open incidents and problem-first grid.
+
+use super::{App, Row, Screen, View, grid_columns, index};
+
+impl App {
+    /// An incident of the current analysis.
+    pub fn incident(&self, i: usize) -> Option<&crate::engine::incidents::Incident> {
+        self.analysis.as_ref().and_then(|a| a.base.incidents.get(i))
+    }
+
+    /// Open incidents the operator has not opened yet.
+    pub fn unread(&self) -> usize {
+        self.analysis.as_ref().map_or(0, |a| {
+            a.base
+                .incidents
+                .iter()
+                .filter(|i| i.is_open() && !self.seen.contains(&i.id))
+                .count()
+        })
+    }
+
+    pub fn is_unread(&self, i: &crate::engine::incidents::Incident) -> bool {
+        i.is_open() && !self.seen.contains(&i.id)
+    }
+
+    /// What the column specifications look at.
+    pub fn columns_ctx(&self) -> crate::columns::Ctx<'_> {
+        crate::columns::Ctx {
+            cluster: &self.cluster,
+            base: self.analysis.as_ref().map(|a| a.base.as_ref()),
+            stale_after_s: self.stale_after.as_secs(),
+        }
+    }
+
+    /// A list's rows: filtered on every column of its spec (`alice`,
+    /// `!alice`, `state:pending`), in its own order or sorted by a column.
+    pub(super) fn list_rows(&self, s: &Screen) -> Vec<Row> {
+        use crate::columns::{self as cols, matches, sort_rows};
+        let ctx = self.columns_ctx();
+        let c = &self.cluster;
+        let f = s.filter.as_str();
+        match s.view {
+            View::Nodes => {
+                let mut r: Vec<(usize, &crate::model::Node)> = c
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| matches(&ctx, cols::NODES, n, f))
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::NODES.len()) {
+                    sort_rows(&ctx, &cols::NODES[k], &mut r, rev);
+                }
+                r.into_iter().map(|(i, _)| Row::Node(i)).collect()
+            }
+            View::Gpus => {
+                let all: Vec<(usize, usize)> = c
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
+                    .collect();
+                let mut r: Vec<(usize, &crate::model::Gpu)> = all
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(n, g))| (k, &c.nodes[n].gpus[g]))
+                    .filter(|(_, g)| matches(&ctx, cols::GPUS, g, f))
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::GPUS.len()) {
+                    sort_rows(&ctx, &cols::GPUS[k], &mut r, rev);
+                }
+                r.into_iter()
+                    .map(|(k, _)| Row::Gpu(all[k].0, all[k].1))
+                    .collect()
+            }
+            View::Jobs | View::Queue => {
+                let mut r: Vec<(usize, &crate::model::Job)> = c
+                    .jobs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
+                    .filter(|(_, j)| matches(&ctx, cols::JOBS, j, f))
+                    .collect();
+                match s.sort.filter(|(k, _)| *k < cols::JOBS.len()) {
+                    Some((k, rev)) => sort_rows(&ctx, &cols::JOBS[k], &mut r, rev),
+                    // Scheduler order: partition, priority, submit time.
+                    None if s.view == View::Queue => r.sort_by(|(_, x), (_, y)| {
+                        x.partition
+                            .cmp(&y.partition)
+                            .then(y.priority.cmp(&x.priority))
+                            .then(x.submit_time.cmp(&y.submit_time))
+                    }),
+                    None => r.sort_by_key(|(i, j)| (index::state_rank(j.state), *i)),
+                }
+                r.into_iter().map(|(i, _)| Row::Job(i)).collect()
+            }
+            View::Incidents => {
+                let Some(a) = &self.analysis else {
+                    return Vec::new();
+                };
+                let mut r: Vec<(usize, &crate::engine::incidents::Incident)> = a
+                    .base
+                    .incidents
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| {
+                        matches(&ctx, cols::INCIDENTS, i, f)
+                            || (!f.is_empty()
+                                && i.jobs
+                                    .iter()
+                                    .any(|j| j.id.contains(f.trim_start_matches('!'))))
+                    })
+                    .collect();
+                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::INCIDENTS.len()) {
+                    sort_rows(&ctx, &cols::INCIDENTS[k], &mut r, rev);
+                }
+                r.into_iter().map(|(i, _)| Row::Incident(i)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Nodes for the overview's grid: those with problems first — critical,
+    /// stalled, warning, out of service with an open incident, out of
+    /// service — then the rest, each group in name order. At 10,000 nodes a
+    /// broken one is on the first screen, not at row 280.
+    pub(super) fn grid_order(&self) -> Vec<usize> {
+        use crate::model::GpuHealth;
+        let base = self.analysis.as_ref().map(|a| a.base.as_ref());
+        let rank = |n: &crate::model::Node| -> u8 {
+            let sev = base.map_or(GpuHealth::Ok, |b| b.node_severity(&n.name));
+            let stalled =
+                base.is_some_and(|b| b.stalls.iter().any(|s| s.node == n.name && !s.via_gang));
+            let open = base.is_some_and(|b| b.node_incident(&n.name).is_some());
+            match (sev, stalled, n.state.schedulable(), open) {
+                (GpuHealth::Critical, ..) => 0,
+                (_, true, ..) => 1,
+                (GpuHealth::Warn, ..) => 2,
+                (_, _, false, true) => 3,
+                (_, _, false, false) => 4,
+                _ => 5,
+            }
+        };
+        let mut order: Vec<usize> = (0..self.cluster.nodes.len()).collect();
+        order.sort_by_key(|&i| (rank(&self.cluster.nodes[i]), i));
+        order
+    }
+
+    /// The open incidents, newest first: the overview's first panel.
+    pub(super) fn open_incident_rows(&self) -> Vec<Row> {
+        self.analysis.as_ref().map_or_else(Vec::new, |a| {
+            a.base
+                .incidents
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| i.is_open())
+                .map(|(k, _)| Row::Incident(k))
+                .collect()
+        })
+    }
+
+    /// Grid cells a row of the overview's grid holds at the current width.
+    pub fn grid_columns(&self) -> usize {
+        grid_columns(&self.index, self.size.0.saturating_sub(2))
+    }
+
+    /// `1`…`9`, `0`: sort the list by that column; again: reverse it.
+    pub fn sort_by_column(&mut self, k: usize) {
+        let s = self.screen_mut();
+        s.sort = match s.sort {
+            Some((c, rev)) if c == k => Some((c, !rev)),
+            _ => Some((k, false)),
+        };
+        self.refresh_rows();
+    }
+}

@@ -1,0 +1,125 @@
+//! How messages change the app: the loop's one entry point, source
+//! updates (snapshots, each origin's status), the engine's analyses and
+//! the action runner's replies.
+
+use super::{App, Index, Modal, Msg};
+use crate::actions::guard::Done;
+use crate::actions::runner::Reply;
+use crate::sources::{Origin, Update};
+use std::time::Instant;
+
+impl App {
+    pub fn tick(&mut self, now: Instant) {
+        self.now = now;
+    }
+
+    /// The loop's one entry point.
+    pub fn update(&mut self, msg: Msg, now: Instant) {
+        self.now = now;
+        self.dispatch(msg, now);
+        self.log_flash();
+    }
+
+    /// Keeps the status line's message in the log (once).
+    fn log_flash(&mut self) {
+        if let Some(f) = &self.flash
+            && self.messages.back().is_none_or(|(_, m)| m != f)
+        {
+            self.messages
+                .push_back((std::time::SystemTime::now(), f.clone()));
+            if self.messages.len() > 200 {
+                self.messages.pop_front();
+            }
+        }
+    }
+
+    fn dispatch(&mut self, msg: Msg, now: Instant) {
+        match msg {
+            Msg::Key(k) => self.on_key(k),
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                self.refresh_rows();
+            }
+            Msg::Tick => {}
+            Msg::Source(u) => self.on_update(u, now),
+            Msg::Analysis(a) => {
+                // A critical incident never seen before rings the bell (not
+                // the ones there when the console opened).
+                let first = self.known.is_empty() && self.analysis.is_none();
+                for i in a.base.incidents.iter().filter(|i| i.is_open()) {
+                    if self.known.insert(i.id.clone())
+                        && !first
+                        && self.bell_on_critical
+                        && i.severity == crate::model::GpuHealth::Critical
+                    {
+                        self.pending_bell = true;
+                    }
+                }
+                self.analysis = Some(a);
+                // Health and incidents order and filter the rows.
+                self.refresh_rows();
+            }
+            Msg::Action(r) => self.on_reply(r),
+            Msg::SourceStopped => {
+                let s = self.origins.entry(Origin::Scheduler).or_default();
+                s.error = Some("the source stopped".into());
+            }
+        }
+    }
+
+    pub fn on_update(&mut self, update: Update, now: Instant) {
+        self.now = now;
+        match update {
+            Update::Snapshot(cluster) => {
+                self.history.record(&cluster);
+                self.index = Index::build(&cluster);
+                self.cluster = cluster;
+                self.refresh_rows();
+            }
+            Update::Status { origin, error } => {
+                let s = self.origins.entry(origin).or_default();
+                match error {
+                    None => {
+                        s.last_ok = Some(now);
+                        s.error = None;
+                    }
+                    Some(e) => {
+                        tracing::warn!("source error: {e}");
+                        s.error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_reply(&mut self, reply: Reply) {
+        match reply {
+            Reply::Preview(p) => {
+                if let Some(Modal::Confirm {
+                    action, preview, ..
+                }) = &mut self.modal
+                    && *action == p.action
+                {
+                    *preview = Some(p);
+                }
+            }
+            Reply::Done(d) => self.on_done(&d),
+            Reply::Failed(e) => {
+                self.flash = Some(e.clone());
+                self.modal = Some(Modal::Done {
+                    message: e,
+                    ok: false,
+                });
+            }
+        }
+    }
+
+    fn on_done(&mut self, d: &Done) {
+        self.flash = Some(d.message.clone());
+        self.last_undo = d.undo.clone();
+        self.modal = Some(Modal::Done {
+            message: d.message.clone(),
+            ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
+        });
+    }
+}

@@ -1,0 +1,168 @@
+//! One GPU: its readings, verdict, who its incidents hit, its history.
+
+use super::{bars, missing};
+use crate::app::App;
+use crate::text::{self, sanitize};
+use crate::views::ago;
+use crate::views::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
+
+pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let c = &app.cluster;
+    let Some((n, g)) = app.gpu_target() else {
+        return missing(f, area, theme, "gpu", app.screen().target.as_deref());
+    };
+    let gpu = &c.nodes[n].gpus[g];
+    let health = app.gpu_severity(&gpu.node, gpu.index);
+    let verdict = crate::views::answers::gpu(app, gpu, theme);
+    let [info, spark] = Layout::vertical([
+        Constraint::Length(11 + crate::views::wrapped_height(&verdict, area.width)),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+    let unknown = || "- (not reported)".to_string();
+    let pair = |a: Option<u64>, b: Option<u64>| format!("{} / {}", text::opt(a), text::opt(b));
+    let yn =
+        |b: Option<bool>| b.map_or_else(unknown, |b| if b { "YES".into() } else { "no".into() });
+    let age = gpu.reading_time.map(|t| (c.time - t).max(0));
+    let stale = age.is_some_and(|a| a as u64 > app.stale_after.as_secs());
+    let readings = match (&gpu.reading_source, age) {
+        (Some(src), Some(a)) => format!(
+            "{}, {} old{}",
+            sanitize(src),
+            text::duration(a),
+            if stale {
+                " — STALE: its endpoint is not answering"
+            } else {
+                ""
+            }
+        ),
+        (Some(src), None) => sanitize(src).into_owned(),
+        _ => "- (no node endpoint)".into(),
+    };
+    let rows: Vec<(&str, String, Style)> = vec![
+        (
+            "readings from",
+            readings,
+            if stale {
+                theme.alarm()
+            } else {
+                Style::default()
+            },
+        ),
+        (
+            "uuid",
+            gpu.uuid
+                .as_deref()
+                .map_or_else(unknown, |u| sanitize(u).into_owned()),
+            Style::default(),
+        ),
+        (
+            "model",
+            gpu.model
+                .as_deref()
+                .map_or_else(unknown, |m| sanitize(m).into_owned()),
+            Style::default(),
+        ),
+        (
+            "job",
+            gpu.job.as_deref().map_or("- (idle)".into(), |j| {
+                format!("{} (enter opens it)", sanitize(j))
+            }),
+            Style::default(),
+        ),
+        (
+            "SM occupancy / active / util",
+            format!(
+                "{} / {} / {}",
+                text::percent(gpu.sm_occupancy),
+                text::percent(gpu.sm_active),
+                text::percent(gpu.utilization)
+            ),
+            Style::default(),
+        ),
+        (
+            "memory / temp / power",
+            format!(
+                "{} of {} MiB / {} / {}",
+                text::opt(gpu.memory_used_mib),
+                text::opt(gpu.memory_total_mib),
+                gpu.temperature_c.map_or("-".into(), |t| format!("{t:.0}C")),
+                gpu.power_w.map_or("-".into(), |p| format!("{p:.0}W"))
+            ),
+            Style::default(),
+        ),
+        (
+            "ECC SBE volatile / aggregate",
+            pair(gpu.ecc.sbe_volatile, gpu.ecc.sbe_aggregate),
+            Style::default(),
+        ),
+        (
+            "ECC DBE volatile / aggregate",
+            pair(gpu.ecc.dbe_volatile, gpu.ecc.dbe_aggregate),
+            if gpu.ecc.dbe_volatile.unwrap_or(0) > 0 {
+                theme.critical()
+            } else {
+                Style::default()
+            },
+        ),
+        (
+            "row remap pending / failed",
+            format!(
+                "{} / {}",
+                yn(gpu.row_remap_pending),
+                yn(gpu.row_remap_failed)
+            ),
+            Style::default(),
+        ),
+        (
+            "last Xid",
+            gpu.last_xid.as_ref().map_or("-".into(), |x| {
+                format!(
+                    "{} at {} ({})",
+                    x.code,
+                    x.time.map_or("?".into(), text::datetime),
+                    ago(c.time, x.time)
+                )
+            }),
+            theme.health(health),
+        ),
+    ];
+    let mut lines = vec![Line::from(vec![
+        Span::styled(
+            format!(" {} gpu {} ", sanitize(&gpu.node), gpu.index),
+            theme.title(),
+        ),
+        Span::styled(format!("{health:?}").to_lowercase(), theme.health(health)),
+    ])];
+    lines.extend(rows.into_iter().map(|(k, v, style)| {
+        Line::from(vec![
+            Span::styled(format!(" {k:<30}"), theme.dim()),
+            Span::styled(v, style),
+        ])
+    }));
+    lines.extend(verdict);
+    f.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
+        info,
+    );
+    let node_name = &c.nodes[n].name;
+    let series = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
+    f.render_widget(
+        Sparkline::default()
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" SM occupancy history ")
+                    .border_style(theme.dim()),
+            )
+            .data(bars(series, spark.width.saturating_sub(2)))
+            .max(100)
+            .style(theme.ok()),
+        spark,
+    );
+}

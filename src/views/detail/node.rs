@@ -1,0 +1,213 @@
+//! One node: its state, the engine's verdict and drain blast radius, its
+//! GPUs and its jobs.
+
+use super::{bars, kv, missing};
+use crate::app::{App, Pane};
+use crate::columns::shape;
+use crate::text::{self, sanitize};
+use crate::views::ago;
+use crate::views::table::{self, List};
+use crate::views::theme::Theme;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Sparkline};
+
+pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let c = &app.cluster;
+    let target = app.screen().target.as_deref();
+    let Some(&n) = target.and_then(|t| app.index.node_by_name.get(t)) else {
+        return missing(f, area, theme, "node", target);
+    };
+    let node = &c.nodes[n];
+    let gpu_h = node.gpus.len() as u16 + 3;
+    let answers = crate::views::answers::node(app, &node.name, theme);
+    // The engine's words wrap; they are never cut at the screen's edge.
+    let answers_h = crate::views::wrapped_height(&answers, area.width);
+    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
+        Constraint::Length(4),
+        Constraint::Length(answers_h),
+        Constraint::Length(gpu_h),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    f.render_widget(
+        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
+        engine,
+    );
+    let [text_area, spark_area] =
+        Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info);
+    let mut l1 = vec![Span::styled(
+        format!(" {} ", sanitize(&node.name)),
+        theme.title(),
+    )];
+    l1.push(Span::styled(
+        format!("{} ", node.state.as_str()),
+        theme.node_state(node.state),
+    ));
+    l1.extend(kv(
+        "partition",
+        sanitize(&node.partitions.join(",")).into_owned(),
+        theme,
+    ));
+    l1.extend(kv(
+        "topology",
+        node.topology
+            .as_deref()
+            .map_or("-".into(), |t| sanitize(t).into_owned()),
+        theme,
+    ));
+    let mut l2 = vec![Span::raw(" ")];
+    l2.extend(kv(
+        "model",
+        node.gpu_model
+            .as_deref()
+            .map_or("-".into(), |m| sanitize(m).into_owned()),
+        theme,
+    ));
+    l2.extend(kv(
+        "GPUs",
+        format!(
+            "{}/{} allocated, {} free",
+            node.gpus_allocated(),
+            node.gpu_count,
+            node.gpus_free()
+        ),
+        theme,
+    ));
+    let mut l3 = vec![Span::raw(" ")];
+    match &node.reason {
+        Some(r) => {
+            l3.extend(kv("reason", sanitize(r).into_owned(), theme));
+            l3.extend(kv(
+                "by",
+                node.reason_set_by
+                    .as_deref()
+                    .map_or("-".into(), |b| sanitize(b).into_owned()),
+                theme,
+            ));
+            l3.extend(kv("since", ago(c.time, node.reason_time), theme));
+        }
+        None => l3.extend(kv("reason", "-".into(), theme)),
+    }
+    let labels: Vec<String> = node
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{}={}", sanitize(k), sanitize(v)))
+        .collect();
+    let mut l4 = vec![Span::raw(" ")];
+    l4.extend(kv(
+        "labels",
+        if labels.is_empty() {
+            "-".into()
+        } else {
+            labels.join(" ")
+        },
+        theme,
+    ));
+    f.render_widget(
+        Paragraph::new(vec![
+            Line::from(l1),
+            Line::from(l2),
+            Line::from(l3),
+            Line::from(l4),
+        ]),
+        text_area,
+    );
+    let occ = bars(
+        app.history.node_occ.get(&node.name),
+        spark_area.width.saturating_sub(2),
+    );
+    let title = format!(" SM occupancy {} ", text::percent(node.mean_sm_occupancy()));
+    f.render_widget(
+        Sparkline::default()
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(title)
+                    .border_style(theme.dim()),
+            )
+            .data(occ)
+            .max(100)
+            .style(theme.ok()),
+        spark_area,
+    );
+
+    let pane = app.screen().pane;
+    let sel = app.screen().selected;
+    let gpus = table::Columns {
+        title: "gpus (enter: gpu detail, tab: jobs)".into(),
+        cols: crate::columns::GPUS,
+        skip: &["NODE"],
+        len: node.gpus.len(),
+        selected: (pane == Pane::First).then_some(sel),
+        focused: pane == Pane::First,
+        sort: None,
+        emphasis: None,
+    };
+    table::draw_columns(f, gpus_area, theme, &app.columns_ctx(), gpus, |i| {
+        node.gpus.get(i)
+    });
+
+    let on_node = app.index.jobs_on(&node.name);
+    let jobs = List {
+        title: "jobs on this node (enter: job detail, tab: gpus)".into(),
+        header: &[
+            "ID",
+            "NAME",
+            "USER",
+            "SHAPE",
+            "GPUS HERE",
+            "ELAPSED",
+            "GANG",
+        ],
+        widths: &[
+            Constraint::Length(6),
+            Constraint::Fill(1),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Length(9),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+        ],
+        len: on_node.len(),
+        selected: (pane == Pane::Second).then_some(sel),
+        focused: pane == Pane::Second,
+    };
+    table::draw(
+        f,
+        jobs_area,
+        theme,
+        jobs,
+        |i| {
+            let Some(j) = on_node.get(i).and_then(|&j| c.jobs.get(j)) else {
+                return vec![];
+            };
+            let here = node
+                .gpus
+                .iter()
+                .filter(|g| g.job.as_deref() == Some(j.id.as_str()))
+                .count();
+            let gang = if j.nodes.len() > 1 {
+                format!("{} nodes: whole gang dies with one rank", j.nodes.len())
+            } else {
+                "-".into()
+            };
+            vec![
+                Cell::from(sanitize(&j.id).into_owned()),
+                Cell::from(sanitize(&j.name).into_owned()),
+                Cell::from(sanitize(&j.user).into_owned()),
+                Cell::from(shape(j)),
+                Cell::from(here.to_string()),
+                Cell::from(j.elapsed_s(c.time).map_or("-".into(), text::duration)),
+                Cell::from(gang).style(if j.nodes.len() > 1 {
+                    theme.warn()
+                } else {
+                    Style::default()
+                }),
+            ]
+        },
+        |_| Style::default(),
+    );
+}
