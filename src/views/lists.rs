@@ -74,19 +74,21 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         let tail = &q[q
             .len()
             .saturating_sub(spark.width.saturating_sub(2) as usize)..];
+        let max = tail.iter().copied().max().unwrap_or(0);
         let title = format!(
-            " pending jobs over time (now {}) ",
-            q.last().copied().unwrap_or(0)
+            " pending jobs: now {}, max {max}, min {} ",
+            tail.last().copied().unwrap_or(0),
+            tail.iter().copied().min().unwrap_or(0)
         );
         f.render_widget(
             Sparkline::default()
-                .block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .title(title)
-                        .border_style(theme.dim()),
-                )
+                .block(super::chart_block(
+                    title,
+                    &app.history.span(tail.len()),
+                    theme,
+                ))
                 .data(tail)
+                .max(max.max(1))
                 .style(theme.warn()),
             spark,
         );

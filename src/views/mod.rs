@@ -35,8 +35,11 @@ pub fn render(f: &mut Frame, app: &App) {
             "nightshift: terminal {}x{} is too small, needs {MIN_WIDTH}x{MIN_HEIGHT}",
             area.width, area.height
         );
-        let line = Rect { height: 1, ..area };
-        f.render_widget(Paragraph::new(Line::styled(msg, theme.warn())), line);
+        // Wrapped: a notice cut at the screen's edge says nothing.
+        f.render_widget(
+            Paragraph::new(Line::styled(msg, theme.warn())).wrap(Wrap { trim: true }),
+            area,
+        );
         return;
     }
     // A status message gets its own line(s), wrapped, above the footer;
@@ -245,6 +248,10 @@ pub const HELP: &[(&str, &str)] = &[
         "open the selected row: incident → node → gpu → job",
     ),
     ("esc", "clear the filter, else go back"),
+    (
+        ":job ID  :node N  :gpu N/I",
+        "open that object (tab completes after :)",
+    ),
     ("j k ↑ ↓  h l ← →", "move (h l across the node grid)"),
     ("g G  home end  pgup pgdn", "first, last, page"),
     ("tab", "overview: incidents / node grid; node: GPUs / jobs"),
@@ -360,4 +367,15 @@ fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ),
         popup,
     );
+}
+
+/// A chart's frame that says its scale and its span: `title` on top,
+/// `-12m … now` along the bottom.
+pub(crate) fn chart_block(title: String, span: &str, theme: Theme) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .title_bottom(Line::styled(format!(" -{span} "), theme.dim()))
+        .title_bottom(Line::styled(" now ", theme.dim()).right_aligned())
+        .border_style(theme.dim())
 }

@@ -122,14 +122,17 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let tail = &q[q
         .len()
         .saturating_sub(spark_area.width.saturating_sub(2) as usize)..];
+    // The scale in numbers: a steady queue is a flat line at its height.
+    let max = tail.iter().copied().max().unwrap_or(0);
+    let now = tail.last().copied().unwrap_or(0);
     let spark = Sparkline::default()
-        .block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(" queue ")
-                .border_style(theme.dim()),
-        )
+        .block(super::chart_block(
+            format!(" queue {now} (max {max}) "),
+            &app.history.span(tail.len()),
+            theme,
+        ))
         .data(tail)
+        .max(max.max(1))
         .style(theme.warn());
     f.render_widget(spark, spark_area);
 }

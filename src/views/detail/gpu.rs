@@ -9,7 +9,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Sparkline};
+use ratatui::widgets::{Paragraph, Sparkline};
 
 pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
@@ -152,15 +152,19 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
     let node_name = &c.nodes[n].name;
     let series = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
+    let data = bars(series, spark.width.saturating_sub(2));
+    let shown = data.len();
     f.render_widget(
         Sparkline::default()
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" SM occupancy history ")
-                    .border_style(theme.dim()),
-            )
-            .data(bars(series, spark.width.saturating_sub(2)))
+            .block(crate::views::chart_block(
+                format!(
+                    " SM occupancy {} (0–100%) ",
+                    text::percent(gpu.sm_occupancy)
+                ),
+                &app.history.span(shown),
+                theme,
+            ))
+            .data(data)
             .max(100)
             .style(theme.ok()),
         spark,

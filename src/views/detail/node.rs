@@ -12,7 +12,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Sparkline};
+use ratatui::widgets::{Cell, Paragraph, Sparkline};
 
 pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
@@ -119,15 +119,18 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         app.history.node_occ.get(&node.name),
         spark_area.width.saturating_sub(2),
     );
-    let title = format!(" SM occupancy {} ", text::percent(node.mean_sm_occupancy()));
+    let title = format!(
+        " SM occupancy {} (0–100%) ",
+        text::percent(node.mean_sm_occupancy())
+    );
+    let shown = occ.len();
     f.render_widget(
         Sparkline::default()
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(title)
-                    .border_style(theme.dim()),
-            )
+            .block(crate::views::chart_block(
+                title,
+                &app.history.span(shown),
+                theme,
+            ))
             .data(occ)
             .max(100)
             .style(theme.ok()),
