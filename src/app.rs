@@ -30,6 +30,8 @@ pub enum Msg {
     Key(crossterm::event::KeyEvent),
     /// The terminal's size, at start and whenever it changes.
     Resize(u16, u16),
+    /// A click or the wheel.
+    Mouse(crossterm::event::MouseEvent),
     /// A second passed: ages move.
     Tick,
     /// From a source (through the analyst): a snapshot, or an origin's status.

@@ -31,6 +31,10 @@ pub struct GlobalArgs {
     /// Bind no key and accept no command that changes the cluster
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Leave the mouse to the terminal (its text selection): no clicks or
+    /// wheel in the console
+    #[arg(long, global = true)]
+    pub no_mouse: bool,
     /// Where logs go [default: $XDG_STATE_HOME/nightshift/nightshift.log]
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,

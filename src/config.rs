@@ -272,6 +272,8 @@ pub struct UiFile {
     pub no_color: Option<bool>,
     /// Ring the terminal bell on a new critical incident (off by default).
     pub bell_on_critical: Option<bool>,
+    /// Mouse clicks and wheel in the console (on by default).
+    pub mouse: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -383,6 +385,7 @@ pub struct Settings {
     /// Bounds on what is accepted from the outside (`[limits]`).
     pub limits: crate::limits::Limits,
     pub bell_on_critical: bool,
+    pub mouse: bool,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
 }
@@ -493,6 +496,7 @@ impl Settings {
             sim_seconds,
             limits,
             bell_on_critical: file.ui.bell_on_critical.unwrap_or(false),
+            mouse: !args.no_mouse && file.ui.mouse.unwrap_or(true),
             site,
             xid_catalog,
             policy,

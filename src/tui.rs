@@ -24,7 +24,12 @@ type Term = Terminal<CrosstermBackend<Stdout>>;
 /// Puts the terminal back as we found it. Safe to call more than once.
 pub fn restore() {
     let _ = terminal::disable_raw_mode();
-    let _ = execute!(io::stdout(), terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(
+        io::stdout(),
+        crossterm::event::DisableMouseCapture,
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
 }
 
 fn setup() -> io::Result<Term> {
@@ -72,6 +77,9 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         int: signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?,
     };
     let mut terminal = setup().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    if settings.mouse {
+        let _ = execute!(io::stdout(), crossterm::event::EnableMouseCapture);
+    }
     let mut app = App::new(
         settings.source.name(),
         settings.read_only,
@@ -155,6 +163,7 @@ async fn event_loop(
             ev = keys.next() => match ev {
                 Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
                 Some(Ok(Event::Resize(w, h))) => Some(Msg::Resize(w, h)),
+                Some(Ok(Event::Mouse(m))) => Some(Msg::Mouse(m)),
                 Some(Ok(_)) => None,
                 Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
                 None => return Ok(()),

@@ -258,6 +258,45 @@ impl App {
         }
     }
 
+    /// The wheel moves the selection; a click on a row of a list selects
+    /// it (and a click on the selected row opens it, as `enter`).
+    pub fn on_mouse(&mut self, m: crossterm::event::MouseEvent) {
+        use crossterm::event::{MouseButton, MouseEventKind};
+        if self.modal.is_some() || self.show_help || self.show_messages {
+            return;
+        }
+        let sel = self.screen().selected;
+        let step = if self.on_grid() {
+            self.grid_columns()
+        } else {
+            3
+        };
+        match m.kind {
+            MouseEventKind::ScrollDown => self.select(sel.saturating_add(step)),
+            MouseEventKind::ScrollUp => self.select(sel.saturating_sub(step)),
+            MouseEventKind::Down(MouseButton::Left) => {
+                // Lists that fill the body: border and header above row 0.
+                let top = match self.screen().view {
+                    View::Nodes | View::Gpus | View::Jobs => 3,
+                    View::Queue => 7,
+                    _ => return,
+                };
+                if m.row < top || m.row >= self.size.1.saturating_sub(2) {
+                    return;
+                }
+                let height = self.size.1.saturating_sub(top + 2) as usize;
+                let first = crate::views::offset(sel, height);
+                let row = first + usize::from(m.row - top);
+                if row == sel {
+                    self.drill_down();
+                } else if row < self.rows.len() {
+                    self.select(row);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Whether the overview's node grid has the keys.
     fn on_grid(&self) -> bool {
         self.screen().view == View::Overview && self.screen().pane == super::Pane::Second

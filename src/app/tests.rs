@@ -532,3 +532,38 @@ fn status_messages_are_kept_and_m_reopens_them() {
     assert!(a.show_messages);
     assert!(a.messages.iter().any(|(_, m)| m.contains("podz")));
 }
+
+#[test]
+fn the_wheel_moves_and_a_click_selects_then_opens() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mouse = |kind, row| MouseEvent {
+        kind,
+        column: 10,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    let mut a = app();
+    a.update(Msg::Resize(100, 30), a.now);
+    command(&mut a, "jobs");
+    a.update(Msg::Mouse(mouse(MouseEventKind::ScrollDown, 10)), a.now);
+    assert_eq!(a.screen().selected, 3);
+    a.update(Msg::Mouse(mouse(MouseEventKind::ScrollUp, 10)), a.now);
+    assert_eq!(a.screen().selected, 0);
+    // Row 3 of the screen is the list's first row (header, border, header row).
+    a.update(
+        Msg::Mouse(mouse(MouseEventKind::Down(MouseButton::Left), 5)),
+        a.now,
+    );
+    assert_eq!(a.screen().selected, 2);
+    let id = a.selected_row().map(|r| a.row_key(r));
+    a.update(
+        Msg::Mouse(mouse(MouseEventKind::Down(MouseButton::Left), 5)),
+        a.now,
+    );
+    assert_eq!(
+        a.screen().view,
+        View::JobDetail,
+        "a click on the selected row opens it"
+    );
+    assert_eq!(a.screen().target, id);
+}

@@ -41,6 +41,7 @@ impl App {
                 self.refresh_rows();
             }
             Msg::Tick => {}
+            Msg::Mouse(m) => self.on_mouse(m),
             Msg::Source(u) => self.on_update(u, now),
             Msg::Analysis(a) => {
                 // A critical incident never seen before rings the bell (not
