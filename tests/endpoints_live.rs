@@ -290,7 +290,7 @@ fn the_tui_shows_exporter_gpus_with_no_scheduler() {
         common::bin(),
         log.display()
     ));
-    t.expect("nightshift  endpoints │");
+    t.expect("endpoints │ node endpoints │");
     // GPU 3 (Xid 79) and GPU 5 (DBE) are critical on the grid.
     t.expect("gpu01 ");
     t.expect("x48");

@@ -197,7 +197,7 @@ fn tiny_and_empty_terminals_do_not_panic() {
     }
     let s = screen(&a, 60, 16);
     assert!(
-        s.contains("nightshift  sim │"),
+        s.contains(" sim │ sim-16 │"),
         "60x16 draws the console:\n{s}"
     );
 }

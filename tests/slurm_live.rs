@@ -180,7 +180,7 @@ fn tui_shows_the_live_cluster(lab: &Lab, drained: &str) {
         lab.url,
         log.display()
     ));
-    t.expect("nightshift  slurm │");
+    t.expect(" slurm │ ");
     t.expect(&format!("{drained} "));
     t.expect("drning");
     t.keys(&[":"]);
@@ -768,7 +768,7 @@ fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused()
         lab.dir.path().join("tui.log").display(),
         lab.dir.path().join("audit.jsonl").display(),
     ));
-    t.expect("nightshift  slurm │");
+    t.expect(" slurm │ ");
     // gpu04 is known only to Slurm: the scheduler has answered.
     t.expect("gpu04");
     t.expect("data 0s old");
