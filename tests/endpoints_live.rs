@@ -166,6 +166,49 @@ fn exporters_directly_and_through_a_real_prometheus() {
     });
     let items = ready.expect("Prometheus never served both exporters' GPUs");
     check_fixture_gpus(&items, "prometheus");
+
+    // 3. The charts' back-fill: the same two range queries the TUI sends
+    // at start, answered by the real Prometheus's query engine.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let p = nightshift::sources::prometheus::Prometheus::new(&url, Duration::from_secs(10))
+        .expect("client");
+    // Whole seconds: wait until a scrape is older than the second `now`
+    // names, or the range ends before the first sample.
+    std::thread::sleep(Duration::from_secs(2));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64;
+    let b = rt.block_on(p.backfill(now, 30, 120));
+    assert!(b.notes.is_empty(), "{:?}", b.notes);
+    let gpu = |g: u32| &b.gpus[&("gpu01".to_string(), g)];
+    // Scraping began seconds ago: the newest slot has the fixture's value,
+    // the hour before it nothing (not zero).
+    assert_eq!(
+        gpu(0).occupancy.last(),
+        Some(&Some(81)),
+        "{:?}",
+        gpu(0).occupancy
+    );
+    assert_eq!(gpu(0).utilization.last(), Some(&Some(97)));
+    assert_eq!(gpu(0).occupancy.first(), Some(&None));
+    assert_eq!(gpu(0).occupancy.len(), 120);
+    let codes = |g: u32| gpu(g).xids.iter().map(|x| x.code).collect::<Vec<_>>();
+    assert_eq!(codes(3), [79]);
+    assert!(
+        !gpu(3).xids[0].at_window_start,
+        "first seen when scraping began, not an hour ago"
+    );
+    assert_eq!(codes(5), [48]);
+    assert!(gpu(0).xids.is_empty(), "Xid 0 is no Xid");
+    assert!(
+        b.gpus.contains_key(&("gpu02".to_string(), 3)),
+        "the capital Hostname label names the second exporter's GPUs"
+    );
+
     // A query Prometheus rejects is a clear error, not a crash.
     let err = Command::new(common::bin())
         .args([

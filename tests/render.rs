@@ -383,3 +383,61 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
     assert!(s.contains("type h100-08 and press enter to confirm"), "{s}");
     insta::assert_snapshot!("drain_dialog_many_victims_80x24_scrolled", s);
 }
+
+/// Prometheus's hour before nightshift opened: the GPU screen lists the
+/// Xids it saw with their times and its charts say where the back-fill
+/// ends; the message log says what was read.
+#[test]
+fn gpu_history_back_filled_from_prometheus() {
+    use nightshift::model::{Backfill, GpuBackfill, XidSeen};
+    let mut a = app_after(0);
+    let t = a.cluster.time;
+    let mut gpus = std::collections::BTreeMap::new();
+    gpus.insert(
+        ("h100-06".to_string(), 5),
+        GpuBackfill {
+            occupancy: (0..120)
+                .map(|i| Some(if i < 100 { 80 } else { 0 }))
+                .collect(),
+            utilization: vec![Some(100); 120],
+            xids: vec![XidSeen {
+                code: 79,
+                first_seen: t - 600,
+                at_window_start: false,
+            }],
+        },
+    );
+    a.on_update(
+        Update::Backfill(Arc::new(Backfill {
+            start: t - 119 * 30,
+            step: 30,
+            slots: 120,
+            gpus,
+            notes: Vec::new(),
+        })),
+        Instant::now(),
+    );
+    command(&mut a, "gpu h100-06/5");
+    assert_eq!(a.screen().view, View::GpuDetail);
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    let when = nightshift::text::clock(t - 600);
+    assert!(
+        s.lines()
+            .any(|l| l.contains("Xids in the last hour") && l.contains(&format!("79 at {when}"))),
+        "{s}"
+    );
+    assert!(s.contains("from Prometheus"), "{s}");
+    assert!(s.contains("-59m30s"), "the charts show the hour:\n{s}");
+    insta::assert_snapshot!("gpu_detail_back_filled_200x50", s);
+    let s = screen(&a, 80, 24);
+    assert!(s.contains("Xids in the last hour"), "{s}");
+    insta::assert_snapshot!("gpu_detail_back_filled_80x24", s);
+    assert!(
+        a.messages
+            .iter()
+            .any(|(_, m)| m.contains("last hour for 1 GPUs read from Prometheus")),
+        "{:?}",
+        a.messages
+    );
+}

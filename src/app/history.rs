@@ -2,13 +2,14 @@
 //! seconds of the source's clock (an hour in `HISTORY_LEN` samples), with
 //! the time of each sample so that a chart can say what span it shows.
 
-use crate::model::{Cluster, Timestamp};
-use std::collections::{HashMap, VecDeque};
+use crate::model::{Backfill, Cluster, GpuBackfill, Timestamp, XidSeen};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 /// Samples kept per series.
-pub const HISTORY_LEN: usize = 120;
+pub const HISTORY_LEN: usize = crate::model::HISTORY_SLOTS;
 /// Seconds between samples.
-pub const STEP: i64 = 30;
+pub const STEP: i64 = crate::model::HISTORY_STEP;
 
 /// Percent 0–100, or `None` while the reading was unknown.
 pub type Series = VecDeque<Option<u8>>;
@@ -21,8 +22,16 @@ pub struct History {
     pub node_occ: HashMap<String, Series>,
     /// SM occupancy per GPU, by node name then GPU position.
     pub gpu_occ: HashMap<String, Vec<Series>>,
+    /// Utilisation per GPU, by node name then GPU position.
+    pub gpu_util: HashMap<String, Vec<Series>>,
     /// Pending jobs.
     pub queue_len: VecDeque<u64>,
+    /// Xids in Prometheus's history, by node name and GPU index.
+    pub xids: HashMap<(String, u32), Vec<XidSeen>>,
+    /// Samples before this time came from Prometheus's history.
+    pub backfilled_until: Option<Timestamp>,
+    /// A back-fill that came before the first snapshot.
+    pending: Option<Arc<Backfill>>,
 }
 
 fn push<T>(s: &mut VecDeque<T>, v: T) {
@@ -34,6 +43,18 @@ fn push<T>(s: &mut VecDeque<T>, v: T) {
 
 fn pct(x: Option<f64>) -> Option<u8> {
     x.map(|v| (v.clamp(0.0, 1.0) * 100.0).round() as u8)
+}
+
+/// Extends `s` (the newest samples) back to the first of `times` with
+/// `at` of each earlier time.
+fn prefix(s: &mut Series, times: &[Timestamp], at: impl Fn(Timestamp) -> Option<u8>) {
+    let missing = times.len().saturating_sub(s.len());
+    if missing == 0 {
+        return;
+    }
+    let mut filled: Series = times[..missing].iter().map(|&t| at(t)).collect();
+    filled.extend(s.drain(..));
+    *s = filled;
 }
 
 /// Jobs pending at `t`, from their submit and start times: submitted by
@@ -77,9 +98,76 @@ impl History {
             for (s, g) in gpus.iter_mut().zip(&n.gpus) {
                 push(s, pct(g.sm_occupancy));
             }
+            let gpus = self.gpu_util.entry(n.name.clone()).or_default();
+            gpus.resize_with(n.gpus.len(), VecDeque::new);
+            for (s, g) in gpus.iter_mut().zip(&n.gpus) {
+                push(s, pct(g.utilization));
+            }
         }
         let pending = c.jobs.iter().filter(|j| j.state.is_pending()).count() as u64;
         push(&mut self.queue_len, pending);
+        if let Some(b) = self.pending.take() {
+            self.apply(&b);
+        }
+    }
+
+    /// Fills the samples from before nightshift opened with Prometheus's
+    /// history: each series gets the back-fill's value at each earlier
+    /// sample time; samples taken here are kept as they are.
+    pub fn backfill(&mut self, b: Arc<Backfill>) {
+        if self.times.is_empty() {
+            self.pending = Some(b);
+        } else {
+            self.apply(&b);
+        }
+    }
+
+    fn apply(&mut self, b: &Backfill) {
+        let times: Vec<Timestamp> = self.times.iter().copied().collect();
+        let value =
+            |v: &[Option<u8>], t: Timestamp| b.slot(t).and_then(|i| v.get(i).copied().flatten());
+        let mut by_node: BTreeMap<&str, Vec<(usize, &GpuBackfill)>> = BTreeMap::new();
+        for ((node, g), gb) in &b.gpus {
+            if let Ok(g) = usize::try_from(*g) {
+                by_node.entry(node).or_default().push((g, gb));
+            }
+            if !gb.xids.is_empty() {
+                self.xids.insert((node.clone(), *g), gb.xids.clone());
+            }
+        }
+        for (node, gpus) in by_node {
+            let top = gpus.iter().map(|(g, _)| g + 1).max().unwrap_or(0);
+            let occ = self.gpu_occ.entry(node.to_string()).or_default();
+            if occ.len() < top {
+                occ.resize_with(top, VecDeque::new);
+            }
+            for (g, gb) in &gpus {
+                prefix(&mut occ[*g], &times, |t| value(&gb.occupancy, t));
+            }
+            let util = self.gpu_util.entry(node.to_string()).or_default();
+            if util.len() < top {
+                util.resize_with(top, VecDeque::new);
+            }
+            for (g, gb) in &gpus {
+                prefix(&mut util[*g], &times, |t| value(&gb.utilization, t));
+            }
+            let mean = |t: Timestamp| {
+                let v: Vec<u32> = gpus
+                    .iter()
+                    .filter_map(|(_, gb)| value(&gb.occupancy, t))
+                    .map(u32::from)
+                    .collect();
+                (!v.is_empty()).then(|| (v.iter().sum::<u32>() / v.len() as u32) as u8)
+            };
+            prefix(
+                self.node_occ.entry(node.to_string()).or_default(),
+                &times,
+                mean,
+            );
+        }
+        if !b.gpus.is_empty() {
+            self.backfilled_until = self.times.back().copied();
+        }
     }
 
     /// The span of the last `n` samples, in words: `12m`, `1h00m`.
@@ -122,5 +210,82 @@ mod tests {
         sim.advance(25);
         h.record(&sim.snapshot());
         assert_eq!(h.node_occ.values().next().map(|s| s.len()), Some(2));
+    }
+
+    /// Prometheus's hour fills the samples from before the first snapshot,
+    /// at their own times; the samples taken here stay; Xids are kept; a
+    /// back-fill that comes before any snapshot waits for the first.
+    #[test]
+    fn prometheus_history_fills_the_hour_before_the_first_sample() {
+        use crate::model::{Backfill, GpuBackfill, XidSeen};
+        let sim = Sim::new(SimConfig::default()).expect("sim");
+        let c = sim.snapshot();
+        let node = c.nodes[0].name.clone();
+        let now_occ = pct(c.nodes[0].gpus[1].sm_occupancy);
+        // Slots every 30 s ending at the snapshot's time, GPU 1 at 10%
+        // then 90%, GPU 0 unknown but for one slot at 50%.
+        let start = c.time - STEP * (HISTORY_LEN as i64 - 1);
+        let mut occ1 = vec![Some(10); HISTORY_LEN];
+        for v in &mut occ1[60..] {
+            *v = Some(90);
+        }
+        let mut occ0 = vec![None; HISTORY_LEN];
+        occ0[60] = Some(50);
+        let mut gpus = BTreeMap::new();
+        let xid = XidSeen {
+            code: 79,
+            first_seen: start + 60 * STEP,
+            at_window_start: false,
+        };
+        gpus.insert(
+            (node.clone(), 1),
+            GpuBackfill {
+                occupancy: occ1,
+                utilization: vec![Some(100); HISTORY_LEN],
+                xids: vec![xid],
+            },
+        );
+        gpus.insert(
+            (node.clone(), 0),
+            GpuBackfill {
+                occupancy: occ0,
+                ..GpuBackfill::default()
+            },
+        );
+        let b = Arc::new(Backfill {
+            start,
+            step: STEP,
+            slots: HISTORY_LEN,
+            gpus,
+            notes: Vec::new(),
+        });
+        for early in [false, true] {
+            let mut h = History::default();
+            if early {
+                h.backfill(b.clone());
+                h.record(&c);
+            } else {
+                h.record(&c);
+                h.backfill(b.clone());
+            }
+            let g1 = &h.gpu_occ[&node][1];
+            assert_eq!(g1.len(), HISTORY_LEN, "early={early}");
+            assert_eq!(g1[0], Some(10));
+            assert_eq!(g1[59], Some(10));
+            assert_eq!(g1[60], Some(90));
+            assert_eq!(
+                g1[HISTORY_LEN - 1],
+                now_occ,
+                "the sample taken here is not replaced"
+            );
+            assert_eq!(h.gpu_util[&node][1][0], Some(100));
+            let n = &h.node_occ[&node];
+            assert_eq!(n[0], Some(10), "the node's mean is of the GPUs known");
+            assert_eq!(n[60], Some(70), "(50 + 90) / 2");
+            assert_eq!(h.xids[&(node.clone(), 1)], [xid]);
+            assert_eq!(h.backfilled_until, Some(c.time));
+            // Other nodes keep their one sample.
+            assert_eq!(h.node_occ[&c.nodes[1].name].len(), 1);
+        }
     }
 }

@@ -77,6 +77,21 @@ impl App {
                 self.cluster = cluster;
                 self.refresh_rows();
             }
+            Update::Backfill(b) => {
+                let gpus = b.gpus.len();
+                let notes = b.notes.clone();
+                self.history.backfill(b);
+                for n in notes {
+                    tracing::warn!("history back-fill: {n}");
+                    self.flash = Some(format!("history: {n}"));
+                    self.log_flash();
+                }
+                if gpus > 0 {
+                    self.flash = Some(format!(
+                        "history: the charts' last hour for {gpus} GPUs read from Prometheus"
+                    ));
+                }
+            }
             Update::Status { origin, error } => {
                 let s = self.origins.entry(origin).or_default();
                 match error {

@@ -5,6 +5,7 @@
 //! SM occupancy, not an idle GPU.
 
 mod action;
+mod backfill;
 mod event;
 mod gpu;
 mod job;
@@ -12,6 +13,7 @@ mod node;
 mod summary;
 
 pub use action::{Action, Step};
+pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};

@@ -6,7 +6,7 @@ use super::dcgm::merge::{HealthWatch, HostMap, merge};
 use super::dcgm::scrape::Scraper;
 use super::prometheus::Prometheus;
 use super::{Origin, SourceError, Update};
-use crate::model::Cluster;
+use crate::model::{Backfill, Cluster, HISTORY_SLOTS, HISTORY_STEP};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -130,6 +130,21 @@ pub fn spawn(
 ) -> Result<mpsc::Receiver<Update>, String> {
     let (tx, rx) = mpsc::channel(16);
     let mut poller = Poller::new(&e)?;
+    // The charts' last hour, read once at start beside the first rounds.
+    let (btx, mut brx) = mpsc::channel::<Backfill>(1);
+    let mut backfill_open = false;
+    if let Some((_, p)) = &poller.prometheus {
+        let p = p.clone();
+        backfill_open = true;
+        tokio::spawn(async move {
+            let b = p
+                .backfill(crate::host::now(), HISTORY_STEP, HISTORY_SLOTS)
+                .await;
+            let _ = btx.send(b).await;
+        });
+    } else {
+        drop(btx);
+    }
     let (htx, mut hrx) = mpsc::channel::<Poll>(2);
     let interval = e.interval;
     tokio::spawn(async move {
@@ -146,9 +161,33 @@ pub fn spawn(
         let mut readings: Arc<Vec<Reading>> = Arc::default();
         let mut watch = Arc::new(HealthWatch::default());
         let e = Arc::new(e);
+        // Waits for the scheduler's first snapshot to name its hosts.
+        let mut backfill: Option<Backfill> = None;
         loop {
+            if backfill.is_some() && (!base.nodes.is_empty() || sched.is_none()) {
+                let known: std::collections::HashMap<&str, usize> = base
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.name.as_str(), i))
+                    .collect();
+                let b = backfill
+                    .take()
+                    .map(|b| b.renamed(|h| e.hosts.node_for(h, &known).to_string()));
+                drop(known);
+                if let Some(b) = b
+                    && tx.send(Update::Backfill(Arc::new(b))).await.is_err()
+                {
+                    return;
+                }
+            }
             let sched_open = sched.is_some();
             tokio::select! {
+                b = brx.recv(), if backfill_open => {
+                    backfill_open = false;
+                    backfill = b;
+                    continue;
+                }
                 up = async { match sched.as_mut() { Some(r) => r.recv().await, None => None } }, if sched_open => match up {
                     Some(Update::Snapshot(c)) => base = c,
                     Some(status) => {
@@ -255,6 +294,7 @@ mod tests {
             };
             match u {
                 Update::Snapshot(c) => merged = Some(c),
+                Update::Backfill(_) => panic!("no Prometheus, no back-fill"),
                 Update::Status {
                     origin: Origin::Scheduler,
                     error: Some(e),
@@ -301,5 +341,60 @@ mod tests {
             merged.source, "slurm",
             "the scheduler's snapshot underneath"
         );
+    }
+
+    /// With Prometheus, the charts' hour is read once at start and sent
+    /// after the scheduler's first snapshot, its hosts named as the
+    /// scheduler names them (`gpu07.cluster.local` is node `gpu07`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_backfill_waits_for_the_scheduler_and_uses_its_names() {
+        let now = crate::host::now();
+        let body = serde_json::json!({"status": "success", "data": {"resultType": "matrix", "result": [
+            {"metric": {"__name__": "DCGM_FI_PROF_SM_OCCUPANCY", "gpu": "2", "Hostname": "gpu07.cluster.local"},
+             "values": [[now as f64, "0.5"]]}
+        ]}});
+        let url = serve(body.to_string()).await;
+        let (stx, srx) = mpsc::channel(8);
+        let e = Endpoints {
+            dcgm: Vec::new(),
+            prometheus: Some(url.trim_end_matches("/metrics").to_string()),
+            interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(2),
+            hosts: HostMap::default(),
+        };
+        let mut out = spawn(Some(srx), e).expect("spawn");
+        // Nothing named yet: no back-fill before the scheduler's snapshot.
+        let early = tokio::time::timeout(Duration::from_millis(500), async {
+            loop {
+                match out.recv().await {
+                    Some(Update::Backfill(b)) => return Some(b),
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+        })
+        .await;
+        assert!(early.is_err(), "{early:?}");
+        let mut c = Cluster {
+            name: "t".into(),
+            source: "slurm".into(),
+            time: now,
+            ..Cluster::default()
+        };
+        crate::engine::fixture::add_node(&mut c, "gpu07", "p", 8);
+        stx.send(Update::Snapshot(Arc::new(c))).await.expect("send");
+        let b = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match out.recv().await {
+                    Some(Update::Backfill(b)) => return b,
+                    Some(_) => {}
+                    None => panic!("the endpoints stopped"),
+                }
+            }
+        })
+        .await
+        .expect("a back-fill");
+        let g = &b.gpus[&("gpu07".to_string(), 2)];
+        assert_eq!(g.occupancy.last(), Some(&Some(50)), "{:?}", g.occupancy);
     }
 }

@@ -51,6 +51,9 @@ pub enum Update {
         origin: Origin,
         error: Option<SourceError>,
     },
+    /// GPU history from before nightshift opened (Prometheus), once, with
+    /// hosts named as the scheduler names its nodes.
+    Backfill(Arc<crate::model::Backfill>),
 }
 
 impl Update {

@@ -7,12 +7,21 @@
 
 use super::dcgm::Reading;
 use super::dcgm::textformat::Sample;
+use crate::model::{Backfill, GpuBackfill, Timestamp, XidSeen};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Every family nightshift reads, in one selector.
 pub const QUERY: &str = r#"{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*|DCGM_EXP_XID_ERRORS_COUNT"}"#;
 
+/// The back-fill's activity series, over the last hour.
+pub const RANGE_ACTIVITY: &str = r#"{__name__=~"DCGM_FI_PROF_SM_OCCUPANCY|DCGM_FI_DEV_GPU_UTIL"}"#;
+/// The back-fill's Xids: only GPUs that reported one, so the answer stays
+/// small on a big cluster even when the activity one is too big.
+pub const RANGE_XID: &str = "DCGM_FI_DEV_XID_ERRORS != 0";
+
+#[derive(Clone)]
 pub struct Prometheus {
     http: reqwest::Client,
     base: String,
@@ -52,6 +61,9 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
         .pointer("/data/result")
         .and_then(Value::as_array)
         .ok_or("Prometheus answered without data.result")?;
+    if body.pointer("/data/resultType").and_then(Value::as_str) == Some("matrix") {
+        return Err("Prometheus answered a range (matrix) to an instant query".into());
+    }
     let mut out = Vec::with_capacity(result.len());
     for series in result {
         let Some(metric) = series.get("metric").and_then(Value::as_object) else {
@@ -99,6 +111,214 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
     Ok((out, warnings))
 }
 
+/// The host a series is about: its `Hostname`/`hostname` label, else the
+/// target scraped (`instance` without its port).
+fn series_host(metric: &serde_json::Map<String, Value>) -> Option<&str> {
+    let label = |k: &str| metric.get(k).and_then(Value::as_str);
+    label("Hostname")
+        .or_else(|| label("hostname"))
+        .or_else(|| label("instance").map(|i| i.split(':').next().unwrap_or(i)))
+}
+
+/// Per slot: sum and count, of the GPU's own series and of its MIG
+/// instances' (used only where the GPU's own has nothing).
+#[derive(Default)]
+struct Acc {
+    own: Vec<(f64, u32)>,
+    mig: Vec<(f64, u32)>,
+}
+
+impl Acc {
+    fn add(&mut self, slots: usize, mig: bool, i: usize, v: f64) {
+        let s = if mig { &mut self.mig } else { &mut self.own };
+        s.resize(slots, (0.0, 0));
+        s[i].0 += v;
+        s[i].1 += 1;
+    }
+
+    /// Percent per slot, from values where `full` is 100%.
+    fn percent(&self, slots: usize, full: f64) -> Vec<Option<u8>> {
+        let mean = |s: &Vec<(f64, u32)>, i: usize| {
+            s.get(i)
+                .filter(|(_, n)| *n > 0)
+                .map(|(sum, n)| sum / f64::from(*n))
+        };
+        (0..slots)
+            .map(|i| {
+                mean(&self.own, i)
+                    .or_else(|| mean(&self.mig, i))
+                    .map(|v| ((v / full).clamp(0.0, 1.0) * 100.0).round() as u8)
+            })
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct GpuAcc {
+    occupancy: Acc,
+    utilization: Acc,
+    /// The last-Xid gauge's samples, in time order.
+    xid: Vec<(Timestamp, u32)>,
+}
+
+/// Builds a back-fill from `query_range` answers.
+pub struct BackfillBuilder {
+    start: Timestamp,
+    step: i64,
+    slots: usize,
+    gpus: BTreeMap<(String, u32), GpuAcc>,
+    notes: Vec<String>,
+    series: u64,
+}
+
+impl BackfillBuilder {
+    /// Slots of `step` seconds, the first at `start`.
+    pub fn new(start: Timestamp, step: i64, slots: usize) -> BackfillBuilder {
+        BackfillBuilder {
+            start,
+            step: step.max(1),
+            slots,
+            gpus: BTreeMap::new(),
+            notes: Vec::new(),
+            series: 0,
+        }
+    }
+
+    /// Adds one answer (a matrix). An error answer is an error with
+    /// Prometheus's text; series nightshift does not read are skipped.
+    pub fn add(&mut self, body: &Value) -> Result<(), String> {
+        let status = body.get("status").and_then(Value::as_str).unwrap_or("");
+        if status != "success" {
+            // The same wording as an instant query's error.
+            return samples_from(body).map(|_| ());
+        }
+        if let Some(w) = body.get("warnings").and_then(Value::as_array) {
+            self.notes.extend(
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .take(5)
+                    .map(|s| format!("Prometheus warning: {}", crate::text::one_line(s, 300))),
+            );
+        }
+        if body.pointer("/data/resultType").and_then(Value::as_str) != Some("matrix") {
+            return Err("Prometheus answered a range query without a matrix".into());
+        }
+        let result = body
+            .pointer("/data/result")
+            .and_then(Value::as_array)
+            .ok_or("Prometheus answered without data.result")?;
+        let max_series = crate::limits::get().max_series_per_scrape;
+        let max_gpu = crate::limits::get().max_gpus_per_node;
+        for series in result {
+            self.series += 1;
+            if self.series > max_series {
+                return Err(format!(
+                    "Prometheus's history holds more than {max_series} series (limits.max_series_per_scrape)"
+                ));
+            }
+            let Some(metric) = series.get("metric").and_then(Value::as_object) else {
+                continue;
+            };
+            let (Some(name), Some(host), Some(gpu)) = (
+                metric.get("__name__").and_then(Value::as_str),
+                series_host(metric),
+                metric
+                    .get("gpu")
+                    .and_then(Value::as_str)
+                    .and_then(|g| g.parse::<u32>().ok())
+                    .filter(|&g| g < max_gpu),
+            ) else {
+                continue;
+            };
+            let mig = metric.contains_key("GPU_I_ID");
+            let Some(values) = series.get("values").and_then(Value::as_array) else {
+                continue;
+            };
+            let acc = self.gpus.entry((host.to_string(), gpu)).or_default();
+            let (start, step, slots) = (self.start, self.step, self.slots);
+            let points = values.iter().filter_map(|p| {
+                let p = p.as_array()?;
+                let t = p.first()?.as_f64().filter(|t| t.is_finite())? as Timestamp;
+                let v = match p.get(1)?.as_str()? {
+                    "NaN" | "+Inf" | "-Inf" => return None,
+                    v => v.parse::<f64>().ok()?,
+                };
+                (!super::dcgm::blank(v)).then_some((t, v))
+            });
+            let slot = |t: Timestamp| {
+                if t < start - step / 2 {
+                    return None;
+                }
+                usize::try_from((t - start + step / 2) / step)
+                    .ok()
+                    .filter(|&i| i < slots)
+            };
+            match name {
+                "DCGM_FI_PROF_SM_OCCUPANCY" => {
+                    for (t, v) in points {
+                        if let Some(i) = slot(t) {
+                            acc.occupancy.add(slots, mig, i, v);
+                        }
+                    }
+                }
+                "DCGM_FI_DEV_GPU_UTIL" => {
+                    for (t, v) in points {
+                        if let Some(i) = slot(t) {
+                            acc.utilization.add(slots, mig, i, v);
+                        }
+                    }
+                }
+                "DCGM_FI_DEV_XID_ERRORS" if !mig => {
+                    acc.xid.extend(
+                        points
+                            .filter(|&(_, v)| (0.0..1e9).contains(&v))
+                            .map(|(t, v)| (t, v.round() as u32))
+                            .take(slots.saturating_mul(4)),
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Backfill {
+        let (slots, start, step) = (self.slots, self.start, self.step);
+        let gpus = self
+            .gpus
+            .into_iter()
+            .map(|(k, mut a)| {
+                a.xid.sort_by_key(|&(t, _)| t);
+                let mut xids: Vec<XidSeen> = Vec::new();
+                let mut last = None;
+                for (i, &(t, code)) in a.xid.iter().enumerate() {
+                    if code != 0 && last != Some(code) {
+                        xids.push(XidSeen {
+                            code,
+                            first_seen: t,
+                            at_window_start: i == 0 && t - start < step,
+                        });
+                    }
+                    last = Some(code);
+                }
+                let b = GpuBackfill {
+                    occupancy: a.occupancy.percent(slots, 1.0),
+                    utilization: a.utilization.percent(slots, 100.0),
+                    xids,
+                };
+                (k, b)
+            })
+            .collect();
+        Backfill {
+            start: self.start,
+            step: self.step,
+            slots,
+            gpus,
+            notes: self.notes,
+        }
+    }
+}
+
 impl Prometheus {
     pub fn new(url: &str, timeout: Duration) -> Result<Prometheus, String> {
         let http = reqwest::Client::builder()
@@ -115,11 +335,61 @@ impl Prometheus {
     /// One refresh: the readings, and warnings. Errors quote at most a
     /// line of what the server said.
     pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), String> {
-        let url = reqwest::Url::parse_with_params(
-            &format!("{}/api/v1/query", self.base),
-            &[("query", QUERY)],
-        )
-        .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
+        let body = self
+            .get_json("query", &[("query", QUERY.to_string())])
+            .await?;
+        let (samples, mut warnings) = samples_from(&body)?;
+        let (r, w) =
+            crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());
+        warnings.extend(w);
+        Ok((r, warnings))
+    }
+
+    /// The last `slots` × `step` seconds up to `end`, for the charts.
+    /// Either query may fail alone (the activity one is big on a big
+    /// cluster): what came back is kept and the failure is a note.
+    pub async fn backfill(&self, end: Timestamp, step: i64, slots: usize) -> Backfill {
+        let start = end - step * (slots.saturating_sub(1) as i64);
+        let mut bodies = Vec::new();
+        let mut notes = Vec::new();
+        for (what, q) in [
+            ("SM occupancy and utilisation", RANGE_ACTIVITY),
+            ("Xids", RANGE_XID),
+        ] {
+            let params = [
+                ("query", q.to_string()),
+                ("start", start.to_string()),
+                ("end", end.to_string()),
+                ("step", step.to_string()),
+            ];
+            match self.get_json("query_range", &params).await {
+                Ok(b) => bodies.push((what, b)),
+                Err(e) => notes.push(format!("no {what} history: {e}")),
+            }
+        }
+        let built = tokio::task::spawn_blocking(move || {
+            let mut b = BackfillBuilder::new(start, step, slots);
+            let mut notes = notes;
+            for (what, body) in &bodies {
+                if let Err(e) = b.add(body) {
+                    notes.push(format!("no {what} history: {e}"));
+                }
+            }
+            let mut out = b.finish();
+            out.notes.extend(notes);
+            out
+        })
+        .await;
+        built.unwrap_or_else(|e| Backfill {
+            notes: vec![format!("the history back-fill failed: {e}")],
+            ..Backfill::default()
+        })
+    }
+
+    /// GET `/api/v1/{path}` as JSON.
+    async fn get_json(&self, path: &str, params: &[(&str, String)]) -> Result<Value, String> {
+        let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/{path}", self.base), params)
+            .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
         let resp = self.http.get(url.clone()).send().await.map_err(|e| {
             crate::sources::dcgm::scrape::http_error(
                 &format!("Prometheus at {}", self.base),
@@ -133,17 +403,17 @@ impl Prometheus {
         let text = crate::sources::http::text(resp, &what, self.timeout)
             .await
             .map_err(|e| e.to_string())?;
-        let body: Value = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{what}: HTTP {status}, not JSON ({e}): {}",
-                crate::text::one_line(&text, 120)
-            )
-        })?;
-        let (samples, mut warnings) = samples_from(&body)?;
-        let (r, w) =
-            crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());
-        warnings.extend(w);
-        Ok((r, warnings))
+        // Up to limits.max_body_bytes of JSON: parsed off the async workers.
+        tokio::task::spawn_blocking(move || {
+            serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "{what}: HTTP {status}, not JSON ({e}): {}",
+                    crate::text::one_line(&text, 120)
+                )
+            })
+        })
+        .await
+        .map_err(|e| format!("Prometheus answer not parsed: {e}"))?
     }
 }
 
@@ -177,5 +447,83 @@ mod tests {
             r[0].time, 1_796_005_000,
             "the oldest sample dates the reading"
         );
+    }
+
+    /// A range answer as Prometheus writes one: occupancy of a GPU and of a
+    /// MIG-split GPU, utilisation, a blank sentinel, a point outside the
+    /// window, and a last-Xid gauge that goes 0 → 79 → 79 → 48.
+    #[test]
+    fn range_answers_become_slots_and_xid_times() {
+        let start = 1_796_000_000i64;
+        let m = |labels: serde_json::Value, values: &[(i64, &str)]| serde_json::json!({"metric": labels, "values": values.iter().map(|(t, v)| serde_json::json!([*t as f64, v])).collect::<Vec<_>>()});
+        let activity = serde_json::json!({"status": "success", "data": {"resultType": "matrix", "result": [
+            m(serde_json::json!({"__name__": "DCGM_FI_PROF_SM_OCCUPANCY", "gpu": "0", "Hostname": "gpu07"}),
+              &[(start, "0.5"), (start + 30, "0.25"), (start + 60, "NaN"), (start + 3600, "1")]),
+            m(serde_json::json!({"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "gpu07"}),
+              &[(start, "100"), (start + 30, "9223372036854775794")]),
+            // No Hostname: the instance names the host; MIG instances average.
+            m(serde_json::json!({"__name__": "DCGM_FI_PROF_SM_OCCUPANCY", "gpu": "1", "GPU_I_ID": "1", "instance": "gpu08:9400"}),
+              &[(start, "0.2")]),
+            m(serde_json::json!({"__name__": "DCGM_FI_PROF_SM_OCCUPANCY", "gpu": "1", "GPU_I_ID": "2", "instance": "gpu08:9400"}),
+              &[(start, "0.4")]),
+            m(serde_json::json!({"__name__": "DCGM_FI_PROF_SM_OCCUPANCY", "instance": "gpu08:9400"}),
+              &[(start, "0.9")]),
+        ]}});
+        let xid = serde_json::json!({"status": "success", "warnings": ["partial"], "data": {"resultType": "matrix", "result": [
+            m(serde_json::json!({"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "3", "Hostname": "gpu07"}),
+              &[(start, "79"), (start + 60, "79"), (start + 90, "48")]),
+            // Scraped from a later time: its first Xid is not from before.
+            m(serde_json::json!({"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "4", "Hostname": "gpu07"}),
+              &[(start + 60, "0"), (start + 90, "13")]),
+        ]}});
+        let mut b = BackfillBuilder::new(start, 30, 4);
+        b.add(&activity).expect("activity");
+        b.add(&xid).expect("xid");
+        let b = b.finish();
+        assert_eq!(b.notes, ["Prometheus warning: partial"]);
+        let g0 = &b.gpus[&("gpu07".to_string(), 0)];
+        assert_eq!(g0.occupancy, [Some(50), Some(25), None, None]);
+        assert_eq!(g0.utilization, [Some(100), None, None, None]);
+        let g1 = &b.gpus[&("gpu08".to_string(), 1)];
+        assert_eq!(g1.occupancy, [Some(30), None, None, None]);
+        assert!(
+            !b.gpus.keys().any(|(h, g)| h == "gpu08" && *g != 1),
+            "a series without a gpu label is skipped"
+        );
+        let x = &b.gpus[&("gpu07".to_string(), 3)].xids;
+        assert_eq!(
+            x,
+            &[
+                XidSeen {
+                    code: 79,
+                    first_seen: start,
+                    at_window_start: true
+                },
+                XidSeen {
+                    code: 48,
+                    first_seen: start + 90,
+                    at_window_start: false
+                }
+            ]
+        );
+        assert_eq!(
+            b.gpus[&("gpu07".to_string(), 4)].xids,
+            [XidSeen {
+                code: 13,
+                first_seen: start + 90,
+                at_window_start: false
+            }]
+        );
+        // Errors are errors, with Prometheus's words; an instant answer
+        // is not a range.
+        let mut b = BackfillBuilder::new(start, 30, 4);
+        let err = b
+            .add(&serde_json::json!({"status": "error", "errorType": "execution", "error": "query processing would load too many samples"}))
+            .expect_err("error");
+        assert!(err.contains("too many samples"), "{err}");
+        let err = b
+            .add(&serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}}))
+            .expect_err("vector");
+        assert!(err.contains("matrix"), "{err}");
     }
 }

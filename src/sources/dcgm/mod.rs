@@ -50,7 +50,7 @@ impl Reading {
 }
 
 /// Values dcgm-exporter writes for "no data" (DCGM's blank sentinels).
-fn blank(v: f64) -> bool {
+pub(crate) fn blank(v: f64) -> bool {
     !v.is_finite() || v >= 9.2e18 || (2_147_483_632.0..=2_147_483_647.0).contains(&v)
 }
 

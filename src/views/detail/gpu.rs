@@ -19,8 +19,27 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let gpu = &c.nodes[n].gpus[g];
     let health = app.gpu_severity(&gpu.node, gpu.index);
     let verdict = crate::views::answers::gpu(app, gpu, theme);
+    // Xids Prometheus saw in the hour before nightshift opened.
+    let earlier = app
+        .history
+        .xids
+        .get(&(c.nodes[n].name.clone(), gpu.index))
+        .map(|xs| {
+            xs.iter()
+                .map(|x| {
+                    if x.at_window_start {
+                        format!("{} (by {})", x.code, text::clock(x.first_seen))
+                    } else {
+                        format!("{} at {}", x.code, text::clock(x.first_seen))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
     let [info, spark] = Layout::vertical([
-        Constraint::Length(11 + crate::views::wrapped_height(&verdict, area.width)),
+        Constraint::Length(
+            11 + u16::from(earlier.is_some()) + crate::views::wrapped_height(&verdict, area.width),
+        ),
         Constraint::Min(4),
     ])
     .areas(area);
@@ -44,7 +63,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         (Some(src), None) => sanitize(src).into_owned(),
         _ => "- (no node endpoint)".into(),
     };
-    let rows: Vec<(&str, String, Style)> = vec![
+    let mut rows: Vec<(&str, String, Style)> = vec![
         (
             "readings from",
             readings,
@@ -132,6 +151,9 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             theme.health(health),
         ),
     ];
+    if let Some(e) = earlier {
+        rows.push(("Xids in the last hour", e, theme.health(health)));
+    }
     let mut lines = vec![Line::from(vec![
         Span::styled(
             format!(" {} gpu {} ", sanitize(&gpu.node), gpu.index),
@@ -151,14 +173,28 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         info,
     );
     let node_name = &c.nodes[n].name;
-    let series = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
-    let data = bars(series, spark.width.saturating_sub(2));
+    let from_prom = app
+        .history
+        .backfilled_until
+        .map(|t| format!(" · before {} from Prometheus", text::clock(t)))
+        .unwrap_or_default();
+    // Utilisation beside occupancy when there is room: busy with nothing
+    // resident is the hung-collective signature.
+    let (occ_area, util_area) = if spark.height >= 8 {
+        let [a, b] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(spark);
+        (a, Some(b))
+    } else {
+        (spark, None)
+    };
+    let occ = app.history.gpu_occ.get(node_name).and_then(|v| v.get(g));
+    let data = bars(occ, occ_area.width.saturating_sub(2));
     let shown = data.len();
     f.render_widget(
         Sparkline::default()
             .block(crate::views::chart_block(
                 format!(
-                    " SM occupancy {} (0–100%) ",
+                    " SM occupancy {} (0–100%){from_prom} ",
                     text::percent(gpu.sm_occupancy)
                 ),
                 &app.history.span(shown),
@@ -167,6 +203,26 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             .data(data)
             .max(100)
             .style(theme.ok()),
-        spark,
+        occ_area,
     );
+    if let Some(area) = util_area {
+        let util = app.history.gpu_util.get(node_name).and_then(|v| v.get(g));
+        let data = bars(util, area.width.saturating_sub(2));
+        let shown = data.len();
+        f.render_widget(
+            Sparkline::default()
+                .block(crate::views::chart_block(
+                    format!(
+                        " utilisation {} (0–100%){from_prom} ",
+                        text::percent(gpu.utilization)
+                    ),
+                    &app.history.span(shown),
+                    theme,
+                ))
+                .data(data)
+                .max(100)
+                .style(theme.ok()),
+            area,
+        );
+    }
 }

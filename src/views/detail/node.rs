@@ -120,8 +120,12 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         spark_area.width.saturating_sub(2),
     );
     let title = format!(
-        " SM occupancy {} (0–100%) ",
-        text::percent(node.mean_sm_occupancy())
+        " SM occupancy {} (0–100%){} ",
+        text::percent(node.mean_sm_occupancy()),
+        app.history
+            .backfilled_until
+            .map(|t| format!(" · before {} from Prometheus", text::clock(t)))
+            .unwrap_or_default()
     );
     let shown = occ.len();
     f.render_widget(
