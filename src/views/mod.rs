@@ -7,6 +7,8 @@ mod modal;
 mod overview;
 pub(crate) mod table;
 pub(crate) mod theme;
+mod wrap;
+pub(crate) use wrap::hang;
 
 pub use table::offset;
 pub use theme::Theme;
@@ -144,11 +146,20 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             None => s.view.title().to_string(),
         })
         .collect();
-    let shown = &crumbs[crumbs.len().saturating_sub(2)..];
-    spans.push(Span::styled(
-        format!("  {}", shown.join(" › ")),
-        theme.dim(),
-    ));
+    // Where we are, in the room left: the last two steps, the last, or
+    // the last shortened with `…` — never a name cut to another name.
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(used + 2);
+    let two = crumbs[crumbs.len().saturating_sub(2)..].join(" › ");
+    let last = crumbs.last().cloned().unwrap_or_default();
+    let crumb = if two.chars().count() <= room {
+        two
+    } else if last.chars().count() <= room {
+        last
+    } else {
+        crate::columns::fit(&last, u16::try_from(room).unwrap_or(u16::MAX))
+    };
+    spans.push(Span::styled(format!("  {crumb}"), theme.dim()));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

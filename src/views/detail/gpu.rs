@@ -18,7 +18,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let gpu = &c.nodes[n].gpus[g];
     let health = app.gpu_severity(&gpu.node, gpu.index);
-    let verdict = crate::views::answers::gpu(app, gpu, theme);
+    let verdict = crate::views::hang(crate::views::answers::gpu(app, gpu, theme), area.width);
     // Xids Prometheus saw in the hour before nightshift opened.
     let earlier = app
         .history

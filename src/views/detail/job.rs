@@ -89,7 +89,7 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ),
         ("checkpoint", ck_text),
     ];
-    let answers = crate::views::answers::job(app, &j.id, theme);
+    let answers = crate::views::hang(crate::views::answers::job(app, &j.id, theme), area.width);
     let mut text_lines = vec![Line::from(vec![Span::styled(
         format!(" job {} ", sanitize(&j.id)),
         theme.title(),

@@ -22,7 +22,10 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let node = &c.nodes[n];
     let gpu_h = node.gpus.len() as u16 + 3;
-    let answers = crate::views::answers::node(app, &node.name, theme);
+    let answers = crate::views::hang(
+        crate::views::answers::node(app, &node.name, theme),
+        area.width,
+    );
     // The engine's words wrap; they are never cut at the screen's edge.
     let answers_h = crate::views::wrapped_height(&answers, area.width);
     let [info, engine, gpus_area, jobs_area] = Layout::vertical([
