@@ -300,9 +300,7 @@ fn stale_gpu_readings_show_their_age() {
 /// the footer.
 #[test]
 fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
-    use nightshift::actions::executor::Executor;
-    use nightshift::actions::{Action, audit::AuditLog, guard, policy::Policy, runner::Reply};
-    use nightshift::engine::analysis::Base;
+    use nightshift::actions::Action;
     let sim = Sim::new(SimConfig::default()).expect("sim");
     let mut c = sim.snapshot();
     // h100-08 carries a job per GPU, of several users.
@@ -341,27 +339,12 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
         reason: "xid79 GPU3".into(),
         requeue: true,
     };
-    app.open_action(action.clone());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let base = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
-    let exec = Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
-    let p = guard::preview(
-        &action,
-        &c,
-        &base,
-        Duration::ZERO,
-        &Policy::default(),
-        &AuditLog::new(dir.path().join("a.jsonl")),
-        false,
-        Ok(&exec),
-        &SiteParams::default(),
-    );
+    let p = open_dialog(&mut app, &c, sim, action);
     assert!(
         p.blast
             .as_ref()
             .is_some_and(|b| b.as_ref().is_ok_and(|b| b.killed.len() >= 9))
     );
-    app.update(Msg::Action(Reply::Preview(Box::new(p))), now);
     let s = screen(&app, 80, 24);
     assert!(s.contains("type h100-08 and press enter to confirm"), "{s}");
     assert!(s.contains("esc cancels"), "{s}");
@@ -440,4 +423,191 @@ fn gpu_history_back_filled_from_prometheus() {
         "{:?}",
         a.messages
     );
+}
+
+/// Opens `action`'s dialog on `app` with the guard's real preview of it
+/// over `c` (the sim's executor answers what it would send).
+fn open_dialog(
+    app: &mut App,
+    c: &Arc<nightshift::model::Cluster>,
+    sim: Sim,
+    action: nightshift::actions::Action,
+) -> nightshift::actions::guard::Preview {
+    use nightshift::actions::executor::Executor;
+    use nightshift::actions::{audit::AuditLog, guard, policy::Policy, runner::Reply};
+    use nightshift::engine::analysis::Base;
+    app.open_action(action.clone());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = Base::compute(c, None, &SiteParams::default(), &XidCatalog::default());
+    let exec = Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
+    let p = guard::preview(
+        &action,
+        c,
+        &base,
+        Duration::ZERO,
+        &Policy::default(),
+        &AuditLog::new(dir.path().join("a.jsonl")),
+        false,
+        Ok(&exec),
+        &SiteParams::default(),
+    );
+    let now = app.now;
+    app.update(Msg::Action(Reply::Preview(Box::new(p.clone()))), now);
+    p
+}
+
+/// The sim after `seconds`, as one snapshot, in an app with its analysis.
+fn sim_app(
+    seconds: u64,
+    edit: impl FnOnce(&mut nightshift::model::Cluster),
+) -> (App, Sim, Arc<nightshift::model::Cluster>) {
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(seconds);
+    let mut c = sim.snapshot();
+    edit(&mut c);
+    let c = Arc::new(c);
+    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let now = Instant::now();
+    app.on_update(Update::Snapshot(c.clone()), now);
+    app.on_update(Update::ok(Origin::Scheduler), now);
+    analyse(&mut app);
+    (app, sim, c)
+}
+
+/// Every other dialog at both sizes, each with its prompt on screen: a
+/// requeue, a resume of a node whose GPU is still broken (evidence and a
+/// typed name), a cordon the circuit breaker refuses (and how to
+/// override), the outcome of a drain, and a failure.
+#[test]
+fn every_dialog_keeps_its_prompt() {
+    use nightshift::actions::Action;
+    use nightshift::actions::runner::Reply;
+    use nightshift::model::NodeState;
+    let both = |app: &App, name: &str, must: &[&str]| {
+        for (w, h) in [(80, 24), (200, 50)] {
+            let s = screen(app, w, h);
+            for m in must {
+                assert!(s.contains(m), "{name} at {w}x{h} lacks {m:?}:\n{s}");
+            }
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), s);
+        }
+    };
+
+    // Requeue a running job: its gang, and what to type.
+    let (mut app, sim, c) = sim_app(200, |_| {});
+    open_dialog(&mut app, &c, sim, Action::Requeue { job: "4702".into() });
+    both(
+        &app,
+        "dialog_requeue",
+        &["type 4702 and press enter to confirm", "esc"],
+    );
+
+    // Resume a drained node whose GPU is still critical.
+    let (mut app, sim, c) = sim_app(200, |c| {
+        if let Some(n) = c.nodes.iter_mut().find(|n| n.name == "h100-06") {
+            n.state = NodeState::Drain;
+            n.reason = Some("xid48 GPU5".into());
+        }
+    });
+    open_dialog(
+        &mut app,
+        &c,
+        sim,
+        Action::Resume {
+            node: "h100-06".into(),
+        },
+    );
+    both(
+        &app,
+        "dialog_resume_broken_node",
+        &["type h100-06 and press enter to confirm"],
+    );
+
+    // A third h100 node out: the breaker refuses, and says how to override.
+    let (mut app, sim, c) = sim_app(0, |c| {
+        for n in c
+            .nodes
+            .iter_mut()
+            .filter(|n| n.name == "h100-07" || n.name == "h100-08")
+        {
+            n.state = NodeState::Drain;
+            n.reason = Some("maintenance".into());
+        }
+    });
+    let p = open_dialog(
+        &mut app,
+        &c,
+        sim,
+        Action::Cordon {
+            node: "h100-05".into(),
+            reason: "flaky".into(),
+        },
+    );
+    assert!(p.refusal.is_some(), "the breaker refuses");
+    both(
+        &app,
+        "dialog_breaker_refuses",
+        &["force h100-05", "circuit breaker"],
+    );
+
+    // The outcome of a drain, from the guard run against the sim.
+    let (mut app, mut sim, c) = sim_app(200, |_| {});
+    let p = {
+        let s2 = Sim::new(SimConfig::default()).expect("sim");
+        open_dialog(
+            &mut app,
+            &c,
+            s2,
+            Action::Drain {
+                node: "h100-06".into(),
+                reason: "xid48 GPU5".into(),
+                requeue: true,
+            },
+        )
+    };
+    sim.advance(0);
+    let exec =
+        nightshift::actions::executor::Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = nightshift::actions::audit::AuditLog::new(dir.path().join("a.jsonl"));
+    let who = nightshift::actions::guard::Who {
+        scheduler_user: None,
+        cluster: "sim-16".into(),
+        source: "sim".into(),
+    };
+    let policy = nightshift::actions::policy::Policy::default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let done = rt
+        .block_on(nightshift::actions::guard::run(
+            &p,
+            "h100-06",
+            &exec,
+            &log,
+            &who,
+            Duration::from_secs(5),
+            nightshift::actions::guard::Check {
+                cluster: &c,
+                data_age: Duration::ZERO,
+                policy: &policy,
+            },
+        ))
+        .expect("drained");
+    let now = app.now;
+    app.update(Msg::Action(Reply::Done(Box::new(done))), now);
+    both(&app, "dialog_drain_done", &["h100-06"]);
+
+    // A failure says so and what was kept.
+    let (mut app, _, _) = sim_app(0, |_| {});
+    let now = app.now;
+    app.update(
+        Msg::Action(Reply::Failed(
+            "drain failed: slurmrestd at http://127.0.0.1:6820 did not answer in 10s; nothing sent"
+                .into(),
+        )),
+        now,
+    );
+    both(&app, "dialog_failed", &["did not answer in 10s"]);
 }

@@ -175,7 +175,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ]),
         // While a dialog is open the footer is its prompt: what to type, how
         // to cancel, how to scroll — never the normal keys.
-        Input::Normal if app.modal.is_some() => modal::footer(app, theme),
+        Input::Normal if app.modal.is_some() => modal::footer(app, theme, area.width),
         Input::Normal => {
             let mut spans = Vec::new();
             let filter = &app.screen().filter;

@@ -153,6 +153,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let w = area.width.saturating_sub(4).min(100);
     let inner_w = w.saturating_sub(2).max(1) as usize;
+    // Wrapped continuing under their own text, not at the dialog's edge.
+    let lines = super::hang(lines, w.saturating_sub(2));
+    let prompt = super::hang(prompt, w.saturating_sub(2));
     // Lines as wrapped at the popup's width, to size it.
     let rows = |ls: &[Line]| -> u16 {
         ls.iter()
@@ -207,8 +210,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     f.render_widget(Paragraph::new(prompt).wrap(Wrap { trim: false }), pinned);
 }
 
-/// The footer while a dialog is open: its prompt and keys.
-pub fn footer(app: &App, theme: Theme) -> Line<'static> {
+/// The footer while a dialog is open: its prompt and keys, in `width`
+/// columns — shortened, never cut, when the whole does not fit.
+pub fn footer(app: &App, theme: Theme, width: u16) -> Line<'static> {
+    let full = footer_line(app, theme, false);
+    if full.width() <= usize::from(width) {
+        full
+    } else {
+        footer_line(app, theme, true)
+    }
+}
+
+fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
     let key = |k: &str, what: &str| {
         vec![
             Span::styled(format!("<{k}>"), theme.title()),
@@ -222,15 +235,22 @@ pub fn footer(app: &App, theme: Theme) -> Line<'static> {
                 Some(p) if p.refusal.is_some() && p.force_token().is_none() => spans.push(
                     Span::styled(" refused: nothing can be sent ", theme.alarm()),
                 ),
-                Some(p) => spans.push(Span::styled(
-                    format!(" {} ", p.confirm_prompt()),
-                    theme.badge(),
-                )),
+                Some(p) => {
+                    let prompt = match (short, p.force_token(), &p.token) {
+                        (false, _, _) => p.confirm_prompt(),
+                        (true, Some(f), _) => format!("type `{f}` ⏎ to override"),
+                        (true, None, Some(t)) => format!("type {t} ⏎ to confirm"),
+                        (true, None, None) => "y to confirm".into(),
+                    };
+                    spans.push(Span::styled(format!(" {prompt} "), theme.badge()))
+                }
                 None => spans.push(Span::styled(" computing the preview… ", theme.dim())),
             }
             spans.push(Span::raw(" "));
             spans.extend(key("esc", "cancel"));
-            spans.extend(key("↑↓ pgup pgdn", "scroll"));
+            if !short {
+                spans.extend(key("↑↓ pgup pgdn", "scroll"));
+            }
         }
         Some(Modal::Running { .. }) => {
             spans.push(Span::styled(
