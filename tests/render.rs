@@ -501,6 +501,35 @@ fn every_dialog_keeps_its_prompt() {
         "dialog_requeue",
         &["type 4702 and press enter to confirm", "esc"],
     );
+    // A wrong name is not sent: the dialog stays and says so.
+    let runs = |app: &App| {
+        app.outbox
+            .iter()
+            .filter(|r| matches!(r, nightshift::actions::runner::Request::Run { .. }))
+            .count()
+    };
+    keys(&mut app, &[KeyCode::Char('4'), KeyCode::Enter]);
+    assert_eq!(runs(&app), 0, "nothing sent on a wrong name");
+    assert!(
+        app.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("does not match")),
+        "{:?}",
+        app.flash
+    );
+    // Typed right: sent, and the dialog waits for the outcome.
+    keys(
+        &mut app,
+        &[
+            KeyCode::Char('4'),
+            KeyCode::Char('7'),
+            KeyCode::Char('0'),
+            KeyCode::Char('2'),
+            KeyCode::Enter,
+        ],
+    );
+    assert_eq!(runs(&app), 1, "sent once");
+    both(&app, "dialog_running", &["waiting for the outcome"]);
 
     // Resume a drained node whose GPU is still critical.
     let (mut app, sim, c) = sim_app(200, |c| {
@@ -610,4 +639,28 @@ fn every_dialog_keeps_its_prompt() {
         now,
     );
     both(&app, "dialog_failed", &["did not answer in 10s"]);
+    // The message log keeps what the status line said.
+    keys(&mut app, &[KeyCode::Esc, KeyCode::Char('m')]);
+    for (w, h) in [(80, 24), (200, 50)] {
+        let s = screen(&app, w, h);
+        assert!(s.contains("did not answer in"), "{s}");
+        // The log's times are the wall clock's: masked for the snapshot.
+        let masked: String = s
+            .lines()
+            .map(|l| {
+                let c: Vec<char> = l.chars().collect();
+                let clock = c.len() > 9
+                    && c[0] == '│'
+                    && c[3] == ':'
+                    && c[6] == ':'
+                    && c[1..9].iter().all(|x| x.is_ascii_digit() || *x == ':');
+                if clock {
+                    format!("│hh:mm:ss{}\n", c[9..].iter().collect::<String>())
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        insta::assert_snapshot!(format!("message_log_{w}x{h}"), masked);
+    }
 }

@@ -368,6 +368,7 @@ fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     if lines.is_empty() {
         lines.push(Line::styled("no messages yet", theme.dim()));
     }
+    let lines = hang(lines, w.saturating_sub(2));
     f.render_widget(Clear, popup);
     f.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
