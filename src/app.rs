@@ -42,6 +42,16 @@ pub enum Msg {
     Action(Reply),
     /// A source's channel closed: it will send nothing more.
     SourceStopped,
+    /// Open a screen on top of this one.
+    Open(Screen),
+    /// Select the row at this position.
+    Select(usize),
+    /// Move between a screen's two panes.
+    SwitchPane,
+    /// Sort by this column (again: reversed).
+    SortBy(usize),
+    /// Say something on the status line (and in the message log).
+    Flash(String),
 }
 
 /// What the TUI shows while an action is in hand.

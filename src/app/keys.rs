@@ -191,6 +191,11 @@ impl App {
         if self.on_action_key(key) {
             return;
         }
+        // What this screen gives its own meaning to.
+        if let Some(msg) = crate::views::component::for_view(self.screen().view).on_key(self, key) {
+            let now = self.now;
+            return self.dispatch(msg, now);
+        }
         let sel = self.screen().selected;
         let last = self.rows.len().saturating_sub(1);
         match key.code {
@@ -209,21 +214,8 @@ impl App {
                     self.back();
                 }
             }
-            // On the node grid, down and up move by a row, as everywhere.
-            KeyCode::Down | KeyCode::Char('j') if self.on_grid() => {
-                self.select(sel.saturating_add(self.grid_columns()))
-            }
-            KeyCode::Up | KeyCode::Char('k') if self.on_grid() => {
-                self.select(sel.saturating_sub(self.grid_columns()))
-            }
             KeyCode::Down | KeyCode::Char('j') => self.select(sel.saturating_add(1)),
             KeyCode::Up | KeyCode::Char('k') => self.select(sel.saturating_sub(1)),
-            KeyCode::Right | KeyCode::Char('l') if self.on_grid() => {
-                self.select(sel.saturating_add(1))
-            }
-            KeyCode::Left | KeyCode::Char('h') if self.on_grid() => {
-                self.select(sel.saturating_sub(1))
-            }
             KeyCode::PageDown => self.select(sel.saturating_add(PAGE)),
             KeyCode::PageUp => self.select(sel.saturating_sub(PAGE)),
             KeyCode::Char('d') if key.modifiers.contains(KeyModifiers::CONTROL) => {
@@ -234,26 +226,6 @@ impl App {
             }
             KeyCode::Home | KeyCode::Char('g') => self.select(0),
             KeyCode::End | KeyCode::Char('G') => self.select(last),
-            KeyCode::Tab | KeyCode::BackTab
-                if matches!(self.screen().view, View::NodeDetail | View::Overview) =>
-            {
-                let s = self.screen_mut();
-                s.pane = s.pane.other();
-                s.selected = 0;
-                s.selected_key = None;
-                self.refresh_rows();
-            }
-            KeyCode::Enter => self.drill_down(),
-            KeyCode::Char(d @ '0'..='9')
-                if matches!(
-                    self.screen().view,
-                    View::Nodes | View::Gpus | View::Jobs | View::Queue | View::Incidents
-                ) =>
-            {
-                // 1…9 are the first nine columns, 0 the tenth.
-                let k = (d as u8 - b'0') as usize;
-                self.sort_by_column(if k == 0 { 9 } else { k - 1 });
-            }
             _ => {}
         }
     }
@@ -302,16 +274,20 @@ impl App {
         self.screen().view == View::Overview && self.screen().pane == super::Pane::Second
     }
 
-    /// `enter`: open what the selected row points at.
+    /// `enter` (or a second click): open what the selected row points at.
     pub fn drill_down(&mut self) {
-        // An incident opened is read.
-        if let Some(Row::Incident(i)) = self.selected_row()
-            && let Some(id) = self.incident(i).map(|x| x.id.clone())
-        {
-            self.seen.insert(id);
-        }
+        let msg = match self.drill_target() {
+            Some(s) => crate::app::Msg::Open(s),
+            None => crate::app::Msg::Flash("nothing to open here".into()),
+        };
+        let now = self.now;
+        self.dispatch(msg, now);
+    }
+
+    /// The screen the selected row points at.
+    pub fn drill_target(&self) -> Option<Screen> {
         let view = self.screen().view;
-        let next = match (view, self.selected_row()) {
+        match (view, self.selected_row()) {
             (View::GpuDetail, _) => self
                 .gpu_detail_job()
                 .map(|id| Screen::new(View::JobDetail, Some(id))),
@@ -345,10 +321,6 @@ impl App {
                 s
             }),
             (_, Some(Row::Gpu(..))) => None,
-        };
-        match next {
-            Some(screen) => self.push(screen),
-            None => self.flash = Some("nothing to open here".into()),
         }
     }
 

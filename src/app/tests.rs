@@ -567,3 +567,50 @@ fn the_wheel_moves_and_a_click_selects_then_opens() {
     );
     assert_eq!(a.screen().target, id);
 }
+
+/// Each screen's component says what its own keys mean, as messages,
+/// without changing anything; the app carries them out.
+#[test]
+fn components_answer_keys_with_messages_and_change_nothing() {
+    use crate::views::component::for_view;
+    let k = |c: KeyCode| KeyEvent::new(c, KeyModifiers::NONE);
+    let mut a = app();
+    a.size = (120, 40);
+    // The overview's grid: down is a row of the grid, not the next node.
+    a.dispatch(Msg::SwitchPane, a.now);
+    assert_eq!(a.screen().pane, Pane::Second);
+    let cols = a.grid_columns();
+    assert!(cols > 1);
+    let before = a.screen().selected;
+    let msg = for_view(View::Overview).on_key(&a, k(KeyCode::Char('j')));
+    assert!(
+        matches!(msg, Some(Msg::Select(i)) if i == before + cols),
+        "{msg:?}"
+    );
+    assert_eq!(a.screen().selected, before, "on_key changes nothing");
+    // A list: digits sort; keys it leaves alone are the app's.
+    let list = for_view(View::Jobs);
+    assert!(matches!(
+        list.on_key(&a, k(KeyCode::Char('3'))),
+        Some(Msg::SortBy(2))
+    ));
+    assert!(matches!(
+        list.on_key(&a, k(KeyCode::Char('0'))),
+        Some(Msg::SortBy(9))
+    ));
+    assert!(list.on_key(&a, k(KeyCode::Char('j'))).is_none());
+    // A GPU's enter opens its job.
+    command(&mut a, "gpu h100-03/3");
+    let job = a.gpu_detail_job().expect("a job on h100-03/3");
+    let msg = for_view(View::GpuDetail).on_key(&a, k(KeyCode::Enter));
+    match msg {
+        Some(Msg::Open(s)) => {
+            assert_eq!(s.view, View::JobDetail);
+            assert_eq!(s.target.as_deref(), Some(job.as_str()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // And the app, given the key, does what the message says.
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen().view, View::JobDetail);
+}

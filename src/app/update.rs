@@ -33,7 +33,7 @@ impl App {
         }
     }
 
-    fn dispatch(&mut self, msg: Msg, now: Instant) {
+    pub(crate) fn dispatch(&mut self, msg: Msg, now: Instant) {
         match msg {
             Msg::Key(k) => self.on_key(k),
             Msg::Resize(w, h) => {
@@ -65,6 +65,25 @@ impl App {
                 let s = self.origins.entry(Origin::Scheduler).or_default();
                 s.error = Some("the source stopped".into());
             }
+            Msg::Open(screen) => {
+                // An incident opened is read.
+                if let Some(crate::app::Row::Incident(i)) = self.selected_row()
+                    && let Some(id) = self.incident(i).map(|x| x.id.clone())
+                {
+                    self.seen.insert(id);
+                }
+                self.push(screen);
+            }
+            Msg::Select(i) => self.select(i),
+            Msg::SwitchPane => {
+                let s = self.screen_mut();
+                s.pane = s.pane.other();
+                s.selected = 0;
+                s.selected_key = None;
+                self.refresh_rows();
+            }
+            Msg::SortBy(k) => self.sort_by_column(k),
+            Msg::Flash(m) => self.flash = Some(m),
         }
     }
 

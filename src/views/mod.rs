@@ -1,6 +1,7 @@
 //! Screens. Rendering reads the app's state and draws; it changes nothing.
 
 pub(crate) mod answers;
+pub mod component;
 mod detail;
 mod lists;
 mod modal;
@@ -68,16 +69,7 @@ pub fn render(f: &mut Frame, app: &App) {
         );
     }
     draw_header(f, header, app, theme);
-    match app.screen().view {
-        View::Overview => overview::draw(f, body, app, theme),
-        View::Nodes => lists::nodes(f, body, app, theme),
-        View::Gpus => lists::gpus(f, body, app, theme),
-        View::Jobs | View::Queue => lists::jobs(f, body, app, theme),
-        View::Incidents => lists::incidents(f, body, app, theme),
-        View::NodeDetail => detail::node(f, body, app, theme),
-        View::GpuDetail => detail::gpu(f, body, app, theme),
-        View::JobDetail => detail::job(f, body, app, theme),
-    }
+    component::for_view(app.screen().view).draw(f, body, app, theme);
     draw_footer(f, footer, app, theme);
     if app.show_help {
         draw_help(f, body, theme, app.read_only);
