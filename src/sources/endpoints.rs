@@ -175,10 +175,12 @@ pub fn spawn(
                     .take()
                     .map(|b| b.renamed(|h| e.hosts.node_for(h, &known).to_string()));
                 drop(known);
-                if let Some(b) = b
-                    && tx.send(Update::Backfill(Arc::new(b))).await.is_err()
-                {
-                    return;
+                if let Some(b) = b {
+                    // Xid events get the time the history first saw them.
+                    Arc::make_mut(&mut watch).learn_history(&b);
+                    if tx.send(Update::Backfill(Arc::new(b))).await.is_err() {
+                        return;
+                    }
                 }
             }
             let sched_open = sched.is_some();

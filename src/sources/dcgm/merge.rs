@@ -1,7 +1,7 @@
 //! Node-endpoint readings into the scheduler's snapshot.
 
 use super::Reading;
-use crate::model::{Cluster, Event, EventKind, Gpu, LastXid, Node, NodeState};
+use crate::model::{Backfill, Cluster, Event, EventKind, Gpu, LastXid, Node, NodeState, XidSeen};
 use std::collections::{BTreeMap, HashMap};
 
 /// Endpoint host name → scheduler node name. Unlisted hosts match a node
@@ -51,6 +51,9 @@ pub struct HealthWatch {
     seen: HashMap<(String, u32), Seen>,
     events: Vec<Event>,
     seq: u64,
+    /// Xids in Prometheus's history, by node name and GPU: an Xid first
+    /// read now but reported earlier is dated when it was first seen.
+    history: HashMap<(String, u32), Vec<XidSeen>>,
 }
 
 /// Endpoint incidents kept.
@@ -121,7 +124,7 @@ impl HealthWatch {
             let node = hosts.node_for(&r.host, &known).to_string();
             for (kind, message) in found {
                 self.seq += 1;
-                self.events.push(Event {
+                let mut e = Event {
                     seq: self.seq,
                     time: r.time,
                     jobs: base.jobs_at(&node, Some(r.index)),
@@ -129,7 +132,9 @@ impl HealthWatch {
                     gpu: Some(r.index),
                     kind,
                     message,
-                });
+                };
+                redate(&mut e, &self.history);
+                self.events.push(e);
             }
             let mut recent = was.recent;
             for x in &r.recent_xids {
@@ -157,6 +162,49 @@ impl HealthWatch {
     pub fn events(&self) -> &[Event] {
         &self.events
     }
+
+    /// Learns the Xids of Prometheus's last hour (hosts already named as
+    /// nodes): events of those Xids, seen or to be seen, take the time
+    /// the history first showed them. The jobs an event names stay those
+    /// the scheduler had on the GPU when nightshift read it.
+    pub fn learn_history(&mut self, b: &Backfill) {
+        for ((node, gpu), g) in &b.gpus {
+            if !g.xids.is_empty() {
+                self.history.insert((node.clone(), *gpu), g.xids.clone());
+            }
+        }
+        for e in &mut self.events {
+            redate(e, &self.history);
+        }
+    }
+}
+
+/// An Xid event dated by the history when the history saw it earlier.
+fn redate(e: &mut Event, history: &HashMap<(String, u32), Vec<XidSeen>>) {
+    let (EventKind::Xid { code }, Some(gpu)) = (&e.kind, e.gpu) else {
+        return;
+    };
+    let Some(x) = history.get(&(e.node.clone(), gpu)).and_then(|xs| {
+        xs.iter()
+            .rev()
+            .find(|x| x.code == *code && x.first_seen < e.time)
+    }) else {
+        return;
+    };
+    e.time = x.first_seen;
+    e.message = if x.at_window_start {
+        format!(
+            "{} (already there when Prometheus's hour began, {})",
+            e.message,
+            crate::text::clock(x.first_seen)
+        )
+    } else {
+        format!(
+            "{} (first seen at {} in Prometheus's history)",
+            e.message,
+            crate::text::clock(x.first_seen)
+        )
+    };
 }
 
 /// Lays endpoint readings over the snapshot. The scheduler's allocation

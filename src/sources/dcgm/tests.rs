@@ -232,3 +232,50 @@ fn duplicate_series_keep_the_worst_and_are_reported() {
     let xids: Vec<u32> = watch.events().iter().filter_map(|e| e.xid()).collect();
     assert!(xids.contains(&79) && xids.contains(&13), "{xids:?}");
 }
+
+/// An Xid nightshift first reads at 03:05 that Prometheus saw at 02:47 is
+/// dated 02:47 — whether the history comes before or after the reading.
+#[test]
+fn xids_from_prometheus_history_date_the_events() {
+    use crate::model::{Backfill, GpuBackfill, XidSeen};
+    let text = "DCGM_FI_DEV_XID_ERRORS{gpu=\"3\",Hostname=\"n1\"} 79\n";
+    let (samples, _) = parse(text);
+    let r = super::readings(&samples, "n1", 10_000);
+    let mut b = Backfill::default();
+    b.gpus.insert(
+        ("n1".into(), 3),
+        GpuBackfill {
+            xids: vec![
+                XidSeen {
+                    code: 13,
+                    first_seen: 8_000,
+                    at_window_start: true,
+                },
+                XidSeen {
+                    code: 79,
+                    first_seen: 8_920,
+                    at_window_start: false,
+                },
+            ],
+            ..GpuBackfill::default()
+        },
+    );
+    for history_first in [false, true] {
+        let mut watch = HealthWatch::default();
+        if history_first {
+            watch.learn_history(&b);
+        }
+        watch.observe(&r, &Cluster::default(), &HostMap::default());
+        if !history_first {
+            assert_eq!(watch.events()[0].time, 10_000, "read now");
+            watch.learn_history(&b);
+        }
+        let e = &watch.events()[0];
+        assert_eq!(e.xid(), Some(79));
+        assert_eq!(e.time, 8_920, "history_first={history_first}");
+        assert!(e.message.contains("first seen at"), "{}", e.message);
+        // Learning twice does not move it again or repeat the words.
+        watch.learn_history(&b);
+        assert_eq!(watch.events()[0].message.matches("first seen").count(), 1);
+    }
+}
