@@ -151,16 +151,7 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
             Some(s) => seconds(s, &format!("slurm.{key}")),
         }
     };
-    let cluster_name = file.cluster_name.clone().unwrap_or_else(|| {
-        let host = url
-            .trim_start_matches("http://")
-            .trim_start_matches("https://");
-        host.split(['/', ':'])
-            .next()
-            .filter(|h| !h.is_empty())
-            .unwrap_or("slurm")
-            .to_string()
-    });
+    let cluster_name = file.cluster_name.clone();
     Ok(SlurmConfig {
         url,
         user,

@@ -216,7 +216,7 @@ impl Executor {
             .await?;
         let (nodes, _) = wire::list::<wire::Node>(v, "nodes", "node")
             .map_err(|e| format!("node {node}: {e}"))?;
-        let c = map::cluster(&self.cfg.cluster_name, 0, &nodes, &[], &[]).cluster;
+        let c = map::cluster(&self.cfg.fallback_name(), 0, &nodes, &[], &[]).cluster;
         c.nodes
             .into_iter()
             .find(|n| n.name == node)
@@ -230,7 +230,7 @@ impl Executor {
             .await?;
         let (jobs, _) =
             wire::list::<wire::Job>(v, "jobs", "job").map_err(|e| format!("jobs: {e}"))?;
-        Ok(map::cluster(&self.cfg.cluster_name, 0, &[], &jobs, &[])
+        Ok(map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
             .cluster
             .jobs)
     }

@@ -25,8 +25,9 @@ pub struct SlurmConfig {
     pub token: Option<String>,
     pub interval: Duration,
     pub timeout: Duration,
-    /// Shown as the cluster's name; slurmrestd 22.05 does not say it.
-    pub cluster_name: String,
+    /// The cluster's name when the config sets it; else Slurm's own (its
+    /// jobs say it), else the URL's host.
+    pub cluster_name: Option<String>,
     /// The scontrol used where the REST version has no endpoint.
     pub scontrol: String,
     /// slurm.conf for scontrol (its SLURM_CONF); `None` for its default.
@@ -54,7 +55,29 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 use crate::host::now;
 
-/// One snapshot: nodes, jobs and partitions, one request at a time.
+impl SlurmConfig {
+    /// The name to show before Slurm has said its own: the configured one,
+    /// else the URL's host.
+    pub fn fallback_name(&self) -> String {
+        if let Some(n) = &self.cluster_name {
+            return n.clone();
+        }
+        let host = self
+            .url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
+        if self.url.starts_with("unix:") {
+            return "slurm".into();
+        }
+        host.split(['/', ':'])
+            .next()
+            .filter(|h| !h.is_empty())
+            .unwrap_or("slurm")
+            .to_string()
+    }
+}
+
+/// One snapshot: nodes, jobs and partitions, asked for at once.
 pub async fn fetch(
     client: &Client,
     v: ApiVersion,
@@ -72,10 +95,16 @@ pub async fn fetch(
             detail: crate::text::one_line(&e, 200),
         })
     }
-    let n = client.get(&format!("{base}/nodes")).await?;
-    let j = client.get(&format!("{base}/jobs")).await?;
-    let p = client.get(&format!("{base}/partitions")).await?;
-    let name = cfg.cluster_name.clone();
+    // Independent requests: concurrently, so a poll takes the slowest, not
+    // the sum.
+    let (np, jp, pp) = (
+        format!("{base}/nodes"),
+        format!("{base}/jobs"),
+        format!("{base}/partitions"),
+    );
+    let (n, j, p) = tokio::try_join!(client.get(&np), client.get(&jp), client.get(&pp))?;
+    let configured = cfg.cluster_name.clone();
+    let fallback = cfg.fallback_name();
     // Decoding and mapping 100,000 records: off the async workers.
     tokio::task::spawn_blocking(move || {
         let (nodes, mut warnings) = parse::<wire::Node>(&base, "nodes", "node", n)?;
@@ -83,6 +112,16 @@ pub async fn fetch(
         warnings.extend(w);
         let (parts, w) = parse::<wire::Partition>(&base, "partitions", "partition", p)?;
         warnings.extend(w);
+        // Slurm's own name (every job record carries it) unless the
+        // config names the cluster.
+        let name = configured
+            .or_else(|| {
+                jobs.iter()
+                    .map(|j| j.cluster.as_str())
+                    .find(|c| !c.is_empty())
+                    .map(str::to_string)
+            })
+            .unwrap_or(fallback);
         let mut m = map::cluster(&name, now(), &nodes, &jobs, &parts);
         warnings.append(&mut m.warnings);
         m.warnings = warnings;

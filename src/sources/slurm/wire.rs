@@ -178,6 +178,9 @@ pub struct Node {
 #[serde(default)]
 pub struct Job {
     pub job_id: Num,
+    /// The Slurm cluster's name (ClusterName in slurm.conf).
+    #[serde(deserialize_with = "string")]
+    pub cluster: String,
     #[serde(deserialize_with = "string")]
     pub name: String,
     #[serde(deserialize_with = "string")]
