@@ -1,0 +1,194 @@
+//! The job columns.
+
+use super::{Cell, Column, Ctx, Key, Tone, num, txt};
+use crate::model::{Job, JobState};
+use crate::text::{self, sanitize};
+
+// ---- jobs -----------------------------------------------------------------
+
+fn job_state_tone(s: JobState) -> Tone {
+    match s {
+        JobState::Failed => Tone::Critical,
+        s if s.is_pending() => Tone::Warn,
+        s if s.holds_resources() => Tone::Ok,
+        _ => Tone::Dim,
+    }
+}
+
+/// Shape as `N×G` (nodes × GPUs per node) or a total.
+pub fn shape(j: &Job) -> String {
+    match (j.node_count, j.gpus_per_node) {
+        (Some(n), Some(g)) => format!("{n}×{g}"),
+        _ => text::opt(j.gpus_requested()),
+    }
+}
+
+/// Running time for a running job, waiting time for a pending one.
+fn job_time(c: &Ctx, j: &Job) -> Option<i64> {
+    let now = c.cluster.time;
+    if j.state.holds_resources() {
+        j.elapsed_s(now)
+    } else if j.state.is_pending() {
+        j.wait_s(now)
+    } else {
+        None
+    }
+}
+
+/// The engine's estimated start of a pending job: `in 1h06m`, `22:19`,
+/// `12-01 03:00` (another day), or why there is none.
+fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
+    use crate::engine::plan::Estimate;
+    let Some(base) = c.base else {
+        return ("…".into(), None);
+    };
+    let Some(i) = c.cluster.jobs.iter().position(|x| x.id == j.id) else {
+        return ("-".into(), None);
+    };
+    match base.plan.estimate(i) {
+        Some(Estimate::Starts { start, .. }) if *start <= c.cluster.time => {
+            ("now".into(), Some(*start))
+        }
+        Some(Estimate::Starts { start, .. }) => {
+            let same_day = start / 86_400 == c.cluster.time / 86_400;
+            let when = if same_day {
+                text::clock(*start)[..5].to_string()
+            } else {
+                text::datetime(*start)[5..16].replace('T', " ")
+            };
+            (when, Some(*start))
+        }
+        Some(Estimate::Blocked { .. }) => ("blocked".into(), None),
+        Some(Estimate::NoFit { .. }) => ("never".into(), None),
+        None => ("-".into(), None),
+    }
+}
+
+pub const JOBS: &[Column<Job>] = &[
+    Column {
+        name: "ID",
+        priority: 0,
+        min: 5,
+        max: 12,
+        fill: false,
+        cell: |_, j| Cell::plain(sanitize(&j.id)),
+        sort: |_, j| match j.id.parse::<f64>() {
+            Ok(n) => Key::Num(n),
+            Err(_) => txt(&j.id),
+        },
+    },
+    Column {
+        name: "STATE",
+        priority: 0,
+        min: 7,
+        max: 10,
+        fill: false,
+        cell: |_, j| Cell::tone(j.state.as_str(), job_state_tone(j.state)),
+        sort: |_, j| txt(j.state.as_str()),
+    },
+    Column {
+        name: "NAME",
+        priority: 1,
+        min: 8,
+        max: 28,
+        fill: false,
+        cell: |_, j| Cell::plain(sanitize(&j.name)),
+        sort: |_, j| txt(&j.name),
+    },
+    Column {
+        name: "USER",
+        priority: 1,
+        min: 5,
+        max: 12,
+        fill: false,
+        cell: |_, j| Cell::plain(sanitize(&j.user)),
+        sort: |_, j| txt(&j.user),
+    },
+    Column {
+        name: "GPUS",
+        priority: 1,
+        min: 4,
+        max: 6,
+        fill: false,
+        cell: |_, j| Cell::plain(shape(j)),
+        sort: |_, j| num(j.gpus_requested().map(f64::from)),
+    },
+    Column {
+        name: "TIME",
+        priority: 2,
+        min: 6,
+        max: 7,
+        fill: false,
+        cell: |c, j| Cell::plain(job_time(c, j).map_or("-".into(), text::duration)),
+        sort: |c, j| num(job_time(c, j).map(|t| t as f64)),
+    },
+    Column {
+        name: "ETA",
+        priority: 2,
+        min: 5,
+        max: 11,
+        fill: false,
+        cell: |c, j| {
+            if j.state.is_pending() {
+                Cell::tone(eta(c, j).0, Tone::Warn)
+            } else {
+                Cell::tone("-", Tone::Dim)
+            }
+        },
+        sort: |c, j| {
+            if j.state.is_pending() {
+                num(eta(c, j).1.map(|t| t as f64))
+            } else {
+                Key::None
+            }
+        },
+    },
+    Column {
+        name: "ACCOUNT",
+        priority: 3,
+        min: 6,
+        max: 12,
+        fill: false,
+        cell: |_, j| {
+            Cell::plain(
+                j.account
+                    .as_deref()
+                    .map_or("-".into(), |a| sanitize(a).into_owned()),
+            )
+        },
+        sort: |_, j| txt(j.account.as_deref().unwrap_or("")),
+    },
+    Column {
+        name: "PART",
+        priority: 3,
+        min: 4,
+        max: 10,
+        fill: false,
+        cell: |_, j| Cell::plain(sanitize(&j.partition)),
+        sort: |_, j| txt(&j.partition),
+    },
+    Column {
+        name: "PRIO",
+        priority: 4,
+        min: 4,
+        max: 10,
+        fill: false,
+        cell: |_, j| Cell::plain(text::opt(j.priority)),
+        sort: |_, j| num(j.priority.map(|p| p as f64)),
+    },
+    Column {
+        name: "NODES / REASON",
+        priority: 2,
+        min: 10,
+        max: u16::MAX,
+        fill: true,
+        cell: |_, j| {
+            Cell::plain(sanitize(&if j.state.holds_resources() {
+                j.nodes.join(",")
+            } else {
+                j.reason.clone().unwrap_or_else(|| "-".into())
+            }))
+        },
+        sort: |_, j| txt(j.reason.as_deref().unwrap_or("")),
+    },
+];

@@ -1,0 +1,106 @@
+use super::*;
+use crate::model::Node;
+
+#[test]
+fn narrow_screens_drop_low_value_columns_and_wide_ones_share_by_priority() {
+    let natural: Vec<u16> = vec![8, 8, 5, 8, 12, 4, 6, 3, 4, 40];
+    let at = |w| layout(NODES, &natural, w);
+    let shown = |v: &[Option<u16>]| -> Vec<&str> {
+        NODES
+            .iter()
+            .zip(v)
+            .filter(|(_, w)| w.is_some())
+            .map(|(c, _)| c.name)
+            .collect()
+    };
+    let narrow = at(60);
+    assert!(shown(&narrow).contains(&"NAME") && shown(&narrow).contains(&"HEALTH"));
+    assert!(
+        !shown(&narrow).contains(&"TEMP"),
+        "TEMP goes first: {:?}",
+        shown(&narrow)
+    );
+    let total: u16 = narrow.iter().flatten().sum::<u16>() + shown(&narrow).len() as u16 - 1;
+    assert!(total <= 60, "{total}");
+    let wide = at(200);
+    assert_eq!(shown(&wide).len(), NODES.len(), "all fit");
+    // NAME gets what its content needs, no more; the fill column the rest.
+    assert_eq!(wide[0], Some(8));
+    let total: u16 = wide.iter().flatten().sum::<u16>() + NODES.len() as u16 - 1;
+    assert_eq!(total, 200);
+}
+
+proptest::proptest! {
+    /// Any widths and contents: never a panic, never wider than given
+    /// when the columns that cannot be dropped fit.
+    #[test]
+    fn layout_never_panics(width in 0u16..400, natural in proptest::collection::vec(0u16..200, 13)) {
+        let v = layout(GPUS, &natural, width);
+        let shown: Vec<u16> = v.iter().flatten().copied().collect();
+        let total: u32 = shown.iter().map(|&w| u32::from(w)).sum::<u32>() + shown.len().saturating_sub(1) as u32;
+        let floor: u32 = GPUS.iter().filter(|c| c.priority == 0).map(|c| u32::from(c.min) + 1).sum();
+        if u32::from(width) >= floor {
+            proptest::prop_assert!(total <= u32::from(width), "{total} > {width}");
+        }
+    }
+}
+
+#[test]
+fn a_cut_value_says_so() {
+    assert_eq!(fit("h100-03", 7), "h100-03");
+    assert_eq!(fit("h100-03", 6), "h100-…");
+    assert_eq!(fit("a-very-long-job-name", 8), "a-very-…");
+    assert_eq!(fit("x", 0), "");
+}
+
+#[test]
+fn filters_on_any_column_inverse_and_by_field() {
+    use crate::sources::sim::{Sim, SimConfig};
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let base = Base::compute(
+        &c,
+        None,
+        &crate::engine::SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let ctx = Ctx {
+        cluster: &c,
+        base: Some(&base),
+        stale_after_s: 60,
+    };
+    let jobs = |f: &str| -> Vec<&str> {
+        c.jobs
+            .iter()
+            .filter(|j| matches(&ctx, JOBS, j, f))
+            .map(|j| j.id.as_str())
+            .collect()
+    };
+    let alice = jobs("alice");
+    assert!(alice.contains(&"4700"));
+    assert!(jobs("!alice").iter().all(|id| !alice.contains(id)));
+    let pending = jobs("state:pending");
+    assert!(!pending.is_empty());
+    assert!(
+        pending
+            .iter()
+            .all(|id| c.job(id).is_some_and(|j| j.state.is_pending()))
+    );
+    let crit: Vec<&Gpu> = c
+        .gpus()
+        .map(|(_, g)| g)
+        .filter(|g| matches(&ctx, GPUS, g, "crit"))
+        .collect();
+    assert_eq!(crit.len(), 1, "the Xid 79 GPU");
+    let x79: Vec<&Gpu> = c
+        .gpus()
+        .map(|(_, g)| g)
+        .filter(|g| matches(&ctx, GPUS, g, "lastxid:79"))
+        .collect();
+    assert_eq!((x79[0].node.as_str(), x79[0].index), ("h100-03", 3));
+    let drained: Vec<&Node> = c
+        .nodes
+        .iter()
+        .filter(|n| matches(&ctx, NODES, n, "drain"))
+        .collect();
+    assert_eq!(drained.len(), 1);
+}
