@@ -301,39 +301,33 @@ fn stale_gpu_readings_show_their_age() {
 #[test]
 fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
     use nightshift::actions::Action;
-    let sim = Sim::new(SimConfig::default()).expect("sim");
-    let mut c = sim.snapshot();
     // h100-08 carries a job per GPU, of several users.
-    let template = c
-        .jobs
-        .iter()
-        .find(|j| j.state.holds_resources())
-        .expect("a job")
-        .clone();
-    let n = c
-        .nodes
-        .iter()
-        .position(|n| n.name == "h100-08")
-        .expect("h100-08");
-    for g in 0..8u32 {
-        let mut j = template.clone();
-        j.id = format!("9{g:03}");
-        j.name = format!("sweep-trial-{g}");
-        j.user = ["ana", "ben", "cai", "dee"][g as usize % 4].to_string();
-        j.nodes = vec!["h100-08".into()];
-        j.gpus_per_node = Some(1);
-        j.node_count = Some(1);
-        j.gpus_total = Some(1);
-        j.gang = None;
-        c.nodes[n].gpus[g as usize].job = Some(j.id.clone());
-        c.jobs.push(j);
-    }
-    let c = Arc::new(c);
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
-    let now = Instant::now();
-    app.on_update(Update::Snapshot(c.clone()), now);
-    app.on_update(Update::ok(Origin::Scheduler), now);
-    analyse(&mut app);
+    let (mut app, sim, c) = sim_app(0, |c| {
+        let template = c
+            .jobs
+            .iter()
+            .find(|j| j.state.holds_resources())
+            .expect("a job")
+            .clone();
+        let n = c
+            .nodes
+            .iter()
+            .position(|n| n.name == "h100-08")
+            .expect("h100-08");
+        for g in 0..8u32 {
+            let mut j = template.clone();
+            j.id = format!("9{g:03}");
+            j.name = format!("sweep-trial-{g}");
+            j.user = ["ana", "ben", "cai", "dee"][g as usize % 4].to_string();
+            j.nodes = vec!["h100-08".into()];
+            j.gpus_per_node = Some(1);
+            j.node_count = Some(1);
+            j.gpus_total = Some(1);
+            j.gang = None;
+            c.nodes[n].gpus[g as usize].job = Some(j.id.clone());
+            c.jobs.push(j);
+        }
+    });
     let action = Action::Drain {
         node: "h100-08".into(),
         reason: "xid79 GPU3".into(),

@@ -49,27 +49,35 @@ pub fn draw<'r>(
             Row::new(row(i)).style(style)
         })
         .collect();
-    let shown = if list.len == 0 {
-        "empty".to_string()
-    } else {
-        format!("{}-{} of {}", start + 1, end, list.len)
-    };
-    let border = if list.focused {
-        theme.title()
-    } else {
-        theme.dim()
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(border)
-        .title(Line::styled(format!(" {} ", list.title), theme.title()))
-        .title_bottom(Line::styled(format!(" {shown} "), theme.dim()).right_aligned());
+    let block = frame(&list.title, list.focused, start, end, list.len, theme);
     let header = Row::new(list.header.iter().map(|h| Cell::from(*h))).style(theme.header_row());
     let table = Table::new(rows, list.widths.to_vec())
         .header(header)
         .block(block)
         .column_spacing(1);
     f.render_widget(table, area);
+}
+
+/// A list's frame: its title, highlighted when it has the keys, and which
+/// rows of how many are on screen.
+fn frame(
+    title: &str,
+    focused: bool,
+    start: usize,
+    end: usize,
+    len: usize,
+    theme: Theme,
+) -> Block<'static> {
+    let shown = if len == 0 {
+        "empty".to_string()
+    } else {
+        format!("{}-{} of {}", start + 1, end, len)
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(if focused { theme.title() } else { theme.dim() })
+        .title(Line::styled(format!(" {title} "), theme.title()))
+        .title_bottom(Line::styled(format!(" {shown} "), theme.dim()).right_aligned())
 }
 
 /// A list drawn from a column specification: the columns that fit (low
@@ -194,21 +202,7 @@ pub fn draw_columns<'t, T: ?Sized + 't>(
             .style(style)
         })
         .collect();
-    let shown_n = if list.len == 0 {
-        "empty".to_string()
-    } else {
-        format!("{}-{} of {}", start + 1, end, list.len)
-    };
-    let border = if list.focused {
-        theme.title()
-    } else {
-        theme.dim()
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(border)
-        .title(Line::styled(format!(" {} ", list.title), theme.title()))
-        .title_bottom(Line::styled(format!(" {shown_n} "), theme.dim()).right_aligned());
+    let block = frame(&list.title, list.focused, start, end, list.len, theme);
     let header = Row::new(shown.iter().map(|&(k, w)| Cell::from(fit(&headers[k], w))))
         .style(theme.header_row());
     let widths: Vec<Constraint> = shown.iter().map(|&(_, w)| Constraint::Length(w)).collect();
