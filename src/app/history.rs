@@ -170,6 +170,14 @@ impl History {
         }
     }
 
+    /// What a chart's title adds when its earlier samples came from
+    /// Prometheus: ` · before 02:47:30 from Prometheus`, else nothing.
+    pub fn backfill_note(&self) -> String {
+        self.backfilled_until
+            .map(|t| format!(" · before {} from Prometheus", crate::text::clock(t)))
+            .unwrap_or_default()
+    }
+
     /// The span of the last `n` samples, in words: `12m`, `1h00m`.
     pub fn span(&self, n: usize) -> String {
         let n = n.min(self.times.len());

@@ -88,12 +88,9 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
         if !labels
             .iter()
             .any(|(k, _)| k == "Hostname" || k == "hostname")
-            && let Some(instance) = metric.get("instance").and_then(Value::as_str)
+            && let Some(host) = series_host(metric)
         {
-            labels.push((
-                "hostname".into(),
-                instance.split(':').next().unwrap_or(instance).to_string(),
-            ));
+            labels.push(("hostname".into(), host.to_string()));
         }
         let value = match val {
             "NaN" => f64::NAN,
@@ -163,11 +160,10 @@ struct GpuAcc {
 
 /// Builds a back-fill from `query_range` answers.
 pub struct BackfillBuilder {
-    start: Timestamp,
-    step: i64,
-    slots: usize,
+    /// The window (start, step, slots) and the notes; its GPUs are filled
+    /// in by `finish`.
+    window: Backfill,
     gpus: BTreeMap<(String, u32), GpuAcc>,
-    notes: Vec<String>,
     series: u64,
 }
 
@@ -175,11 +171,13 @@ impl BackfillBuilder {
     /// Slots of `step` seconds, the first at `start`.
     pub fn new(start: Timestamp, step: i64, slots: usize) -> BackfillBuilder {
         BackfillBuilder {
-            start,
-            step: step.max(1),
-            slots,
+            window: Backfill {
+                start,
+                step: step.max(1),
+                slots,
+                ..Backfill::default()
+            },
             gpus: BTreeMap::new(),
-            notes: Vec::new(),
             series: 0,
         }
     }
@@ -193,7 +191,7 @@ impl BackfillBuilder {
             return samples_from(body).map(|_| ());
         }
         if let Some(w) = body.get("warnings").and_then(Value::as_array) {
-            self.notes.extend(
+            self.window.notes.extend(
                 w.iter()
                     .filter_map(Value::as_str)
                     .take(5)
@@ -235,7 +233,7 @@ impl BackfillBuilder {
                 continue;
             };
             let acc = self.gpus.entry((host.to_string(), gpu)).or_default();
-            let (start, step, slots) = (self.start, self.step, self.slots);
+            let (window, slots) = (&self.window, self.window.slots);
             let points = values.iter().filter_map(|p| {
                 let p = p.as_array()?;
                 let t = p.first()?.as_f64().filter(|t| t.is_finite())? as Timestamp;
@@ -245,14 +243,7 @@ impl BackfillBuilder {
                 };
                 (!super::dcgm::blank(v)).then_some((t, v))
             });
-            let slot = |t: Timestamp| {
-                if t < start - step / 2 {
-                    return None;
-                }
-                usize::try_from((t - start + step / 2) / step)
-                    .ok()
-                    .filter(|&i| i < slots)
-            };
+            let slot = |t: Timestamp| window.slot(t);
             match name {
                 "DCGM_FI_PROF_SM_OCCUPANCY" => {
                     for (t, v) in points {
@@ -283,7 +274,7 @@ impl BackfillBuilder {
     }
 
     pub fn finish(self) -> Backfill {
-        let (slots, start, step) = (self.slots, self.start, self.step);
+        let (slots, start, step) = (self.window.slots, self.window.start, self.window.step);
         let gpus = self
             .gpus
             .into_iter()
@@ -310,11 +301,8 @@ impl BackfillBuilder {
             })
             .collect();
         Backfill {
-            start: self.start,
-            step: self.step,
-            slots,
             gpus,
-            notes: self.notes,
+            ..self.window
         }
     }
 }

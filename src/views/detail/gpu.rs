@@ -173,11 +173,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         info,
     );
     let node_name = &c.nodes[n].name;
-    let from_prom = app
-        .history
-        .backfilled_until
-        .map(|t| format!(" · before {} from Prometheus", text::clock(t)))
-        .unwrap_or_default();
+    let from_prom = app.history.backfill_note();
     // Utilisation beside occupancy when there is room: busy with nothing
     // resident is the hung-collective signature.
     let (occ_area, util_area) = if spark.height >= 8 {

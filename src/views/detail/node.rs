@@ -125,10 +125,7 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let title = format!(
         " SM occupancy {} (0–100%){} ",
         text::percent(node.mean_sm_occupancy()),
-        app.history
-            .backfilled_until
-            .map(|t| format!(" · before {} from Prometheus", text::clock(t)))
-            .unwrap_or_default()
+        app.history.backfill_note()
     );
     let shown = occ.len();
     f.render_widget(
