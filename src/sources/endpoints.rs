@@ -165,12 +165,7 @@ pub fn spawn(
         let mut backfill: Option<Backfill> = None;
         loop {
             if backfill.is_some() && (!base.nodes.is_empty() || sched.is_none()) {
-                let known: std::collections::HashMap<&str, usize> = base
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (n.name.as_str(), i))
-                    .collect();
+                let known = super::dcgm::merge::node_index(&base);
                 let b = backfill
                     .take()
                     .map(|b| b.renamed(|h| e.hosts.node_for(h, &known).to_string()));

@@ -10,6 +10,15 @@ use std::collections::{BTreeMap, HashMap};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostMap(pub BTreeMap<String, String>);
 
+/// Each node's position by name, for `HostMap::node_for`.
+pub fn node_index(c: &Cluster) -> HashMap<&str, usize> {
+    c.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect()
+}
+
 impl HostMap {
     pub fn node_for<'a>(&'a self, host: &'a str, known: &HashMap<&str, usize>) -> &'a str {
         if let Some(n) = self.0.get(host) {
@@ -61,12 +70,7 @@ const KEEP_EVENTS: usize = 1000;
 
 impl HealthWatch {
     pub fn observe(&mut self, readings: &[Reading], base: &Cluster, hosts: &HostMap) {
-        let known: HashMap<&str, usize> = base
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i))
-            .collect();
+        let known = node_index(base);
         for r in readings {
             let key = (r.host.clone(), r.index);
             let was = self.seen.get(&key).cloned().unwrap_or_default();
@@ -220,12 +224,7 @@ pub fn merge(
     xids: &HealthWatch,
 ) {
     let max_gpu = crate::limits::get().max_gpus_per_node;
-    let known: HashMap<&str, usize> = c
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.name.as_str(), i))
-        .collect();
+    let known = node_index(c);
     let mut targets: Vec<(String, &Reading)> = readings
         .iter()
         .filter(|r| r.index < max_gpu)
