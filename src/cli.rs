@@ -59,6 +59,9 @@ pub struct GlobalArgs {
     /// Slurm: file holding the JWT [default: $SLURM_JWT]
     #[arg(long, global = true, value_name = "FILE")]
     pub slurm_token_file: Option<PathBuf>,
+    /// Slurm: REST API version to speak, e.g. v0.0.40 [default: the newest both know]
+    #[arg(long, global = true, value_name = "VERSION")]
+    pub slurm_api: Option<String>,
     /// Node endpoint /metrics to scrape (dcgm-exporter, nightshift agent); repeatable
     #[arg(long, global = true, value_name = "URL")]
     pub dcgm: Vec<String>,

@@ -107,6 +107,7 @@ pub struct SlurmFile {
     pub cluster_name: Option<String>,
     pub scontrol: Option<String>,
     pub slurm_conf: Option<PathBuf>,
+    pub api_version: Option<String>,
 }
 
 fn read_token(path: &Path) -> Result<String, String> {
@@ -164,6 +165,12 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
             .slurm_conf
             .clone()
             .or_else(|| std::env::var_os("SLURM_CONF").map(PathBuf::from)),
+        api_version: args
+            .slurm_api
+            .as_deref()
+            .or(file.api_version.as_deref())
+            .map(str::parse)
+            .transpose()?,
     })
 }
 

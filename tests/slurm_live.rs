@@ -5,11 +5,12 @@
 
 mod common;
 
-use common::slurm::{Lab, available};
+use common::slurm::{Lab, Slurm, available, available_24_11};
 use common::wait_for;
 use nightshift::sources::SourceError;
 use nightshift::sources::slurm::SlurmConfig;
-use nightshift::sources::slurm::exec::Executor;
+use nightshift::sources::slurm::client::ApiVersion;
+use nightshift::sources::slurm::exec::{Call, Executor};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -23,40 +24,75 @@ fn config(lab: &Lab) -> SlurmConfig {
         interval: Duration::from_secs(1),
         timeout: Duration::from_secs(10),
         cluster_name: Some("lab".into()),
-        scontrol: "scontrol".into(),
+        scontrol: lab.scontrol(),
         slurm_conf: Some(lab.conf()),
+        api_version: None,
+    }
+}
+
+/// How nightshift reaches the lab in one check: slurmrestd's URL and the
+/// REST version it is told to speak (None: its own choice).
+#[derive(Clone, Copy)]
+struct Via<'a> {
+    url: &'a str,
+    api: Option<&'a str>,
+}
+
+impl<'a> Via<'a> {
+    fn tcp(lab: &'a Lab) -> Via<'a> {
+        Via {
+            url: &lab.url,
+            api: None,
+        }
     }
 }
 
 /// `nightshift get WHAT -o json --source slurm` as a process, token from the environment.
 fn get(lab: &Lab, what: &str) -> Vec<Value> {
-    let out = Command::new(common::bin())
-        .args([
-            "--source",
-            "slurm",
-            "--slurm-url",
-            &lab.url,
-            "--slurm-user",
-            "root",
-            "--log-file",
-        ])
-        .arg(lab.dir.path().join("nightshift.log"))
+    get_via(lab, Via::tcp(lab), what)
+}
+
+fn get_via(lab: &Lab, via: Via, what: &str) -> Vec<Value> {
+    let mut cmd = Command::new(common::bin());
+    cmd.args([
+        "--source",
+        "slurm",
+        "--slurm-url",
+        via.url,
+        "--slurm-user",
+        "root",
+        "--log-file",
+    ])
+    .arg(lab.dir.path().join("nightshift.log"));
+    if let Some(api) = via.api {
+        cmd.args(["--slurm-api", api]);
+    }
+    let out = cmd
         .args(["get", what, "-o", "json"])
         .env("SLURM_JWT", &lab.token)
         .output()
         .expect("nightshift");
     assert!(
         out.status.success(),
-        "get {what}: {}",
+        "get {what} via {} {:?}: {}",
+        via.url,
+        via.api,
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["source"], "slurm");
-    // Not configured: the name is Slurm's own (ClusterName=lab), read from
-    // its job records; with no job, the URL's host.
-    let any_job = what == "jobs" && v["items"].as_array().is_some_and(|a| !a.is_empty());
-    if any_job {
-        assert_eq!(v["cluster"], "lab", "the cluster's name from Slurm");
+    // Not configured: the name is Slurm's own (ClusterName), from the
+    // answers' meta (24.11) or the job records (22.05, so only with a job).
+    let named = match lab.version {
+        Slurm::V22_05 => what == "jobs" && v["items"].as_array().is_some_and(|a| !a.is_empty()),
+        Slurm::V24_11 => true,
+    };
+    if named {
+        assert_eq!(
+            v["cluster"],
+            lab.cluster_name(),
+            "the cluster's name from Slurm"
+        );
     }
     v["items"].as_array().cloned().unwrap_or_default()
 }
@@ -81,8 +117,8 @@ fn gres_used(s: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn check_nodes_agree(lab: &Lab) {
-    let ours: BTreeMap<String, Value> = get(lab, "nodes")
+fn check_nodes_agree(lab: &Lab, via: Via) {
+    let ours: BTreeMap<String, Value> = get_via(lab, via, "nodes")
         .into_iter()
         .map(|n| (n["name"].as_str().unwrap_or("").to_string(), n))
         .collect();
@@ -122,8 +158,8 @@ fn check_nodes_agree(lab: &Lab) {
     assert_eq!(seen.len(), ours.len(), "same nodes");
 }
 
-fn check_jobs_agree(lab: &Lab) {
-    let ours: BTreeMap<String, Value> = get(lab, "jobs")
+fn check_jobs_agree(lab: &Lab, via: Via) {
+    let ours: BTreeMap<String, Value> = get_via(lab, via, "jobs")
         .into_iter()
         .map(|j| (j["id"].as_str().unwrap_or("").to_string(), j))
         .collect();
@@ -207,13 +243,19 @@ fn tui_shows_the_live_cluster(lab: &Lab, drained: &str) {
     );
 }
 
-#[test]
-fn live_slurm_reads_agree_and_executors_act() {
-    if !available() {
-        return;
-    }
-    let lab = Lab::start();
-    // Running: one single-node job and a 2-node gang with checkpoint metadata.
+/// The jobs of the mixed load both versions' read tests share.
+struct Load {
+    single: String,
+    gang: String,
+    wait_prio: String,
+    /// The node drained under a running job (draining).
+    drained: String,
+}
+
+/// Running: one single-node job, a 2-node gang with checkpoint metadata, a
+/// small job on a node then drained under it; pending on Resources,
+/// Priority, Dependency, JobHeldUser; an array.
+fn mixed_load(lab: &Lab) -> Load {
     let single = lab.sbatch(&["-J", "single", "--gres=gpu:8"]);
     let gang = lab.sbatch(&[
         "-J",
@@ -226,16 +268,15 @@ fn live_slurm_reads_agree_and_executors_act() {
     let small = lab.sbatch(&["-J", "small", "--gres=gpu:4"]);
     assert!(
         wait_for(Duration::from_secs(20), || (squeue_field(
-            &lab, &small, "%T"
+            lab, &small, "%T"
         ) == "RUNNING"
-            && squeue_field(&lab, &gang, "%T") == "RUNNING"
-            && squeue_field(&lab, &single, "%T") == "RUNNING")
+            && squeue_field(lab, &gang, "%T") == "RUNNING"
+            && squeue_field(lab, &single, "%T") == "RUNNING")
             .then_some(()))
         .is_some(),
         "jobs did not start: {}",
         lab.run("squeue", &[])
     );
-    // Pending on Resources, Priority, Dependency, JobHeldUser; an array.
     let wait_res = lab.sbatch(&["-J", "wait-res", "--gres=gpu:8"]);
     let wait_prio = lab.sbatch(&["-J", "wait-prio", "--gres=gpu:8"]);
     lab.sbatch(&[
@@ -248,27 +289,47 @@ fn live_slurm_reads_agree_and_executors_act() {
     lab.sbatch(&["-J", "arr", "--array=0-5", "--gres=gpu:1"]);
     assert!(
         wait_for(Duration::from_secs(20), || (squeue_field(
-            &lab, &wait_res, "%r"
+            lab, &wait_res, "%r"
         ) == "Resources"
-            && squeue_field(&lab, &wait_prio, "%r") == "Priority")
+            && squeue_field(lab, &wait_prio, "%r") == "Priority")
             .then_some(()))
         .is_some(),
         "pending reasons did not settle: {}",
         lab.run("squeue", &["-o", "%i %T %r"])
     );
     // A drained node with a job still running on it: draining.
-    let small_node = squeue_field(&lab, &small, "%N");
+    let drained = squeue_field(lab, &small, "%N");
     lab.run(
         "scontrol",
         &[
             "update",
-            &format!("nodename={small_node}"),
+            &format!("nodename={drained}"),
             "state=drain",
             "reason=xid79 gpu3",
         ],
     );
-    check_nodes_agree(&lab);
-    check_jobs_agree(&lab);
+    Load {
+        single,
+        gang,
+        wait_prio,
+        drained,
+    }
+}
+
+#[test]
+fn live_slurm_reads_agree_and_executors_act() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    let Load {
+        single,
+        gang,
+        wait_prio,
+        drained: small_node,
+    } = mixed_load(&lab);
+    check_nodes_agree(&lab, Via::tcp(&lab));
+    check_jobs_agree(&lab, Via::tcp(&lab));
     tui_shows_the_live_cluster(&lab, &small_node);
 
     let jobs = get(&lab, "jobs");
@@ -312,7 +373,7 @@ fn live_slurm_reads_agree_and_executors_act() {
     assert!(out.verified, "{out:?}");
     assert_eq!(squeue_field(&lab, &single, "%T"), "PENDING");
     // A requeued job, as Slurm and nightshift both see it.
-    check_jobs_agree(&lab);
+    check_jobs_agree(&lab, Via::tcp(&lab));
     let again = get(&lab, "jobs");
     let requeued = again
         .iter()
@@ -328,6 +389,104 @@ fn live_slurm_reads_agree_and_executors_act() {
         .block_on(exec.drain("nosuchnode", "x"))
         .expect_err("no such node");
     assert!(err.contains("scontrol update nodename=nosuchnode"), "{err}");
+}
+
+/// Slurm 24.11 in its chroot: reads agree with squeue and sinfo on each of
+/// REST v0.0.40, v0.0.41 and v0.0.42 and over the unix socket; drain,
+/// resume, hold, release and priority go through REST (24.11 has no
+/// requeue endpoint: scontrol, the chroot's) and show up in Slurm.
+#[test]
+fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest() {
+    if !available_24_11() {
+        return;
+    }
+    let lab = Lab::start_version(Slurm::V24_11);
+    let load = mixed_load(&lab);
+    for api in ["v0.0.40", "v0.0.41", "v0.0.42"] {
+        let via = Via {
+            url: &lab.url,
+            api: Some(api),
+        };
+        check_nodes_agree(&lab, via);
+        check_jobs_agree(&lab, via);
+        let gpus = get_via(&lab, via, "gpus");
+        let held = gpus
+            .iter()
+            .filter(|x| x["job"] == load.gang.as_str())
+            .count();
+        assert_eq!(held, 16, "{api}: the gang holds 16 GPUs by index");
+    }
+    let socket = lab.socket_url();
+    let via = Via {
+        url: &socket,
+        api: None,
+    };
+    check_nodes_agree(&lab, via);
+    check_jobs_agree(&lab, via);
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let node = squeue_field(&lab, &load.single, "%N");
+    for (api, url) in [(40, lab.url.clone()), (42, socket.clone())] {
+        let mut cfg = config(&lab);
+        cfg.api_version = Some(ApiVersion(api));
+        cfg.url = url;
+        let exec = rt.block_on(Executor::connect(&cfg)).expect("connect");
+        let job = &load.wait_prio;
+        for call in [
+            exec.drain_call(&node, "x"),
+            exec.resume_call(&node),
+            exec.hold_call(job),
+            exec.release_call(job),
+            exec.priority_call(job, 1),
+        ] {
+            assert!(matches!(call, Call::Rest { .. }), "v0.0.{api}: {call}");
+        }
+        let reason = format!("nightshift v0.0.{api}");
+        let out = rt.block_on(exec.drain(&node, &reason)).expect("drain");
+        assert!(out.verified, "{out:?}");
+        let sinfo = lab.run(
+            "sinfo",
+            &["-h", "-n", &node, "-O", "StateLong:20,Reason:40"],
+        );
+        assert!(
+            sinfo.contains("draining") && sinfo.contains(&reason),
+            "{sinfo}"
+        );
+        let out = rt.block_on(exec.resume(&node)).expect("resume");
+        assert!(out.verified, "{out:?}");
+        let sinfo = lab.run("sinfo", &["-h", "-n", &node, "-O", "StateLong:20"]);
+        assert!(!sinfo.contains("drain"), "{sinfo}");
+        let out = rt.block_on(exec.hold(job)).expect("hold");
+        assert!(out.verified, "{out:?}");
+        assert!(squeue_field(&lab, job, "%r").starts_with("JobHeld"));
+        let out = rt.block_on(exec.release(job)).expect("release");
+        assert!(out.verified, "{out:?}");
+        assert!(!squeue_field(&lab, job, "%r").starts_with("JobHeld"));
+        let prio = 4_294_000_000 + u64::from(api);
+        let out = rt.block_on(exec.set_priority(job, prio)).expect("priority");
+        assert!(out.verified, "{out:?}");
+        assert_eq!(squeue_field(&lab, job, "%Q"), prio.to_string());
+    }
+    let exec = rt
+        .block_on(Executor::connect(&config(&lab)))
+        .expect("connect");
+    assert!(matches!(exec.requeue_call(&load.single), Call::Scontrol(_)));
+    let out = rt.block_on(exec.requeue(&load.single)).expect("requeue");
+    assert!(out.verified, "{out:?}");
+    assert_eq!(squeue_field(&lab, &load.single, "%T"), "PENDING");
+    check_jobs_agree(&lab, Via::tcp(&lab));
+    // Slurm's own error text, verbatim, from REST.
+    let err = rt
+        .block_on(exec.drain("nosuchnode", "x"))
+        .expect_err("no such node");
+    assert!(err.contains("/node/nosuchnode"), "{err}");
+    let err = rt
+        .block_on(exec.set_priority("999999", 5))
+        .expect_err("no such job");
+    assert!(err.contains("/job/999999"), "{err}");
 }
 
 #[test]

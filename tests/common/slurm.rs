@@ -1,15 +1,26 @@
-//! A private Slurm cluster for the live tests, started from Debian's
-//! packages by tests/slurm-lab/up.sh in a temp dir on free loopback ports,
-//! and stopped by pid (down.sh) when dropped.
+//! A private Slurm cluster for the live tests, on free loopback ports in a
+//! fresh temp dir, stopped by pid when dropped: Slurm 22.05 from this
+//! machine's Debian 12 packages (tests/slurm-lab/up.sh), or Slurm 24.11
+//! from Debian 13's inside a chroot made once per machine
+//! (chroot-24.11.sh, up-24.11.sh).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slurm {
+    /// Debian 12's, on the host: REST v0.0.38.
+    V22_05,
+    /// Debian 13's, in a chroot: REST v0.0.40, v0.0.41, v0.0.42.
+    V24_11,
+}
+
 pub struct Lab {
     pub dir: tempfile::TempDir,
     pub url: String,
     pub token: String,
+    pub version: Slurm,
     script_dir: PathBuf,
 }
 
@@ -35,21 +46,39 @@ fn free_block() -> u16 {
 }
 
 impl Lab {
+    /// Slurm 22.05 on the host.
     pub fn start() -> Lab {
-        let dir = tempfile::Builder::new()
-            .prefix("ns-slurm-")
-            .tempdir()
-            .expect("tempdir");
+        Lab::start_version(Slurm::V22_05)
+    }
+
+    pub fn start_version(version: Slurm) -> Lab {
         let script_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm-lab");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("ns-slurm-");
+        let (dir, script, root) = match version {
+            Slurm::V22_05 => (builder.tempdir().expect("tempdir"), "up.sh", None),
+            Slurm::V24_11 => {
+                // The lab lives inside the chroot, so one path names it for both.
+                let root = chroot_24_11().expect("the Slurm 24.11 chroot");
+                let tmp = root.join("tmp");
+                (
+                    builder.tempdir_in(&tmp).expect("tempdir"),
+                    "up-24.11.sh",
+                    Some(root),
+                )
+            }
+        };
         let (ctld, rest, nodes) = (free_port(), free_port(), free_block());
-        let out = Command::new("bash")
-            .arg(script_dir.join("up.sh"))
+        let mut cmd = Command::new("bash");
+        cmd.arg(script_dir.join(script))
             .env("LAB", dir.path())
             .env("CTLD_PORT", ctld.to_string())
             .env("REST_PORT", rest.to_string())
-            .env("NODE_PORT0", nodes.to_string())
-            .output()
-            .expect("run up.sh");
+            .env("NODE_PORT0", nodes.to_string());
+        if let Some(root) = &root {
+            cmd.env("ROOT", root);
+        }
+        let out = cmd.output().expect("run the lab's up script");
         let stdout = String::from_utf8_lossy(&out.stdout);
         let lab = Lab {
             url: format!("http://127.0.0.1:{rest}"),
@@ -61,15 +90,38 @@ impl Lab {
                 .trim()
                 .to_string(),
             dir,
+            version,
             script_dir,
         };
         assert!(
             out.status.success() && !lab.token.is_empty(),
-            "up.sh failed: {}\n{}",
+            "{script} failed: {}\n{}",
             stdout,
             String::from_utf8_lossy(&out.stderr)
         );
         lab
+    }
+
+    /// ClusterName in its slurm.conf.
+    pub fn cluster_name(&self) -> &'static str {
+        match self.version {
+            Slurm::V22_05 => "lab",
+            Slurm::V24_11 => "lab24",
+        }
+    }
+
+    /// slurmrestd's unix socket (24.11 labs listen on both).
+    pub fn socket_url(&self) -> String {
+        format!("unix:{}", self.dir.path().join("run/rest.sock").display())
+    }
+
+    /// The scontrol nightshift's executors run: the chroot's, through the
+    /// lab's wrapper, on 24.11 (22.05's scontrol cannot talk to it).
+    pub fn scontrol(&self) -> String {
+        match self.version {
+            Slurm::V22_05 => "scontrol".into(),
+            Slurm::V24_11 => self.dir.path().join("bin/scontrol").display().to_string(),
+        }
     }
 
     pub fn conf(&self) -> PathBuf {
@@ -78,12 +130,18 @@ impl Lab {
 
     /// Runs a Slurm client command against this cluster; returns stdout.
     pub fn run(&self, cmd: &str, args: &[&str]) -> String {
-        let out = Command::new(cmd)
-            .args(args)
-            .env("SLURM_CONF", self.conf())
-            .current_dir(self.dir.path().join("jobs"))
-            .output()
-            .unwrap_or_else(|e| panic!("run {cmd}: {e}"));
+        let out = match self.version {
+            Slurm::V22_05 => Command::new(cmd)
+                .args(args)
+                .env("SLURM_CONF", self.conf())
+                .current_dir(self.dir.path().join("jobs"))
+                .output(),
+            Slurm::V24_11 => Command::new(self.dir.path().join("bin/lab"))
+                .arg(cmd)
+                .args(args)
+                .output(),
+        }
+        .unwrap_or_else(|e| panic!("run {cmd}: {e}"));
         assert!(
             out.status.success(),
             "{cmd} {args:?}: {}",
@@ -102,8 +160,12 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        let script = match self.version {
+            Slurm::V22_05 => "down.sh",
+            Slurm::V24_11 => "down-24.11.sh",
+        };
         let _ = Command::new("bash")
-            .arg(self.script_dir.join("down.sh"))
+            .arg(self.script_dir.join(script))
             .env("LAB", self.dir.path())
             .status();
     }
@@ -138,4 +200,45 @@ pub fn available() -> bool {
         eprintln!("SKIPPED: the live Slurm tests need root");
     }
     root
+}
+
+/// The Slurm 24.11 chroot, made once per machine by chroot-24.11.sh (about
+/// 20 s and 200 MB from deb.debian.org the first time); its path.
+fn chroot_24_11() -> Result<PathBuf, String> {
+    static ROOT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm-lab/chroot-24.11.sh");
+        let out = Command::new("bash")
+            .arg(script)
+            .output()
+            .map_err(|e| format!("chroot-24.11.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "chroot-24.11.sh failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok(PathBuf::from(path))
+    })
+    .clone()
+}
+
+/// Whether Slurm 24.11 can run here: root, and its chroot made or makable
+/// (mmdebstrap and the network the first time). Without, the 24.11 tests
+/// skip with the reason, except under CI=true.
+pub fn available_24_11() -> bool {
+    if !available() {
+        return false;
+    }
+    match chroot_24_11() {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("the Slurm 24.11 live tests cannot run and CI=true forbids skipping: {e}");
+            }
+            eprintln!("SKIPPED: Slurm 24.11 live tests: {e}");
+            false
+        }
+    }
 }

@@ -27,6 +27,41 @@ impl ApiVersion {
     pub fn can_update_nodes(self) -> bool {
         self.0 >= 39
     }
+
+    /// `hold` in a job update (hold true, release false): read and tested
+    /// live from v0.0.40 (Slurm 24.11) on.
+    pub fn can_hold_jobs(self) -> bool {
+        self.0 >= 40
+    }
+
+    /// `GET /jobs/state/`, every job's id and state and nothing else:
+    /// Slurm 24.11's v0.0.40 and later.
+    pub fn has_job_states(self) -> bool {
+        self.0 >= 40
+    }
+}
+
+impl std::str::FromStr for ApiVersion {
+    type Err = String;
+    /// `v0.0.42`, `0.0.42` or `42`; only versions nightshift reads.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let n = t
+            .strip_prefix("v0.0.")
+            .or_else(|| t.strip_prefix("0.0."))
+            .unwrap_or(t);
+        match n.parse::<u32>() {
+            Ok(v) if KNOWN.contains(&v) => Ok(ApiVersion(v)),
+            _ => Err(format!(
+                "slurm API version {s:?} is not one nightshift reads ({})",
+                KNOWN
+                    .iter()
+                    .map(|v| format!("v0.0.{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
 }
 
 /// The newest version both sides know, or an error naming both lists.
@@ -76,6 +111,8 @@ pub struct Client {
     token: Option<String>,
     url: String,
     timeout: std::time::Duration,
+    /// The API version the config asks for; discovery checks it is served.
+    pinned: Option<ApiVersion>,
 }
 
 impl Client {
@@ -104,6 +141,7 @@ impl Client {
             token: cfg.token.clone(),
             url: cfg.url.clone(),
             timeout: cfg.timeout,
+            pinned: cfg.api_version,
         })
     }
 
@@ -246,6 +284,18 @@ impl Client {
     }
 
     async fn discover_unbounded(&self) -> Result<ApiVersion, SourceError> {
+        if let Some(v) = self.pinned {
+            // Asked for by name: it must answer, else say which are served.
+            return match self.get(&format!("/slurm/{v}/ping")).await {
+                Ok(_) => Ok(v),
+                Err(e @ (SourceError::Unreachable { .. } | SourceError::Auth { .. })) => Err(e),
+                Err(e) => Err(SourceError::Other(format!(
+                    "slurm.api_version is {v}, but slurmrestd at {} does not serve it ({e}); \
+                     remove the setting to use the newest version it serves",
+                    self.url
+                ))),
+            };
+        }
         for doc in ["/openapi/v3", "/openapi"] {
             match self.get(doc).await {
                 Ok(v) => {
@@ -315,5 +365,15 @@ mod tests {
     fn versions_from_the_openapi_paths() {
         let doc = serde_json::json!({"paths": {"/slurm/v0.0.38/ping": {}, "/slurm/v0.0.37/jobs": {}, "/slurmdb/v0.0.38/jobs": {}, "/openapi": {}}});
         assert_eq!(versions_in_openapi(&doc), vec![37, 38]);
+    }
+
+    #[test]
+    fn versions_by_name() {
+        assert_eq!("v0.0.41".parse(), Ok(ApiVersion(41)));
+        assert_eq!("0.0.40".parse(), Ok(ApiVersion(40)));
+        assert_eq!("42".parse(), Ok(ApiVersion(42)));
+        let err = "v0.0.37".parse::<ApiVersion>().expect_err("too old");
+        assert!(err.contains("v0.0.38"), "{err}");
+        assert!("v0.1.0".parse::<ApiVersion>().is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The write side: what the guarded actions call. REST where the server's
 //! API version has the endpoint, `scontrol` where it does not (22.05 answers
-//! 405 to node updates; requeue, hold and release have no endpoint before
-//! v0.0.45). Slurm's error text is passed on verbatim. Each call re-reads
+//! 405 to node updates and has no `hold` in a job update; no version up to
+//! 24.11's v0.0.42 has a requeue endpoint). Slurm's error text is passed on verbatim. Each call re-reads
 //! the state afterwards and says whether the change is visible.
 
 use super::client::{ApiVersion, Client};
@@ -123,12 +123,28 @@ impl Executor {
         Call::Scontrol(vec!["requeue".into(), job.into()])
     }
 
+    /// A job update with `hold` where the version has it (24.11 on),
+    /// else scontrol.
+    fn hold_update(&self, job: &str, hold: bool) -> Call {
+        match Self::numeric(job) {
+            Some(id) if self.version.can_hold_jobs() => Call::Rest {
+                method: "POST",
+                path: format!("/slurm/{}/job/{id}", self.version),
+                body: json!({ "hold": hold }),
+            },
+            _ => Call::Scontrol(vec![
+                if hold { "hold" } else { "release" }.into(),
+                job.into(),
+            ]),
+        }
+    }
+
     pub fn hold_call(&self, job: &str) -> Call {
-        Call::Scontrol(vec!["hold".into(), job.into()])
+        self.hold_update(job, true)
     }
 
     pub fn release_call(&self, job: &str) -> Call {
-        Call::Scontrol(vec!["release".into(), job.into()])
+        self.hold_update(job, false)
     }
 
     pub fn cancel_call(&self, job: &str) -> Call {

@@ -32,6 +32,8 @@ pub struct SlurmConfig {
     pub scontrol: String,
     /// slurm.conf for scontrol (its SLURM_CONF); `None` for its default.
     pub slurm_conf: Option<std::path::PathBuf>,
+    /// The REST API version to speak; `None`: the newest both know.
+    pub api_version: Option<ApiVersion>,
 }
 
 /// Debug output never shows the token.
@@ -46,6 +48,7 @@ impl std::fmt::Debug for SlurmConfig {
             .field("cluster_name", &self.cluster_name)
             .field("scontrol", &self.scontrol)
             .field("slurm_conf", &self.slurm_conf)
+            .field("api_version", &self.api_version)
             .finish()
     }
 }
@@ -103,7 +106,14 @@ pub async fn fetch(
         format!("{base}/partitions"),
     );
     let (n, j, p) = tokio::try_join!(client.get(&np), client.get(&jp), client.get(&pp))?;
-    let configured = cfg.cluster_name.clone();
+    // Slurm's own name: 23.11 on say it in every answer's meta; 22.05's
+    // job records carry it.
+    let said = [&n, &j, &p]
+        .iter()
+        .find_map(|v| v.pointer("/meta/slurm/cluster").and_then(|c| c.as_str()))
+        .filter(|c| !c.is_empty())
+        .map(str::to_string);
+    let configured = cfg.cluster_name.clone().or(said);
     let fallback = cfg.fallback_name();
     // Decoding and mapping 100,000 records: off the async workers.
     tokio::task::spawn_blocking(move || {

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Stops the 24.11 cluster that up-24.11.sh started in $LAB: cancels its jobs,
+# kills every daemon by its pid file, then whatever else still runs with
+# its root in the chroot from this lab (job scripts, slurmstepd), and last
+# the namespace holder, which takes the lab's proc mount with it.
+set -uo pipefail
+: "${LAB:?set LAB}"
+lab=$LAB/bin/lab
+if [ -x "$lab" ]; then
+  $lab scancel --quiet --user=root 2>/dev/null
+  $lab scancel --quiet --user=alice 2>/dev/null
+fi
+for f in "$LAB"/run/slurmrestd.pid "$LAB"/run/slurmd-*.pid "$LAB"/run/slurmctld.pid; do
+  [ -f "$f" ] || continue
+  pid=$(cat "$f")
+  kill "$pid" 2>/dev/null
+  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  kill -9 "$pid" 2>/dev/null
+done
+# Only processes in this lab's mount namespace, never another lab's.
+if [ -f "$LAB/run/ns.pid" ]; then
+  ns_pid=$(cat "$LAB/run/ns.pid")
+  ns=$(readlink "/proc/$ns_pid/ns/mnt" 2>/dev/null || true)
+  if [ -n "$ns" ]; then
+    for p in /proc/[0-9]*; do
+      pid=${p#/proc/}
+      [ "$pid" = "$ns_pid" ] && continue
+      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && kill -9 "$pid" 2>/dev/null
+    done
+  fi
+  kill "$ns_pid" 2>/dev/null
+fi
+exit 0
