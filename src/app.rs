@@ -78,6 +78,18 @@ pub struct OriginState {
     pub last_ok: Option<Instant>,
     /// Kept until the origin answers again.
     pub error: Option<String>,
+    /// How often it is polled now, and why, as the source last said.
+    pub refresh: Option<Refresh>,
+}
+
+/// How often an origin is polled, as it last said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refresh {
+    pub every: Duration,
+    /// Slower than configured, to keep within slurmrestd's budget.
+    pub stretched: bool,
+    /// What is fetched how often, and why.
+    pub note: String,
 }
 
 /// The screens of the console.

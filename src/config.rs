@@ -108,6 +108,8 @@ pub struct SlurmFile {
     pub scontrol: Option<String>,
     pub slurm_conf: Option<PathBuf>,
     pub api_version: Option<String>,
+    pub rest_budget: Option<f64>,
+    pub full_jobs_interval_s: Option<f64>,
 }
 
 fn read_token(path: &Path) -> Result<String, String> {
@@ -165,6 +167,16 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
             .slurm_conf
             .clone()
             .or_else(|| std::env::var_os("SLURM_CONF").map(PathBuf::from)),
+        rest_budget: match file.rest_budget {
+            None => 0.03,
+            Some(b) if b > 0.0 && b <= 1.0 => b,
+            Some(b) => {
+                return Err(format!(
+                    "slurm.rest_budget is {b}: a fraction of one core, above 0 and at most 1 (0.03 is 3%)"
+                ));
+            }
+        },
+        full_jobs_interval: secs(file.full_jobs_interval_s, 30.0, "full_jobs_interval_s")?,
         api_version: args
             .slurm_api
             .as_deref()

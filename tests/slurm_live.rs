@@ -27,6 +27,8 @@ fn config(lab: &Lab) -> SlurmConfig {
         scontrol: lab.scontrol(),
         slurm_conf: Some(lab.conf()),
         api_version: None,
+        rest_budget: 0.03,
+        full_jobs_interval: Duration::from_secs(30),
     }
 }
 
@@ -349,6 +351,23 @@ fn live_slurm_reads_agree_and_executors_act() {
     let exec = rt
         .block_on(Executor::connect(&config(&lab)))
         .expect("connect");
+    // 22.05 has no job states: a poll is everything, and a tight budget
+    // on slurmrestd's time slows polling down, saying why.
+    let mut cfg = config(&lab);
+    cfg.interval = Duration::from_millis(200);
+    cfg.rest_budget = 0.001;
+    let mut s = Stream::start(&rt, cfg);
+    s.until(&rt, 20, |_| true).expect("a snapshot");
+    let (every, stretched, note) = s.refreshes.first().cloned().expect("the refresh said");
+    assert!(
+        stretched && every > Duration::from_millis(200),
+        "{every:?} {note}"
+    );
+    assert!(
+        note.starts_with("a poll every ") && note.ends_with("budget 0.1% of a core"),
+        "{note}"
+    );
+    drop(s);
     let single_node = squeue_field(&lab, &single, "%N");
     let out = rt
         .block_on(exec.drain(&single_node, "nightshift test"))
@@ -391,6 +410,99 @@ fn live_slurm_reads_agree_and_executors_act() {
     assert!(err.contains("scontrol update nodename=nosuchnode"), "{err}");
 }
 
+/// nightshift's own Slurm poll loop against a lab, read update by update.
+struct Stream {
+    rx: tokio::sync::mpsc::Receiver<nightshift::sources::Update>,
+    task: tokio::task::JoinHandle<()>,
+    /// The Refresh notes seen: (interval, stretched, note).
+    refreshes: Vec<(Duration, bool, String)>,
+}
+
+impl Stream {
+    fn start(rt: &tokio::runtime::Runtime, cfg: SlurmConfig) -> Stream {
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let task = rt.spawn(nightshift::sources::slurm::run(cfg, tx));
+        Stream {
+            rx,
+            task,
+            refreshes: Vec::new(),
+        }
+    }
+
+    /// The first snapshot for which `done` holds, within `secs`.
+    fn until(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        secs: u64,
+        done: impl Fn(&nightshift::model::Cluster) -> bool,
+    ) -> Option<std::sync::Arc<nightshift::model::Cluster>> {
+        use nightshift::sources::Update;
+        rt.block_on(async {
+            let until = tokio::time::Instant::now() + Duration::from_secs(secs);
+            loop {
+                let u = tokio::time::timeout_at(until, self.rx.recv())
+                    .await
+                    .ok()??;
+                match u {
+                    Update::Snapshot(c) if done(&c) => return Some(c),
+                    Update::Refresh {
+                        every,
+                        stretched,
+                        note,
+                        ..
+                    } => self.refreshes.push((every, stretched, note)),
+                    Update::Status { error: Some(e), .. } => panic!("poll failed: {e}"),
+                    _ => {}
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// On 24.11 the quick poll reads job states and fetches only what changed:
+/// with every-record fetches an hour apart, a job submitted and then
+/// cancelled still shows up, in each state, within a few polls.
+fn cheap_polls_follow_changes(lab: &Lab, rt: &tokio::runtime::Runtime) {
+    let mut cfg = config(lab);
+    cfg.cluster_name = None;
+    cfg.interval = Duration::from_millis(500);
+    // No budget stretching here: this is about what is fetched.
+    cfg.rest_budget = 1.0;
+    cfg.full_jobs_interval = Duration::from_secs(3600);
+    let mut s = Stream::start(rt, cfg);
+    let queued = lab.run("squeue", &["-h", "-o", "%i"]).lines().count();
+    let first = s.until(rt, 20, |_| true).expect("a first snapshot");
+    assert_eq!(first.name, lab.cluster_name());
+    // squeue shows a pending array as one line; nightshift too.
+    assert_eq!(first.jobs.len(), queued, "{:?}", first.jobs);
+    let late = lab.sbatch(&["-J", "late", "--gres=gpu:1", "--hold"]);
+    let seen = s.until(rt, 15, |c| c.job(&late).is_some());
+    let job = seen
+        .as_ref()
+        .and_then(|c| c.job(&late))
+        .expect("the new job");
+    assert_eq!(job.name, "late");
+    assert!(job.state.is_pending(), "{:?}", job.state);
+    lab.run("scancel", &[&late]);
+    let gone = s.until(rt, 15, |c| {
+        c.job(&late)
+            .is_some_and(|j| !j.state.is_pending() && !j.state.holds_resources())
+    });
+    assert!(gone.is_some(), "the cancelled job's new state");
+    let (_, stretched, note) = s.refreshes.first().expect("the refresh said");
+    assert!(!stretched, "{note}");
+    assert!(
+        note.contains("changed jobs at once, all jobs every 1h"),
+        "{note}"
+    );
+}
+
 /// Slurm 24.11 in its chroot: reads agree with squeue and sinfo on each of
 /// REST v0.0.40, v0.0.41 and v0.0.42 and over the unix socket; drain,
 /// resume, hold, release and priority go through REST (24.11 has no
@@ -428,6 +540,7 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
         .enable_all()
         .build()
         .expect("runtime");
+    cheap_polls_follow_changes(&lab, &rt);
     let node = squeue_field(&lab, &load.single, "%N");
     for (api, url) in [(40, lab.url.clone()), (42, socket.clone())] {
         let mut cfg = config(&lab);

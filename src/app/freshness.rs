@@ -25,7 +25,31 @@ impl App {
     }
 
     pub fn is_stale(&self) -> bool {
-        self.data_age().is_none_or(|a| a > self.stale_after)
+        self.data_age().is_none_or(|a| a > self.stale_limit())
+    }
+
+    /// Data older than this is stale: `ui.stale_after_s`, or three polls
+    /// when the scheduler is polled more slowly than that allows (to keep
+    /// slurmrestd within its budget), so a slow refresh is not an outage.
+    pub fn stale_limit(&self) -> Duration {
+        let every = self
+            .origins
+            .get(&Origin::Scheduler)
+            .and_then(|s| s.refresh.as_ref())
+            .map_or(Duration::ZERO, |r| r.every);
+        self.stale_after.max(every * 3)
+    }
+
+    /// The scheduler's refresh for the header, when it is slower than the
+    /// configured interval: `every 11s (slurmrestd budget)`.
+    pub fn refresh_badge(&self) -> Option<String> {
+        let r = self.origins.get(&Origin::Scheduler)?.refresh.as_ref()?;
+        r.stretched.then(|| {
+            format!(
+                "every {} (slurmrestd budget)",
+                crate::text::duration(r.every.as_secs_f64().round() as i64)
+            )
+        })
     }
 
     /// The origin to warn about: one in error (the scheduler first, then

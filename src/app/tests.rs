@@ -188,6 +188,52 @@ fn data_turns_stale_and_errors_keep_the_last_snapshot() {
 }
 
 #[test]
+fn a_refresh_slowed_for_slurmrestd_is_shown_and_is_not_an_outage() {
+    let mut a = app();
+    let t0 = a.now;
+    let note = "a poll every 11s: it costs slurmrestd 0.32s, budget 3% of a core";
+    let slow = |a: &mut App, t| {
+        a.on_update(
+            Update::Refresh {
+                origin: Origin::Scheduler,
+                every: Duration::from_secs(11),
+                stretched: true,
+                note: note.into(),
+            },
+            t,
+        );
+    };
+    slow(&mut a, t0);
+    assert_eq!(
+        a.refresh_badge().as_deref(),
+        Some("every 11s (slurmrestd budget)")
+    );
+    assert_eq!(a.flash.as_deref(), Some(&*format!("refresh: {note}")));
+    // Said once, not at every poll.
+    a.flash = None;
+    slow(&mut a, t0);
+    assert_eq!(a.flash, None);
+    // Three polls' worth of age is not stale; past it, it is.
+    assert_eq!(a.stale_limit(), Duration::from_secs(33));
+    a.tick(t0 + Duration::from_secs(30));
+    assert!(!a.is_stale(), "30 s old at an 11 s refresh");
+    a.tick(t0 + Duration::from_secs(34));
+    assert!(a.is_stale());
+    // Back to the configured pace: no badge, the configured limit.
+    a.on_update(
+        Update::Refresh {
+            origin: Origin::Scheduler,
+            every: Duration::from_secs(2),
+            stretched: false,
+            note: "a poll every 2s".into(),
+        },
+        t0,
+    );
+    assert_eq!(a.refresh_badge(), None);
+    assert_eq!(a.stale_limit(), Duration::from_secs(10));
+}
+
+#[test]
 fn an_endpoint_answering_never_makes_a_dead_scheduler_look_fresh() {
     let mut a = app();
     let t0 = a.now;

@@ -111,6 +111,25 @@ impl App {
                     ));
                 }
             }
+            Update::Refresh {
+                origin,
+                every,
+                stretched,
+                note,
+            } => {
+                let s = self.origins.entry(origin).or_default();
+                let newly = stretched && !s.refresh.as_ref().is_some_and(|r| r.stretched);
+                s.refresh = Some(super::Refresh {
+                    every,
+                    stretched,
+                    note: note.clone(),
+                });
+                // Slowed down for the budget: say why once, in the log (m).
+                if newly {
+                    self.flash = Some(format!("refresh: {note}"));
+                    self.log_flash();
+                }
+            }
             Update::Status { origin, error } => {
                 let s = self.origins.entry(origin).or_default();
                 match error {

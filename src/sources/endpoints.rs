@@ -292,6 +292,7 @@ mod tests {
             match u {
                 Update::Snapshot(c) => merged = Some(c),
                 Update::Backfill(_) => panic!("no Prometheus, no back-fill"),
+                Update::Refresh { .. } => {}
                 Update::Status {
                     origin: Origin::Scheduler,
                     error: Some(e),

@@ -54,6 +54,15 @@ pub enum Update {
     /// GPU history from before nightshift opened (Prometheus), once, with
     /// hosts named as the scheduler names its nodes.
     Backfill(Arc<crate::model::Backfill>),
+    /// How often an origin is polled now, and why (the configured interval,
+    /// or slower to keep within slurmrestd's budget); sent when it changes.
+    Refresh {
+        origin: Origin,
+        every: std::time::Duration,
+        /// Slower than configured, to keep within slurmrestd's budget.
+        stretched: bool,
+        note: String,
+    },
 }
 
 impl Update {

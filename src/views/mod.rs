@@ -108,6 +108,9 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             } else {
                 spans.push(Span::styled(format!("data {secs}s old"), theme.dim()));
             }
+            if let Some(r) = app.refresh_badge() {
+                spans.push(Span::styled(format!(" · {r}"), theme.dim()));
+            }
         }
     }
     // The origin in trouble, with its own age, until it answers again.

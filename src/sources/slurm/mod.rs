@@ -7,6 +7,7 @@ pub mod exec;
 pub mod gres;
 pub mod hostlist;
 pub mod map;
+pub mod poll;
 pub mod wire;
 
 use super::{Origin, SourceError, Update};
@@ -34,6 +35,12 @@ pub struct SlurmConfig {
     pub slurm_conf: Option<std::path::PathBuf>,
     /// The REST API version to speak; `None`: the newest both know.
     pub api_version: Option<ApiVersion>,
+    /// slurmrestd's time nightshift may use, as a fraction of one core:
+    /// polls slow down past `interval` to keep within it.
+    pub rest_budget: f64,
+    /// With `jobs/state` (24.11 on): how often every job record is fetched
+    /// (changed jobs are fetched at once).
+    pub full_jobs_interval: Duration,
 }
 
 /// Debug output never shows the token.
@@ -49,6 +56,8 @@ impl std::fmt::Debug for SlurmConfig {
             .field("scontrol", &self.scontrol)
             .field("slurm_conf", &self.slurm_conf)
             .field("api_version", &self.api_version)
+            .field("rest_budget", &self.rest_budget)
+            .field("full_jobs_interval", &self.full_jobs_interval)
             .finish()
     }
 }
@@ -80,50 +89,67 @@ impl SlurmConfig {
     }
 }
 
-/// One snapshot: nodes, jobs and partitions, asked for at once.
-pub async fn fetch(
-    client: &Client,
-    v: ApiVersion,
+fn decode<T: serde::de::DeserializeOwned>(
+    base: &str,
+    what: &str,
+    kind: &str,
+    value: serde_json::Value,
+) -> Result<(Vec<T>, Vec<String>), SourceError> {
+    wire::list(value, what, kind).map_err(|e| SourceError::Decode {
+        what: format!("GET {base}/{what}"),
+        detail: crate::text::one_line(&e, 200),
+    })
+}
+
+/// A GET and how long slurmrestd took over it.
+async fn timed(client: &Client, path: &str) -> Result<(serde_json::Value, Duration), SourceError> {
+    let t = std::time::Instant::now();
+    let v = client.get(path).await?;
+    Ok((v, t.elapsed()))
+}
+
+/// One poll's answers, before decoding.
+struct Answers {
+    nodes: serde_json::Value,
+    partitions: serde_json::Value,
+    /// `None`: the jobs come from the job book instead.
+    jobs: Option<serde_json::Value>,
+    /// The summed time of its requests.
+    cost: Duration,
+}
+
+/// Decodes and maps a poll's answers, off the async workers (100,000 job
+/// records are hundreds of MB of JSON); `book` holds the jobs when the
+/// answers do not.
+async fn assemble(
+    base: String,
     cfg: &SlurmConfig,
+    a: Answers,
+    book: Option<Vec<wire::Job>>,
 ) -> Result<map::Mapped, SourceError> {
-    let base = format!("/slurm/{v}");
-    fn parse<T: serde::de::DeserializeOwned>(
-        base: &str,
-        what: &str,
-        kind: &str,
-        value: serde_json::Value,
-    ) -> Result<(Vec<T>, Vec<String>), SourceError> {
-        wire::list(value, what, kind).map_err(|e| SourceError::Decode {
-            what: format!("GET {base}/{what}"),
-            detail: crate::text::one_line(&e, 200),
-        })
-    }
-    // Independent requests: concurrently, so a poll takes the slowest, not
-    // the sum.
-    let (np, jp, pp) = (
-        format!("{base}/nodes"),
-        format!("{base}/jobs"),
-        format!("{base}/partitions"),
-    );
-    let (n, j, p) = tokio::try_join!(client.get(&np), client.get(&jp), client.get(&pp))?;
     // Slurm's own name: 23.11 on say it in every answer's meta; 22.05's
     // job records carry it.
-    let said = [&n, &j, &p]
-        .iter()
+    let said = [Some(&a.nodes), Some(&a.partitions), a.jobs.as_ref()]
+        .into_iter()
+        .flatten()
         .find_map(|v| v.pointer("/meta/slurm/cluster").and_then(|c| c.as_str()))
         .filter(|c| !c.is_empty())
         .map(str::to_string);
     let configured = cfg.cluster_name.clone().or(said);
     let fallback = cfg.fallback_name();
-    // Decoding and mapping 100,000 records: off the async workers.
     tokio::task::spawn_blocking(move || {
-        let (nodes, mut warnings) = parse::<wire::Node>(&base, "nodes", "node", n)?;
-        let (jobs, w) = parse::<wire::Job>(&base, "jobs", "job", j)?;
+        let (nodes, mut warnings) = decode::<wire::Node>(&base, "nodes", "node", a.nodes)?;
+        let jobs = match (a.jobs, book) {
+            (Some(j), _) => {
+                let (jobs, w) = decode::<wire::Job>(&base, "jobs", "job", j)?;
+                warnings.extend(w);
+                jobs
+            }
+            (None, Some(b)) => b,
+            (None, None) => Vec::new(),
+        };
+        let (parts, w) = decode::<wire::Partition>(&base, "partitions", "partition", a.partitions)?;
         warnings.extend(w);
-        let (parts, w) = parse::<wire::Partition>(&base, "partitions", "partition", p)?;
-        warnings.extend(w);
-        // Slurm's own name (every job record carries it) unless the
-        // config names the cluster.
         let name = configured
             .or_else(|| {
                 jobs.iter()
@@ -139,6 +165,35 @@ pub async fn fetch(
     })
     .await
     .map_err(|e| SourceError::Other(format!("decoding slurmrestd's answers stopped: {e}")))?
+}
+
+/// Nodes, jobs and partitions, asked for at once (independent requests:
+/// a poll takes the slowest, not the sum).
+async fn ask_all(client: &Client, base: &str) -> Result<Answers, SourceError> {
+    let (np, jp, pp) = (
+        format!("{base}/nodes"),
+        format!("{base}/jobs"),
+        format!("{base}/partitions"),
+    );
+    let ((n, tn), (j, tj), (p, tp)) =
+        tokio::try_join!(timed(client, &np), timed(client, &jp), timed(client, &pp))?;
+    Ok(Answers {
+        nodes: n,
+        partitions: p,
+        jobs: Some(j),
+        cost: tn + tj + tp,
+    })
+}
+
+/// One whole snapshot: nodes, jobs and partitions.
+pub async fn fetch(
+    client: &Client,
+    v: ApiVersion,
+    cfg: &SlurmConfig,
+) -> Result<map::Mapped, SourceError> {
+    let base = format!("/slurm/{v}");
+    let a = ask_all(client, &base).await?;
+    assemble(base, cfg, a, None).await
 }
 
 /// The cluster once, for the command line.
@@ -201,9 +256,164 @@ impl NodeWatch {
     }
 }
 
+/// The poll loop's memory between polls: the API version, the job book
+/// and the two cadences.
+struct Poller {
+    client: Client,
+    cfg: SlurmConfig,
+    version: Option<ApiVersion>,
+    book: poll::JobBook,
+    /// Nodes, partitions and the job states (before 24.11: all jobs).
+    cadence: poll::Cadence,
+    /// Every job record, with `jobs/state` (24.11 on).
+    full: poll::Cadence,
+}
+
+impl Poller {
+    fn new(client: Client, cfg: SlurmConfig) -> Poller {
+        Poller {
+            cadence: poll::Cadence::new(cfg.interval, cfg.rest_budget),
+            full: poll::Cadence::new(cfg.full_jobs_interval, cfg.rest_budget),
+            client,
+            cfg,
+            version: None,
+            book: poll::JobBook::default(),
+        }
+    }
+
+    /// Speaking `v` from now on: with job states the budget is shared
+    /// between the quick polls and the full job lists.
+    fn speak(&mut self, v: ApiVersion) {
+        self.version = Some(v);
+        self.book = poll::JobBook::default();
+        let (quick, full) = if v.has_job_states() {
+            (self.cfg.rest_budget / 2.0, self.cfg.rest_budget / 2.0)
+        } else {
+            (self.cfg.rest_budget, 0.0)
+        };
+        self.cadence = poll::Cadence::new(self.cfg.interval, quick);
+        self.full = poll::Cadence::new(self.cfg.full_jobs_interval, full);
+    }
+
+    /// The refresh as the header shows it: the interval, whether the
+    /// budget stretched it, and what is fetched how often.
+    fn refresh(&self) -> (Duration, bool, String) {
+        let quick = self.cadence.describe("a poll");
+        let stretched = self.cadence.stretched();
+        match self.version {
+            Some(v) if v.has_job_states() => (
+                self.cadence.interval(),
+                stretched,
+                format!(
+                    "{quick}; changed jobs at once, {}",
+                    self.full.describe("all jobs")
+                ),
+            ),
+            _ => (self.cadence.interval(), stretched, quick),
+        }
+    }
+
+    async fn poll(&mut self) -> Result<map::Mapped, SourceError> {
+        let v = match self.version {
+            Some(v) => v,
+            None => {
+                let v = self.client.discover().await?;
+                tracing::info!("slurmrestd at {} speaks {v}", self.cfg.url);
+                self.speak(v);
+                v
+            }
+        };
+        let base = format!("/slurm/{v}");
+        if !v.has_job_states() {
+            let a = ask_all(&self.client, &base).await?;
+            self.cadence.observe(a.cost);
+            return assemble(base, &self.cfg, a, None).await;
+        }
+        let (np, pp, sp) = (
+            format!("{base}/nodes"),
+            format!("{base}/partitions"),
+            format!("{base}/jobs/state"),
+        );
+        let ((n, tn), (p, tp), (states, ts)) = tokio::try_join!(
+            timed(&self.client, &np),
+            timed(&self.client, &pp),
+            timed(&self.client, &sp)
+        )?;
+        let fresh = poll::states(&states).map_err(|e| SourceError::Decode {
+            what: format!("GET {sp}"),
+            detail: e,
+        })?;
+        let mut quick = tn + tp + ts;
+        let at = std::time::Instant::now();
+        let plan = self.book.plan(&fresh, at, self.full.interval());
+        let full = match plan {
+            poll::JobPlan::Nothing => false,
+            poll::JobPlan::Full => true,
+            poll::JobPlan::Some(ids) => match self.some_jobs(&base, &ids).await {
+                Ok((jobs, cost)) => {
+                    quick += cost;
+                    self.book.update(jobs, fresh.clone());
+                    false
+                }
+                // A job gone between the two answers, say: all of them.
+                Err(e) => {
+                    tracing::debug!("slurm: fetching {} changed jobs: {e}", ids.len());
+                    true
+                }
+            },
+        };
+        if full {
+            let (jobs, cost) = timed(&self.client, &format!("{base}/jobs")).await?;
+            self.full.observe(cost);
+            let b = base.clone();
+            let (records, warnings) =
+                tokio::task::spawn_blocking(move || decode::<wire::Job>(&b, "jobs", "job", jobs))
+                    .await
+                    .map_err(|e| SourceError::Other(format!("decoding jobs stopped: {e}")))??;
+            for w in warnings {
+                tracing::warn!("slurm: {w}");
+            }
+            self.book.replace_all(records, fresh, at);
+        }
+        self.cadence.observe(quick);
+        let a = Answers {
+            nodes: n,
+            partitions: p,
+            jobs: None,
+            cost: quick,
+        };
+        assemble(base, &self.cfg, a, Some(self.book.records().to_vec())).await
+    }
+
+    /// The records of a few jobs, by id, at once.
+    async fn some_jobs(
+        &self,
+        base: &str,
+        ids: &[String],
+    ) -> Result<(Vec<wire::Job>, Duration), SourceError> {
+        let answers = futures_util::future::try_join_all(
+            ids.iter()
+                .map(|id| async move { timed(&self.client, &format!("{base}/job/{id}")).await }),
+        )
+        .await?;
+        let mut jobs = Vec::new();
+        let mut cost = Duration::ZERO;
+        for (v, t) in answers {
+            cost += t;
+            let (mut js, warnings) = decode::<wire::Job>(base, "jobs", "job", v)?;
+            for w in warnings {
+                tracing::warn!("slurm: {w}");
+            }
+            jobs.append(&mut js);
+        }
+        Ok((jobs, cost))
+    }
+}
+
 /// Polls until the receiver goes away. On errors the last snapshot stands
 /// (the UI shows its age) and polling backs off, doubling up to a minute;
-/// it recovers by itself when slurmrestd answers again.
+/// it recovers by itself when slurmrestd answers again. The interval
+/// stretches to keep slurmrestd within its budget, and the header says so.
 pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
     let client = match Client::new(&cfg) {
         Ok(c) => c,
@@ -214,39 +424,48 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
             return;
         }
     };
-    let mut version: Option<ApiVersion> = None;
-    let mut wait = cfg.interval;
+    let mut poller = Poller::new(client, cfg.clone());
+    let mut backoff: Option<Duration> = None;
+    let mut told: Option<(Duration, bool, String)> = None;
     let mut watch = NodeWatch::default();
     loop {
-        let result = match version {
-            Some(v) => fetch(&client, v, &cfg).await,
-            None => match client.discover().await {
-                Ok(v) => {
-                    tracing::info!("slurmrestd at {} speaks {v}", cfg.url);
-                    version = Some(v);
-                    fetch(&client, v, &cfg).await
-                }
-                Err(e) => Err(e),
-            },
-        };
-        let updates = match result {
+        let result = poller.poll().await;
+        let mut updates = Vec::new();
+        let wait = match result {
             Ok(m) => {
                 for w in &m.warnings {
                     tracing::warn!("slurm: {w}");
                 }
                 let mut c = m.cluster;
-                wait = cfg.interval;
+                backoff = None;
                 watch.observe(&mut c);
-                vec![Update::Snapshot(Arc::new(c)), Update::ok(Origin::Scheduler)]
+                let refresh = poller.refresh();
+                if told.as_ref() != Some(&refresh) {
+                    tracing::info!("slurm: {}", refresh.2);
+                    updates.push(Update::Refresh {
+                        origin: Origin::Scheduler,
+                        every: refresh.0,
+                        stretched: refresh.1,
+                        note: refresh.2.clone(),
+                    });
+                    told = Some(refresh);
+                }
+                updates.push(Update::Snapshot(Arc::new(c)));
+                updates.push(Update::ok(Origin::Scheduler));
+                poller.cadence.interval()
             }
             Err(e) => {
                 tracing::warn!("slurm: {e}");
-                wait = (wait * 2).min(MAX_BACKOFF);
+                let b = backoff
+                    .map_or(poller.cadence.interval(), |b| b * 2)
+                    .min(MAX_BACKOFF);
+                backoff = Some(b);
                 // The server may have been upgraded under us.
                 if e.is_not_found() {
-                    version = None;
+                    poller.version = None;
                 }
-                vec![Update::failed(Origin::Scheduler, e)]
+                updates.push(Update::failed(Origin::Scheduler, e));
+                b
             }
         };
         for u in updates {

@@ -1,8 +1,9 @@
 //! The mapping against responses recorded from a real Slurm 22.05
-//! (tests/fixtures/slurm-22.05, v0.0.38) and hand-written v0.0.40-shaped
-//! ones (tests/fixtures/slurm-v0.0.40: 23.11+ cannot run here; see its
-//! README). The live tests (tests/slurm_live.rs) check the same mapping
-//! against sinfo and squeue.
+//! (tests/fixtures/slurm-22.05, v0.0.38) and a real Slurm 24.11
+//! (tests/fixtures/slurm-24.11, v0.0.42), and hand-written v0.0.40-shaped
+//! edge cases (tests/fixtures/slurm-v0.0.40). The live tests
+//! (tests/slurm_live.rs) check the same mapping against sinfo and squeue
+//! on both versions.
 
 use super::{map, wire};
 use crate::model::{JobState, NodeState, TimeLimit};
@@ -291,6 +292,204 @@ fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
     // `{}` is not an empty cluster.
     let err = wire::list::<wire::Node>(json!({}), "nodes", "node").expect_err("no list");
     assert!(err.contains("no `nodes` list"), "{err}");
+}
+
+/// Real Slurm 24.11 answers (recorded from the lab): a gang with its GPUs
+/// by index, a node drained under a job, the array's pending remainder,
+/// and the cluster's name from the answers' meta.
+#[test]
+fn v0042_recorded_from_slurm_24_11() {
+    let nodes = parse(fixture!("slurm-24.11/v0.0.42_nodes.json"));
+    let jobs = parse(fixture!("slurm-24.11/v0.0.42_jobs.json"));
+    let parts = parse(fixture!("slurm-24.11/v0.0.42_partitions.json"));
+    let c = clean("lab24", 0, &nodes.nodes, &jobs.jobs, &parts.partitions);
+    let g3 = c.node("gpu03").expect("gpu03");
+    assert_eq!(g3.state, NodeState::Draining);
+    assert_eq!(g3.reason.as_deref(), Some("xid79 gpu3"));
+    assert_eq!(g3.gpus_allocated(), 4);
+    let ids: Vec<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3", "4_[0-5]", "5"]);
+    let train = c.job("1").expect("train");
+    assert_eq!(train.nodes, ["gpu01", "gpu02"]);
+    assert_eq!(train.gpus_per_node, Some(8));
+    let held_by_1: usize = c
+        .nodes
+        .iter()
+        .flat_map(|n| &n.gpus)
+        .filter(|g| g.job.as_deref() == Some("1"))
+        .count();
+    assert_eq!(held_by_1, 16);
+    assert_eq!(train.checkpoint.size_bytes, Some(1_200_000_000_000));
+    assert_eq!(
+        c.job("3").and_then(|j| j.reason.as_deref()),
+        Some("Resources")
+    );
+    assert_eq!(
+        c.job("5").and_then(|j| j.reason.as_deref()),
+        Some("JobHeldUser")
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(fixture!("slurm-24.11/v0.0.42_jobs.json")).expect("json");
+    assert_eq!(
+        v.pointer("/meta/slurm/cluster"),
+        Some(&serde_json::json!("lab24"))
+    );
+    let err = wire::error_text(
+        serde_json::from_str::<serde_json::Value>(fixture!(
+            "slurm-24.11/v0.0.42_node_update_missing.json"
+        ))
+        .expect("json")["errors"]
+            .as_array()
+            .expect("errors"),
+    );
+    assert!(
+        err.as_deref()
+            .is_some_and(|e| e.contains("Invalid node name specified")),
+        "{err:?}"
+    );
+}
+
+/// The cheap poll's requests, against a stand-in slurmrestd serving the
+/// recorded 24.11 answers: the first poll lists every job; then only job
+/// states, the record of a job whose state changed, and nothing for a job
+/// that left; an array task changing lists every job again. (The live
+/// 24.11 test shows the same behaviour's results on a real slurmrestd.)
+#[tokio::test]
+async fn on_24_11_only_changed_jobs_are_fetched_between_full_lists() {
+    use crate::sources::testserver::{Shared, serve_routes};
+    let routes = Shared::default();
+    let put = |path: &str, body: String| {
+        routes
+            .lock()
+            .expect("routes")
+            .bodies
+            .insert(path.to_string(), body);
+    };
+    let v = "/slurm/v0.0.42";
+    put(
+        "/openapi/v3",
+        r#"{"paths": {"/slurm/v0.0.42/ping/": {}, "/slurm/v0.0.41/ping/": {}}}"#.into(),
+    );
+    put(
+        &format!("{v}/nodes"),
+        fixture!("slurm-24.11/v0.0.42_nodes.json").into(),
+    );
+    put(
+        &format!("{v}/partitions"),
+        fixture!("slurm-24.11/v0.0.42_partitions.json").into(),
+    );
+    put(
+        &format!("{v}/jobs"),
+        fixture!("slurm-24.11/v0.0.42_jobs.json").into(),
+    );
+    let states = fixture!("slurm-24.11/v0.0.42_jobs_state.json");
+    put(&format!("{v}/jobs/state"), states.into());
+    let url = serve_routes(routes.clone()).await;
+    let cfg = super::SlurmConfig {
+        url: url.clone(),
+        user: "root".into(),
+        token: Some("t".into()),
+        interval: std::time::Duration::from_secs(1),
+        timeout: std::time::Duration::from_secs(5),
+        cluster_name: None,
+        scontrol: "scontrol".into(),
+        slurm_conf: None,
+        api_version: None,
+        rest_budget: 1.0,
+        full_jobs_interval: std::time::Duration::from_secs(3600),
+    };
+    let asked = || std::mem::take(&mut routes.lock().expect("routes").asked);
+    let mut p = super::Poller::new(super::client::Client::new(&cfg).expect("client"), cfg);
+    let m = p.poll().await.expect("first poll");
+    assert_eq!(m.cluster.name, "lab24", "Slurm's name, from meta");
+    assert_eq!(m.cluster.jobs.len(), 5);
+    assert!(
+        asked().contains(&format!("{v}/jobs")),
+        "the first poll lists every job"
+    );
+    // Nothing changed: states only.
+    p.poll().await.expect("second poll");
+    let mut a = asked();
+    a.sort();
+    assert_eq!(
+        a,
+        [
+            format!("{v}/jobs/state"),
+            format!("{v}/nodes"),
+            format!("{v}/partitions")
+        ]
+    );
+    // Job 3 starts, job 5 leaves Slurm's memory.
+    let mut job3: serde_json::Value =
+        serde_json::from_str(fixture!("slurm-24.11/v0.0.42_jobs.json")).expect("json");
+    let rec = job3["jobs"]
+        .as_array()
+        .and_then(|js| js.iter().find(|j| j["job_id"] == 3))
+        .cloned()
+        .expect("job 3");
+    let mut rec = rec;
+    rec["job_state"] = serde_json::json!(["RUNNING"]);
+    rec["nodes"] = serde_json::json!("gpu04");
+    job3["jobs"] = serde_json::json!([rec]);
+    put(&format!("{v}/job/3"), job3.to_string());
+    let moved = states
+        .replace(
+            r#""job_id": "3",
+      "state": [
+        "PENDING""#,
+            r#""job_id": "3",
+      "state": [
+        "RUNNING""#,
+        )
+        .replace(r#""job_id": "5""#, r#""job_id": "gone""#);
+    assert_ne!(moved, states, "the fixture's layout changed");
+    let moved = moved.replace(
+        r#"{
+      "job_id": "gone",
+      "state": [
+        "PENDING"
+      ]
+    }"#,
+        "",
+    );
+    put(
+        &format!("{v}/jobs/state"),
+        moved.replace(
+            "},
+    
+  ]",
+            "}
+  ]",
+        ),
+    );
+    let m = p.poll().await.expect("third poll");
+    let a = asked();
+    assert!(a.contains(&format!("{v}/job/3")), "{a:?}");
+    assert!(!a.contains(&format!("{v}/jobs")), "{a:?}");
+    assert_eq!(m.cluster.job("3").map(|j| j.state), Some(JobState::Running));
+    assert!(m.cluster.job("5").is_none(), "a job Slurm dropped goes");
+    assert_eq!(m.cluster.jobs.len(), 4);
+    // An array task starts: every job again.
+    let a_task = r#""job_id": "4_0",
+      "state": [
+        "PENDING""#;
+    let bodies = routes.lock().expect("routes").bodies.clone();
+    let cur = bodies
+        .get(&format!("{v}/jobs/state"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(cur.contains(a_task));
+    put(
+        &format!("{v}/jobs/state"),
+        cur.replace(
+            a_task,
+            r#""job_id": "4_0",
+      "state": [
+        "RUNNING""#,
+        ),
+    );
+    p.poll().await.expect("fourth poll");
+    assert!(asked().contains(&format!("{v}/jobs")));
 }
 
 mod fuzz {
