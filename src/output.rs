@@ -85,9 +85,36 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
                 })
                 .collect(),
         ),
-        GetWhat::Jobs => envelope(c, "jobs", c.jobs.iter().collect::<Vec<&Job>>()),
+        GetWhat::Jobs => {
+            let inferred = base.plan.inferred_reasons(c);
+            envelope(
+                c,
+                "jobs",
+                c.jobs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, job)| JobItem {
+                        job,
+                        estimate: base.plan.estimate(i),
+                        inferred_reason: inferred.get(i).copied().flatten(),
+                    })
+                    .collect(),
+            )
+        }
         GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect()),
     }
+}
+
+/// A job as the scheduler says it, with the plan's estimate (pending jobs)
+/// and the reason the plan itself infers (see `Plan::inferred_reasons`).
+#[derive(Serialize)]
+struct JobItem<'a> {
+    #[serde(flatten)]
+    job: &'a Job,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimate: Option<&'a crate::engine::plan::Estimate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inferred_reason: Option<&'static str>,
 }
 
 fn node_item<'a>(c: &'a Cluster, n: &'a Node) -> NodeItem<'a> {

@@ -102,6 +102,33 @@ impl Plan {
     pub fn estimate(&self, job: usize) -> Option<&Estimate> {
         self.estimates.get(job).and_then(Option::as_ref)
     }
+
+    /// What the plan itself says holds each pending job back, in Slurm's
+    /// words, to set beside the scheduler's reason (indexed like
+    /// `Cluster::jobs`): `Resources` when it cannot start now and no job
+    /// ahead of it in its partition is waiting, `Priority` when one is,
+    /// `None` for jobs that start now, are blocked (held, a dependency…:
+    /// the scheduler's word stands), never fit, or are not pending.
+    pub fn inferred_reasons(&self, c: &Cluster) -> Vec<Option<&'static str>> {
+        let mut out = vec![None; self.estimates.len()];
+        let mut waiting: HashMap<&str, bool> = HashMap::new();
+        for &i in &self.order {
+            let Some(job) = c.jobs.get(i) else { continue };
+            match self.estimate(i) {
+                Some(Estimate::Starts { start, .. }) if *start > self.now => {
+                    let behind = waiting.entry(job.partition.as_str()).or_default();
+                    out[i] = Some(if *behind { "Priority" } else { "Resources" });
+                    *behind = true;
+                }
+                // A job that never fits still waits first in line.
+                Some(Estimate::NoFit { .. }) => {
+                    waiting.insert(job.partition.as_str(), true);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// Scheduler reasons that no amount of free capacity resolves.

@@ -45,6 +45,35 @@ fn higher_priority_goes_first_and_smaller_jobs_backfill() {
 }
 
 #[test]
+fn the_plan_infers_resources_for_the_first_waiting_job_and_priority_behind_it() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "q", 8);
+    run(&mut c, "r1", &["n1"], 8, 0, 3600);
+    run(&mut c, "r2", &["n2"], 6, 0, 3600);
+    let first = pend(&mut c, "first", "p", 1, 8, 100);
+    let second = pend(&mut c, "second", "p", 1, 1, 50);
+    let other = pend(&mut c, "other", "q", 1, 4, 40);
+    add_node(&mut c, "n3", "q", 2);
+    let fits = pend(&mut c, "fits", "q", 1, 2, 30);
+    let behind = pend(&mut c, "behind", "q", 1, 2, 20);
+    let held = pend(&mut c, "held", "p", 1, 1, 200);
+    c.jobs[held].reason = Some("JobHeldUser".into());
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    let r = p.inferred_reasons(&c);
+    assert_eq!(r[first], Some("Resources"));
+    assert_eq!(r[second], Some("Priority"), "behind a waiting job");
+    assert_eq!(
+        r[other],
+        Some("Resources"),
+        "first waiting in its own partition"
+    );
+    assert_eq!(r[fits], None, "starts now on n3: nothing holds it");
+    assert_eq!(r[behind], Some("Priority"), "behind `other`");
+    assert_eq!(r[held], None, "the scheduler's word stands");
+}
+
+#[test]
 fn a_gang_needs_all_its_nodes_at_once() {
     let mut c = cluster();
     for n in ["n1", "n2", "n3"] {
