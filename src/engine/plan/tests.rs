@@ -57,6 +57,8 @@ fn the_plan_infers_resources_for_the_first_waiting_job_and_priority_behind_it() 
     add_node(&mut c, "n3", "q", 2);
     let fits = pend(&mut c, "fits", "q", 1, 2, 30);
     let behind = pend(&mut c, "behind", "q", 1, 2, 20);
+    // Too long for n2's idle GPUs before `other` needs them.
+    c.jobs[behind].time_limit = Some(TimeLimit::Seconds(7200));
     let held = pend(&mut c, "held", "p", 1, 1, 200);
     c.jobs[held].reason = Some("JobHeldUser".into());
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
@@ -71,6 +73,37 @@ fn the_plan_infers_resources_for_the_first_waiting_job_and_priority_behind_it() 
     assert_eq!(r[fits], None, "starts now on n3: nothing holds it");
     assert_eq!(r[behind], Some("Priority"), "behind `other`");
     assert_eq!(r[held], None, "the scheduler's word stands");
+}
+
+#[test]
+fn short_jobs_backfill_into_the_gap_before_a_reservation_and_long_ones_do_not() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    run(&mut c, "r", &["n1"], 6, 0, 3600);
+    // `big` needs all 8 at 3600: the 2 idle GPUs are reserved from then.
+    let big = pend(&mut c, "big", "p", 1, 8, 100);
+    let short = pend(&mut c, "short", "p", 1, 2, 50);
+    c.jobs[short].time_limit = Some(TimeLimit::Seconds(1200));
+    let after = pend(&mut c, "after", "p", 1, 2, 40);
+    c.jobs[after].time_limit = Some(TimeLimit::Seconds(2400));
+    let long = pend(&mut c, "long", "p", 1, 2, 30);
+    c.jobs[long].time_limit = Some(TimeLimit::Seconds(7200));
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert_eq!(start(&p, big), Some(NOW + 3600));
+    assert_eq!(start(&p, short), Some(NOW), "ends before big starts");
+    assert_eq!(
+        start(&p, after),
+        Some(NOW + 1200),
+        "fits in what is left of the gap, after short"
+    );
+    assert_eq!(
+        start(&p, long),
+        Some(NOW + 7200),
+        "would delay big: after it, with big's limit"
+    );
+    let r = p.inferred_reasons(&c);
+    assert_eq!(r[short], None, "backfilled now");
+    assert_eq!(r[after], Some("Priority"));
 }
 
 #[test]
