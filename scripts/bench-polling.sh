@@ -5,7 +5,7 @@
 # with $JOBS jobs. For each tool, over $SECS seconds: its own CPU, and the
 # CPU slurmrestd and slurmctld spent beyond their idle baseline.
 #
-#   sudo scripts/bench-polling.sh [22.05|24.11|both]     # JOBS=5000 SECS=60 REFRESH=2
+#   sudo scripts/bench-polling.sh [22.05|24.11|both]     # JOBS=5000 SECS=120 REFRESH=2
 #
 # Needs root, the lab packages (see tests/slurm-lab/README.md), tmux, and
 # turm on PATH (`cargo install turm` or `pip install turm`; skipped without).
@@ -14,7 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WHICH=${1:-both}
 JOBS=${JOBS:-5000}
-SECS=${SECS:-60}
+# Long enough to hold one of nightshift's every-record fetches (2 min at
+# most); each tool runs WARM seconds before its window opens, so start-up
+# (its first full read) is measured apart, and COOL seconds after it stops.
+SECS=${SECS:-120}
+WARM=${WARM:-20}
+COOL=${COOL:-10}
 REFRESH=${REFRESH:-2}
 TCK=$(getconf CLK_TCK)
 cargo build --release --quiet
@@ -44,13 +49,13 @@ bench_version() {
     if [ "$v" = 24.11 ]; then
       printf '#!/bin/sh\nexec %s %s "$@"\n' "$lab/bin/lab" "$c" >"$bin/$c"
     else
-      printf '#!/bin/sh\nSLURM_CONF=%s exec /usr/bin/%s "$@"\n' "$lab/etc/slurm.conf" "$c" >"$bin/$c"
+      printf '#!/bin/sh\ncd %s && SLURM_CONF=%s exec /usr/bin/%s "$@"\n' "$lab/jobs" "$lab/etc/slurm.conf" "$c" >"$bin/$c"
     fi
     chmod +x "$bin/$c"
   done
   # The load: 1-GPU jobs (32 run at once, the rest queue), an hour each.
   echo "loading $JOBS jobs into Slurm $v…" >&2
-  seq 1 "$JOBS" | xargs -P 4 -n 50 sh -c 'for i; do '"$bin"'/sbatch -Q -J load$i --gres=gpu:1 -c1 --mem=1G -t 60 --wrap "sleep 3600"; done' _
+  (cd "$lab/jobs" && seq 1 "$JOBS" | xargs -P 4 -n 50 sh -c 'for i; do '"$bin"'/sbatch -Q -J load$i --gres=gpu:1 -c1 --mem=1G -t 60 --wrap "sleep 3600"; done' _)
   sleep 5
   local ctld rest_pid
   ctld=$(cat "$lab/run/slurmctld.pid"); rest_pid=$(cat "$lab/run/slurmrestd.pid")
@@ -61,25 +66,34 @@ bench_version() {
   # measure NAME REFRESH-NOTE -- start a tool (its pid on stdout) or nothing.
   measure() {
     local name=$1 note=$2 start=$3
-    local c0 r0 c1 r1 pid="" own=0
-    c0=$(cpu "$ctld"); r0=$(cpu "$rest_pid")
+    local c0 r0 c1 r1 pid="" own=0 own0=0
     [ -n "$start" ] && pid=$($start)
+    sleep "$WARM"
+    [ -n "$pid" ] && own0=$(cpu "$pid")
+    c0=$(cpu "$ctld"); r0=$(cpu "$rest_pid")
     sleep "$SECS"
-    [ -n "$pid" ] && own=$(cpu "$pid")
+    [ -n "$pid" ] && own=$(echo "$(cpu "$pid") - $own0" | bc)
     c1=$(cpu "$ctld"); r1=$(cpu "$rest_pid")
+    seen=$(tmux -L nsbench capture-pane -p 2>/dev/null | grep -o 'Jobs ([0-9]*)\|[0-9]* pending' | head -1 || true)
     tmux -L nsbench kill-server 2>/dev/null || true
     [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; }
+    sleep "$COOL"
     local dc dr
     dc=$(echo "$c1 - $c0" | bc); dr=$(echo "$r1 - $r0" | bc)
-    if [ "$name" = idle ]; then idle_ctld=$dc; idle_rest=$dr; fi
+    if [ "$name" = idle ]; then
+      idle_ctld=$dc; idle_rest=$dr
+      printf '| idle (subtracted below) | - | - | %.2f | %.2f | - | - |\n' "$dr" "$dc"
+      return
+    fi
     dc=$(echo "x=$dc - ${idle_ctld:-0}; if (x<0) 0 else x" | bc)
     dr=$(echo "x=$dr - ${idle_rest:-0}; if (x<0) 0 else x" | bc)
     local total; total=$(echo "$own + $dc + $dr" | bc)
-    printf '| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f%% |\n' "$name" "$note" "$own" "$dr" "$dc" "$total" \
+    printf '| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f%% |\n' "$name${seen:+ (shows $seen)}" "$note" "$own" "$dr" "$dc" "$total" \
       "$(echo "scale=4; 100 * $total / $SECS" | bc)"
   }
   tui() { # a command in a detached 200x50 tmux pane; prints its pid
-    tmux -L nsbench new-session -d -x 200 -y 50 -e "SLURM_JWT=$token" -e "PATH=$bin:$PATH" "exec $1"
+    # tmux's own environment wins over -e: set it in the command.
+    tmux -L nsbench new-session -d -x 200 -y 50 "exec env SLURM_JWT=$token PATH=$bin:$PATH $1"
     sleep 0.2
     tmux -L nsbench display -p '#{pane_pid}'
   }
@@ -104,7 +118,7 @@ bench_version() {
     echo "| turm | not installed | | | | | |"
   fi
   echo
-  echo "Slurm $v, $("$bin/squeue" -h -a | wc -l) jobs ($("$bin/squeue" -h -a -t running | wc -l) running), ${SECS}s per tool, refresh ${REFRESH}s, $(nproc) cores."
+  echo "Slurm $v, $("$bin/squeue" -h -a | wc -l) jobs ($("$bin/squeue" -h -a -t running | wc -l) running), ${SECS}s per tool after ${WARM}s of warm-up, refresh ${REFRESH}s, $(nproc) cores."
 }
 
 for v in 22.05 24.11; do
