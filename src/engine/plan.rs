@@ -189,13 +189,20 @@ struct Slots {
     gaps: Vec<Vec<(Timestamp, Timestamp)>>,
     /// Per partition, how many gaps its nodes have (0: skip the search).
     gaps_in_part: Vec<usize>,
+    /// Per node, the shortest limit of a pending job that could use it:
+    /// a shorter gap is never kept.
+    min_hold: Vec<Timestamp>,
+    /// Gap visits left for this plan. The search is what backfill adds to
+    /// the plan's cost; past this budget the remaining jobs get the plain
+    /// estimate (an upper bound), so a 100,000-job queue stays within its
+    /// time target (see the engine benchmark).
+    gap_budget: usize,
 }
 
-/// The most start times one job's gap search tries; past it the job gets
-/// the plain estimate (bounded work at scale; see the engine benchmark).
+/// The most start times one job's gap search tries.
 const GAP_STARTS_TRIED: usize = 32;
-/// A partition with more gaps than this is not searched for gaps.
-const GAPS_SEARCHED: usize = 20_000;
+/// Gap visits one plan may make.
+const GAP_BUDGET: usize = 2_000_000;
 
 impl Slots {
     fn key(&self, n: usize, g: usize) -> Timestamp {
@@ -246,10 +253,11 @@ impl Slots {
     /// keys that change are moved in the sorted sets: usually a few of
     /// the eight.
     fn take(&mut self, n: usize, g: usize, start: Timestamp, until: Timestamp) {
+        let shortest = self.min_hold[n];
         let opened = self.free_at[n]
             .iter()
             .take(g)
-            .filter(|&&f| f < start)
+            .filter(|&&f| f < start && start - f >= shortest)
             .map(|&f| (f, start))
             .collect::<Vec<_>>();
         if !opened.is_empty() {
@@ -292,7 +300,7 @@ impl Slots {
     /// The earliest start before `before` at which `k` nodes of partition
     /// `p` each have `g` gaps spanning `[t, t + hold)`, and those nodes.
     fn gap_fit(
-        &self,
+        &mut self,
         p: usize,
         k: usize,
         g: usize,
@@ -300,40 +308,47 @@ impl Slots {
         before: Timestamp,
         hold: Timestamp,
     ) -> Option<(Timestamp, Vec<usize>)> {
-        if self.gaps_in_part[p] == 0 || self.gaps_in_part[p] > GAPS_SEARCHED || hold == NEVER {
+        if self.gaps_in_part[p] == 0 || hold == NEVER {
             return None;
         }
+        let cost = self.gaps_in_part[p];
+        if cost > self.gap_budget {
+            self.gap_budget = 0;
+            return None;
+        }
+        self.gap_budget -= cost;
         let nodes = &self.parts[p].nodes;
+        // Start times worth trying: now, and when a window long enough opens.
         let mut starts: Vec<Timestamp> = std::iter::once(from)
             .chain(
                 nodes
                     .iter()
-                    .flat_map(|&n| self.gaps[n].iter().map(|&(f, _)| f))
-                    .filter(|&f| f > from && f < before),
+                    .flat_map(|&n| self.gaps[n].iter())
+                    .filter(|&&(f, to)| f > from && f < before && to - f >= hold)
+                    .map(|&(f, _)| f),
             )
             .collect();
         starts.sort_unstable();
         starts.dedup();
         starts.truncate(GAP_STARTS_TRIED);
         for t in starts {
-            if t >= before {
-                break;
-            }
             let end = t.saturating_add(hold);
-            let fits: Vec<usize> = nodes
-                .iter()
-                .copied()
-                .filter(|&n| {
-                    self.gaps[n]
-                        .iter()
-                        .filter(|&&(f, to)| f <= t && end <= to)
-                        .count()
-                        >= g
-                })
-                .take(k)
-                .collect();
-            if fits.len() == k {
-                return Some((t, fits));
+            let mut fits = Vec::with_capacity(k);
+            for &n in nodes {
+                let spanning = self.gaps[n]
+                    .iter()
+                    .filter(|&&(f, to)| f <= t && end <= to)
+                    .count();
+                if spanning >= g {
+                    fits.push(n);
+                    if fits.len() == k {
+                        return Some((t, fits));
+                    }
+                }
+            }
+            self.gap_budget = self.gap_budget.saturating_sub(cost);
+            if self.gap_budget == 0 {
+                return None;
             }
         }
         None
@@ -512,7 +527,21 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         });
     }
     let n_parts = parts.len();
+    // The shortest limit of a pending job per partition, then per node:
+    // windows shorter than that are never worth keeping.
+    let mut part_min = vec![NEVER; n_parts];
+    for j in c.jobs.iter().filter(|j| j.state.is_pending()) {
+        if let (Some(&p), Some(h)) = (part_ix.get(j.partition.as_str()), hold_s(j, params)) {
+            part_min[p] = part_min[p].min(i64::try_from(h).unwrap_or(NEVER));
+        }
+    }
+    let min_hold: Vec<Timestamp> = part_of_node
+        .iter()
+        .map(|ps| ps.iter().map(|&p| part_min[p]).min().unwrap_or(NEVER))
+        .collect();
     let mut slots = Slots {
+        min_hold,
+        gap_budget: GAP_BUDGET,
         gaps: vec![Vec::new(); free_at.len()],
         free_at,
         parts,
