@@ -589,7 +589,18 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
     assert!(matches!(exec.requeue_call(&load.single), Call::Scontrol(_)));
     let out = rt.block_on(exec.requeue(&load.single)).expect("requeue");
     assert!(out.verified, "{out:?}");
-    assert_eq!(squeue_field(&lab, &load.single, "%T"), "PENDING");
+    // 24.11 shows the requeued job COMPLETING while its old run ends.
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(
+            &lab,
+            &load.single,
+            "%T"
+        ) == "PENDING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        squeue_field(&lab, &load.single, "%T")
+    );
     check_jobs_agree(&lab, Via::tcp(&lab));
     // Slurm's own error text, verbatim, from REST.
     let err = rt
