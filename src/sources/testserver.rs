@@ -44,6 +44,8 @@ pub struct Routes {
     pub bodies: std::collections::HashMap<String, String>,
     /// Every request's path, in order.
     pub asked: Vec<String>,
+    /// Path → HTTP status other than 200 for its body.
+    pub status: std::collections::HashMap<String, u16>,
 }
 
 pub type Shared = std::sync::Arc<std::sync::Mutex<Routes>>;
@@ -80,14 +82,15 @@ pub async fn serve_routes(routes: Shared) -> String {
                     .unwrap_or("/")
                     .trim_end_matches('/')
                     .to_string();
-                let body = {
+                let (body, code) = {
                     let Ok(mut r) = routes.lock() else { return };
                     r.asked.push(path.clone());
-                    r.bodies.get(&path).cloned()
+                    (r.bodies.get(&path).cloned(), r.status.get(&path).copied())
                 };
-                let (status, body) = match body {
-                    Some(b) => ("200 OK", b),
-                    None => ("404 Not Found", String::new()),
+                let (status, body) = match (body, code) {
+                    (Some(b), Some(c)) => (format!("{c} Status"), b),
+                    (Some(b), None) => ("200 OK".to_string(), b),
+                    (None, _) => ("404 Not Found".to_string(), String::new()),
                 };
                 let head = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

@@ -176,7 +176,8 @@ impl Client {
         })?;
         let status = resp.status().as_u16();
         let body = crate::sources::http::text(resp, what, self.timeout).await?;
-        if status == 401 || status == 403 {
+        // 511: slurmrestd 24.11's answer to a token it cannot verify.
+        if status == 401 || status == 403 || status == 511 {
             return Err(SourceError::Auth {
                 what: format!("{what} (check the user name and the token, SLURM_JWT)"),
                 status,

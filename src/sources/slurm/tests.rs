@@ -349,6 +349,55 @@ fn v0042_recorded_from_slurm_24_11() {
     );
 }
 
+/// A config for a stand-in slurmrestd at `url`.
+fn stand_in_config(url: &str) -> super::SlurmConfig {
+    super::SlurmConfig {
+        url: url.to_string(),
+        user: "root".into(),
+        token: Some("t".into()),
+        interval: std::time::Duration::from_secs(1),
+        timeout: std::time::Duration::from_secs(5),
+        cluster_name: None,
+        scontrol: "scontrol".into(),
+        slurm_conf: None,
+        api_version: None,
+        rest_budget: 0.03,
+        full_jobs_interval: std::time::Duration::from_secs(30),
+    }
+}
+
+/// Slurm 24.11 answers a token it cannot verify with HTTP 511 and
+/// errors[] (recorded): an authentication error that says to check the
+/// token, not a generic API failure.
+#[tokio::test]
+async fn a_bad_token_on_24_11_is_an_auth_error() {
+    use crate::sources::testserver::{Shared, serve_routes};
+    let recorded = fixture!("slurm-24.11/v0.0.42_bad_token.txt");
+    let (body, status) = recorded.rsplit_once("\nHTTP ").expect("body, then status");
+    let routes = Shared::default();
+    {
+        let mut r = routes.lock().expect("routes");
+        r.bodies
+            .insert("/slurm/v0.0.42/nodes".into(), body.to_string());
+        r.status.insert(
+            "/slurm/v0.0.42/nodes".into(),
+            status.trim().parse().expect("status"),
+        );
+    }
+    let url = serve_routes(routes).await;
+    let cfg = stand_in_config(&url);
+    let client = super::client::Client::new(&cfg).expect("client");
+    let err = client
+        .get("/slurm/v0.0.42/nodes")
+        .await
+        .expect_err("bad token");
+    assert!(
+        matches!(err, crate::sources::SourceError::Auth { status: 511, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("SLURM_JWT"), "{err}");
+}
+
 /// The cheap poll's requests, against a stand-in slurmrestd serving the
 /// recorded 24.11 answers: the first poll lists every job; then only job
 /// states, the record of a job whose state changed, and nothing for a job
@@ -385,19 +434,9 @@ async fn on_24_11_only_changed_jobs_are_fetched_between_full_lists() {
     let states = fixture!("slurm-24.11/v0.0.42_jobs_state.json");
     put(&format!("{v}/jobs/state"), states.into());
     let url = serve_routes(routes.clone()).await;
-    let cfg = super::SlurmConfig {
-        url: url.clone(),
-        user: "root".into(),
-        token: Some("t".into()),
-        interval: std::time::Duration::from_secs(1),
-        timeout: std::time::Duration::from_secs(5),
-        cluster_name: None,
-        scontrol: "scontrol".into(),
-        slurm_conf: None,
-        api_version: None,
-        rest_budget: 1.0,
-        full_jobs_interval: std::time::Duration::from_secs(3600),
-    };
+    let mut cfg = stand_in_config(&url);
+    cfg.rest_budget = 1.0;
+    cfg.full_jobs_interval = std::time::Duration::from_secs(3600);
     let asked = || std::mem::take(&mut routes.lock().expect("routes").asked);
     let mut p = super::Poller::new(super::client::Client::new(&cfg).expect("client"), cfg);
     let m = p.poll().await.expect("first poll");
