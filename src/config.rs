@@ -177,6 +177,7 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
             }
         },
         full_jobs_interval: secs(file.full_jobs_interval_s, 30.0, "full_jobs_interval_s")?,
+        max_interval: Duration::from_secs(15),
         api_version: args
             .slurm_api
             .as_deref()
@@ -458,7 +459,14 @@ impl Settings {
                 },
                 speed,
             },
-            SourceKind::Slurm => SourceConfig::Slurm(slurm_config(args, &file.slurm)?),
+            SourceKind::Slurm => {
+                let mut cfg = slurm_config(args, &file.slurm)?;
+                // Never so slow that the guard calls the data too old to act
+                // on: half the actions' data-age limit.
+                let policy = file.actions.resolve(false)?;
+                cfg.max_interval = (policy.max_data_age / 2).max(cfg.interval);
+                SourceConfig::Slurm(cfg)
+            }
             SourceKind::None => SourceConfig::None,
         };
         let ep = &file.endpoints;

@@ -29,6 +29,7 @@ fn config(lab: &Lab) -> SlurmConfig {
         api_version: None,
         rest_budget: 0.03,
         full_jobs_interval: Duration::from_secs(30),
+        max_interval: Duration::from_secs(15),
     }
 }
 
@@ -356,6 +357,7 @@ fn live_slurm_reads_agree_and_executors_act() {
     let mut cfg = config(&lab);
     cfg.interval = Duration::from_millis(200);
     cfg.rest_budget = 0.001;
+    cfg.max_interval = Duration::from_secs(120);
     let mut s = Stream::start(&rt, cfg);
     s.until(&rt, 20, |_| true).expect("a snapshot");
     let (every, stretched, note) = s.refreshes.first().cloned().expect("the refresh said");

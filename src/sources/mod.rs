@@ -124,7 +124,7 @@ pub enum Control {
     /// The sim's command channel.
     Sim(mpsc::Sender<sim::CommandRequest>),
     /// Slurm is acted on through its own connection (see slurm::exec).
-    Slurm(slurm::SlurmConfig),
+    Slurm(Box<slurm::SlurmConfig>),
     /// Nothing to act on: no scheduler.
     None,
 }
@@ -156,7 +156,7 @@ pub fn spawn(
         }
         SourceConfig::Slurm(cfg) => {
             tokio::spawn(slurm::run(cfg.clone(), tx));
-            Control::Slurm(cfg)
+            Control::Slurm(Box::new(cfg))
         }
     };
     if endpoints.is_empty() {

@@ -41,6 +41,9 @@ pub struct SlurmConfig {
     /// With `jobs/state` (24.11 on): how often every job record is fetched
     /// (changed jobs are fetched at once).
     pub full_jobs_interval: Duration,
+    /// The budget never stretches polls past this: half of
+    /// `[actions] max_data_age_s`, so the data stays young enough to act on.
+    pub max_interval: Duration,
 }
 
 /// Debug output never shows the token.
@@ -58,6 +61,7 @@ impl std::fmt::Debug for SlurmConfig {
             .field("api_version", &self.api_version)
             .field("rest_budget", &self.rest_budget)
             .field("full_jobs_interval", &self.full_jobs_interval)
+            .field("max_interval", &self.max_interval)
             .finish()
     }
 }
@@ -272,7 +276,7 @@ struct Poller {
 impl Poller {
     fn new(client: Client, cfg: SlurmConfig) -> Poller {
         Poller {
-            cadence: poll::Cadence::new(cfg.interval, cfg.rest_budget),
+            cadence: poll::Cadence::new(cfg.interval, cfg.rest_budget).ceiling(cfg.max_interval),
             full: poll::Cadence::new(cfg.full_jobs_interval, cfg.rest_budget),
             client,
             cfg,
@@ -291,7 +295,7 @@ impl Poller {
         } else {
             (self.cfg.rest_budget, 0.0)
         };
-        self.cadence = poll::Cadence::new(self.cfg.interval, quick);
+        self.cadence = poll::Cadence::new(self.cfg.interval, quick).ceiling(self.cfg.max_interval);
         self.full = poll::Cadence::new(self.cfg.full_jobs_interval, full);
     }
 

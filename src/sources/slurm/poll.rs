@@ -27,6 +27,8 @@ pub struct Cadence {
     pub budget: f64,
     /// Smoothed cost of one poll, seconds of slurmrestd's time.
     cost_s: Option<f64>,
+    /// The longest the budget may stretch the interval to.
+    ceiling_s: f64,
 }
 
 impl Cadence {
@@ -35,6 +37,22 @@ impl Cadence {
             wanted,
             budget,
             cost_s: None,
+            ceiling_s: MAX_INTERVAL_S,
+        }
+    }
+
+    /// Never stretched past `max` (nor past two minutes): data older than
+    /// that is refused by the guard, so the budget gives way.
+    pub fn ceiling(mut self, max: Duration) -> Cadence {
+        self.ceiling_s = max.as_secs_f64().min(MAX_INTERVAL_S);
+        self
+    }
+
+    /// The interval the budget alone would ask for.
+    fn needed(&self) -> f64 {
+        match self.cost_s {
+            Some(c) if self.budget > 0.0 => c / self.budget,
+            _ => 0.0,
         }
     }
 
@@ -51,12 +69,8 @@ impl Cadence {
     /// The interval that keeps within the budget, never shorter than the
     /// one asked for.
     pub fn interval(&self) -> Duration {
-        let needed = match self.cost_s {
-            Some(c) if self.budget > 0.0 => c / self.budget,
-            _ => 0.0,
-        };
         let wanted = self.wanted.as_secs_f64();
-        Duration::from_secs_f64(wanted.max(needed.min(MAX_INTERVAL_S)))
+        Duration::from_secs_f64(wanted.max(self.needed().min(self.ceiling_s)))
     }
 
     /// Whether the budget, not the config, sets the interval.
@@ -69,6 +83,11 @@ impl Cadence {
     pub fn describe(&self, what: &str) -> String {
         let every = crate::text::duration(self.interval().as_secs_f64().round() as i64);
         match self.cost_s {
+            Some(c) if self.needed() > self.interval().as_secs_f64() + 0.5 => format!(
+                "{what} every {every}: it costs slurmrestd {c:.2}s, over the budget of {} of a core, \
+                 to keep the data young enough to act on",
+                percent(self.budget)
+            ),
             Some(c) if self.stretched() => format!(
                 "{what} every {every}: it costs slurmrestd {c:.2}s, budget {} of a core",
                 percent(self.budget)
@@ -252,6 +271,16 @@ mod tests {
         // for stands.
         c.observe(Duration::from_secs(100));
         assert_eq!(c.interval(), Duration::from_secs_f64(MAX_INTERVAL_S));
+        // Capped where the guard would refuse the data: the budget gives way.
+        let mut capped =
+            Cadence::new(Duration::from_secs(2), 0.03).ceiling(Duration::from_secs(15));
+        capped.observe(Duration::from_millis(1100));
+        assert_eq!(capped.interval(), Duration::from_secs(15));
+        assert_eq!(
+            capped.describe("a poll"),
+            "a poll every 15s: it costs slurmrestd 1.10s, over the budget of 3% of a core, \
+             to keep the data young enough to act on"
+        );
         let mut hour = Cadence::new(Duration::from_secs(3600), 0.03);
         hour.observe(Duration::from_secs(100));
         assert_eq!(hour.interval(), Duration::from_secs(3600));

@@ -363,6 +363,7 @@ fn stand_in_config(url: &str) -> super::SlurmConfig {
         api_version: None,
         rest_budget: 0.03,
         full_jobs_interval: std::time::Duration::from_secs(30),
+        max_interval: std::time::Duration::from_secs(15),
     }
 }
 
