@@ -27,8 +27,9 @@ pub struct Cadence {
     pub budget: f64,
     /// Smoothed cost of one poll, seconds of slurmrestd's time.
     cost_s: Option<f64>,
-    /// The longest the budget may stretch the interval to.
+    /// The longest the budget may stretch the interval to, and why.
     ceiling_s: f64,
+    ceiling_why: &'static str,
 }
 
 impl Cadence {
@@ -38,6 +39,7 @@ impl Cadence {
             budget,
             cost_s: None,
             ceiling_s: MAX_INTERVAL_S,
+            ceiling_why: "to keep it under 2 minutes old",
         }
     }
 
@@ -45,6 +47,7 @@ impl Cadence {
     /// that is refused by the guard, so the budget gives way.
     pub fn ceiling(mut self, max: Duration) -> Cadence {
         self.ceiling_s = max.as_secs_f64().min(MAX_INTERVAL_S);
+        self.ceiling_why = "to keep the data young enough to act on";
         self
     }
 
@@ -84,9 +87,9 @@ impl Cadence {
         let every = crate::text::duration(self.interval().as_secs_f64().round() as i64);
         match self.cost_s {
             Some(c) if self.needed() > self.interval().as_secs_f64() + 0.5 => format!(
-                "{what} every {every}: it costs slurmrestd {c:.2}s, over the budget of {} of a core, \
-                 to keep the data young enough to act on",
-                percent(self.budget)
+                "{what} every {every}: it costs slurmrestd {c:.2}s, over the budget of {} of a core, {}",
+                percent(self.budget),
+                self.ceiling_why
             ),
             Some(c) if self.stretched() => format!(
                 "{what} every {every}: it costs slurmrestd {c:.2}s, budget {} of a core",
@@ -271,6 +274,12 @@ mod tests {
         // for stands.
         c.observe(Duration::from_secs(100));
         assert_eq!(c.interval(), Duration::from_secs_f64(MAX_INTERVAL_S));
+        assert!(
+            c.describe("all jobs")
+                .ends_with("over the budget of 3% of a core, to keep it under 2 minutes old"),
+            "{}",
+            c.describe("all jobs")
+        );
         // Capped where the guard would refuse the data: the budget gives way.
         let mut capped =
             Cadence::new(Duration::from_secs(2), 0.03).ceiling(Duration::from_secs(15));
