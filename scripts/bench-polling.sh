@@ -45,7 +45,7 @@ bench_version() {
         bash tests/slurm-lab/$up)
   local token=${out##*SLURM_JWT=}
   # shellcheck disable=SC2064
-  trap "LAB=$lab bash tests/slurm-lab/$down >/dev/null 2>&1; tmux -L nsbench kill-server 2>/dev/null || true" RETURN
+  trap "LAB=$lab bash tests/slurm-lab/$down >/dev/null 2>&1; tmux -L nsbench kill-server 2>/dev/null || true; rm -rf $lab" RETURN
   # Slurm clients and a PATH for turm: the host's on 22.05, the chroot's on 24.11.
   local bin=$lab/clients; mkdir -p "$bin"
   for c in squeue sinfo sbatch scontrol scancel; do
