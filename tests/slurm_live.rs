@@ -506,7 +506,8 @@ fn cheap_polls_follow_changes(lab: &Lab, rt: &tokio::runtime::Runtime) {
 }
 
 /// Slurm 24.11 in its chroot: reads agree with squeue and sinfo on each of
-/// REST v0.0.40, v0.0.41 and v0.0.42 and over the unix socket; drain,
+/// REST v0.0.40, v0.0.41 and v0.0.42 and over the unix socket; the TUI
+/// shows it; cheap polls follow a job through its states; drain,
 /// resume, hold, release and priority go through REST (24.11 has no
 /// requeue endpoint: scontrol, the chroot's) and show up in Slurm.
 #[test]
@@ -537,6 +538,7 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
     };
     check_nodes_agree(&lab, via);
     check_jobs_agree(&lab, via);
+    tui_shows_the_live_cluster(&lab, &load.drained);
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
