@@ -80,7 +80,8 @@ sleep 40
 t0=$(date +%s)
 slurm squeue -h -t pending -o '%i|%r|%Q' >"$OUT/squeue.txt"
 slurm squeue -h --start -t pending -o '%i|%S' >"$OUT/squeue-start.txt"
-"$NS" --source slurm --slurm-url "http://127.0.0.1:$rest" --slurm-user root \
+# NS_CONFIG: a nightshift config for the run (e.g. [engine] limit_overrun).
+"$NS" ${NS_CONFIG:+--config "$NS_CONFIG"} --source slurm --slurm-url "http://127.0.0.1:$rest" --slurm-user root \
   --log-file "$OUT/ns.log" get jobs -o json >"$OUT/nightshift.json"
 echo "snapshot at $t0; watching for $RUN_MIN min…" >&2
 

@@ -198,6 +198,7 @@ pub struct EngineFile {
     pub bytes_per_param: Option<u64>,
     pub sbe_watch_per_hour: Option<f64>,
     pub default_time_limit: Option<String>,
+    pub limit_overrun: Option<String>,
     pub preempt_requeues: Option<bool>,
     pub stall_window: Option<String>,
     pub stall_util_min: Option<f64>,
@@ -232,6 +233,9 @@ impl EngineFile {
         }
         if let Some(v) = &self.default_time_limit {
             p.default_time_limit_s = dur(v, "default_time_limit")?;
+        }
+        if let Some(v) = &self.limit_overrun {
+            p.limit_overrun_s = dur(v, "limit_overrun")?;
         }
         if let Some(v) = self.gpu_hour_price {
             if !(v.is_finite() && v >= 0.0) {
@@ -602,6 +606,7 @@ mod tests {
                 Just("[actions]\nmax_partition_share_out"),
                 Just("[engine]\nstartup"),
                 Just("[engine]\ndefault_time_limit"),
+                Just("[engine]\nlimit_overrun"),
                 Just("[engine]\nstorage_read_bw"),
                 Just("[engine]\nstall_window"),
                 Just("[engine]\nstall_util_min"),

@@ -56,6 +56,9 @@ pub struct SiteParams {
     pub sbe_watch_per_hour: f64,
     /// Time limit assumed for a job that reports none, seconds.
     pub default_time_limit_s: u64,
+    /// How long past its time limit a job that reaches it still holds its
+    /// GPUs (Slurm: up to its limit-check period, 30 s, plus KillWait).
+    pub limit_overrun_s: u64,
     /// Whether a preempted job goes back to the queue (Slurm
     /// PreemptMode=REQUEUE) or is cancelled.
     pub preempt_requeues: bool,
@@ -78,6 +81,7 @@ impl Default for SiteParams {
             bytes_per_param: 16,
             sbe_watch_per_hour: 100.0,
             default_time_limit_s: 24 * 3600,
+            limit_overrun_s: 0,
             preempt_requeues: true,
             stall_window_s: 300,
             stall_util_min: 0.9,

@@ -157,10 +157,11 @@ pub fn shape(job: &Job, max_per_node: u32) -> (u32, u32) {
     }
 }
 
-/// How long a job holds its GPUs once started, from its time limit.
+/// How long a job holds its GPUs once started, from its time limit (and
+/// the site's overrun past it).
 pub fn hold_s(job: &Job, params: &SiteParams) -> Option<u64> {
     match job.time_limit {
-        Some(TimeLimit::Seconds(s)) => Some(s),
+        Some(TimeLimit::Seconds(s)) => Some(s.saturating_add(params.limit_overrun_s)),
         Some(TimeLimit::Unlimited) => None,
         None => Some(params.default_time_limit_s),
     }

@@ -27,6 +27,23 @@ fn a_job_waits_for_the_running_job_to_reach_its_limit() {
 }
 
 #[test]
+fn a_site_overrun_past_the_limit_delays_the_next_start() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    run(&mut c, "r", &["n1"], 6, 600, 3600);
+    let j = pend(&mut c, "1", "p", 1, 4, 10);
+    let then = pend(&mut c, "2", "p", 1, 8, 5);
+    let params = SiteParams {
+        limit_overrun_s: 30,
+        ..SiteParams::default()
+    };
+    let p = plan(&c, &params, &Unusable::default());
+    assert_eq!(start(&p, j), Some(NOW + 3030));
+    // Job 1 holds 3600 s + 30 s from then.
+    assert_eq!(start(&p, then), Some(NOW + 3030 + 3630));
+}
+
+#[test]
 fn higher_priority_goes_first_and_smaller_jobs_backfill() {
     let mut c = cluster();
     add_node(&mut c, "n1", "p", 8);
