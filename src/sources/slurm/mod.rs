@@ -112,28 +112,30 @@ async fn timed(client: &Client, path: &str) -> Result<(serde_json::Value, Durati
     Ok((v, t.elapsed()))
 }
 
+/// Where a poll's jobs come from: an answer to decode, or the job book
+/// the cheap polls keep (shared, not copied).
+enum Jobs {
+    Answer(serde_json::Value),
+    Book(Arc<Vec<wire::Job>>),
+}
+
 /// One poll's answers, before decoding.
 struct Answers {
     nodes: serde_json::Value,
     partitions: serde_json::Value,
-    /// `None`: the jobs come from the job book instead.
-    jobs: Option<serde_json::Value>,
-    /// The summed time of its requests.
-    cost: Duration,
+    jobs: Jobs,
 }
 
 /// Decodes and maps a poll's answers, off the async workers (100,000 job
-/// records are hundreds of MB of JSON); `book` holds the jobs when the
-/// answers do not.
-async fn assemble(
-    base: String,
-    cfg: &SlurmConfig,
-    a: Answers,
-    book: Option<Vec<wire::Job>>,
-) -> Result<map::Mapped, SourceError> {
+/// records are hundreds of MB of JSON).
+async fn assemble(base: String, cfg: &SlurmConfig, a: Answers) -> Result<map::Mapped, SourceError> {
     // Slurm's own name: 23.11 on say it in every answer's meta; 22.05's
     // job records carry it.
-    let said = [Some(&a.nodes), Some(&a.partitions), a.jobs.as_ref()]
+    let answered = match &a.jobs {
+        Jobs::Answer(v) => Some(v),
+        Jobs::Book(_) => None,
+    };
+    let said = [Some(&a.nodes), Some(&a.partitions), answered]
         .into_iter()
         .flatten()
         .find_map(|v| v.pointer("/meta/slurm/cluster").and_then(|c| c.as_str()))
@@ -143,14 +145,18 @@ async fn assemble(
     let fallback = cfg.fallback_name();
     tokio::task::spawn_blocking(move || {
         let (nodes, mut warnings) = decode::<wire::Node>(&base, "nodes", "node", a.nodes)?;
-        let jobs = match (a.jobs, book) {
-            (Some(j), _) => {
-                let (jobs, w) = decode::<wire::Job>(&base, "jobs", "job", j)?;
+        let (decoded, book);
+        let jobs: &[wire::Job] = match a.jobs {
+            Jobs::Answer(j) => {
+                let (js, w) = decode::<wire::Job>(&base, "jobs", "job", j)?;
                 warnings.extend(w);
-                jobs
+                decoded = js;
+                &decoded
             }
-            (None, Some(b)) => b,
-            (None, None) => Vec::new(),
+            Jobs::Book(b) => {
+                book = b;
+                &book
+            }
         };
         let (parts, w) = decode::<wire::Partition>(&base, "partitions", "partition", a.partitions)?;
         warnings.extend(w);
@@ -162,7 +168,7 @@ async fn assemble(
                     .map(str::to_string)
             })
             .unwrap_or(fallback);
-        let mut m = map::cluster(&name, now(), &nodes, &jobs, &parts);
+        let mut m = map::cluster(&name, now(), &nodes, jobs, &parts);
         warnings.append(&mut m.warnings);
         m.warnings = warnings;
         Ok(m)
@@ -172,8 +178,8 @@ async fn assemble(
 }
 
 /// Nodes, jobs and partitions, asked for at once (independent requests:
-/// a poll takes the slowest, not the sum).
-async fn ask_all(client: &Client, base: &str) -> Result<Answers, SourceError> {
+/// a poll takes the slowest, not the sum), and what they cost slurmrestd.
+async fn ask_all(client: &Client, base: &str) -> Result<(Answers, Duration), SourceError> {
     let (np, jp, pp) = (
         format!("{base}/nodes"),
         format!("{base}/jobs"),
@@ -181,12 +187,12 @@ async fn ask_all(client: &Client, base: &str) -> Result<Answers, SourceError> {
     );
     let ((n, tn), (j, tj), (p, tp)) =
         tokio::try_join!(timed(client, &np), timed(client, &jp), timed(client, &pp))?;
-    Ok(Answers {
+    let a = Answers {
         nodes: n,
         partitions: p,
-        jobs: Some(j),
-        cost: tn + tj + tp,
-    })
+        jobs: Jobs::Answer(j),
+    };
+    Ok((a, tn + tj + tp))
 }
 
 /// One whole snapshot: nodes, jobs and partitions.
@@ -196,8 +202,8 @@ pub async fn fetch(
     cfg: &SlurmConfig,
 ) -> Result<map::Mapped, SourceError> {
     let base = format!("/slurm/{v}");
-    let a = ask_all(client, &base).await?;
-    assemble(base, cfg, a, None).await
+    let (a, _) = ask_all(client, &base).await?;
+    assemble(base, cfg, a).await
 }
 
 /// The cluster once, for the command line.
@@ -329,9 +335,9 @@ impl Poller {
         };
         let base = format!("/slurm/{v}");
         if !v.has_job_states() {
-            let a = ask_all(&self.client, &base).await?;
-            self.cadence.observe(a.cost);
-            return assemble(base, &self.cfg, a, None).await;
+            let (a, cost) = ask_all(&self.client, &base).await?;
+            self.cadence.observe(cost);
+            return assemble(base, &self.cfg, a).await;
         }
         let (np, pp, sp) = (
             format!("{base}/nodes"),
@@ -383,10 +389,9 @@ impl Poller {
         let a = Answers {
             nodes: n,
             partitions: p,
-            jobs: None,
-            cost: quick,
+            jobs: Jobs::Book(self.book.records()),
         };
-        assemble(base, &self.cfg, a, Some(self.book.records().to_vec())).await
+        assemble(base, &self.cfg, a).await
     }
 
     /// The records of a few jobs, by id, at once.

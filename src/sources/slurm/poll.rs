@@ -128,7 +128,9 @@ pub enum JobPlan {
 /// The jobs as last fetched, and the states they were fetched at.
 #[derive(Debug, Default)]
 pub struct JobBook {
-    records: Vec<wire::Job>,
+    /// Shared with the snapshot being assembled; copied only when a poll
+    /// changes it while that one still holds it.
+    records: std::sync::Arc<Vec<wire::Job>>,
     states: BTreeMap<String, String>,
     full_at: Option<Instant>,
 }
@@ -161,8 +163,8 @@ pub fn states(value: &serde_json::Value) -> Result<BTreeMap<String, String>, Str
 }
 
 impl JobBook {
-    pub fn records(&self) -> &[wire::Job] {
-        &self.records
+    pub fn records(&self) -> std::sync::Arc<Vec<wire::Job>> {
+        self.records.clone()
     }
 
     /// What to fetch, given the fresh states.
@@ -202,7 +204,7 @@ impl JobBook {
         fresh: BTreeMap<String, String>,
         now: Instant,
     ) {
-        self.records = records;
+        self.records = std::sync::Arc::new(records);
         self.states = fresh;
         self.full_at = Some(now);
     }
@@ -210,18 +212,18 @@ impl JobBook {
     /// Some records re-fetched: each replaces the record with its id;
     /// jobs Slurm no longer lists are dropped.
     pub fn update(&mut self, fetched: Vec<wire::Job>, fresh: BTreeMap<String, String>) {
+        let records = std::sync::Arc::make_mut(&mut self.records);
         for f in fetched {
             let id = super::map::job_id(&f);
-            match self
-                .records
+            match records
                 .iter_mut()
                 .find(|r| id.is_some() && super::map::job_id(r) == id)
             {
                 Some(r) => *r = f,
-                None => self.records.push(f),
+                None => records.push(f),
             }
         }
-        self.records.retain(|r| match super::map::job_id(r) {
+        records.retain(|r| match super::map::job_id(r) {
             // Plain ids are in jobs/state while Slurm keeps them.
             Some(id) if !id.contains('_') => fresh.contains_key(&id),
             _ => true,
