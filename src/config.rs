@@ -120,7 +120,13 @@ fn read_token(path: &Path) -> Result<String, String> {
     Ok(t.strip_prefix("SLURM_JWT=").unwrap_or(t).to_string())
 }
 
-fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, String> {
+/// `max_data_age`: the actions' data-age limit; polls never stretch past
+/// half of it, so the guard never calls the data too old to act on.
+fn slurm_config(
+    args: &GlobalArgs,
+    file: &SlurmFile,
+    max_data_age: Duration,
+) -> Result<SlurmConfig, String> {
     let url = args
         .slurm_url
         .clone()
@@ -155,11 +161,12 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
         }
     };
     let cluster_name = file.cluster_name.clone();
+    let interval = secs(file.interval_s, 2.0, "interval_s")?;
     Ok(SlurmConfig {
         url,
         user,
         token,
-        interval: secs(file.interval_s, 2.0, "interval_s")?,
+        interval,
         timeout: secs(file.timeout_s, 10.0, "timeout_s")?,
         cluster_name,
         scontrol: file.scontrol.clone().unwrap_or_else(|| "scontrol".into()),
@@ -177,7 +184,7 @@ fn slurm_config(args: &GlobalArgs, file: &SlurmFile) -> Result<SlurmConfig, Stri
             }
         },
         full_jobs_interval: secs(file.full_jobs_interval_s, 30.0, "full_jobs_interval_s")?,
-        max_interval: Duration::from_secs(15),
+        max_interval: (max_data_age / 2).max(interval),
         api_version: args
             .slurm_api
             .as_deref()
@@ -454,6 +461,8 @@ impl Settings {
             ));
         }
         let limits = file.limits.resolve()?;
+        let read_only = args.read_only || file.read_only.unwrap_or(false);
+        let policy = file.actions.resolve(read_only)?;
         let source = match source {
             SourceKind::Sim => SourceConfig::Sim {
                 sim: SimConfig {
@@ -464,12 +473,7 @@ impl Settings {
                 speed,
             },
             SourceKind::Slurm => {
-                let mut cfg = slurm_config(args, &file.slurm)?;
-                // Never so slow that the guard calls the data too old to act
-                // on: half the actions' data-age limit.
-                let policy = file.actions.resolve(false)?;
-                cfg.max_interval = (policy.max_data_age / 2).max(cfg.interval);
-                SourceConfig::Slurm(cfg)
+                SourceConfig::Slurm(slurm_config(args, &file.slurm, policy.max_data_age)?)
             }
             SourceKind::None => SourceConfig::None,
         };
@@ -501,8 +505,6 @@ impl Settings {
             || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || std::env::var("TERM").is_ok_and(|t| t == "dumb");
         let (site, xid_catalog) = file.engine.resolve()?;
-        let read_only = args.read_only || file.read_only.unwrap_or(false);
-        let policy = file.actions.resolve(read_only)?;
         let audit_log = args
             .audit_log
             .clone()
