@@ -6,35 +6,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Serves `body` with status 200 to every request until the test ends;
 /// returns the URL of `/metrics`.
 pub async fn serve(body: String) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 4096];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(body.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}/metrics")
+    let routes = Shared::default();
+    if let Ok(mut r) = routes.lock() {
+        r.fallback = Some(body);
+    }
+    format!("{}/metrics", serve_routes(routes).await)
 }
 
 /// What a routing test server answers, and what it was asked.
@@ -46,11 +22,14 @@ pub struct Routes {
     pub asked: Vec<String>,
     /// Path → HTTP status other than 200 for its body.
     pub status: std::collections::HashMap<String, u16>,
+    /// The body for any other path; `None`: 404.
+    pub fallback: Option<String>,
 }
 
 pub type Shared = std::sync::Arc<std::sync::Mutex<Routes>>;
 
-/// Serves `routes` with status 200 (404 for unknown paths) until the test
+/// Serves `routes` with status 200 (404 for unknown paths, unless a
+/// fallback body is set) until the test
 /// ends, logging each path asked; returns `http://127.0.0.1:PORT`.
 pub async fn serve_routes(routes: Shared) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -85,7 +64,8 @@ pub async fn serve_routes(routes: Shared) -> String {
                 let (body, code) = {
                     let Ok(mut r) = routes.lock() else { return };
                     r.asked.push(path.clone());
-                    (r.bodies.get(&path).cloned(), r.status.get(&path).copied())
+                    let body = r.bodies.get(&path).or(r.fallback.as_ref()).cloned();
+                    (body, r.status.get(&path).copied())
                 };
                 let (status, body) = match (body, code) {
                     (Some(b), Some(c)) => (format!("{c} Status"), b),
