@@ -10,13 +10,9 @@ if [ -x "$lab" ]; then
   $lab scancel --quiet --user=root 2>/dev/null
   $lab scancel --quiet --user=alice 2>/dev/null
 fi
-for f in "$LAB"/run/slurmrestd.pid "$LAB"/run/slurmd-*.pid "$LAB"/run/slurmctld.pid; do
-  [ -f "$f" ] || continue
-  pid=$(cat "$f")
-  kill "$pid" 2>/dev/null
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  kill -9 "$pid" 2>/dev/null
-done
+# shellcheck source=lab.sh
+. "$(dirname "$0")/lab.sh"
+stop_daemons "$LAB"
 # Only processes in this lab's mount namespace, never another lab's.
 if [ -f "$LAB/run/ns.pid" ]; then
   ns_pid=$(cat "$LAB/run/ns.pid")

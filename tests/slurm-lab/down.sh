@@ -6,11 +6,7 @@ set -uo pipefail
 export SLURM_CONF=$LAB/etc/slurm.conf
 scancel --quiet --user=root 2>/dev/null
 scancel --quiet --user=alice 2>/dev/null
-for f in "$LAB"/run/slurmrestd.pid "$LAB"/run/slurmd-*.pid "$LAB"/run/slurmctld.pid; do
-  [ -f "$f" ] || continue
-  pid=$(cat "$f")
-  kill "$pid" 2>/dev/null
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-  kill -9 "$pid" 2>/dev/null
-done
+# shellcheck source=lab.sh
+. "$(dirname "$0")/lab.sh"
+stop_daemons "$LAB"
 exit 0
