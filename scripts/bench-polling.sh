@@ -108,25 +108,21 @@ bench_version() {
   start_turm() { tui "turm --slurm-refresh $REFRESH -a"; }
   measure idle "-" ""
   if want squeue; then measure "squeue -a" "every ${REFRESH}s" start_squeue; fi
-  if want ns; then
-    printf '[slurm]\ninterval_s = %s\n' "$REFRESH" >"$cfg"
+  # measure_ns NAME EXTRA-CONFIG: nightshift's TUI with [slurm] interval_s
+  # and EXTRA-CONFIG lines, then what it said of its refresh.
+  measure_ns() {
+    printf '[slurm]\ninterval_s = %s\n%s' "$REFRESH" "$2" >"$cfg"
     : >"$lab/ns.log"
-    measure "nightshift TUI (default budget 3%)" "see below" start_ns
+    measure "$1" "see below" start_ns
     local said; said=$(grep -o 'slurm: a poll every.*' "$lab/ns.log" | tail -1 || true)
     echo "|  (nightshift said: ${said:-nothing}) | | | | | | |"
-  fi
-  if want ns-fast; then
-    # Job states every REFRESH seconds: a budget big enough for that.
-    printf '[slurm]\ninterval_s = %s\nrest_budget = 0.08\n' "$REFRESH" >"$cfg"
-    : >"$lab/ns.log"
-    measure "nightshift TUI (rest_budget 8%)" "see below" start_ns
-    local said; said=$(grep -o 'slurm: a poll every.*' "$lab/ns.log" | tail -1 || true)
-    echo "|  (nightshift said: ${said:-nothing}) | | | | | | |"
-  fi
+  }
+  if want ns; then measure_ns "nightshift TUI (default budget 3%)" ""; fi
+  # Job states every REFRESH seconds: a budget big enough for that.
+  if want ns-fast; then measure_ns "nightshift TUI (rest_budget 8%)" $'rest_budget = 0.08\n'; fi
   if want ns-full; then
-    printf '[slurm]\ninterval_s = %s\nrest_budget = 1.0\nfull_jobs_interval_s = %s\n' "$REFRESH" "$REFRESH" >"$cfg"
-    : >"$lab/ns.log"
-    measure "nightshift TUI (no budget, every record every ${REFRESH}s)" "every ${REFRESH}s" start_ns
+    measure_ns "nightshift TUI (no budget, every record every ${REFRESH}s)" \
+      "$(printf 'rest_budget = 1.0\nfull_jobs_interval_s = %s\n' "$REFRESH")"$'\n'
   fi
   if want turm; then
     if command -v turm >/dev/null; then
