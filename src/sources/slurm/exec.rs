@@ -251,10 +251,25 @@ impl Executor {
             .jobs)
     }
 
+    /// One job as Slurm has it now: its own record (`GET /job/ID`) for a
+    /// plain id — verifying re-reads it every 250 ms, and every job's
+    /// record costs slurmrestd seconds on a big queue — else from the list.
     async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {
-        self.jobs_now()
-            .await?
-            .into_iter()
+        let jobs = match Self::numeric(job) {
+            Some(id) => {
+                let v = self
+                    .client
+                    .get(&format!("/slurm/{}/job/{id}", self.version))
+                    .await?;
+                let (jobs, _) = wire::list::<wire::Job>(v, "jobs", "job")
+                    .map_err(|e| format!("job {job}: {e}"))?;
+                map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
+                    .cluster
+                    .jobs
+            }
+            None => self.jobs_now().await?,
+        };
+        jobs.into_iter()
             .find(|j| j.id == job)
             .ok_or_else(|| format!("job {job} not found"))
     }
