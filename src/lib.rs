@@ -12,6 +12,7 @@ pub mod columns;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod kubelab;
 pub mod limits;
 pub mod logging;
 pub mod model;

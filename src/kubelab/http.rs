@@ -1,0 +1,468 @@
+//! The lab API server's HTTP side: discovery, list, get, watch, patch,
+//! delete and the eviction subresource, answered as kube-apiserver does.
+
+use super::store::{Failure, Store, field_query, label_query};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use hyper::body::{Bytes, Frame};
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The server's state: the store, plus the switches tests pull.
+pub struct Lab {
+    pub store: Mutex<Store>,
+    /// Bumped to end every open watch (a dropped connection).
+    cut: watch::Sender<u64>,
+    /// Until then, every request is answered 503 (an API server down).
+    down_until: Mutex<Option<Instant>>,
+    pub bookmark_every: Duration,
+}
+
+impl Lab {
+    pub fn new(store: Store) -> Arc<Lab> {
+        Arc::new(Lab {
+            store: Mutex::new(store),
+            cut: watch::channel(0).0,
+            down_until: Mutex::new(None),
+            bookmark_every: Duration::from_secs(5),
+        })
+    }
+
+    /// Ends every open watch stream, as a dropped connection would.
+    pub fn cut_watches(&self) {
+        self.cut.send_modify(|n| *n += 1);
+    }
+}
+
+/// Serves until the listener fails.
+pub async fn serve(listener: TcpListener, lab: Arc<Lab>) {
+    loop {
+        let Ok((conn, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let lab = lab.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let lab = lab.clone();
+                async move { Ok::<_, Infallible>(handle(lab, req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(conn);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await;
+        });
+    }
+}
+
+fn reply(code: u16, body: &Value) -> hyper::Response<Body> {
+    let mut r = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::OK);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn fail(f: Failure) -> hyper::Response<Body> {
+    reply(f.code, &f.status())
+}
+
+fn query_param<'a>(query: &'a str, key: &str) -> Option<&'a str> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn decode(s: &str) -> String {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+            (b'+', _, _) => out.push(b' '),
+            (c, _, _) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn handle(lab: Arc<Lab>, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+    let down = lab
+        .down_until
+        .lock()
+        .ok()
+        .and_then(|d| *d)
+        .is_some_and(|t| Instant::now() < t);
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    if down && !path.starts_with("/lab/") {
+        return fail(Failure::new(503, "ServiceUnavailable", "the lab API server is down"));
+    }
+    let method = req.method().clone();
+    let ctype = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = match http_body_util::Limited::new(req.into_body(), 8 << 20).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return fail(Failure::new(413, "RequestEntityTooLarge", "body too large")),
+    };
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match (method.as_str(), segs.as_slice()) {
+        ("GET", ["version"]) => reply(
+            200,
+            &json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-nightshift-kube-lab",
+                "platform": "linux/amd64"}),
+        ),
+        ("GET", ["api"]) => reply(
+            200,
+            &json!({"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+        ),
+        ("GET", ["apis"]) => reply(200, &groups(&lab)),
+        ("GET", ["api", v]) => resource_list(&lab, "", v),
+        ("GET", ["apis", g, v]) => resource_list(&lab, g, v),
+        ("POST", ["lab", "compact"]) => {
+            if let Ok(mut s) = lab.store.lock() {
+                s.compact();
+            }
+            reply(200, &json!({"compacted": true}))
+        }
+        ("POST", ["lab", "cut-watches"]) => {
+            lab.cut_watches();
+            reply(200, &json!({"cut": true}))
+        }
+        ("POST", ["lab", "down"]) => {
+            let secs: f64 = query_param(&query, "seconds")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(5.0);
+            if let Ok(mut d) = lab.down_until.lock() {
+                *d = Some(Instant::now() + Duration::from_secs_f64(secs.max(0.0)));
+            }
+            lab.cut_watches();
+            reply(200, &json!({"down_s": secs}))
+        }
+        ("POST", ["lab", "apply"]) => match serde_json::from_slice::<Value>(&body) {
+            Ok(o) => match lab.store.lock() {
+                Ok(mut s) => match s.put(o) {
+                    Ok(o) => reply(200, &o),
+                    Err(f) => fail(f),
+                },
+                Err(_) => fail(Failure::new(500, "InternalError", "store poisoned")),
+            },
+            Err(e) => fail(Failure::new(400, "BadRequest", e.to_string())),
+        },
+        (_, ["api", v, rest @ ..]) => object(&lab, &method, "", v, rest, &query, &ctype, &body),
+        (_, ["apis", g, v, rest @ ..]) => object(&lab, &method, g, v, rest, &query, &ctype, &body),
+        _ => fail(Failure::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
+    }
+}
+
+fn groups(lab: &Lab) -> Value {
+    let Ok(s) = lab.store.lock() else {
+        return json!({});
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for r in &s.resources {
+        if !r.group.is_empty() && !names.contains(&r.group.as_str()) {
+            names.push(&r.group);
+        }
+    }
+    let groups: Vec<Value> = names
+        .iter()
+        .map(|g| {
+            let versions: Vec<Value> = s
+                .resources
+                .iter()
+                .filter(|r| r.group == *g)
+                .map(|r| r.version.as_str())
+                .fold(Vec::new(), |mut acc: Vec<&str>, v| {
+                    if !acc.contains(&v) {
+                        acc.push(v);
+                    }
+                    acc
+                })
+                .into_iter()
+                .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
+                .collect();
+            json!({"name": g, "versions": versions, "preferredVersion": versions[0]})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn resource_list(lab: &Lab, group: &str, version: &str) -> hyper::Response<Body> {
+    let Ok(s) = lab.store.lock() else {
+        return fail(Failure::new(500, "InternalError", "store poisoned"));
+    };
+    let mut resources: Vec<Value> = Vec::new();
+    for r in s
+        .resources
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let mut verbs = vec!["get", "list", "watch", "patch", "delete"];
+        if r.kind == "Event" || r.kind.ends_with("Definition") {
+            verbs.push("create");
+        }
+        resources.push(json!({"name": r.plural, "singularName": r.singular,
+            "namespaced": r.namespaced, "kind": r.kind, "verbs": verbs,
+            "shortNames": r.short_names}));
+        if r.kind == "Pod" {
+            resources.push(json!({"name": "pods/eviction", "singularName": "",
+                "namespaced": true, "group": "policy", "version": "v1",
+                "kind": "Eviction", "verbs": ["create"]}));
+        }
+    }
+    if resources.is_empty() {
+        return fail(Failure::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    reply(
+        200,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+            "resources": resources}),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn object(
+    lab: &Arc<Lab>,
+    method: &hyper::Method,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    query: &str,
+    ctype: &str,
+    body: &Bytes,
+) -> hyper::Response<Body> {
+    // [namespaces, ns, plural, name?, sub?] or [plural, name?, sub?]
+    let (ns, rest) = match rest {
+        ["namespaces", ns, plural, more @ ..] => (Some(*ns), {
+            let mut v = vec![*plural];
+            v.extend_from_slice(more);
+            v
+        }),
+        other => (None, other.to_vec()),
+    };
+    let (plural, name, sub) = (rest.first().copied(), rest.get(1).copied(), rest.get(2).copied());
+    let Some(plural) = plural else {
+        return fail(Failure::new(404, "NotFound", "no resource named"));
+    };
+    let Ok(mut s) = lab.store.lock() else {
+        return fail(Failure::new(500, "InternalError", "store poisoned"));
+    };
+    let Some(r) = s.resource(group, version, plural) else {
+        return fail(Failure::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    };
+    let ns_key = if s.resources[r].namespaced {
+        ns.unwrap_or("")
+    } else {
+        ""
+    };
+    match (method.as_str(), name, sub) {
+        ("GET", None, _) => {
+            let labels = query_param(query, "labelSelector").map(decode);
+            let fields = query_param(query, "fieldSelector").map(decode);
+            let keep = move |o: &Value| {
+                labels
+                    .as_deref()
+                    .is_none_or(|q| label_query(q, &o["metadata"]["labels"]))
+                    && fields.as_deref().is_none_or(|q| field_query(q, o))
+            };
+            if matches!(query_param(query, "watch"), Some("true" | "1")) {
+                let from = query_param(query, "resourceVersion")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .filter(|v| *v > 0);
+                let bookmarks = query_param(query, "allowWatchBookmarks") == Some("true");
+                let timeout = query_param(query, "timeoutSeconds")
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .map(Duration::from_secs);
+                let ns_filter = ns.map(str::to_string);
+                drop(s);
+                return watch_stream(lab.clone(), r, ns_filter, from, bookmarks, timeout, Box::new(keep));
+            }
+            let res = &s.resources[r];
+            let items: Vec<Value> = s
+                .list(r, ns)
+                .into_iter()
+                .filter(|o| keep(o))
+                .cloned()
+                .collect();
+            reply(
+                200,
+                &json!({"kind": format!("{}List", res.kind), "apiVersion": res.group_version(),
+                    "metadata": {"resourceVersion": s.resource_version().to_string()},
+                    "items": items}),
+            )
+        }
+        ("GET", Some(name), None) => match s.get(r, ns_key, name) {
+            Some(o) => reply(200, o),
+            None => fail(s.not_found(r, name)),
+        },
+        ("PATCH", Some(name), None | Some("status")) => {
+            if ctype.starts_with("application/json-patch") || ctype.starts_with("application/apply-patch") {
+                return fail(Failure::new(
+                    415,
+                    "UnsupportedMediaType",
+                    format!("the lab serves merge and strategic-merge patches, not {ctype}"),
+                ));
+            }
+            match serde_json::from_slice::<Value>(body) {
+                Ok(p) => match s.patch(r, ns_key, name, &p) {
+                    Ok(o) => reply(200, &o),
+                    Err(f) => fail(f),
+                },
+                Err(e) => fail(Failure::new(400, "BadRequest", e.to_string())),
+            }
+        }
+        ("DELETE", Some(name), None) => match s.delete(r, ns_key, name) {
+            Ok(o) => reply(200, &o),
+            Err(f) => fail(f),
+        },
+        ("POST", Some(name), Some("eviction")) if s.resources[r].kind == "Pod" => {
+            match s.evict(ns_key, name) {
+                Ok(()) => reply(
+                    201,
+                    &json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                        "status": "Success", "code": 201}),
+                ),
+                Err(f) => fail(f),
+            }
+        }
+        _ => fail(Failure::new(
+            405,
+            "MethodNotAllowed",
+            format!("the lab does not serve {method} here"),
+        )),
+    }
+}
+
+/// A `watch=true` stream: the changes since `from` (or every object as
+/// ADDED when no version is given), then each new change, with bookmarks
+/// when asked; 410 Gone as an ERROR event when `from` is compacted away.
+fn watch_stream(
+    lab: Arc<Lab>,
+    r: usize,
+    ns: Option<String>,
+    from: Option<u64>,
+    bookmarks: bool,
+    timeout: Option<Duration>,
+    keep: Box<dyn Fn(&Value) -> bool + Send>,
+) -> hyper::Response<Body> {
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let in_ns = move |o: &Value| {
+        ns.as_deref()
+            .is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n))
+    };
+    let line = |kind: &str, o: &Value| Bytes::from(format!("{}\n", json!({"type": kind, "object": o})));
+    let (initial, mut changes, mut last, api, kind) = {
+        let Ok(s) = lab.store.lock() else {
+            return fail(Failure::new(500, "InternalError", "store poisoned"));
+        };
+        let res = &s.resources[r];
+        let initial: Result<Vec<Bytes>, u64> = match from {
+            None => Ok(s
+                .list(r, None)
+                .into_iter()
+                .filter(|o| in_ns(o) && keep(o))
+                .map(|o| line("ADDED", o))
+                .collect()),
+            Some(v) => match s.since(v) {
+                Some(cs) => Ok(cs
+                    .iter()
+                    .filter(|c| c.resource == r && in_ns(&c.object) && keep(&c.object))
+                    .map(|c| line(c.kind, &c.object))
+                    .collect()),
+                None => Err(v),
+            },
+        };
+        (initial, s.subscribe(), s.resource_version(), res.group_version(), res.kind.clone())
+    };
+    let mut cut = lab.cut.subscribe();
+    tokio::spawn(async move {
+        let lines = match initial {
+            Ok(l) => l,
+            Err(v) => {
+                let gone = Failure::new(
+                    410,
+                    "Expired",
+                    format!("too old resource version: {v} ({last})"),
+                );
+                let _ = tx.send(line("ERROR", &gone.status())).await;
+                return;
+            }
+        };
+        for l in lines {
+            if tx.send(l).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::Instant::now() + timeout.unwrap_or(Duration::from_secs(1800));
+        let mut tick = tokio::time::interval(lab.bookmark_every);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return,
+                _ = cut.changed() => return,
+                _ = tick.tick(), if bookmarks => {
+                    let rv = lab.store.lock().map(|s| s.resource_version()).unwrap_or(last);
+                    last = last.max(rv);
+                    let mark = json!({"kind": kind, "apiVersion": api,
+                        "metadata": {"resourceVersion": last.to_string()}});
+                    if tx.send(line("BOOKMARK", &mark)).await.is_err() { return; }
+                }
+                c = changes.recv() => {
+                    let Ok(c) = c else { return };  // lagged or closed: the client resumes
+                    if c.rv <= last { continue; }
+                    last = c.rv;
+                    if c.resource == r && in_ns(&c.object) && keep(&c.object)
+                        && tx.send(line(c.kind, &c.object)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    let mut resp = hyper::Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}

@@ -1,0 +1,110 @@
+//! kube-lab: a Kubernetes API server for tests, serving objects loaded from
+//! a directory of manifests.
+//!
+//! No real kube-apiserver can run on the machines nightshift is built on
+//! (none is packaged, none builds offline, kind needs containers), so the
+//! Kubernetes source is tested against this stand-in, and the stand-in is
+//! checked with the real client: the tests run Debian's/the image's
+//! `kubectl get`, `cordon`, `uncordon` and `drain` against it.
+//!
+//! What it speaks, as kube-apiserver does:
+//! - discovery: `/api`, `/apis`, `/api/v1`, `/apis/GROUP/VERSION` (legacy,
+//!   not aggregated, discovery: clients fall back to it), `/version`;
+//!   custom resources are served exactly when a `CustomResourceDefinition`
+//!   for them is among the manifests;
+//! - list (with `labelSelector`, `fieldSelector`; no pagination: every list
+//!   is one page), get, merge and strategic-merge PATCH (maps and scalars:
+//!   the fields nightshift and kubectl patch), DELETE;
+//! - watch: `watch=true` from a `resourceVersion` (the changes since), or
+//!   from none (every object as ADDED), bookmarks when asked, `timeoutSeconds`,
+//!   and 410 Gone (an ERROR event) from a version older than the kept
+//!   history;
+//! - the pods/eviction subresource, refused with 429 while a
+//!   PodDisruptionBudget that selects a running pod allows no disruption
+//!   (the budget's status is recomputed from the pods, as the disruption
+//!   controller does); an allowed eviction deletes the pod at once.
+//!
+//! Test switches under `/lab/`: `POST /lab/compact` (forget history: the
+//! next resume gets 410), `POST /lab/cut-watches` (drop every watch
+//! connection), `POST /lab/down?seconds=N` (answer 503 for N seconds),
+//! `POST /lab/apply` (create or replace one object, JSON).
+//!
+//! Not served: authentication (every request is allowed), Table output,
+//! JSON patch and server-side apply (415), creation other than through
+//! `/lab/apply`, pagination, aggregated discovery.
+
+mod http;
+mod store;
+
+pub use http::{Lab, serve};
+pub use store::{Resource, Store, merge, selects};
+
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Every object in the directory's `.yaml`, `.yml` and `.json` files, in
+/// file-name order: one object, several YAML documents, or a `List` per
+/// file (what `kubectl get -o yaml` prints).
+pub fn load_dir(dir: &Path) -> Result<Vec<Value>, String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            )
+        })
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let docs: Vec<Value> = if f.extension().and_then(|e| e.to_str()) == Some("json") {
+            vec![serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?]
+        } else {
+            serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: {e}", f.display()))?
+        };
+        for d in docs {
+            if d.is_null() {
+                continue;
+            }
+            if d["kind"] == "List" || d["items"].is_array() && d["kind"].as_str().is_some_and(|k| k.ends_with("List")) {
+                out.extend(d["items"].as_array().cloned().unwrap_or_default());
+            } else {
+                out.push(d);
+            }
+        }
+    }
+    // CRDs first, so that a directory's order never matters.
+    out.sort_by_key(|o| o["kind"] != "CustomResourceDefinition");
+    Ok(out)
+}
+
+/// A kubeconfig for a lab at `server` (`http://127.0.0.1:PORT`), with one
+/// context named after the cluster.
+pub fn kubeconfig(server: &str, cluster: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: lab-admin\n\
+         current-context: {cluster}\nusers:\n- name: lab-admin\n  user: {{}}\npreferences: {{}}\n"
+    )
+}
+
+/// Loads `dir`, listens on `addr` and serves in the background on the
+/// current runtime; returns the server URL and the lab (for its switches).
+pub async fn start(dir: &Path, addr: &str) -> Result<(String, Arc<Lab>), String> {
+    let store = Store::new(load_dir(dir)?)?;
+    let lab = Lab::new(store);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let url = format!(
+        "http://{}",
+        listener.local_addr().map_err(|e| e.to_string())?
+    );
+    tokio::spawn(serve(listener, lab.clone()));
+    Ok((url, lab))
+}

@@ -1,0 +1,634 @@
+//! The lab API server's state: the resources it serves, the objects, their
+//! resourceVersions and the history that watches resume from.
+
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, VecDeque};
+use tokio::sync::broadcast;
+
+/// One kind of object the server serves, as discovery lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// `""` for the core group.
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+}
+
+impl Resource {
+    fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
+        Resource {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            kind: kind.into(),
+            namespaced,
+            short_names: Vec::new(),
+        }
+    }
+
+    fn short(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// `v1`, `apps/v1`.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// What the lab serves without any CRD: the built-in resources nightshift
+/// and `kubectl get/cordon/drain` use.
+pub fn builtin_resources() -> Vec<Resource> {
+    vec![
+        Resource::new("", "v1", "namespaces", "Namespace", false).short(&["ns"]),
+        Resource::new("", "v1", "nodes", "Node", false).short(&["no"]),
+        Resource::new("", "v1", "pods", "Pod", true).short(&["po"]),
+        Resource::new("", "v1", "events", "Event", true).short(&["ev"]),
+        Resource::new("apps", "v1", "daemonsets", "DaemonSet", true).short(&["ds"]),
+        Resource::new("apps", "v1", "deployments", "Deployment", true).short(&["deploy"]),
+        Resource::new("apps", "v1", "replicasets", "ReplicaSet", true).short(&["rs"]),
+        Resource::new("apps", "v1", "statefulsets", "StatefulSet", true).short(&["sts"]),
+        Resource::new("batch", "v1", "jobs", "Job", true),
+        Resource::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true)
+            .short(&["pdb"]),
+        Resource::new(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+            false,
+        )
+        .short(&["pc"]),
+        Resource::new(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+        )
+        .short(&["crd", "crds"]),
+    ]
+}
+
+/// The served resources a CustomResourceDefinition adds (one per served
+/// version), as a real API server does once the CRD is established.
+pub fn crd_resources(crd: &Value) -> Vec<Resource> {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap_or_default();
+    let names = &spec["names"];
+    let (Some(plural), Some(kind)) = (names["plural"].as_str(), names["kind"].as_str()) else {
+        return Vec::new();
+    };
+    let namespaced = spec["scope"].as_str() != Some("Cluster");
+    let short: Vec<&str> = names["shortNames"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"].as_bool() != Some(false))
+        .filter_map(|v| v["name"].as_str())
+        .map(|version| {
+            let mut r = Resource::new(group, version, plural, kind, namespaced).short(&short);
+            if let Some(s) = names["singular"].as_str() {
+                r.singular = s.into();
+            }
+            r
+        })
+        .collect()
+}
+
+/// A change, as a watch stream sends it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub rv: u64,
+    /// `ADDED`, `MODIFIED`, `DELETED`.
+    pub kind: &'static str,
+    /// Index into `Store::resources`.
+    pub resource: usize,
+    pub object: Value,
+}
+
+/// Why a request failed, as a Kubernetes `Status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub causes: Vec<(String, String)>,
+}
+
+impl Failure {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            reason,
+            message: message.into(),
+            causes: Vec::new(),
+        }
+    }
+
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": self.message, "reason": self.reason,
+            "code": self.code,
+        });
+        if !self.causes.is_empty() {
+            s["details"] = json!({"causes": self.causes.iter()
+                .map(|(r, m)| json!({"reason": r, "message": m})).collect::<Vec<_>>()});
+        }
+        s
+    }
+}
+
+type Key = (usize, String, String);
+
+/// Every object, the global resourceVersion, and the recent changes.
+pub struct Store {
+    pub resources: Vec<Resource>,
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    history: VecDeque<Change>,
+    /// Watches from a version before this get 410 Gone.
+    oldest: u64,
+    changes: broadcast::Sender<Change>,
+    uid: u64,
+}
+
+/// How many changes are kept for watches to resume from.
+const HISTORY: usize = 10_000;
+
+impl Store {
+    /// Loads objects (CRDs first, so their kinds are served); an object of
+    /// a kind no resource serves is refused with its name, as `kubectl
+    /// apply` would be.
+    pub fn new(objects: Vec<Value>) -> Result<Store, String> {
+        let mut resources = builtin_resources();
+        for o in &objects {
+            if o["kind"] == "CustomResourceDefinition" {
+                resources.extend(crd_resources(o));
+            }
+        }
+        let (changes, _) = broadcast::channel(4096);
+        let mut s = Store {
+            resources,
+            objects: BTreeMap::new(),
+            rv: 1,
+            history: VecDeque::new(),
+            oldest: 1,
+            changes,
+            uid: 0,
+        };
+        for o in objects {
+            let what = format!("{} {}", o["kind"], o["metadata"]["name"]);
+            s.put(o).map_err(|f| format!("{what}: {}", f.message))?;
+        }
+        s.pdb_status();
+        s.history.clear();
+        s.oldest = s.rv;
+        Ok(s)
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// The resource serving `kind` in `apiVersion`.
+    pub fn resource_of(&self, api_version: &str, kind: &str) -> Option<usize> {
+        self.resources
+            .iter()
+            .position(|r| r.group_version() == api_version && r.kind == kind)
+    }
+
+    /// The resource at `group/version/plural`.
+    pub fn resource(&self, group: &str, version: &str, plural: &str) -> Option<usize> {
+        self.resources
+            .iter()
+            .position(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    /// Creates or replaces an object (by kind, namespace, name).
+    pub fn put(&mut self, mut o: Value) -> Result<Value, Failure> {
+        let api = o["apiVersion"].as_str().unwrap_or_default().to_string();
+        let kind = o["kind"].as_str().unwrap_or_default().to_string();
+        let Some(r) = self.resource_of(&api, &kind) else {
+            return Err(Failure::new(
+                404,
+                "NotFound",
+                format!("the server could not find the requested resource: no kind {kind:?} in {api:?}"),
+            ));
+        };
+        let name = o["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        if name.is_empty() {
+            return Err(Failure::new(422, "Invalid", format!("{kind} without metadata.name")));
+        }
+        let ns = if self.resources[r].namespaced {
+            let ns = o["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+            o["metadata"]["namespace"] = json!(ns);
+            ns
+        } else {
+            String::new()
+        };
+        let key = (r, ns, name);
+        let old = self.objects.get(&key);
+        if o["metadata"]["uid"].is_null() {
+            let uid = match old {
+                Some(old) => old["metadata"]["uid"].clone(),
+                None => {
+                    self.uid += 1;
+                    json!(format!("00000000-0000-4000-8000-{:012x}", self.uid))
+                }
+            };
+            o["metadata"]["uid"] = uid;
+        }
+        if o["metadata"]["creationTimestamp"].is_null() {
+            o["metadata"]["creationTimestamp"] = match old {
+                Some(old) => old["metadata"]["creationTimestamp"].clone(),
+                None => json!(now_rfc3339()),
+            };
+        }
+        let kind_of_change = if old.is_some() { "MODIFIED" } else { "ADDED" };
+        Ok(self.record(key, o, kind_of_change))
+    }
+
+    fn record(&mut self, key: Key, mut o: Value, kind: &'static str) -> Value {
+        self.rv += 1;
+        o["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let resource = key.0;
+        if kind == "DELETED" {
+            self.objects.remove(&key);
+        } else {
+            self.objects.insert(key, o.clone());
+        }
+        let change = Change {
+            rv: self.rv,
+            kind,
+            resource,
+            object: o.clone(),
+        };
+        self.history.push_back(change.clone());
+        while self.history.len() > HISTORY {
+            if let Some(c) = self.history.pop_front() {
+                self.oldest = c.rv;
+            }
+        }
+        let _ = self.changes.send(change);
+        o
+    }
+
+    pub fn get(&self, r: usize, ns: &str, name: &str) -> Option<&Value> {
+        self.objects.get(&(r, ns.to_string(), name.to_string()))
+    }
+
+    /// Objects of a resource, in one namespace or all (`None`).
+    pub fn list(&self, r: usize, ns: Option<&str>) -> Vec<&Value> {
+        self.objects
+            .range((r, String::new(), String::new())..)
+            .take_while(|((ri, _, _), _)| *ri == r)
+            .filter(|((_, n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, o)| o)
+            .collect()
+    }
+
+    /// Changes after `rv` (for a watch resuming from it), or `None` when
+    /// that version is older than the kept history: 410 Gone.
+    pub fn since(&self, rv: u64) -> Option<Vec<Change>> {
+        if rv < self.oldest {
+            return None;
+        }
+        Some(self.history.iter().filter(|c| c.rv > rv).cloned().collect())
+    }
+
+    /// Forgets the history, as etcd compaction does: every watch that
+    /// resumes from before now gets 410 Gone.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.oldest = self.rv;
+    }
+
+    /// Applies a JSON merge patch (RFC 7386; a strategic merge patch of
+    /// maps and scalars is the same thing).
+    pub fn patch(&mut self, r: usize, ns: &str, name: &str, patch: &Value) -> Result<Value, Failure> {
+        let Some(old) = self.get(r, ns, name).cloned() else {
+            return Err(self.not_found(r, name));
+        };
+        let mut new = old.clone();
+        merge(&mut new, patch);
+        // Identity is not patchable.
+        new["metadata"]["name"] = old["metadata"]["name"].clone();
+        new["metadata"]["uid"] = old["metadata"]["uid"].clone();
+        new["kind"] = old["kind"].clone();
+        new["apiVersion"] = old["apiVersion"].clone();
+        if new == old {
+            return Ok(old);
+        }
+        let out = self.record((r, ns.to_string(), name.to_string()), new, "MODIFIED");
+        self.pdb_status();
+        Ok(out)
+    }
+
+    pub fn delete(&mut self, r: usize, ns: &str, name: &str) -> Result<Value, Failure> {
+        let Some(old) = self.get(r, ns, name).cloned() else {
+            return Err(self.not_found(r, name));
+        };
+        let out = self.record((r, ns.to_string(), name.to_string()), old, "DELETED");
+        self.pdb_status();
+        Ok(out)
+    }
+
+    pub fn not_found(&self, r: usize, name: &str) -> Failure {
+        let res = &self.resources[r];
+        let what = if res.group.is_empty() {
+            res.plural.clone()
+        } else {
+            format!("{}.{}", res.plural, res.group)
+        };
+        Failure::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+    }
+
+    /// The Eviction API: deletes the pod unless a PodDisruptionBudget that
+    /// selects it allows no disruption now (429, with the budget named).
+    pub fn evict(&mut self, ns: &str, name: &str) -> Result<(), Failure> {
+        let pods = self.resource("", "v1", "pods").unwrap_or(usize::MAX);
+        let Some(pod) = self.get(pods, ns, name).cloned() else {
+            return Err(Failure::new(404, "NotFound", format!("pods \"{name}\" not found")));
+        };
+        if pod["status"]["phase"] == "Running" {
+            let pdbs = self.resource("policy", "v1", "poddisruptionbudgets").unwrap_or(usize::MAX);
+            for pdb in self.list(pdbs, Some(ns)) {
+                if !selects(&pdb["spec"]["selector"], &pod["metadata"]["labels"]) {
+                    continue;
+                }
+                let st = &pdb["status"];
+                if st["disruptionsAllowed"].as_i64().unwrap_or(0) <= 0 {
+                    let pdb_name = pdb["metadata"]["name"].as_str().unwrap_or_default();
+                    let mut f = Failure::new(
+                        429,
+                        "TooManyRequests",
+                        "Cannot evict pod as it would violate the pod's disruption budget.",
+                    );
+                    f.causes.push((
+                        "DisruptionBudget".into(),
+                        format!(
+                            "The disruption budget {pdb_name} needs {} healthy pods and has {} currently",
+                            st["desiredHealthy"].as_i64().unwrap_or(0),
+                            st["currentHealthy"].as_i64().unwrap_or(0)
+                        ),
+                    ));
+                    return Err(f);
+                }
+            }
+        }
+        self.delete(pods, ns, name).map(|_| ())
+    }
+
+    /// Recomputes each PodDisruptionBudget's status from the pods it
+    /// selects, as the disruption controller does.
+    fn pdb_status(&mut self) {
+        let (Some(pdbs), Some(pods)) = (
+            self.resource("policy", "v1", "poddisruptionbudgets"),
+            self.resource("", "v1", "pods"),
+        ) else {
+            return;
+        };
+        let budgets: Vec<Value> = self.list(pdbs, None).into_iter().cloned().collect();
+        for pdb in budgets {
+            let ns = pdb["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
+            let name = pdb["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let selected: Vec<&Value> = self
+                .list(pods, Some(&ns))
+                .into_iter()
+                .filter(|p| selects(&pdb["spec"]["selector"], &p["metadata"]["labels"]))
+                .collect();
+            let expected = selected.len() as i64;
+            let healthy = selected
+                .iter()
+                .filter(|p| p["status"]["phase"] == "Running")
+                .count() as i64;
+            let spec = &pdb["spec"];
+            let desired = if !spec["minAvailable"].is_null() {
+                int_or_percent(&spec["minAvailable"], expected, true)
+            } else if !spec["maxUnavailable"].is_null() {
+                expected - int_or_percent(&spec["maxUnavailable"], expected, false)
+            } else {
+                expected
+            }
+            .max(0);
+            let status = json!({
+                "currentHealthy": healthy, "desiredHealthy": desired,
+                "disruptionsAllowed": (healthy - desired).max(0),
+                "expectedPods": expected,
+                "observedGeneration": pdb["metadata"]["generation"].as_i64().unwrap_or(1),
+            });
+            if pdb["status"] != status {
+                let mut new = pdb.clone();
+                new["status"] = status;
+                self.record((pdbs, ns, name), new, "MODIFIED");
+            }
+        }
+    }
+}
+
+fn int_or_percent(v: &Value, total: i64, round_up: bool) -> i64 {
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => {
+            let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+            let scaled = total * pct;
+            if round_up { (scaled + 99) / 100 } else { scaled / 100 }
+        }
+        _ => 0,
+    }
+}
+
+/// RFC 7386 JSON merge patch.
+pub fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    if let Value::Object(t) = target {
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    }
+}
+
+/// Whether a LabelSelector (`matchLabels`, `matchExpressions`) selects
+/// these labels. An empty selector selects everything (policy/v1).
+pub fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let labels_ok = selector["matchLabels"]
+        .as_object()
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let exprs_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
+        es.iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e["operator"].as_str().unwrap_or_default() {
+                "In" => label(key).is_some_and(|v| values.contains(&v)),
+                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+                "Exists" => label(key).is_some(),
+                "DoesNotExist" => label(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
+/// Whether an object passes a `labelSelector` query (`a=b,c!=d,e,!f`).
+pub fn label_query(query: &str, labels: &Value) -> bool {
+    query.split(',').filter(|t| !t.is_empty()).all(|term| {
+        let label = |k: &str| labels.get(k.trim()).and_then(Value::as_str);
+        if let Some((k, v)) = term.split_once("!=") {
+            label(k) != Some(v.trim())
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            label(k) == Some(v.trim())
+        } else if let Some(k) = term.strip_prefix('!') {
+            label(k).is_none()
+        } else {
+            label(term).is_some()
+        }
+    })
+}
+
+/// Whether an object passes a `fieldSelector` query (`spec.nodeName=x`,
+/// `metadata.name=y`, `status.phase!=Succeeded`, `involvedObject.kind=Pod`).
+pub fn field_query(query: &str, o: &Value) -> bool {
+    query.split(',').filter(|t| !t.is_empty()).all(|term| {
+        let (path, want, negate) = if let Some((p, v)) = term.split_once("!=") {
+            (p, v, true)
+        } else if let Some((p, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            (p, v, false)
+        } else {
+            return false;
+        };
+        let mut cur = o;
+        for part in path.trim().split('.') {
+            cur = &cur[part];
+        }
+        let have = match cur {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        (have == want.trim()) != negate
+    })
+}
+
+/// Now, as Kubernetes writes times.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, labels: Value, phase: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "labels": labels},
+            "spec": {"nodeName": "gpu-01"}, "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn a_pdb_with_no_disruption_left_refuses_an_eviction_with_its_name() {
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train-pdb", "namespace": "ml"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "train"}}}});
+        let mut s = Store::new(vec![
+            pdb,
+            pod("a", json!({"app": "train"}), "Running"),
+            pod("b", json!({"app": "train"}), "Running"),
+            pod("c", json!({"app": "other"}), "Running"),
+        ])
+        .unwrap();
+        let err = s.evict("ml", "a").unwrap_err();
+        assert_eq!(err.code, 429);
+        assert!(err.causes[0].1.contains("train-pdb needs 2 healthy pods and has 2"), "{err:?}");
+        assert!(s.evict("ml", "c").is_ok());
+        let pods = s.resource("", "v1", "pods").unwrap();
+        assert!(s.get(pods, "ml", "c").is_none());
+        assert!(s.get(pods, "ml", "a").is_some());
+    }
+
+    #[test]
+    fn a_watch_from_before_compaction_is_gone_and_one_from_after_gets_changes() {
+        let mut s = Store::new(vec![pod("a", json!({}), "Running")]).unwrap();
+        let pods = s.resource("", "v1", "pods").unwrap();
+        let before = s.resource_version();
+        s.patch(pods, "ml", "a", &json!({"metadata": {"labels": {"x": "1"}}})).unwrap();
+        assert_eq!(s.since(before).unwrap().len(), 1);
+        s.compact();
+        assert!(s.since(before).is_none());
+        let now = s.resource_version();
+        s.delete(pods, "ml", "a").unwrap();
+        let changes = s.since(now).unwrap();
+        assert_eq!(changes[0].kind, "DELETED");
+    }
+
+    #[test]
+    fn crds_define_what_is_served() {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "workloads.kueue.x-k8s.io"},
+            "spec": {"group": "kueue.x-k8s.io", "scope": "Namespaced",
+                "names": {"plural": "workloads", "kind": "Workload", "singular": "workload"},
+                "versions": [{"name": "v1beta1", "served": true, "storage": true}]}});
+        let wl = json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ml"}});
+        assert!(Store::new(vec![wl.clone()]).is_err());
+        let s = Store::new(vec![crd, wl]).unwrap();
+        assert!(s.resource("kueue.x-k8s.io", "v1beta1", "workloads").is_some());
+    }
+
+    #[test]
+    fn selectors_and_queries() {
+        let labels = json!({"app": "train", "tier": "gpu"});
+        assert!(label_query("app=train,tier", &labels));
+        assert!(!label_query("app!=train", &labels));
+        assert!(label_query("!missing", &labels));
+        let sel = json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]});
+        assert!(selects(&sel, &labels));
+        let p = pod("a", json!({}), "Running");
+        assert!(field_query("spec.nodeName=gpu-01", &p));
+        assert!(!field_query("spec.nodeName=gpu-02", &p));
+        assert!(field_query("status.phase!=Succeeded", &p));
+    }
+
+    #[test]
+    fn merge_patch_sets_and_removes() {
+        let mut o = json!({"spec": {"unschedulable": true, "taints": [1]}, "x": 1});
+        merge(&mut o, &json!({"spec": {"unschedulable": null}, "y": {"z": 2}}));
+        assert_eq!(o, json!({"spec": {"taints": [1]}, "x": 1, "y": {"z": 2}}));
+    }
+}
