@@ -62,6 +62,15 @@ pub struct GlobalArgs {
     /// Slurm: REST API version to speak, e.g. v0.0.40 [default: the newest both know]
     #[arg(long, global = true, value_name = "VERSION")]
     pub slurm_api: Option<String>,
+    /// Kubernetes: kubeconfig file [default: $KUBECONFIG, ~/.kube/config, in-cluster]
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubernetes: kubeconfig context [default: its current context]
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Kubernetes: only this namespace's pods and workloads [default: all]
+    #[arg(long, short = 'n', global = true, value_name = "NS")]
+    pub namespace: Option<String>,
     /// Node endpoint /metrics to scrape (dcgm-exporter, nightshift agent); repeatable
     #[arg(long, global = true, value_name = "URL")]
     pub dcgm: Vec<String>,
@@ -82,6 +91,8 @@ pub enum SourceKind {
     Sim,
     /// Slurm through slurmrestd
     Slurm,
+    /// Kubernetes (nodes, pods, events, Kueue, Volcano) through its API server
+    Kube,
     /// No scheduler: node endpoints only (--dcgm, --prometheus)
     None,
 }

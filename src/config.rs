@@ -26,6 +26,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub slurm: SlurmFile,
     #[serde(default)]
+    pub kube: KubeFile,
+    #[serde(default)]
     pub actions: ActionsFile,
     #[serde(default)]
     pub endpoints: EndpointsFile,
@@ -110,6 +112,26 @@ pub struct SlurmFile {
     pub api_version: Option<String>,
     pub rest_budget: Option<f64>,
     pub full_jobs_interval_s: Option<f64>,
+}
+
+/// `[kube]`: which cluster, as kubectl chooses it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubeFile {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub namespace: Option<String>,
+    pub cluster_name: Option<String>,
+}
+
+fn kube_config(args: &GlobalArgs, file: &KubeFile) -> crate::sources::kube::KubeConfig {
+    crate::sources::kube::KubeConfig {
+        kubeconfig: args.kubeconfig.clone().or_else(|| file.kubeconfig.clone()),
+        context: args.context.clone().or_else(|| file.context.clone()),
+        namespace: args.namespace.clone().or_else(|| file.namespace.clone()),
+        cluster_name: file.cluster_name.clone(),
+        interval: Duration::from_secs(10),
+    }
 }
 
 fn read_token(path: &Path) -> Result<String, String> {
@@ -426,10 +448,11 @@ impl Settings {
             (Some(k), _) => k,
             (None, None | Some("sim")) => SourceKind::Sim,
             (None, Some("slurm")) => SourceKind::Slurm,
+            (None, Some("kube")) => SourceKind::Kube,
             (None, Some("none")) => SourceKind::None,
             (None, Some(other)) => {
                 return Err(format!(
-                    "config: unknown source {other:?} (known: sim, slurm, none)"
+                    "config: unknown source {other:?} (known: sim, slurm, kube, none)"
                 ));
             }
         };
@@ -475,6 +498,7 @@ impl Settings {
             SourceKind::Slurm => {
                 SourceConfig::Slurm(slurm_config(args, &file.slurm, policy.max_data_age)?)
             }
+            SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)),
             SourceKind::None => SourceConfig::None,
         };
         let ep = &file.endpoints;

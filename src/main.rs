@@ -211,6 +211,9 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
             }
             m.cluster
         }
+        SourceConfig::Kube(cfg) => {
+            runtime()?.block_on(nightshift::sources::kube::fetch_once(cfg))?
+        }
         SourceConfig::None if settings.endpoints.is_empty() => {
             return Err(
                 "--source none needs node endpoints: --dcgm URL or --prometheus URL".into(),

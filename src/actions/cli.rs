@@ -229,8 +229,18 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
             };
             (c, Executor::Slurm(Box::new(x)), who)
         }
+        SourceConfig::Kube(cfg) => {
+            let c = rt.block_on(crate::sources::kube::fetch_once(cfg))?;
+            let x = rt.block_on(crate::sources::kube::exec::Executor::connect(cfg))?;
+            let who = Who {
+                scheduler_user: None,
+                cluster: c.name.clone(),
+                source: "kube".into(),
+            };
+            (c, Executor::Kube(Box::new(x)), who)
+        }
         SourceConfig::None => {
-            return Err("no scheduler source: actions need --source sim or slurm".into());
+            return Err("no scheduler source: actions need --source sim, slurm or kube".into());
         }
     };
     let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
@@ -240,6 +250,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &settings.site,
         &settings.xid_catalog,
     );
+    rt.block_on(executor.prepare(&action));
     let p = guard::preview(
         &action,
         &cluster,

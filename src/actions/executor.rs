@@ -16,6 +16,7 @@ pub enum Executor {
     /// A sim owned by this process (the CLI).
     LocalSim(Box<Mutex<Sim>>),
     Slurm(Box<SlurmExec>),
+    Kube(Box<crate::sources::kube::exec::Executor>),
 }
 
 /// A step that could not be sent at all.
@@ -32,6 +33,14 @@ fn unsent(what: String, error: String) -> Step {
 impl Executor {
     /// The exact calls, in order, shown before anything is sent. `jobs` are
     /// the jobs a drain will end (from the preview's blast radius).
+    /// Reads what the preview's calls depend on, where that takes I/O
+    /// (Kubernetes: the pods a drain evicts, the workload a requeue names).
+    pub async fn prepare(&self, a: &Action) {
+        if let Executor::Kube(x) = self {
+            x.prepare(a).await;
+        }
+    }
+
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
         match self {
             Executor::Sim(_) | Executor::LocalSim(_) => {
@@ -72,6 +81,9 @@ impl Executor {
                 };
                 calls.iter().map(ToString::to_string).collect()
             }
+            // The pods to evict and the workload to requeue are read now,
+            // from the API server, so the preview shows the calls exactly.
+            Executor::Kube(x) => x.calls(a),
         }
     }
 
@@ -97,6 +109,7 @@ impl Executor {
                 Err(_) => vec![unsent(what, "the simulated cluster is unusable".into())],
             },
             Executor::Slurm(x) => slurm_steps(x, a).await,
+            Executor::Kube(x) => x.execute(a).await,
         }
     }
 
@@ -112,6 +125,7 @@ impl Executor {
                 Ok(Outcome { verified, observed })
             }
             Executor::Slurm(x) => x.observe(a).await,
+            Executor::Kube(x) => x.observe(a).await,
         }
     }
 }

@@ -61,8 +61,11 @@ impl Runner {
             Control::Slurm(cfg) => Executor::Slurm(Box::new(
                 crate::sources::slurm::exec::Executor::connect(cfg).await?,
             )),
+            Control::Kube(cfg) => Executor::Kube(Box::new(
+                crate::sources::kube::exec::Executor::connect(cfg).await?,
+            )),
             Control::None => {
-                return Err("no scheduler source: actions need --source sim or slurm".into());
+                return Err("no scheduler source: actions need --source sim, slurm or kube".into());
             }
         })
     }
@@ -71,6 +74,7 @@ impl Runner {
         let (source, user) = match &self.control {
             Control::Sim(_) => ("sim", None),
             Control::Slurm(cfg) => ("slurm", Some(cfg.user.clone())),
+            Control::Kube(_) => ("kube", None),
             Control::None => ("none", None),
         };
         Who {
@@ -106,6 +110,9 @@ impl Runner {
                             self.catalog.clone(),
                             self.log.clone(),
                         );
+                        if let Ok(x) = x {
+                            x.prepare(&action).await;
+                        }
                         // The same base the command line computes.
                         let p = tokio::task::block_in_place(|| {
                             let base = Base::compute(&cluster, None, &site, &cat);

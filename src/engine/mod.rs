@@ -11,6 +11,7 @@ pub mod health;
 pub mod incidents;
 pub mod plan;
 pub mod restore;
+pub mod schedmsg;
 pub mod stall;
 pub mod units;
 pub mod whatif;

@@ -142,6 +142,7 @@ pub fn is_blocking_reason(reason: &str) -> bool {
         || r == "PartitionInactive"
         || r == "InvalidAccount"
         || r == "InvalidQOS"
+        || r == "WorkloadInactive"
 }
 
 /// Nodes × GPUs per node a job needs. `max_per_node` is the partition's
@@ -633,11 +634,19 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         if not_before == NEVER
             && let (Some(b), Some(a)) = (book, job.account.as_deref())
         {
-            estimates[i] = Some(Estimate::NoFit {
-                reason: format!(
+            let reason = if need > b.limit {
+                format!(
                     "team {a}'s GPU quota ({}) is smaller than the {need} GPUs it needs",
                     b.limit
-                ),
+                )
+            } else {
+                format!(
+                    "team {a}'s GPU quota ({}) is held by jobs without a time limit: nothing says when {need} GPUs of it free",
+                    b.limit
+                )
+            };
+            estimates[i] = Some(Estimate::NoFit {
+                reason,
                 waits_for: Vec::new(),
             });
             continue;

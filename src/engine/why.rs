@@ -76,6 +76,9 @@ pub struct Why {
 /// Slurm's pending reasons in the words of the on-call.
 pub fn explain_reason(reason: &str) -> String {
     let r = reason.trim();
+    if let Some(k) = super::schedmsg::explain(r) {
+        return k;
+    }
     let known = match r {
         "Resources" => "not enough free GPUs of the right shape yet",
         "Priority" => "jobs of higher priority are ahead of it in the partition",
@@ -459,6 +462,8 @@ fn priority_cause(c: &Cluster, j: &Job, job: usize, plan: &Plan, causes: &mut Ve
         .map(|v| {
             v.iter()
                 .filter(|&&i| i != job)
+                // The list is in queue order: those ahead come first.
+                .take(count as usize)
                 .map(|&i| c.jobs[i].id.clone())
                 .collect()
         })

@@ -7,6 +7,7 @@ pub mod dcgm;
 pub mod endpoints;
 pub mod error;
 pub mod http;
+pub mod kube;
 pub mod prometheus;
 pub mod sim;
 pub mod slurm;
@@ -89,6 +90,7 @@ pub enum SourceConfig {
         speed: f64,
     },
     Slurm(slurm::SlurmConfig),
+    Kube(kube::KubeConfig),
     /// No scheduler: only node endpoints.
     None,
 }
@@ -98,6 +100,7 @@ impl SourceConfig {
         match self {
             SourceConfig::Sim { .. } => "sim",
             SourceConfig::Slurm(_) => "slurm",
+            SourceConfig::Kube(_) => "kube",
             SourceConfig::None => "endpoints",
         }
     }
@@ -113,6 +116,7 @@ impl SourceConfig {
                 }
             }
             SourceConfig::Slurm(c) => c.interval,
+            SourceConfig::Kube(c) => c.interval,
             SourceConfig::None => Duration::from_secs(15),
         }
     }
@@ -125,6 +129,8 @@ pub enum Control {
     Sim(mpsc::Sender<sim::CommandRequest>),
     /// Slurm is acted on through its own connection (see slurm::exec).
     Slurm(Box<slurm::SlurmConfig>),
+    /// Kubernetes is acted on through its own client (see kube::exec).
+    Kube(Box<kube::KubeConfig>),
     /// Nothing to act on: no scheduler.
     None,
 }
@@ -157,6 +163,10 @@ pub fn spawn(
         SourceConfig::Slurm(cfg) => {
             tokio::spawn(slurm::run(cfg.clone(), tx));
             Control::Slurm(Box::new(cfg))
+        }
+        SourceConfig::Kube(cfg) => {
+            tokio::spawn(kube::run(cfg.clone(), tx));
+            Control::Kube(Box::new(cfg))
         }
     };
     if endpoints.is_empty() {

@@ -1,0 +1,354 @@
+//! Kubernetes through the `kube` crate: watches (not polls) of GPU nodes,
+//! pods, events, PodDisruptionBudgets, and — when their CRDs are served —
+//! Kueue and Volcano objects, mapped into the model (see `map`).
+
+pub mod exec;
+pub mod map;
+
+use super::{Origin, SourceError, Update};
+use futures_util::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use map::Objects;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How to reach the cluster, as kubectl does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KubeConfig {
+    /// A kubeconfig file; else `$KUBECONFIG`, `~/.kube/config`, in-cluster.
+    pub kubeconfig: Option<PathBuf>,
+    /// A context of the kubeconfig; else its current context.
+    pub context: Option<String>,
+    /// Only this namespace's pods, events and Kueue/Volcano objects.
+    pub namespace: Option<String>,
+    /// The cluster's name when the config sets it; else the context's cluster.
+    pub cluster_name: Option<String>,
+    /// A watch that has seen nothing for this long is asked again (kube's
+    /// watcher re-watches every `timeout` anyway); also the staleness unit.
+    pub interval: Duration,
+}
+
+/// A connected client and the cluster's name.
+pub struct Connection {
+    pub client: kube::Client,
+    pub cluster: String,
+    pub namespace: Option<String>,
+}
+
+fn kube_error(what: &str, e: impl std::fmt::Display) -> SourceError {
+    let detail = crate::text::one_line(&e.to_string(), 300);
+    SourceError::Unreachable {
+        what: what.to_string(),
+        detail,
+    }
+}
+
+/// Connects as kubectl would: the named kubeconfig (or `$KUBECONFIG`,
+/// `~/.kube/config`) and context, else the in-cluster service account.
+pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
+    use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+    let bad = |e: &dyn std::fmt::Display| SourceError::Other(format!("kubeconfig: {e}"));
+    let file = match &cfg.kubeconfig {
+        Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| bad(&e))?),
+        None => Kubeconfig::read().ok(),
+    };
+    let (config, cluster) = match file {
+        Some(kc) => {
+            let context = cfg.context.clone().or_else(|| kc.current_context.clone());
+            let cluster = kc
+                .contexts
+                .iter()
+                .find(|c| Some(&c.name) == context.as_ref())
+                .and_then(|c| c.context.as_ref().map(|x| x.cluster.clone()))
+                .or(context.clone())
+                .unwrap_or_else(|| "kubernetes".into());
+            let opts = KubeConfigOptions {
+                context: cfg.context.clone(),
+                ..KubeConfigOptions::default()
+            };
+            let config = Config::from_custom_kubeconfig(kc, &opts)
+                .await
+                .map_err(|e| bad(&e))?;
+            (config, cluster)
+        }
+        None => (
+            Config::incluster().map_err(|e| {
+                SourceError::Other(format!(
+                    "no kubeconfig ($KUBECONFIG, ~/.kube/config, --kubeconfig) and not in a cluster: {e}"
+                ))
+            })?,
+            "in-cluster".to_string(),
+        ),
+    };
+    let namespace = cfg.namespace.clone();
+    let client = kube::Client::try_from(config).map_err(|e| kube_error("kubernetes", e))?;
+    Ok(Connection {
+        client,
+        cluster: cfg.cluster_name.clone().unwrap_or(cluster),
+        namespace,
+    })
+}
+
+/// One watched (or listed) resource.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    /// A [`map::KINDS`] entry.
+    pub kind: &'static str,
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+fn core(kind: &'static str, group: &str, version: &str, k: &str, namespaced: bool) -> Watched {
+    Watched {
+        kind,
+        resource: ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, k), kind),
+        namespaced,
+    }
+}
+
+/// The resources to read: the built-in ones, and the Kueue and Volcano
+/// kinds whose CRDs the server serves (discovery says; absent ones are
+/// logged once and not used). Returns notes for the log.
+pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
+    let mut out = vec![
+        core("nodes", "", "v1", "Node", false),
+        core("pods", "", "v1", "Pod", true),
+        core("events", "", "v1", "Event", true),
+        core("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", true),
+    ];
+    let mut notes = Vec::new();
+    for (group, kinds) in [
+        (
+            "kueue.x-k8s.io",
+            &[
+                "workloads",
+                "clusterqueues",
+                "localqueues",
+                "resourceflavors",
+                "workloadpriorityclasses",
+            ][..],
+        ),
+        ("scheduling.volcano.sh", &["podgroups", "queues"][..]),
+    ] {
+        match kube::discovery::oneshot::group(client, group).await {
+            Ok(g) => {
+                let served = g.recommended_resources();
+                for want in kinds {
+                    match served.iter().find(|(r, _)| r.plural == *want) {
+                        Some((r, caps)) => {
+                            if let Some(k) = map::KINDS.iter().find(|k| *k == want) {
+                                out.push(Watched {
+                                    kind: k,
+                                    resource: r.clone(),
+                                    namespaced: caps.scope == kube::discovery::Scope::Namespaced,
+                                });
+                            }
+                        }
+                        None => notes.push(format!("{group} is served without {want}: not read")),
+                    }
+                }
+            }
+            Err(e) => notes.push(format!(
+                "{group} is not served (no CRD): not used ({})",
+                crate::text::one_line(&e.to_string(), 300)
+            )),
+        }
+    }
+    (out, notes)
+}
+
+fn api(conn: &Connection, w: &Watched) -> Api<DynamicObject> {
+    match (&conn.namespace, w.namespaced) {
+        (Some(ns), true) => Api::namespaced_with(conn.client.clone(), ns, &w.resource),
+        _ => Api::all_with(conn.client.clone(), &w.resource),
+    }
+}
+
+fn value(o: &DynamicObject, w: &Watched) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+    // Lists leave kind out of their items; the map sorts by it.
+    if v["kind"].is_null() {
+        v["kind"] = Value::String(w.resource.kind.clone());
+        v["apiVersion"] = Value::String(w.resource.api_version.clone());
+    }
+    v
+}
+
+/// Everything, listed once (for `get`, `why`, … and actions).
+pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, SourceError> {
+    let conn = connect(cfg).await?;
+    let (watched, notes) = resources(&conn.client).await;
+    for n in notes {
+        tracing::info!("{n}");
+    }
+    let mut objects = Objects::default();
+    for w in &watched {
+        let list = api(&conn, w)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| api_error(&format!("list {}", w.kind), e))?;
+        let m = objects.by_kind.entry(w.kind).or_default();
+        for o in &list.items {
+            let v = value(o, w);
+            m.insert(map::key(&v), v);
+        }
+    }
+    Ok(map::cluster(&conn.cluster, &objects, crate::host::now()))
+}
+
+/// A kube error as the source's error type.
+pub fn api_error(what: &str, e: kube::Error) -> SourceError {
+    match e {
+        kube::Error::Api(s) => {
+            let msg = crate::text::one_line(&s.message, 300);
+            match s.code {
+                401 | 403 => SourceError::Auth {
+                    what: what.into(),
+                    status: s.code,
+                    detail: msg,
+                },
+                404 => SourceError::NotFound {
+                    what: what.into(),
+                    detail: format!(": {msg}"),
+                },
+                _ => SourceError::Api {
+                    what: what.into(),
+                    errors: vec![format!("HTTP {}: {msg}", s.code)],
+                },
+            }
+        }
+        other => kube_error(what, other),
+    }
+}
+
+enum Msg {
+    Init(&'static str),
+    InitApply(&'static str, Value),
+    InitDone(&'static str),
+    Apply(&'static str, Value),
+    Delete(&'static str, String),
+    Failed(&'static str, String),
+}
+
+/// Watches until the receiver is dropped: a snapshot whenever something
+/// changed (at most every 250 ms), a heartbeat while every watch is
+/// healthy, an error (the data goes stale) while one is not. A watch
+/// resumed after a 410 Gone re-lists, and the old objects stand until the
+/// new list is complete.
+pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
+    let conn = loop {
+        match connect(&cfg).await {
+            Ok(c) => break c,
+            Err(e) => {
+                if tx.send(Update::failed(Origin::Scheduler, e)).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    };
+    let conn = Arc::new(conn);
+    let (watched, notes) = resources(&conn.client).await;
+    for n in &notes {
+        tracing::info!("kube: {n}");
+    }
+    let (mtx, mut mrx) = mpsc::channel::<Msg>(1024);
+    let mut tasks = Vec::new();
+    for w in watched.clone() {
+        let (conn, mtx) = (conn.clone(), mtx.clone());
+        tasks.push(tokio::spawn(async move {
+            let stream = watcher(api(&conn, &w), watcher::Config::default()).default_backoff();
+            futures_util::pin_mut!(stream);
+            while let Some(ev) = stream.next().await {
+                let msg = match ev {
+                    Ok(watcher::Event::Init) => Msg::Init(w.kind),
+                    Ok(watcher::Event::InitApply(o)) => Msg::InitApply(w.kind, value(&o, &w)),
+                    Ok(watcher::Event::InitDone) => Msg::InitDone(w.kind),
+                    Ok(watcher::Event::Apply(o)) => Msg::Apply(w.kind, value(&o, &w)),
+                    Ok(watcher::Event::Delete(o)) => Msg::Delete(w.kind, map::key(&value(&o, &w))),
+                    Err(e) => Msg::Failed(w.kind, crate::text::one_line(&e.to_string(), 300)),
+                };
+                if mtx.send(msg).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    drop(mtx);
+    let mut objects = Objects::default();
+    let mut buffers: std::collections::HashMap<&'static str, std::collections::BTreeMap<String, Value>> =
+        Default::default();
+    let mut listed: std::collections::HashSet<&'static str> = Default::default();
+    let mut failing: std::collections::HashMap<&'static str, String> = Default::default();
+    let mut dirty = false;
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut last_ok = tokio::time::Instant::now();
+    let heartbeat = (cfg.interval / 3).max(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            m = mrx.recv() => {
+                let Some(m) = m else { break };
+                match m {
+                    Msg::Init(k) => { buffers.insert(k, Default::default()); }
+                    Msg::InitApply(k, v) => { buffers.entry(k).or_default().insert(map::key(&v), v); }
+                    Msg::InitDone(k) => {
+                        let fresh = buffers.remove(&k).unwrap_or_default();
+                        objects.by_kind.insert(k, fresh);
+                        listed.insert(k);
+                        failing.remove(k);
+                        dirty = true;
+                    }
+                    Msg::Apply(k, v) => {
+                        objects.by_kind.entry(k).or_default().insert(map::key(&v), v);
+                        failing.remove(k);
+                        dirty = true;
+                    }
+                    Msg::Delete(k, key) => {
+                        if let Some(m) = objects.by_kind.get_mut(k) { m.remove(&key); }
+                        failing.remove(k);
+                        dirty = true;
+                    }
+                    Msg::Failed(k, e) => {
+                        tracing::warn!("kube watch {k}: {e}");
+                        let first = failing.is_empty();
+                        failing.insert(k, e.clone());
+                        if first {
+                            let err = SourceError::Unreachable { what: format!("kubernetes ({k} watch)"), detail: e };
+                            if tx.send(Update::failed(Origin::Scheduler, err)).await.is_err() { break; }
+                        }
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                let ready = watched.iter().all(|w| listed.contains(w.kind));
+                let mut just_sent = false;
+                if ready && dirty {
+                    dirty = false;
+                    just_sent = true;
+                    let c = map::cluster(&conn.cluster, &objects, crate::host::now());
+                    if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() { break; }
+                }
+                if !failing.is_empty() && last_ok.elapsed() >= heartbeat {
+                    // A watch that resumed quietly says nothing: ask the
+                    // server whether it answers again.
+                    last_ok = tokio::time::Instant::now();
+                    let probe = tokio::time::timeout(Duration::from_secs(2), conn.client.apiserver_version()).await;
+                    if matches!(probe, Ok(Ok(_))) {
+                        failing.clear();
+                    }
+                }
+                if ready && failing.is_empty() && (last_ok.elapsed() >= heartbeat || just_sent) {
+                    last_ok = tokio::time::Instant::now();
+                    if tx.send(Update::ok(Origin::Scheduler)).await.is_err() { break; }
+                }
+            }
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+}
