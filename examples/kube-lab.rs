@@ -32,11 +32,11 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    if let Some(path) = &args.write_kubeconfig {
-        if let Err(e) = std::fs::write(path, nightshift::kubelab::kubeconfig(&url, &args.cluster)) {
-            eprintln!("kube-lab: {}: {e}", path.display());
-            return std::process::ExitCode::FAILURE;
-        }
+    if let Some(path) = &args.write_kubeconfig
+        && let Err(e) = std::fs::write(path, nightshift::kubelab::kubeconfig(&url, &args.cluster))
+    {
+        eprintln!("kube-lab: {}: {e}", path.display());
+        return std::process::ExitCode::FAILURE;
     }
     println!("kube-lab serving {} at {url}", args.objects.display());
     let _ = tokio::signal::ctrl_c().await;

@@ -122,16 +122,25 @@ pub struct KubeFile {
     pub context: Option<String>,
     pub namespace: Option<String>,
     pub cluster_name: Option<String>,
+    pub evict_timeout_s: Option<f64>,
 }
 
-fn kube_config(args: &GlobalArgs, file: &KubeFile) -> crate::sources::kube::KubeConfig {
-    crate::sources::kube::KubeConfig {
+fn kube_config(
+    args: &GlobalArgs,
+    file: &KubeFile,
+) -> Result<crate::sources::kube::KubeConfig, String> {
+    let evict_timeout = match file.evict_timeout_s {
+        Some(s) => seconds(s, "kube.evict_timeout_s")?,
+        None => Duration::from_secs(30),
+    };
+    Ok(crate::sources::kube::KubeConfig {
         kubeconfig: args.kubeconfig.clone().or_else(|| file.kubeconfig.clone()),
         context: args.context.clone().or_else(|| file.context.clone()),
         namespace: args.namespace.clone().or_else(|| file.namespace.clone()),
         cluster_name: file.cluster_name.clone(),
         interval: Duration::from_secs(10),
-    }
+        evict_timeout,
+    })
 }
 
 fn read_token(path: &Path) -> Result<String, String> {
@@ -498,7 +507,7 @@ impl Settings {
             SourceKind::Slurm => {
                 SourceConfig::Slurm(slurm_config(args, &file.slurm, policy.max_data_age)?)
             }
-            SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)),
+            SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)?),
             SourceKind::None => SourceConfig::None,
         };
         let ep = &file.endpoints;

@@ -168,13 +168,20 @@ pub fn verdicts(
         .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
         .collect();
     let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
+    // Reports that name the node but not the GPU (Kubernetes' node
+    // problem events, a driver message with only a PCI address).
+    let mut by_node: HashMap<&str, Vec<&Event>> = HashMap::new();
     // Events from before a node's last boot were cleared by the reboot.
     let current = |e: &&Event| {
         e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
     };
     for e in c.events.iter().filter(current) {
-        if let Some(g) = e.gpu {
-            by_gpu.entry((e.node.as_str(), g)).or_default().push(e);
+        match e.gpu {
+            Some(g) => by_gpu.entry((e.node.as_str(), g)).or_default().push(e),
+            None if matches!(e.kind, EventKind::Xid { .. }) => {
+                by_node.entry(e.node.as_str()).or_default().push(e)
+            }
+            None => {}
         }
     }
     let prev_gpus: HashMap<(&str, u32), &Gpu> = prev
@@ -218,43 +225,52 @@ pub fn verdicts(
             })
             .filter(|v| v.verdict.action != ActionClass::None)
             .collect();
-        if gpus.is_empty() {
-            continue;
-        }
         gpus.sort_by(|a, b| {
             b.verdict
                 .action
                 .cmp(&a.verdict.action)
                 .then(a.gpu.cmp(&b.gpu))
         });
-        let worst = &gpus[0];
+        let node_level = by_node
+            .get(n.name.as_str())
+            .map(|events| gpu_verdict(&Gpu::unknown(&n.name, 0), events, None, cat, site))
+            .filter(|v| v.action != ActionClass::None);
+        // The worst: a GPU's verdict, or the node-level report's when worse.
+        let (which, worst) = match (gpus.first(), &node_level) {
+            (Some(g), Some(v)) if v.action <= g.verdict.action => {
+                (format!("GPU {}", g.gpu), &g.verdict)
+            }
+            (_, Some(v)) => ("a GPU (the report does not say which)".to_string(), v),
+            (Some(g), None) => (format!("GPU {}", g.gpu), &g.verdict),
+            (None, None) => continue,
+        };
         // A node already out of service needs its remedy, not a drain.
-        let summary = if !n.state.schedulable() && worst.verdict.action.needs_drain() {
+        let summary = if !n.state.schedulable() && worst.action.needs_drain() {
             format!(
-                "GPU {}: {} already; now {}, then resume it: {}",
-                worst.gpu,
+                "{which}: {} already; now {}, then resume it: {}",
                 match n.state {
                     crate::model::NodeState::Cordoned => "cordoned (jobs still run: drain it)",
                     crate::model::NodeState::Draining => "draining",
                     _ => "out of service",
                 },
-                worst.verdict.action.remedy(),
-                worst.verdict.evidence.first().map_or("", String::as_str)
+                worst.action.remedy(),
+                worst.evidence.first().map_or("", String::as_str)
             )
         } else {
-            format!("GPU {}: {}", worst.gpu, worst.verdict.summary)
+            format!("{which}: {}", worst.summary)
         };
         let verdict = Verdict {
-            action: worst.verdict.action,
+            action: worst.action,
             summary,
-            evidence: gpus
+            evidence: node_level
                 .iter()
-                .flat_map(|g| {
+                .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}")))
+                .chain(gpus.iter().flat_map(|g| {
                     g.verdict
                         .evidence
                         .iter()
                         .map(move |e| format!("GPU {}: {e}", g.gpu))
-                })
+                }))
                 .collect(),
         };
         out.push(NodeVerdict {

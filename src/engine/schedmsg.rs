@@ -181,7 +181,10 @@ mod tests {
         assert_eq!(
             f.reasons,
             vec![
-                (56, "node(s) had untolerated taint {nvidia.com/gpu-xid: 79}".into()),
+                (
+                    56,
+                    "node(s) had untolerated taint {nvidia.com/gpu-xid: 79}".into()
+                ),
                 (8, "Insufficient nvidia.com/gpu".into())
             ]
         );
@@ -201,7 +204,10 @@ mod tests {
     #[test]
     fn kueue_and_volcano_read_plainly() {
         let k = explain("Kueue: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100, 4 more needed").unwrap();
-        assert_eq!(k, "Kueue: its ClusterQueue has no unused nvidia.com/gpu quota in flavor a100 (4 more needed)");
+        assert_eq!(
+            k,
+            "Kueue: its ClusterQueue has no unused nvidia.com/gpu quota in flavor a100 (4 more needed)"
+        );
         let v = explain("Volcano: 3/4 tasks in gang unschedulable: pod group is not ready, 1 Pending, 4 minAvailable").unwrap();
         assert!(v.contains("all 4 pods") && v.contains("3 of them"), "{v}");
         assert_eq!(explain("Resources"), None);

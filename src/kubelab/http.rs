@@ -21,6 +21,10 @@ pub struct Lab {
     /// Until then, every request is answered 503 (an API server down).
     down_until: Mutex<Option<Instant>>,
     pub bookmark_every: Duration,
+    /// Watches answered 410 Gone, and lists served: what a test checks to
+    /// know that a client re-listed after a 410.
+    pub gone_served: std::sync::atomic::AtomicU64,
+    pub lists_served: std::sync::atomic::AtomicU64,
 }
 
 impl Lab {
@@ -30,6 +34,8 @@ impl Lab {
             cut: watch::channel(0).0,
             down_until: Mutex::new(None),
             bookmark_every: Duration::from_secs(5),
+            gone_served: Default::default(),
+            lists_served: Default::default(),
         })
     }
 
@@ -86,7 +92,11 @@ fn decode(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
             (b'%', Some(h), Some(l)) => {
                 out.push(h * 16 + l);
                 i += 3;
@@ -100,7 +110,10 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn handle(lab: Arc<Lab>, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+async fn handle(
+    lab: Arc<Lab>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<Body> {
     let down = lab
         .down_until
         .lock()
@@ -110,7 +123,11 @@ async fn handle(lab: Arc<Lab>, req: hyper::Request<hyper::body::Incoming>) -> hy
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     if down && !path.starts_with("/lab/") {
-        return fail(Failure::new(503, "ServiceUnavailable", "the lab API server is down"));
+        return fail(Failure::new(
+            503,
+            "ServiceUnavailable",
+            "the lab API server is down",
+        ));
     }
     let method = req.method().clone();
     let ctype = req
@@ -119,7 +136,10 @@ async fn handle(lab: Arc<Lab>, req: hyper::Request<hyper::body::Incoming>) -> hy
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let body = match http_body_util::Limited::new(req.into_body(), 8 << 20).collect().await {
+    let body = match http_body_util::Limited::new(req.into_body(), 8 << 20)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
         Err(_) => return fail(Failure::new(413, "RequestEntityTooLarge", "body too large")),
     };
@@ -273,7 +293,11 @@ fn object(
         }),
         other => (None, other.to_vec()),
     };
-    let (plural, name, sub) = (rest.first().copied(), rest.get(1).copied(), rest.get(2).copied());
+    let (plural, name, sub) = (
+        rest.first().copied(),
+        rest.get(1).copied(),
+        rest.get(2).copied(),
+    );
     let Some(plural) = plural else {
         return fail(Failure::new(404, "NotFound", "no resource named"));
     };
@@ -312,8 +336,18 @@ fn object(
                     .map(Duration::from_secs);
                 let ns_filter = ns.map(str::to_string);
                 drop(s);
-                return watch_stream(lab.clone(), r, ns_filter, from, bookmarks, timeout, Box::new(keep));
+                return watch_stream(
+                    lab.clone(),
+                    r,
+                    ns_filter,
+                    from,
+                    bookmarks,
+                    timeout,
+                    Box::new(keep),
+                );
             }
+            lab.lists_served
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let res = &s.resources[r];
             let items: Vec<Value> = s
                 .list(r, ns)
@@ -333,7 +367,9 @@ fn object(
             None => fail(s.not_found(r, name)),
         },
         ("PATCH", Some(name), None | Some("status")) => {
-            if ctype.starts_with("application/json-patch") || ctype.starts_with("application/apply-patch") {
+            if ctype.starts_with("application/json-patch")
+                || ctype.starts_with("application/apply-patch")
+            {
                 return fail(Failure::new(
                     415,
                     "UnsupportedMediaType",
@@ -387,7 +423,8 @@ fn watch_stream(
         ns.as_deref()
             .is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n))
     };
-    let line = |kind: &str, o: &Value| Bytes::from(format!("{}\n", json!({"type": kind, "object": o})));
+    let line =
+        |kind: &str, o: &Value| Bytes::from(format!("{}\n", json!({"type": kind, "object": o})));
     let (initial, mut changes, mut last, api, kind) = {
         let Ok(s) = lab.store.lock() else {
             return fail(Failure::new(500, "InternalError", "store poisoned"));
@@ -409,13 +446,21 @@ fn watch_stream(
                 None => Err(v),
             },
         };
-        (initial, s.subscribe(), s.resource_version(), res.group_version(), res.kind.clone())
+        (
+            initial,
+            s.subscribe(),
+            s.resource_version(),
+            res.group_version(),
+            res.kind.clone(),
+        )
     };
     let mut cut = lab.cut.subscribe();
     tokio::spawn(async move {
         let lines = match initial {
             Ok(l) => l,
             Err(v) => {
+                lab.gone_served
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let gone = Failure::new(
                     410,
                     "Expired",
@@ -457,7 +502,9 @@ fn watch_stream(
         }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
     });
     let mut resp = hyper::Response::new(BodyExt::boxed(StreamBody::new(stream)));
     resp.headers_mut().insert(

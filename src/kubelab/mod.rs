@@ -71,7 +71,9 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Value>, String> {
             if d.is_null() {
                 continue;
             }
-            if d["kind"] == "List" || d["items"].is_array() && d["kind"].as_str().is_some_and(|k| k.ends_with("List")) {
+            if d["kind"] == "List"
+                || d["items"].is_array() && d["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            {
                 out.extend(d["items"].as_array().cloned().unwrap_or_default());
             } else {
                 out.push(d);

@@ -59,8 +59,14 @@ pub fn builtin_resources() -> Vec<Resource> {
         Resource::new("apps", "v1", "replicasets", "ReplicaSet", true).short(&["rs"]),
         Resource::new("apps", "v1", "statefulsets", "StatefulSet", true).short(&["sts"]),
         Resource::new("batch", "v1", "jobs", "Job", true),
-        Resource::new("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true)
-            .short(&["pdb"]),
+        Resource::new(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+        )
+        .short(&["pdb"]),
         Resource::new(
             "scheduling.k8s.io",
             "v1",
@@ -232,15 +238,27 @@ impl Store {
             return Err(Failure::new(
                 404,
                 "NotFound",
-                format!("the server could not find the requested resource: no kind {kind:?} in {api:?}"),
+                format!(
+                    "the server could not find the requested resource: no kind {kind:?} in {api:?}"
+                ),
             ));
         };
-        let name = o["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = o["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if name.is_empty() {
-            return Err(Failure::new(422, "Invalid", format!("{kind} without metadata.name")));
+            return Err(Failure::new(
+                422,
+                "Invalid",
+                format!("{kind} without metadata.name"),
+            ));
         }
         let ns = if self.resources[r].namespaced {
-            let ns = o["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+            let ns = o["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default")
+                .to_string();
             o["metadata"]["namespace"] = json!(ns);
             ns
         } else {
@@ -316,16 +334,22 @@ impl Store {
         Some(self.history.iter().filter(|c| c.rv > rv).cloned().collect())
     }
 
-    /// Forgets the history, as etcd compaction does: every watch that
-    /// resumes from before now gets 410 Gone.
+    /// Forgets the history through now, as etcd compaction does: every
+    /// watch that resumes from a version it has seen gets 410 Gone.
     pub fn compact(&mut self) {
         self.history.clear();
-        self.oldest = self.rv;
+        self.oldest = self.rv + 1;
     }
 
     /// Applies a JSON merge patch (RFC 7386; a strategic merge patch of
     /// maps and scalars is the same thing).
-    pub fn patch(&mut self, r: usize, ns: &str, name: &str, patch: &Value) -> Result<Value, Failure> {
+    pub fn patch(
+        &mut self,
+        r: usize,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, Failure> {
         let Some(old) = self.get(r, ns, name).cloned() else {
             return Err(self.not_found(r, name));
         };
@@ -339,9 +363,136 @@ impl Store {
         if new == old {
             return Ok(old);
         }
+        let active_was = old["spec"]["active"] != false;
         let out = self.record((r, ns.to_string(), name.to_string()), new, "MODIFIED");
+        if self.resources[r].kind == "Workload" && self.resources[r].group == "kueue.x-k8s.io" {
+            let active = out["spec"]["active"] != false;
+            if active_was && !active {
+                self.kueue_deactivated(r, ns, name);
+            } else if !active_was && active {
+                self.kueue_reactivated(r, ns, name);
+            }
+        }
         self.pdb_status();
-        Ok(out)
+        Ok(self.get(r, ns, name).cloned().unwrap_or(out))
+    }
+
+    /// What Kueue (and the job's controller) do when a Workload is
+    /// deactivated, as far as the lab emulates them: the workload is marked
+    /// Evicted (InactiveWorkload), loses its admission and its quota
+    /// (the ClusterQueue's usage drops), and its pods are deleted.
+    fn kueue_deactivated(&mut self, r: usize, ns: &str, name: &str) {
+        let Some(mut w) = self.get(r, ns, name).cloned() else {
+            return;
+        };
+        let now = now_rfc3339();
+        let cond = |t: &str, s: &str, reason: &str, m: &str| {
+            json!({"type": t, "status": s, "reason": reason, "message": m,
+                "lastTransitionTime": now, "observedGeneration": 1})
+        };
+        let gpus: u64 = w["status"]["admission"]["podSetAssignments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| {
+                a["resourceUsage"]["nvidia.com/gpu"]
+                    .as_str()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum();
+        let cq = w["status"]["admission"]["clusterQueue"]
+            .as_str()
+            .map(str::to_string);
+        if let Some(st) = w["status"].as_object_mut() {
+            st.remove("admission");
+        }
+        w["status"]["conditions"] = json!([
+            cond(
+                "Evicted",
+                "True",
+                "InactiveWorkload",
+                "The workload is deactivated"
+            ),
+            cond(
+                "QuotaReserved",
+                "False",
+                "Pending",
+                "The workload is deactivated"
+            ),
+            cond(
+                "Admitted",
+                "False",
+                "NoReservation",
+                "The workload has no reservation"
+            ),
+        ]);
+        self.record((r, ns.to_string(), name.to_string()), w.clone(), "MODIFIED");
+        if let (Some(cq), Some(cqr)) = (
+            cq,
+            self.resource("kueue.x-k8s.io", "v1beta1", "clusterqueues"),
+        ) && let Some(mut q) = self.get(cqr, "", &cq).cloned()
+        {
+            for f in q["status"]["flavorsUsage"]
+                .as_array_mut()
+                .into_iter()
+                .flatten()
+            {
+                for res in f["resources"].as_array_mut().into_iter().flatten() {
+                    if res["name"] == "nvidia.com/gpu" {
+                        let used: u64 = res["total"]
+                            .as_str()
+                            .and_then(|t| t.parse().ok())
+                            .unwrap_or(0);
+                        res["total"] = json!(used.saturating_sub(gpus).to_string());
+                    }
+                }
+            }
+            self.record((cqr, String::new(), cq), q, "MODIFIED");
+        }
+        let owner = w["metadata"]["ownerReferences"][0]["name"]
+            .as_str()
+            .map(str::to_string);
+        let pods = self.resource("", "v1", "pods").unwrap_or(usize::MAX);
+        let victims: Vec<String> = self
+            .list(pods, Some(ns))
+            .into_iter()
+            .filter(|p| {
+                p["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|os| {
+                        os.iter().any(|o| {
+                            o["controller"] == true && o["name"].as_str() == owner.as_deref()
+                        })
+                    })
+            })
+            .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        for p in victims {
+            let _ = self.delete(pods, ns, &p);
+        }
+    }
+
+    /// Reactivated: Kueue queues it again (the lab does not admit it).
+    fn kueue_reactivated(&mut self, r: usize, ns: &str, name: &str) {
+        let Some(mut w) = self.get(r, ns, name).cloned() else {
+            return;
+        };
+        let now = now_rfc3339();
+        let mut conds: Vec<Value> = w["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c["type"] != "QuotaReserved")
+            .collect();
+        conds.push(
+            json!({"type": "QuotaReserved", "status": "False", "reason": "Pending",
+            "message": "Workload is requeued: waiting for quota", "lastTransitionTime": now,
+            "observedGeneration": 1}),
+        );
+        w["status"]["conditions"] = json!(conds);
+        self.record((r, ns.to_string(), name.to_string()), w, "MODIFIED");
     }
 
     pub fn delete(&mut self, r: usize, ns: &str, name: &str) -> Result<Value, Failure> {
@@ -368,10 +519,16 @@ impl Store {
     pub fn evict(&mut self, ns: &str, name: &str) -> Result<(), Failure> {
         let pods = self.resource("", "v1", "pods").unwrap_or(usize::MAX);
         let Some(pod) = self.get(pods, ns, name).cloned() else {
-            return Err(Failure::new(404, "NotFound", format!("pods \"{name}\" not found")));
+            return Err(Failure::new(
+                404,
+                "NotFound",
+                format!("pods \"{name}\" not found"),
+            ));
         };
         if pod["status"]["phase"] == "Running" {
-            let pdbs = self.resource("policy", "v1", "poddisruptionbudgets").unwrap_or(usize::MAX);
+            let pdbs = self
+                .resource("policy", "v1", "poddisruptionbudgets")
+                .unwrap_or(usize::MAX);
             for pdb in self.list(pdbs, Some(ns)) {
                 if !selects(&pdb["spec"]["selector"], &pod["metadata"]["labels"]) {
                     continue;
@@ -410,8 +567,14 @@ impl Store {
         };
         let budgets: Vec<Value> = self.list(pdbs, None).into_iter().cloned().collect();
         for pdb in budgets {
-            let ns = pdb["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
-            let name = pdb["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let ns = pdb["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let name = pdb["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             let selected: Vec<&Value> = self
                 .list(pods, Some(&ns))
                 .into_iter()
@@ -452,7 +615,11 @@ fn int_or_percent(v: &Value, total: i64, round_up: bool) -> i64 {
         Value::String(s) => {
             let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
             let scaled = total * pct;
-            if round_up { (scaled + 99) / 100 } else { scaled / 100 }
+            if round_up {
+                (scaled + 99) / 100
+            } else {
+                scaled / 100
+            }
         }
         _ => 0,
     }
@@ -546,9 +713,7 @@ pub fn field_query(query: &str, o: &Value) -> bool {
 
 /// Now, as Kubernetes writes times.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -575,7 +740,12 @@ mod tests {
         .unwrap();
         let err = s.evict("ml", "a").unwrap_err();
         assert_eq!(err.code, 429);
-        assert!(err.causes[0].1.contains("train-pdb needs 2 healthy pods and has 2"), "{err:?}");
+        assert!(
+            err.causes[0]
+                .1
+                .contains("train-pdb needs 2 healthy pods and has 2"),
+            "{err:?}"
+        );
         assert!(s.evict("ml", "c").is_ok());
         let pods = s.resource("", "v1", "pods").unwrap();
         assert!(s.get(pods, "ml", "c").is_none());
@@ -587,14 +757,27 @@ mod tests {
         let mut s = Store::new(vec![pod("a", json!({}), "Running")]).unwrap();
         let pods = s.resource("", "v1", "pods").unwrap();
         let before = s.resource_version();
-        s.patch(pods, "ml", "a", &json!({"metadata": {"labels": {"x": "1"}}})).unwrap();
+        s.patch(
+            pods,
+            "ml",
+            "a",
+            &json!({"metadata": {"labels": {"x": "1"}}}),
+        )
+        .unwrap();
         assert_eq!(s.since(before).unwrap().len(), 1);
         s.compact();
         assert!(s.since(before).is_none());
-        let now = s.resource_version();
+        assert!(
+            s.since(s.resource_version()).is_none(),
+            "compacted through now"
+        );
         s.delete(pods, "ml", "a").unwrap();
+        let now = s.resource_version() - 1;
+        assert!(s.since(now).is_none(), "still before the compaction");
+        let now = s.resource_version();
+        s.put(pod("b", json!({}), "Running")).unwrap();
         let changes = s.since(now).unwrap();
-        assert_eq!(changes[0].kind, "DELETED");
+        assert_eq!(changes[0].kind, "ADDED");
     }
 
     #[test]
@@ -608,7 +791,10 @@ mod tests {
             "metadata": {"name": "w", "namespace": "ml"}});
         assert!(Store::new(vec![wl.clone()]).is_err());
         let s = Store::new(vec![crd, wl]).unwrap();
-        assert!(s.resource("kueue.x-k8s.io", "v1beta1", "workloads").is_some());
+        assert!(
+            s.resource("kueue.x-k8s.io", "v1beta1", "workloads")
+                .is_some()
+        );
     }
 
     #[test]
@@ -617,7 +803,8 @@ mod tests {
         assert!(label_query("app=train,tier", &labels));
         assert!(!label_query("app!=train", &labels));
         assert!(label_query("!missing", &labels));
-        let sel = json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]});
+        let sel =
+            json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]});
         assert!(selects(&sel, &labels));
         let p = pod("a", json!({}), "Running");
         assert!(field_query("spec.nodeName=gpu-01", &p));
@@ -628,7 +815,10 @@ mod tests {
     #[test]
     fn merge_patch_sets_and_removes() {
         let mut o = json!({"spec": {"unschedulable": true, "taints": [1]}, "x": 1});
-        merge(&mut o, &json!({"spec": {"unschedulable": null}, "y": {"z": 2}}));
+        merge(
+            &mut o,
+            &json!({"spec": {"unschedulable": null}, "y": {"z": 2}}),
+        );
         assert_eq!(o, json!({"spec": {"taints": [1]}, "x": 1, "y": {"z": 2}}));
     }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod kube;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};

@@ -96,11 +96,7 @@ fn workload_call(ns: &str, wl: &str, spec: Value) -> Call {
 pub enum Target {
     /// A Kueue Workload (namespace, name, its priority comes from a
     /// WorkloadPriorityClass).
-    Workload {
-        ns: String,
-        name: String,
-        wpc: bool,
-    },
+    Workload { ns: String, name: String, wpc: bool },
     /// A Volcano gang: its pods.
     Gang { ns: String, pods: Vec<String> },
     /// Pods with no Kueue workload or Volcano group (a Job's, a bare pod).
@@ -167,7 +163,7 @@ impl Executor {
         Ok(Executor {
             conn: super::connect(cfg).await.map_err(|e| e.to_string())?,
             prepared: std::sync::Mutex::new(None),
-            evict_timeout: Duration::from_secs(30),
+            evict_timeout: cfg.evict_timeout,
             kueue_timeout: Duration::from_secs(20),
         })
     }
@@ -183,7 +179,11 @@ impl Executor {
         } else {
             req = req.header("Content-Type", "application/json");
         }
-        let body = c.body.as_ref().map(|b| b.to_string().into_bytes()).unwrap_or_default();
+        let body = c
+            .body
+            .as_ref()
+            .map(|b| b.to_string().into_bytes())
+            .unwrap_or_default();
         let req = req
             .body(body)
             .map_err(|e| kube::Error::Service(Box::new(e)))?;
@@ -205,7 +205,9 @@ impl Executor {
     /// not mirror pods, not finished.
     pub async fn pods_to_evict(&self, node: &str) -> Result<Vec<(String, String)>, String> {
         let list = self
-            .get(&format!("/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"))
+            .get(&format!(
+                "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+            ))
             .await?;
         Ok(list["items"]
             .as_array()
@@ -216,7 +218,10 @@ impl Executor {
             .filter(|p| {
                 !p["metadata"]["ownerReferences"]
                     .as_array()
-                    .is_some_and(|os| os.iter().any(|o| o["kind"] == "DaemonSet" && o["controller"] == true))
+                    .is_some_and(|os| {
+                        os.iter()
+                            .any(|o| o["kind"] == "DaemonSet" && o["controller"] == true)
+                    })
             })
             .filter_map(|p| {
                 Some((
@@ -232,7 +237,10 @@ impl Executor {
         let (ns, name) = job
             .split_once('/')
             .ok_or_else(|| format!("{job:?} is not a Kubernetes job id (NAMESPACE/NAME)"))?;
-        if let Ok(wls) = self.get(&format!("{KUEUE}/namespaces/{ns}/workloads")).await {
+        if let Ok(wls) = self
+            .get(&format!("{KUEUE}/namespaces/{ns}/workloads"))
+            .await
+        {
             let found = wls["items"].as_array().into_iter().flatten().find(|w| {
                 w["metadata"]["name"] == name
                     || w["metadata"]["ownerReferences"]
@@ -262,8 +270,11 @@ impl Executor {
                 .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
                 .collect()
         };
-        let group = |p: &Value| p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name;
-        if c.job(job).is_some_and(|j| j.gang.as_deref().is_some_and(|g| g.starts_with("PodGroup"))) {
+        let group =
+            |p: &Value| p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name;
+        if c.job(job)
+            .is_some_and(|j| j.gang.as_deref().is_some_and(|g| g.starts_with("PodGroup")))
+        {
             return Ok(Target::Gang {
                 ns: ns.into(),
                 pods: pod_names(&group),
@@ -272,7 +283,10 @@ impl Executor {
         let owned = |p: &Value| {
             p["metadata"]["ownerReferences"]
                 .as_array()
-                .is_some_and(|os| os.iter().any(|o| o["controller"] == true && o["name"] == name))
+                .is_some_and(|os| {
+                    os.iter()
+                        .any(|o| o["controller"] == true && o["name"] == name)
+                })
         };
         let owned_pods = pod_names(&owned);
         if !owned_pods.is_empty() {
@@ -316,9 +330,15 @@ impl Executor {
             Action::SetReason { node, reason } => vec![reason_call(node, reason).to_string()],
             Action::Drain { node, reason, .. } => vec![
                 cordon_call(node, reason).to_string(),
-                format!("POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods"),
+                format!(
+                    "POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods"
+                ),
             ],
-            other => vec![format!("{} {} through its Kueue workload (read when sent)", other.verb(), other.target())],
+            other => vec![format!(
+                "{} {} through its Kueue workload (read when sent)",
+                other.verb(),
+                other.target()
+            )],
         }
     }
 
@@ -392,7 +412,11 @@ impl Executor {
                     reason: reason.clone(),
                 };
                 let first = self
-                    .node_step(format!("cordon {node}"), &cordon_call(node, reason), &cordon)
+                    .node_step(
+                        format!("cordon {node}"),
+                        &cordon_call(node, reason),
+                        &cordon,
+                    )
                     .await;
                 if !first.ok {
                     return vec![first];
@@ -440,7 +464,9 @@ impl Executor {
                         if matches!(a, Action::Priority { .. }) && !wpc {
                             return vec![step(
                                 what,
-                                Err(format!("{job}'s priority is its pods' PriorityClass: immutable")),
+                                Err(format!(
+                                    "{job}'s priority is its pods' PriorityClass: immutable"
+                                )),
                             )];
                         }
                         let call = workload_call(&ns, &name, spec.clone());
@@ -478,12 +504,15 @@ impl Executor {
     async fn evict(&self, ns: &str, pod: &str) -> Step {
         let what = format!("evict {ns}/{pod}");
         let call = evict_call(ns, pod);
-        let deadline = tokio::time::Instant::now() + self.evict_timeout;
+        let started = tokio::time::Instant::now();
+        let deadline = started + self.evict_timeout;
         let mut wait = Duration::from_millis(500);
         loop {
             match self.send(&call).await {
                 Ok(_) => {
-                    let gone = self.get(&format!("/api/v1/namespaces/{ns}/pods/{pod}")).await;
+                    let gone = self
+                        .get(&format!("/api/v1/namespaces/{ns}/pods/{pod}"))
+                        .await;
                     let observed = match gone {
                         Err(e) if e.contains("404") => "pod gone".to_string(),
                         Ok(p) if !p["metadata"]["deletionTimestamp"].is_null() => {
@@ -506,9 +535,9 @@ impl Executor {
                     return step(
                         what,
                         Err(format!(
-                            "blocked by PDB {budget}: {} disruptions allowed (retried for {}s): {}",
+                            "blocked by PDB {budget}: {} disruptions allowed (retried for {:.1}s): {}",
                             allowed.map_or("no".to_string(), |n| n.to_string()),
-                            self.evict_timeout.as_secs(),
+                            started.elapsed().as_secs_f64(),
                             err_text(&e)
                         )),
                     );
@@ -532,7 +561,10 @@ impl Executor {
         let path = format!("{KUEUE}/namespaces/{ns}/workloads/{name}");
         let off = workload_call(ns, name, json!({"active": false}));
         if let Err(e) = self.send(&off).await {
-            return vec![step(format!("deactivate workload {ns}/{name}"), Err(err_text(&e)))];
+            return vec![step(
+                format!("deactivate workload {ns}/{name}"),
+                Err(err_text(&e)),
+            )];
         }
         let deadline = tokio::time::Instant::now() + self.kueue_timeout;
         let mut evicted = None;
@@ -540,7 +572,10 @@ impl Executor {
             if let Ok(w) = self.get(&path).await {
                 let cond = w["status"]["conditions"]
                     .as_array()
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Evicted" && c["status"] == "True"))
+                    .and_then(|cs| {
+                        cs.iter()
+                            .find(|c| c["type"] == "Evicted" && c["status"] == "True")
+                    })
                     .cloned();
                 if let Some(c) = cond {
                     evicted = Some(c["message"].as_str().unwrap_or("evicted").to_string());
@@ -583,7 +618,10 @@ impl Executor {
                 err_text(&e)
             )),
         };
-        vec![first, step(format!("reactivate workload {ns}/{name}"), second)]
+        vec![
+            first,
+            step(format!("reactivate workload {ns}/{name}"), second),
+        ]
     }
 
     /// Re-reads what an action should have changed.
@@ -620,7 +658,9 @@ impl Executor {
             | Action::Release { job }
             | Action::Priority { job, .. } => match self.target(job).await? {
                 Target::Workload { ns, name, .. } => {
-                    let w = self.get(&format!("{KUEUE}/namespaces/{ns}/workloads/{name}")).await?;
+                    let w = self
+                        .get(&format!("{KUEUE}/namespaces/{ns}/workloads/{name}"))
+                        .await?;
                     let active = w["spec"]["active"] != false;
                     let prio = w["spec"]["priority"].as_i64();
                     let verified = match a {
@@ -646,10 +686,13 @@ impl Executor {
 /// The budget's name in a 429's cause ("The disruption budget X needs …").
 fn pdb_name(e: &kube::Error) -> Option<String> {
     let kube::Error::Api(s) = e else { return None };
-    s.details.iter().flat_map(|d| d.causes.iter()).find_map(|c| {
-        c.message
-            .strip_prefix("The disruption budget ")
-            .and_then(|r| r.split_whitespace().next())
-            .map(str::to_string)
-    })
+    s.details
+        .iter()
+        .flat_map(|d| d.causes.iter())
+        .find_map(|c| {
+            c.message
+                .strip_prefix("The disruption budget ")
+                .and_then(|r| r.split_whitespace().next())
+                .map(str::to_string)
+        })
 }

@@ -113,11 +113,11 @@ pub fn time(v: &Value) -> Option<Timestamp> {
 fn count(v: &Value) -> Option<u32> {
     match v {
         Value::Number(n) => n.as_u64().map(|n| n.min(u32::MAX as u64) as u32),
-        Value::String(s) => s
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .or_else(|| units::parse_count(s).ok().map(|n| n.min(u32::MAX as u64) as u32)),
+        Value::String(s) => s.trim().parse::<u32>().ok().or_else(|| {
+            units::parse_count(s)
+                .ok()
+                .map(|n| n.min(u32::MAX as u64) as u32)
+        }),
         _ => None,
     }
 }
@@ -179,7 +179,11 @@ fn gpu_taint(node: &Value) -> Option<String> {
         .as_array()?
         .iter()
         .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
-        .find(|t| t["key"].as_str().is_some_and(|k| k.starts_with("nvidia.com/")))
+        .find(|t| {
+            t["key"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("nvidia.com/"))
+        })
         .map(|t| {
             let v = t["value"].as_str().filter(|v| !v.is_empty());
             format!(
@@ -223,7 +227,9 @@ fn node_of(v: &Value) -> Option<Node> {
                 .sum()
         })
         .unwrap_or(0);
-    let physical = labels.get("nvidia.com/gpu.count").and_then(|c| c.parse().ok());
+    let physical = labels
+        .get("nvidia.com/gpu.count")
+        .and_then(|c| c.parse().ok());
     // Physical GPUs: GFD's count; else the whole GPUs, plus one for any MIG slices.
     let gpu_count = physical.unwrap_or(whole + u32::from(migs > 0));
     if gpu_count == 0 {
@@ -456,7 +462,9 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     // Gangs.
     let mut gangs: BTreeMap<(String, String, String), Gang> = BTreeMap::new();
     for p in o.of("pods").filter(|p| is_gpu_pod(p)) {
-        let ns = s(p, &["metadata", "namespace"]).unwrap_or("default").to_string();
+        let ns = s(p, &["metadata", "namespace"])
+            .unwrap_or("default")
+            .to_string();
         let (kind, gname) = gang_of(p);
         let g = gangs
             .entry((ns.clone(), kind.clone(), gname.clone()))
@@ -469,7 +477,9 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         g.pods.push(p);
     }
     for pg in o.of("podgroups") {
-        let ns = s(pg, &["metadata", "namespace"]).unwrap_or("default").to_string();
+        let ns = s(pg, &["metadata", "namespace"])
+            .unwrap_or("default")
+            .to_string();
         let name = s(pg, &["metadata", "name"]).unwrap_or_default().to_string();
         gangs
             .entry((ns.clone(), "PodGroup".into(), name.clone()))
@@ -482,7 +492,9 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
             .podgroup = Some(pg);
     }
     for wl in o.of("workloads") {
-        let ns = s(wl, &["metadata", "namespace"]).unwrap_or("default").to_string();
+        let ns = s(wl, &["metadata", "namespace"])
+            .unwrap_or("default")
+            .to_string();
         let owner = wl["metadata"]["ownerReferences"]
             .as_array()
             .and_then(|os| os.first());
@@ -526,7 +538,15 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         .values()
         .filter(|g| !g.pods.is_empty() || g.workload.is_some() || g.podgroup.is_some())
         .map(|g| {
-            job_of(g, &sched, &cqs, &lqs, &partition_of_node, &largest, &node_labels)
+            job_of(
+                g,
+                &sched,
+                &cqs,
+                &lqs,
+                &partition_of_node,
+                &largest,
+                &node_labels,
+            )
         })
         .collect();
     jobs.sort_by(|a, b| a.submit_time.cmp(&b.submit_time).then(a.id.cmp(&b.id)));
@@ -540,7 +560,12 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
                 continue;
             };
             let per = j.gpus_per_node.unwrap_or(1).max(1);
-            for g in node.gpus.iter_mut().filter(|g| g.job.is_none()).take(per as usize) {
+            for g in node
+                .gpus
+                .iter_mut()
+                .filter(|g| g.job.is_none())
+                .take(per as usize)
+            {
                 g.job = Some(j.id.clone());
             }
         }
@@ -551,7 +576,11 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         let name = s(cq, &["metadata", "name"]).unwrap_or_default();
         let mut limit = 0u32;
         let mut any = false;
-        for g in cq["spec"]["resourceGroups"].as_array().into_iter().flatten() {
+        for g in cq["spec"]["resourceGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             for f in g["flavors"].as_array().into_iter().flatten() {
                 for r in f["resources"].as_array().into_iter().flatten() {
                     if r["name"] == GPU {
@@ -624,34 +653,42 @@ fn job_of(
     let phases = |ph: &str| pods.iter().filter(|p| p["status"]["phase"] == ph).count();
 
     // Shape: Kueue pod sets, else the pods, else Volcano's minMember.
-    let (node_count, gpus_per_node, gpus_total) = if let Some(sets) =
-        wl.and_then(|w| w["spec"]["podSets"].as_array())
-    {
-        let mut pods_n = 0u32;
-        let mut total = 0u32;
-        let mut per = 0u32;
-        for set in sets {
-            let n = count(&set["count"]).unwrap_or(1);
-            let (w, m) = pod_gpus(&set["template"]);
-            pods_n += n;
-            total += n * (w + m);
-            per = per.max(w + m);
-        }
-        (pods_n, per, total)
-    } else if !pods.is_empty() {
-        let per: Vec<u32> = pods.iter().map(|p| {
-            let (w, m) = pod_gpus(p);
-            w + m
-        }).collect();
-        let min_member = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(0);
-        let n = (pods.len() as u32).max(min_member);
-        let max = per.iter().copied().max().unwrap_or(0);
-        (n, max, per.iter().sum::<u32>() + (n - pods.len() as u32) * max)
-    } else {
-        let n = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(1);
-        let total = pg.and_then(|p| count(&p["spec"]["minResources"][GPU])).unwrap_or(0);
-        (n, total.div_ceil(n.max(1)), total)
-    };
+    let (node_count, gpus_per_node, gpus_total) =
+        if let Some(sets) = wl.and_then(|w| w["spec"]["podSets"].as_array()) {
+            let mut pods_n = 0u32;
+            let mut total = 0u32;
+            let mut per = 0u32;
+            for set in sets {
+                let n = count(&set["count"]).unwrap_or(1);
+                let (w, m) = pod_gpus(&set["template"]);
+                pods_n += n;
+                total += n * (w + m);
+                per = per.max(w + m);
+            }
+            (pods_n, per, total)
+        } else if !pods.is_empty() {
+            let per: Vec<u32> = pods
+                .iter()
+                .map(|p| {
+                    let (w, m) = pod_gpus(p);
+                    w + m
+                })
+                .collect();
+            let min_member = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(0);
+            let n = (pods.len() as u32).max(min_member);
+            let max = per.iter().copied().max().unwrap_or(0);
+            (
+                n,
+                max,
+                per.iter().sum::<u32>() + (n - pods.len() as u32) * max,
+            )
+        } else {
+            let n = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(1);
+            let total = pg
+                .and_then(|p| count(&p["spec"]["minResources"][GPU]))
+                .unwrap_or(0);
+            (n, total.div_ceil(n.max(1)), total)
+        };
 
     let mut nodes: Vec<String> = running
         .iter()
@@ -668,7 +705,9 @@ fn job_of(
     let cluster_queue = wl
         .and_then(|w| s(w, &["status", "admission", "clusterQueue"]))
         .map(str::to_string)
-        .or_else(|| local_queue.and_then(|q| lqs.get(&format!("{}/{q}", g.ns)).map(|c| c.to_string())));
+        .or_else(|| {
+            local_queue.and_then(|q| lqs.get(&format!("{}/{q}", g.ns)).map(|c| c.to_string()))
+        });
     let volcano_queue = pg.and_then(|p| s(p, &["spec", "queue"]));
     let account = cluster_queue
         .clone()
@@ -676,10 +715,16 @@ fn job_of(
         .or_else(|| Some(g.ns.clone()));
 
     let partition = wl
-        .and_then(|w| kueue_flavor(w, cluster_queue.as_deref().and_then(|c| cqs.get(c).copied())))
+        .and_then(|w| {
+            kueue_flavor(
+                w,
+                cluster_queue.as_deref().and_then(|c| cqs.get(c).copied()),
+            )
+        })
         .or_else(|| nodes.first().and_then(|n| partition_of_node(n)))
         .or_else(|| {
-            let product = first.and_then(|p| s(p, &["spec", "nodeSelector", "nvidia.com/gpu.product"]))?;
+            let product =
+                first.and_then(|p| s(p, &["spec", "nodeSelector", "nvidia.com/gpu.product"]))?;
             node_labels
                 .iter()
                 .find(|(_, l)| l.get("nvidia.com/gpu.product").map(String::as_str) == Some(product))
@@ -701,14 +746,20 @@ fn job_of(
     let (state, reason) = if wl.is_some_and(|w| w["spec"]["active"] == false) {
         (JobState::Pending, Some("WorkloadInactive".to_string()))
     } else if let Some(w) = wl.filter(|w| cond_true(w, "Evicted") && running.is_empty()) {
-        let m = condition(w, "Evicted").and_then(|c| c["message"].as_str()).unwrap_or("evicted");
+        let m = condition(w, "Evicted")
+            .and_then(|c| c["message"].as_str())
+            .unwrap_or("evicted");
         (JobState::Requeued, Some(format!("Kueue: evicted: {m}")))
-    } else if let Some(w) = wl.filter(|w| !cond_true(w, "QuotaReserved") && !cond_true(w, "Admitted")) {
+    } else if let Some(w) =
+        wl.filter(|w| !cond_true(w, "QuotaReserved") && !cond_true(w, "Admitted"))
+    {
         let m = condition(w, "QuotaReserved")
             .and_then(|c| c["message"].as_str())
             .unwrap_or("waiting for quota");
         (JobState::Pending, Some(format!("Kueue: {m}")))
-    } else if !running.is_empty() && running.len() as u32 >= min_member.min(pods.len() as u32).max(1) {
+    } else if !running.is_empty()
+        && running.len() as u32 >= min_member.min(pods.len() as u32).max(1)
+    {
         (JobState::Running, None)
     } else if !pods.is_empty() && phases("Succeeded") == pods.len() {
         (JobState::Completed, None)
@@ -720,7 +771,10 @@ fn job_of(
             .filter(|c| c["status"] == "True")
             .and_then(|c| c["message"].as_str())
             .map(|m| format!("Volcano: {m}"));
-        (JobState::Pending, gang.or(sched_msg).or(Some("Pending".into())))
+        (
+            JobState::Pending,
+            gang.or(sched_msg).or(Some("Pending".into())),
+        )
     };
 
     let priority = wl
@@ -733,7 +787,10 @@ fn job_of(
         .or_else(|| pg.and_then(created))
         .or_else(|| pods.iter().filter_map(|p| created(p)).min());
     let start_time = if state.holds_resources() {
-        running.iter().filter_map(|p| time(&p["status"]["startTime"])).min()
+        running
+            .iter()
+            .filter_map(|p| time(&p["status"]["startTime"]))
+            .min()
     } else {
         None
     };
@@ -745,13 +802,19 @@ fn job_of(
     let user = ck_sources
         .iter()
         .find_map(|v| {
-            s(v, &["metadata", "labels", ANN_USER]).or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
+            s(v, &["metadata", "labels", ANN_USER])
+                .or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
         })
         .unwrap_or(&g.ns)
         .to_string();
     let restarts: u32 = pods
         .iter()
-        .flat_map(|p| p["status"]["containerStatuses"].as_array().into_iter().flatten())
+        .flat_map(|p| {
+            p["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
         .filter_map(|c| c["restartCount"].as_u64())
         .map(|n| n as u32)
         .sum();
@@ -785,24 +848,25 @@ fn job_of(
 /// node state changes (NodeNotReady), oldest first.
 fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
-    let push = |out: &mut Vec<Event>, time: Timestamp, node: &str, kind: EventKind, message: String| {
-        if c.node(node).is_none()
-            || out
-                .iter()
-                .any(|e| e.node == node && e.kind == kind && e.time == time)
-        {
-            return;
-        }
-        out.push(Event {
-            seq: 0,
-            time,
-            node: node.to_string(),
-            gpu: None,
-            kind,
-            message,
-            jobs: c.jobs_at(node, None),
-        });
-    };
+    let push =
+        |out: &mut Vec<Event>, time: Timestamp, node: &str, kind: EventKind, message: String| {
+            if c.node(node).is_none()
+                || out
+                    .iter()
+                    .any(|e| e.node == node && e.kind == kind && e.time == time)
+            {
+                return;
+            }
+            out.push(Event {
+                seq: 0,
+                time,
+                node: node.to_string(),
+                gpu: None,
+                kind,
+                message,
+                jobs: c.jobs_at(node, None),
+            });
+        };
     for e in o.of("events") {
         if e["involvedObject"]["kind"] != "Node" {
             continue;
@@ -829,7 +893,9 @@ fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
         }
     }
     for n in o.of("nodes") {
-        let Some(cond) = gpu_condition(n) else { continue };
+        let Some(cond) = gpu_condition(n) else {
+            continue;
+        };
         let msg = cond["message"].as_str().unwrap_or_default();
         if let (Some(code), Some(node)) = (xid_code(msg), s(n, &["metadata", "name"])) {
             let t = time(&cond["lastTransitionTime"]).unwrap_or(c.time);

@@ -30,6 +30,8 @@ pub struct KubeConfig {
     /// A watch that has seen nothing for this long is asked again (kube's
     /// watcher re-watches every `timeout` anyway); also the staleness unit.
     pub interval: Duration,
+    /// How long a drain retries evictions that a PodDisruptionBudget refuses.
+    pub evict_timeout: Duration,
 }
 
 /// A connected client and the cluster's name.
@@ -85,6 +87,11 @@ pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
         ),
     };
     let namespace = cfg.namespace.clone();
+    // No silent retries inside the client: a PDB's 429 is reported pod by
+    // pod by the drain, and a dead server shows as stale data at once (the
+    // watcher has its own backoff).
+    let mut config = config;
+    config.default_retry = false;
     let client = kube::Client::try_from(config).map_err(|e| kube_error("kubernetes", e))?;
     Ok(Connection {
         client,
@@ -105,7 +112,10 @@ pub struct Watched {
 fn core(kind: &'static str, group: &str, version: &str, k: &str, namespaced: bool) -> Watched {
     Watched {
         kind,
-        resource: ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, k), kind),
+        resource: ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, k),
+            kind,
+        ),
         namespaced,
     }
 }
@@ -118,7 +128,13 @@ pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
         core("nodes", "", "v1", "Node", false),
         core("pods", "", "v1", "Pod", true),
         core("events", "", "v1", "Event", true),
-        core("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", true),
+        core(
+            "poddisruptionbudgets",
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            true,
+        ),
     ];
     let mut notes = Vec::new();
     for (group, kinds) in [
@@ -280,8 +296,10 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
     }
     drop(mtx);
     let mut objects = Objects::default();
-    let mut buffers: std::collections::HashMap<&'static str, std::collections::BTreeMap<String, Value>> =
-        Default::default();
+    let mut buffers: std::collections::HashMap<
+        &'static str,
+        std::collections::BTreeMap<String, Value>,
+    > = Default::default();
     let mut listed: std::collections::HashSet<&'static str> = Default::default();
     let mut failing: std::collections::HashMap<&'static str, String> = Default::default();
     let mut dirty = false;

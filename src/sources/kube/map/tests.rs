@@ -1,0 +1,167 @@
+//! The mapping, on the fixture cluster the kube-lab serves
+//! (tests/fixtures/kube/cluster; its README says where each shape is from).
+
+use super::*;
+use crate::model::{EventKind, JobState, NodeState};
+
+fn fixture() -> Cluster {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
+    let objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    cluster("lab", &Objects::from_values(objects), 1_796_000_000)
+}
+
+fn epoch(t: &str) -> i64 {
+    time(&Value::String(t.into())).expect("time")
+}
+
+#[test]
+fn nodes_take_their_state_from_ready_cordon_and_nvidia_taints() {
+    let c = fixture();
+    assert_eq!(c.nodes.len(), 8);
+    let state = |n: &str| c.node(n).map(|n| (n.state, n.reason.clone()));
+    assert_eq!(state("gpu-01"), Some((NodeState::Up, None)));
+    assert_eq!(
+        state("gpu-03"),
+        Some((
+            NodeState::Cordoned,
+            Some("taint nvidia.com/gpu-xid=79:NoSchedule".into())
+        ))
+    );
+    assert_eq!(state("gpu-05").map(|s| s.0), Some(NodeState::Cordoned));
+    let (st, reason) = state("gpu-08").unwrap();
+    assert_eq!(st, NodeState::Down);
+    assert!(reason.unwrap().contains("Kubelet stopped posting"));
+    let n = c.node("gpu-01").unwrap();
+    assert_eq!(n.gpu_count, 8);
+    assert_eq!(n.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
+    assert_eq!(n.gpus[0].memory_total_mib, Some(81559));
+    assert_eq!(n.partitions, vec!["h100".to_string()]);
+}
+
+#[test]
+fn a_kueue_workload_and_its_pytorchjob_pods_are_one_gang() {
+    let c = fixture();
+    let j = c.job("team-a/llm-pretrain").expect("job");
+    assert_eq!(j.state, JobState::Running);
+    assert_eq!(
+        (j.node_count, j.gpus_per_node, j.gpus_total),
+        (Some(4), Some(8), Some(32))
+    );
+    assert_eq!(j.nodes, vec!["gpu-01", "gpu-02", "gpu-03", "gpu-04"]);
+    assert_eq!(j.account.as_deref(), Some("team-a-cq"));
+    assert_eq!(j.qos.as_deref(), Some("team-a"));
+    assert_eq!(j.priority, Some(1000));
+    assert_eq!(j.partition, "h100");
+    assert_eq!(j.start_time, Some(epoch("2026-11-29T20:12:30Z")));
+    assert_eq!(j.submit_time, Some(epoch("2026-11-29T20:10:00Z")));
+    assert_eq!(j.checkpoint.size_bytes, Some(1_100_000_000_000));
+    assert_eq!(j.checkpoint.last, Some(epoch("2026-11-30T02:30:00Z")));
+    assert_eq!(j.checkpoint.interval_s, Some(1800));
+    assert!(j.gang.as_deref().is_some_and(|g| g.contains("PyTorchJob")));
+    assert_eq!(j.time_limit, Some(TimeLimit::Unlimited));
+    // Its GPUs on each node.
+    let on = |n: &str| {
+        c.node(n)
+            .unwrap()
+            .gpus
+            .iter()
+            .filter(|g| g.job.as_deref() == Some("team-a/llm-pretrain"))
+            .count()
+    };
+    assert_eq!((on("gpu-01"), on("gpu-03")), (8, 8));
+}
+
+#[test]
+fn pending_jobs_carry_the_scheduler_that_holds_them_and_its_words() {
+    let c = fixture();
+    let ft = c.job("team-a/finetune-7b").expect("kueue pending");
+    assert_eq!(ft.state, JobState::Pending);
+    assert!(
+        ft.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("Kueue: couldn't assign flavors")
+    );
+    assert_eq!(ft.gpus_requested(), Some(8));
+    assert!(ft.nodes.is_empty());
+    let rl = c.job("rl/rl-sweep").expect("volcano gang");
+    assert_eq!(rl.state, JobState::Pending);
+    assert!(
+        rl.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("Volcano: 3/4 tasks")
+    );
+    assert_eq!((rl.node_count, rl.gpus_per_node), (Some(4), Some(6)));
+    assert_eq!(rl.account.as_deref(), Some("rl"));
+    let ev = c.job("team-b/eval-harness").expect("scheduler pending");
+    assert!(
+        ev.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("0/8 nodes are available")
+    );
+    assert_eq!(ev.account.as_deref(), Some("team-b-cq"));
+}
+
+#[test]
+fn quotas_come_from_cluster_queues_and_volcano_queues() {
+    let c = fixture();
+    let q = |a: &str| {
+        c.quotas
+            .iter()
+            .find(|q| q.account == a)
+            .map(|q| (q.gpu_limit, q.gpus_in_use))
+    };
+    assert_eq!(q("team-a-cq"), Some((Some(32), 32)));
+    assert_eq!(q("team-b-cq"), Some((Some(16), 8)));
+    assert_eq!(q("rl"), Some((Some(16), 0)));
+}
+
+#[test]
+fn a_bare_pod_with_a_mig_slice_is_a_job_that_cannot_be_requeued() {
+    let c = fixture();
+    let j = c.job("default/notebook-alice").expect("bare pod");
+    assert_eq!(j.requeueable, Some(false));
+    assert_eq!(j.gpus_total, Some(1));
+    assert_eq!(j.nodes, vec!["gpu-07"]);
+    assert!(j.gang.is_none());
+    // dcgm-exporter's DaemonSet pods ask for no GPU: not jobs.
+    assert!(!c.jobs.iter().any(|j| j.name.contains("dcgm")));
+}
+
+#[test]
+fn the_xid_is_one_incident_from_its_event_and_its_node_condition() {
+    let c = fixture();
+    let xids: Vec<&Event> = c
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Xid { code: 79 }))
+        .collect();
+    assert_eq!(xids.len(), 1, "{:?}", c.events);
+    assert_eq!(xids[0].node, "gpu-03");
+    assert_eq!(
+        xids[0]
+            .jobs
+            .iter()
+            .map(|j| j.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["team-a/llm-pretrain"]
+    );
+    assert!(
+        c.events
+            .iter()
+            .any(|e| e.node == "gpu-08" && matches!(e.kind, EventKind::NodeState { .. }))
+    );
+}
+
+#[test]
+fn xid_codes_are_read_from_driver_and_detector_messages() {
+    assert_eq!(
+        xid_code("NVRM: Xid (PCI:0000:bb:00): 79, pid=3112, GPU has fallen off the bus."),
+        Some(79)
+    );
+    assert_eq!(xid_code("Xid 48 seen on GPU 3"), Some(48));
+    assert_eq!(xid_code("XID: 94"), Some(94));
+    assert_eq!(xid_code("no xid here"), None);
+}

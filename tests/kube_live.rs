@@ -1,0 +1,487 @@
+//! nightshift on Kubernetes, against the kube-lab API server (a stand-in:
+//! no real kube-apiserver can run on these machines), which the real
+//! `kubectl` checks in each test: what kubectl sees and does, nightshift
+//! must see and do the same.
+
+mod common;
+
+use common::kube::KubeLab;
+use common::require;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const KUBECTL_HINT: &str =
+    "the machine image ships kubectl; else apt-get install kubernetes-client";
+
+fn kubectl_here() -> bool {
+    require("kubectl", KUBECTL_HINT)
+}
+
+fn items(v: &Value) -> Vec<Value> {
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn get(lab: &KubeLab, what: &str) -> Vec<Value> {
+    let out = lab.nightshift(&["get", what, "-o", "json"]);
+    assert!(
+        out.status.success(),
+        "get {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    items(&serde_json::from_slice(&out.stdout).expect("json"))
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The GPUs a pod asks for, as kubectl prints it.
+fn pod_gpus(p: &Value) -> u64 {
+    p["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["resources"]["limits"].as_object().into_iter().flatten())
+        .filter(|(k, _)| k.starts_with("nvidia.com/gpu") || k.starts_with("nvidia.com/mig-"))
+        .filter_map(|(_, v)| v.as_str()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn nightshift_sees_the_cluster_kubectl_sees_node_by_node_and_pod_by_pod() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let kube = lab.kubectl_json(&["get", "nodes,pods", "-A", "-o", "json"]);
+    let ours: BTreeMap<String, Value> = get(&lab, "nodes")
+        .into_iter()
+        .map(|n| (n["name"].as_str().unwrap_or("").to_string(), n))
+        .collect();
+    let (nodes, pods): (Vec<Value>, Vec<Value>) =
+        items(&kube).into_iter().partition(|o| o["kind"] == "Node");
+    assert_eq!(nodes.len(), ours.len(), "every GPU node, and only those");
+    for n in &nodes {
+        let name = n["metadata"]["name"].as_str().unwrap();
+        let o = &ours[name];
+        let ready = n["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let cordoned = n["spec"]["unschedulable"] == true;
+        let nvidia_taint = n["spec"]["taints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["key"].as_str().unwrap().starts_with("nvidia.com/"));
+        let want = if !ready {
+            "down"
+        } else if cordoned || nvidia_taint {
+            "cordoned"
+        } else {
+            "up"
+        };
+        assert_eq!(o["state"], want, "{name}");
+        assert_eq!(
+            o["gpus_total"].to_string(),
+            n["metadata"]["labels"]["nvidia.com/gpu.count"]
+                .as_str()
+                .unwrap(),
+            "{name}"
+        );
+        // GPUs held on the node: the running GPU pods kubectl lists there.
+        let held: u64 = pods
+            .iter()
+            .filter(|p| p["spec"]["nodeName"] == name && p["status"]["phase"] == "Running")
+            .map(pod_gpus)
+            .sum();
+        assert_eq!(o["gpus_allocated"].as_u64(), Some(held), "{name}");
+    }
+    // Pod by pod: each GPU pod is in exactly one job, in its namespace,
+    // running on its node when kubectl says it runs there.
+    let jobs = get(&lab, "jobs");
+    let gpu_pods: Vec<&Value> = pods.iter().filter(|p| pod_gpus(p) > 0).collect();
+    assert!(gpu_pods.len() >= 10, "the fixture has GPU pods");
+    for p in &gpu_pods {
+        let ns = p["metadata"]["namespace"].as_str().unwrap();
+        let name = p["metadata"]["name"].as_str().unwrap();
+        let owner = p["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            .as_str()
+            .or_else(|| p["metadata"]["ownerReferences"][0]["name"].as_str())
+            .unwrap_or(name);
+        let id = format!("{ns}/{owner}");
+        let j = jobs
+            .iter()
+            .find(|j| j["id"] == id)
+            .unwrap_or_else(|| panic!("pod {ns}/{name}: no job {id}"));
+        if p["status"]["phase"] == "Running" {
+            assert_eq!(j["state"], "running", "{id}");
+            let node = p["spec"]["nodeName"].as_str().unwrap();
+            assert!(
+                j["nodes"].as_array().unwrap().iter().any(|n| n == node),
+                "{id} runs on {node}"
+            );
+        } else {
+            assert_eq!(j["state"], "pending", "{id}: pod {name} is pending");
+        }
+    }
+    // Workloads still waiting for Kueue have no pods, but are jobs.
+    let wls = lab.kubectl_json(&["get", "workloads", "-A", "-o", "json"]);
+    for w in items(&wls) {
+        let ns = w["metadata"]["namespace"].as_str().unwrap();
+        let owner = w["metadata"]["ownerReferences"][0]["name"]
+            .as_str()
+            .unwrap();
+        let j = jobs
+            .iter()
+            .find(|j| j["id"] == format!("{ns}/{owner}"))
+            .unwrap_or_else(|| panic!("workload {ns}/{owner} is no job"));
+        assert_eq!(
+            j["account"],
+            w["spec"]["queueName"]
+                .as_str()
+                .map(|q| format!("{q}-cq"))
+                .unwrap()
+        );
+    }
+    // The scheduler's words explained, with the quota's numbers.
+    let why = text(&lab.nightshift(&["why", "team-a/finetune-7b"]));
+    assert!(
+        why.contains("no unused nvidia.com/gpu quota in flavor h100 (8 more needed)"),
+        "{why}"
+    );
+    assert!(
+        why.contains("team team-a-cq uses 32 of its 32 GPUs"),
+        "{why}"
+    );
+    let why = text(&lab.nightshift(&["why", "team-b/eval-harness"]));
+    assert!(
+        why.contains("kube-scheduler found 0 of 8 nodes usable: 5 too few free nvidia.com/gpu"),
+        "{why}"
+    );
+    // The incident: the Xid 79 node and the gang it hit.
+    let inc = text(&lab.nightshift(&["get", "incidents"]));
+    assert!(
+        inc.contains("XID 79") && inc.contains("team-a/llm-pretrain"),
+        "{inc}"
+    );
+    let blast = text(&lab.nightshift(&["blast", "drain", "gpu-03"]));
+    assert!(
+        blast.contains("team-a/llm-pretrain") && blast.contains("32 GPUs"),
+        "{blast}"
+    );
+}
+
+#[test]
+fn kubectl_cordons_uncordons_and_drains_through_the_lab_with_its_pdb() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let out = lab.kubectl(&["cordon", "gpu-06"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"]["unschedulable"],
+        true
+    );
+    assert_eq!(
+        get(&lab, "nodes")
+            .iter()
+            .find(|n| n["name"] == "gpu-06")
+            .unwrap()["state"],
+        "cordoned"
+    );
+    let out = lab.kubectl(&["uncordon", "gpu-06"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        get(&lab, "nodes")
+            .iter()
+            .find(|n| n["name"] == "gpu-06")
+            .unwrap()["state"],
+        "up"
+    );
+    // drain: the DaemonSet pod stays, the Job's pod is evicted.
+    let out = lab.kubectl(&["drain", "gpu-06", "--ignore-daemonsets", "--timeout=20s"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("evicting pod team-b/data-prep-0-q8v4m"), "{t}");
+    let left = lab.kubectl_json(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=gpu-06",
+        "-o",
+        "json",
+    ]);
+    let names: Vec<String> = items(&left)
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["nvidia-dcgm-exporter-fx6z"]);
+    // The PDB refuses the gang's pod: kubectl retries, then gives up.
+    let out = lab.kubectl(&["drain", "gpu-02", "--ignore-daemonsets", "--timeout=6s"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("Cannot evict pod as it would violate the pod's disruption budget"),
+        "{t}"
+    );
+    assert!(
+        lab.kubectl(&["get", "pod", "-n", "team-a", "llm-pretrain-worker-1"])
+            .status
+            .success(),
+        "the refused pod is still there"
+    );
+}
+
+#[test]
+fn nightshift_cordons_drains_and_requeues_through_the_guard_and_kubectl_sees_it() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    // A short PDB retry for the test; the lab has 3 of 8 nodes out of
+    // service already, so the circuit breaker's share is raised.
+    let cfg = lab.dir.path().join("nightshift.toml");
+    std::fs::write(
+        &cfg,
+        "[kube]\nevict_timeout_s = 3\n[actions]\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+
+    let out = lab.nightshift(&["--config", cfg, "cordon", "gpu-07", "--reason", "fan alarm"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(r#"PATCH /api/v1/nodes/gpu-07 {"metadata":{"annotations":{"nightshift.io/reason":"fan alarm"}},"spec":{"unschedulable":true}}"#), "{t}");
+    let n = lab.kubectl_json(&["get", "node", "gpu-07", "-o", "json"]);
+    assert_eq!(n["spec"]["unschedulable"], true);
+    assert_eq!(
+        n["metadata"]["annotations"]["nightshift.io/reason"],
+        "fan alarm"
+    );
+    let out = lab.nightshift(&["--config", cfg, "resume", "gpu-07"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let n = lab.kubectl_json(&["get", "node", "gpu-07", "-o", "json"]);
+    assert!(n["spec"]["unschedulable"].is_null(), "{n}");
+
+    // Drain gpu-02: cordoned, the gang's pod there refused by its PDB and
+    // reported by name; the DaemonSet pod is not touched.
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "drain",
+        "gpu-02",
+        "--reason",
+        "xid storm",
+        "--requeue",
+        "--confirm",
+        "gpu-02",
+    ]);
+    let t = text(&out);
+    assert!(
+        t.contains("POST /api/v1/namespaces/team-a/pods/llm-pretrain-worker-1/eviction"),
+        "{t}"
+    );
+    assert!(!t.contains("nvidia-dcgm-exporter-bx2z/eviction"), "{t}");
+    assert!(
+        t.contains("team-a/llm-pretrain"),
+        "the preview names the gang: {t}"
+    );
+    assert!(
+        t.contains("blocked by PDB llm-pretrain-pdb: 0 disruptions allowed"),
+        "{t}"
+    );
+    let n = lab.kubectl_json(&["get", "node", "gpu-02", "-o", "json"]);
+    assert_eq!(n["spec"]["unschedulable"], true);
+    assert!(
+        lab.kubectl(&["get", "pod", "-n", "team-a", "llm-pretrain-worker-1"])
+            .status
+            .success()
+    );
+    assert!(
+        lab.kubectl(&[
+            "get",
+            "pod",
+            "-n",
+            "gpu-operator",
+            "nvidia-dcgm-exporter-bx2z"
+        ])
+        .status
+        .success()
+    );
+
+    // Drain gpu-06: its one job pod is evicted.
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "drain",
+        "gpu-06",
+        "--reason",
+        "ecc",
+        "--requeue",
+        "--confirm",
+        "gpu-06",
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        !lab.kubectl(&["get", "pod", "-n", "team-b", "data-prep-0-q8v4m"])
+            .status
+            .success(),
+        "{t}"
+    );
+
+    // Requeue the Kueue workload: deactivated, evicted by Kueue (the lab
+    // emulates it), reactivated; its pods are gone and it queues again.
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "requeue",
+        "team-a/llm-pretrain",
+        "--confirm",
+        "team-a/llm-pretrain",
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(r#"PATCH /apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/pytorchjob-llm-pretrain-5f2a1 {"spec":{"active":false}}"#), "{t}");
+    let w = lab.kubectl_json(&[
+        "get",
+        "workload",
+        "-n",
+        "team-a",
+        "pytorchjob-llm-pretrain-5f2a1",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(w["spec"]["active"], true, "{w}");
+    assert!(
+        w["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload"),
+        "{w}"
+    );
+    let pods = lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"]);
+    assert!(items(&pods).is_empty(), "{pods}");
+    let jobs = get(&lab, "jobs");
+    let j = jobs
+        .iter()
+        .find(|j| j["id"] == "team-a/llm-pretrain")
+        .unwrap();
+    assert_eq!(j["state"], "requeued", "{j}");
+
+    // A bare pod cannot be requeued: said before anything is sent.
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "requeue",
+        "default/notebook-alice",
+        "--confirm",
+        "default/notebook-alice",
+    ]);
+    let t = text(&out);
+    assert!(t.contains("cannot be requeued, only evicted"), "{t}");
+    assert!(
+        lab.kubectl(&["get", "pod", "notebook-alice"])
+            .status
+            .success()
+    );
+
+    // Every action is in the audit log.
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).unwrap();
+    for what in ["gpu-07", "gpu-02", "gpu-06", "team-a/llm-pretrain"] {
+        assert!(audit.contains(what), "audit lacks {what}");
+    }
+}
+
+#[test]
+fn the_watch_follows_changes_recovers_from_410_and_shows_a_dead_server_as_stale() {
+    if !kubectl_here() {
+        return;
+    }
+    use nightshift::model::Cluster;
+    use nightshift::sources::{Update, kube};
+    use std::sync::atomic::Ordering;
+    let lab = KubeLab::start();
+    let cfg = kube::KubeConfig {
+        kubeconfig: Some(lab.kubeconfig()),
+        interval: Duration::from_secs(3),
+        evict_timeout: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    lab.rt.spawn(kube::run(cfg, tx));
+    // The next update `want` accepts, within 20 s.
+    let mut next = |want: &dyn Fn(&Update) -> bool| -> Option<Update> {
+        lab.rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                while let Some(u) = rx.recv().await {
+                    if want(&u) {
+                        return Some(u);
+                    }
+                }
+                None
+            })
+            .await
+            .ok()
+            .flatten()
+        })
+    };
+    fn snapshot(u: &Update) -> Option<&Cluster> {
+        match u {
+            Update::Snapshot(c) => Some(c),
+            _ => None,
+        }
+    }
+    let state = |c: &Cluster, n: &str| c.node(n).map(|n| n.state.as_str().to_string());
+    let is = move |n: &'static str, s: &'static str| {
+        move |u: &Update| snapshot(u).is_some_and(|c| state(c, n).as_deref() == Some(s))
+    };
+    let first = next(&|u| snapshot(u).is_some_and(|c| c.nodes.len() == 8)).expect("first snapshot");
+    let first = snapshot(&first).unwrap().clone();
+    assert_eq!(first.name, "gpu-lab", "the context's cluster names it");
+    assert_eq!(state(&first, "gpu-04").as_deref(), Some("up"));
+    // A change made with kubectl arrives through the watch.
+    assert!(lab.kubectl(&["cordon", "gpu-04"]).status.success());
+    next(&is("gpu-04", "cordoned")).expect("the cordon is seen");
+    // History compacted and watches cut: the resume gets 410 Gone, the
+    // watcher lists again, and nothing is lost on the way.
+    let lists = lab.lab.lists_served.load(Ordering::Relaxed);
+    lab.switch("compact");
+    lab.switch("cut-watches");
+    assert!(lab.kubectl(&["uncordon", "gpu-04"]).status.success());
+    let c = next(&is("gpu-04", "up")).expect("seen after 410");
+    let c = snapshot(&c).unwrap();
+    assert!(
+        lab.lab.gone_served.load(Ordering::Relaxed) > 0,
+        "a watch was answered 410 Gone"
+    );
+    assert!(
+        lab.lab.lists_served.load(Ordering::Relaxed) > lists,
+        "and listed again"
+    );
+    assert_eq!(c.nodes.len(), 8);
+    assert_eq!(c.jobs.len(), first.jobs.len());
+    assert!(lab.kubectl(&["cordon", "gpu-01"]).status.success());
+    next(&is("gpu-01", "cordoned")).expect("watching again after 410");
+    // The server goes away: the data is marked failing (stale), then, once
+    // it answers again, fresh, and changes flow again.
+    lab.switch("down?seconds=4");
+    let failed =
+        next(&|u| matches!(u, Update::Status { error: Some(_), .. })).expect("an error while down");
+    if let Update::Status { error: Some(e), .. } = failed {
+        assert!(e.to_string().contains("kubernetes"), "{e}");
+    }
+    next(&|u| matches!(u, Update::Status { error: None, .. })).expect("fresh again");
+    assert!(lab.kubectl(&["uncordon", "gpu-01"]).status.success());
+    next(&is("gpu-01", "up")).expect("changes flow after the outage");
+}
