@@ -485,3 +485,47 @@ fn the_watch_follows_changes_recovers_from_410_and_shows_a_dead_server_as_stale(
     assert!(lab.kubectl(&["uncordon", "gpu-01"]).status.success());
     next(&is("gpu-01", "up")).expect("changes flow after the outage");
 }
+
+#[test]
+fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
+    if !kubectl_here() || !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab.dir.path().join("nightshift.toml");
+    std::fs::write(&cfg, "[actions]\nmax_partition_share_out = 0.75\n").unwrap();
+    let t = common::Tmux::start(140, 40);
+    t.type_line(&format!(
+        "{} --source kube --kubeconfig {} --config {} --log-file {} --audit-log {}; echo EXIT=$?",
+        common::bin(),
+        lab.kubeconfig().display(),
+        cfg.display(),
+        lab.dir.path().join("tui.log").display(),
+        lab.dir.path().join("audit.jsonl").display(),
+    ));
+    t.expect(" kube │ gpu-lab │ ");
+    t.expect("XID 79");
+    t.expect("team-a/llm-pretrain");
+    t.keys(&[":"]);
+    t.keys(&["-l", "queue"]);
+    t.keys(&["Enter"]);
+    t.expect("team-a/finetune-7b");
+    t.keys(&[":"]);
+    t.keys(&["-l", "nodes"]);
+    t.keys(&["Enter"]);
+    t.keys(&["/"]);
+    t.keys(&["-l", "gpu-06"]);
+    t.keys(&["Enter"]);
+    t.keys(&["C"]);
+    t.expect("will send: PATCH /api/v1/nodes/gpu-06");
+    t.expect("press y to confirm");
+    t.keys(&["y"]);
+    t.keys(&["Enter"]);
+    // The watch brings the change back; kubectl sees it too.
+    t.expect("drained via nightshift");
+    let n = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"]);
+    assert_eq!(n["spec"]["unschedulable"], true);
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}

@@ -69,7 +69,8 @@ pub const JOBS: &[Column<Job>] = &[
         name: "ID",
         priority: 0,
         min: 5,
-        max: 12,
+        // Kubernetes ids are NAMESPACE/NAME.
+        max: 28,
         fill: false,
         cell: |_, j| Cell::plain(sanitize(&j.id)),
         sort: |_, j| match j.id.parse::<f64>() {
