@@ -24,6 +24,10 @@
 //!   (the budget's status is recomputed from the pods, as the disruption
 //!   controller does); an allowed eviction deletes the pod at once.
 //!
+//! - Kueue's reaction to `spec.active` on a Workload, emulated: deactivated
+//!   → `Evicted` (InactiveWorkload), admission and quota released, the
+//!   owner's pods deleted; reactivated → pending for quota again.
+//!
 //! Test switches under `/lab/`: `POST /lab/compact` (forget history: the
 //! next resume gets 410), `POST /lab/cut-watches` (drop every watch
 //! connection), `POST /lab/down?seconds=N` (answer 503 for N seconds),

@@ -98,6 +98,10 @@ pub struct Job {
     /// jobs cannot be); `None` when it does not say.
     #[serde(default)]
     pub requeueable: Option<bool>,
+    /// Kubernetes: the job's pods, `NAMESPACE/NAME` (for linking a GPU
+    /// reading that names its pod). Empty elsewhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pods: Vec<String>,
 }
 
 impl Job {
@@ -151,6 +155,7 @@ mod tests {
             checkpoint: Checkpoint::default(),
             restarts: None,
             requeueable: None,
+            pods: Vec::new(),
         }
     }
 

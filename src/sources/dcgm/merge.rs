@@ -231,6 +231,23 @@ pub fn merge(
         .map(|r| (hosts.node_for(&r.host, &known).to_string(), r))
         .collect();
     drop(known);
+    // dcgm-exporter on Kubernetes names the pod holding each GPU: that is
+    // which job holds it, better than the scheduler's guess (the device
+    // plugin does not say which index a pod got).
+    let job_of_pod: HashMap<&str, &str> = c
+        .jobs
+        .iter()
+        .flat_map(|j| j.pods.iter().map(move |p| (p.as_str(), j.id.as_str())))
+        .collect();
+    let mut by_pod: HashMap<(String, u32), Option<String>> = HashMap::new();
+    for (name, r) in &targets {
+        if let Some(pod) = &r.pod {
+            let key = format!("{}/{pod}", r.namespace.as_deref().unwrap_or("default"));
+            let job = job_of_pod.get(key.as_str()).map(|j| j.to_string());
+            by_pod.insert((name.clone(), r.index), job);
+        }
+    }
+    drop(job_of_pod);
     targets.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.index.cmp(&b.1.index)));
     let mut index: HashMap<String, usize> = c
         .nodes
@@ -279,6 +296,20 @@ pub fn merge(
             node.gpu_model = r.model.clone();
         }
         apply(&mut node.gpus[g], r, source);
+    }
+    // A node whose exporter names pods: each GPU it reports is held by
+    // its pod's job, or by none.
+    let mapped: std::collections::HashSet<String> = by_pod.keys().map(|(n, _)| n.clone()).collect();
+    for node in c
+        .nodes
+        .iter_mut()
+        .filter(|n| mapped.contains(n.name.as_str()))
+    {
+        for g in node.gpus.iter_mut() {
+            if g.reading_source.is_some() {
+                g.job = by_pod.get(&(node.name.clone(), g.index)).cloned().flatten();
+            }
+        }
     }
     // Xid events from the endpoints join the scheduler's incidents.
     let mut events = c.events.clone();

@@ -39,6 +39,8 @@ pub struct Reading {
     pub recovery_action: Option<crate::model::RecoveryAction>,
     /// Kubernetes pod holding it, when the exporter maps pods.
     pub pod: Option<String>,
+    /// That pod's namespace.
+    pub namespace: Option<String>,
     /// When the endpoint said it.
     pub time: Timestamp,
 }
@@ -124,6 +126,10 @@ pub fn readings_checked(
         }
         if r.pod.is_none() {
             r.pod = s.label("pod").filter(|p| !p.is_empty()).map(str::to_string);
+            r.namespace = s
+                .label("namespace")
+                .filter(|p| !p.is_empty())
+                .map(str::to_string);
         }
         if s.name == "DCGM_EXP_XID_ERRORS_COUNT" || s.name == "DCGM_FI_DEV_XID_ERRORS_ACTIVE" {
             if let Some(x) = s.label("xid").and_then(|x| x.parse().ok())

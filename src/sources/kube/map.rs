@@ -841,6 +841,7 @@ fn job_of(
         checkpoint: checkpoint(&ck_sources),
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
+        pods: pods.iter().map(|p| key(p)).collect(),
     }
 }
 

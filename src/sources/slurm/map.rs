@@ -186,6 +186,7 @@ fn job(j: &wire::Job) -> Result<Job, String> {
             .get()
             .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
         requeueable: j.requeue,
+        pods: Vec::new(),
     })
 }
 

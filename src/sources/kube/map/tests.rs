@@ -165,3 +165,56 @@ fn xid_codes_are_read_from_driver_and_detector_messages() {
     assert_eq!(xid_code("XID: 94"), Some(94));
     assert_eq!(xid_code("no xid here"), None);
 }
+
+#[test]
+fn dcgm_exporters_pod_labels_say_which_job_holds_each_gpu() {
+    use crate::sources::dcgm::{self, merge};
+    let mut c = fixture();
+    // Before: the device plugin does not say which GPU a pod got; the
+    // node's pods fill its GPUs in order.
+    let holder = |c: &Cluster, i: usize| c.node("gpu-07").unwrap().gpus[i].job.clone();
+    assert_eq!(holder(&c, 0).as_deref(), Some("team-b/data-prep"));
+    // dcgm-exporter's scrape of gpu-07, as it labels GPUs assigned to pods
+    // (pod, namespace, container on those GPUs only).
+    let mut text = String::new();
+    for i in 0..8 {
+        let pod = match i {
+            2 => r#",container="main",namespace="default",pod="notebook-alice""#,
+            4..=7 => r#",container="main",namespace="team-b",pod="data-prep-1-h2d9x""#,
+            _ => "",
+        };
+        text.push_str(&format!(
+            "DCGM_FI_DEV_GPU_TEMP{{gpu=\"{i}\",UUID=\"GPU-{i}\",device=\"nvidia{i}\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-07\"{pod}}} 40\n"
+        ));
+    }
+    let (samples, errors) = dcgm::textformat::parse(&text);
+    assert!(errors.is_empty(), "{errors:?}");
+    let readings = dcgm::readings(&samples, "gpu-07", c.time);
+    merge::merge(
+        &mut c,
+        &readings,
+        "dcgm",
+        &merge::HostMap::default(),
+        &merge::HealthWatch::default(),
+    );
+    let holders: Vec<Option<String>> = (0..8).map(|i| holder(&c, i)).collect();
+    let want = |j: &str| Some(j.to_string());
+    assert_eq!(
+        holders,
+        vec![
+            None,
+            None,
+            want("default/notebook-alice"),
+            None,
+            want("team-b/data-prep"),
+            want("team-b/data-prep"),
+            want("team-b/data-prep"),
+            want("team-b/data-prep")
+        ]
+    );
+    // Another node's guesses stand.
+    assert_eq!(
+        c.node("gpu-06").unwrap().gpus[0].job.as_deref(),
+        Some("team-b/data-prep")
+    );
+}
