@@ -529,3 +529,98 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.keys(&["q"]);
     t.expect("EXIT=0");
 }
+
+#[test]
+fn kueue_priority_hold_and_release_go_through_the_workload_and_pod_priority_is_refused() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let wl = |field: &str| {
+        lab.kubectl_json(&[
+            "get",
+            "workload",
+            "-n",
+            "team-a",
+            "job-finetune-7b-9c3e0",
+            "-o",
+            "json",
+        ])["spec"][field]
+            .clone()
+    };
+    let out = lab.nightshift(&["priority", "team-a/finetune-7b", "500"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(r#"{"spec":{"priority":500}}"#), "{t}");
+    assert_eq!(wl("priority"), 500);
+    let out = lab.nightshift(&["hold", "team-a/finetune-7b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(wl("active"), false);
+    let jobs = get(&lab, "jobs");
+    let j = jobs
+        .iter()
+        .find(|j| j["id"] == "team-a/finetune-7b")
+        .unwrap();
+    assert_eq!(
+        (j["state"].as_str(), j["reason"].as_str()),
+        (Some("pending"), Some("WorkloadInactive"))
+    );
+    let out = lab.nightshift(&["release", "team-a/finetune-7b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(wl("active"), true);
+    // A Job without a Kueue workload: its pods' priority cannot change,
+    // and nothing is sent.
+    let before = lab.kubectl_json(&["get", "pods", "-n", "team-b", "-o", "json"]);
+    let out = lab.nightshift(&["priority", "team-b/data-prep", "5"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("a pod's priority is immutable") && t.contains("nothing sent"),
+        "{t}"
+    );
+    let after = lab.kubectl_json(&["get", "pods", "-n", "team-b", "-o", "json"]);
+    assert_eq!(before, after);
+}
+
+#[test]
+fn without_kueue_and_volcano_crds_their_kinds_are_not_served_and_not_used() {
+    if !kubectl_here() {
+        return;
+    }
+    // The fixture without the CRDs and their objects: a plain cluster.
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "10-namespaces.yaml",
+        "20-nodes.yaml",
+        "40-workloads.yaml",
+        "41-pdb.yaml",
+        "50-events.yaml",
+    ] {
+        std::fs::copy(common::kube::fixture_dir().join(f), dir.path().join(f)).unwrap();
+    }
+    let lab = KubeLab::start_in(dir.path());
+    let out = lab.kubectl(&["get", "workloads", "-A"]);
+    assert!(!out.status.success(), "no Workload kind without its CRD");
+    assert!(
+        text(&out).contains("the server doesn't have a resource type \"workloads\""),
+        "{}",
+        text(&out)
+    );
+    let jobs = get(&lab, "jobs");
+    // The PyTorchJob's pods are still one gang; the workload-only job is gone.
+    let j = jobs
+        .iter()
+        .find(|j| j["id"] == "team-a/llm-pretrain")
+        .expect("gang from its pods");
+    assert_eq!(j["gpus_total"], 32);
+    assert!(
+        j["account"] == "team-a",
+        "no ClusterQueue: the namespace is the account: {j}"
+    );
+    assert!(!jobs.iter().any(|j| j["id"] == "team-a/finetune-7b"));
+    let log = std::fs::read_to_string(lab.dir.path().join("nightshift.log")).unwrap_or_default();
+    assert!(
+        log.contains("kueue.x-k8s.io is not served"),
+        "said once in the log: {log}"
+    );
+}

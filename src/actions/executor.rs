@@ -41,6 +41,14 @@ impl Executor {
         }
     }
 
+    /// Why the backend cannot carry `a` out at all (known once prepared).
+    pub fn cannot(&self, a: &Action) -> Option<String> {
+        match self {
+            Executor::Kube(x) => x.cannot(a),
+            _ => None,
+        }
+    }
+
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
         match self {
             Executor::Sim(_) | Executor::LocalSim(_) => {

@@ -176,6 +176,12 @@ pub fn preview(
             executor
                 .err()
                 .map(|e| Refusal::Unknown(format!("cannot reach the scheduler to act: {e}")))
+        })
+        .or_else(|| {
+            executor
+                .ok()
+                .and_then(|x| x.cannot(a))
+                .map(|why| Refusal::Unknown(format!("the scheduler cannot do this: {why}")))
         });
     Preview {
         action: a.clone(),

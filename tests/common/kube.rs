@@ -21,13 +21,18 @@ pub fn fixture_dir() -> PathBuf {
 
 impl KubeLab {
     pub fn start() -> KubeLab {
+        KubeLab::start_in(&fixture_dir())
+    }
+
+    /// A lab serving the manifests in `objects`.
+    pub fn start_in(objects: &std::path::Path) -> KubeLab {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
         let (url, lab) = rt
-            .block_on(nightshift::kubelab::start(&fixture_dir(), "127.0.0.1:0"))
+            .block_on(nightshift::kubelab::start(objects, "127.0.0.1:0"))
             .expect("kube-lab");
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(

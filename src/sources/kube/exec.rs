@@ -109,8 +109,9 @@ pub enum Target {
 
 pub struct Executor {
     conn: Connection,
-    /// The calls of the last prepared action (read from the server).
-    prepared: std::sync::Mutex<Option<(Action, Vec<String>)>>,
+    /// The calls of the last prepared action (read from the server), or
+    /// why it cannot be done.
+    prepared: std::sync::Mutex<Option<(Action, Result<Vec<String>, String>)>>,
     /// How long a drain keeps retrying evictions a PDB refuses.
     pub evict_timeout: Duration,
     /// How long a requeue waits for Kueue to evict a deactivated workload.
@@ -319,7 +320,7 @@ impl Executor {
     /// when not prepared, their shape.
     pub fn calls(&self, a: &Action) -> Vec<String> {
         if let Ok(p) = self.prepared.lock()
-            && let Some((pa, calls)) = p.as_ref()
+            && let Some((pa, Ok(calls))) = p.as_ref()
             && pa == a
         {
             return calls.clone();
@@ -342,7 +343,16 @@ impl Executor {
         }
     }
 
-    async fn read_calls(&self, a: &Action) -> Vec<String> {
+    /// Why `a` cannot be done, when preparing it found out.
+    pub fn cannot(&self, a: &Action) -> Option<String> {
+        let p = self.prepared.lock().ok()?;
+        match p.as_ref()? {
+            (pa, Err(e)) if pa == a => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    async fn read_calls(&self, a: &Action) -> Result<Vec<String>, String> {
         let calls: Result<Vec<Call>, String> = match a {
             Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
             Action::Resume { node } => Ok(vec![uncordon_call(node)]),
@@ -389,10 +399,7 @@ impl Executor {
                 )),
             }),
         };
-        match calls {
-            Ok(c) => c.iter().map(ToString::to_string).collect(),
-            Err(e) => vec![format!("cannot: {e}")],
-        }
+        calls.map(|c| c.iter().map(ToString::to_string).collect())
     }
 
     /// Sends the action step by step, re-reading after each.
