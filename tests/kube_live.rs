@@ -176,6 +176,22 @@ fn nightshift_sees_the_cluster_kubectl_sees_node_by_node_and_pod_by_pod() {
         blast.contains("team-a/llm-pretrain") && blast.contains("32 GPUs"),
         "{blast}"
     );
+    // Restore time from the checkpoint annotations.
+    let restore = text(&lab.nightshift(&["restore", "team-a/llm-pretrain"]));
+    assert!(
+        restore.contains("1.1 TB") && restore.contains("32 GPUs on 4 node(s)"),
+        "{restore}"
+    );
+    // --namespace narrows the jobs, not the nodes.
+    let out = lab.nightshift(&["-n", "team-a", "get", "jobs", "-o", "json"]);
+    let narrowed = items(&serde_json::from_slice(&out.stdout).expect("json"));
+    let ids: Vec<&str> = narrowed.iter().filter_map(|j| j["id"].as_str()).collect();
+    assert_eq!(ids, vec!["team-a/llm-pretrain", "team-a/finetune-7b"]);
+    let out = lab.nightshift(&["-n", "team-a", "get", "nodes", "-o", "json"]);
+    assert_eq!(
+        items(&serde_json::from_slice(&out.stdout).expect("json")).len(),
+        8
+    );
 }
 
 #[test]
@@ -295,6 +311,7 @@ fn nightshift_cordons_drains_and_requeues_through_the_guard_and_kubectl_sees_it(
         t.contains("team-a/llm-pretrain"),
         "the preview names the gang: {t}"
     );
+    assert!(t.contains("WARNING: PDB llm-pretrain-pdb allows 0 disruptions: the eviction of team-a/llm-pretrain-worker-1 will be refused"), "said before: {t}");
     assert!(
         t.contains("blocked by PDB llm-pretrain-pdb: 0 disruptions allowed"),
         "{t}"

@@ -269,7 +269,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     }
     let typed = match (&p.token, &act.confirm) {
         (Some(_), Some(t)) => t.clone(),
-        (Some(t), None) if !p.warnings.is_empty() => {
+        (Some(t), None) if matches!(action, Action::Resume { .. }) && !p.warnings.is_empty() => {
             return Err(format!(
                 "{} has unresolved critical health (see the warnings): add --confirm {t} to resume it anyway",
                 sanitize(t)

@@ -41,6 +41,15 @@ impl Executor {
         }
     }
 
+    /// What the backend knows will go wrong (known once prepared: a
+    /// PodDisruptionBudget that will refuse an eviction).
+    pub fn warnings(&self, a: &Action) -> Vec<String> {
+        match self {
+            Executor::Kube(x) => x.warnings(a),
+            _ => Vec::new(),
+        }
+    }
+
     /// Why the backend cannot carry `a` out at all (known once prepared).
     pub fn cannot(&self, a: &Action) -> Option<String> {
         match self {

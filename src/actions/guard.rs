@@ -166,6 +166,9 @@ pub fn preview(
             }
         }
     }
+    if let Ok(x) = executor {
+        warnings.extend(x.warnings(a));
+    }
     let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
     // The policies first (stale data says more than a dead connection),
     // then whether there is anyone to send to.

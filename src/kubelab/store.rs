@@ -1,6 +1,7 @@
 //! The lab API server's state: the resources it serves, the objects, their
 //! resourceVersions and the history that watches resume from.
 
+pub use crate::sources::kube::map::selects;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::broadcast;
@@ -643,32 +644,6 @@ pub fn merge(target: &mut Value, patch: &Value) {
             }
         }
     }
-}
-
-/// Whether a LabelSelector (`matchLabels`, `matchExpressions`) selects
-/// these labels. An empty selector selects everything (policy/v1).
-pub fn selects(selector: &Value, labels: &Value) -> bool {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let labels_ok = selector["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
-    let exprs_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e["operator"].as_str().unwrap_or_default() {
-                "In" => label(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => label(key).is_some(),
-                "DoesNotExist" => label(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && exprs_ok
 }
 
 /// Whether an object passes a `labelSelector` query (`a=b,c!=d,e,!f`).

@@ -112,6 +112,8 @@ pub struct Executor {
     /// The calls of the last prepared action (read from the server), or
     /// why it cannot be done.
     prepared: std::sync::Mutex<Option<(Action, Result<Vec<String>, String>)>>,
+    /// What preparing it found will go wrong (PDBs that refuse evictions).
+    warned: std::sync::Mutex<Option<(Action, Vec<String>)>>,
     /// How long a drain keeps retrying evictions a PDB refuses.
     pub evict_timeout: Duration,
     /// How long a requeue waits for Kueue to evict a deactivated workload.
@@ -164,6 +166,7 @@ impl Executor {
         Ok(Executor {
             conn: super::connect(cfg).await.map_err(|e| e.to_string())?,
             prepared: std::sync::Mutex::new(None),
+            warned: std::sync::Mutex::new(None),
             evict_timeout: cfg.evict_timeout,
             kueue_timeout: Duration::from_secs(20),
         })
@@ -314,6 +317,61 @@ impl Executor {
         if let Ok(mut p) = self.prepared.lock() {
             *p = Some((a.clone(), calls));
         }
+        let warnings = match a {
+            Action::Drain { node, .. } => self.pdb_blocks(node).await,
+            _ => Vec::new(),
+        };
+        if let Ok(mut w) = self.warned.lock() {
+            *w = Some((a.clone(), warnings));
+        }
+    }
+
+    /// The warnings found when `a` was prepared.
+    pub fn warnings(&self, a: &Action) -> Vec<String> {
+        match self.warned.lock().ok().as_deref() {
+            Some(Some((pa, w))) if pa == a => w.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pods on `node` whose eviction a PodDisruptionBudget will refuse
+    /// now (it allows no disruption), one line each.
+    async fn pdb_blocks(&self, node: &str) -> Vec<String> {
+        let Ok(pods) = self
+            .get(&format!(
+                "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+            ))
+            .await
+        else {
+            return Vec::new();
+        };
+        let Ok(pdbs) = self.get("/apis/policy/v1/poddisruptionbudgets").await else {
+            return Vec::new();
+        };
+        let evicted = self.pods_to_evict(node).await.unwrap_or_default();
+        let mut out = Vec::new();
+        for p in pods["items"].as_array().into_iter().flatten() {
+            let ns = p["metadata"]["namespace"].as_str().unwrap_or_default();
+            let name = p["metadata"]["name"].as_str().unwrap_or_default();
+            if p["status"]["phase"] != "Running"
+                || !evicted.iter().any(|(n, x)| n == ns && x == name)
+            {
+                continue;
+            }
+            for b in pdbs["items"].as_array().into_iter().flatten() {
+                if b["metadata"]["namespace"] == ns
+                    && map::selects(&b["spec"]["selector"], &p["metadata"]["labels"])
+                    && b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) <= 0
+                {
+                    out.push(format!(
+                        "PDB {} allows 0 disruptions: the eviction of {ns}/{name} will be refused (retried for up to {}s, then reported)",
+                        b["metadata"]["name"].as_str().unwrap_or("?"),
+                        self.evict_timeout.as_secs()
+                    ));
+                }
+            }
+        }
+        out
     }
 
     /// The exact calls, in order, before anything is sent: as prepared, or,

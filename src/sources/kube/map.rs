@@ -392,6 +392,32 @@ fn kueue_flavor(wl: &Value, cq: Option<&Value>) -> Option<String> {
     })
 }
 
+/// Whether a LabelSelector (`matchLabels`, `matchExpressions`) selects
+/// these labels. An empty selector selects everything (policy/v1).
+pub fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let labels_ok = selector["matchLabels"]
+        .as_object()
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let exprs_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
+        es.iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e["operator"].as_str().unwrap_or_default() {
+                "In" => label(key).is_some_and(|v| values.contains(&v)),
+                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+                "Exists" => label(key).is_some(),
+                "DoesNotExist" => label(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
 /// The whole snapshot.
 pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     let mut nodes: Vec<Node> = o.of("nodes").filter_map(node_of).collect();
