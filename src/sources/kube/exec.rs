@@ -107,13 +107,19 @@ pub enum Target {
     },
 }
 
+/// What preparing an action read from the server.
+struct Prepared {
+    action: Action,
+    /// Its calls, or why it cannot be done.
+    calls: Result<Vec<String>, String>,
+    /// What will go wrong (PDBs that refuse evictions).
+    warnings: Vec<String>,
+}
+
 pub struct Executor {
     conn: Connection,
-    /// The calls of the last prepared action (read from the server), or
-    /// why it cannot be done.
-    prepared: std::sync::Mutex<Option<(Action, Result<Vec<String>, String>)>>,
-    /// What preparing it found will go wrong (PDBs that refuse evictions).
-    warned: std::sync::Mutex<Option<(Action, Vec<String>)>>,
+    /// The last prepared action, as read from the server.
+    prepared: std::sync::Mutex<Option<Prepared>>,
     /// How long a drain keeps retrying evictions a PDB refuses.
     pub evict_timeout: Duration,
     /// How long a requeue waits for Kueue to evict a deactivated workload.
@@ -166,7 +172,6 @@ impl Executor {
         Ok(Executor {
             conn: super::connect(cfg).await.map_err(|e| e.to_string())?,
             prepared: std::sync::Mutex::new(None),
-            warned: std::sync::Mutex::new(None),
             evict_timeout: cfg.evict_timeout,
             kueue_timeout: Duration::from_secs(20),
         })
@@ -314,22 +319,23 @@ impl Executor {
     /// Reads the server for the exact calls of `a` (see [`Self::calls`]).
     pub async fn prepare(&self, a: &Action) {
         let calls = self.read_calls(a).await;
-        if let Ok(mut p) = self.prepared.lock() {
-            *p = Some((a.clone(), calls));
-        }
         let warnings = match a {
             Action::Drain { node, .. } => self.pdb_blocks(node).await,
             _ => Vec::new(),
         };
-        if let Ok(mut w) = self.warned.lock() {
-            *w = Some((a.clone(), warnings));
+        if let Ok(mut p) = self.prepared.lock() {
+            *p = Some(Prepared {
+                action: a.clone(),
+                calls,
+                warnings,
+            });
         }
     }
 
     /// The warnings found when `a` was prepared.
     pub fn warnings(&self, a: &Action) -> Vec<String> {
-        match self.warned.lock().ok().as_deref() {
-            Some(Some((pa, w))) if pa == a => w.clone(),
+        match self.prepared.lock().ok().as_deref() {
+            Some(Some(p)) if &p.action == a => p.warnings.clone(),
             _ => Vec::new(),
         }
     }
@@ -378,8 +384,12 @@ impl Executor {
     /// when not prepared, their shape.
     pub fn calls(&self, a: &Action) -> Vec<String> {
         if let Ok(p) = self.prepared.lock()
-            && let Some((pa, Ok(calls))) = p.as_ref()
-            && pa == a
+            && let Some(Prepared {
+                action,
+                calls: Ok(calls),
+                ..
+            }) = p.as_ref()
+            && action == a
         {
             return calls.clone();
         }
@@ -405,7 +415,11 @@ impl Executor {
     pub fn cannot(&self, a: &Action) -> Option<String> {
         let p = self.prepared.lock().ok()?;
         match p.as_ref()? {
-            (pa, Err(e)) if pa == a => Some(e.clone()),
+            Prepared {
+                action,
+                calls: Err(e),
+                ..
+            } if action == a => Some(e.clone()),
             _ => None,
         }
     }
