@@ -160,6 +160,21 @@ fn nightshift_sees_the_cluster_kubectl_sees_node_by_node_and_pod_by_pod() {
         why.contains("team team-a-cq uses 32 of its 32 GPUs"),
         "{why}"
     );
+    // Its place in line, from Kueue's visibility API (kubectl reads the same).
+    let pending = lab.kubectl_json(&[
+        "get",
+        "--raw",
+        "/apis/visibility.kueue.x-k8s.io/v1beta1/clusterqueues/team-a-cq/pendingworkloads",
+    ]);
+    assert_eq!(
+        pending["items"][0]["metadata"]["name"],
+        "job-finetune-7b-9c3e0"
+    );
+    assert_eq!(pending["items"][0]["positionInClusterQueue"], 0);
+    assert!(
+        why.contains("#1 in ClusterQueue team-a-cq (first in line)"),
+        "{why}"
+    );
     let why = text(&lab.nightshift(&["why", "team-b/eval-harness"]));
     assert!(
         why.contains("kube-scheduler found 0 of 8 nodes usable: 5 too few free nvidia.com/gpu"),

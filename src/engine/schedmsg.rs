@@ -115,6 +115,18 @@ pub fn explain_failed_scheduling(f: &FailedScheduling) -> String {
 /// main: insufficient unused quota for nvidia.com/gpu in flavor a100, 4
 /// more needed`) in plain words.
 pub fn explain_kueue(m: &str) -> String {
+    // `#2 in ClusterQueue team-a-cq: …`: its place in line, from Kueue's
+    // visibility API.
+    if let Some(rest) = m.strip_prefix('#')
+        && let Some((place, msg)) = rest.split_once(": ")
+        && let Some((n, cq)) = place.split_once(" in ClusterQueue ")
+    {
+        let ahead = n.parse::<u64>().map_or(String::new(), |n| match n {
+            1 => " (first in line)".to_string(),
+            n => format!(" ({} ahead of it)", n - 1),
+        });
+        return format!("{}; #{n} in ClusterQueue {cq}{ahead}", explain_kueue(msg));
+    }
     if let Some(i) = m.find("insufficient unused quota for ") {
         let rest = &m[i + "insufficient unused quota for ".len()..];
         let (resource, rest) = rest.split_once(" in flavor ").unwrap_or((rest, ""));
@@ -211,5 +223,10 @@ mod tests {
         let v = explain("Volcano: 3/4 tasks in gang unschedulable: pod group is not ready, 1 Pending, 4 minAvailable").unwrap();
         assert!(v.contains("all 4 pods") && v.contains("3 of them"), "{v}");
         assert_eq!(explain("Resources"), None);
+        let placed = explain("Kueue: #3 in ClusterQueue team-a-cq: couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor a100, 4 more needed").unwrap();
+        assert!(
+            placed.ends_with("(4 more needed); #3 in ClusterQueue team-a-cq (2 ahead of it)"),
+            "{placed}"
+        );
     }
 }

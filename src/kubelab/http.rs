@@ -157,6 +157,34 @@ async fn handle(
         ),
         ("GET", ["apis"]) => reply(200, &groups(&lab)),
         ("GET", ["api", v]) => resource_list(&lab, "", v),
+        ("GET", ["apis", VISIBILITY, "v1beta1"]) if kueue_served(&lab) => reply(
+            200,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": format!("{VISIBILITY}/v1beta1"),
+                "resources": [
+                    {"name": "clusterqueues", "singularName": "clusterqueue", "namespaced": false,
+                        "kind": "ClusterQueue", "verbs": ["get"]},
+                    {"name": "clusterqueues/pendingworkloads", "singularName": "", "namespaced": false,
+                        "kind": "PendingWorkloadsSummary", "verbs": ["get"]}]}),
+        ),
+        (
+            "GET",
+            [
+                "apis",
+                VISIBILITY,
+                "v1beta1",
+                "clusterqueues",
+                cq,
+                "pendingworkloads",
+            ],
+        ) => match lab.store.lock().ok().and_then(|s| s.pending_workloads(cq)) {
+            Some(v) => reply(200, &v),
+            None => fail(Failure::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )),
+        },
         ("GET", ["apis", g, v]) => resource_list(&lab, g, v),
         ("POST", ["lab", "compact"]) => {
             if let Ok(mut s) = lab.store.lock() {
@@ -198,6 +226,16 @@ async fn handle(
     }
 }
 
+/// Kueue's visibility API group (an aggregated API on a real cluster).
+const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
+
+fn kueue_served(lab: &Lab) -> bool {
+    lab.store.lock().is_ok_and(|s| {
+        s.resource("kueue.x-k8s.io", "v1beta1", "workloads")
+            .is_some()
+    })
+}
+
 fn groups(lab: &Lab) -> Value {
     let Ok(s) = lab.store.lock() else {
         return json!({});
@@ -228,6 +266,13 @@ fn groups(lab: &Lab) -> Value {
             json!({"name": g, "versions": versions, "preferredVersion": versions[0]})
         })
         .collect();
+    let mut groups = groups;
+    if s.resource("kueue.x-k8s.io", "v1beta1", "workloads")
+        .is_some()
+    {
+        let v = json!({"groupVersion": format!("{VISIBILITY}/v1beta1"), "version": "v1beta1"});
+        groups.push(json!({"name": VISIBILITY, "versions": [v], "preferredVersion": v}));
+    }
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 

@@ -28,6 +28,10 @@
 //!   → `Evicted` (InactiveWorkload), admission and quota released, the
 //!   owner's pods deleted; reactivated → pending for quota again.
 //!
+//! - Kueue's visibility API (`visibility.kueue.x-k8s.io/v1beta1`
+//!   `clusterqueues/NAME/pendingworkloads`), served with Kueue's CRDs:
+//!   pending workloads by priority, then age.
+//!
 //! Test switches under `/lab/`: `POST /lab/compact` (forget history: the
 //! next resume gets 410), `POST /lab/cut-watches` (drop every watch
 //! connection), `POST /lab/down?seconds=N` (answer 503 for N seconds),

@@ -378,6 +378,61 @@ impl Store {
         Ok(self.get(r, ns, name).cloned().unwrap_or(out))
     }
 
+    /// Kueue's visibility API: the ClusterQueue's pending workloads in
+    /// queue order (priority, then age), as `PendingWorkloadsSummary`.
+    /// `None` when Kueue is not served.
+    pub fn pending_workloads(&self, cq: &str) -> Option<Value> {
+        let wr = self.resource("kueue.x-k8s.io", "v1beta1", "workloads")?;
+        let lr = self.resource("kueue.x-k8s.io", "v1beta1", "localqueues")?;
+        let cq_of = |ns: &str, lq: &str| {
+            self.get(lr, ns, lq)
+                .and_then(|q| q["spec"]["clusterQueue"].as_str())
+                .map(str::to_string)
+        };
+        let mut pending: Vec<&Value> = self
+            .list(wr, None)
+            .into_iter()
+            .filter(|w| w["spec"]["active"] != false && w["status"]["admission"].is_null())
+            .filter(|w| {
+                let ns = w["metadata"]["namespace"].as_str().unwrap_or_default();
+                let lq = w["spec"]["queueName"].as_str().unwrap_or_default();
+                cq_of(ns, lq).as_deref() == Some(cq)
+            })
+            .collect();
+        pending.sort_by(|a, b| {
+            let p = |w: &Value| w["spec"]["priority"].as_i64().unwrap_or(0);
+            let t = |w: &Value| {
+                w["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            };
+            p(b).cmp(&p(a)).then(t(a).cmp(&t(b)))
+        });
+        let mut in_lq: BTreeMap<String, u64> = BTreeMap::new();
+        let items: Vec<Value> = pending
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let lq = w["spec"]["queueName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let ns = w["metadata"]["namespace"].as_str().unwrap_or_default();
+                let n = in_lq.entry(format!("{ns}/{lq}")).or_insert(0);
+                let pos = *n;
+                *n += 1;
+                json!({"metadata": {"name": w["metadata"]["name"], "namespace": ns,
+                        "creationTimestamp": w["metadata"]["creationTimestamp"],
+                        "ownerReferences": w["metadata"]["ownerReferences"]},
+                    "priority": w["spec"]["priority"].as_i64().unwrap_or(0),
+                    "localQueueName": lq, "positionInClusterQueue": i, "positionInLocalQueue": pos})
+            })
+            .collect();
+        Some(json!({"kind": "PendingWorkloadsSummary",
+            "apiVersion": "visibility.kueue.x-k8s.io/v1beta1", "metadata": {}, "items": items}))
+    }
+
     /// What Kueue (and the job's controller) do when a Workload is
     /// deactivated, as far as the lab emulates them: the workload is marked
     /// Evicted (InactiveWorkload), loses its admission and its quota

@@ -51,6 +51,9 @@ pub const KINDS: &[&str] = &[
     "workloadpriorityclasses",
     "podgroups",
     "queues",
+    // Kueue's visibility API (polled, not watched): one object per pending
+    // workload, `{metadata: {namespace, name}, clusterQueue, position}`.
+    "pendingworkloads",
 ];
 
 /// Every watched object, by kind (a [`KINDS`] entry), then `ns/name`.
@@ -546,6 +549,18 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     }
 
     let sched = scheduling_messages(o);
+    let positions: HashMap<String, (String, u64)> = o
+        .of("pendingworkloads")
+        .filter_map(|p| {
+            Some((
+                key(p),
+                (
+                    p["clusterQueue"].as_str()?.to_string(),
+                    p["position"].as_u64()?,
+                ),
+            ))
+        })
+        .collect();
     let cqs: HashMap<&str, &Value> = o
         .of("clusterqueues")
         .filter_map(|c| Some((s(c, &["metadata", "name"])?, c)))
@@ -567,6 +582,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
             job_of(
                 g,
                 &sched,
+                &positions,
                 &cqs,
                 &lqs,
                 &partition_of_node,
@@ -659,9 +675,11 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     c
 }
 
+#[allow(clippy::too_many_arguments)]
 fn job_of(
     g: &Gang,
     sched: &HashMap<String, (Timestamp, String)>,
+    positions: &HashMap<String, (String, u64)>,
     cqs: &HashMap<&str, &Value>,
     lqs: &HashMap<String, &str>,
     partition_of_node: &dyn Fn(&str) -> Option<String>,
@@ -782,7 +800,12 @@ fn job_of(
         let m = condition(w, "QuotaReserved")
             .and_then(|c| c["message"].as_str())
             .unwrap_or("waiting for quota");
-        (JobState::Pending, Some(format!("Kueue: {m}")))
+        // Its place in line, where Kueue's visibility API says it.
+        let place = positions
+            .get(&key(w))
+            .map(|(cq, p)| format!("#{} in ClusterQueue {cq}: ", p + 1))
+            .unwrap_or_default();
+        (JobState::Pending, Some(format!("Kueue: {place}{m}")))
     } else if !running.is_empty()
         && running.len() as u32 >= min_member.min(pods.len() as u32).max(1)
     {

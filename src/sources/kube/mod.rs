@@ -177,6 +177,46 @@ pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
     (out, notes)
 }
 
+/// Kueue's visibility API, when served: each ClusterQueue's pending
+/// workloads and their place in line, as `pendingworkloads` objects.
+pub async fn queue_positions(client: &kube::Client, cluster_queues: &[String]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for cq in cluster_queues {
+        let path = format!("/apis/{VISIBILITY}/v1beta1/clusterqueues/{cq}/pendingworkloads");
+        let Ok(req) = http::Request::get(&path).body(Vec::new()) else {
+            continue;
+        };
+        let Ok(summary) = client.request::<Value>(req).await else {
+            continue;
+        };
+        for item in summary["items"].as_array().into_iter().flatten() {
+            out.push(serde_json::json!({
+                "kind": "PendingWorkload",
+                "metadata": {"namespace": item["metadata"]["namespace"], "name": item["metadata"]["name"]},
+                "clusterQueue": cq,
+                "position": item["positionInClusterQueue"],
+            }));
+        }
+    }
+    out
+}
+
+const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
+
+/// Whether Kueue's visibility API is served (an aggregated API: discovery
+/// lists it when Kueue's visibility server runs).
+pub async fn visibility_served(client: &kube::Client) -> bool {
+    kube::discovery::oneshot::group(client, VISIBILITY)
+        .await
+        .is_ok()
+}
+
+fn cluster_queue_names(o: &Objects) -> Vec<String> {
+    o.of("clusterqueues")
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn api(conn: &Connection, w: &Watched) -> Api<DynamicObject> {
     match (&conn.namespace, w.namespaced) {
         (Some(ns), true) => Api::namespaced_with(conn.client.clone(), ns, &w.resource),
@@ -210,6 +250,13 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
         let m = objects.by_kind.entry(w.kind).or_default();
         for o in &list.items {
             let v = value(o, w);
+            m.insert(map::key(&v), v);
+        }
+    }
+    if visibility_served(&conn.client).await {
+        let cqs = cluster_queue_names(&objects);
+        let m = objects.by_kind.entry("pendingworkloads").or_default();
+        for v in queue_positions(&conn.client, &cqs).await {
             m.insert(map::key(&v), v);
         }
     }
@@ -248,6 +295,8 @@ enum Msg {
     Apply(&'static str, Value),
     Delete(&'static str, String),
     Failed(&'static str, String),
+    /// A kind read whole by polling (Kueue's queue positions).
+    Replace(&'static str, Vec<Value>),
 }
 
 /// Watches until the receiver is dropped: a snapshot whenever something
@@ -294,6 +343,35 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
             }
         }));
     }
+    // Kueue's queue positions are not watchable: polled, when served.
+    if visibility_served(&conn.client).await {
+        let (conn, mtx) = (conn.clone(), mtx.clone());
+        let every = cfg.interval.max(Duration::from_secs(1));
+        let cqs_kind = watched.iter().find(|w| w.kind == "clusterqueues").cloned();
+        tasks.push(tokio::spawn(async move {
+            let Some(cq_watch) = cqs_kind else { return };
+            loop {
+                let cqs: Vec<String> =
+                    match api(&conn, &cq_watch).list(&ListParams::default()).await {
+                        Ok(l) => l
+                            .items
+                            .iter()
+                            .filter_map(|c| c.metadata.name.clone())
+                            .collect(),
+                        Err(_) => Vec::new(),
+                    };
+                let pos = queue_positions(&conn.client, &cqs).await;
+                if mtx
+                    .send(Msg::Replace("pendingworkloads", pos))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                tokio::time::sleep(every).await;
+            }
+        }));
+    }
     drop(mtx);
     let mut objects = Objects::default();
     let mut buffers: std::collections::HashMap<
@@ -329,6 +407,14 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
                         if let Some(m) = objects.by_kind.get_mut(k) { m.remove(&key); }
                         failing.remove(k);
                         dirty = true;
+                    }
+                    Msg::Replace(k, values) => {
+                        let fresh: std::collections::BTreeMap<String, Value> =
+                            values.into_iter().map(|v| (map::key(&v), v)).collect();
+                        if objects.by_kind.get(k) != Some(&fresh) {
+                            objects.by_kind.insert(k, fresh);
+                            dirty = true;
+                        }
                     }
                     Msg::Failed(k, e) => {
                         tracing::warn!("kube watch {k}: {e}");
