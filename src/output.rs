@@ -69,11 +69,25 @@ fn envelope<T: Serialize>(
 
 fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
     match what {
-        GetWhat::Nodes => envelope(
-            c,
-            "nodes",
-            c.nodes.iter().map(|n| node_item(c, n)).collect(),
-        ),
+        GetWhat::Nodes => {
+            // Each node's jobs from one pass over the jobs: asking each
+            // node for its jobs was nodes × jobs (17 s at 10k × 100k).
+            let mut on_node: std::collections::HashMap<&str, Vec<&str>> =
+                std::collections::HashMap::with_capacity(c.nodes.len());
+            for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
+                for n in &j.nodes {
+                    on_node.entry(n.as_str()).or_default().push(j.id.as_str());
+                }
+            }
+            envelope(
+                c,
+                "nodes",
+                c.nodes
+                    .iter()
+                    .map(|n| node_item(n, on_node.remove(n.name.as_str()).unwrap_or_default()))
+                    .collect(),
+            )
+        }
         GetWhat::Gpus => envelope(
             c,
             "gpus",
@@ -117,7 +131,7 @@ struct JobItem<'a> {
     inferred_reason: Option<&'static str>,
 }
 
-fn node_item<'a>(c: &'a Cluster, n: &'a Node) -> NodeItem<'a> {
+fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
     NodeItem {
         name: &n.name,
         partitions: &n.partitions,
@@ -132,7 +146,7 @@ fn node_item<'a>(c: &'a Cluster, n: &'a Node) -> NodeItem<'a> {
         gpus_allocated: n.gpus_allocated(),
         gpus_free: n.gpus_free(),
         mean_sm_occupancy: n.mean_sm_occupancy(),
-        jobs: c.jobs_on_node(&n.name).map(|j| j.id.as_str()).collect(),
+        jobs,
     }
 }
 

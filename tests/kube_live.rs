@@ -411,6 +411,24 @@ fn nightshift_cordons_drains_and_requeues_through_the_guard_and_kubectl_sees_it(
         .unwrap();
     assert_eq!(j["state"], "requeued", "{j}");
 
+    // A Volcano gang is restarted by evicting its pods (Volcano's job
+    // controller recreates them).
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "requeue",
+        "rl/rl-sweep",
+        "--confirm",
+        "rl/rl-sweep",
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("POST /api/v1/namespaces/rl/pods/rl-sweep-worker-3/eviction"),
+        "{t}"
+    );
+    assert!(items(&lab.kubectl_json(&["get", "pods", "-n", "rl", "-o", "json"])).is_empty());
+
     // A bare pod cannot be requeued: said before anything is sent.
     let out = lab.nightshift(&[
         "--config",

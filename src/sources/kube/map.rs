@@ -432,6 +432,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
 
     // Partitions: Kueue flavors with node labels, else GPU products.
     let mut partitions: Vec<Partition> = Vec::new();
+    let mut node_parts: HashMap<String, Vec<String>> = HashMap::new();
     for f in o.of("resourceflavors") {
         let Some(fname) = s(f, &["metadata", "name"]) else {
             continue;
@@ -448,6 +449,12 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
             .map(|n| n.name.clone())
             .collect();
         if !members.is_empty() {
+            for m in &members {
+                node_parts
+                    .entry(m.clone())
+                    .or_default()
+                    .push(fname.to_string());
+            }
             partitions.push(Partition {
                 name: fname.into(),
                 gpu_model: nodes
@@ -459,34 +466,32 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
             });
         }
     }
+    // Nodes no flavor selects: one partition per GPU product.
+    let mut by_product: HashMap<String, usize> = HashMap::new();
     for n in &nodes {
-        if partitions.iter().any(|p| p.nodes.contains(&n.name)) {
+        if node_parts.contains_key(&n.name) {
             continue;
         }
         let pname = n.gpu_model.clone().unwrap_or_else(|| "gpu".into());
-        match partitions.iter_mut().find(|p| p.name == pname) {
-            Some(p) => p.nodes.push(n.name.clone()),
-            None => partitions.push(Partition {
-                name: pname,
-                nodes: vec![n.name.clone()],
-                gpu_model: n.gpu_model.clone(),
-                max_time_s: None,
-            }),
+        node_parts.insert(n.name.clone(), vec![pname.clone()]);
+        match by_product.get(&pname) {
+            Some(&i) => partitions[i].nodes.push(n.name.clone()),
+            None => {
+                by_product.insert(pname.clone(), partitions.len());
+                partitions.push(Partition {
+                    name: pname,
+                    nodes: vec![n.name.clone()],
+                    gpu_model: n.gpu_model.clone(),
+                    max_time_s: None,
+                });
+            }
         }
     }
     for n in &mut nodes {
-        n.partitions = partitions
-            .iter()
-            .filter(|p| p.nodes.contains(&n.name))
-            .map(|p| p.name.clone())
-            .collect();
+        n.partitions = node_parts.get(&n.name).cloned().unwrap_or_default();
     }
-    let partition_of_node = |node: &str| -> Option<String> {
-        partitions
-            .iter()
-            .find(|p| p.nodes.iter().any(|n| n == node))
-            .map(|p| p.name.clone())
-    };
+    let partition_of_node =
+        |node: &str| -> Option<String> { node_parts.get(node).and_then(|p| p.first()).cloned() };
 
     // Gangs.
     let mut gangs: BTreeMap<(String, String, String), Gang> = BTreeMap::new();
@@ -596,9 +601,14 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     // GPUs on nodes: the device plugin does not say which index a pod got,
     // so a node's pods fill its GPUs in order (node-level attribution is
     // exact; per-GPU is not, until dcgm-exporter's pod labels say).
+    let node_ix: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
     for j in jobs.iter().filter(|j| j.state.holds_resources()) {
         for n in &j.nodes {
-            let Some(node) = nodes.iter_mut().find(|x| &x.name == n) else {
+            let Some(node) = node_ix.get(n).map(|&i| &mut nodes[i]) else {
                 continue;
             };
             let per = j.gpus_per_node.unwrap_or(1).max(1);
