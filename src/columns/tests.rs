@@ -104,3 +104,20 @@ fn filters_on_any_column_inverse_and_by_field() {
         .collect();
     assert_eq!(drained.len(), 1);
 }
+
+#[test]
+fn a_job_row_finds_its_index_by_address_or_else_by_id() {
+    let sim = crate::sources::sim::Sim::new(crate::sources::sim::SimConfig::default()).unwrap();
+    let c = sim.snapshot();
+    let jobs = &c.jobs;
+    assert!(jobs.len() >= 3);
+    for (i, j) in jobs.iter().enumerate() {
+        assert_eq!(jobs::index_of(jobs, j), Some(i));
+    }
+    // A copy lives elsewhere: found by its id.
+    let copy = jobs[2].clone();
+    assert_eq!(jobs::index_of(jobs, &copy), Some(2));
+    let mut stranger = jobs[0].clone();
+    stranger.id = "no-such-job".into();
+    assert_eq!(jobs::index_of(jobs, &stranger), None);
+}
