@@ -15,6 +15,17 @@ pub struct Index {
     /// For the node grid's layout.
     pub longest_node_name: usize,
     pub most_gpus_on_a_node: usize,
+    /// Per partition, in the cluster's order: GPUs in all, allocated, and
+    /// on nodes out of service — summed once per snapshot, not per frame.
+    pub partition_gpus: Vec<PartitionGpus>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PartitionGpus {
+    pub name: String,
+    pub total: u32,
+    pub busy: u32,
+    pub out: u32,
 }
 
 impl Index {
@@ -49,12 +60,43 @@ impl Index {
                 .max()
                 .unwrap_or(0),
             most_gpus_on_a_node: c.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0),
+            partition_gpus: partition_gpus(c),
         }
     }
 
     pub fn jobs_on(&self, node: &str) -> &[usize] {
         self.jobs_by_node.get(node).map_or(&[], Vec::as_slice)
     }
+}
+
+fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {
+    let mut out: Vec<PartitionGpus> = c
+        .partitions
+        .iter()
+        .map(|p| PartitionGpus {
+            name: p.name.clone(),
+            ..PartitionGpus::default()
+        })
+        .collect();
+    let at: HashMap<&str, usize> = c
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.as_str(), i))
+        .collect();
+    for n in &c.nodes {
+        for p in &n.partitions {
+            if let Some(&i) = at.get(p.as_str()) {
+                let s = &mut out[i];
+                s.total += n.gpu_count;
+                s.busy += n.gpus_allocated();
+                if !n.state.schedulable() {
+                    s.out += n.gpu_count;
+                }
+            }
+        }
+    }
+    out
 }
 
 fn matches(filter: &str, fields: &[&str]) -> bool {

@@ -42,15 +42,25 @@ fn partition_line(app: &App, theme: Theme) -> Line<'static> {
     let c = &app.cluster;
     let unusable = app.analysis.as_ref().map(|a| &a.base.unusable);
     let mut spans = Vec::new();
-    for p in &c.partitions {
-        let (mut total, mut busy, mut broken, mut out) = (0u32, 0u32, 0u32, 0u32);
-        for n in c.nodes.iter().filter(|n| n.partitions.contains(&p.name)) {
-            total += n.gpu_count;
-            busy += n.gpus_allocated();
-            if unusable.is_some_and(|u| u.contains(&n.name)) {
+    // The sums come with the snapshot; only the broken nodes (few) are
+    // looked at per frame: counted as broken, not as out of service.
+    for p in &app.index.partition_gpus {
+        let (total, busy, mut out) = (p.total, p.busy, p.out);
+        let mut broken = 0u32;
+        for name in unusable.into_iter().flatten() {
+            let Some(n) = app
+                .index
+                .node_by_name
+                .get(name.as_str())
+                .and_then(|&i| c.nodes.get(i))
+            else {
+                continue;
+            };
+            if n.partitions.contains(&p.name) {
                 broken += n.gpu_count;
-            } else if !n.state.schedulable() {
-                out += n.gpu_count;
+                if !n.state.schedulable() {
+                    out = out.saturating_sub(n.gpu_count);
+                }
             }
         }
         spans.push(Span::styled(
