@@ -21,13 +21,7 @@ pub enum Executor {
 
 /// A step that could not be sent at all.
 fn unsent(what: String, error: String) -> Step {
-    Step {
-        what,
-        ok: false,
-        verified: false,
-        observed: String::new(),
-        error: Some(error),
-    }
+    Step::failed(what, error)
 }
 
 impl Executor {
@@ -156,13 +150,7 @@ async fn slurm_step(
     check: Option<&Action>,
 ) -> Step {
     match sent {
-        Ok(o) => Step {
-            what,
-            ok: true,
-            verified: o.verified,
-            observed: o.observed,
-            error: None,
-        },
+        Ok(o) => Step::sent(what, o),
         Err(e) => match match check {
             Some(a) => x.observe(a).await,
             None => Err(e.clone()),

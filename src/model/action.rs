@@ -15,6 +15,47 @@ pub struct Step {
     pub error: Option<String>,
 }
 
+/// What re-reading the scheduler showed after a change was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The change is visible in the scheduler's state.
+    pub verified: bool,
+    /// What was seen when checking.
+    pub observed: String,
+}
+
+impl Step {
+    /// A call that was sent and answered, with what re-reading showed.
+    pub fn sent(what: String, o: Outcome) -> Step {
+        Step {
+            what,
+            ok: true,
+            verified: o.verified,
+            observed: o.observed,
+            error: None,
+        }
+    }
+
+    /// A call that failed, or could not be sent at all.
+    pub fn failed(what: String, error: String) -> Step {
+        Step {
+            what,
+            ok: false,
+            verified: false,
+            observed: String::new(),
+            error: Some(error),
+        }
+    }
+
+    /// A step from a call's result.
+    pub fn of(what: String, r: Result<Outcome, String>) -> Step {
+        match r {
+            Ok(o) => Step::sent(what, o),
+            Err(e) => Step::failed(what, e),
+        }
+    }
+}
+
 /// Something the on-call can do to the cluster: one plain verb shared by
 /// the guard (src/actions), the simulated cluster's executor and the
 /// engine's blast radius. Plain data; what it costs and how it is sent

@@ -19,8 +19,8 @@
 
 use super::map;
 use super::{Connection, KubeConfig};
+use crate::model::Outcome;
 use crate::model::{Action, Step};
-use crate::sources::slurm::exec::Outcome;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -145,25 +145,6 @@ fn err_text(e: &kube::Error) -> String {
             crate::text::one_line(&t, 400)
         }
         other => crate::text::one_line(&other.to_string(), 400),
-    }
-}
-
-fn step(what: String, r: Result<Outcome, String>) -> Step {
-    match r {
-        Ok(o) => Step {
-            what,
-            ok: true,
-            verified: o.verified,
-            observed: o.observed,
-            error: None,
-        },
-        Err(e) => Step {
-            what,
-            ok: false,
-            verified: false,
-            observed: String::new(),
-            error: Some(e),
-        },
     }
 }
 
@@ -507,7 +488,7 @@ impl Executor {
                             steps.push(self.evict(&ns, &pod).await);
                         }
                     }
-                    Err(e) => steps.push(step(
+                    Err(e) => steps.push(Step::of(
                         format!("list the pods on {node}"),
                         Err(format!("{e}: nothing was evicted")),
                     )),
@@ -523,13 +504,13 @@ impl Executor {
                     }
                     steps
                 }
-                Ok(_) => vec![step(
+                Ok(_) => vec![Step::of(
                     what,
                     Err(format!(
                         "{job} has no Kueue workload or Volcano group: it cannot be requeued, only its pods evicted (drain its node)"
                     )),
                 )],
-                Err(e) => vec![step(what, Err(e))],
+                Err(e) => vec![Step::of(what, Err(e))],
             },
             Action::Hold { job } | Action::Release { job } | Action::Priority { job, .. } => {
                 let spec = match a {
@@ -541,7 +522,7 @@ impl Executor {
                 match self.target(job).await {
                     Ok(Target::Workload { ns, name, wpc }) => {
                         if matches!(a, Action::Priority { .. }) && !wpc {
-                            return vec![step(
+                            return vec![Step::of(
                                 what,
                                 Err(format!(
                                     "{job}'s priority is its pods' PriorityClass: immutable"
@@ -554,10 +535,13 @@ impl Executor {
                             Ok(_) => self.observe(a).await,
                             Err(e) => Err(e),
                         };
-                        vec![step(what, r)]
+                        vec![Step::of(what, r)]
                     }
-                    Ok(_) => vec![step(what, Err(format!("{job} is not a Kueue workload")))],
-                    Err(e) => vec![step(what, Err(e))],
+                    Ok(_) => vec![Step::of(
+                        what,
+                        Err(format!("{job} is not a Kueue workload")),
+                    )],
+                    Err(e) => vec![Step::of(what, Err(e))],
                 }
             }
         }
@@ -576,7 +560,7 @@ impl Executor {
                 _ => Err(e),
             },
         };
-        step(what, r)
+        Step::of(what, r)
     }
 
     /// One eviction, retried while a PodDisruptionBudget refuses it.
@@ -601,7 +585,7 @@ impl Executor {
                         Err(e) => format!("could not re-read the pod: {e}"),
                     };
                     let verified = observed.starts_with("pod ");
-                    return step(what, Ok(Outcome { verified, observed }));
+                    return Step::of(what, Ok(Outcome { verified, observed }));
                 }
                 Err(e) if is_pdb_refusal(&e) && tokio::time::Instant::now() + wait < deadline => {
                     tracing::info!("evict {ns}/{pod}: {}", err_text(&e));
@@ -611,7 +595,7 @@ impl Executor {
                 Err(e) if is_pdb_refusal(&e) => {
                     let budget = pdb_name(&e).unwrap_or_else(|| "a PodDisruptionBudget".into());
                     let allowed = self.disruptions_allowed(ns, &budget).await;
-                    return step(
+                    return Step::of(
                         what,
                         Err(format!(
                             "blocked by PDB {budget}: {} disruptions allowed (retried for {:.1}s): {}",
@@ -621,7 +605,7 @@ impl Executor {
                         )),
                     );
                 }
-                Err(e) => return step(what, Err(err_text(&e))),
+                Err(e) => return Step::of(what, Err(err_text(&e))),
             }
         }
     }
@@ -640,7 +624,7 @@ impl Executor {
         let path = format!("{KUEUE}/namespaces/{ns}/workloads/{name}");
         let off = workload_call(ns, name, json!({"active": false}));
         if let Err(e) = self.send(&off).await {
-            return vec![step(
+            return vec![Step::of(
                 format!("deactivate workload {ns}/{name}"),
                 Err(err_text(&e)),
             )];
@@ -663,7 +647,7 @@ impl Executor {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        let first = step(
+        let first = Step::of(
             format!("deactivate workload {ns}/{name}"),
             Ok(Outcome {
                 verified: evicted.is_some(),
@@ -699,7 +683,7 @@ impl Executor {
         };
         vec![
             first,
-            step(format!("reactivate workload {ns}/{name}"), second),
+            Step::of(format!("reactivate workload {ns}/{name}"), second),
         ]
     }
 

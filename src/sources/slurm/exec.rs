@@ -13,13 +13,7 @@ use std::time::{Duration, Instant};
 /// How long to wait for a change to become visible.
 const VERIFY_FOR: Duration = Duration::from_secs(8);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// The change is visible in Slurm's state.
-    pub verified: bool,
-    /// What was seen when checking.
-    pub observed: String,
-}
+pub use crate::model::Outcome;
 
 pub struct Executor {
     client: Client,
