@@ -1,0 +1,317 @@
+//! Jobs as gangs: pods grouped by Volcano group, JobSet or controller,
+//! joined with their Kueue Workload; state and the scheduler's words.
+
+use super::*;
+
+/// What a gang is, for grouping pods: its kind and name, in a namespace.
+pub(super) fn gang_of(pod: &Value) -> (String, String) {
+    let m = &pod["metadata"];
+    if let Some(g) = s(m, &["annotations", VOLCANO_GROUP]) {
+        return ("PodGroup".into(), g.into());
+    }
+    if let Some(g) = s(m, &["labels", JOBSET]) {
+        return ("JobSet".into(), g.into());
+    }
+    if let Some(o) = m["ownerReferences"]
+        .as_array()
+        .and_then(|os| os.iter().find(|o| o["controller"] == true))
+    {
+        return (
+            o["kind"].as_str().unwrap_or("Owner").into(),
+            o["name"].as_str().unwrap_or_default().into(),
+        );
+    }
+    ("Pod".into(), m["name"].as_str().unwrap_or_default().into())
+}
+
+pub(super) fn checkpoint(sources: &[&Value]) -> Checkpoint {
+    let ann = |k: &str| {
+        sources
+            .iter()
+            .find_map(|v| s(v, &["metadata", "annotations", k]))
+    };
+    Checkpoint {
+        size_bytes: ann(ANN_BYTES).and_then(|v| units::parse_bytes(v).ok()),
+        last: ann(ANN_LAST).and_then(|v| {
+            v.trim()
+                .parse()
+                .ok()
+                .or_else(|| time(&Value::String(v.into())))
+        }),
+        interval_s: ann(ANN_EVERY).and_then(|v| units::parse_duration(v).ok()),
+        params: ann(ANN_PARAMS).and_then(|v| units::parse_count(v).ok()),
+    }
+}
+
+/// One gang's parts, before it becomes a `Job`.
+#[derive(Default)]
+pub(super) struct Gang<'a> {
+    pub(super) ns: String,
+    pub(super) kind: String,
+    pub(super) name: String,
+    pub(super) pods: Vec<&'a Value>,
+    pub(super) workload: Option<&'a Value>,
+    pub(super) podgroup: Option<&'a Value>,
+}
+
+/// The newest FailedScheduling message per pod (`ns/name`).
+pub(super) fn scheduling_messages(o: &Objects) -> HashMap<String, (Timestamp, String)> {
+    let mut out: HashMap<String, (Timestamp, String)> = HashMap::new();
+    for e in o.of("events") {
+        if e["reason"] != "FailedScheduling" || e["involvedObject"]["kind"] != "Pod" {
+            continue;
+        }
+        let io = &e["involvedObject"];
+        let k = format!(
+            "{}/{}",
+            io["namespace"].as_str().unwrap_or_default(),
+            io["name"].as_str().unwrap_or_default()
+        );
+        let t = time(&e["lastTimestamp"])
+            .or_else(|| time(&e["eventTime"]))
+            .unwrap_or(0);
+        let msg = e["message"].as_str().unwrap_or_default().to_string();
+        if out.get(&k).is_none_or(|(old, _)| *old <= t) {
+            out.insert(k, (t, msg));
+        }
+    }
+    out
+}
+
+/// The flavor a Kueue workload is admitted to (or whose quota it waits
+/// for: its ClusterQueue's first flavor covering GPUs).
+pub(super) fn kueue_flavor(wl: &Value, cq: Option<&Value>) -> Option<String> {
+    let admitted = wl["status"]["admission"]["podSetAssignments"]
+        .as_array()
+        .and_then(|a| a.iter().find_map(|p| p["flavors"][GPU].as_str()));
+    admitted.map(str::to_string).or_else(|| {
+        cq?["spec"]["resourceGroups"]
+            .as_array()?
+            .iter()
+            .filter(|g| {
+                g["coveredResources"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|r| r == GPU))
+            })
+            .find_map(|g| g["flavors"][0]["name"].as_str().map(str::to_string))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn job_of(
+    g: &Gang,
+    sched: &HashMap<String, (Timestamp, String)>,
+    positions: &HashMap<String, (String, u64)>,
+    cqs: &HashMap<&str, &Value>,
+    lqs: &HashMap<String, &str>,
+    partition_of_node: &dyn Fn(&str) -> Option<String>,
+    largest: &str,
+    node_labels: &HashMap<String, BTreeMap<String, String>>,
+) -> Job {
+    let wl = g.workload;
+    let pg = g.podgroup;
+    let pods = &g.pods;
+    let first = pods.first().copied();
+    let running: Vec<&&Value> = pods
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Running")
+        .collect();
+    let phases = |ph: &str| pods.iter().filter(|p| p["status"]["phase"] == ph).count();
+
+    // Shape: Kueue pod sets, else the pods, else Volcano's minMember.
+    let (node_count, gpus_per_node, gpus_total) =
+        if let Some(sets) = wl.and_then(|w| w["spec"]["podSets"].as_array()) {
+            let mut pods_n = 0u32;
+            let mut total = 0u32;
+            let mut per = 0u32;
+            for set in sets {
+                let n = count(&set["count"]).unwrap_or(1);
+                let (w, m) = pod_gpus(&set["template"]);
+                pods_n += n;
+                total += n * (w + m);
+                per = per.max(w + m);
+            }
+            (pods_n, per, total)
+        } else if !pods.is_empty() {
+            let per: Vec<u32> = pods
+                .iter()
+                .map(|p| {
+                    let (w, m) = pod_gpus(p);
+                    w + m
+                })
+                .collect();
+            let min_member = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(0);
+            let n = (pods.len() as u32).max(min_member);
+            let max = per.iter().copied().max().unwrap_or(0);
+            (
+                n,
+                max,
+                per.iter().sum::<u32>() + (n - pods.len() as u32) * max,
+            )
+        } else {
+            let n = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(1);
+            let total = pg
+                .and_then(|p| count(&p["spec"]["minResources"][GPU]))
+                .unwrap_or(0);
+            (n, total.div_ceil(n.max(1)), total)
+        };
+
+    let mut nodes: Vec<String> = running
+        .iter()
+        .filter_map(|p| s(p, &["spec", "nodeName"]).map(str::to_string))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    nodes.sort();
+
+    // The queue: Kueue's LocalQueue → ClusterQueue; Volcano's queue.
+    let local_queue = wl
+        .and_then(|w| s(w, &["spec", "queueName"]))
+        .or_else(|| first.and_then(|p| s(p, &["metadata", "labels", "kueue.x-k8s.io/queue-name"])));
+    let cluster_queue = wl
+        .and_then(|w| s(w, &["status", "admission", "clusterQueue"]))
+        .map(str::to_string)
+        .or_else(|| {
+            local_queue.and_then(|q| lqs.get(&format!("{}/{q}", g.ns)).map(|c| c.to_string()))
+        });
+    let volcano_queue = pg.and_then(|p| s(p, &["spec", "queue"]));
+    let account = cluster_queue
+        .clone()
+        .or_else(|| volcano_queue.map(str::to_string))
+        .or_else(|| Some(g.ns.clone()));
+
+    let partition = wl
+        .and_then(|w| {
+            kueue_flavor(
+                w,
+                cluster_queue.as_deref().and_then(|c| cqs.get(c).copied()),
+            )
+        })
+        .or_else(|| nodes.first().and_then(|n| partition_of_node(n)))
+        .or_else(|| {
+            let product =
+                first.and_then(|p| s(p, &["spec", "nodeSelector", "nvidia.com/gpu.product"]))?;
+            node_labels
+                .iter()
+                .find(|(_, l)| l.get("nvidia.com/gpu.product").map(String::as_str) == Some(product))
+                .and_then(|(n, _)| partition_of_node(n))
+        })
+        .unwrap_or_else(|| largest.to_string());
+
+    // State and the scheduler's words.
+    let cond_true = |w: &Value, t: &str| condition(w, t).is_some_and(|c| c["status"] == "True");
+    let min_member = pg
+        .and_then(|p| count(&p["spec"]["minMember"]))
+        .unwrap_or(node_count.max(1));
+    let sched_msg = pods
+        .iter()
+        .filter(|p| p["status"]["phase"] == "Pending")
+        .filter_map(|p| sched.get(&key(p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, m)| m.clone());
+    let (state, reason) = if wl.is_some_and(|w| w["spec"]["active"] == false) {
+        (JobState::Pending, Some("WorkloadInactive".to_string()))
+    } else if let Some(w) = wl.filter(|w| cond_true(w, "Evicted") && running.is_empty()) {
+        let m = condition(w, "Evicted")
+            .and_then(|c| c["message"].as_str())
+            .unwrap_or("evicted");
+        (JobState::Requeued, Some(format!("Kueue: evicted: {m}")))
+    } else if let Some(w) =
+        wl.filter(|w| !cond_true(w, "QuotaReserved") && !cond_true(w, "Admitted"))
+    {
+        let m = condition(w, "QuotaReserved")
+            .and_then(|c| c["message"].as_str())
+            .unwrap_or("waiting for quota");
+        // Its place in line, where Kueue's visibility API says it.
+        let place = positions
+            .get(&key(w))
+            .map(|(cq, p)| format!("#{} in ClusterQueue {cq}: ", p + 1))
+            .unwrap_or_default();
+        (JobState::Pending, Some(format!("Kueue: {place}{m}")))
+    } else if !running.is_empty()
+        && running.len() as u32 >= min_member.min(pods.len() as u32).max(1)
+    {
+        (JobState::Running, None)
+    } else if !pods.is_empty() && phases("Succeeded") == pods.len() {
+        (JobState::Completed, None)
+    } else if phases("Failed") > 0 && running.is_empty() && phases("Pending") == 0 {
+        (JobState::Failed, None)
+    } else {
+        let gang = pg
+            .and_then(|p| condition(p, "Unschedulable"))
+            .filter(|c| c["status"] == "True")
+            .and_then(|c| c["message"].as_str())
+            .map(|m| format!("Volcano: {m}"));
+        (
+            JobState::Pending,
+            gang.or(sched_msg).or(Some("Pending".into())),
+        )
+    };
+
+    let priority = wl
+        .and_then(|w| w["spec"]["priority"].as_i64())
+        .or_else(|| first.and_then(|p| p["spec"]["priority"].as_i64()))
+        .map(|p| p.max(0) as u64);
+    let created = |v: &Value| time(&v["metadata"]["creationTimestamp"]);
+    let submit_time = wl
+        .and_then(created)
+        .or_else(|| pg.and_then(created))
+        .or_else(|| pods.iter().filter_map(|p| created(p)).min());
+    let start_time = if state.holds_resources() {
+        running
+            .iter()
+            .filter_map(|p| time(&p["status"]["startTime"]))
+            .min()
+    } else {
+        None
+    };
+    let deadline = first
+        .and_then(|p| p["spec"]["activeDeadlineSeconds"].as_u64())
+        .or_else(|| wl.and_then(|w| w["spec"]["maximumExecutionTimeSeconds"].as_u64()));
+    let mut ck_sources: Vec<&Value> = pods.to_vec();
+    ck_sources.extend(wl);
+    let user = ck_sources
+        .iter()
+        .find_map(|v| {
+            s(v, &["metadata", "labels", ANN_USER])
+                .or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
+        })
+        .unwrap_or(&g.ns)
+        .to_string();
+    let restarts: u32 = pods
+        .iter()
+        .flat_map(|p| {
+            p["status"]["containerStatuses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|c| c["restartCount"].as_u64())
+        .map(|n| n as u32)
+        .sum();
+    Job {
+        id: format!("{}/{}", g.ns, g.name),
+        name: g.name.clone(),
+        user,
+        account,
+        partition,
+        qos: local_queue.or(volcano_queue).map(str::to_string),
+        priority,
+        state,
+        reason,
+        gpus_per_node: Some(gpus_per_node),
+        node_count: Some(node_count.max(1)),
+        gpus_total: Some(gpus_total),
+        nodes,
+        submit_time,
+        start_time,
+        end_time: None,
+        // Kubernetes jobs without a deadline run until they finish.
+        time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
+        gang: (node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)),
+        checkpoint: checkpoint(&ck_sources),
+        restarts: Some(restarts),
+        requeueable: Some(wl.is_some() || pg.is_some()),
+        pods: pods.iter().map(|p| key(p)).collect(),
+    }
+}
