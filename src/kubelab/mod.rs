@@ -42,6 +42,8 @@
 //! `/lab/apply`, pagination, aggregated discovery.
 
 mod http;
+mod query;
+mod resources;
 mod store;
 
 pub use http::{Lab, serve};
