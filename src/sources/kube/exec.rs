@@ -22,74 +22,14 @@ use super::{Connection, KubeConfig};
 use crate::model::Outcome;
 use crate::model::{Action, Step};
 use serde_json::{Value, json};
+
+mod calls;
+mod evict;
+mod preview;
+
+pub use calls::*;
+use preview::Prepared;
 use std::time::Duration;
-
-/// One API call, as the preview shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Call {
-    pub method: &'static str,
-    pub path: String,
-    pub body: Option<Value>,
-}
-
-impl std::fmt::Display for Call {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.body {
-            Some(b) => write!(f, "{} {} {b}", self.method, self.path),
-            None => write!(f, "{} {}", self.method, self.path),
-        }
-    }
-}
-
-pub const REASON: &str = "nightshift.io/reason";
-const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta1";
-
-fn node_path(node: &str) -> String {
-    format!("/api/v1/nodes/{node}")
-}
-
-pub fn cordon_call(node: &str, reason: &str) -> Call {
-    Call {
-        method: "PATCH",
-        path: node_path(node),
-        body: Some(json!({"metadata": {"annotations": {REASON: reason}},
-            "spec": {"unschedulable": true}})),
-    }
-}
-
-pub fn uncordon_call(node: &str) -> Call {
-    Call {
-        method: "PATCH",
-        path: node_path(node),
-        body: Some(json!({"metadata": {"annotations": {REASON: null}},
-            "spec": {"unschedulable": null}})),
-    }
-}
-
-pub fn reason_call(node: &str, reason: &str) -> Call {
-    Call {
-        method: "PATCH",
-        path: node_path(node),
-        body: Some(json!({"metadata": {"annotations": {REASON: reason}}})),
-    }
-}
-
-pub fn evict_call(ns: &str, pod: &str) -> Call {
-    Call {
-        method: "POST",
-        path: format!("/api/v1/namespaces/{ns}/pods/{pod}/eviction"),
-        body: Some(json!({"apiVersion": "policy/v1", "kind": "Eviction",
-            "metadata": {"name": pod, "namespace": ns}})),
-    }
-}
-
-fn workload_call(ns: &str, wl: &str, spec: Value) -> Call {
-    Call {
-        method: "PATCH",
-        path: format!("{KUEUE}/namespaces/{ns}/workloads/{wl}"),
-        body: Some(json!({ "spec": spec })),
-    }
-}
 
 /// What a job id names on Kubernetes.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,15 +47,6 @@ pub enum Target {
     },
 }
 
-/// What preparing an action read from the server.
-struct Prepared {
-    action: Action,
-    /// Its calls, or why it cannot be done.
-    calls: Result<Vec<String>, String>,
-    /// What will go wrong (PDBs that refuse evictions).
-    warnings: Vec<String>,
-}
-
 pub struct Executor {
     conn: Connection,
     /// The last prepared action, as read from the server.
@@ -124,10 +55,6 @@ pub struct Executor {
     pub evict_timeout: Duration,
     /// How long a requeue waits for Kueue to evict a deactivated workload.
     pub kueue_timeout: Duration,
-}
-
-fn is_pdb_refusal(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 429)
 }
 
 fn err_text(e: &kube::Error) -> String {
@@ -297,164 +224,6 @@ impl Executor {
         })
     }
 
-    /// Reads the server for the exact calls of `a` (see [`Self::calls`]).
-    pub async fn prepare(&self, a: &Action) {
-        let calls = self.read_calls(a).await;
-        let warnings = match a {
-            Action::Drain { node, .. } => self.pdb_blocks(node).await,
-            _ => Vec::new(),
-        };
-        if let Ok(mut p) = self.prepared.lock() {
-            *p = Some(Prepared {
-                action: a.clone(),
-                calls,
-                warnings,
-            });
-        }
-    }
-
-    /// The warnings found when `a` was prepared.
-    pub fn warnings(&self, a: &Action) -> Vec<String> {
-        match self.prepared.lock().ok().as_deref() {
-            Some(Some(p)) if &p.action == a => p.warnings.clone(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The pods on `node` whose eviction a PodDisruptionBudget will refuse
-    /// now (it allows no disruption), one line each.
-    async fn pdb_blocks(&self, node: &str) -> Vec<String> {
-        let Ok(pods) = self
-            .get(&format!(
-                "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
-            ))
-            .await
-        else {
-            return Vec::new();
-        };
-        let Ok(pdbs) = self.get("/apis/policy/v1/poddisruptionbudgets").await else {
-            return Vec::new();
-        };
-        let evicted = self.pods_to_evict(node).await.unwrap_or_default();
-        let mut out = Vec::new();
-        for p in pods["items"].as_array().into_iter().flatten() {
-            let ns = p["metadata"]["namespace"].as_str().unwrap_or_default();
-            let name = p["metadata"]["name"].as_str().unwrap_or_default();
-            if p["status"]["phase"] != "Running"
-                || !evicted.iter().any(|(n, x)| n == ns && x == name)
-            {
-                continue;
-            }
-            for b in pdbs["items"].as_array().into_iter().flatten() {
-                if b["metadata"]["namespace"] == ns
-                    && map::selects(&b["spec"]["selector"], &p["metadata"]["labels"])
-                    && b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) <= 0
-                {
-                    out.push(format!(
-                        "PDB {} allows 0 disruptions: the eviction of {ns}/{name} will be refused (retried for up to {}s, then reported)",
-                        b["metadata"]["name"].as_str().unwrap_or("?"),
-                        self.evict_timeout.as_secs()
-                    ));
-                }
-            }
-        }
-        out
-    }
-
-    /// The exact calls, in order, before anything is sent: as prepared, or,
-    /// when not prepared, their shape.
-    pub fn calls(&self, a: &Action) -> Vec<String> {
-        if let Ok(p) = self.prepared.lock()
-            && let Some(Prepared {
-                action,
-                calls: Ok(calls),
-                ..
-            }) = p.as_ref()
-            && action == a
-        {
-            return calls.clone();
-        }
-        match a {
-            Action::Cordon { node, reason } => vec![cordon_call(node, reason).to_string()],
-            Action::Resume { node } => vec![uncordon_call(node).to_string()],
-            Action::SetReason { node, reason } => vec![reason_call(node, reason).to_string()],
-            Action::Drain { node, reason, .. } => vec![
-                cordon_call(node, reason).to_string(),
-                format!(
-                    "POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods"
-                ),
-            ],
-            other => vec![format!(
-                "{} {} through its Kueue workload (read when sent)",
-                other.verb(),
-                other.target()
-            )],
-        }
-    }
-
-    /// Why `a` cannot be done, when preparing it found out.
-    pub fn cannot(&self, a: &Action) -> Option<String> {
-        let p = self.prepared.lock().ok()?;
-        match p.as_ref()? {
-            Prepared {
-                action,
-                calls: Err(e),
-                ..
-            } if action == a => Some(e.clone()),
-            _ => None,
-        }
-    }
-
-    async fn read_calls(&self, a: &Action) -> Result<Vec<String>, String> {
-        let calls: Result<Vec<Call>, String> = match a {
-            Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
-            Action::Resume { node } => Ok(vec![uncordon_call(node)]),
-            Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
-            Action::Drain { node, reason, .. } => match self.pods_to_evict(node).await {
-                Ok(pods) => Ok(std::iter::once(cordon_call(node, reason))
-                    .chain(pods.iter().map(|(ns, p)| evict_call(ns, p)))
-                    .collect()),
-                Err(e) => Err(e),
-            },
-            Action::Requeue { job } | Action::Preempt { job } => {
-                self.target(job).await.and_then(|t| match t {
-                    Target::Workload { ns, name, .. } => Ok(vec![
-                        workload_call(&ns, &name, json!({"active": false})),
-                        workload_call(&ns, &name, json!({"active": true})),
-                    ]),
-                    Target::Gang { ns, pods } => Ok(pods.iter().map(|p| evict_call(&ns, p)).collect()),
-                    Target::Pods { bare: true, .. } => Err(format!(
-                        "{job} is a bare pod: it cannot be requeued, only evicted (drain its node)"
-                    )),
-                    Target::Pods { .. } => Err(format!(
-                        "{job} has no Kueue workload or Volcano group to requeue it through: evicting its pods leaves the restart to its controller"
-                    )),
-                })
-            }
-            Action::Hold { job } | Action::Release { job } => {
-                let active = matches!(a, Action::Release { .. });
-                self.target(job).await.and_then(|t| match t {
-                    Target::Workload { ns, name, .. } => {
-                        Ok(vec![workload_call(&ns, &name, json!({"active": active}))])
-                    }
-                    _ => Err(format!("{job} is not a Kueue workload: only those can be held (spec.active)")),
-                })
-            }
-            Action::Priority { job, value } => self.target(job).await.and_then(|t| match t {
-                Target::Workload { ns, name, wpc: true } => {
-                    Ok(vec![workload_call(&ns, &name, json!({"priority": value}))])
-                }
-                Target::Workload { .. } => Err(format!(
-                    "{job}'s priority comes from its pods' PriorityClass, and a pod's priority is immutable: give its workload a WorkloadPriorityClass"
-                )),
-                _ => Err(format!(
-                    "a pod's priority is immutable; {job} has no Kueue workload whose priority could change"
-                )),
-            }),
-        };
-        calls.map(|c| c.iter().map(ToString::to_string).collect())
-    }
-
     /// Sends the action step by step, re-reading after each.
     pub async fn execute(&self, a: &Action) -> Vec<Step> {
         let what = format!("{} {}", a.verb(), a.target());
@@ -563,130 +332,6 @@ impl Executor {
         Step::of(what, r)
     }
 
-    /// One eviction, retried while a PodDisruptionBudget refuses it.
-    async fn evict(&self, ns: &str, pod: &str) -> Step {
-        let what = format!("evict {ns}/{pod}");
-        let call = evict_call(ns, pod);
-        let started = tokio::time::Instant::now();
-        let deadline = started + self.evict_timeout;
-        let mut wait = Duration::from_millis(500);
-        loop {
-            match self.send(&call).await {
-                Ok(_) => {
-                    let gone = self
-                        .get(&format!("/api/v1/namespaces/{ns}/pods/{pod}"))
-                        .await;
-                    let observed = match gone {
-                        Err(e) if e.contains("404") => "pod gone".to_string(),
-                        Ok(p) if !p["metadata"]["deletionTimestamp"].is_null() => {
-                            "pod terminating".to_string()
-                        }
-                        Ok(_) => "eviction accepted; the pod is still there".to_string(),
-                        Err(e) => format!("could not re-read the pod: {e}"),
-                    };
-                    let verified = observed.starts_with("pod ");
-                    return Step::of(what, Ok(Outcome { verified, observed }));
-                }
-                Err(e) if is_pdb_refusal(&e) && tokio::time::Instant::now() + wait < deadline => {
-                    tracing::info!("evict {ns}/{pod}: {}", err_text(&e));
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(5));
-                }
-                Err(e) if is_pdb_refusal(&e) => {
-                    let budget = pdb_name(&e).unwrap_or_else(|| "a PodDisruptionBudget".into());
-                    let allowed = self.disruptions_allowed(ns, &budget).await;
-                    return Step::of(
-                        what,
-                        Err(format!(
-                            "blocked by PDB {budget}: {} disruptions allowed (retried for {:.1}s): {}",
-                            allowed.map_or("no".to_string(), |n| n.to_string()),
-                            started.elapsed().as_secs_f64(),
-                            err_text(&e)
-                        )),
-                    );
-                }
-                Err(e) => return Step::of(what, Err(err_text(&e))),
-            }
-        }
-    }
-
-    async fn disruptions_allowed(&self, ns: &str, pdb: &str) -> Option<i64> {
-        self.get(&format!(
-            "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{pdb}"
-        ))
-        .await
-        .ok()?["status"]["disruptionsAllowed"]
-            .as_i64()
-    }
-
-    /// Deactivate, wait for Kueue to evict, reactivate.
-    async fn requeue_workload(&self, ns: &str, name: &str) -> Vec<Step> {
-        let path = format!("{KUEUE}/namespaces/{ns}/workloads/{name}");
-        let off = workload_call(ns, name, json!({"active": false}));
-        if let Err(e) = self.send(&off).await {
-            return vec![Step::of(
-                format!("deactivate workload {ns}/{name}"),
-                Err(err_text(&e)),
-            )];
-        }
-        let deadline = tokio::time::Instant::now() + self.kueue_timeout;
-        let mut evicted = None;
-        while tokio::time::Instant::now() < deadline {
-            if let Ok(w) = self.get(&path).await {
-                let cond = w["status"]["conditions"]
-                    .as_array()
-                    .and_then(|cs| {
-                        cs.iter()
-                            .find(|c| c["type"] == "Evicted" && c["status"] == "True")
-                    })
-                    .cloned();
-                if let Some(c) = cond {
-                    evicted = Some(c["message"].as_str().unwrap_or("evicted").to_string());
-                    break;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        let first = Step::of(
-            format!("deactivate workload {ns}/{name}"),
-            Ok(Outcome {
-                verified: evicted.is_some(),
-                observed: match &evicted {
-                    Some(m) => format!("Kueue evicted it: {m}"),
-                    None => format!(
-                        "Kueue did not report it evicted within {}s",
-                        self.kueue_timeout.as_secs()
-                    ),
-                },
-            }),
-        );
-        let on = workload_call(ns, name, json!({"active": true}));
-        let second = match self.send(&on).await {
-            Ok(_) => match self.get(&path).await {
-                Ok(w) => Ok(Outcome {
-                    verified: w["spec"]["active"] != false,
-                    observed: format!(
-                        "active again, queued: {}",
-                        w["status"]["conditions"]
-                            .as_array()
-                            .and_then(|cs| cs.iter().find(|c| c["type"] == "QuotaReserved"))
-                            .and_then(|c| c["message"].as_str())
-                            .unwrap_or("waiting for Kueue")
-                    ),
-                }),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(format!(
-                "{}: the workload is left inactive; reactivate it with kubectl patch workload {name} -n {ns} --type merge -p '{{\"spec\":{{\"active\":true}}}}'",
-                err_text(&e)
-            )),
-        };
-        vec![
-            first,
-            Step::of(format!("reactivate workload {ns}/{name}"), second),
-        ]
-    }
-
     /// Re-reads what an action should have changed.
     pub async fn observe(&self, a: &Action) -> Result<Outcome, String> {
         match a {
@@ -744,18 +389,4 @@ impl Executor {
             },
         }
     }
-}
-
-/// The budget's name in a 429's cause ("The disruption budget X needs …").
-fn pdb_name(e: &kube::Error) -> Option<String> {
-    let kube::Error::Api(s) = e else { return None };
-    s.details
-        .iter()
-        .flat_map(|d| d.causes.iter())
-        .find_map(|c| {
-            c.message
-                .strip_prefix("The disruption budget ")
-                .and_then(|r| r.split_whitespace().next())
-                .map(str::to_string)
-        })
 }

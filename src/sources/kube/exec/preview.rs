@@ -1,0 +1,173 @@
+//! The preview's side: the exact calls read from the server before
+//! anything is sent, what the backend cannot do, and what will go wrong.
+
+use super::*;
+
+/// What preparing an action read from the server.
+pub(super) struct Prepared {
+    action: Action,
+    /// Its calls, or why it cannot be done.
+    calls: Result<Vec<String>, String>,
+    /// What will go wrong (PDBs that refuse evictions).
+    warnings: Vec<String>,
+}
+
+impl Executor {
+    /// Reads the server for the exact calls of `a` (see [`Self::calls`]).
+    pub async fn prepare(&self, a: &Action) {
+        let calls = self.read_calls(a).await;
+        let warnings = match a {
+            Action::Drain { node, .. } => self.pdb_blocks(node).await,
+            _ => Vec::new(),
+        };
+        if let Ok(mut p) = self.prepared.lock() {
+            *p = Some(Prepared {
+                action: a.clone(),
+                calls,
+                warnings,
+            });
+        }
+    }
+
+    /// The warnings found when `a` was prepared.
+    pub fn warnings(&self, a: &Action) -> Vec<String> {
+        match self.prepared.lock().ok().as_deref() {
+            Some(Some(p)) if &p.action == a => p.warnings.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The pods on `node` whose eviction a PodDisruptionBudget will refuse
+    /// now (it allows no disruption), one line each.
+    pub(super) async fn pdb_blocks(&self, node: &str) -> Vec<String> {
+        let Ok(pods) = self
+            .get(&format!(
+                "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+            ))
+            .await
+        else {
+            return Vec::new();
+        };
+        let Ok(pdbs) = self.get("/apis/policy/v1/poddisruptionbudgets").await else {
+            return Vec::new();
+        };
+        let evicted = self.pods_to_evict(node).await.unwrap_or_default();
+        let mut out = Vec::new();
+        for p in pods["items"].as_array().into_iter().flatten() {
+            let ns = p["metadata"]["namespace"].as_str().unwrap_or_default();
+            let name = p["metadata"]["name"].as_str().unwrap_or_default();
+            if p["status"]["phase"] != "Running"
+                || !evicted.iter().any(|(n, x)| n == ns && x == name)
+            {
+                continue;
+            }
+            for b in pdbs["items"].as_array().into_iter().flatten() {
+                if b["metadata"]["namespace"] == ns
+                    && map::selects(&b["spec"]["selector"], &p["metadata"]["labels"])
+                    && b["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) <= 0
+                {
+                    out.push(format!(
+                        "PDB {} allows 0 disruptions: the eviction of {ns}/{name} will be refused (retried for up to {}s, then reported)",
+                        b["metadata"]["name"].as_str().unwrap_or("?"),
+                        self.evict_timeout.as_secs()
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// The exact calls, in order, before anything is sent: as prepared, or,
+    /// when not prepared, their shape.
+    pub fn calls(&self, a: &Action) -> Vec<String> {
+        if let Ok(p) = self.prepared.lock()
+            && let Some(Prepared {
+                action,
+                calls: Ok(calls),
+                ..
+            }) = p.as_ref()
+            && action == a
+        {
+            return calls.clone();
+        }
+        match a {
+            Action::Cordon { node, reason } => vec![cordon_call(node, reason).to_string()],
+            Action::Resume { node } => vec![uncordon_call(node).to_string()],
+            Action::SetReason { node, reason } => vec![reason_call(node, reason).to_string()],
+            Action::Drain { node, reason, .. } => vec![
+                cordon_call(node, reason).to_string(),
+                format!(
+                    "POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods"
+                ),
+            ],
+            other => vec![format!(
+                "{} {} through its Kueue workload (read when sent)",
+                other.verb(),
+                other.target()
+            )],
+        }
+    }
+
+    /// Why `a` cannot be done, when preparing it found out.
+    pub fn cannot(&self, a: &Action) -> Option<String> {
+        let p = self.prepared.lock().ok()?;
+        match p.as_ref()? {
+            Prepared {
+                action,
+                calls: Err(e),
+                ..
+            } if action == a => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    pub(super) async fn read_calls(&self, a: &Action) -> Result<Vec<String>, String> {
+        let calls: Result<Vec<Call>, String> = match a {
+            Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
+            Action::Resume { node } => Ok(vec![uncordon_call(node)]),
+            Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
+            Action::Drain { node, reason, .. } => match self.pods_to_evict(node).await {
+                Ok(pods) => Ok(std::iter::once(cordon_call(node, reason))
+                    .chain(pods.iter().map(|(ns, p)| evict_call(ns, p)))
+                    .collect()),
+                Err(e) => Err(e),
+            },
+            Action::Requeue { job } | Action::Preempt { job } => {
+                self.target(job).await.and_then(|t| match t {
+                    Target::Workload { ns, name, .. } => Ok(vec![
+                        workload_call(&ns, &name, json!({"active": false})),
+                        workload_call(&ns, &name, json!({"active": true})),
+                    ]),
+                    Target::Gang { ns, pods } => Ok(pods.iter().map(|p| evict_call(&ns, p)).collect()),
+                    Target::Pods { bare: true, .. } => Err(format!(
+                        "{job} is a bare pod: it cannot be requeued, only evicted (drain its node)"
+                    )),
+                    Target::Pods { .. } => Err(format!(
+                        "{job} has no Kueue workload or Volcano group to requeue it through: evicting its pods leaves the restart to its controller"
+                    )),
+                })
+            }
+            Action::Hold { job } | Action::Release { job } => {
+                let active = matches!(a, Action::Release { .. });
+                self.target(job).await.and_then(|t| match t {
+                    Target::Workload { ns, name, .. } => {
+                        Ok(vec![workload_call(&ns, &name, json!({"active": active}))])
+                    }
+                    _ => Err(format!("{job} is not a Kueue workload: only those can be held (spec.active)")),
+                })
+            }
+            Action::Priority { job, value } => self.target(job).await.and_then(|t| match t {
+                Target::Workload { ns, name, wpc: true } => {
+                    Ok(vec![workload_call(&ns, &name, json!({"priority": value}))])
+                }
+                Target::Workload { .. } => Err(format!(
+                    "{job}'s priority comes from its pods' PriorityClass, and a pod's priority is immutable: give its workload a WorkloadPriorityClass"
+                )),
+                _ => Err(format!(
+                    "a pod's priority is immutable; {job} has no Kueue workload whose priority could change"
+                )),
+            }),
+        };
+        calls.map(|c| c.iter().map(ToString::to_string).collect())
+    }
+}
