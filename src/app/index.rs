@@ -30,14 +30,7 @@ pub struct PartitionGpus {
 
 impl Index {
     pub fn build(c: &Cluster) -> Index {
-        let mut jobs_by_node: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, j) in c.jobs.iter().enumerate() {
-            if j.state.holds_resources() {
-                for n in &j.nodes {
-                    jobs_by_node.entry(n.clone()).or_default().push(i);
-                }
-            }
-        }
+        let jobs_by_node = c.jobs_by_node();
         Index {
             node_by_name: c
                 .nodes

@@ -84,6 +84,22 @@ impl Cluster {
     /// Who an event on `node` (and GPU `gpu`) hits now: the job holding that
     /// GPU; when the scheduler does not say which GPU a job holds on the
     /// node, or the event is the node's, every job holding the node.
+    /// The jobs holding resources on each node (indices into `jobs`), in
+    /// one pass over the jobs: what asking `jobs_on_node` per node would
+    /// cost nodes × jobs.
+    pub fn jobs_by_node(&self) -> std::collections::HashMap<String, Vec<usize>> {
+        let mut out: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::with_capacity(self.nodes.len());
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.state.holds_resources() {
+                for n in &j.nodes {
+                    out.entry(n.clone()).or_default().push(i);
+                }
+            }
+        }
+        out
+    }
+
     pub fn jobs_at(&self, node: &str, gpu: Option<u32>) -> Vec<EventJob> {
         let Some(n) = self.node(node) else {
             return Vec::new();

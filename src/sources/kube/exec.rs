@@ -31,6 +31,14 @@ pub use calls::*;
 use preview::Prepared;
 use std::time::Duration;
 
+/// A pod's namespace and name.
+fn name_of(p: &Value) -> Option<(String, String)> {
+    Some((
+        p["metadata"]["namespace"].as_str()?.to_string(),
+        p["metadata"]["name"].as_str()?.to_string(),
+    ))
+}
+
 /// What a job id names on Kubernetes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -121,6 +129,16 @@ impl Executor {
     /// The pods `kubectl drain` would evict from `node`: not DaemonSet's,
     /// not mirror pods, not finished.
     pub async fn pods_to_evict(&self, node: &str) -> Result<Vec<(String, String)>, String> {
+        Ok(self
+            .evictable_pods(node)
+            .await?
+            .iter()
+            .filter_map(name_of)
+            .collect())
+    }
+
+    /// The pods objects `kubectl drain` would evict from `node`.
+    pub(super) async fn evictable_pods(&self, node: &str) -> Result<Vec<Value>, String> {
         let list = self
             .get(&format!(
                 "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
@@ -140,12 +158,7 @@ impl Executor {
                             .any(|o| o["kind"] == "DaemonSet" && o["controller"] == true)
                     })
             })
-            .filter_map(|p| {
-                Some((
-                    p["metadata"]["namespace"].as_str()?.to_string(),
-                    p["metadata"]["name"].as_str()?.to_string(),
-                ))
-            })
+            .cloned()
             .collect())
     }
 
@@ -174,12 +187,6 @@ impl Executor {
         }
         let pods = self.get(&format!("/api/v1/namespaces/{ns}/pods")).await?;
         let items: Vec<&Value> = pods["items"].as_array().into_iter().flatten().collect();
-        let o = map::Objects::from_values(items.iter().map(|p| {
-            let mut p = (*p).clone();
-            p["kind"] = json!("Pod");
-            p
-        }));
-        let c = map::cluster("", &o, 0);
         let pod_names = |pred: &dyn Fn(&Value) -> bool| -> Vec<String> {
             items
                 .iter()
@@ -189,12 +196,12 @@ impl Executor {
         };
         let group =
             |p: &Value| p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == name;
-        if c.job(job)
-            .is_some_and(|j| j.gang.as_deref().is_some_and(|g| g.starts_with("PodGroup")))
-        {
+        // A Volcano gang: pods annotated with its group (as the map groups them).
+        let gang = pod_names(&group);
+        if !gang.is_empty() {
             return Ok(Target::Gang {
                 ns: ns.into(),
-                pods: pod_names(&group),
+                pods: gang,
             });
         }
         let owned = |p: &Value| {

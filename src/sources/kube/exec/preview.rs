@@ -15,9 +15,14 @@ pub(super) struct Prepared {
 impl Executor {
     /// Reads the server for the exact calls of `a` (see [`Self::calls`]).
     pub async fn prepare(&self, a: &Action) {
-        let calls = self.read_calls(a).await;
-        let warnings = match a {
-            Action::Drain { node, .. } => self.pdb_blocks(node).await,
+        // A drain's pods are read once: its calls and its warnings need them.
+        let pods = match a {
+            Action::Drain { node, .. } => Some(self.evictable_pods(node).await),
+            _ => None,
+        };
+        let calls = self.read_calls(a, pods.as_ref()).await;
+        let warnings = match &pods {
+            Some(Ok(pods)) => self.pdb_blocks(pods).await,
             _ => Vec::new(),
         };
         if let Ok(mut p) = self.prepared.lock() {
@@ -37,28 +42,17 @@ impl Executor {
         }
     }
 
-    /// The pods on `node` whose eviction a PodDisruptionBudget will refuse
+    /// The pods (of those a drain evicts) whose eviction a PodDisruptionBudget will refuse
     /// now (it allows no disruption), one line each.
-    pub(super) async fn pdb_blocks(&self, node: &str) -> Vec<String> {
-        let Ok(pods) = self
-            .get(&format!(
-                "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
-            ))
-            .await
-        else {
-            return Vec::new();
-        };
+    pub(super) async fn pdb_blocks(&self, pods: &[Value]) -> Vec<String> {
         let Ok(pdbs) = self.get("/apis/policy/v1/poddisruptionbudgets").await else {
             return Vec::new();
         };
-        let evicted = self.pods_to_evict(node).await.unwrap_or_default();
         let mut out = Vec::new();
-        for p in pods["items"].as_array().into_iter().flatten() {
+        for p in pods {
             let ns = p["metadata"]["namespace"].as_str().unwrap_or_default();
             let name = p["metadata"]["name"].as_str().unwrap_or_default();
-            if p["status"]["phase"] != "Running"
-                || !evicted.iter().any(|(n, x)| n == ns && x == name)
-            {
+            if p["status"]["phase"] != "Running" {
                 continue;
             }
             for b in pdbs["items"].as_array().into_iter().flatten() {
@@ -121,16 +115,21 @@ impl Executor {
         }
     }
 
-    pub(super) async fn read_calls(&self, a: &Action) -> Result<Vec<String>, String> {
+    pub(super) async fn read_calls(
+        &self,
+        a: &Action,
+        drained: Option<&Result<Vec<Value>, String>>,
+    ) -> Result<Vec<String>, String> {
         let calls: Result<Vec<Call>, String> = match a {
             Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
             Action::Resume { node } => Ok(vec![uncordon_call(node)]),
             Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
-            Action::Drain { node, reason, .. } => match self.pods_to_evict(node).await {
-                Ok(pods) => Ok(std::iter::once(cordon_call(node, reason))
-                    .chain(pods.iter().map(|(ns, p)| evict_call(ns, p)))
+            Action::Drain { node, reason, .. } => match drained {
+                Some(Ok(pods)) => Ok(std::iter::once(cordon_call(node, reason))
+                    .chain(pods.iter().filter_map(name_of).map(|(ns, p)| evict_call(&ns, &p)))
                     .collect()),
-                Err(e) => Err(e),
+                Some(Err(e)) => Err(e.clone()),
+                None => Err(format!("the pods on {node} were not read")),
             },
             Action::Requeue { job } | Action::Preempt { job } => {
                 self.target(job).await.and_then(|t| match t {
