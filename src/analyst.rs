@@ -1,14 +1,18 @@
 //! Runs the engine off the UI thread: each snapshot from the source goes
 //! to the UI at once, then its analysis follows when computed. The UI says
 //! what it is focused on through a watch channel, and a new focus is
-//! answered without waiting for the next snapshot.
+//! answered without waiting for the next snapshot. Full analyses keep to a
+//! CPU budget (`ANALYSIS_SHARE`): on a big cluster they follow the newest
+//! snapshot every few seconds, not every snapshot.
 
 use crate::engine::SiteParams;
 use crate::engine::analysis::{Analysis, Base, Focus};
+use crate::engine::health::EccBaseline;
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
 use crate::sources::Update;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 /// What the analyst passes on: every source update as it came, then the
@@ -21,6 +25,19 @@ pub enum Out {
     SourceStopped,
 }
 
+/// The share of one core a full analysis may take on average: after an
+/// analysis that took `d`, the next full one waits until `d / SHARE` has
+/// passed since it began. At 16 nodes (well under a millisecond) that is
+/// every snapshot; at 10,000 nodes (~200 ms) one every few seconds, where
+/// planning every snapshot kept a fifth of a core busy (issue 14).
+pub const ANALYSIS_SHARE: f64 = 0.05;
+
+/// When the next full analysis may start, after one that began at `began`
+/// and took `took`.
+pub fn next_analysis(began: Instant, took: Duration) -> Instant {
+    began + took.div_f64(ANALYSIS_SHARE)
+}
+
 pub fn spawn(
     mut source: mpsc::Receiver<Update>,
     focus: watch::Receiver<Focus>,
@@ -31,20 +48,26 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut focus = focus;
         let mut latest: Option<Arc<Cluster>> = None;
-        let mut prev: Option<Arc<Cluster>> = None;
         // The snapshot the last base was computed for, and that base.
         let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
+        // Correctable-error counters of the last analysed snapshot, for rates.
+        let mut baseline: Option<Arc<EccBaseline>> = None;
         let mut source_open = true;
-        // When jobs began to show the hung-collective signature.
+        // When jobs began to show the hung-collective signature: observed
+        // on every snapshot, analysed or not.
         let mut history = crate::engine::stall::StallHistory::default();
+        // No full analysis before this (the CPU budget).
+        let mut earliest = Instant::now();
+        let mut deferred = false;
         loop {
             tokio::select! {
                 up = source.recv(), if source_open => match up {
                     Some(Update::Snapshot(c)) => {
+                        history.observe(&c, &site);
                         if tx.send(Out::Source(Update::Snapshot(c.clone()))).await.is_err() {
                             return;
                         }
-                        prev = latest.replace(c);
+                        latest = Some(c);
                     }
                     Some(other) => {
                         if tx.send(Out::Source(other)).await.is_err() {
@@ -64,45 +87,68 @@ pub fn spawn(
                     if changed.is_err() {
                         return;
                     }
+                    // A new focus is answered at once, on the last base.
+                    if let Some((c, base)) = done.clone() {
+                        let f = focus.borrow().clone();
+                        let s = site.clone();
+                        let answer = tokio::task::spawn_blocking(move || {
+                            Analysis::with_base(base, &c, &f, &s)
+                        })
+                        .await;
+                        match answer {
+                            Ok(a) => {
+                                if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e) => tracing::error!("engine task failed: {e}"),
+                        }
+                        continue;
+                    }
                 }
+                () = tokio::time::sleep_until(earliest.into()), if deferred => {}
             }
             // Forward whatever queued up while we computed; analyse the newest.
             while let Ok(up) = source.try_recv() {
                 if let Update::Snapshot(c) = &up {
-                    prev = latest.replace(c.clone());
+                    history.observe(c, &site);
+                    latest = Some(c.clone());
                 }
                 if tx.send(Out::Source(up)).await.is_err() {
                     return;
                 }
             }
             let Some(c) = latest.clone() else { continue };
-            let (p, f, s, k) = (
-                prev.clone(),
+            if done.as_ref().is_some_and(|(d, _)| Arc::ptr_eq(d, &c)) {
+                deferred = false;
+                continue;
+            }
+            let began = Instant::now();
+            if began < earliest {
+                // Too soon after the last: analyse the newest when allowed.
+                deferred = true;
+                continue;
+            }
+            deferred = false;
+            let (b, f, s, k, h) = (
+                baseline.clone(),
                 focus.borrow().clone(),
                 site.clone(),
                 catalog.clone(),
+                history.clone(),
             );
-            // A focus change on the same snapshot reuses its plan and verdicts.
-            let reuse = done
-                .as_ref()
-                .filter(|(d, _)| Arc::ptr_eq(d, &c))
-                .map(|(_, b)| b.clone());
-            if reuse.is_none() {
-                history.observe(&c, &s);
-            }
-            let h = history.clone();
             let c2 = c.clone();
             let analysis = tokio::task::spawn_blocking(move || {
-                let base = reuse
-                    .unwrap_or_else(|| Arc::new(Base::compute_with(&c2, p.as_deref(), &s, &k, &h)));
-                Analysis::with_base(base, &c2, &f, &s)
+                let base = Arc::new(Base::compute_on(&c2, b.as_deref(), &s, &k, &h));
+                let next = Arc::new(EccBaseline::of(&c2));
+                (Analysis::with_base(base, &c2, &f, &s), next)
             })
             .await;
-            if let Ok(a) = &analysis {
-                done = Some((c, a.base.clone()));
-            }
+            earliest = next_analysis(began, began.elapsed());
             match analysis {
-                Ok(a) => {
+                Ok((a, next)) => {
+                    baseline = Some(next);
+                    done = Some((c, a.base.clone()));
                     if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
                         return;
                     }

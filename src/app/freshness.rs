@@ -24,6 +24,14 @@ impl App {
         ages.into_iter().flatten().max()
     }
 
+    /// How far the engine's answers trail the snapshot shown, on the
+    /// snapshots' clock, when by more than two seconds: on a big cluster
+    /// the analyst keeps to a CPU budget and plans every few seconds.
+    pub fn analysis_lag_s(&self) -> Option<i64> {
+        let lag = self.cluster.time - self.analysis.as_ref()?.base.time;
+        (lag > 2).then_some(lag)
+    }
+
     pub fn is_stale(&self) -> bool {
         self.data_age().is_none_or(|a| a > self.stale_limit())
     }

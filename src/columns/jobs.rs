@@ -37,27 +37,13 @@ fn job_time(c: &Ctx, j: &Job) -> Option<i64> {
 
 /// The engine's estimated start of a pending job: `in 1h06m`, `22:19`,
 /// `12-01 03:00` (another day), or why there is none.
-/// `j`'s index in `jobs`: from its address when it is one of them (every
-/// row of a job table is), else by id. Searching by id for every row made
-/// a 100,000-job table quadratic (33 s for `get jobs`).
-pub(super) fn index_of(jobs: &[Job], j: &Job) -> Option<usize> {
-    let size = std::mem::size_of::<Job>().max(1);
-    let at = (j as *const Job as usize)
-        .checked_sub(jobs.as_ptr() as usize)
-        .map(|d| d / size)
-        .filter(|&i| jobs.get(i).is_some_and(|x| std::ptr::eq(x, j)));
-    at.or_else(|| jobs.iter().position(|x| x.id == j.id))
-}
-
 fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
     use crate::engine::plan::Estimate;
     let Some(base) = c.base else {
         return ("…".into(), None);
     };
-    let Some(i) = index_of(&c.cluster.jobs, j) else {
-        return ("-".into(), None);
-    };
-    match base.plan.estimate(i) {
+    // By id: the analysis may be of an earlier snapshot than the rows.
+    match base.estimate_for(&j.id) {
         Some(Estimate::Starts { start, .. }) if *start <= c.cluster.time => {
             ("now".into(), Some(*start))
         }

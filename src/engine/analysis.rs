@@ -4,7 +4,7 @@
 
 use super::SiteParams;
 use super::blast::{Blast, Target, blast};
-use super::health::{GpuVerdict, NodeVerdict, critical_nodes, verdicts};
+use super::health::{EccBaseline, GpuVerdict, NodeVerdict, critical_nodes, verdicts};
 use super::incidents::{Incident, incidents};
 use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
@@ -46,6 +46,11 @@ pub struct Base {
     pub time: Timestamp,
     /// The queue plan, on capacity that is in service and healthy.
     pub plan: Plan,
+    /// Each pending job's place in `plan.estimates`, by id: the console
+    /// shows estimates on newer snapshots than the one planned (the
+    /// analyst does not plan every snapshot of a big cluster), where a
+    /// job's position may have moved.
+    pub estimate_of_job: rustc_hash::FxHashMap<String, usize>,
     pub verdicts: Vec<NodeVerdict>,
     pub verdict_of_node: HashMap<String, usize>,
     /// Nodes whose health says drain them: not capacity anywhere.
@@ -65,13 +70,15 @@ impl Base {
         site: &SiteParams,
         cat: &XidCatalog,
     ) -> Base {
-        Base::compute_with(c, prev, site, cat, &StallHistory::default())
+        let prev = prev.map(EccBaseline::of);
+        Base::compute_on(c, prev.as_ref(), site, cat, &StallHistory::default())
     }
 
-    /// The base with the stall history the analyst keeps across snapshots.
-    pub fn compute_with(
+    /// The base with what the analyst keeps across snapshots: the last
+    /// analysed snapshot's error counters and the stall history.
+    pub fn compute_on(
         c: &Cluster,
-        prev: Option<&Cluster>,
+        prev: Option<&EccBaseline>,
         site: &SiteParams,
         cat: &XidCatalog,
         history: &StallHistory,
@@ -79,6 +86,13 @@ impl Base {
         let verdicts = verdicts(c, prev, cat, site);
         let unusable = critical_nodes(&verdicts);
         let plan = plan(c, site, &unusable);
+        let estimate_of_job = c
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| plan.estimate(*i).is_some())
+            .map(|(i, j)| (j.id.clone(), i))
+            .collect();
         let by_node: HashMap<&str, &NodeVerdict> =
             verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
         let stalls = stalls(c, &by_node, history, cat, site);
@@ -92,6 +106,7 @@ impl Base {
         Base {
             time: c.time,
             plan,
+            estimate_of_job,
             verdicts,
             verdict_of_node,
             unusable,
@@ -106,6 +121,14 @@ impl Base {
         self.incidents
             .iter()
             .find(|i| i.node == node && i.is_open() && i.action.needs_drain())
+    }
+
+    /// The plan's estimate for pending job `id` (looked up by id, so an
+    /// analysis of an earlier snapshot answers for the same job).
+    pub fn estimate_for(&self, id: &str) -> Option<&super::plan::Estimate> {
+        self.estimate_of_job
+            .get(id)
+            .and_then(|&i| self.plan.estimate(i))
     }
 
     pub fn incident(&self, id: &str) -> Option<&Incident> {

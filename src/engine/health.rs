@@ -146,19 +146,57 @@ pub fn gpu_verdict(
 }
 
 /// Correctable errors per hour between two readings of the same GPU.
-fn sbe_rate(now: &Gpu, then: &Gpu, dt_s: i64) -> Option<f64> {
+fn sbe_rate(now: &Gpu, then: Option<u64>, dt_s: i64) -> Option<f64> {
     if dt_s <= 0 {
         return None;
     }
-    let (a, b) = (now.ecc.sbe_aggregate?, then.ecc.sbe_aggregate?);
+    let (a, b) = (now.ecc.sbe_aggregate?, then?);
     Some(a.saturating_sub(b) as f64 * 3600.0 / dt_s as f64)
 }
 
+/// What the rates need of an earlier snapshot: its time and each GPU's
+/// aggregate correctable-error count. The analyst keeps this, not the
+/// whole earlier snapshot (a second copy of a 10,000-node cluster).
+#[derive(Debug, Clone, Default)]
+pub struct EccBaseline {
+    pub time: crate::model::Timestamp,
+    /// Per node: (GPU index, aggregate SBE count).
+    sbe: HashMap<String, Vec<(u32, Option<u64>)>>,
+}
+
+impl EccBaseline {
+    pub fn of(c: &Cluster) -> EccBaseline {
+        EccBaseline {
+            time: c.time,
+            sbe: c
+                .nodes
+                .iter()
+                .map(|n| {
+                    let gpus = n
+                        .gpus
+                        .iter()
+                        .map(|g| (g.index, g.ecc.sbe_aggregate))
+                        .collect();
+                    (n.name.clone(), gpus)
+                })
+                .collect(),
+        }
+    }
+
+    fn sbe(&self, node: &str, gpu: u32) -> Option<u64> {
+        self.sbe
+            .get(node)?
+            .iter()
+            .find(|(i, _)| *i == gpu)
+            .and_then(|(_, s)| *s)
+    }
+}
+
 /// Verdicts for every node with something to say, most drastic first.
-/// `prev` (an earlier snapshot) gives correctable-error rates.
+/// `prev` (an earlier snapshot's counters) gives correctable-error rates.
 pub fn verdicts(
     c: &Cluster,
-    prev: Option<&Cluster>,
+    prev: Option<&EccBaseline>,
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
@@ -184,13 +222,6 @@ pub fn verdicts(
             None => {}
         }
     }
-    let prev_gpus: HashMap<(&str, u32), &Gpu> = prev
-        .map(|p| {
-            p.gpus()
-                .map(|(n, g)| ((n.name.as_str(), g.index), g))
-                .collect()
-        })
-        .unwrap_or_default();
     let dt = prev.map_or(0, |p| c.time - p.time);
     let mut out = Vec::new();
     for n in &c.nodes {
@@ -214,9 +245,7 @@ pub fn verdicts(
                 let events = by_gpu
                     .get(&(n.name.as_str(), g.index))
                     .map_or(&[][..], Vec::as_slice);
-                let rate = prev_gpus
-                    .get(&(n.name.as_str(), g.index))
-                    .and_then(|p| sbe_rate(g, p, dt));
+                let rate = prev.and_then(|p| sbe_rate(g, p.sbe(&n.name, g.index), dt));
                 GpuVerdict {
                     node: n.name.clone(),
                     gpu: g.index,
@@ -395,7 +424,7 @@ mod tests {
         g.ecc.sbe_aggregate = Some(10);
         let mut later = g.clone();
         later.ecc.sbe_aggregate = Some(510);
-        let rate = sbe_rate(&later, &g, 3600);
+        let rate = sbe_rate(&later, g.ecc.sbe_aggregate, 3600);
         assert_eq!(rate, Some(500.0));
         assert_eq!(
             gpu_verdict(&later, &[], rate, &cat, &site).action,

@@ -68,22 +68,43 @@ impl StallHistory {
             self.since.clear();
         }
         self.time = c.time;
-        let mut now: FxHashMap<String, Timestamp> = FxHashMap::default();
-        for (id, gpus) in gpus_by_job(c) {
-            let mut seen = 0;
-            let mut all = true;
-            for g in gpus {
-                match spinning(g, site) {
-                    Some(true) => seen += 1,
-                    Some(false) => all = false,
-                    None => {}
-                }
-            }
-            if all && seen > 0 {
-                let since = self.since.get(id).copied().unwrap_or(c.time);
-                now.insert(id.to_string(), since);
+        // Only jobs with a spinning GPU can show the signature: find them
+        // first (a handful), then check their other GPUs. Grouping every
+        // running job's GPUs each snapshot was 12 % of the console's CPU at
+        // 10,000 nodes.
+        let mut candidates: FxHashMap<&str, bool> = FxHashMap::default();
+        for (_, g) in c.gpus() {
+            if let Some(id) = g.job.as_deref()
+                && spinning(g, site) == Some(true)
+            {
+                candidates.insert(id, true);
             }
         }
+        if !candidates.is_empty() {
+            for (_, g) in c.gpus() {
+                if let Some(all) = g.job.as_deref().and_then(|id| candidates.get_mut(id))
+                    && spinning(g, site) == Some(false)
+                {
+                    *all = false;
+                }
+            }
+            let running: rustc_hash::FxHashSet<&str> = c
+                .jobs
+                .iter()
+                .filter(|j| j.state.holds_resources() && candidates.contains_key(j.id.as_str()))
+                .map(|j| j.id.as_str())
+                .collect();
+            candidates.retain(|id, all| *all && running.contains(id));
+        }
+        let now: FxHashMap<String, Timestamp> = candidates
+            .into_keys()
+            .map(|id| {
+                (
+                    id.to_string(),
+                    self.since.get(id).copied().unwrap_or(c.time),
+                )
+            })
+            .collect();
         self.since = now;
     }
 
@@ -93,12 +114,15 @@ impl StallHistory {
     }
 }
 
-/// The GPUs each running job holds, from the per-GPU allocation.
-fn gpus_by_job(c: &Cluster) -> HashMap<&str, Vec<&crate::model::Gpu>> {
+/// The GPUs each running job of `wanted` holds, from the per-GPU allocation.
+fn gpus_by_job<'a>(
+    c: &'a Cluster,
+    wanted: &rustc_hash::FxHashSet<&str>,
+) -> HashMap<&'a str, Vec<&'a crate::model::Gpu>> {
     let running: HashMap<&str, ()> = c
         .jobs
         .iter()
-        .filter(|j| j.state.holds_resources())
+        .filter(|j| j.state.holds_resources() && wanted.contains(j.id.as_str()))
         .map(|j| (j.id.as_str(), ()))
         .collect();
     let mut out: HashMap<&str, Vec<&crate::model::Gpu>> = HashMap::new();
@@ -123,15 +147,31 @@ pub fn stalls(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<Stall> {
+    // Only jobs with a GPU that has a drain verdict, or with the signature
+    // in the history, can be stalled: group the GPUs of those alone.
+    let mut wanted: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    for (n, g) in c.gpus() {
+        if let Some(id) = g.job.as_deref()
+            && verdicts.get(n.name.as_str()).is_some_and(|v| {
+                v.gpus
+                    .iter()
+                    .any(|gv| gv.gpu == g.index && gv.verdict.action.needs_drain())
+            })
+        {
+            wanted.insert(id);
+        }
+    }
+    wanted.extend(history.since.keys().map(String::as_str));
     let job_ix: HashMap<&str, usize> = c
         .jobs
         .iter()
         .enumerate()
+        .filter(|(_, j)| wanted.contains(j.id.as_str()))
         .map(|(i, j)| (j.id.as_str(), i))
         .collect();
     // Direct stalls: (job index, since, node, gpu, evidence).
     let mut direct: Vec<(usize, Found)> = Vec::new();
-    let by_job = gpus_by_job(c);
+    let by_job = gpus_by_job(c, &wanted);
     let mut ids: Vec<&&str> = by_job.keys().collect();
     ids.sort();
     for id in ids {

@@ -111,6 +111,12 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some(r) = app.refresh_badge() {
                 spans.push(Span::styled(format!(" · {r}"), theme.dim()));
             }
+            if let Some(lag) = app.analysis_lag_s() {
+                spans.push(Span::styled(
+                    format!(" · engine {} behind", text::duration(lag)),
+                    theme.dim(),
+                ));
+            }
         }
     }
     // The origin in trouble, with its own age, until it answers again.
