@@ -212,7 +212,7 @@ fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
         GetWhat::Jobs => spec_table(
             &ctx,
             crate::columns::JOBS,
-            &c.jobs.iter().collect::<Vec<_>>(),
+            &c.jobs.iter().map(|j| &**j).collect::<Vec<_>>(),
         ),
         GetWhat::Incidents => spec_table(
             &ctx,

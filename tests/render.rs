@@ -315,7 +315,7 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
             .position(|n| n.name == "h100-08")
             .expect("h100-08");
         for g in 0..8u32 {
-            let mut j = template.clone();
+            let mut j = (*template).clone();
             j.id = format!("9{g:03}");
             j.name = format!("sweep-trial-{g}");
             j.user = ["ana", "ben", "cai", "dee"][g as usize % 4].to_string();
@@ -325,7 +325,7 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
             j.gpus_total = Some(1);
             j.gang = None;
             c.nodes[n].gpus[g as usize].job = Some(j.id.clone());
-            c.jobs.push(j);
+            c.jobs.push(std::sync::Arc::new(j));
         }
     });
     let action = Action::Drain {

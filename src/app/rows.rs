@@ -78,6 +78,7 @@ impl App {
                     .jobs
                     .iter()
                     .enumerate()
+                    .map(|(i, j)| (i, &**j))
                     .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
                     .filter(|(_, j)| matches(&ctx, cols::JOBS, j, f))
                     .collect();

@@ -188,7 +188,7 @@ pub fn blast(
         Action::Hold { job } | Action::Release { job } => {
             let j = find_job(job)?;
             let mut after = c.clone();
-            after.jobs[j].reason = match target {
+            std::sync::Arc::make_mut(&mut after.jobs[j]).reason = match target {
                 Action::Hold { .. } => Some("JobHeldAdmin".into()),
                 _ => None,
             };
@@ -357,13 +357,14 @@ fn jumped_jobs(
     plan_after: &Plan,
     job: &str,
 ) -> Vec<String> {
-    let rank = |order: &[usize], jobs: &[crate::model::Job]| -> HashMap<String, usize> {
-        order
-            .iter()
-            .enumerate()
-            .map(|(r, &i)| (jobs[i].id.clone(), r))
-            .collect()
-    };
+    let rank =
+        |order: &[usize], jobs: &[std::sync::Arc<crate::model::Job>]| -> HashMap<String, usize> {
+            order
+                .iter()
+                .enumerate()
+                .map(|(r, &i)| (jobs[i].id.clone(), r))
+                .collect()
+        };
     let (rb, ra) = (
         rank(&before.order, &c.jobs),
         rank(&plan_after.order, &after.jobs),

@@ -102,7 +102,7 @@ pub fn run(
             }
         }
     }
-    c.jobs.push(j);
+    c.jobs.push(std::sync::Arc::new(j));
     c.jobs.len() - 1
 }
 
@@ -114,8 +114,13 @@ pub fn pend(
     gpus_per_node: u32,
     priority: u64,
 ) -> usize {
-    c.jobs
-        .push(job(id, partition, nodes, gpus_per_node, priority));
+    c.jobs.push(std::sync::Arc::new(job(
+        id,
+        partition,
+        nodes,
+        gpus_per_node,
+        priority,
+    )));
     c.jobs.len() - 1
 }
 

@@ -364,7 +364,7 @@ mod tests {
         );
         assert_eq!(r.lost_gpu_hours.value, Some(8.0));
         // From parameters: 70B × 16 bytes.
-        c.jobs[j].checkpoint.params = Some(70_000_000_000);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.params = Some(70_000_000_000);
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         assert_eq!(r.state_bytes.value, Some(1.12e12));
         assert_eq!(r.state_bytes.source, Provenance::Model);
@@ -376,8 +376,10 @@ mod tests {
         add_node(&mut c, "n1", "p", 8);
         add_node(&mut c, "n2", "p", 8);
         let j = run(&mut c, "r", &["n1"], 8, 600, 7200);
-        c.jobs[j].checkpoint.last = Some(NOW - 300);
-        c.jobs[j].checkpoint.size_bytes = Some(100_000_000_000);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300);
+        std::sync::Arc::make_mut(&mut c.jobs[j])
+            .checkpoint
+            .size_bytes = Some(100_000_000_000);
         // n2 is busy for another 1000 s; n1 frees when the job is requeued.
         run(&mut c, "other", &["n2"], 8, 0, 1000);
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");

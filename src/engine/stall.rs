@@ -312,8 +312,8 @@ mod tests {
         let a = run(&mut c, "rank0", &["n1"], 8, 600, 7200);
         let b = run(&mut c, "rank1", &["n2"], 8, 600, 7200);
         run(&mut c, "solo", &["n3"], 8, 600, 7200);
-        c.jobs[a].gang = Some("g".into());
-        c.jobs[b].gang = Some("g".into());
+        std::sync::Arc::make_mut(&mut c.jobs[a]).gang = Some("g".into());
+        std::sync::Arc::make_mut(&mut c.jobs[b]).gang = Some("g".into());
         // The hung-collective look on every GPU: no SM occupancy to speak of.
         for n in &mut c.nodes {
             for g in &mut n.gpus {

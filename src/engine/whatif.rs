@@ -58,7 +58,9 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
         }
     }
     for &i in jobs {
-        let Some(j) = c.jobs.get_mut(i) else { continue };
+        let Some(j) = c.jobs.get_mut(i).map(std::sync::Arc::make_mut) else {
+            continue;
+        };
         j.nodes.clear();
         if requeue {
             j.state = JobState::Pending;
@@ -103,7 +105,7 @@ pub fn end_job(c: &Cluster, job: usize, requeue: bool) -> (Cluster, Vec<usize>) 
 /// The snapshot with `job`'s priority set to `value`.
 pub fn reprioritize(c: &Cluster, job: usize, value: u64) -> Cluster {
     let mut after = c.clone();
-    if let Some(j) = after.jobs.get_mut(job) {
+    if let Some(j) = after.jobs.get_mut(job).map(std::sync::Arc::make_mut) {
         j.priority = Some(value);
         // The scheduler's reason was for the old order.
         if j.reason.as_deref() == Some("Priority") {

@@ -250,6 +250,7 @@ fn quota_cause(
     let next_end: Option<(Timestamp, &Job)> = c
         .jobs
         .iter()
+        .map(|x| &**x)
         .filter(|x| x.state.holds_resources() && x.account.as_ref() == Some(account))
         .filter_map(|x| match (x.start_time, x.time_limit) {
             (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some((s + l as i64, x)),

@@ -59,7 +59,7 @@ pub struct Cluster {
     pub time: Timestamp,
     pub partitions: Vec<Partition>,
     pub nodes: Vec<Node>,
-    pub jobs: Vec<Job>,
+    pub jobs: Vec<std::sync::Arc<Job>>,
     /// Xid, ECC and node-state events, oldest first.
     pub events: Vec<Event>,
     pub quotas: Vec<Quota>,
@@ -71,7 +71,7 @@ impl Cluster {
     }
 
     pub fn job(&self, id: &str) -> Option<&Job> {
-        self.jobs.iter().find(|j| j.id == id)
+        self.jobs.iter().find(|j| j.id == id).map(|j| &**j)
     }
 
     /// The jobs that hold GPUs on `node`, in job-list order.
@@ -79,6 +79,7 @@ impl Cluster {
         self.jobs
             .iter()
             .filter(move |j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
+            .map(|j| &**j)
     }
 
     /// Who an event on `node` (and GPU `gpu`) hits now: the job holding that

@@ -108,7 +108,7 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         &app.columns_ctx(),
         list(app, name, columns::JOBS),
         |i| match app.rows.get(i) {
-            Some(Row::Job(j)) => c.jobs.get(*j),
+            Some(Row::Job(j)) => c.jobs.get(*j).map(|j| &**j),
             _ => None,
         },
     );

@@ -48,8 +48,8 @@ fn separate_jobs_of_one_gang_die_together() {
     }
     let a = run(&mut c, "pod-0", &["n1"], 8, 600, 7200);
     let b = run(&mut c, "pod-1", &["n2"], 8, 600, 7200);
-    c.jobs[a].gang = Some("pg".into());
-    c.jobs[b].gang = Some("pg".into());
+    std::sync::Arc::make_mut(&mut c.jobs[a]).gang = Some("pg".into());
+    std::sync::Arc::make_mut(&mut c.jobs[b]).gang = Some("pg".into());
     let r = blast(
         &c,
         &base_of(&c),
@@ -203,7 +203,7 @@ fn arb_cluster() -> impl Strategy<Value = Cluster> {
                 }
                 let names: Vec<&str> = free.iter().map(String::as_str).collect();
                 let j = run(&mut c, &format!("r{k}"), &names, gpn, ran as i64, 6000);
-                c.jobs[j].gang = Some(format!("g{gang}"));
+                std::sync::Arc::make_mut(&mut c.jobs[j]).gang = Some(format!("g{gang}"));
             }
             for (k, (n, g, prio)) in pending.into_iter().enumerate() {
                 pend(&mut c, &format!("q{k}"), "p", n, g, prio);

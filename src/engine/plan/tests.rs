@@ -75,9 +75,9 @@ fn the_plan_infers_resources_for_the_first_waiting_job_and_priority_behind_it() 
     let fits = pend(&mut c, "fits", "q", 1, 2, 30);
     let behind = pend(&mut c, "behind", "q", 1, 2, 20);
     // Too long for n2's idle GPUs before `other` needs them.
-    c.jobs[behind].time_limit = Some(TimeLimit::Seconds(7200));
+    std::sync::Arc::make_mut(&mut c.jobs[behind]).time_limit = Some(TimeLimit::Seconds(7200));
     let held = pend(&mut c, "held", "p", 1, 1, 200);
-    c.jobs[held].reason = Some("JobHeldUser".into());
+    std::sync::Arc::make_mut(&mut c.jobs[held]).reason = Some("JobHeldUser".into());
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     let r = p.inferred_reasons(&c);
     assert_eq!(r[first], Some("Resources"));
@@ -100,11 +100,11 @@ fn short_jobs_backfill_into_the_gap_before_a_reservation_and_long_ones_do_not() 
     // `big` needs all 8 at 3600: the 2 idle GPUs are reserved from then.
     let big = pend(&mut c, "big", "p", 1, 8, 100);
     let short = pend(&mut c, "short", "p", 1, 2, 50);
-    c.jobs[short].time_limit = Some(TimeLimit::Seconds(1200));
+    std::sync::Arc::make_mut(&mut c.jobs[short]).time_limit = Some(TimeLimit::Seconds(1200));
     let after = pend(&mut c, "after", "p", 1, 2, 40);
-    c.jobs[after].time_limit = Some(TimeLimit::Seconds(2400));
+    std::sync::Arc::make_mut(&mut c.jobs[after]).time_limit = Some(TimeLimit::Seconds(2400));
     let long = pend(&mut c, "long", "p", 1, 2, 30);
-    c.jobs[long].time_limit = Some(TimeLimit::Seconds(7200));
+    std::sync::Arc::make_mut(&mut c.jobs[long]).time_limit = Some(TimeLimit::Seconds(7200));
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, big), Some(NOW + 3600));
     assert_eq!(start(&p, short), Some(NOW), "ends before big starts");
@@ -142,7 +142,7 @@ fn drained_capacity_never_frees_and_holds_block() {
     c.nodes[0].state = NodeState::Drain;
     let j = pend(&mut c, "1", "p", 1, 1, 10);
     let h = pend(&mut c, "2", "p", 1, 1, 10);
-    c.jobs[h].reason = Some("JobHeldUser".into());
+    std::sync::Arc::make_mut(&mut c.jobs[h]).reason = Some("JobHeldUser".into());
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(
         p.estimate(j),

@@ -448,7 +448,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         time: now,
         partitions,
         nodes,
-        jobs,
+        jobs: jobs.into_iter().map(std::sync::Arc::new).collect(),
         events: Vec::new(),
         quotas,
     };

@@ -97,7 +97,7 @@ impl Sim {
             },
         );
         if requeue {
-            let j = &mut self.jobs[k].job;
+            let j = self.jobs[k].job_mut();
             j.end_time = None;
             j.start_time = None;
             j.nodes.clear();
@@ -248,7 +248,7 @@ impl Sim {
             }
             Action::Priority { job, value } => {
                 let i = self.job_ix(job)?;
-                self.jobs[i].job.priority = Some(*value);
+                self.jobs[i].job_mut().priority = Some(*value);
                 self.sched_dirty = true;
                 let j = &self.jobs[i].job;
                 vec![step(what, j.priority == Some(*value), show_job(j))]
@@ -266,7 +266,7 @@ impl Sim {
                     )]);
                 }
                 self.jobs[i].blocked = true;
-                self.jobs[i].job.reason = Some("JobHeldAdmin".into());
+                self.jobs[i].job_mut().reason = Some("JobHeldAdmin".into());
                 vec![step(what, true, show_job(&self.jobs[i].job))]
             }
             Action::Release { job } => {
@@ -278,7 +278,7 @@ impl Sim {
                     .is_some_and(|r| r.starts_with("JobHeld"))
                 {
                     self.jobs[i].blocked = false;
-                    self.jobs[i].job.reason = None;
+                    self.jobs[i].job_mut().reason = None;
                     self.sched_dirty = true;
                 }
                 let j = &self.jobs[i].job;

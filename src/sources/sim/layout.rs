@@ -84,8 +84,8 @@ pub(crate) fn build(sim: &mut Sim) {
     );
     {
         let j = &mut sim.jobs[gang];
-        j.job.qos = Some("high".into());
-        j.job.checkpoint = Checkpoint {
+        j.job_mut().qos = Some("high".into());
+        j.job_mut().checkpoint = Checkpoint {
             last: Some(START_TIME - 1050),
             interval_s: Some(1800),
             size_bytes: Some(1_200_000_000_000),
@@ -127,7 +127,7 @@ pub(crate) fn build(sim: &mut Sim) {
         // (the one that takes the uncorrectable ECC error) requeues
         // nothing of it, and says so.
         if name == "detr-sweep" {
-            sim.jobs[j].job.requeueable = Some(false);
+            sim.jobs[j].job_mut().requeueable = Some(false);
         }
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
@@ -208,7 +208,7 @@ pub(crate) fn build(sim: &mut Sim) {
         3 * 3600,
         true,
     );
-    sim.jobs[eval].job.reason = Some("Dependency".into());
+    sim.jobs[eval].job_mut().reason = Some("Dependency".into());
     let held = queue(
         sim,
         &Spec {
@@ -223,7 +223,7 @@ pub(crate) fn build(sim: &mut Sim) {
         2 * 3600,
         true,
     );
-    sim.jobs[held].job.reason = Some("JobHeldUser".into());
+    sim.jobs[held].job_mut().reason = Some("JobHeldUser".into());
     // A name full of escape sequences: drawn inert, never sent to the terminal.
     queue(
         sim,
@@ -400,7 +400,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
     let mem_frac = sim.rng.random_range(0.4..0.95);
     let multi = spec.nodes > 1;
     SimJob {
-        job: Job {
+        job: std::sync::Arc::new(Job {
             id: id.to_string(),
             name: spec.name.to_string(),
             user: spec.user.to_string(),
@@ -428,7 +428,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
             restarts: Some(0),
             requeueable: Some(true),
             pods: Vec::new(),
-        },
+        }),
         duration_s: limit_s,
         base_occ,
         mem_frac,
@@ -448,14 +448,15 @@ fn queue(sim: &mut Sim, spec: &Spec, waited_s: u64, blocked: bool) -> usize {
 /// A job that has been running for `ran_s` on `nodes`, on their lowest free GPUs.
 fn start(sim: &mut Sim, spec: &Spec, nodes: &[usize], ran_s: u64, limit_s: u64) -> usize {
     let mut job = new_job(sim, spec, ran_s + 600, limit_s);
-    job.job.state = JobState::Running;
-    job.job.start_time = Some(sim.now - ran_s as i64);
+    job.job_mut().state = JobState::Running;
+    job.job_mut().start_time = Some(sim.now - ran_s as i64);
     if job.job.checkpoint.interval_s.is_some() {
-        job.job.checkpoint.last = job.job.start_time;
+        let started = job.job.start_time;
+        job.job_mut().checkpoint.last = started;
     }
     let id = job.job.id.clone();
     for &n in nodes {
-        job.job.nodes.push(sim.nodes[n].name.clone());
+        job.job_mut().nodes.push(sim.nodes[n].name.clone());
         sim.allocate(n, &id, spec.gpus_per_node);
     }
     sim.jobs.push(job);

@@ -22,6 +22,7 @@ mod timeline;
 use crate::model::{Cluster, Event, EventKind, Job, JobState, Partition, Quota, Timestamp};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
 
 /// The sim's clock at start-up: 2026-11-30 02:47:30 UTC.
 pub const START_TIME: Timestamp = 1_796_006_850;
@@ -59,7 +60,9 @@ impl Default for SimConfig {
 /// What the sim knows about a job that a real scheduler would not tell us.
 #[derive(Debug, Clone)]
 pub(crate) struct SimJob {
-    pub job: Job,
+    /// Shared with the snapshots until it changes: a snapshot of 100,000
+    /// jobs copies pointers, not jobs (issue 14).
+    pub job: Arc<Job>,
     /// How long it will run once started.
     pub duration_s: u64,
     /// Typical SM occupancy of its kernels.
@@ -70,6 +73,20 @@ pub(crate) struct SimJob {
     pub hung: bool,
     /// A pending reason the scheduler never clears (Dependency, JobHeldUser).
     pub blocked: bool,
+}
+
+impl SimJob {
+    /// The job to change (a copy when a snapshot still holds it).
+    pub fn job_mut(&mut self) -> &mut Job {
+        Arc::make_mut(&mut self.job)
+    }
+
+    /// Sets the scheduler's reason, copying the job only if it changes.
+    pub fn set_reason(&mut self, reason: Option<&str>) {
+        if self.job.reason.as_deref() != reason {
+            self.job_mut().reason = reason.map(str::to_string);
+        }
+    }
 }
 
 /// Index of a node inside the sim, with its partition.
@@ -255,8 +272,8 @@ impl Sim {
     pub(crate) fn end_job(&mut self, idx: usize, state: JobState) {
         let now = self.now;
         let job = &mut self.jobs[idx];
-        job.job.state = state;
-        job.job.end_time = Some(now);
+        job.job_mut().state = state;
+        job.job_mut().end_time = Some(now);
         job.hung = false;
         let id = job.job.id.clone();
         let nodes = job.job.nodes.clone();
@@ -293,11 +310,11 @@ impl Sim {
             if j.job.state != JobState::Running || j.hung {
                 continue;
             }
-            let ck = &mut j.job.checkpoint;
+            let ck = &j.job.checkpoint;
             if let (Some(every), Some(last)) = (ck.interval_s, ck.last.or(j.job.start_time))
                 && now - last >= every as i64
             {
-                ck.last = Some(now);
+                j.job_mut().checkpoint.last = Some(now);
             }
         }
     }

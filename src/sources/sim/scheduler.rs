@@ -62,7 +62,7 @@ pub(crate) fn schedule(sim: &mut Sim) {
                 && let Some((_, limit)) = sim.quotas.iter().find(|(a, _)| a == acc)
                 && sim.gpus_in_use(acc) + per_node * count > *limit
             {
-                sim.jobs[i].job.reason = Some("AssocGrpGRES".into());
+                sim.jobs[i].set_reason(Some("AssocGrpGRES"));
                 continue;
             }
             let fits = avail.get(per_node as usize).is_some_and(|&a| a >= count);
@@ -94,7 +94,7 @@ pub(crate) fn schedule(sim: &mut Sim) {
                     } else {
                         "Resources"
                     };
-                    sim.jobs[i].job.reason = Some(reason.into());
+                    sim.jobs[i].set_reason(Some(reason));
                     blocked_by_resources = true;
                 }
             }
@@ -132,7 +132,7 @@ fn start_on(sim: &mut Sim, i: usize, nodes: &[usize], per_node: u32) {
         names.push(sim.nodes[n].name.clone());
         sim.allocate(n, &id, per_node);
     }
-    let job = &mut sim.jobs[i].job;
+    let job = sim.jobs[i].job_mut();
     job.state = JobState::Running;
     job.reason = None;
     job.start_time = Some(now);

@@ -242,7 +242,10 @@ impl Executor {
             wire::list::<wire::Job>(v, "jobs", "job").map_err(|e| format!("jobs: {e}"))?;
         Ok(map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
             .cluster
-            .jobs)
+            .jobs
+            .into_iter()
+            .map(std::sync::Arc::unwrap_or_clone)
+            .collect())
     }
 
     /// One job as Slurm has it now: its own record (`GET /job/ID`) for a
@@ -260,6 +263,9 @@ impl Executor {
                 map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
                     .cluster
                     .jobs
+                    .into_iter()
+                    .map(std::sync::Arc::unwrap_or_clone)
+                    .collect()
             }
             None => self.jobs_now().await?,
         };

@@ -346,7 +346,7 @@ pub fn cluster(
             time: now,
             partitions,
             nodes: model_nodes,
-            jobs: model_jobs,
+            jobs: model_jobs.into_iter().map(std::sync::Arc::new).collect(),
             events: Vec::new(),
             quotas: Vec::new(),
         },
