@@ -4,7 +4,7 @@
 mod act;
 mod freshness;
 mod history;
-mod index;
+pub mod index;
 mod keys;
 mod rows;
 mod update;

@@ -92,7 +92,10 @@ fn incident_to_node_to_job_by_keys() {
     assert_eq!(a.screen().view, View::GpuDetail);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen().view, View::JobDetail);
-    let job = a.index.job_by_id[a.screen().target.as_deref().expect("job")];
+    let job = a
+        .index
+        .job(&a.cluster, a.screen().target.as_deref().expect("job"))
+        .expect("job");
     assert_eq!(a.cluster.jobs[job].name, "llm-pretrain-70b");
     // Back up the same way.
     key(&mut a, KeyCode::Esc);

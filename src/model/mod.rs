@@ -82,9 +82,6 @@ impl Cluster {
             .map(|j| &**j)
     }
 
-    /// Who an event on `node` (and GPU `gpu`) hits now: the job holding that
-    /// GPU; when the scheduler does not say which GPU a job holds on the
-    /// node, or the event is the node's, every job holding the node.
     /// The jobs holding resources on each node (indices into `jobs`), in
     /// one pass over the jobs: what asking `jobs_on_node` per node would
     /// cost nodes × jobs.
@@ -94,13 +91,22 @@ impl Cluster {
         for (i, j) in self.jobs.iter().enumerate() {
             if j.state.holds_resources() {
                 for n in &j.nodes {
-                    out.entry(n.clone()).or_default().push(i);
+                    // A node's name is copied once, not once per job.
+                    match out.get_mut(n.as_str()) {
+                        Some(v) => v.push(i),
+                        None => {
+                            out.insert(n.clone(), vec![i]);
+                        }
+                    }
                 }
             }
         }
         out
     }
 
+    /// Who an event on `node` (and GPU `gpu`) hits now: the job holding that
+    /// GPU; when the scheduler does not say which GPU a job holds on the
+    /// node, or the event is the node's, every job holding the node.
     pub fn jobs_at(&self, node: &str, gpu: Option<u32>) -> Vec<EventJob> {
         let Some(n) = self.node(node) else {
             return Vec::new();

@@ -5,7 +5,7 @@ use rand::Rng;
 
 pub(crate) fn update(sim: &mut Sim) {
     // Per-job behaviour, looked up by id once per step.
-    let jobs: std::collections::HashMap<&str, (f64, f64, bool)> = sim
+    let jobs: rustc_hash::FxHashMap<&str, (f64, f64, bool)> = sim
         .jobs
         .iter()
         .filter(|j| j.job.state.holds_resources())
@@ -24,7 +24,9 @@ pub(crate) fn update(sim: &mut Sim) {
             (55.0, 400.0)
         };
         for gpu in node.gpus.iter_mut() {
-            gpu.reading_source = Some("sim".into());
+            if gpu.reading_source.as_deref() != Some("sim") {
+                gpu.reading_source = Some("sim".into());
+            }
             gpu.reading_time = Some(now);
             // A GPU that fell off the bus reports nothing at all.
             if gpu.last_xid.as_ref().is_some_and(|x| x.code == 79) {

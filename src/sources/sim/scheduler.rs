@@ -17,19 +17,37 @@ fn free_gpus(sim: &Sim, node: usize) -> u32 {
 
 pub(crate) fn schedule(sim: &mut Sim) {
     sim.sched_dirty = false;
-    let mut pending: Vec<usize> = (0..sim.jobs.len())
-        .filter(|&i| sim.jobs[i].job.state == JobState::Pending && !sim.jobs[i].blocked)
+    // Keys first, then one sort of plain tuples: sorting indices with a
+    // key that reads each job was a sixth of a step at 100,000 jobs.
+    let mut keyed: Vec<(std::cmp::Reverse<u64>, i64, usize)> = sim
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| j.job.state == JobState::Pending && !j.blocked)
+        .map(|(i, j)| {
+            (
+                std::cmp::Reverse(j.job.priority.unwrap_or(0)),
+                j.job.submit_time.unwrap_or(0),
+                i,
+            )
+        })
         .collect();
-    pending.sort_by_key(|&i| {
-        let j = &sim.jobs[i].job;
-        (
-            std::cmp::Reverse(j.priority.unwrap_or(0)),
-            j.submit_time.unwrap_or(0),
-            i,
-        )
-    });
+    keyed.sort_unstable();
+    let pending: Vec<usize> = keyed.into_iter().map(|(_, _, i)| i).collect();
+    // GPUs each team with a quota holds (by position in `sim.quotas`),
+    // kept as jobs start: asking for every pending job made a pass
+    // quadratic in the queue at 100,000 jobs.
+    let mut in_use: Vec<u32> = sim.quotas.iter().map(|(a, _)| sim.gpus_in_use(a)).collect();
+    // The pending jobs of each partition, in order.
+    let mut by_partition: Vec<Vec<usize>> = vec![Vec::new(); sim.partitions.len()];
+    for &i in &pending {
+        let part = sim.jobs[i].job.partition.as_str();
+        if let Some(p) = sim.partitions.iter().position(|p| p.partition.name == part) {
+            by_partition[p].push(i);
+        }
+    }
     for p in 0..sim.partitions.len() {
-        let name = sim.partitions[p].partition.name.clone();
+        let mine = std::mem::take(&mut by_partition[p]);
         let mut free: Vec<u32> = sim.partitions[p]
             .nodes
             .iter()
@@ -44,23 +62,19 @@ pub(crate) fn schedule(sim: &mut Sim) {
             }
         }
         let mut blocked_by_resources = false;
-        let mine: Vec<usize> = pending
-            .iter()
-            .copied()
-            .filter(|&i| sim.jobs[i].job.partition == name)
-            .collect();
         for i in mine {
-            let (per_node, count, account) = {
+            let (per_node, count, quota) = {
                 let j = &sim.jobs[i].job;
                 (
                     j.gpus_per_node.unwrap_or(1),
                     j.node_count.unwrap_or(1),
-                    j.account.clone(),
+                    j.account
+                        .as_deref()
+                        .and_then(|acc| sim.quotas.iter().position(|(a, _)| a == acc)),
                 )
             };
-            if let Some(acc) = &account
-                && let Some((_, limit)) = sim.quotas.iter().find(|(a, _)| a == acc)
-                && sim.gpus_in_use(acc) + per_node * count > *limit
+            if let Some(q) = quota
+                && in_use[q] + per_node * count > sim.quotas[q].1
             {
                 sim.jobs[i].set_reason(Some("AssocGrpGRES"));
                 continue;
@@ -87,6 +101,9 @@ pub(crate) fn schedule(sim: &mut Sim) {
                         }
                     }
                     start_on(sim, i, &nodes, per_node);
+                    if let Some(q) = quota {
+                        in_use[q] += per_node * count;
+                    }
                 }
                 None => {
                     let reason = if blocked_by_resources {

@@ -18,7 +18,7 @@ use ratatui::widgets::{Cell, Paragraph};
 pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let target = app.screen().target.as_deref();
-    let Some(&ji) = target.and_then(|t| app.index.job_by_id.get(t)) else {
+    let Some(ji) = target.and_then(|t| app.index.job(&app.cluster, t)) else {
         return missing(f, area, theme, "job", target);
     };
     let j = &c.jobs[ji];
