@@ -46,8 +46,7 @@ pub(crate) fn schedule(sim: &mut Sim) {
             by_partition[p].push(i);
         }
     }
-    for p in 0..sim.partitions.len() {
-        let mine = std::mem::take(&mut by_partition[p]);
+    for (p, mine) in by_partition.into_iter().enumerate() {
         let mut free: Vec<u32> = sim.partitions[p]
             .nodes
             .iter()
