@@ -177,7 +177,7 @@ mod tests {
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         run(&mut c, "spin", &["n1"], 8, 600, 7200);
-        for g in &mut c.nodes[0].gpus {
+        for g in &mut std::sync::Arc::make_mut(&mut c.nodes[0]).gpus {
             g.utilization = Some(1.0);
             g.sm_occupancy = Some(0.01);
         }

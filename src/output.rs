@@ -202,7 +202,7 @@ fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
         GetWhat::Nodes => spec_table(
             &ctx,
             crate::columns::NODES,
-            &c.nodes.iter().collect::<Vec<_>>(),
+            &c.nodes.iter().map(|n| &**n).collect::<Vec<_>>(),
         ),
         GetWhat::Gpus => spec_table(
             &ctx,

@@ -260,13 +260,14 @@ fn drawing_at_scale_stays_within_the_screen() {
 fn stale_gpu_readings_show_their_age() {
     let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
     // The node endpoint of h100-05 stopped answering five minutes ago.
-    for g in c
-        .nodes
-        .iter_mut()
-        .find(|n| n.name == "h100-05")
-        .expect("node")
-        .gpus
-        .iter_mut()
+    for g in std::sync::Arc::make_mut(
+        c.nodes
+            .iter_mut()
+            .find(|n| n.name == "h100-05")
+            .expect("node"),
+    )
+    .gpus
+    .iter_mut()
     {
         g.reading_time = Some(c.time - 300);
         g.reading_source = Some("dcgm http://h100-05:9400/metrics".into());
@@ -324,7 +325,7 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
             j.node_count = Some(1);
             j.gpus_total = Some(1);
             j.gang = None;
-            c.nodes[n].gpus[g as usize].job = Some(j.id.clone());
+            std::sync::Arc::make_mut(&mut c.nodes[n]).gpus[g as usize].job = Some(j.id.clone());
             c.jobs.push(std::sync::Arc::new(j));
         }
     });
@@ -528,6 +529,7 @@ fn every_dialog_keeps_its_prompt() {
     // Resume a drained node whose GPU is still critical.
     let (mut app, sim, c) = sim_app(200, |c| {
         if let Some(n) = c.nodes.iter_mut().find(|n| n.name == "h100-06") {
+            let n = std::sync::Arc::make_mut(n);
             n.state = NodeState::Drain;
             n.reason = Some("xid48 GPU5".into());
         }
@@ -553,6 +555,7 @@ fn every_dialog_keeps_its_prompt() {
             .iter_mut()
             .filter(|n| n.name == "h100-07" || n.name == "h100-08")
         {
+            let n = std::sync::Arc::make_mut(n);
             n.state = NodeState::Drain;
             n.reason = Some("maintenance".into());
         }

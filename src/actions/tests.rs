@@ -382,7 +382,7 @@ fn the_first_node_out_of_a_small_partition_is_not_refused_by_the_breaker() {
         p.check(&drain("a100n1"), &c, Duration::ZERO, 0, false),
         Ok(())
     );
-    c.nodes[0].state = NodeState::Drain;
+    std::sync::Arc::make_mut(&mut c.nodes[0]).state = NodeState::Drain;
     // The second would empty the partition: that is what the breaker is for.
     let r = p.check(&drain("a100n2"), &c, Duration::ZERO, 0, false);
     assert!(

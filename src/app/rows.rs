@@ -46,6 +46,7 @@ impl App {
                     .nodes
                     .iter()
                     .enumerate()
+                    .map(|(i, n)| (i, &**n))
                     .filter(|(_, n)| matches(&ctx, cols::NODES, n, f))
                     .collect();
                 if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::NODES.len()) {

@@ -100,6 +100,7 @@ fn filters_on_any_column_inverse_and_by_field() {
     let drained: Vec<&Node> = c
         .nodes
         .iter()
+        .map(|n| &**n)
         .filter(|n| matches(&ctx, NODES, n, "drain"))
         .collect();
     assert_eq!(drained.len(), 1);

@@ -139,7 +139,7 @@ pub fn blast(
                 _ => (n.state, 0),
             };
             if let Some(x) = after.nodes.iter_mut().find(|x| &x.name == node) {
-                x.state = state;
+                std::sync::Arc::make_mut(x).state = state;
             }
             (
                 after,

@@ -17,7 +17,7 @@ pub fn cluster() -> Cluster {
 }
 
 pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
-    c.nodes.push(Node {
+    c.nodes.push(std::sync::Arc::new(Node {
         name: name.into(),
         partitions: vec![partition.into()],
         state: NodeState::Up,
@@ -30,7 +30,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         labels: BTreeMap::new(),
         gpu_count: gpus,
         gpus: (0..gpus).map(|i| Gpu::unknown(name, i)).collect(),
-    });
+    }));
     match c.partitions.iter_mut().find(|p| p.name == partition) {
         Some(p) => p.nodes.push(name.into()),
         None => c.partitions.push(Partition {
@@ -93,7 +93,11 @@ pub fn run(
     for name in nodes {
         if let Some(n) = c.nodes.iter_mut().find(|n| &n.name == name) {
             let mut need = gpus_per_node;
-            for g in n.gpus.iter_mut().filter(|g| g.job.is_none()) {
+            for g in std::sync::Arc::make_mut(n)
+                .gpus
+                .iter_mut()
+                .filter(|g| g.job.is_none())
+            {
                 if need == 0 {
                     break;
                 }

@@ -435,7 +435,7 @@ fn no_fit(
     g: u32,
     unusable: &Unusable,
 ) -> Estimate {
-    let nodes: Vec<&crate::model::Node> = members.iter().map(|&n| &c.nodes[n]).collect();
+    let nodes: Vec<&crate::model::Node> = members.iter().map(|&n| &*c.nodes[n]).collect();
     let big_enough: Vec<&&crate::model::Node> = nodes.iter().filter(|n| n.gpu_count >= g).collect();
     let left = big_enough.iter().filter(|n| usable(n, unusable)).count() as u32;
     let waits_for: Vec<String> = big_enough

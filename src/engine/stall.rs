@@ -316,12 +316,12 @@ mod tests {
         std::sync::Arc::make_mut(&mut c.jobs[b]).gang = Some("g".into());
         // The hung-collective look on every GPU: no SM occupancy to speak of.
         for n in &mut c.nodes {
-            for g in &mut n.gpus {
+            for g in &mut std::sync::Arc::make_mut(n).gpus {
                 g.sm_occupancy = Some(0.01);
             }
         }
         assert!(found(&c, &StallHistory::default()).is_empty());
-        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+        std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 79,
             time: Some(NOW - 60),
         });
@@ -338,13 +338,13 @@ mod tests {
         assert!(s.iter().any(|x| x.job == "rank0" && x.via_gang));
         // A job whose GPUs still compute is hit, not hung.
         for n in &mut c.nodes[..2] {
-            for g in &mut n.gpus {
+            for g in &mut std::sync::Arc::make_mut(n).gpus {
                 g.sm_occupancy = Some(0.7);
             }
         }
         assert!(found(&c, &StallHistory::default()).is_empty());
         for n in &mut c.nodes[..2] {
-            for g in &mut n.gpus {
+            for g in &mut std::sync::Arc::make_mut(n).gpus {
                 g.sm_occupancy = None;
             }
         }
@@ -354,13 +354,13 @@ mod tests {
             "no readings: the Xid decides"
         );
         // An application Xid does not stall a gang: the job dies or goes on.
-        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+        std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 13,
             time: Some(NOW - 60),
         });
         assert!(found(&c, &StallHistory::default()).is_empty());
         // An Xid from before the job started is not this job's stall.
-        c.nodes[1].gpus[3].last_xid = Some(LastXid {
+        std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 79,
             time: Some(NOW - 10_000),
         });
@@ -375,7 +375,7 @@ mod tests {
         let site = SiteParams::default();
         let mut h = StallHistory::default();
         let set = |c: &mut Cluster, occ: f64| {
-            for g in &mut c.nodes[0].gpus {
+            for g in &mut std::sync::Arc::make_mut(&mut c.nodes[0]).gpus {
                 g.utilization = Some(1.0);
                 g.sm_occupancy = Some(occ);
             }

@@ -50,8 +50,13 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
         .filter_map(|&i| c.jobs.get(i))
         .map(|j| j.id.clone())
         .collect();
-    for n in c.nodes.iter_mut() {
-        for g in n.gpus.iter_mut() {
+    // Only the nodes that change are copied (the snapshot shares the rest).
+    for n in c.nodes.iter_mut().filter(|n| {
+        n.gpus
+            .iter()
+            .any(|g| g.job.as_ref().is_some_and(|id| ids.contains(id)))
+    }) {
+        for g in std::sync::Arc::make_mut(n).gpus.iter_mut() {
             if g.job.as_ref().is_some_and(|id| ids.contains(id)) {
                 g.job = None;
             }
@@ -89,7 +94,7 @@ pub fn drain(c: &Cluster, node: &str, requeue: bool) -> (Cluster, Vec<usize>) {
     let killed = gang_closure(c, &jobs_on_node(c, node));
     end_jobs(&mut after, &killed, requeue);
     if let Some(n) = after.nodes.iter_mut().find(|n| n.name == node) {
-        n.state = NodeState::Drain;
+        std::sync::Arc::make_mut(n).state = NodeState::Drain;
     }
     (after, killed)
 }

@@ -129,6 +129,7 @@ fn partition_nodes<'a>(c: &'a Cluster, name: &str) -> PartitionView<'a> {
     let nodes: Vec<&crate::model::Node> = c
         .nodes
         .iter()
+        .map(|n| &**n)
         .filter(|n| n.partitions.iter().any(|p| p == name))
         .collect();
     let max_gpus_per_node = nodes.iter().map(|n| n.gpu_count).max().unwrap_or(0);

@@ -58,7 +58,7 @@ pub struct Cluster {
     /// The source's clock when the snapshot was taken.
     pub time: Timestamp,
     pub partitions: Vec<Partition>,
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<std::sync::Arc<Node>>,
     pub jobs: Vec<std::sync::Arc<Job>>,
     /// Xid, ECC and node-state events, oldest first.
     pub events: Vec<Event>,
@@ -67,7 +67,7 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.iter().find(|n| n.name == name)
+        self.nodes.iter().find(|n| n.name == name).map(|n| &**n)
     }
 
     pub fn job(&self, id: &str) -> Option<&Job> {
@@ -134,7 +134,7 @@ impl Cluster {
     pub fn gpus(&self) -> impl Iterator<Item = (&Node, &Gpu)> {
         self.nodes
             .iter()
-            .flat_map(|n| n.gpus.iter().map(move |g| (n, g)))
+            .flat_map(|n| n.gpus.iter().map(move |g| (&**n, g)))
     }
 
     pub fn summary(&self) -> Summary {

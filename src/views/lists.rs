@@ -43,7 +43,7 @@ pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         &app.columns_ctx(),
         list(app, "nodes", columns::NODES),
         |i| match app.rows.get(i) {
-            Some(Row::Node(n)) => c.nodes.get(*n),
+            Some(Row::Node(n)) => c.nodes.get(*n).map(|n| &**n),
             _ => None,
         },
     );

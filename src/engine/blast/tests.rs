@@ -69,7 +69,7 @@ fn separate_jobs_of_one_gang_die_together() {
 fn draining_a_drained_node_is_a_no_op() {
     let mut c = cluster();
     add_node(&mut c, "n1", "p", 8);
-    c.nodes[0].state = NodeState::Drain;
+    std::sync::Arc::make_mut(&mut c.nodes[0]).state = NodeState::Drain;
     let b = blast(
         &c,
         &base_of(&c),

@@ -139,7 +139,7 @@ fn a_gang_needs_all_its_nodes_at_once() {
 fn drained_capacity_never_frees_and_holds_block() {
     let mut c = cluster();
     add_node(&mut c, "n1", "p", 8);
-    c.nodes[0].state = NodeState::Drain;
+    std::sync::Arc::make_mut(&mut c.nodes[0]).state = NodeState::Drain;
     let j = pend(&mut c, "1", "p", 1, 1, 10);
     let h = pend(&mut c, "2", "p", 1, 1, 10);
     std::sync::Arc::make_mut(&mut c.jobs[h]).reason = Some("JobHeldUser".into());

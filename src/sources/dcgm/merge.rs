@@ -261,7 +261,7 @@ pub fn merge(
             None => {
                 let mut labels = BTreeMap::new();
                 labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
-                c.nodes.push(Node {
+                c.nodes.push(std::sync::Arc::new(Node {
                     name: name.clone(),
                     partitions: Vec::new(),
                     state: NodeState::Unknown,
@@ -274,12 +274,12 @@ pub fn merge(
                     labels,
                     gpu_count: 0,
                     gpus: Vec::new(),
-                });
+                }));
                 index.insert(name.clone(), c.nodes.len() - 1);
                 c.nodes.len() - 1
             }
         };
-        let node = &mut c.nodes[n];
+        let node = std::sync::Arc::make_mut(&mut c.nodes[n]);
         let g = match node.gpus.iter().position(|g| g.index == r.index) {
             Some(g) => g,
             None => {
@@ -305,6 +305,7 @@ pub fn merge(
         .iter_mut()
         .filter(|n| mapped.contains(n.name.as_str()))
     {
+        let node = std::sync::Arc::make_mut(node);
         for g in node.gpus.iter_mut() {
             if g.reading_source.is_some() {
                 g.job = by_pod.get(&(node.name.clone(), g.index)).cloned().flatten();

@@ -447,7 +447,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         source: "kube".into(),
         time: now,
         partitions,
-        nodes,
+        nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),
         jobs: jobs.into_iter().map(std::sync::Arc::new).collect(),
         events: Vec::new(),
         quotas,

@@ -7,6 +7,7 @@
 
 use super::Sim;
 use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Step};
+use std::sync::Arc;
 
 /// What Slurm answers when asked to requeue a job submitted with
 /// `--no-requeue` (`scontrol requeue`: ESLURM_DISABLED), before ` for job N`;
@@ -137,7 +138,7 @@ impl Sim {
             return;
         }
         let now = self.now;
-        let node = &mut self.nodes[n];
+        let node = Arc::make_mut(&mut self.nodes[n]);
         node.state = to;
         node.reason_set_by = reason.as_ref().map(|_| "nightshift".to_string());
         node.reason_time = reason.as_ref().map(|_| now);
@@ -200,7 +201,7 @@ impl Sim {
                 let job_steps = self.end_jobs_steps(&victims, *requeue);
                 // Jobs that would not go keep running: the node is draining.
                 if !self.jobs_on(node).is_empty() {
-                    self.nodes[n].state = NodeState::Draining;
+                    Arc::make_mut(&mut self.nodes[n]).state = NodeState::Draining;
                 }
                 let x = &self.nodes[n];
                 let seen = matches!(x.state, NodeState::Drain | NodeState::Draining)
@@ -225,7 +226,7 @@ impl Sim {
                     )]);
                 }
                 let now = self.now;
-                let x = &mut self.nodes[n];
+                let x = Arc::make_mut(&mut self.nodes[n]);
                 x.reason = Some(reason.clone());
                 x.reason_set_by = Some("nightshift".into());
                 x.reason_time = Some(now);

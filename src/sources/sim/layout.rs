@@ -8,6 +8,7 @@ use crate::model::{
 };
 use rand::Rng;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Single-node jobs that leave 3,3,3,2,2,2,1 GPUs free on the first seven
 /// A100 nodes: 16 free, at most 3 on any node.
@@ -96,7 +97,7 @@ pub(crate) fn build(sim: &mut Sim) {
         j.hung = true;
     }
     let xid_node = sim.nodes[hn[2]].name.clone();
-    sim.nodes[hn[2]].gpus[3].last_xid = Some(LastXid {
+    Arc::make_mut(&mut sim.nodes[hn[2]]).gpus[3].last_xid = Some(LastXid {
         code: 79,
         time: Some(START_TIME - 30),
     });
@@ -162,10 +163,10 @@ pub(crate) fn build(sim: &mut Sim) {
         }
     }
     let drained = an[7];
-    sim.nodes[drained].state = NodeState::Drain;
-    sim.nodes[drained].reason = Some("PSU replaced, burn-in pending".into());
-    sim.nodes[drained].reason_set_by = Some("root".into());
-    sim.nodes[drained].reason_time = Some(START_TIME - 5400);
+    Arc::make_mut(&mut sim.nodes[drained]).state = NodeState::Drain;
+    Arc::make_mut(&mut sim.nodes[drained]).reason = Some("PSU replaced, burn-in pending".into());
+    Arc::make_mut(&mut sim.nodes[drained]).reason_set_by = Some("root".into());
+    Arc::make_mut(&mut sim.nodes[drained]).reason_time = Some(START_TIME - 5400);
     let dname = sim.nodes[drained].name.clone();
     sim.push_event_at(
         START_TIME - 5400,
@@ -307,7 +308,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             })
             .collect();
         members.push(sim.nodes.len());
-        sim.nodes.push(Node {
+        sim.nodes.push(Arc::new(Node {
             name: node_name,
             partitions: vec![name.to_string()],
             state: NodeState::Up,
@@ -320,7 +321,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             labels,
             gpu_count: 8,
             gpus,
-        });
+        }));
     }
     let partition = Partition {
         name: name.to_string(),

@@ -100,7 +100,7 @@ pub struct Sim {
     pub(crate) cfg: SimConfig,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) now: Timestamp,
-    pub(crate) nodes: Vec<crate::model::Node>,
+    pub(crate) nodes: Vec<Arc<crate::model::Node>>,
     pub(crate) partitions: Vec<SimPartition>,
     pub(crate) jobs: Vec<SimJob>,
     pub(crate) events: Vec<Event>,
@@ -137,7 +137,7 @@ impl Sim {
         };
         layout::build(&mut sim);
         scheduler::schedule(&mut sim);
-        metrics::update(&mut sim);
+        metrics::update_all(&mut sim);
         Ok(sim)
     }
 
@@ -258,7 +258,7 @@ impl Sim {
 
     /// Gives `gpus` of node `n`'s free GPUs, lowest index first, to job `id`.
     pub(crate) fn allocate(&mut self, n: usize, id: &str, gpus: u32) {
-        for g in self.nodes[n]
+        for g in Arc::make_mut(&mut self.nodes[n])
             .gpus
             .iter_mut()
             .filter(|g| g.job.is_none())
@@ -279,7 +279,7 @@ impl Sim {
         let nodes = job.job.nodes.clone();
         for name in &nodes {
             if let Some(node) = self.nodes.iter_mut().find(|n| &n.name == name) {
-                for g in node
+                for g in Arc::make_mut(node)
                     .gpus
                     .iter_mut()
                     .filter(|g| g.job.as_deref() == Some(id.as_str()))
@@ -345,7 +345,7 @@ impl Sim {
             if !troubled || busy {
                 continue;
             }
-            let node = &mut self.nodes[n];
+            let node = Arc::make_mut(&mut self.nodes[n]);
             node.boot_time = Some(now);
             for g in &mut node.gpus {
                 g.last_xid = None;

@@ -190,4 +190,53 @@ fn scales_to_ten_thousand_nodes_and_a_hundred_thousand_jobs() {
     assert!(c.jobs.len() >= 100_000);
     let names: std::collections::HashSet<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names.len(), 10_000, "node names are unique");
+    // A big cluster's nodes are read every 10 s, staggered: one second
+    // later most nodes are the same (shared, not copied) and none of the
+    // readings is older than the period.
+    for _ in 0..metrics::BIG_CLUSTER_PERIOD_S {
+        s.step();
+    }
+    let before = s.snapshot();
+    s.step();
+    let after = s.snapshot();
+    let shared = before
+        .nodes
+        .iter()
+        .zip(&after.nodes)
+        .filter(|(a, b)| Arc::ptr_eq(a, b))
+        .count();
+    assert!(
+        (8_500..10_000).contains(&shared),
+        "{shared} of 10,000 nodes shared"
+    );
+    for (n, g) in after.gpus() {
+        let t = g.reading_time.expect("a reading");
+        assert!(
+            after.time - t < metrics::BIG_CLUSTER_PERIOD_S,
+            "{} GPU {} read at {t}, now {}",
+            n.name,
+            g.index,
+            after.time
+        );
+    }
+}
+
+#[test]
+fn a_small_cluster_reads_every_node_every_second() {
+    let mut s = sim();
+    let before = s.snapshot();
+    s.step();
+    let after = s.snapshot();
+    assert!(
+        before
+            .nodes
+            .iter()
+            .zip(&after.nodes)
+            .all(|(a, b)| !Arc::ptr_eq(a, b))
+    );
+    assert!(
+        after
+            .gpus()
+            .all(|(_, g)| g.reading_time == Some(after.time))
+    );
 }

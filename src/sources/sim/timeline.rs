@@ -2,6 +2,7 @@
 
 use super::{START_TIME, Sim};
 use crate::model::{EventKind, JobState, LastXid, RecoveryAction, Timestamp};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Incident {
@@ -50,7 +51,7 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             "Row remapping event: remap pending until the GPU is reset",
         ),
     };
-    sim.nodes[node].gpus[g].last_xid = Some(LastXid {
+    Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(LastXid {
         code,
         time: Some(at),
     });
@@ -63,13 +64,14 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             }
         }
         Incident::Xid48Dbe => {
-            let ecc = &mut sim.nodes[node].gpus[g].ecc;
+            let ecc = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[g].ecc;
             ecc.dbe_volatile = Some(ecc.dbe_volatile.unwrap_or(0) + 1);
             ecc.dbe_aggregate = Some(ecc.dbe_aggregate.unwrap_or(0) + 1);
             ecc.sbe_volatile = Some(ecc.sbe_volatile.unwrap_or(0) + 3);
             ecc.sbe_aggregate = Some(ecc.sbe_aggregate.unwrap_or(0) + 3);
-            sim.nodes[node].gpus[g].row_remap_pending = Some(true);
-            sim.nodes[node].gpus[g].recovery_action = Some(RecoveryAction::GpuReset);
+            Arc::make_mut(&mut sim.nodes[node]).gpus[g].row_remap_pending = Some(true);
+            Arc::make_mut(&mut sim.nodes[node]).gpus[g].recovery_action =
+                Some(RecoveryAction::GpuReset);
             let kind = EventKind::Ecc {
                 dbe: Some(1),
                 sbe: Some(3),

@@ -230,6 +230,7 @@ impl Executor {
         c.nodes
             .into_iter()
             .find(|n| n.name == node)
+            .map(std::sync::Arc::unwrap_or_clone)
             .ok_or_else(|| format!("node {node} not found"))
     }
 

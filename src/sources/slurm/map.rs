@@ -345,7 +345,7 @@ pub fn cluster(
             source: "slurm".into(),
             time: now,
             partitions,
-            nodes: model_nodes,
+            nodes: model_nodes.into_iter().map(std::sync::Arc::new).collect(),
             jobs: model_jobs.into_iter().map(std::sync::Arc::new).collect(),
             events: Vec::new(),
             quotas: Vec::new(),
