@@ -30,7 +30,7 @@ pub enum Out {
 /// passed since it began. At 16 nodes (well under a millisecond) that is
 /// every snapshot; at 10,000 nodes (~200 ms) one every few seconds, where
 /// planning every snapshot kept a fifth of a core busy (issue 14).
-pub const ANALYSIS_SHARE: f64 = 0.05;
+pub const ANALYSIS_SHARE: f64 = 0.03;
 
 /// When the next full analysis may start, after one that began at `began`
 /// and took `took`.

@@ -14,7 +14,7 @@ pub struct Index {
     /// (100,000 string copies a snapshot were a third of this index's cost).
     job_by_id: hashbrown::HashTable<u32>,
     /// Jobs holding GPUs on each node.
-    pub jobs_by_node: HashMap<String, Vec<usize>>,
+    pub jobs_by_node: FxHashMap<String, Vec<usize>>,
     pub summary: Summary,
     /// For the node grid's layout.
     pub longest_node_name: usize,

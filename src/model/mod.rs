@@ -85,9 +85,9 @@ impl Cluster {
     /// The jobs holding resources on each node (indices into `jobs`), in
     /// one pass over the jobs: what asking `jobs_on_node` per node would
     /// cost nodes × jobs.
-    pub fn jobs_by_node(&self) -> std::collections::HashMap<String, Vec<usize>> {
-        let mut out: std::collections::HashMap<String, Vec<usize>> =
-            std::collections::HashMap::with_capacity(self.nodes.len());
+    pub fn jobs_by_node(&self) -> rustc_hash::FxHashMap<String, Vec<usize>> {
+        let mut out: rustc_hash::FxHashMap<String, Vec<usize>> = rustc_hash::FxHashMap::default();
+        out.reserve(self.nodes.len());
         for (i, j) in self.jobs.iter().enumerate() {
             if j.state.holds_resources() {
                 for n in &j.nodes {

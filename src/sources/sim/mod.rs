@@ -149,7 +149,7 @@ impl Sim {
         self.checkpoint_jobs();
         self.repair_drained();
         scheduler::arrivals(self);
-        if self.sched_dirty {
+        if self.sched_dirty && scheduler::pass_due(self.nodes.len(), self.now) {
             scheduler::schedule(self);
         }
         metrics::update(self);

@@ -15,6 +15,20 @@ fn free_gpus(sim: &Sim, node: usize) -> u32 {
     sim.nodes[node].gpus_free()
 }
 
+/// Up to this many nodes the sim schedules as soon as something changed.
+pub const EVERY_SECOND_UP_TO: usize = 1000;
+/// Seconds between scheduling passes on a bigger cluster: Slurm's own main
+/// loop runs every `sched_interval` (60 s by default) and its backfill
+/// every `bf_interval` (30 s); a pass over a 40,000-job queue every second
+/// was most of the sim's cost at 10,000 nodes (issue 14). An action taken
+/// from the console is still scheduled at once (`Sim::apply`).
+pub const BIG_CLUSTER_PASS_S: i64 = 10;
+
+/// Whether a scheduling pass is due at `now` on a cluster of `nodes`.
+pub(crate) fn pass_due(nodes: usize, now: i64) -> bool {
+    nodes <= EVERY_SECOND_UP_TO || now.rem_euclid(BIG_CLUSTER_PASS_S) == 0
+}
+
 pub(crate) fn schedule(sim: &mut Sim) {
     sim.sched_dirty = false;
     // Keys first, then one sort of plain tuples: sorting indices with a
