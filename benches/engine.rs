@@ -69,6 +69,37 @@ fn main() {
         time(7, || plan(&c, &site, &none)),
         Some(Duration::from_millis(500)),
     );
+    // A big team at its quota: the account with the most running jobs gets
+    // a GPU limit of exactly what it holds, so each of its pending jobs
+    // asks the quota book when enough of its thousands of jobs end.
+    let mut counts: std::collections::HashMap<&str, (u32, u32)> = std::collections::HashMap::new();
+    for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
+        if let Some(a) = j.account.as_deref() {
+            let e = counts.entry(a).or_default();
+            e.0 += 1;
+            e.1 += j.gpus_requested().unwrap_or(0);
+        }
+    }
+    if let Some((team, (held, gpus))) = counts.into_iter().max_by_key(|(_, (n, _))| *n) {
+        let team = team.to_string();
+        let mut at_quota = c.clone();
+        at_quota.quotas.retain(|q| q.account != team);
+        at_quota.quotas.push(nightshift::model::Quota {
+            account: team.clone(),
+            gpu_limit: Some(gpus),
+            gpus_in_use: gpus,
+        });
+        let waiting = at_quota
+            .jobs
+            .iter()
+            .filter(|j| j.state.is_pending() && j.account.as_deref() == Some(team.as_str()))
+            .count();
+        report(
+            &format!("whole-queue ETA, team at quota ({held} held, {waiting} waiting)"),
+            time(5, || plan(&at_quota, &site, &none)),
+            Some(Duration::from_millis(500)),
+        );
+    }
     let cat = XidCatalog::default();
     let base = Base::compute(&c, None, &site, &cat);
     let p = &base.plan;

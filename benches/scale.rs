@@ -4,7 +4,10 @@
 //!   snapshot and after analysing it, and its peak (VmHWM);
 //! - `get … -o json` against the table form of the same command;
 //! - frame rendering: every list view at 200×50 and 80×24 into ratatui's
-//!   TestBackend, median of 30 frames, and 10k against 1k.
+//!   TestBackend, median of 30 frames, and 10k against 1k;
+//! - bytes to the terminal: the console's overview driven by the sim for
+//!   60 simulated seconds through crossterm into a byte counter, against
+//!   the minimal cell diff of the same frames (`terminal_bytes`).
 //!
 //! Prints figures and the targets they meet or miss. Run:
 //! `cargo bench --bench scale` (or `scripts/bench.sh`).
@@ -146,7 +149,105 @@ fn run(nodes: usize) -> Scale {
         status_mb("VmRSS:"),
         status_mb("VmHWM:")
     );
+    terminal_bytes(&mut sim, &site, &cat);
     Scale { nodes, render }
+}
+
+/// Counts what crossterm writes.
+#[derive(Default, Clone)]
+struct Counter(std::rc::Rc<std::cell::Cell<usize>>);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.set(self.0.get() + b.len());
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The least a terminal must be sent to turn frame `a` into frame `b`:
+/// each changed cell's text, a cursor move (`ESC [ row ; col H`) before
+/// each run of changed cells that does not follow the last one, and a
+/// colour change (`ESC [ … m`, counted as 10 bytes: a foreground and a
+/// background) wherever a changed cell's style differs from the one
+/// written before it.
+fn minimal_diff(a: &ratatui::buffer::Buffer, b: &ratatui::buffer::Buffer) -> usize {
+    let mut bytes = 0;
+    let mut next: Option<(u16, u16)> = None;
+    let mut style = None;
+    for (x, y, cell) in a.diff(b) {
+        bytes += cell.symbol().len();
+        if next != Some((x, y)) {
+            bytes += format!("\x1b[{};{}H", y + 1, x + 1).len();
+        }
+        let s = (cell.fg, cell.bg, cell.modifier);
+        if style != Some(s) {
+            bytes += 10;
+            style = Some(s);
+        }
+        next = Some((x + 1, y));
+    }
+    bytes
+}
+
+/// The overview at 200×50, one frame per simulated second as the console
+/// draws it (a snapshot a second, an analysis when the analyst's budget
+/// allows), for 60 seconds: bytes sent against the minimal cell diff.
+fn terminal_bytes(sim: &mut Sim, site: &SiteParams, cat: &XidCatalog) {
+    use ratatui::backend::CrosstermBackend;
+    use ratatui::layout::Rect;
+    use ratatui::{TerminalOptions, Viewport};
+    let (w, h) = (200u16, 50u16);
+    let counter = Counter::default();
+    let mut term = Terminal::with_options(
+        CrosstermBackend::new(counter.clone()),
+        TerminalOptions {
+            viewport: Viewport::Fixed(Rect::new(0, 0, w, h)),
+        },
+    )
+    .expect("terminal");
+    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    app.update(Msg::Resize(w, h), Instant::now());
+    let mut prev = ratatui::buffer::Buffer::empty(Rect::new(0, 0, w, h));
+    let (mut sent, mut minimal, mut first) = (0usize, 0usize, 0usize);
+    let secs = 60;
+    let mut next_analysis = Instant::now();
+    for s in 0..=secs {
+        sim.step();
+        let c = Arc::new(sim.snapshot());
+        let now = Instant::now();
+        app.on_update(Update::Snapshot(c.clone()), now);
+        app.on_update(Update::ok(Origin::Scheduler), now);
+        if now >= next_analysis {
+            let t = Instant::now();
+            let a = Analysis::compute(&c, None, &app.focus(), site, cat);
+            next_analysis = nightshift::analyst::next_analysis(t, t.elapsed());
+            app.update(Msg::Analysis(Arc::new(a)), now);
+        }
+        let before = counter.0.get();
+        let frame = term
+            .draw(|f| nightshift::views::render(f, &app))
+            .expect("draw");
+        let cur = frame.buffer.clone();
+        let wrote = counter.0.get() - before;
+        if s == 0 {
+            // The first frame paints the whole screen: not steady state.
+            first = wrote;
+        } else {
+            sent += wrote;
+            minimal += minimal_diff(&prev, &cur);
+        }
+        prev = cur;
+    }
+    let ratio = sent as f64 / minimal.max(1) as f64;
+    println!(
+        "\nterminal bytes, overview {w}×{h}, {secs} s at one frame a second: first frame {first} B; then {:.0} B/s sent, {:.0} B/s minimal cell diff: {ratio:.2}× (target ≤ 2×: {})",
+        sent as f64 / f64::from(secs),
+        minimal as f64 / f64::from(secs),
+        if ratio <= 2.0 { "met" } else { "MISSED" }
+    );
 }
 
 fn main() {

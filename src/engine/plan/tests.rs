@@ -203,3 +203,36 @@ fn the_sim_night_plans_sensibly() {
         .expect("eval");
     assert!(matches!(p.estimate(dep), Some(Estimate::Blocked { .. })));
 }
+
+proptest::proptest! {
+    /// The quota book's cursors answer as asking the usage at now and at
+    /// every end after it would (the quadratic reference they replaced),
+    /// through any mix of added work and questions of any size.
+    #[test]
+    fn the_quota_book_agrees_with_the_usage_at_every_end(
+        limit in 0u32..40,
+        now in 0i64..50,
+        steps in proptest::collection::vec((0i64..100, 0i64..60, 0u32..12, proptest::bool::ANY), 0..40),
+    ) {
+        let mut book = QuotaBook::new(limit, now);
+        for (a, b, g, ask) in steps {
+            if ask {
+                let need = g * 4;
+                let reference = if need > limit {
+                    NEVER
+                } else {
+                    let mut at: Vec<Timestamp> = std::iter::once(now)
+                        .chain(book.held.iter().map(|h| h.1).filter(|&e| e > now))
+                        .collect();
+                    at.sort_unstable();
+                    at.into_iter()
+                        .find(|&t| book.usage_at(t) + need <= limit)
+                        .unwrap_or(NEVER)
+                };
+                proptest::prop_assert_eq!(book.earliest(need), reference, "need {}", need);
+            } else {
+                book.add(a, a + b, g);
+            }
+        }
+    }
+}
