@@ -631,12 +631,8 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         .quotas
         .iter()
         .filter_map(|q| {
-            q.gpu_limit.map(|l| {
-                (
-                    q.account.as_str(),
-                    QuotaBook::new(l, now),
-                )
-            })
+            q.gpu_limit
+                .map(|l| (q.account.as_str(), QuotaBook::new(l, now)))
         })
         .collect();
     for j in c.jobs.iter().filter(|j| j.state.holds_resources()) {
