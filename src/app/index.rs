@@ -12,9 +12,11 @@ pub struct Index {
     pub node_by_name: FxHashMap<String, usize>,
     /// Positions in `Cluster::jobs`, found by id without a copy of the ids
     /// (100,000 string copies a snapshot were a third of this index's cost).
-    job_by_id: hashbrown::HashTable<u32>,
-    /// Jobs holding GPUs on each node.
-    pub jobs_by_node: FxHashMap<String, Vec<usize>>,
+    /// Built on first use: only the job screens ask.
+    job_by_id: std::cell::OnceCell<hashbrown::HashTable<u32>>,
+    /// Jobs holding GPUs on each node; built on first use (the node
+    /// screens), not for every snapshot: 10 ms a snapshot at 10,000 nodes.
+    jobs_by_node: std::cell::OnceCell<FxHashMap<String, Vec<usize>>>,
     pub summary: Summary,
     /// For the node grid's layout.
     pub longest_node_name: usize,
@@ -34,7 +36,6 @@ pub struct PartitionGpus {
 
 impl Index {
     pub fn build(c: &Cluster) -> Index {
-        let jobs_by_node = c.jobs_by_node();
         Index {
             node_by_name: c
                 .nodes
@@ -42,8 +43,8 @@ impl Index {
                 .enumerate()
                 .map(|(i, n)| (n.name.clone(), i))
                 .collect(),
-            job_by_id: job_table(c),
-            jobs_by_node,
+            job_by_id: std::cell::OnceCell::new(),
+            jobs_by_node: std::cell::OnceCell::new(),
             summary: c.summary(),
             longest_node_name: c
                 .nodes
@@ -60,12 +61,17 @@ impl Index {
     pub fn job(&self, c: &Cluster, id: &str) -> Option<usize> {
         let at = |i: &u32| c.jobs.get(*i as usize).is_some_and(|j| j.id == id);
         self.job_by_id
+            .get_or_init(|| job_table(c))
             .find(FxBuildHasher.hash_one(id), at)
             .map(|&i| i as usize)
     }
 
-    pub fn jobs_on(&self, node: &str) -> &[usize] {
-        self.jobs_by_node.get(node).map_or(&[], Vec::as_slice)
+    /// The jobs holding GPUs on `node` (`c` the snapshot this was built on).
+    pub fn jobs_on(&self, c: &Cluster, node: &str) -> &[usize] {
+        self.jobs_by_node
+            .get_or_init(|| c.jobs_by_node())
+            .get(node)
+            .map_or(&[], Vec::as_slice)
     }
 }
 
@@ -202,7 +208,7 @@ pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
             if s.pane == super::Pane::First {
                 (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
             } else {
-                ix.jobs_on(&c.nodes[n].name)
+                ix.jobs_on(c, &c.nodes[n].name)
                     .iter()
                     .map(|&j| Row::Job(j))
                     .collect()

@@ -157,7 +157,7 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         node.gpus.get(i)
     });
 
-    let on_node = app.index.jobs_on(&node.name);
+    let on_node = app.index.jobs_on(&app.cluster, &node.name);
     let jobs = List {
         title: "jobs on this node (enter: job detail, tab: gpus)".into(),
         header: &[
