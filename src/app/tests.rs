@@ -663,3 +663,37 @@ fn components_answer_keys_with_messages_and_change_nothing() {
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen().view, View::JobDetail);
 }
+
+/// On a big cluster the analyst plans every few seconds: the header says
+/// how far the engine's answers trail the snapshot shown, and says
+/// nothing once they catch up.
+#[test]
+fn the_header_says_when_the_engine_trails_the_snapshot() {
+    let mut a = app();
+    let header = |a: &App| {
+        let mut term =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 50)).expect("term");
+        term.draw(|f| crate::views::render(f, a)).expect("draw");
+        let buf = term.backend().buffer().clone();
+        (0..buf.area.width)
+            .map(|x| buf[(x, 0)].symbol().to_string())
+            .collect::<String>()
+    };
+    assert!(!header(&a).contains("behind"), "{}", header(&a));
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(7);
+    let later = Arc::new(sim.snapshot());
+    a.update(Msg::Source(Update::Snapshot(later.clone())), Instant::now());
+    assert_eq!(a.analysis_lag_s(), Some(7));
+    assert!(header(&a).contains("engine 7s behind"), "{}", header(&a));
+    let caught_up = Analysis::compute(
+        &later,
+        None,
+        &Focus::None,
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    a.update(Msg::Analysis(Arc::new(caught_up)), Instant::now());
+    assert_eq!(a.analysis_lag_s(), None);
+    assert!(!header(&a).contains("behind"), "{}", header(&a));
+}
