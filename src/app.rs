@@ -3,7 +3,7 @@
 
 mod act;
 mod freshness;
-mod history;
+pub mod history;
 pub mod index;
 mod keys;
 mod rows;

@@ -32,10 +32,7 @@ pub(super) fn kv(k: &str, v: String, theme: Theme) -> Vec<Span<'static>> {
 }
 
 /// Sparkline bars from a percent history; unknown readings leave a gap.
-pub(super) fn bars(
-    series: Option<&std::collections::VecDeque<Option<u8>>>,
-    width: u16,
-) -> Vec<SparklineBar> {
+pub(super) fn bars(series: Option<&crate::app::history::Series>, width: u16) -> Vec<SparklineBar> {
     let Some(s) = series else { return Vec::new() };
     let skip = s.len().saturating_sub(width as usize);
     s.iter()
