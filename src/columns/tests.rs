@@ -53,8 +53,8 @@ fn a_cut_value_says_so() {
     assert_eq!(fit("x", 0), "");
 }
 
-#[test]
-fn filters_on_any_column_inverse_and_by_field() {
+/// The sim's night and its engine base.
+fn sim_night() -> (Cluster, Base) {
     use crate::sources::sim::{Sim, SimConfig};
     let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
     let base = Base::compute(
@@ -63,6 +63,12 @@ fn filters_on_any_column_inverse_and_by_field() {
         &crate::engine::SiteParams::default(),
         &crate::engine::xid::XidCatalog::default(),
     );
+    (c, base)
+}
+
+#[test]
+fn filters_on_any_column_inverse_and_by_field() {
+    let (c, base) = sim_night();
     let ctx = Ctx {
         cluster: &c,
         base: Some(&base),
@@ -111,14 +117,7 @@ fn filters_on_any_column_inverse_and_by_field() {
 /// not its position, when jobs before it have left the list.
 #[test]
 fn a_pending_jobs_eta_follows_its_id_when_the_list_has_moved() {
-    use crate::sources::sim::{Sim, SimConfig};
-    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
-    let base = Base::compute(
-        &c,
-        None,
-        &crate::engine::SiteParams::default(),
-        &crate::engine::xid::XidCatalog::default(),
-    );
+    let (c, base) = sim_night();
     let eta_col = JOBS.iter().find(|col| col.name == "ETA").expect("ETA");
     let cell = |cluster: &Cluster, j: &Job| {
         let ctx = Ctx {
