@@ -107,6 +107,8 @@ pub enum Command {
     Why(JobArgs),
     /// The blast radius of an action, before taking it
     Blast(BlastArgs),
+    /// Remediation options for a node or a job, side by side, one recommended
+    Options(OptionsArgs),
     /// Checkpoint restore time of a job, or of a what-if
     Restore(RestoreArgs),
     /// Drain a node: no new work, its jobs (whole gangs) requeued or killed
@@ -149,6 +151,17 @@ pub enum Command {
     /// Requeue a running job (and its gang)
     Requeue {
         job: String,
+        #[command(flatten)]
+        act: ActArgs,
+    },
+    /// Preempt a running job (and its gang); --grace: signal it to
+    /// checkpoint first (SIGUSR1), requeue it after its checkpoint or the
+    /// grace period
+    Preempt {
+        job: String,
+        /// e.g. 5m
+        #[arg(long, value_name = "DURATION")]
+        grace: Option<String>,
         #[command(flatten)]
         act: ActArgs,
     },
@@ -220,6 +233,19 @@ pub struct JobArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct OptionsArgs {
+    /// A node name, or a job id (its preemption)
+    pub target: String,
+    /// For a job: the grace period of soft preemption [default: long
+    /// enough for its checkpoint write]
+    #[arg(long, value_name = "DURATION")]
+    pub grace: Option<String>,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct BlastArgs {
     #[command(subcommand)]
     pub action: BlastAction,
@@ -239,7 +265,13 @@ pub enum BlastAction {
     /// Requeue a running job (and its gang)
     Requeue { job: String },
     /// Preempt a running job (requeued or cancelled per the site's PreemptMode)
-    Preempt { job: String },
+    Preempt {
+        job: String,
+        /// Soft preemption: signal the job to checkpoint and stop it this
+        /// long after (e.g. 5m); lost work is then the checkpoint write
+        #[arg(long, value_name = "DURATION")]
+        grace: Option<String>,
+    },
     /// Change a pending job's priority
     Priority { job: String, value: u64 },
 }

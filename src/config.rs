@@ -230,6 +230,7 @@ fn slurm_config(
 #[serde(deny_unknown_fields)]
 pub struct EngineFile {
     pub storage_read_bw: Option<String>,
+    pub storage_write_bw: Option<String>,
     pub node_read_bw: Option<String>,
     pub startup: Option<String>,
     pub gpu_hour_price: Option<f64>,
@@ -238,6 +239,9 @@ pub struct EngineFile {
     pub default_time_limit: Option<String>,
     pub limit_overrun: Option<String>,
     pub preempt_requeues: Option<bool>,
+    pub checkpoint_wait_max: Option<String>,
+    pub gpu_reset: Option<String>,
+    pub node_reboot: Option<String>,
     pub stall_window: Option<String>,
     pub stall_util_min: Option<f64>,
     pub stall_occupancy_max: Option<f64>,
@@ -252,6 +256,9 @@ impl EngineFile {
         }
         if let Some(v) = &self.storage_read_bw {
             p.storage_read_bw = units::parse_bandwidth(v).map_err(ctx("storage_read_bw"))?;
+        }
+        if let Some(v) = &self.storage_write_bw {
+            p.storage_write_bw = units::parse_bandwidth(v).map_err(ctx("storage_write_bw"))?;
         }
         if let Some(v) = &self.node_read_bw {
             p.node_read_bw = units::parse_bandwidth(v).map_err(ctx("node_read_bw"))?;
@@ -291,6 +298,15 @@ impl EngineFile {
         }
         if let Some(v) = self.preempt_requeues {
             p.preempt_requeues = v;
+        }
+        if let Some(v) = &self.checkpoint_wait_max {
+            p.checkpoint_wait_max_s = dur(v, "checkpoint_wait_max")?;
+        }
+        if let Some(v) = &self.gpu_reset {
+            p.gpu_reset_s = dur(v, "gpu_reset")?;
+        }
+        if let Some(v) = &self.node_reboot {
+            p.node_reboot_s = dur(v, "node_reboot")?;
         }
         if let Some(v) = &self.stall_window {
             p.stall_window_s = dur(v, "stall_window")?;

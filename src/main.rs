@@ -90,13 +90,25 @@ fn run(cli: Cli) -> Result<(), String> {
                     requeue: !kill,
                 },
                 BlastAction::Requeue { job } => Target::Requeue { job },
-                BlastAction::Preempt { job } => Target::Preempt { job },
+                BlastAction::Preempt { job, grace } => Target::Preempt {
+                    job,
+                    grace_s: grace.as_deref().map(units::parse_duration).transpose()?,
+                },
                 BlastAction::Priority { job, value } => Target::Priority { job, value },
             };
             let b = blast(&c, &base(&c, &settings), &target, &settings.site)?;
             emit(args.output, &b, report::blast)
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
+        Some(Command::Options(args)) => nightshift::actions::cli::options(
+            &settings,
+            &args.target,
+            args.grace
+                .as_deref()
+                .map(units::parse_duration)
+                .transpose()?,
+            args.output,
+        ),
         Some(Command::Audit { output }) => nightshift::actions::cli::show(&settings, output),
         Some(Command::Agent {
             listen,

@@ -208,3 +208,92 @@ pub fn blast(b: &Blast) -> String {
     }
     out
 }
+
+/// "8 GPUs for 15m00s", "-" when nothing is taken out.
+pub fn capacity_out(c: &crate::engine::options::CapacityOut) -> String {
+    match (c.gpus, c.for_s) {
+        (0, _) => "-".into(),
+        (g, Some(s)) => format!("{} for {}", text::count(Some(g), "GPU"), text::duration(s)),
+        (g, None) => format!("{}, for ?", text::count(Some(g), "GPU")),
+    }
+}
+
+/// When the jobs run again, in a table cell: `never` for a hung job that
+/// nothing restarts.
+pub fn resume_in(o: &crate::engine::options::Choice) -> String {
+    match o.resume_in_s {
+        Some(0) => "-".into(),
+        Some(s) => text::duration(s),
+        None if o.name == "do_nothing" => "never".into(),
+        None => "?".into(),
+    }
+}
+
+pub fn options(o: &crate::engine::options::Options) -> String {
+    let mut out = String::new();
+    let t = &o.target;
+    let _ = writeln!(
+        out,
+        "options for {} {}: {}",
+        t.kind,
+        sanitize(&t.name),
+        sanitize(&t.problem)
+    );
+    if !t.jobs.is_empty() {
+        let jobs: Vec<String> = t
+            .jobs
+            .iter()
+            .map(|j| {
+                if t.hung.contains(j) {
+                    format!("{} (hung)", sanitize(j))
+                } else {
+                    sanitize(j).into_owned()
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "jobs that lose work: {}", jobs.join(", "));
+    }
+    let width = o
+        .options
+        .iter()
+        .map(|c| c.title.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "   {:<width$}  {:>10}  {:>9}  {:<18}  MOVES",
+        "OPTION", "LOST GPU-h", "BACK IN", "OUT OF SERVICE"
+    );
+    for c in &o.options {
+        let _ = writeln!(
+            out,
+            " {} {:<width$}  {:>10}  {:>9}  {:<18}  {}",
+            if c.recommended { "*" } else { " " },
+            c.title,
+            c.gpu_hours_lost.map_or("?".into(), |h| format!("{h:.1}")),
+            resume_in(c),
+            capacity_out(&c.capacity_out),
+            text::opt(c.queue_moves),
+        );
+    }
+    if let Some(r) = o.recommended() {
+        let _ = writeln!(out, "recommended: {} — {}", r.title, sanitize(&r.why));
+    }
+    for (i, c) in o.options.iter().enumerate() {
+        let _ = writeln!(out, "{}. {}", i + 1, c.title);
+        for a in &c.actions {
+            let _ = writeln!(out, "     {}", sanitize(a));
+        }
+        if !c.recommended && c.unknowns.is_empty() {
+            let _ = writeln!(out, "     why not: {}", sanitize(&c.why));
+        }
+        for u in &c.unknowns {
+            let _ = writeln!(out, "     unknown: {}", sanitize(u));
+        }
+        if let Some(r) = &c.risk {
+            let _ = writeln!(out, "     risks: {}", sanitize(r));
+        }
+    }
+    out
+}

@@ -57,6 +57,16 @@ pub fn action_of<'a>(
             act,
         ),
         Command::Requeue { job, act } => (Action::Requeue { job: job.clone() }, act),
+        Command::Preempt { job, grace, act } => (
+            Action::Preempt {
+                job: job.clone(),
+                grace_s: match grace.as_deref().map(crate::engine::units::parse_duration) {
+                    Some(Err(e)) => return Some(Err(format!("--grace: {e}"))),
+                    g => g.and_then(Result::ok),
+                },
+            },
+            act,
+        ),
         Command::Priority { job, value, act } => {
             let v = if value == "top" {
                 match top_priority(c, job) {
@@ -199,50 +209,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         eprintln!("nightshift: warning: {}", sanitize(&w));
     }
     let rt = runtime()?;
-    let (cluster, executor, who) = match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
-            let mut s = Sim::new(*sim)?;
-            s.advance(settings.sim_seconds);
-            let c = s.snapshot();
-            let who = Who {
-                scheduler_user: None,
-                cluster: c.name.clone(),
-                source: "sim".into(),
-            };
-            (
-                c,
-                Executor::LocalSim(Box::new(std::sync::Mutex::new(s))),
-                who,
-            )
-        }
-        SourceConfig::Slurm(cfg) => {
-            let m = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
-            for w in &m.warnings {
-                eprintln!("nightshift: warning: {}", sanitize(w));
-            }
-            let c = m.cluster;
-            let x = rt.block_on(crate::sources::slurm::exec::Executor::connect(cfg))?;
-            let who = Who {
-                scheduler_user: Some(cfg.user.clone()),
-                cluster: c.name.clone(),
-                source: "slurm".into(),
-            };
-            (c, Executor::Slurm(Box::new(x)), who)
-        }
-        SourceConfig::Kube(cfg) => {
-            let c = rt.block_on(crate::sources::kube::fetch_once(cfg))?;
-            let x = rt.block_on(crate::sources::kube::exec::Executor::connect(cfg))?;
-            let who = Who {
-                scheduler_user: None,
-                cluster: c.name.clone(),
-                source: "kube".into(),
-            };
-            (c, Executor::Kube(Box::new(x)), who)
-        }
-        SourceConfig::None => {
-            return Err("no scheduler source: actions need --source sim, slurm or kube".into());
-        }
-    };
+    let (cluster, executor, who) = connect(settings, &rt)?;
     let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
     let base = crate::engine::analysis::Base::compute(
         &cluster,
@@ -311,6 +278,104 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         return Err("sent, but the change is not visible in the scheduler's state".into());
     }
     Ok(())
+}
+
+/// The snapshot, the executor for its backend and who acts: what every
+/// command that previews or sends an action starts from.
+fn connect(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(Cluster, Executor, Who), String> {
+    Ok(match &settings.source {
+        SourceConfig::Sim { sim, .. } => {
+            let mut s = Sim::new(*sim)?;
+            s.advance(settings.sim_seconds);
+            let c = s.snapshot();
+            let who = Who {
+                scheduler_user: None,
+                cluster: c.name.clone(),
+                source: "sim".into(),
+            };
+            (
+                c,
+                Executor::LocalSim(Box::new(std::sync::Mutex::new(s))),
+                who,
+            )
+        }
+        SourceConfig::Slurm(cfg) => {
+            let m = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
+            for w in &m.warnings {
+                eprintln!("nightshift: warning: {}", sanitize(w));
+            }
+            let c = m.cluster;
+            let x = rt.block_on(crate::sources::slurm::exec::Executor::connect(cfg))?;
+            let who = Who {
+                scheduler_user: Some(cfg.user.clone()),
+                cluster: c.name.clone(),
+                source: "slurm".into(),
+            };
+            (c, Executor::Slurm(Box::new(x)), who)
+        }
+        SourceConfig::Kube(cfg) => {
+            let c = rt.block_on(crate::sources::kube::fetch_once(cfg))?;
+            let x = rt.block_on(crate::sources::kube::exec::Executor::connect(cfg))?;
+            let who = Who {
+                scheduler_user: None,
+                cluster: c.name.clone(),
+                source: "kube".into(),
+            };
+            (c, Executor::Kube(Box::new(x)), who)
+        }
+        SourceConfig::None => {
+            return Err("no scheduler source: actions need --source sim, slurm or kube".into());
+        }
+    })
+}
+
+/// `nightshift options NODE|JOB`: the remediation options side by side,
+/// each with the backend's exact calls.
+pub fn options(
+    settings: &Settings,
+    target: &str,
+    grace_s: Option<u64>,
+    format: Format,
+) -> Result<(), String> {
+    let rt = runtime()?;
+    let (cluster, executor, _) = connect(settings, &rt)?;
+    let base = crate::engine::analysis::Base::compute(
+        &cluster,
+        None,
+        &settings.site,
+        &settings.xid_catalog,
+    );
+    let mut o =
+        crate::engine::options::options(&cluster, &base, target, grace_s, &settings.site)?;
+    for choice in &mut o.options {
+        for a in &choice.steps {
+            rt.block_on(executor.prepare(a));
+        }
+        choice.actions = exact_calls(&executor, &choice.steps, &o.target.jobs);
+        choice.actions.extend(choice.manual.iter().map(|m| format!("by hand: {m}")));
+    }
+    match format {
+        Format::Json => crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&o).map_err(|e| e.to_string())?
+        ),
+        Format::Table => crate::out!("{}", crate::report::options(&o)),
+    }
+    Ok(())
+}
+
+/// The backend's calls for an option's steps, in order.
+pub fn exact_calls(executor: &Executor, steps: &[Action], jobs: &[String]) -> Vec<String> {
+    steps
+        .iter()
+        .flat_map(|a| match a {
+            Action::Drain { .. } => executor.calls(a, jobs),
+            _ => executor.calls(a, &[]),
+        })
+        .collect()
 }
 
 /// `nightshift audit`.

@@ -8,6 +8,11 @@ use crate::model::Step;
 use crate::sources::sim::{CommandRequest, Sim};
 use crate::sources::slurm::exec::{Call, Executor as SlurmExec, Outcome};
 use std::sync::Mutex;
+
+/// The signal that tells a job to checkpoint on the way out (soft
+/// preemption), as `scancel --signal` names it. Training frameworks trap
+/// SIGUSR1 for this (PyTorch Lightning's SLURMEnvironment, for one).
+pub const CHECKPOINT_SIGNAL: &str = "SIGUSR1";
 use tokio::sync::{mpsc, oneshot};
 
 pub enum Executor {
@@ -66,6 +71,20 @@ impl Executor {
                 out
             }
             Executor::Slurm(x) => {
+                if let Action::Preempt {
+                    job,
+                    grace_s: Some(g),
+                } = a
+                {
+                    return vec![
+                        x.signal_call(job, CHECKPOINT_SIGNAL).to_string(),
+                        format!(
+                            "wait up to {} for job {job}'s checkpoint (its ckpt_last moves)",
+                            crate::text::duration(*g as i64)
+                        ),
+                        x.requeue_call(job).to_string(),
+                    ];
+                }
                 let calls: Vec<Call> = match a {
                     Action::Cordon { node, reason } => {
                         vec![x.drain_call(node, &format!("cordon: {reason}"))]
@@ -85,7 +104,7 @@ impl Executor {
                         }))
                         .collect(),
                     Action::SetReason { node, reason } => vec![x.reason_call(node, reason)],
-                    Action::Requeue { job } | Action::Preempt { job } => vec![x.requeue_call(job)],
+                    Action::Requeue { job } | Action::Preempt { job, .. } => vec![x.requeue_call(job)],
                     Action::Priority { job, value } => vec![x.priority_call(job, *value)],
                     Action::Hold { job } => vec![x.hold_call(job)],
                     Action::Release { job } => vec![x.release_call(job)],
@@ -174,6 +193,66 @@ async fn slurm_step(
     }
 }
 
+/// Soft preemption on Slurm: signal the job to checkpoint, wait until its
+/// checkpoint moves (its comment's `ckpt_last`) or the grace period ends,
+/// then requeue it. What it waited for is a step of its own.
+async fn soft_preempt(x: &SlurmExec, job: &str, grace_s: u64) -> Vec<Step> {
+    let before = x.checkpoint_of(job).await.ok().and_then(|(c, _)| c);
+    let signalled = slurm_step(
+        x,
+        format!("signal {job} {CHECKPOINT_SIGNAL}"),
+        x.signal(job, CHECKPOINT_SIGNAL).await,
+        None,
+    )
+    .await;
+    if !signalled.ok {
+        return vec![signalled];
+    }
+    let began = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(grace_s);
+    let waited = loop {
+        match x.checkpoint_of(job).await {
+            Ok((after, _)) if after.is_some() && after > before => {
+                break Step::sent(
+                    format!("wait for {job}'s checkpoint"),
+                    Outcome {
+                        verified: true,
+                        observed: format!(
+                            "checkpoint written after {}",
+                            crate::text::duration(began.elapsed().as_secs() as i64)
+                        ),
+                    },
+                );
+            }
+            Ok((_, false)) => {
+                break Step::sent(
+                    format!("wait for {job}'s checkpoint"),
+                    Outcome {
+                        verified: true,
+                        observed: "the job ended by itself".into(),
+                    },
+                );
+            }
+            _ if began.elapsed() >= limit => {
+                break Step::sent(
+                    format!("wait for {job}'s checkpoint"),
+                    Outcome {
+                        verified: true,
+                        observed: format!(
+                            "no checkpoint seen within {}: requeued without it",
+                            crate::text::duration(grace_s as i64)
+                        ),
+                    },
+                );
+            }
+            _ => tokio::time::sleep(std::time::Duration::from_secs(2)).await,
+        }
+    };
+    let check = Action::Requeue { job: job.into() };
+    let requeued = slurm_step(x, format!("requeue {job}"), x.requeue(job).await, Some(&check)).await;
+    vec![signalled, waited, requeued]
+}
+
 async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
     let what = format!("{} {}", a.verb(), a.target());
     match a {
@@ -223,7 +302,11 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
         Action::SetReason { node, reason } => {
             vec![slurm_step(x, what, x.set_reason(node, reason).await, Some(a)).await]
         }
-        Action::Requeue { job } | Action::Preempt { job } => {
+        Action::Preempt {
+            job,
+            grace_s: Some(g),
+        } => soft_preempt(x, job, *g).await,
+        Action::Requeue { job } | Action::Preempt { job, .. } => {
             vec![slurm_step(x, what, x.requeue(job).await, Some(a)).await]
         }
         Action::Priority { job, value } => {

@@ -333,7 +333,14 @@ pub async fn run(
             steps: Vec::new(),
         }
     } else {
-        match tokio::time::timeout(timeout, executor.execute(&p.action)).await {
+        // A soft preemption waits for its checkpoint up to its grace period.
+        let limit = match &p.action {
+            Action::Preempt {
+                grace_s: Some(g), ..
+            } => timeout + Duration::from_secs(*g),
+            _ => timeout,
+        };
+        match tokio::time::timeout(limit, executor.execute(&p.action)).await {
             Ok(steps) => AuditOutcome::of_steps(steps),
             Err(_) => {
                 // The change may have been made: look before saying.

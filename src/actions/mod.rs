@@ -34,7 +34,14 @@ impl Action {
                 format!("set {node}'s reason to `{reason}`")
             }
             Action::Requeue { job } => format!("requeue job {job} (and its gang)"),
-            Action::Preempt { job } => format!("preempt job {job} (and its gang)"),
+            Action::Preempt {
+                job,
+                grace_s: Some(g),
+            } => format!(
+                "signal job {job} (and its gang) to checkpoint, then requeue it after its checkpoint or {}",
+                crate::text::duration(*g as i64)
+            ),
+            Action::Preempt { job, .. } => format!("preempt job {job} (and its gang)"),
             Action::Priority { job, value } => format!("set job {job}'s priority to {value}"),
             Action::Hold { job } => format!("hold job {job}"),
             Action::Release { job } => format!("release job {job}"),
@@ -70,7 +77,11 @@ impl Action {
                 format!("nightshift reason {node} {}", q(reason))
             }
             Action::Requeue { job } => format!("nightshift requeue {job}"),
-            Action::Preempt { job } => format!("nightshift blast preempt {job}"),
+            Action::Preempt {
+                job,
+                grace_s: Some(g),
+            } => format!("nightshift preempt {job} --grace {g}s"),
+            Action::Preempt { job, .. } => format!("nightshift preempt {job}"),
             Action::Priority { job, value } => format!("nightshift priority {job} {value}"),
             Action::Hold { job } => format!("nightshift hold {job}"),
             Action::Release { job } => format!("nightshift release {job}"),

@@ -2,7 +2,7 @@
 
 use super::analysis::Base;
 use super::plan::{Estimate, Plan};
-use super::restore::{Restore, plan_after, restore_after};
+use super::restore::{Restore, plan_after, restore_after, with_grace};
 use super::{SiteParams, whatif};
 use crate::model::{Action, Cluster, NodeState, Timestamp};
 use serde::Serialize;
@@ -28,7 +28,14 @@ fn describe(t: &Target) -> String {
         Action::Resume { node } => format!("resume {node}"),
         Action::SetReason { node, .. } => format!("change {node}'s reason"),
         Action::Requeue { job } => format!("requeue job {job}"),
-        Action::Preempt { job } => format!("preempt job {job}"),
+        Action::Preempt {
+            job,
+            grace_s: Some(g),
+        } => format!(
+            "preempt job {job} with a {} grace period",
+            crate::text::duration(*g as i64)
+        ),
+        Action::Preempt { job, .. } => format!("preempt job {job}"),
         Action::Priority { job, value } => format!("set job {job}'s priority to {value}"),
         Action::Hold { job } => format!("hold job {job}"),
         Action::Release { job } => format!("release job {job}"),
@@ -150,7 +157,7 @@ pub fn blast(
                 n.partitions.first().cloned(),
             )
         }
-        Action::Requeue { job } | Action::Preempt { job } => {
+        Action::Requeue { job } | Action::Preempt { job, .. } => {
             let j = find_job(job)?;
             if !c.jobs[j].state.holds_resources() {
                 return Err(format!(
@@ -205,10 +212,19 @@ pub fn blast(
     let plan_before = &base.plan;
     let plan_after = plan_after(&after, base, site);
 
+    let grace = match target {
+        Action::Preempt { grace_s, .. } => *grace_s,
+        _ => None,
+    };
     let killed_jobs: Vec<KilledJob> = killed
         .iter()
         .map(|&i| {
             let j = &c.jobs[i];
+            let mut restore = restore_after(j, c.time, &after, &plan_after, site);
+            if let Some(g) = grace {
+                let hung = base.stalls.iter().any(|s| s.job == j.id);
+                restore = with_grace(restore, j, g, hung, site);
+            }
             KilledJob {
                 id: j.id.clone(),
                 name: j.name.clone(),
@@ -219,7 +235,7 @@ pub fn blast(
                 gang: j.gang.clone(),
                 via_gang: !seeds.contains(&i),
                 requeued: requeue,
-                restore: restore_after(j, c.time, &after, &plan_after, site),
+                restore,
             }
         })
         .collect();
@@ -284,11 +300,19 @@ pub fn blast(
         format!("{}: nothing changes", describe(target))
     } else {
         format!(
-            "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours since their checkpoints), {} GPUs out of service, {} queued job(s) move",
+            "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
             describe(target),
             killed_jobs.len(),
             gpus_freed,
             lost_gpu_hours,
+            if killed_jobs
+                .iter()
+                .any(|k| k.restore.grace.as_ref().is_some_and(|g| g.fits == Some(true)))
+            {
+                "lost: checkpoint writes under the grace period"
+            } else {
+                "since their checkpoints"
+            },
             out_of_service,
             moved.len()
         )

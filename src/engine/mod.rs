@@ -9,6 +9,7 @@ pub mod blast;
 pub(crate) mod fixture;
 pub mod health;
 pub mod incidents;
+pub mod options;
 pub mod plan;
 pub mod restore;
 pub mod schedmsg;
@@ -45,7 +46,11 @@ pub enum Provenance {
 pub struct SiteParams {
     /// Aggregate read bandwidth of checkpoint storage, bytes/s.
     pub storage_read_bw: f64,
-    /// Read bandwidth of one node (its NIC or local path), bytes/s.
+    /// Aggregate write bandwidth of checkpoint storage, bytes/s: how long a
+    /// job signalled to checkpoint takes to write it.
+    pub storage_write_bw: f64,
+    /// Read bandwidth of one node (its NIC or local path), bytes/s; a
+    /// node writes through the same path.
     pub node_read_bw: f64,
     /// Container start, NCCL init and the like, seconds.
     pub startup_s: u64,
@@ -63,6 +68,13 @@ pub struct SiteParams {
     /// Whether a preempted job goes back to the queue (Slurm
     /// PreemptMode=REQUEUE) or is cancelled.
     pub preempt_requeues: bool,
+    /// The longest wait for a job's next checkpoint that the options
+    /// recommend before draining a node with a warning-level problem.
+    pub checkpoint_wait_max_s: u64,
+    /// How long a GPU reset takes (the GPU and its node's free GPUs out).
+    pub gpu_reset_s: u64,
+    /// How long a node reboot takes, until the node can be resumed.
+    pub node_reboot_s: u64,
     /// How long a job's GPUs must show the hung-collective signature
     /// before it is reported stalled, seconds.
     pub stall_window_s: u64,
@@ -76,6 +88,7 @@ impl Default for SiteParams {
     fn default() -> Self {
         SiteParams {
             storage_read_bw: 10e9,
+            storage_write_bw: 5e9,
             node_read_bw: 25e9,
             startup_s: 300,
             gpu_hour_price: None,
@@ -84,6 +97,9 @@ impl Default for SiteParams {
             default_time_limit_s: 24 * 3600,
             limit_overrun_s: 0,
             preempt_requeues: true,
+            checkpoint_wait_max_s: 900,
+            gpu_reset_s: 120,
+            node_reboot_s: 900,
             stall_window_s: 300,
             stall_util_min: 0.9,
             stall_occupancy_max: 0.05,

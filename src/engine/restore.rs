@@ -55,8 +55,26 @@ pub struct Restore {
     pub load_s: Quantity,
     pub requeue_wait_s: Quantity,
     pub startup_s: Quantity,
-    /// requeue wait + start-up + load.
+    /// requeue wait + start-up + load (+ the checkpoint write under a
+    /// grace period).
     pub total_s: Quantity,
+    /// Soft preemption: what the grace period changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grace: Option<Grace>,
+}
+
+/// A preemption with a grace period: the job is signalled, writes its
+/// checkpoint, then stops. Lost work is the write (or the time since its
+/// last checkpoint, when that is shorter: it need not write again), if the
+/// write fits in the grace period; else the hard numbers stand.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grace {
+    pub grace_s: u64,
+    /// Seconds the checkpoint write takes.
+    pub write_s: Quantity,
+    /// Whether the write fits in the grace period; `None` when unknown.
+    pub fits: Option<bool>,
+    pub note: String,
 }
 
 /// The requeue wait as the queue model sees it.
@@ -218,7 +236,134 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
         requeue_wait_s,
         startup_s,
         total_s,
+        grace: None,
     }
+}
+
+fn state_of(job: &Job, site: &SiteParams) -> Option<(u64, Provenance)> {
+    match (job.checkpoint.size_bytes, job.checkpoint.params) {
+        (Some(b), _) => Some((b, Provenance::JobMetadata)),
+        (None, Some(p)) => Some((p.saturating_mul(site.bytes_per_param), Provenance::Model)),
+        (None, None) => None,
+    }
+}
+
+/// How long `job` takes to write its checkpoint: state ÷ min(storage write
+/// bandwidth, nodes × per-node bandwidth).
+pub fn write_time(job: &Job, site: &SiteParams) -> Quantity {
+    let Some((bytes, _)) = state_of(job, site) else {
+        return Quantity::unknown(
+            Provenance::Assumption,
+            "checkpoint size unknown (comment ckpt_bytes=… or ckpt_params=…)",
+        );
+    };
+    let nodes = job.node_count.unwrap_or(job.nodes.len().max(1) as u32).max(1);
+    let node_total = site.node_read_bw * f64::from(nodes);
+    let bw = site.storage_write_bw.min(node_total);
+    if !(bw > 0.0) {
+        return Quantity::unknown(Provenance::SiteDefault, "write bandwidth is zero");
+    }
+    Quantity::known(
+        bytes as f64 / bw,
+        Provenance::Model,
+        format!(
+            "{} ÷ {}/s ({})",
+            text::bytes(bytes),
+            text::bytes(bw as u64),
+            if site.storage_write_bw <= node_total {
+                "storage write"
+            } else {
+                "nodes' bandwidth"
+            }
+        ),
+    )
+}
+
+/// The restore of a job preempted with a grace period of `grace_s`.
+/// A hung job (stalled in a collective) cannot write one: the hard
+/// numbers stand.
+pub fn with_grace(
+    mut r: Restore,
+    job: &Job,
+    grace_s: u64,
+    hung: bool,
+    site: &SiteParams,
+) -> Restore {
+    let write_s = write_time(job, site);
+    let (fits, note) = match write_s.value {
+        _ if hung => (
+            Some(false),
+            format!(
+                "job {} is hung: it cannot write a checkpoint, the hard numbers stand",
+                job.id
+            ),
+        ),
+        Some(w) if w <= grace_s as f64 => (
+            Some(true),
+            format!(
+                "the checkpoint write ({}) fits in the {} grace period",
+                text::duration(w.ceil() as i64),
+                text::duration(grace_s as i64)
+            ),
+        ),
+        Some(w) => (
+            Some(false),
+            format!(
+                "the checkpoint write ({}) does not fit in the {} grace period: the hard numbers stand",
+                text::duration(w.ceil() as i64),
+                text::duration(grace_s as i64)
+            ),
+        ),
+        None => (
+            None,
+            "the checkpoint write time is unknown: the hard numbers stand".to_string(),
+        ),
+    };
+    if let (Some(true), Some(w)) = (fits, write_s.value) {
+        let lost = r.lost_work_s.value.map_or(w, |s| s.min(w));
+        let gpus = r.gpus;
+        r.lost_work_s = Quantity::known(
+            lost,
+            Provenance::Model,
+            if lost < w {
+                "its last checkpoint is fresher than a write: it stops without writing".to_string()
+            } else {
+                format!("the checkpoint write under the grace period: {}", write_s.note)
+            },
+        );
+        r.lost_gpu_hours = match gpus {
+            Some(g) => Quantity::known(
+                lost / 3600.0 * f64::from(g),
+                Provenance::Model,
+                format!("{} × {g} GPUs", text::duration(lost.ceil() as i64)),
+            ),
+            None => Quantity::unknown(Provenance::Assumption, "GPU count unknown"),
+        };
+        if let Some(p) = site.gpu_hour_price {
+            r.lost_cost = Some(match r.lost_gpu_hours.value {
+                Some(h) => Quantity::known(
+                    h * p,
+                    Provenance::SiteDefault,
+                    format!("{h:.1} GPU-hours × {p} per GPU-hour"),
+                ),
+                None => Quantity::unknown(Provenance::SiteDefault, "GPU-hours unknown"),
+            });
+        }
+        if let Some(t) = r.total_s.value {
+            r.total_s = Quantity::known(
+                t + w,
+                Provenance::Model,
+                format!("checkpoint write + {}", r.total_s.note),
+            );
+        }
+    }
+    r.grace = Some(Grace {
+        grace_s,
+        write_s,
+        fits,
+        note,
+    });
+    r
 }
 
 /// What the restore model knows about a running job at `now`.

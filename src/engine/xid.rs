@@ -68,6 +68,30 @@ impl ActionClass {
         }
     }
 
+    /// What running on risks: the consequence of doing nothing for now.
+    pub fn running_on(self) -> &'static str {
+        match self {
+            ActionClass::None => "nothing known",
+            ActionClass::Watch => {
+                "correctable errors can precede an uncorrectable one, which kills the jobs on the GPU"
+            }
+            ActionClass::Investigate => "unknown: the cause is not in the catalog",
+            ActionClass::RestartJob => "none for the hardware: the GPU is fine",
+            ActionClass::ResetNextDrain => {
+                "the bad row stays in use until a reset; another error there can become uncorrectable"
+            }
+            ActionClass::DrainInvestigate => {
+                "NVLink or fabric errors slow or hang the collectives of every job on the node"
+            }
+            ActionClass::DrainResetGpu => {
+                "more uncorrectable errors kill the jobs on the GPU, and a checkpoint written now may hold corrupt state"
+            }
+            ActionClass::DrainReboot => {
+                "the GPU is gone: its jobs hang or die, and new work placed on the node fails"
+            }
+        }
+    }
+
     /// A few characters for tables.
     pub fn short(self) -> &'static str {
         match self {

@@ -91,6 +91,10 @@ pub enum Action {
     /// as the site's preemption mode says.
     Preempt {
         job: String,
+        /// Soft preemption: the job is signalled to checkpoint and stopped
+        /// this many seconds later (or once its checkpoint is seen).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grace_s: Option<u64>,
     },
     Priority {
         job: String,
@@ -127,7 +131,7 @@ impl Action {
             | Action::Drain { node, .. }
             | Action::SetReason { node, .. } => node,
             Action::Requeue { job }
-            | Action::Preempt { job }
+            | Action::Preempt { job, .. }
             | Action::Priority { job, .. }
             | Action::Hold { job }
             | Action::Release { job } => job,

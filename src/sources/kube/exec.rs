@@ -271,7 +271,7 @@ impl Executor {
                 }
                 steps
             }
-            Action::Requeue { job } | Action::Preempt { job } => match self.target(job).await {
+            Action::Requeue { job } | Action::Preempt { job, .. } => match self.target(job).await {
                 Ok(Target::Workload { ns, name, .. }) => self.requeue_workload(&ns, &name).await,
                 Ok(Target::Gang { ns, pods }) => {
                     let mut steps = Vec::new();
@@ -368,7 +368,7 @@ impl Executor {
                 })
             }
             Action::Requeue { job }
-            | Action::Preempt { job }
+            | Action::Preempt { job, .. }
             | Action::Hold { job }
             | Action::Release { job }
             | Action::Priority { job, .. } => match self.target(job).await? {

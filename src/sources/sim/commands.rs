@@ -232,7 +232,7 @@ impl Sim {
                 x.reason_time = Some(now);
                 vec![step(what, true, show_node(x))]
             }
-            Action::Requeue { job } | Action::Preempt { job } => {
+            Action::Requeue { job } | Action::Preempt { job, .. } => {
                 let i = self.job_ix(job)?;
                 if !self.jobs[i].job.state.holds_resources() {
                     return Ok(vec![failed(
@@ -245,7 +245,34 @@ impl Sim {
                     )]);
                 }
                 let gang = self.gang_of(i);
-                self.end_jobs_steps(&gang, true)
+                let mut steps = Vec::new();
+                if let Action::Preempt {
+                    grace_s: Some(g), ..
+                } = cmd
+                {
+                    // The sim models soft preemption: a job that can
+                    // checkpoint (not hung, with a checkpoint it reports)
+                    // writes one on the signal, within the grace period.
+                    let site = crate::engine::SiteParams::default();
+                    let now = self.now;
+                    for &k in &gang {
+                        let j = &self.jobs[k];
+                        let write = crate::engine::restore::write_time(&j.job, &site).value;
+                        let id = j.job.id.clone();
+                        let fits = write.is_some_and(|w| w <= *g as f64);
+                        let seen = if j.hung {
+                            format!("job {id} is hung: no checkpoint")
+                        } else if fits && j.job.checkpoint.interval_s.is_some() {
+                            self.jobs[k].job_mut().checkpoint.last = Some(now);
+                            format!("job {id} wrote its checkpoint")
+                        } else {
+                            format!("job {id} wrote no checkpoint within the grace period")
+                        };
+                        steps.push(step(format!("signal {id} SIGUSR1"), true, seen));
+                    }
+                }
+                steps.extend(self.end_jobs_steps(&gang, true));
+                steps
             }
             Action::Priority { job, value } => {
                 let i = self.job_ix(job)?;
@@ -314,7 +341,7 @@ impl Sim {
             Action::Resume { node: n } => node(n).map_or(missing("node"), |x| {
                 (x.state == NodeState::Up, show_node(x))
             }),
-            Action::Requeue { job: id } | Action::Preempt { job: id } => {
+            Action::Requeue { job: id } | Action::Preempt { job: id, .. } => {
                 job(id).map_or(missing("job"), |j| {
                     (
                         j.restarts.unwrap_or(0) > 0 || j.state.is_pending(),

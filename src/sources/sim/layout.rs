@@ -130,6 +130,19 @@ pub(crate) fn build(sim: &mut Sim) {
         if name == "detr-sweep" {
             sim.jobs[j].job_mut().requeueable = Some(false);
         }
+        // Both checkpoint: the finetune's next is due 6 minutes into the
+        // night (the node that takes the correctable-error burst), the
+        // sweep's 10 minutes in (the node that takes the uncorrectable).
+        let (size, every, next_in) = match name {
+            "vit-h-finetune" => (400_000_000_000, 1800, 360),
+            _ => (150_000_000_000, 3600, 600),
+        };
+        sim.jobs[j].job_mut().checkpoint = Checkpoint {
+            last: Some(START_TIME + next_in - every),
+            interval_s: Some(every as u64),
+            size_bytes: Some(size),
+            params: None,
+        };
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
         let spec = Spec {

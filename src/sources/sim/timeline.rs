@@ -12,6 +12,9 @@ pub(crate) enum Incident {
     Xid48Dbe,
     /// The driver records the row remap: Xid 63.
     Xid63Remap,
+    /// A burst of correctable errors on a GPU whose job keeps running:
+    /// Xid 63, a row remap pending until the next reset. Warning-level.
+    SbeRemap,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -20,8 +23,9 @@ pub(crate) struct Timeline {
 }
 
 /// (seconds after start, node by partition and position, GPU, incident)
-const SCRIPT: [(i64, usize, usize, u32, Incident); 3] = [
+const SCRIPT: [(i64, usize, usize, u32, Incident); 4] = [
     (40, 0, 6, 2, Incident::Xid13),
+    (70, 0, 4, 1, Incident::SbeRemap),
     (100, 0, 5, 5, Incident::Xid48Dbe),
     (160, 0, 5, 5, Incident::Xid63Remap),
 ];
@@ -49,6 +53,10 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
         Incident::Xid63Remap => (
             63,
             "Row remapping event: remap pending until the GPU is reset",
+        ),
+        Incident::SbeRemap => (
+            63,
+            "Row remapping event: correctable errors, remap pending until the GPU is reset",
         ),
     };
     Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(LastXid {
@@ -83,6 +91,24 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
                 Some(gpu),
                 kind,
                 "uncorrectable ECC error; row remap pending",
+            );
+        }
+        Incident::SbeRemap => {
+            let hit = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[g];
+            hit.ecc.sbe_volatile = Some(hit.ecc.sbe_volatile.unwrap_or(0) + 120);
+            hit.ecc.sbe_aggregate = Some(hit.ecc.sbe_aggregate.unwrap_or(0) + 120);
+            hit.row_remap_pending = Some(true);
+            let kind = EventKind::Ecc {
+                dbe: Some(0),
+                sbe: Some(120),
+                remap_pending: Some(true),
+                remap_failed: Some(false),
+            };
+            sim.push_event(
+                &name,
+                Some(gpu),
+                kind,
+                "correctable ECC errors; row remap pending",
             );
         }
         Incident::Xid63Remap => {}

@@ -30,6 +30,7 @@ pub enum Call {
         body: Value,
     },
     Scontrol(Vec<String>),
+    Scancel(Vec<String>),
 }
 
 impl std::fmt::Display for Call {
@@ -41,7 +42,7 @@ impl std::fmt::Display for Call {
                 body: Value::Null,
             } => write!(f, "{method} {path}"),
             Call::Rest { method, path, body } => write!(f, "{method} {path} {body}"),
-            Call::Scontrol(args) => {
+            Call::Scontrol(args) | Call::Scancel(args) => {
                 let quoted: Vec<String> = args
                     .iter()
                     .map(|a| {
@@ -52,9 +53,22 @@ impl std::fmt::Display for Call {
                         }
                     })
                     .collect();
-                write!(f, "scontrol {}", quoted.join(" "))
+                let program = if matches!(self, Call::Scancel(_)) {
+                    "scancel"
+                } else {
+                    "scontrol"
+                };
+                write!(f, "{program} {}", quoted.join(" "))
             }
         }
+    }
+}
+
+/// `scancel` from the same place as the configured `scontrol`.
+fn scancel_beside(scontrol: &str) -> String {
+    match scontrol.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/scancel"),
+        None => "scancel".into(),
     }
 }
 
@@ -152,6 +166,19 @@ impl Executor {
         }
     }
 
+    /// `scancel --signal=USR1 JOB` as REST (v0.0.38 on: DELETE with a
+    /// `signal`): the job is told to checkpoint and keeps running.
+    pub fn signal_call(&self, job: &str, signal: &str) -> Call {
+        match Self::numeric(job) {
+            Some(id) => Call::Rest {
+                method: "DELETE",
+                path: format!("/slurm/{}/job/{id}?signal={signal}", self.version),
+                body: Value::Null,
+            },
+            None => Call::Scancel(vec![format!("--signal={signal}"), job.into()]),
+        }
+    }
+
     pub fn priority_call(&self, job: &str, value: u64) -> Call {
         match Self::numeric(job) {
             Some(id) => {
@@ -193,8 +220,12 @@ impl Executor {
                 .await
                 .map(|_| ())
                 .map_err(String::from),
-            Call::Scontrol(args) => {
-                let mut cmd = tokio::process::Command::new(&self.cfg.scontrol);
+            Call::Scontrol(args) | Call::Scancel(args) => {
+                let program = match call {
+                    Call::Scancel(_) => scancel_beside(&self.cfg.scontrol),
+                    _ => self.cfg.scontrol.clone(),
+                };
+                let mut cmd = tokio::process::Command::new(&program);
                 cmd.args(args).kill_on_drop(true);
                 if let Some(conf) = &self.cfg.slurm_conf {
                     cmd.env("SLURM_CONF", conf);
@@ -203,7 +234,7 @@ impl Executor {
                 let out = tokio::time::timeout(self.cfg.timeout, run)
                     .await
                     .map_err(|_| format!("{call} timed out after {:?}", self.cfg.timeout))?
-                    .map_err(|e| format!("cannot run {}: {e}", self.cfg.scontrol))?;
+                    .map_err(|e| format!("cannot run {program}: {e}"))?;
                 if out.status.success() {
                     Ok(())
                 } else {
@@ -431,6 +462,23 @@ impl Executor {
             j.state.is_pending() && j.restarts.unwrap_or(0) > before
         })
         .await
+    }
+
+    /// The job's last checkpoint as Slurm shows it (its comment's
+    /// `ckpt_last`), and whether it still holds resources.
+    pub async fn checkpoint_of(&self, job: &str) -> Result<(Option<i64>, bool), String> {
+        let j = self.job_now(job).await?;
+        Ok((j.checkpoint.last, j.state.holds_resources()))
+    }
+
+    /// Tells a running job to checkpoint: verified when Slurm accepted it
+    /// (the job keeps running; its checkpoint shows later).
+    pub async fn signal(&self, job: &str, signal: &str) -> Result<Outcome, String> {
+        self.send(&self.signal_call(job, signal)).await?;
+        Ok(Outcome {
+            verified: true,
+            observed: format!("{signal} sent to job {job}"),
+        })
     }
 
     pub async fn set_priority(&self, job: &str, value: u64) -> Result<Outcome, String> {

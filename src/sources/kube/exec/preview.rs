@@ -131,7 +131,7 @@ impl Executor {
                 Some(Err(e)) => Err(e.clone()),
                 None => Err(format!("the pods on {node} were not read")),
             },
-            Action::Requeue { job } | Action::Preempt { job } => {
+            Action::Requeue { job } | Action::Preempt { job, .. } => {
                 self.target(job).await.and_then(|t| match t {
                     Target::Workload { ns, name, .. } => Ok(vec![
                         workload_call(&ns, &name, json!({"active": false})),

@@ -1,0 +1,861 @@
+//! Options, not one answer: the sensible remediations for a node (or a
+//! job someone wants to preempt), side by side with the same measured
+//! terms — GPU-hours lost, time until the jobs run again, capacity out of
+//! service and for how long, queued jobs that move, what is unknown — and
+//! one of them recommended, with the reason in one line.
+//!
+//! The terms come from the blast radius (who dies, restore times, moves);
+//! waiting for a checkpoint, a GPU reset and a grace period change them as
+//! docs/decision-engine.md ("Remediation options") works through.
+
+use super::analysis::Base;
+use super::blast::{Blast, blast};
+use super::restore::write_time;
+use super::xid::ActionClass;
+use super::SiteParams;
+use crate::model::{Action, Cluster, Timestamp};
+use crate::text;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What the options are for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Subject {
+    /// `node` or `job`.
+    pub kind: &'static str,
+    pub name: String,
+    /// The catalog's class for what is wrong (`none` when healthy).
+    pub action: ActionClass,
+    /// One line: what is wrong, or what is asked.
+    pub problem: String,
+    /// Jobs that lose work if it is acted on (whole gangs).
+    pub jobs: Vec<String>,
+    /// Of those, the ones that make no progress (stalled).
+    pub hung: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityOut {
+    pub gpus: u32,
+    /// For how long, seconds from now; `None` when unknown.
+    pub for_s: Option<i64>,
+    pub note: String,
+}
+
+/// One way to go, with its costs. `None` in a term is unknown, never a
+/// guess; `unknowns` says why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Choice {
+    /// `drain_now`, `wait_checkpoint`, `reset_gpu`, `drain_reboot`,
+    /// `soft_preempt`, `hard_preempt`, `do_nothing`.
+    pub name: &'static str,
+    pub title: String,
+    /// The calls, in order. The engine writes them as nightshift commands;
+    /// the command line and the console show the backend's exact calls.
+    pub actions: Vec<String>,
+    /// What nightshift sends, in order: the first is what the option's key
+    /// opens (behind the guard); later ones follow when the note says.
+    #[serde(skip)]
+    pub steps: Vec<Action>,
+    /// Steps for a person on the node (nightshift resets and reboots
+    /// nothing).
+    pub manual: Vec<String>,
+    pub gpu_hours_lost: Option<f64>,
+    /// Seconds until the jobs run again (0: nothing stops).
+    pub resume_in_s: Option<i64>,
+    pub capacity_out: CapacityOut,
+    pub queue_moves: Option<usize>,
+    /// Seconds it waits before it acts (a checkpoint); `None` when it does
+    /// not wait, or the wait is unknown (then `unknowns` says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_s: Option<i64>,
+    pub unknowns: Vec<String>,
+    /// What this option risks.
+    pub risk: Option<String>,
+    pub recommended: bool,
+    /// One line: for the recommended option, why; for the others, what
+    /// speaks against them.
+    pub why: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Options {
+    pub target: Subject,
+    pub time: Timestamp,
+    pub options: Vec<Choice>,
+}
+
+impl Options {
+    pub fn recommended(&self) -> Option<&Choice> {
+        self.options.iter().find(|o| o.recommended)
+    }
+}
+
+/// GPU-hours lost and seconds until back, over the jobs a blast kills.
+fn kill_terms(b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
+    let mut unknowns = Vec::new();
+    let mut lost = Some(0.0);
+    let mut back: Option<i64> = Some(0);
+    for k in &b.killed {
+        match k.restore.lost_gpu_hours.value {
+            Some(h) => lost = lost.map(|l| l + h),
+            None => {
+                lost = None;
+                unknowns.push(format!(
+                    "GPU-hours lost by job {}: {}",
+                    k.id, k.restore.lost_gpu_hours.note
+                ));
+            }
+        }
+        match k.restore.total_s.value {
+            Some(t) => back = back.map(|b| b.max(t.ceil() as i64)),
+            None => {
+                back = None;
+                unknowns.push(format!(
+                    "when job {} runs again: {}",
+                    k.id, k.restore.total_s.note
+                ));
+            }
+        }
+    }
+    (lost, back, unknowns)
+}
+
+/// Seconds until a running job's next checkpoint, or why that is unknown.
+fn next_checkpoint(c: &Cluster, id: &str, hung: &BTreeMap<String, f64>) -> Result<i64, String> {
+    if hung.contains_key(id) {
+        return Err(format!("job {id} is hung: it will not checkpoint"));
+    }
+    let Some(j) = c.job(id) else {
+        return Err(format!("job {id} is gone from the data"));
+    };
+    let (Some(every), Some(last)) = (j.checkpoint.interval_s, j.checkpoint.last.or(j.start_time))
+    else {
+        return Err(format!(
+            "job {id} reports no checkpoint interval (comment ckpt_every=…)"
+        ));
+    };
+    let next = last + every as i64;
+    if next < c.time - 60 {
+        return Err(format!(
+            "job {id}'s checkpoint is overdue by {}: it may have stopped checkpointing",
+            text::duration(c.time - next)
+        ));
+    }
+    Ok((next - c.time).max(0))
+}
+
+/// Waiting for every killed job's next checkpoint before acting: the wait,
+/// the GPU-hours still lost (each job's work between its checkpoint and
+/// the last one's), or why it cannot be known.
+fn wait_terms(
+    c: &Cluster,
+    b: &Blast,
+    hung: &BTreeMap<String, f64>,
+) -> Result<(i64, f64), Vec<String>> {
+    let mut next = Vec::new();
+    let mut errs = Vec::new();
+    for k in &b.killed {
+        match next_checkpoint(c, &k.id, hung) {
+            Ok(s) => next.push((s, k.gpus)),
+            Err(e) => errs.push(e),
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let wait = next.iter().map(|(s, _)| *s).max().unwrap_or(0);
+    let mut lost = 0.0;
+    for (s, gpus) in next {
+        match gpus {
+            Some(g) => lost += (wait - s) as f64 / 3600.0 * f64::from(g),
+            None => return Err(vec!["a job's GPU count is unknown".into()]),
+        }
+    }
+    Ok((wait, lost))
+}
+
+fn hours(h: Option<f64>) -> String {
+    h.map_or("?".into(), |h| format!("{h:.1}"))
+}
+
+/// The options for a node: from its health verdict and its jobs.
+pub fn node_options(
+    c: &Cluster,
+    base: &Base,
+    node: &str,
+    site: &SiteParams,
+) -> Result<Options, String> {
+    let n = c
+        .node(node)
+        .ok_or_else(|| format!("no node {node} in the current data"))?;
+    let verdict = base.node_verdict(node);
+    let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
+    let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
+    let reason = base
+        .node_incident(node)
+        .map_or_else(
+            || match class {
+                ActionClass::None => "drained via nightshift".to_string(),
+                c => format!("nightshift: {}", c.short()),
+            },
+            |i| i.drain_reason(),
+        );
+    let drain = Action::Drain {
+        node: node.to_string(),
+        reason: reason.clone(),
+        requeue: true,
+    };
+    let b = blast(c, base, &drain, site)?;
+    let hung: BTreeMap<String, f64> = base
+        .stalls
+        .iter()
+        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
+        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
+        .collect();
+    let subject = Subject {
+        kind: "node",
+        name: node.to_string(),
+        action: class,
+        problem,
+        jobs: b.killed.iter().map(|k| k.id.clone()).collect(),
+        hung: hung.keys().cloned().collect(),
+    };
+    let in_service = n.state.schedulable();
+    let node_gpus = if in_service { n.gpu_count } else { 0 };
+    let remedy_s = |c: ActionClass| match c {
+        ActionClass::DrainReboot => Some(site.node_reboot_s as i64),
+        ActionClass::DrainResetGpu | ActionClass::ResetNextDrain => Some(site.gpu_reset_s as i64),
+        _ => None,
+    };
+    let problem_gpus: Vec<u32> = verdict
+        .map(|v| {
+            v.gpus
+                .iter()
+                .filter(|g| {
+                    matches!(
+                        g.verdict.action,
+                        ActionClass::DrainResetGpu | ActionClass::ResetNextDrain
+                    )
+                })
+                .map(|g| g.gpu)
+                .collect()
+        })
+        .unwrap_or_default();
+    let remap_failed = n
+        .gpus
+        .iter()
+        .any(|g| problem_gpus.contains(&g.index) && g.row_remap_failed == Some(true));
+    let remedy_steps = |c: ActionClass| -> Vec<String> {
+        let gpus: Vec<String> = problem_gpus.iter().map(u32::to_string).collect();
+        match c {
+            ActionClass::DrainReboot => vec![format!("reboot {node}")],
+            ActionClass::DrainResetGpu | ActionClass::ResetNextDrain if !gpus.is_empty() => {
+                vec![format!(
+                    "on {node}: nvidia-smi --gpu-reset -i {}",
+                    gpus.join(",")
+                )]
+            }
+            ActionClass::DrainInvestigate => vec![format!("investigate {node} (NVLink, fabric)")],
+            _ => Vec::new(),
+        }
+    };
+    let (lost, back, unknowns) = kill_terms(&b);
+    let out_for = |c: ActionClass| match remedy_s(c) {
+        Some(s) => (Some(s), format!("until the remedy ({}) and a resume", c.remedy())),
+        None => (None, "until someone resumes it".to_string()),
+    };
+    let resume = Action::Resume {
+        node: node.to_string(),
+    };
+    let mut options = Vec::new();
+
+    // Drain now and requeue (the catalog's remedy after).
+    let (for_s, note) = out_for(class);
+    let mut manual = remedy_steps(class);
+    if class.needs_drain() || !manual.is_empty() {
+        manual.push(format!("resume {node} once fixed"));
+    }
+    options.push(Choice {
+        name: "drain_now",
+        title: "drain now and requeue".into(),
+        actions: vec![drain.command_line()],
+        steps: vec![drain.clone()],
+        manual,
+        gpu_hours_lost: lost,
+        resume_in_s: back,
+        capacity_out: CapacityOut {
+            gpus: node_gpus,
+            for_s: if node_gpus == 0 { Some(0) } else { for_s },
+            note,
+        },
+        queue_moves: Some(b.moved.len()),
+        wait_s: None,
+        unknowns: unknowns.clone(),
+        risk: None,
+        recommended: false,
+        why: String::new(),
+    });
+
+    // Cordon, wait for the next checkpoint(s), then drain.
+    if !b.killed.is_empty() {
+        let cordon = Action::Cordon {
+            node: node.to_string(),
+            reason: format!("{reason}: drain after checkpoint"),
+        };
+        let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
+            Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),
+            Err(e) => (None, None, e),
+        };
+        let title = match wait {
+            Some(w) => format!(
+                "cordon, drain after the next checkpoint (in {}, {})",
+                text::duration(w),
+                text::clock(c.time + w)
+            ),
+            None => "cordon, drain after the next checkpoint".into(),
+        };
+        let (for_s, _) = out_for(class);
+        options.push(Choice {
+            name: "wait_checkpoint",
+            title,
+            actions: vec![cordon.command_line(), drain.command_line()],
+            steps: vec![cordon, drain.clone()],
+            manual: remedy_steps(class),
+            gpu_hours_lost: lost_w,
+            resume_in_s: wait.zip(back).map(|(w, b)| w + b),
+            capacity_out: CapacityOut {
+                gpus: node_gpus,
+                for_s: wait.zip(for_s).map(|(w, f)| w + f),
+                note: "cordoned now, drained at the checkpoint".into(),
+            },
+            queue_moves: Some(b.moved.len()),
+            wait_s: wait,
+            unknowns: unknowns_w,
+            risk: Some(class.running_on().to_string()),
+            recommended: false,
+            why: String::new(),
+        });
+    }
+
+    // Reset the GPU only: its jobs die, the node's others keep running.
+    if !problem_gpus.is_empty() && !remap_failed && class <= ActionClass::DrainResetGpu {
+        let on_gpus: Vec<String> = {
+            let mut v: Vec<String> = n
+                .gpus
+                .iter()
+                .filter(|g| problem_gpus.contains(&g.index))
+                .filter_map(|g| g.job.clone())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let mut blasts = Vec::new();
+        for id in &on_gpus {
+            blasts.push(blast(
+                c,
+                base,
+                &Action::Requeue { job: id.clone() },
+                site,
+            )?);
+        }
+        let (mut lost_r, mut back_r, mut unknowns_r) = (Some(0.0), Some(0), Vec::new());
+        let mut moves = std::collections::BTreeSet::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for rb in &blasts {
+            let mut once = rb.clone();
+            once.killed.retain(|k| seen.insert(k.id.clone()));
+            let (l, bk, u) = kill_terms(&once);
+            lost_r = lost_r.zip(l).map(|(a, b)| a + b);
+            back_r = back_r.zip(bk).map(|(a, b)| a.max(b));
+            unknowns_r.extend(u);
+            moves.extend(rb.moved.iter().map(|m| m.id.clone()));
+        }
+        let cordon = Action::Cordon {
+            node: node.to_string(),
+            reason: format!("{reason}: GPU reset"),
+        };
+        let mut steps = vec![cordon];
+        steps.extend(on_gpus.iter().map(|id| Action::Requeue { job: id.clone() }));
+        steps.push(resume.clone());
+        let gpus: Vec<String> = problem_gpus.iter().map(u32::to_string).collect();
+        options.push(Choice {
+            name: "reset_gpu",
+            title: format!("reset GPU {} only", gpus.join(",")),
+            actions: steps.iter().map(Action::command_line).collect(),
+            steps,
+            manual: remedy_steps(ActionClass::DrainResetGpu),
+            gpu_hours_lost: lost_r,
+            resume_in_s: back_r.map(|b| b.max(site.gpu_reset_s as i64)),
+            capacity_out: CapacityOut {
+                gpus: problem_gpus.len() as u32,
+                for_s: Some(site.gpu_reset_s as i64),
+                note: format!(
+                    "the GPU during its reset (the node cordoned meanwhile); {} other job(s) keep running",
+                    subject.jobs.len().saturating_sub(seen.len())
+                ),
+            },
+            queue_moves: Some(moves.len()),
+            wait_s: None,
+            unknowns: unknowns_r,
+            risk: None,
+            recommended: false,
+            why: String::new(),
+        });
+    }
+
+    // Drain and reboot, where the catalog's remedy is something lighter.
+    if matches!(
+        class,
+        ActionClass::ResetNextDrain | ActionClass::DrainResetGpu | ActionClass::DrainInvestigate
+    ) {
+        let mut manual = vec![format!("reboot {node}")];
+        manual.push(format!("resume {node} once it is back"));
+        options.push(Choice {
+            name: "drain_reboot",
+            title: "drain now, reboot the node".into(),
+            actions: vec![drain.command_line()],
+            steps: vec![drain.clone()],
+            manual,
+            gpu_hours_lost: lost,
+            resume_in_s: back,
+            capacity_out: CapacityOut {
+                gpus: node_gpus,
+                for_s: if node_gpus == 0 {
+                    Some(0)
+                } else {
+                    Some(site.node_reboot_s as i64)
+                },
+                note: "until the reboot and a resume".into(),
+            },
+            queue_moves: Some(b.moved.len()),
+            wait_s: None,
+            unknowns: unknowns.clone(),
+            risk: None,
+            recommended: false,
+            why: String::new(),
+        });
+    }
+
+    options.push(do_nothing(&hung, class));
+    let mut o = Options {
+        target: subject,
+        time: c.time,
+        options,
+    };
+    recommend_for_node(&mut o, &hung, site);
+    Ok(o)
+}
+
+fn burning(hung: &BTreeMap<String, f64>) -> f64 {
+    hung.values().sum()
+}
+
+fn do_nothing(hung: &BTreeMap<String, f64>, class: ActionClass) -> Choice {
+    let (lost, back, unknowns) = if hung.is_empty() {
+        (Some(0.0), Some(0), Vec::new())
+    } else {
+        (
+            None,
+            None,
+            vec![format!(
+                "grows by {:.0} GPU-hours per hour while job(s) {} stay hung; they never resume by themselves",
+                burning(hung),
+                hung.keys().cloned().collect::<Vec<_>>().join(",")
+            )],
+        )
+    };
+    Choice {
+        name: "do_nothing",
+        title: "do nothing for now".into(),
+        actions: Vec::new(),
+        steps: Vec::new(),
+        manual: Vec::new(),
+        gpu_hours_lost: lost,
+        resume_in_s: back,
+        capacity_out: CapacityOut {
+            gpus: 0,
+            for_s: Some(0),
+            note: "nothing taken out".into(),
+        },
+        queue_moves: Some(0),
+        wait_s: None,
+        unknowns,
+        risk: Some(class.running_on().to_string()),
+        recommended: false,
+        why: String::new(),
+    }
+}
+
+/// Lower is better: known lost work first, then less of it, then less
+/// capacity × time out of service, then sooner back.
+fn cost_key(o: &Choice) -> (bool, i64, bool, i64, i64) {
+    let cap = o
+        .capacity_out
+        .for_s
+        .map(|s| s.saturating_mul(i64::from(o.capacity_out.gpus)));
+    (
+        o.gpu_hours_lost.is_none(),
+        o.gpu_hours_lost.map_or(i64::MAX, |h| (h * 1000.0).round() as i64),
+        cap.is_none(),
+        cap.unwrap_or(i64::MAX),
+        o.resume_in_s.unwrap_or(i64::MAX),
+    )
+}
+
+fn cheapest(o: &Options, names: &[&str]) -> Option<usize> {
+    o.options
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| names.contains(&c.name))
+        .min_by_key(|(_, c)| cost_key(c))
+        .map(|(i, _)| i)
+}
+
+fn index_of(o: &Options, name: &str) -> Option<usize> {
+    o.options.iter().position(|c| c.name == name)
+}
+
+/// Marks one option recommended and says why in one line.
+fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &SiteParams) {
+    let class = o.target.action;
+    let drains = ["drain_now", "reset_gpu", "drain_reboot"];
+    let wait = index_of(o, "wait_checkpoint").filter(|&w| o.options[w].gpu_hours_lost.is_some());
+    let wait_in = wait
+        .and_then(|w| o.options[w].wait_s)
+        .map(|s| text::duration(s));
+    let drain_lost = index_of(o, "drain_now").and_then(|i| o.options[i].gpu_hours_lost);
+    let (pick, why) = if !hung.is_empty() {
+        (
+            cheapest(o, &drains),
+            format!(
+                "job(s) {} already hung ({}): waiting for a checkpoint saves nothing, it burns {:.0} GPU-hours per hour",
+                hung.keys().cloned().collect::<Vec<_>>().join(","),
+                o.target.problem,
+                burning(hung)
+            ),
+        )
+    } else if class.needs_drain() {
+        let mut why = format!("{}: do not run on it", o.target.problem);
+        if let (Some(w), Some(dl)) = (wait, drain_lost)
+            && let Some(wl) = o.options[w].gpu_hours_lost
+            && wl < dl
+        {
+            why.push_str(&format!(
+                "; waiting for the checkpoint in {} would save {:.1} GPU-hours but keeps running on it",
+                wait_in.clone().unwrap_or_default(),
+                dl - wl
+            ));
+        }
+        (cheapest(o, &drains), why)
+    } else if class == ActionClass::ResetNextDrain {
+        let due = wait.filter(|&w| {
+            o.options[w]
+                .wait_s
+                .is_some_and(|s| s <= site.checkpoint_wait_max_s as i64)
+        });
+        match due {
+            Some(w) => {
+                let l = o.options[w].gpu_hours_lost;
+                (
+                    Some(w),
+                    format!(
+                        "next checkpoint in {}: draining right after it loses {} GPU-hours instead of {} now",
+                        wait_in.unwrap_or_default(),
+                        hours(l),
+                        hours(drain_lost),
+                    ),
+                )
+            }
+            None => (
+                index_of(o, "do_nothing"),
+                format!(
+                    "no checkpoint due within {}: keep running, {}",
+                    text::duration(site.checkpoint_wait_max_s as i64),
+                    class.advice()
+                ),
+            ),
+        }
+    } else {
+        (
+            index_of(o, "do_nothing"),
+            match class {
+                ActionClass::None => "healthy: nothing to do".to_string(),
+                c => format!("{}: {}", o.target.problem, c.advice()),
+            },
+        )
+    };
+    finish(o, pick, why);
+}
+
+/// Marks `pick` recommended with `why`, saying so when its terms are
+/// unknown while another option's are known; the others get the line that
+/// speaks against them.
+fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
+    let Some(p) = pick else {
+        return;
+    };
+    let known_elsewhere = o
+        .options
+        .iter()
+        .enumerate()
+        .any(|(i, c)| i != p && c.unknowns.is_empty());
+    if !o.options[p].unknowns.is_empty() && known_elsewhere {
+        why.push_str(&format!(
+            " (though some of its terms are unknown: {})",
+            o.options[p].unknowns.join("; ")
+        ));
+    }
+    let pick_lost = o.options[p].gpu_hours_lost;
+    for (i, c) in o.options.iter_mut().enumerate() {
+        if i == p {
+            c.recommended = true;
+            c.why = why.clone();
+            continue;
+        }
+        c.why = if let Some(u) = c.unknowns.first() {
+            format!("terms unknown: {u}")
+        } else if let Some(w) = c.wait_s.filter(|&w| w > 0) {
+            format!("acts only in {}", text::duration(w))
+        } else if let (Some(a), Some(b)) = (c.gpu_hours_lost, pick_lost)
+            && a > b + 0.05
+        {
+            format!("loses {:.1} GPU-hours more", a - b)
+        } else if let Some(r) = &c.risk {
+            format!("risks: {r}")
+        } else {
+            "more capacity out of service, or for longer".to_string()
+        };
+    }
+}
+
+/// The options for a running job someone wants to preempt: hard, soft
+/// with a grace period (`grace_s`, else long enough for its checkpoint
+/// write), after its next checkpoint, or not at all.
+pub fn job_options(
+    c: &Cluster,
+    base: &Base,
+    job: &str,
+    grace_s: Option<u64>,
+    site: &SiteParams,
+) -> Result<Options, String> {
+    let j = c
+        .job(job)
+        .ok_or_else(|| format!("no job {job} in the current data"))?;
+    if !j.state.holds_resources() {
+        return Err(format!(
+            "job {job} is {}, not running: nothing to preempt (nightshift why {job})",
+            j.state.as_str()
+        ));
+    }
+    let hard = Action::Preempt {
+        job: job.to_string(),
+        grace_s: None,
+    };
+    let b = blast(c, base, &hard, site)?;
+    let hung: BTreeMap<String, f64> = base
+        .stalls
+        .iter()
+        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
+        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
+        .collect();
+    let (lost, back, unknowns) = kill_terms(&b);
+    let gpus = b.gpus_freed;
+    let mut options = vec![Choice {
+        name: "hard_preempt",
+        title: "preempt now".into(),
+        actions: vec![hard.command_line()],
+        steps: vec![hard.clone()],
+        manual: Vec::new(),
+        gpu_hours_lost: lost,
+        resume_in_s: back,
+        capacity_out: CapacityOut {
+            gpus: 0,
+            for_s: Some(0),
+            note: format!("{gpus} GPUs freed at once"),
+        },
+        queue_moves: Some(b.moved.len()),
+        wait_s: None,
+        unknowns: unknowns.clone(),
+        risk: None,
+        recommended: false,
+        why: String::new(),
+    }];
+
+    // Soft: the grace given, else the slowest killed job's write with a
+    // quarter to spare, in whole minutes.
+    let writes: Vec<Option<f64>> = b
+        .killed
+        .iter()
+        .filter_map(|k| c.job(&k.id))
+        .map(|kj| write_time(kj, site).value)
+        .collect();
+    let grace = grace_s.or_else(|| {
+        let w: Option<Vec<f64>> = writes.iter().copied().collect();
+        w.map(|w| {
+            let m = w.into_iter().fold(0.0, f64::max) * 1.25;
+            ((m / 60.0).ceil().max(1.0) * 60.0) as u64
+        })
+    });
+    if let Some(g) = grace {
+        let soft = Action::Preempt {
+            job: job.to_string(),
+            grace_s: Some(g),
+        };
+        let sb = blast(c, base, &soft, site)?;
+        let (l, bk, mut u) = kill_terms(&sb);
+        for k in &sb.killed {
+            if let Some(gr) = &k.restore.grace
+                && gr.fits != Some(true)
+            {
+                u.push(gr.note.clone());
+            }
+        }
+        let fits = sb
+            .killed
+            .iter()
+            .all(|k| k.restore.grace.as_ref().is_some_and(|g| g.fits == Some(true)));
+        options.push(Choice {
+            name: "soft_preempt",
+            title: format!(
+                "preempt with a {} grace period (checkpoint on the way out)",
+                text::duration(g as i64)
+            ),
+            actions: vec![soft.command_line()],
+            steps: vec![soft],
+            manual: Vec::new(),
+            gpu_hours_lost: l,
+            resume_in_s: bk,
+            capacity_out: CapacityOut {
+                gpus: 0,
+                for_s: Some(0),
+                note: format!("{gpus} GPUs freed within {}", text::duration(g as i64)),
+            },
+            queue_moves: Some(sb.moved.len()),
+            wait_s: Some(g as i64),
+            unknowns: if fits { Vec::new() } else { u },
+            risk: None,
+            recommended: false,
+            why: String::new(),
+        });
+    }
+
+    let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
+        Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),
+        Err(e) => (None, None, e),
+    };
+    options.push(Choice {
+        name: "wait_checkpoint",
+        title: match wait {
+            Some(w) => format!(
+                "preempt after its next checkpoint (in {}, {})",
+                text::duration(w),
+                text::clock(c.time + w)
+            ),
+            None => "preempt after its next checkpoint".into(),
+        },
+        actions: vec![hard.command_line()],
+        steps: vec![hard.clone()],
+        manual: Vec::new(),
+        gpu_hours_lost: lost_w,
+        resume_in_s: wait.zip(back).map(|(w, b)| w + b),
+        capacity_out: CapacityOut {
+            gpus: 0,
+            for_s: Some(0),
+            note: match wait {
+                Some(w) => format!("{gpus} GPUs freed in {}", text::duration(w)),
+                None => "freed when it checkpoints".into(),
+            },
+        },
+        queue_moves: Some(b.moved.len()),
+        wait_s: wait,
+        unknowns: unknowns_w,
+        risk: None,
+        recommended: false,
+        why: String::new(),
+    });
+    options.push(do_nothing(&hung, ActionClass::None));
+    if let Some(d) = options.last_mut() {
+        d.risk = Some("the job keeps its GPUs: whatever needed them waits".into());
+    }
+    let mut o = Options {
+        target: Subject {
+            kind: "job",
+            name: job.to_string(),
+            action: ActionClass::None,
+            problem: format!(
+                "preempt {} ({}, {} GPUs)",
+                job,
+                j.name,
+                text::opt(j.gpus_requested())
+            ),
+            jobs: b.killed.iter().map(|k| k.id.clone()).collect(),
+            hung: hung.keys().cloned().collect(),
+        },
+        time: c.time,
+        options,
+    };
+    let soft = index_of(&o, "soft_preempt");
+    let soft_ok = soft.filter(|&s| o.options[s].unknowns.is_empty());
+    let (pick, why) = if !hung.is_empty() {
+        (
+            index_of(&o, "hard_preempt"),
+            format!(
+                "job(s) {} hung: no checkpoint will come, every hour burns {:.0} GPU-hours",
+                hung.keys().cloned().collect::<Vec<_>>().join(","),
+                burning(&hung)
+            ),
+        )
+    } else if let (Some(w), Some(ws)) = (index_of(&o, "wait_checkpoint"), wait)
+        && lost_w.is_some()
+        && soft_ok.is_none_or(|s| o.options[s].wait_s.is_some_and(|g| ws <= g))
+        && ws <= site.checkpoint_wait_max_s as i64
+    {
+        (
+            Some(w),
+            format!(
+                "its next checkpoint is in {}: preempting right after it loses {} GPU-hours instead of {} now",
+                text::duration(ws),
+                hours(lost_w),
+                hours(lost)
+            ),
+        )
+    } else if let Some(s) = soft_ok {
+        (
+            Some(s),
+            format!(
+                "a grace period long enough for its checkpoint write loses {} GPU-hours instead of {}",
+                hours(o.options[s].gpu_hours_lost),
+                hours(lost)
+            ),
+        )
+    } else {
+        (
+            index_of(&o, "hard_preempt"),
+            "no checkpoint can be taken on the way out in time: preempt now".to_string(),
+        )
+    };
+    finish(&mut o, pick, why);
+    Ok(o)
+}
+
+/// The options for `target`: a node by name, else a job by id.
+pub fn options(
+    c: &Cluster,
+    base: &Base,
+    target: &str,
+    grace_s: Option<u64>,
+    site: &SiteParams,
+) -> Result<Options, String> {
+    if c.node(target).is_some() {
+        node_options(c, base, target, site)
+    } else if c.job(target).is_some() {
+        job_options(c, base, target, grace_s, site)
+    } else {
+        Err(format!("no node or job {target} in the current data"))
+    }
+}
+
+#[cfg(test)]
+mod tests;
