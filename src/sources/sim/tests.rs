@@ -110,15 +110,26 @@ fn the_night_goes_on_xid13_then_ecc_with_remap() {
     s.advance(200);
     let c = s.snapshot();
     let codes: Vec<u32> = c.events.iter().filter_map(|e| e.xid()).collect();
-    assert_eq!(codes, vec![79, 13, 48, 63]);
+    assert_eq!(codes, vec![79, 13, 63, 48, 63]);
     let ecc = c
         .events
         .iter()
-        .find(|e| matches!(e.kind, EventKind::Ecc { .. }))
+        .find(|e| matches!(e.kind, EventKind::Ecc { dbe: Some(1), .. }))
         .expect("ecc event");
     let gpu = &c.node(&ecc.node).expect("node").gpus[ecc.gpu.expect("gpu") as usize];
     assert_eq!(gpu.ecc.dbe_volatile, Some(1));
     assert_eq!(gpu.row_remap_pending, Some(true));
+    // The correctable burst: a remap pending, no uncorrectable error, and
+    // the job on the GPU keeps running.
+    let sbe = c
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Ecc { dbe: Some(0), .. }))
+        .expect("correctable ecc event");
+    let gpu = &c.node(&sbe.node).expect("node").gpus[sbe.gpu.expect("gpu") as usize];
+    assert_eq!((gpu.ecc.dbe_volatile, gpu.row_remap_pending), (Some(0), Some(true)));
+    let job = gpu.job.as_deref().and_then(|id| c.job(id)).expect("a job on it");
+    assert_eq!(job.state, JobState::Running);
     // The Xid 13 killed the job on its GPU, and only that one.
     let x13 = c
         .events
