@@ -70,6 +70,11 @@ pub enum Modal {
         message: String,
         ok: bool,
     },
+    /// The remediation options of a node or a job, side by side: a digit
+    /// opens that option's guarded preview.
+    Options {
+        target: String,
+    },
 }
 
 /// One origin's freshness: when it last answered, and its error since.
@@ -329,6 +334,13 @@ impl App {
         match (s.view, &s.target) {
             (View::JobDetail, Some(id)) => Focus::Job(id.clone()),
             (View::NodeDetail, Some(n)) => Focus::Node(n.clone()),
+            // An incident's options are its node's.
+            (View::Overview | View::Incidents, _) => match self.selected_row() {
+                Some(Row::Incident(i)) => self
+                    .incident(i)
+                    .map_or(Focus::None, |inc| Focus::Node(inc.node.clone())),
+                _ => Focus::None,
+            },
             (View::GpuDetail, Some(t)) => Focus::Node(
                 t.rsplit_once('/')
                     .map_or(t.as_str(), |(n, _)| n)

@@ -348,14 +348,15 @@ pub fn options(
         &settings.site,
         &settings.xid_catalog,
     );
-    let mut o =
-        crate::engine::options::options(&cluster, &base, target, grace_s, &settings.site)?;
+    let mut o = crate::engine::options::options(&cluster, &base, target, grace_s, &settings.site)?;
     for choice in &mut o.options {
         for a in &choice.steps {
             rt.block_on(executor.prepare(a));
         }
         choice.actions = exact_calls(&executor, &choice.steps, &o.target.jobs);
-        choice.actions.extend(choice.manual.iter().map(|m| format!("by hand: {m}")));
+        choice
+            .actions
+            .extend(choice.manual.iter().map(|m| format!("by hand: {m}")));
     }
     match format {
         Format::Json => crate::outln!(

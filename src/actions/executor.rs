@@ -104,7 +104,9 @@ impl Executor {
                         }))
                         .collect(),
                     Action::SetReason { node, reason } => vec![x.reason_call(node, reason)],
-                    Action::Requeue { job } | Action::Preempt { job, .. } => vec![x.requeue_call(job)],
+                    Action::Requeue { job } | Action::Preempt { job, .. } => {
+                        vec![x.requeue_call(job)]
+                    }
                     Action::Priority { job, value } => vec![x.priority_call(job, *value)],
                     Action::Hold { job } => vec![x.hold_call(job)],
                     Action::Release { job } => vec![x.release_call(job)],
@@ -249,7 +251,13 @@ async fn soft_preempt(x: &SlurmExec, job: &str, grace_s: u64) -> Vec<Step> {
         }
     };
     let check = Action::Requeue { job: job.into() };
-    let requeued = slurm_step(x, format!("requeue {job}"), x.requeue(job).await, Some(&check)).await;
+    let requeued = slurm_step(
+        x,
+        format!("requeue {job}"),
+        x.requeue(job).await,
+        Some(&check),
+    )
+    .await;
     vec![signalled, waited, requeued]
 }
 

@@ -44,6 +44,27 @@ impl App {
 
     /// Handles an action key in normal mode; false when the key is not one.
     pub(super) fn on_action_key(&mut self, key: KeyEvent) -> bool {
+        if key.code == KeyCode::Char('O') {
+            // Comparing is reading: allowed in read-only mode too.
+            let target = match self.selected_job() {
+                Some(j) if self.screen().view == View::JobDetail => Some(j),
+                _ => self.selected_node().map(|(n, _)| n).or(self.selected_job()),
+            };
+            use crate::engine::analysis::Focus;
+            match (target, self.focus()) {
+                (Some(t), Focus::Node(f) | Focus::Job(f)) if t == f => {
+                    self.modal_scroll = 0;
+                    self.modal = Some(Modal::Options { target: t });
+                }
+                _ => {
+                    self.flash = Some(
+                        "O: select an incident, or open a node or a running job (enter) first"
+                            .into(),
+                    )
+                }
+            }
+            return true;
+        }
         let KeyCode::Char(k @ ('D' | 'C' | 'U' | 'R' | 'T' | 'H' | 'E')) = key.code else {
             return false;
         };
@@ -129,6 +150,25 @@ impl App {
         });
     }
 
+    /// The options the analyst computed for `target` (a node or a job), when
+    /// it is what the screen is focused on.
+    pub fn options_of(&self, target: &str) -> Option<&crate::engine::options::Options> {
+        use crate::engine::analysis::FocusAnswer;
+        match &self.analysis.as_ref()?.focus {
+            Some(FocusAnswer::Node {
+                name,
+                options: Some(o),
+                ..
+            }) if name == target => Some(o),
+            Some(FocusAnswer::Job {
+                id,
+                options: Some(o),
+                ..
+            }) if id == target => Some(o),
+            _ => None,
+        }
+    }
+
     /// Keys while a modal is open. `esc` always cancels.
     pub(super) fn on_modal_key(&mut self, key: KeyEvent) {
         let Some(modal) = self.modal.take() else {
@@ -206,6 +246,39 @@ impl App {
                 }
             }
             Modal::Running { action } => Modal::Running { action },
+            Modal::Options { target } => {
+                let n = match key.code {
+                    KeyCode::Char(c @ '1'..='9') => c as usize - '1' as usize,
+                    KeyCode::Enter => match self.options_of(&target) {
+                        Some(o) => o.options.iter().position(|c| c.recommended).unwrap_or(0),
+                        None => 0,
+                    },
+                    _ => return self.modal = Some(Modal::Options { target }),
+                };
+                let Some(choice) = self.options_of(&target).and_then(|o| o.options.get(n)) else {
+                    self.flash = Some("the options are not computed yet".into());
+                    return self.modal = Some(Modal::Options { target });
+                };
+                if self.read_only {
+                    self.flash = Some("read-only mode: action keys are off".into());
+                    return self.modal = Some(Modal::Options { target });
+                }
+                match choice.steps.first().cloned() {
+                    Some(first) => {
+                        if choice.steps.len() > 1 {
+                            self.flash = Some(format!(
+                                "{}: step 1 of {}; then {}",
+                                choice.title,
+                                choice.steps.len(),
+                                choice.actions[1..].join(", then ")
+                            ));
+                        }
+                        self.open_action(first);
+                    }
+                    None => self.flash = Some(format!("{}: nothing to send", choice.title)),
+                }
+                return;
+            }
             Modal::Done { .. } => {
                 // `u` opens the undo's own guarded preview; any other key closes.
                 if key.code == KeyCode::Char('u')

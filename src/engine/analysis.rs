@@ -6,6 +6,7 @@ use super::SiteParams;
 use super::blast::{Blast, Target, blast};
 use super::health::{EccBaseline, GpuVerdict, NodeVerdict, critical_nodes, verdicts};
 use super::incidents::{Incident, incidents};
+use super::options::{Options, job_options, node_options_with};
 use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
 use super::stall::{Stall, StallHistory, stalls};
@@ -30,10 +31,14 @@ pub enum FocusAnswer {
         id: String,
         why: Option<Box<Why>>,
         restore: Option<Box<Restore>>,
+        /// Its preemption options, when it runs.
+        options: Option<Box<Options>>,
     },
     Node {
         name: String,
         drain: Result<Box<Blast>, String>,
+        /// The remediation options, side by side.
+        options: Option<Box<Options>>,
     },
 }
 
@@ -196,10 +201,14 @@ impl Analysis {
                     } else {
                         None
                     },
+                    options: if c.jobs[j].state.holds_resources() {
+                        job_options(c, &base, id, None, site).ok().map(Box::new)
+                    } else {
+                        None
+                    },
                 }),
-            Focus::Node(name) => Some(FocusAnswer::Node {
-                name: name.clone(),
-                drain: blast(
+            Focus::Node(name) => {
+                let drain = blast(
                     c,
                     &base,
                     &Target::Drain {
@@ -208,9 +217,18 @@ impl Analysis {
                         requeue: true,
                     },
                     site,
-                )
-                .map(Box::new),
-            }),
+                );
+                let options = drain
+                    .as_ref()
+                    .ok()
+                    .and_then(|b| node_options_with(c, &base, name, site, b.clone()).ok())
+                    .map(Box::new);
+                Some(FocusAnswer::Node {
+                    name: name.clone(),
+                    drain: drain.map(Box::new),
+                    options,
+                })
+            }
         };
         Analysis { base, focus }
     }

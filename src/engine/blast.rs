@@ -305,9 +305,11 @@ pub fn blast(
             killed_jobs.len(),
             gpus_freed,
             lost_gpu_hours,
-            if killed_jobs
-                .iter()
-                .any(|k| k.restore.grace.as_ref().is_some_and(|g| g.fits == Some(true)))
+            if killed_jobs.iter().any(|k| k
+                .restore
+                .grace
+                .as_ref()
+                .is_some_and(|g| g.fits == Some(true)))
             {
                 "lost: checkpoint writes under the grace period"
             } else {

@@ -8,11 +8,11 @@
 //! waiting for a checkpoint, a GPU reset and a grace period change them as
 //! docs/decision-engine.md ("Remediation options") works through.
 
+use super::SiteParams;
 use super::analysis::Base;
 use super::blast::{Blast, blast};
 use super::restore::write_time;
 use super::xid::ActionClass;
-use super::SiteParams;
 use crate::model::{Action, Cluster, Timestamp};
 use crate::text;
 use serde::Serialize;
@@ -186,27 +186,41 @@ pub fn node_options(
     node: &str,
     site: &SiteParams,
 ) -> Result<Options, String> {
+    let drain = Action::Drain {
+        node: node.to_string(),
+        reason: String::new(),
+        requeue: true,
+    };
+    let b = blast(c, base, &drain, site)?;
+    node_options_with(c, base, node, site, b)
+}
+
+/// The same, given the blast radius of draining it (the console has it).
+pub fn node_options_with(
+    c: &Cluster,
+    base: &Base,
+    node: &str,
+    site: &SiteParams,
+    b: Blast,
+) -> Result<Options, String> {
     let n = c
         .node(node)
         .ok_or_else(|| format!("no node {node} in the current data"))?;
     let verdict = base.node_verdict(node);
     let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
     let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
-    let reason = base
-        .node_incident(node)
-        .map_or_else(
-            || match class {
-                ActionClass::None => "drained via nightshift".to_string(),
-                c => format!("nightshift: {}", c.short()),
-            },
-            |i| i.drain_reason(),
-        );
+    let reason = base.node_incident(node).map_or_else(
+        || match class {
+            ActionClass::None => "drained via nightshift".to_string(),
+            c => format!("nightshift: {}", c.short()),
+        },
+        |i| i.drain_reason(),
+    );
     let drain = Action::Drain {
         node: node.to_string(),
         reason: reason.clone(),
         requeue: true,
     };
-    let b = blast(c, base, &drain, site)?;
     let hung: BTreeMap<String, f64> = base
         .stalls
         .iter()
@@ -262,7 +276,10 @@ pub fn node_options(
     };
     let (lost, back, unknowns) = kill_terms(&b);
     let out_for = |c: ActionClass| match remedy_s(c) {
-        Some(s) => (Some(s), format!("until the remedy ({}) and a resume", c.remedy())),
+        Some(s) => (
+            Some(s),
+            format!("until the remedy ({}) and a resume", c.remedy()),
+        ),
         None => (None, "until someone resumes it".to_string()),
     };
     let resume = Action::Resume {
@@ -353,12 +370,7 @@ pub fn node_options(
         };
         let mut blasts = Vec::new();
         for id in &on_gpus {
-            blasts.push(blast(
-                c,
-                base,
-                &Action::Requeue { job: id.clone() },
-                site,
-            )?);
+            blasts.push(blast(c, base, &Action::Requeue { job: id.clone() }, site)?);
         }
         let (mut lost_r, mut back_r, mut unknowns_r) = (Some(0.0), Some(0), Vec::new());
         let mut moves = std::collections::BTreeSet::new();
@@ -497,7 +509,8 @@ fn cost_key(o: &Choice) -> (bool, i64, bool, i64, i64) {
         .map(|s| s.saturating_mul(i64::from(o.capacity_out.gpus)));
     (
         o.gpu_hours_lost.is_none(),
-        o.gpu_hours_lost.map_or(i64::MAX, |h| (h * 1000.0).round() as i64),
+        o.gpu_hours_lost
+            .map_or(i64::MAX, |h| (h * 1000.0).round() as i64),
         cap.is_none(),
         cap.unwrap_or(i64::MAX),
         o.resume_in_s.unwrap_or(i64::MAX),
@@ -522,9 +535,7 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
     let class = o.target.action;
     let drains = ["drain_now", "reset_gpu", "drain_reboot"];
     let wait = index_of(o, "wait_checkpoint").filter(|&w| o.options[w].gpu_hours_lost.is_some());
-    let wait_in = wait
-        .and_then(|w| o.options[w].wait_s)
-        .map(|s| text::duration(s));
+    let wait_in = wait.and_then(|w| o.options[w].wait_s).map(text::duration);
     let drain_lost = index_of(o, "drain_now").and_then(|i| o.options[i].gpu_hours_lost);
     let (pick, why) = if !hung.is_empty() {
         (
@@ -712,10 +723,12 @@ pub fn job_options(
                 u.push(gr.note.clone());
             }
         }
-        let fits = sb
-            .killed
-            .iter()
-            .all(|k| k.restore.grace.as_ref().is_some_and(|g| g.fits == Some(true)));
+        let fits = sb.killed.iter().all(|k| {
+            k.restore
+                .grace
+                .as_ref()
+                .is_some_and(|g| g.fits == Some(true))
+        });
         options.push(Choice {
             name: "soft_preempt",
             title: format!(

@@ -257,10 +257,13 @@ pub fn write_time(job: &Job, site: &SiteParams) -> Quantity {
             "checkpoint size unknown (comment ckpt_bytes=… or ckpt_params=…)",
         );
     };
-    let nodes = job.node_count.unwrap_or(job.nodes.len().max(1) as u32).max(1);
+    let nodes = job
+        .node_count
+        .unwrap_or(job.nodes.len().max(1) as u32)
+        .max(1);
     let node_total = site.node_read_bw * f64::from(nodes);
     let bw = site.storage_write_bw.min(node_total);
-    if !(bw > 0.0) {
+    if bw.is_nan() || bw <= 0.0 {
         return Quantity::unknown(Provenance::SiteDefault, "write bandwidth is zero");
     }
     Quantity::known(
@@ -328,7 +331,10 @@ pub fn with_grace(
             if lost < w {
                 "its last checkpoint is fresher than a write: it stops without writing".to_string()
             } else {
-                format!("the checkpoint write under the grace period: {}", write_s.note)
+                format!(
+                    "the checkpoint write under the grace period: {}",
+                    write_s.note
+                )
             },
         );
         r.lost_gpu_hours = match gpus {

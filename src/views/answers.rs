@@ -4,6 +4,7 @@
 use super::theme::Theme;
 use crate::app::App;
 use crate::engine::analysis::FocusAnswer;
+use crate::engine::options::Options;
 use crate::engine::plan::Estimate;
 use crate::engine::restore::Quantity;
 use crate::engine::xid::ActionClass;
@@ -41,7 +42,9 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         ]),
     };
     let drain = match &a.focus {
-        Some(FocusAnswer::Node { name, drain: Ok(b) }) if name == node => {
+        Some(FocusAnswer::Node {
+            name, drain: Ok(b), ..
+        }) if name == node => {
             let text = if b.no_op {
                 "already out of service: draining again changes nothing".to_string()
             } else {
@@ -82,6 +85,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         Some(FocusAnswer::Node {
             name,
             drain: Err(e),
+            ..
         }) if name == node => Line::from(vec![
             label("if drained", theme),
             Span::styled(sanitize(e).into_owned(), theme.warn()),
@@ -104,7 +108,30 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         ]));
     }
     out.push(drain);
+    if let Some(FocusAnswer::Node {
+        name,
+        options: Some(o),
+        ..
+    }) = &a.focus
+        && name == node
+    {
+        out.push(options_line(o, theme));
+    }
     out
+}
+
+/// The recommended option in one line, and the key that compares them all.
+pub fn options_line(o: &Options, theme: Theme) -> Line<'static> {
+    let mut spans = vec![label("options", theme)];
+    if let Some(r) = o.recommended() {
+        spans.push(Span::styled(format!("▶ {}", r.title), theme.ok()));
+        spans.push(Span::raw(format!(" — {}", sanitize(&r.why))));
+    }
+    spans.push(Span::styled(
+        format!("  (O: compare all {})", o.options.len()),
+        theme.dim(),
+    ));
+    Line::from(spans)
 }
 
 /// A GPU's verdict and evidence, as the analyst found them: the same
@@ -183,6 +210,7 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
         id: fid,
         why,
         restore,
+        options,
     }) = &a.focus
     else {
         return vec![pending(theme)];
@@ -281,6 +309,9 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
                 secs(&r.load_s)
             )),
         ]));
+    }
+    if let Some(o) = options {
+        lines.push(options_line(o, theme));
     }
     lines
 }

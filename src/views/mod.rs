@@ -277,6 +277,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("u (after an action)", "undo it, through its own preview"),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
     (
+        "O",
+        "options side by side (incident, node, running job); 1–9 opens one",
+    ),
+    (
         "m  :messages",
         "the message log: every status message again",
     ),

@@ -123,6 +123,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 " action "
             }
         }
+        Modal::Options { target } => {
+            options_body(app, target, theme, &mut lines);
+            prompt.push(Line::styled(
+                "1–9 open that option's guarded preview (enter: the recommended one); esc closes",
+                theme.dim(),
+            ));
+            " options "
+        }
         Modal::Running { action } => {
             lines.push(Line::raw(format!(
                 "{}: sent, verifying…",
@@ -259,6 +267,11 @@ fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
             ));
             spans.extend(key("esc", "hide"));
         }
+        Some(Modal::Options { .. }) => {
+            spans.extend(key("1–9", "preview that option"));
+            spans.extend(key("enter", "the recommended"));
+            spans.extend(key("esc", "close"));
+        }
         Some(Modal::Done { .. }) => {
             if app.last_undo.is_some() {
                 spans.extend(key("u", "undo"));
@@ -268,4 +281,68 @@ fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
         None => {}
     }
     Line::from(spans)
+}
+
+/// The options table: one row per option with its terms, the recommended
+/// one marked, then each option's why and calls.
+fn options_body(app: &App, target: &str, theme: Theme, lines: &mut Vec<Line<'static>>) {
+    let Some(o) = app.options_of(target) else {
+        lines.push(Line::styled("computing the options…", theme.dim()));
+        return;
+    };
+    lines.push(Line::styled(
+        format!("{}: {}", sanitize(target), sanitize(&o.target.problem)),
+        theme.title(),
+    ));
+    if !o.target.hung.is_empty() {
+        lines.push(Line::styled(
+            format!("hung: {}", sanitize(&o.target.hung.join(", "))),
+            theme.critical(),
+        ));
+    }
+    lines.push(Line::styled(
+        format!(
+            "    {:>10} {:>9} {:<17} {}",
+            "lost GPU-h", "back in", "out of service", "moves"
+        ),
+        theme.dim(),
+    ));
+    for (i, c) in o.options.iter().enumerate() {
+        let style = if c.recommended {
+            theme.ok()
+        } else {
+            ratatui::style::Style::default()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{} ", i + 1), theme.title()),
+            Span::styled(
+                format!(
+                    "{}{}",
+                    if c.recommended { "▶ " } else { "  " },
+                    sanitize(&c.title)
+                ),
+                style,
+            ),
+        ]));
+        lines.push(Line::raw(format!(
+            "    {:>10} {:>9} {:<17} {}",
+            c.gpu_hours_lost.map_or("?".into(), |h| format!("{h:.1}")),
+            crate::report::resume_in(c),
+            crate::report::capacity_out(&c.capacity_out),
+            text::opt(c.queue_moves)
+        )));
+        let why = if c.recommended {
+            format!("recommended: {}", c.why)
+        } else {
+            c.why.clone()
+        };
+        lines.push(Line::styled(
+            format!("       {}", sanitize(&why)),
+            if c.recommended {
+                theme.ok()
+            } else {
+                theme.dim()
+            },
+        ));
+    }
 }

@@ -61,14 +61,22 @@ fn a_warning_with_a_checkpoint_due_soon_waits_for_it() {
     let now = choice(&o, "drain_now");
     let lost = now.gpu_hours_lost.expect("known");
     assert!((lost - 1500.0 / 3600.0 * 8.0).abs() < 1e-9, "{lost}");
-    assert!(wait.why.contains("next checkpoint in 5m00s"), "{}", wait.why);
+    assert!(
+        wait.why.contains("next checkpoint in 5m00s"),
+        "{}",
+        wait.why
+    );
     // The key opens the cordon first; the drain follows the checkpoint.
     assert!(matches!(wait.steps[0], Action::Cordon { .. }));
     assert!(matches!(wait.steps[1], Action::Drain { .. }));
     // The GPU reset is offered: the catalog says a reset clears a remap.
     let reset = choice(&o, "reset_gpu");
     assert_eq!(reset.capacity_out.gpus, 1);
-    assert!(reset.manual[0].contains("--gpu-reset -i 1"), "{:?}", reset.manual);
+    assert!(
+        reset.manual[0].contains("--gpu-reset -i 1"),
+        "{:?}",
+        reset.manual
+    );
 }
 
 #[test]
@@ -77,7 +85,11 @@ fn a_warning_with_no_checkpoint_near_keeps_running() {
     let site = SiteParams::default();
     let o = node_options(&c, &base_of(&c), "n1", &site).expect("options");
     assert_eq!(pick(&o), "do_nothing", "{o:#?}");
-    assert!(choice(&o, "do_nothing").why.contains("no checkpoint due within 15m00s"));
+    assert!(
+        choice(&o, "do_nothing")
+            .why
+            .contains("no checkpoint due within 15m00s")
+    );
     // A site that waits longer waits for it.
     let patient = SiteParams {
         checkpoint_wait_max_s: 1800,
@@ -141,8 +153,14 @@ fn a_hung_gang_is_drained_now_never_waited_for() {
     let o = job_options(&c, &base, "g", Some(600), &SiteParams::default()).expect("options");
     assert_eq!(pick(&o), "hard_preempt");
     let soft = choice(&o, "soft_preempt");
-    assert_eq!(soft.gpu_hours_lost, choice(&o, "hard_preempt").gpu_hours_lost);
-    assert!(soft.unknowns.iter().any(|u| u.contains("hung")), "{soft:#?}");
+    assert_eq!(
+        soft.gpu_hours_lost,
+        choice(&o, "hard_preempt").gpu_hours_lost
+    );
+    assert!(
+        soft.unknowns.iter().any(|u| u.contains("hung")),
+        "{soft:#?}"
+    );
 }
 
 #[test]

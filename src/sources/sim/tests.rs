@@ -127,8 +127,15 @@ fn the_night_goes_on_xid13_then_ecc_with_remap() {
         .find(|e| matches!(e.kind, EventKind::Ecc { dbe: Some(0), .. }))
         .expect("correctable ecc event");
     let gpu = &c.node(&sbe.node).expect("node").gpus[sbe.gpu.expect("gpu") as usize];
-    assert_eq!((gpu.ecc.dbe_volatile, gpu.row_remap_pending), (Some(0), Some(true)));
-    let job = gpu.job.as_deref().and_then(|id| c.job(id)).expect("a job on it");
+    assert_eq!(
+        (gpu.ecc.dbe_volatile, gpu.row_remap_pending),
+        (Some(0), Some(true))
+    );
+    let job = gpu
+        .job
+        .as_deref()
+        .and_then(|id| c.job(id))
+        .expect("a job on it");
     assert_eq!(job.state, JobState::Running);
     // The Xid 13 killed the job on its GPU, and only that one.
     let x13 = c
