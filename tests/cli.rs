@@ -559,3 +559,137 @@ fn restore_and_blast_agree_between_text_json_and_the_tui_all_night() {
         }
     }
 }
+
+fn option<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["options"]
+        .as_array()
+        .and_then(|o| o.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no option {name} in {v:#}"))
+}
+
+fn recommended(v: &Value) -> String {
+    let picks: Vec<&Value> = v["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter(|c| c["recommended"] == true)
+        .collect();
+    assert_eq!(picks.len(), 1, "exactly one recommended: {v:#}");
+    picks[0]["name"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn options_on_the_sim_night_follow_the_incidents() {
+    // The Xid 79 node: the gang is hung, so drain now; waiting has no number.
+    let v = json(&["--sim-seconds", "100", "options", "h100-03", "-o", "json"]);
+    assert_eq!(v["target"]["hung"], serde_json::json!(["4700"]));
+    assert_eq!(recommended(&v), "drain_now");
+    assert!(
+        option(&v, "drain_now")["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("already hung")),
+        "{v:#}"
+    );
+    assert!(option(&v, "wait_checkpoint")["gpu_hours_lost"].is_null());
+    assert!(
+        option(&v, "drain_now")["actions"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("drain h100-03")),
+        "the exact calls: {v:#}"
+    );
+    // The correctable burst on h100-05 (+70 s): its job still runs and
+    // checkpoints at 02:53:30, 4m20s after this snapshot: wait for it.
+    let v = json(&["--sim-seconds", "100", "options", "h100-05", "-o", "json"]);
+    assert_eq!(v["target"]["action"], "reset_next_drain");
+    assert_eq!(recommended(&v), "wait_checkpoint");
+    let wait = option(&v, "wait_checkpoint");
+    assert_eq!(wait["wait_s"], 260);
+    assert_eq!(wait["gpu_hours_lost"], 0.0);
+    // Draining now loses 1800 − 260 s of 8 GPUs.
+    let now = option(&v, "drain_now")["gpu_hours_lost"]
+        .as_f64()
+        .expect("known");
+    assert!((now - 1540.0 / 3600.0 * 8.0).abs() < 1e-9, "{now}");
+    // After the checkpoint the next one is 30 minutes away: keep running.
+    let v = json(&["--sim-seconds", "400", "options", "h100-05", "-o", "json"]);
+    assert_eq!(recommended(&v), "do_nothing");
+    // The uncorrectable error on h100-06: not waited for, whatever it saves.
+    let v = json(&["--sim-seconds", "200", "options", "h100-06", "-o", "json"]);
+    assert_ne!(recommended(&v), "wait_checkpoint");
+    assert_ne!(recommended(&v), "do_nothing");
+}
+
+#[test]
+fn soft_preemption_loses_the_write_not_the_time_since_the_checkpoint() {
+    let hard = json(&[
+        "--sim-seconds",
+        "100",
+        "blast",
+        "preempt",
+        "4701",
+        "-o",
+        "json",
+    ]);
+    let soft = json(&[
+        "--sim-seconds",
+        "100",
+        "blast",
+        "preempt",
+        "4701",
+        "--grace",
+        "5m",
+        "-o",
+        "json",
+    ]);
+    let (h, s) = (
+        hard["lost_gpu_hours"].as_f64().expect("hard"),
+        soft["lost_gpu_hours"].as_f64().expect("soft"),
+    );
+    // 400 GB at 5 GB/s: an 80 s write on 8 GPUs, against 1540 s of work.
+    assert!((h - 1540.0 / 3600.0 * 8.0).abs() < 1e-9, "{h}");
+    assert!((s - 80.0 / 3600.0 * 8.0).abs() < 1e-9, "{s}");
+    assert_eq!(soft["killed"][0]["restore"]["grace"]["fits"], true);
+    // Too short a grace: the hard numbers, said so.
+    let short = json(&[
+        "--sim-seconds",
+        "100",
+        "blast",
+        "preempt",
+        "4701",
+        "--grace",
+        "30s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(short["lost_gpu_hours"], hard["lost_gpu_hours"]);
+    assert_eq!(short["killed"][0]["restore"]["grace"]["fits"], false);
+    // The hung gang cannot checkpoint on the way out.
+    let hung = json(&["blast", "preempt", "4700", "--grace", "30m", "-o", "json"]);
+    assert!(
+        hung["killed"][0]["restore"]["grace"]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("hung")),
+        "{hung:#}"
+    );
+    // Through the guard: signalled, its checkpoint written, requeued.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ok, text, audit) = act(
+        dir.path(),
+        &[
+            "--sim-seconds",
+            "100",
+            "preempt",
+            "4701",
+            "--grace",
+            "5m",
+            "--confirm",
+            "4701",
+        ],
+    );
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("signal 4701 SIGUSR1 ✓; requeue 4701 ✓"),
+        "{text}"
+    );
+    assert_eq!(audit[1]["outcome"]["verified"], true);
+}

@@ -183,6 +183,45 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
 }
 
 #[test]
+fn options_side_by_side_then_the_chosen_ones_preview() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(120, 40);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "node h100-03"]);
+    t.keys(&["Enter"]);
+    // The node's answers carry the recommended option…
+    t.expect("▶ drain now and requeue");
+    // …and O compares them all, the hung gang's waiting without a number.
+    t.keys(&["O"]);
+    t.expect("hung: 4700");
+    t.expect("terms unknown: job 4700 is hung: it will not checkpoint");
+    // 2 opens the second option's guarded preview: its first step.
+    t.keys(&["2"]);
+    t.expect("cordon h100-03");
+    t.expect("press y to confirm");
+    t.keys(&["Escape"]);
+    t.expect("cancelled: nothing sent");
+    // enter on the options opens the recommended one: the drain.
+    t.keys(&["O"]);
+    t.expect("recommended: job(s) 4700 already hung");
+    t.keys(&["Enter"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.keys(&["Escape"]);
+    assert!(!audit.exists(), "nothing sent");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
+
+#[test]
 fn read_only_binds_no_action_key() {
     if !require("tmux", "apt-get install tmux") {
         return;
