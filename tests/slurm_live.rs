@@ -343,6 +343,7 @@ fn live_slurm_reads_agree_and_executors_act() {
     let gpus = get(&lab, "gpus");
     let held: usize = gpus.iter().filter(|x| x["job"] == gang.as_str()).count();
     assert_eq!(held, 16, "the gang holds 16 GPUs by index");
+    options_on_live_slurm(&lab, &gang, &small_node);
 
     // The executors.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -881,6 +882,81 @@ fn nightshift_stdout(lab: &Lab, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The options on the live cluster: the same comparison as on the sim,
+/// with Slurm's exact calls (REST where it has the endpoint, scontrol
+/// where it does not) and soft preemption mapped to a signal then a
+/// requeue.
+fn options_on_live_slurm(lab: &Lab, gang: &str, node: &str) {
+    let v: Value = serde_json::from_str(&nightshift_stdout(
+        lab,
+        &["options", gang, "--grace", "10m", "-o", "json"],
+    ))
+    .expect("json");
+    let names: Vec<&str> = v["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hard_preempt",
+            "soft_preempt",
+            "wait_checkpoint",
+            "do_nothing"
+        ],
+        "{v:#}"
+    );
+    let soft = &v["options"][1];
+    let calls: Vec<&str> = soft["actions"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        calls[0],
+        format!("DELETE /slurm/v0.0.38/job/{gang}?signal=SIGUSR1"),
+        "{calls:?}"
+    );
+    assert_eq!(calls[2], format!("scontrol requeue {gang}"), "{calls:?}");
+    // Never more lost with a grace period than without.
+    let (hard, soft_lost) = (
+        v["options"][0]["gpu_hours_lost"].as_f64().expect("hard"),
+        soft["gpu_hours_lost"].as_f64().expect("soft"),
+    );
+    assert!(soft_lost <= hard, "{soft_lost} > {hard}");
+    assert_eq!(
+        v["options"]
+            .as_array()
+            .expect("options")
+            .iter()
+            .filter(|o| o["recommended"] == true)
+            .count(),
+        1
+    );
+    // The drained node: draining it again is a no-op, nothing to requeue
+    // twice; its running job's options come with scontrol's calls.
+    let v: Value = serde_json::from_str(&nightshift_stdout(lab, &["options", node, "-o", "json"]))
+        .expect("json");
+    let drain = v["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .find(|o| o["name"] == "drain_now")
+        .expect("drain now");
+    assert!(
+        drain["actions"][0]
+            .as_str()
+            .is_some_and(|c| c.starts_with(&format!("scontrol update nodename={node} state=drain"))),
+        "{drain:#}"
+    );
+    assert_eq!(drain["capacity_out"]["gpus"], 0, "already out of service");
+    let text = nightshift_stdout(lab, &["options", node]);
+    assert!(text.contains("recommended: "), "{text}");
 }
 
 /// `restore JOB` and `blast drain NODE`: the text says what the JSON says,
