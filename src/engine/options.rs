@@ -11,7 +11,6 @@
 use super::SiteParams;
 use super::analysis::Base;
 use super::blast::{Blast, blast};
-use super::restore::write_time;
 use super::xid::ActionClass;
 use crate::model::{Action, Cluster, Timestamp};
 use crate::text;
@@ -92,7 +91,7 @@ impl Options {
 }
 
 /// GPU-hours lost and seconds until back, over the jobs a blast kills.
-fn kill_terms(b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
+pub(super) fn kill_terms(b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
     let mut unknowns = Vec::new();
     let mut lost = Some(0.0);
     let mut back: Option<i64> = Some(0);
@@ -148,7 +147,7 @@ fn next_checkpoint(c: &Cluster, id: &str, hung: &BTreeMap<String, f64>) -> Resul
 /// Waiting for every killed job's next checkpoint before acting: the wait,
 /// the GPU-hours still lost (each job's work between its checkpoint and
 /// the last one's), or why it cannot be known.
-fn wait_terms(
+pub(super) fn wait_terms(
     c: &Cluster,
     b: &Blast,
     hung: &BTreeMap<String, f64>,
@@ -175,7 +174,7 @@ fn wait_terms(
     Ok((wait, lost))
 }
 
-fn hours(h: Option<f64>) -> String {
+pub(super) fn hours(h: Option<f64>) -> String {
     h.map_or("?".into(), |h| format!("{h:.1}"))
 }
 
@@ -460,11 +459,11 @@ pub fn node_options_with(
     Ok(o)
 }
 
-fn burning(hung: &BTreeMap<String, f64>) -> f64 {
+pub(super) fn burning(hung: &BTreeMap<String, f64>) -> f64 {
     hung.values().sum()
 }
 
-fn do_nothing(hung: &BTreeMap<String, f64>, class: ActionClass) -> Choice {
+pub(super) fn do_nothing(hung: &BTreeMap<String, f64>, class: ActionClass) -> Choice {
     let (lost, back, unknowns) = if hung.is_empty() {
         (Some(0.0), Some(0), Vec::new())
     } else {
@@ -526,7 +525,7 @@ fn cheapest(o: &Options, names: &[&str]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-fn index_of(o: &Options, name: &str) -> Option<usize> {
+pub(super) fn index_of(o: &Options, name: &str) -> Option<usize> {
     o.options.iter().position(|c| c.name == name)
 }
 
@@ -603,7 +602,7 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
 /// Marks `pick` recommended with `why`, saying so when its terms are
 /// unknown while another option's are known; the others get the line that
 /// speaks against them.
-fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
+pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
     let Some(p) = pick else {
         return;
     };
@@ -641,218 +640,6 @@ fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
     }
 }
 
-/// The options for a running job someone wants to preempt: hard, soft
-/// with a grace period (`grace_s`, else long enough for its checkpoint
-/// write), after its next checkpoint, or not at all.
-pub fn job_options(
-    c: &Cluster,
-    base: &Base,
-    job: &str,
-    grace_s: Option<u64>,
-    site: &SiteParams,
-) -> Result<Options, String> {
-    let j = c
-        .job(job)
-        .ok_or_else(|| format!("no job {job} in the current data"))?;
-    if !j.state.holds_resources() {
-        return Err(format!(
-            "job {job} is {}, not running: nothing to preempt (nightshift why {job})",
-            j.state.as_str()
-        ));
-    }
-    let hard = Action::Preempt {
-        job: job.to_string(),
-        grace_s: None,
-    };
-    let b = blast(c, base, &hard, site)?;
-    let hung: BTreeMap<String, f64> = base
-        .stalls
-        .iter()
-        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
-        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
-        .collect();
-    let (lost, back, unknowns) = kill_terms(&b);
-    let gpus = b.gpus_freed;
-    let mut options = vec![Choice {
-        name: "hard_preempt",
-        title: "preempt now".into(),
-        actions: vec![hard.command_line()],
-        steps: vec![hard.clone()],
-        manual: Vec::new(),
-        gpu_hours_lost: lost,
-        resume_in_s: back,
-        capacity_out: CapacityOut {
-            gpus: 0,
-            for_s: Some(0),
-            note: format!("{gpus} GPUs freed at once"),
-        },
-        queue_moves: Some(b.moved.len()),
-        wait_s: None,
-        unknowns: unknowns.clone(),
-        risk: None,
-        recommended: false,
-        why: String::new(),
-    }];
-
-    // Soft: the grace given, else the slowest killed job's write with a
-    // quarter to spare, in whole minutes.
-    let writes: Vec<Option<f64>> = b
-        .killed
-        .iter()
-        .filter_map(|k| c.job(&k.id))
-        .map(|kj| write_time(kj, site).value)
-        .collect();
-    let grace = grace_s.or_else(|| {
-        let w: Option<Vec<f64>> = writes.iter().copied().collect();
-        w.map(|w| {
-            let m = w.into_iter().fold(0.0, f64::max) * 1.25;
-            ((m / 60.0).ceil().max(1.0) * 60.0) as u64
-        })
-    });
-    if let Some(g) = grace {
-        let soft = Action::Preempt {
-            job: job.to_string(),
-            grace_s: Some(g),
-        };
-        let sb = blast(c, base, &soft, site)?;
-        let (l, bk, mut u) = kill_terms(&sb);
-        for k in &sb.killed {
-            if let Some(gr) = &k.restore.grace
-                && gr.fits != Some(true)
-            {
-                u.push(gr.note.clone());
-            }
-        }
-        let fits = sb.killed.iter().all(|k| {
-            k.restore
-                .grace
-                .as_ref()
-                .is_some_and(|g| g.fits == Some(true))
-        });
-        options.push(Choice {
-            name: "soft_preempt",
-            title: format!(
-                "preempt with a {} grace period (checkpoint on the way out)",
-                text::duration(g as i64)
-            ),
-            actions: vec![soft.command_line()],
-            steps: vec![soft],
-            manual: Vec::new(),
-            gpu_hours_lost: l,
-            resume_in_s: bk,
-            capacity_out: CapacityOut {
-                gpus: 0,
-                for_s: Some(0),
-                note: format!("{gpus} GPUs freed within {}", text::duration(g as i64)),
-            },
-            queue_moves: Some(sb.moved.len()),
-            wait_s: Some(g as i64),
-            unknowns: if fits { Vec::new() } else { u },
-            risk: None,
-            recommended: false,
-            why: String::new(),
-        });
-    }
-
-    let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
-        Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),
-        Err(e) => (None, None, e),
-    };
-    options.push(Choice {
-        name: "wait_checkpoint",
-        title: match wait {
-            Some(w) => format!(
-                "preempt after its next checkpoint (in {}, {})",
-                text::duration(w),
-                text::clock(c.time + w)
-            ),
-            None => "preempt after its next checkpoint".into(),
-        },
-        actions: vec![hard.command_line()],
-        steps: vec![hard.clone()],
-        manual: Vec::new(),
-        gpu_hours_lost: lost_w,
-        resume_in_s: wait.zip(back).map(|(w, b)| w + b),
-        capacity_out: CapacityOut {
-            gpus: 0,
-            for_s: Some(0),
-            note: match wait {
-                Some(w) => format!("{gpus} GPUs freed in {}", text::duration(w)),
-                None => "freed when it checkpoints".into(),
-            },
-        },
-        queue_moves: Some(b.moved.len()),
-        wait_s: wait,
-        unknowns: unknowns_w,
-        risk: None,
-        recommended: false,
-        why: String::new(),
-    });
-    options.push(do_nothing(&hung, ActionClass::None));
-    if let Some(d) = options.last_mut() {
-        d.risk = Some("the job keeps its GPUs: whatever needed them waits".into());
-    }
-    let mut o = Options {
-        target: Subject {
-            kind: "job",
-            name: job.to_string(),
-            action: ActionClass::None,
-            problem: format!(
-                "preempt {} ({}, {} GPUs)",
-                job,
-                j.name,
-                text::opt(j.gpus_requested())
-            ),
-            jobs: b.killed.iter().map(|k| k.id.clone()).collect(),
-            hung: hung.keys().cloned().collect(),
-        },
-        time: c.time,
-        options,
-    };
-    let soft = index_of(&o, "soft_preempt");
-    let soft_ok = soft.filter(|&s| o.options[s].unknowns.is_empty());
-    let (pick, why) = if !hung.is_empty() {
-        (
-            index_of(&o, "hard_preempt"),
-            format!(
-                "job(s) {} hung: no checkpoint will come, every hour burns {:.0} GPU-hours",
-                hung.keys().cloned().collect::<Vec<_>>().join(","),
-                burning(&hung)
-            ),
-        )
-    } else if let (Some(w), Some(ws)) = (index_of(&o, "wait_checkpoint"), wait)
-        && lost_w.is_some()
-        && soft_ok.is_none_or(|s| o.options[s].wait_s.is_some_and(|g| ws <= g))
-        && ws <= site.checkpoint_wait_max_s as i64
-    {
-        (
-            Some(w),
-            format!(
-                "its next checkpoint is in {}: preempting right after it loses {} GPU-hours instead of {} now",
-                text::duration(ws),
-                hours(lost_w),
-                hours(lost)
-            ),
-        )
-    } else if let Some(s) = soft_ok {
-        (
-            Some(s),
-            format!(
-                "a grace period long enough for its checkpoint write loses {} GPU-hours instead of {}",
-                hours(o.options[s].gpu_hours_lost),
-                hours(lost)
-            ),
-        )
-    } else {
-        (
-            index_of(&o, "hard_preempt"),
-            "no checkpoint can be taken on the way out in time: preempt now".to_string(),
-        )
-    };
-    finish(&mut o, pick, why);
-    Ok(o)
-}
-
 /// The options for `target`: a node by name, else a job by id.
 pub fn options(
     c: &Cluster,
@@ -869,6 +656,9 @@ pub fn options(
         Err(format!("no node or job {target} in the current data"))
     }
 }
+
+mod job;
+pub use job::job_options;
 
 #[cfg(test)]
 mod tests;

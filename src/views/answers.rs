@@ -115,14 +115,14 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
     }) = &a.focus
         && name == node
     {
-        out.push(options_line(o, theme));
+        out.push(options_line("options", o, theme));
     }
     out
 }
 
 /// The recommended option in one line, and the key that compares them all.
-pub fn options_line(o: &Options, theme: Theme) -> Line<'static> {
-    let mut spans = vec![label("options", theme)];
+pub fn options_line(what: &str, o: &Options, theme: Theme) -> Line<'static> {
+    let mut spans = vec![label(what, theme)];
     if let Some(r) = o.recommended() {
         spans.push(Span::styled(format!("▶ {}", r.title), theme.ok()));
         spans.push(Span::raw(format!(" — {}", sanitize(&r.why))));
@@ -311,7 +311,7 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
         ]));
     }
     if let Some(o) = options {
-        lines.push(options_line(o, theme));
+        lines.push(options_line("to preempt", o, theme));
     }
     lines
 }
