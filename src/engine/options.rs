@@ -91,11 +91,24 @@ impl Options {
 }
 
 /// GPU-hours lost and seconds until back, over the jobs a blast kills.
-pub(super) fn kill_terms(b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
+pub(super) fn kill_terms(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
     let mut unknowns = Vec::new();
     let mut lost = Some(0.0);
     let mut back: Option<i64> = Some(0);
     for k in &b.killed {
+        // Submitted with --no-requeue: the scheduler refuses the requeue,
+        // and nothing brings it back but its owner.
+        if k.requeued && c.job(&k.id).is_some_and(|j| j.requeueable == Some(false)) {
+            back = None;
+            unknowns.push(format!(
+                "job {} refuses a requeue (submitted with --no-requeue): it ends, and runs again only when its owner resubmits it",
+                k.id
+            ));
+            if let Some(h) = k.restore.lost_gpu_hours.value {
+                lost = lost.map(|l| l + h);
+            }
+            continue;
+        }
         match k.restore.lost_gpu_hours.value {
             Some(h) => lost = lost.map(|l| l + h),
             None => {
@@ -273,7 +286,7 @@ pub fn node_options_with(
             _ => Vec::new(),
         }
     };
-    let (lost, back, unknowns) = kill_terms(&b);
+    let (lost, back, unknowns) = kill_terms(c, &b);
     let out_for = |c: ActionClass| match remedy_s(c) {
         Some(s) => (
             Some(s),
@@ -377,7 +390,7 @@ pub fn node_options_with(
         for rb in &blasts {
             let mut once = rb.clone();
             once.killed.retain(|k| seen.insert(k.id.clone()));
-            let (l, bk, u) = kill_terms(&once);
+            let (l, bk, u) = kill_terms(c, &once);
             lost_r = lost_r.zip(l).map(|(a, b)| a + b);
             back_r = back_r.zip(bk).map(|(a, b)| a.max(b));
             unknowns_r.extend(u);

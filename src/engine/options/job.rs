@@ -43,7 +43,7 @@ pub fn job_options(
         .filter(|s| b.killed.iter().any(|k| k.id == s.job))
         .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
         .collect();
-    let (lost, back, unknowns) = kill_terms(&b);
+    let (lost, back, unknowns) = kill_terms(c, &b);
     let gpus = b.gpus_freed;
     let mut options = vec![Choice {
         name: "hard_preempt",
@@ -87,7 +87,7 @@ pub fn job_options(
             grace_s: Some(g),
         };
         let sb = blast(c, base, &soft, site)?;
-        let (l, bk, mut u) = kill_terms(&sb);
+        let (l, bk, mut u) = kill_terms(c, &sb);
         for k in &sb.killed {
             if let Some(gr) = &k.restore.grace
                 && gr.fits != Some(true)
