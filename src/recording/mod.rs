@@ -1,0 +1,239 @@
+//! The night on record: what a source delivered, snapshot by snapshot, and
+//! the actions taken meanwhile, in one append-only file that replays.
+//!
+//! Format (version 1): one zstd stream of JSON lines. The first line is a
+//! header; then a keyframe (a whole snapshot) every `KEY_EVERY_S` seconds
+//! of the source's clock, and between them deltas — only the nodes and jobs
+//! that changed (unchanged ones are the same `Arc` from a source that
+//! shares them, else compared by value), new events, the job order when it
+//! changed. Audit records are lines of their own, stamped with the source's
+//! clock when they were seen. Why this shape: JSON lines keep it readable
+//! with `zstd -dc FILE | jq`, the deltas keep a quiet cluster to a few bytes
+//! a second, and zstd with long-distance matching (a 128 MiB window) folds
+//! what the deltas still repeat. The writer flushes a zstd block and syncs
+//! the file every second, so a crash loses at most the last second: the
+//! reader stops at the first incomplete block and says so.
+
+mod reader;
+mod writer;
+
+pub use reader::Recording;
+pub use writer::Recorder;
+
+use crate::actions::audit::Record;
+use crate::model::{Cluster, Event, Job, Node, Partition, Quota, Timestamp};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+pub const FORMAT: &str = "nightshift-recording";
+pub const VERSION: u32 = 1;
+/// A keyframe this often (source clock): seeking replays at most this much.
+pub const KEY_EVERY_S: i64 = 300;
+/// zstd's window, as a power of two: deltas an hour apart still match.
+const WINDOW_LOG: u32 = 27;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    /// The source recorded (`sim`, `slurm`, `kube`).
+    pub source: String,
+    pub cluster: String,
+    /// The source's clock at the first snapshot.
+    pub started: Timestamp,
+    /// The nightshift that wrote it.
+    pub recorder: String,
+}
+
+/// Only what changed since the previous snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Delta {
+    pub time: Timestamp,
+    /// Changed nodes by position (the node list's names and order are the
+    /// same; otherwise a keyframe is written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<(usize, Arc<Node>)>,
+    /// Jobs that are new or changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<Arc<Job>>,
+    /// Every job id in order, when the order changed (jobs came or went).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_order: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+    /// The first event sequence number the snapshot still keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_from: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<Vec<Partition>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quotas: Option<Vec<Quota>>,
+}
+
+/// One line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    Header(Header),
+    Key { cluster: Box<Cluster> },
+    Delta(Box<Delta>),
+    /// An audit record (an action's intent or outcome), with the source's
+    /// clock when it was seen (the record's own time is the wall clock).
+    Audit { time: Timestamp, record: Box<Record> },
+}
+
+impl Entry {
+    /// The source-clock time of the entry; `None` for the header.
+    pub fn time(&self) -> Option<Timestamp> {
+        match self {
+            Entry::Header(_) => None,
+            Entry::Key { cluster } => Some(cluster.time),
+            Entry::Delta(d) => Some(d.time),
+            Entry::Audit { time, .. } => Some(*time),
+        }
+    }
+}
+
+fn same<T: PartialEq>(a: &Arc<T>, b: &Arc<T>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// What changed from `prev` to `c`; `None` when only a keyframe can say it
+/// (another cluster, or nodes came, went or moved).
+pub fn delta(prev: &Cluster, c: &Cluster) -> Option<Delta> {
+    if prev.name != c.name
+        || prev.source != c.source
+        || prev.nodes.len() != c.nodes.len()
+        || prev
+            .nodes
+            .iter()
+            .zip(&c.nodes)
+            .any(|(a, b)| a.name != b.name)
+    {
+        return None;
+    }
+    let nodes = prev
+        .nodes
+        .iter()
+        .zip(&c.nodes)
+        .enumerate()
+        .filter(|(_, (a, b))| !same(a, b))
+        .map(|(i, (_, b))| (i, b.clone()))
+        .collect();
+    let before: rustc_hash::FxHashMap<&str, &Arc<Job>> =
+        prev.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+    let jobs = c
+        .jobs
+        .iter()
+        .filter(|j| before.get(j.id.as_str()).is_none_or(|b| !same(b, j)))
+        .cloned()
+        .collect();
+    let job_order = (prev.jobs.len() != c.jobs.len()
+        || prev.jobs.iter().zip(&c.jobs).any(|(a, b)| a.id != b.id))
+    .then(|| c.jobs.iter().map(|j| j.id.clone()).collect());
+    let last_seq = prev.events.last().map(|e| e.seq);
+    let events = c
+        .events
+        .iter()
+        .filter(|e| last_seq.is_none_or(|s| e.seq > s))
+        .cloned()
+        .collect();
+    let first = |x: &Cluster| x.events.first().map(|e| e.seq);
+    Some(Delta {
+        time: c.time,
+        nodes,
+        jobs,
+        job_order,
+        events,
+        events_from: (first(prev) != first(c)).then(|| first(c)).flatten(),
+        partitions: (prev.partitions != c.partitions).then(|| c.partitions.clone()),
+        quotas: (prev.quotas != c.quotas).then(|| c.quotas.clone()),
+    })
+}
+
+/// `c` after `d`. Refuses a delta that does not fit (a corrupt file).
+pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), String> {
+    c.time = d.time;
+    let count = c.nodes.len();
+    for (i, n) in &d.nodes {
+        let slot = c
+            .nodes
+            .get_mut(*i)
+            .ok_or_else(|| format!("a delta names node #{i} of {count}"))?;
+        *slot = n.clone();
+    }
+    match &d.job_order {
+        Some(order) => {
+            let mut by_id: rustc_hash::FxHashMap<&str, &Arc<Job>> =
+                c.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+            for j in &d.jobs {
+                by_id.insert(j.id.as_str(), j);
+            }
+            let jobs: Result<Vec<Arc<Job>>, String> = order
+                .iter()
+                .map(|id| {
+                    by_id
+                        .get(id.as_str())
+                        .map(|j| Arc::clone(j))
+                        .ok_or_else(|| format!("a delta orders job {id}, never recorded"))
+                })
+                .collect();
+            c.jobs = jobs?;
+        }
+        None => {
+            for j in &d.jobs {
+                let slot = c
+                    .jobs
+                    .iter_mut()
+                    .find(|x| x.id == j.id)
+                    .ok_or_else(|| format!("a delta changes job {}, never recorded", j.id))?;
+                *slot = j.clone();
+            }
+        }
+    }
+    if let Some(from) = d.events_from {
+        c.events.retain(|e| e.seq >= from);
+    }
+    c.events.extend(d.events.iter().cloned());
+    if let Some(p) = &d.partitions {
+        c.partitions = p.clone();
+    }
+    if let Some(q) = &d.quotas {
+        c.quotas = q.clone();
+    }
+    Ok(())
+}
+
+/// A time on the command line: Unix seconds, `+90m` from the recording's
+/// start, or `HH:MM[:SS]` (UTC) on the day the recording starts (the next
+/// day when that is before the start).
+pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, String> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix('+') {
+        let d = crate::engine::units::parse_duration(rest)?;
+        return Ok(started + d as i64);
+    }
+    if let Ok(t) = s.parse::<i64>() {
+        return Ok(t);
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    let num = |p: &str| p.parse::<i64>().map_err(|_| ());
+    let hms = match parts.as_slice() {
+        [h, m] => num(h).and_then(|h| num(m).map(|m| (h, m, 0))),
+        [h, m, sec] => num(h).and_then(|h| num(m).and_then(|m| num(sec).map(|s| (h, m, s)))),
+        _ => Err(()),
+    };
+    match hms {
+        Ok((h, m, sec)) if h < 24 && m < 60 && sec < 60 => {
+            let day = started.div_euclid(86_400) * 86_400;
+            let t = day + h * 3600 + m * 60 + sec;
+            Ok(if t < started - 12 * 3600 { t + 86_400 } else { t })
+        }
+        _ => Err(format!(
+            "--at {s:?}: give HH:MM[:SS] (UTC), +DURATION from the start, or Unix seconds"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

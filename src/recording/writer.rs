@@ -1,0 +1,147 @@
+//! Writing a recording: a header, keyframes, deltas, audit records.
+
+use super::{Entry, FORMAT, Header, KEY_EVERY_S, VERSION, WINDOW_LOG, delta};
+use crate::actions::audit::Record;
+use crate::model::{Cluster, Timestamp};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Flushed (a zstd block, then the file synced) this often at most.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+pub struct Recorder {
+    enc: zstd::stream::write::Encoder<'static, BufWriter<File>>,
+    pub path: PathBuf,
+    source: String,
+    prev: Option<Arc<Cluster>>,
+    last_key: Timestamp,
+    last_flush: Instant,
+    dirty: bool,
+    /// Audit records already written: (id, phase).
+    seen: std::collections::HashSet<(String, String)>,
+    /// Uncompressed bytes written, for the size figures.
+    pub raw_bytes: u64,
+    pub snapshots: u64,
+}
+
+impl Recorder {
+    /// A new recording at `path`; an existing file is never overwritten.
+    pub fn create(path: &Path, source: &str) -> Result<Recorder, String> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| format!("cannot create the recording {}: {e}", path.display()))?;
+        let mut enc = zstd::stream::write::Encoder::new(BufWriter::new(file), 3)
+            .map_err(|e| format!("zstd: {e}"))?;
+        enc.long_distance_matching(true)
+            .and_then(|()| enc.window_log(WINDOW_LOG))
+            .map_err(|e| format!("zstd: {e}"))?;
+        Ok(Recorder {
+            enc,
+            path: path.to_path_buf(),
+            source: source.to_string(),
+            prev: None,
+            last_key: Timestamp::MIN,
+            last_flush: Instant::now(),
+            dirty: false,
+            seen: Default::default(),
+            raw_bytes: 0,
+            snapshots: 0,
+        })
+    }
+
+    fn line(&mut self, e: &Entry) -> Result<(), String> {
+        let mut text = serde_json::to_vec(e).map_err(|e| format!("recording: {e}"))?;
+        text.push(b'\n');
+        self.raw_bytes += text.len() as u64;
+        self.enc
+            .write_all(&text)
+            .map_err(|e| format!("cannot write the recording {}: {e}", self.path.display()))?;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Records a snapshot: a keyframe when due (or when only a keyframe can
+    /// say what changed), else what changed.
+    pub fn snapshot(&mut self, c: &Arc<Cluster>) -> Result<(), String> {
+        if self.prev.is_none() {
+            self.line(&Entry::Header(Header {
+                format: FORMAT.into(),
+                version: VERSION,
+                source: self.source.clone(),
+                cluster: c.name.clone(),
+                started: c.time,
+                recorder: format!("nightshift {}", env!("CARGO_PKG_VERSION")),
+            }))?;
+        }
+        let d = match &self.prev {
+            Some(p) if c.time - self.last_key < KEY_EVERY_S => delta(p, c),
+            _ => None,
+        };
+        match d {
+            Some(d) => self.line(&Entry::Delta(Box::new(d)))?,
+            None => {
+                self.last_key = c.time;
+                self.line(&Entry::Key {
+                    cluster: Box::new((**c).clone()),
+                })?;
+            }
+        }
+        self.prev = Some(c.clone());
+        self.snapshots += 1;
+        self.flush_if_due()
+    }
+
+    /// Records the audit records not written yet, stamped with the newest
+    /// snapshot's clock.
+    pub fn audit(&mut self, records: &[Record]) -> Result<(), String> {
+        let time = self.prev.as_ref().map_or(0, |c| c.time);
+        for r in records {
+            if self.seen.insert((r.id.clone(), r.phase.clone())) {
+                self.line(&Entry::Audit {
+                    time,
+                    record: Box::new(r.clone()),
+                })?;
+            }
+        }
+        self.flush_if_due()
+    }
+
+    /// Marks audit records already in the log as seen (they predate it).
+    pub fn skip_audit(&mut self, records: &[Record]) {
+        for r in records {
+            self.seen.insert((r.id.clone(), r.phase.clone()));
+        }
+    }
+
+    fn flush_if_due(&mut self) -> Result<(), String> {
+        if self.dirty && self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the current zstd block and syncs the file: what is written so
+    /// far survives a crash.
+    pub fn flush(&mut self) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("cannot write the recording: {e}");
+        self.enc.flush().map_err(err)?;
+        self.enc.get_mut().flush().map_err(err)?;
+        self.enc.get_ref().get_ref().sync_data().map_err(err)?;
+        self.last_flush = Instant::now();
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// Ends the stream cleanly.
+    pub fn finish(self) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("cannot finish the recording: {e}");
+        let mut w = self.enc.finish().map_err(err)?;
+        w.flush().map_err(err)?;
+        w.get_ref().sync_data().map_err(err)
+    }
+}
