@@ -254,6 +254,12 @@ pub struct App {
     pub outbox: Vec<Request>,
     /// How to undo the last action.
     pub last_undo: Option<Action>,
+    /// Playing a recording: the keys steer it (`replay_outbox`).
+    pub replay: bool,
+    /// The first replayed snapshot's time (`:at +10m` counts from it).
+    pub replay_start: Option<crate::model::Timestamp>,
+    /// Commands for the playback, sent by the event loop.
+    pub replay_outbox: Vec<crate::recording::replay::ReplayCmd>,
 }
 
 impl App {
@@ -294,6 +300,9 @@ impl App {
             pending_bell: false,
             outbox: Vec::new(),
             last_undo: None,
+            replay: source_name == "replay",
+            replay_start: None,
+            replay_outbox: Vec::new(),
         }
     }
 

@@ -83,6 +83,19 @@ pub struct GlobalArgs {
     /// Simulated cluster, commands that print: run this many sim seconds first
     #[arg(long, global = true, value_name = "S")]
     pub sim_seconds: Option<u64>,
+    /// Play a recording (nightshift record) instead of a live source;
+    /// actions are off
+    #[arg(long, global = true, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// With --replay, for commands that print: the state at this time
+    /// (HH:MM[:SS] UTC, +DURATION from the start, or Unix seconds)
+    /// [default: the end]
+    #[arg(long, global = true, value_name = "TIME", requires = "replay")]
+    pub at: Option<String>,
+    /// The console: record what the source delivers (and the actions
+    /// taken) to this file as it runs
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -109,6 +122,9 @@ pub enum Command {
     Blast(BlastArgs),
     /// Remediation options for a node or a job, side by side, one recommended
     Options(OptionsArgs),
+    /// Record the source to FILE: the sim for --sim-seconds of its time
+    /// (no terminal needed), a live source until ctrl-c or --for
+    Record(RecordArgs),
     /// Checkpoint restore time of a job, or of a what-if
     Restore(RestoreArgs),
     /// Drain a node: no new work, its jobs (whole gangs) requeued or killed
@@ -230,6 +246,15 @@ pub struct JobArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// The recording to write (never overwritten)
+    pub file: PathBuf,
+    /// A live source: stop after this long (e.g. 8h) [default: ctrl-c]
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]

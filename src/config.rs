@@ -457,6 +457,12 @@ pub struct Settings {
     pub mouse: bool,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
+    /// Play this recording instead of the source (`--replay`).
+    pub replay: Option<PathBuf>,
+    /// With `replay`: the time the printing commands answer for.
+    pub at: Option<String>,
+    /// The console records to this file as it runs (`--record`).
+    pub record: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -509,7 +515,8 @@ impl Settings {
             ));
         }
         let limits = file.limits.resolve()?;
-        let read_only = args.read_only || file.read_only.unwrap_or(false);
+        // A recording is history: nothing in it can be acted on.
+        let read_only = args.read_only || args.replay.is_some() || file.read_only.unwrap_or(false);
         let policy = file.actions.resolve(read_only)?;
         let source = match source {
             SourceKind::Sim => SourceConfig::Sim {
@@ -567,6 +574,9 @@ impl Settings {
             stale_after,
             no_color,
             sim_seconds,
+            replay: args.replay.clone(),
+            at: args.at.clone(),
+            record: args.record.clone(),
             limits,
             bell_on_critical: file.ui.bell_on_critical.unwrap_or(false),
             mouse: !args.no_mouse && file.ui.mouse.unwrap_or(true),

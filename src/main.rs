@@ -100,6 +100,14 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &b, report::blast)
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
+        Some(Command::Record(args)) => nightshift::recording::run::record(
+            &settings,
+            &args.file,
+            args.duration
+                .as_deref()
+                .map(units::parse_duration)
+                .transpose()?,
+        ),
         Some(Command::Options(args)) => nightshift::actions::cli::options(
             &settings,
             &args.target,
@@ -216,6 +224,9 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
 /// The chosen source's current state, once, with the node endpoints'
 /// readings laid over it.
 fn snapshot(settings: &Settings) -> Result<Cluster, String> {
+    if let Some(path) = &settings.replay {
+        return nightshift::recording::run::replayed(path, settings.at.as_deref());
+    }
     let base = match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             let mut sim = Sim::new(*sim)?;

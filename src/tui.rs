@@ -53,7 +53,30 @@ fn setup() -> io::Result<Term> {
 }
 
 pub async fn run(settings: Settings) -> Result<(), String> {
-    let (source, control) = sources::spawn(settings.source.clone(), &settings.endpoints)?;
+    let (source, control, replay) = match &settings.replay {
+        Some(path) => {
+            let rec = crate::recording::Recording::open(path)?;
+            let speed = match settings.source {
+                sources::SourceConfig::Sim { speed, .. } => speed,
+                _ => 1.0,
+            };
+            let (rx, ctl) = crate::recording::replay::spawn(rec, speed)?;
+            (rx, sources::Control::None, Some(ctl))
+        }
+        None => {
+            let (rx, control) = sources::spawn(settings.source.clone(), &settings.endpoints)?;
+            (rx, control, None)
+        }
+    };
+    let source = match &settings.record {
+        Some(path) => crate::recording::run::tap(
+            source,
+            path,
+            settings.source.name(),
+            crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+        )?,
+        None => source,
+    };
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
     let runner = crate::actions::runner::Runner {
@@ -81,7 +104,11 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         let _ = execute!(io::stdout(), crossterm::event::EnableMouseCapture);
     }
     let mut app = App::new(
-        settings.source.name(),
+        if replay.is_some() {
+            "replay"
+        } else {
+            settings.source.name()
+        },
         settings.read_only,
         settings.no_color,
         settings.stale_after,
@@ -100,6 +127,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         actions: action_rx,
         runner,
         focus: focus_tx,
+        replay,
     };
     let result = event_loop(&mut terminal, &mut app, &mut channels, &mut signals).await;
     restore();
@@ -118,6 +146,8 @@ struct Channels {
     actions: tokio::sync::mpsc::Receiver<crate::actions::runner::Reply>,
     runner: tokio::sync::mpsc::Sender<crate::actions::runner::Request>,
     focus: tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
+    /// Playing a recording: its controls.
+    replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
 }
 
 fn msg_of(out: crate::analyst::Out) -> Msg {
@@ -210,6 +240,11 @@ async fn event_loop(
             use std::io::Write;
             let mut out = io::stdout();
             let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+        }
+        if let Some(r) = &ch.replay {
+            for cmd in app.replay_outbox.drain(..) {
+                let _ = r.send(cmd).await;
+            }
         }
         for req in app.outbox.drain(..) {
             if ch.runner.send(req).await.is_err() {

@@ -693,3 +693,62 @@ fn soft_preemption_loses_the_write_not_the_time_since_the_checkpoint() {
     );
     assert_eq!(audit[1]["outcome"]["verified"], true);
 }
+
+fn stdout(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = nightshift(dir, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn a_recorded_night_answers_as_live_did_at_any_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("night.nsrec");
+    let f = file.to_str().expect("path");
+    let said = stdout(dir.path(), &["--sim-seconds", "600", "record", f]);
+    assert!(said.starts_with("recorded 601 snapshots"), "{said}");
+    for at in ["100", "599"] {
+        let replay = ["--replay", f, "--at"];
+        let plus = format!("+{at}s");
+        for cmd in [
+            &["get", "incidents", "-o", "json"][..],
+            &["get", "gpus", "-o", "json"],
+            &["options", "h100-05", "-o", "json"],
+            &["why", "4722", "-o", "json"],
+        ] {
+            let live: Vec<&str> = ["--sim-seconds", at].iter().chain(cmd).copied().collect();
+            let mut played: Vec<&str> = replay.to_vec();
+            played.push(&plus);
+            played.extend_from_slice(cmd);
+            let (a, b) = (stdout(dir.path(), &live), stdout(dir.path(), &played));
+            // The options name their calls: a recording sends nothing.
+            let b = b.replace("(a recording: not sent) ", "simulated scheduler: ");
+            assert_eq!(a, b, "{cmd:?} at +{at}s");
+        }
+    }
+    // A recording is history: nothing in it can be acted on.
+    let out = nightshift(
+        dir.path(),
+        &[
+            "--replay",
+            f,
+            "drain",
+            "h100-03",
+            "--reason",
+            "x",
+            "--requeue",
+            "--confirm",
+            "h100-03",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing in it can be acted on"));
+    // Before the start is an error; never an empty answer.
+    let out = nightshift(dir.path(), &["--replay", f, "--at", "01:00", "get", "jobs"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("before the recording starts"));
+}

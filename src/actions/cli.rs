@@ -204,6 +204,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 /// Runs one action command end to end.
 pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
+    if settings.replay.is_some() {
+        return Err("--replay plays a recording: nothing in it can be acted on".into());
+    }
     let log = AuditLog::new(settings.audit_log.clone());
     for w in warn_unfinished(&log) {
         eprintln!("nightshift: warning: {}", sanitize(&w));
@@ -286,6 +289,16 @@ fn connect(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(Cluster, Executor, Who), String> {
+    if let Some(path) = &settings.replay {
+        // The options of a recorded moment: shown, never sent.
+        let c = crate::recording::run::replayed(path, settings.at.as_deref())?;
+        let who = Who {
+            scheduler_user: None,
+            cluster: c.name.clone(),
+            source: "replay".into(),
+        };
+        return Ok((c, Executor::Replay, who));
+    }
     Ok(match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             let mut s = Sim::new(*sim)?;

@@ -22,6 +22,8 @@ pub enum Executor {
     LocalSim(Box<Mutex<Sim>>),
     Slurm(Box<SlurmExec>),
     Kube(Box<crate::sources::kube::exec::Executor>),
+    /// A recording played back: what would be sent is shown, nothing is.
+    Replay,
 }
 
 /// A step that could not be sent at all.
@@ -59,14 +61,15 @@ impl Executor {
 
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
         match self {
-            Executor::Sim(_) | Executor::LocalSim(_) => {
-                let mut out = vec![format!("simulated scheduler: {}", a.describe())];
+            Executor::Sim(_) | Executor::LocalSim(_) | Executor::Replay => {
+                let who = match self {
+                    Executor::Replay => "(a recording: not sent)",
+                    _ => "simulated scheduler:",
+                };
+                let mut out = vec![format!("{who} {}", a.describe())];
                 if let Action::Drain { requeue, .. } = a {
                     let verb = if *requeue { "requeue" } else { "cancel" };
-                    out.extend(
-                        jobs.iter()
-                            .map(|j| format!("simulated scheduler: {verb} {j}")),
-                    );
+                    out.extend(jobs.iter().map(|j| format!("{who} {verb} {j}")));
                 }
                 out
             }
@@ -142,6 +145,7 @@ impl Executor {
             },
             Executor::Slurm(x) => slurm_steps(x, a).await,
             Executor::Kube(x) => x.execute(a).await,
+            Executor::Replay => vec![unsent(what, "a recording cannot be acted on".into())],
         }
     }
 
@@ -158,6 +162,7 @@ impl Executor {
             }
             Executor::Slurm(x) => x.observe(a).await,
             Executor::Kube(x) => x.observe(a).await,
+            Executor::Replay => Err("a recording cannot be acted on".into()),
         }
     }
 }

@@ -137,6 +137,17 @@ impl App {
             "help" | "?" => self.show_help = true,
             "messages" | "msg" | "log" => self.show_messages = true,
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
+            _ if cmd.starts_with("at ") && self.replay => {
+                let start = self.history_start();
+                match crate::recording::parse_at(&cmd["at ".len()..], start) {
+                    Ok(t) => {
+                        self.replay_outbox
+                            .push(crate::recording::replay::ReplayCmd::Seek(t));
+                        self.flash = Some(format!("replay: to {}", crate::text::clock(t)));
+                    }
+                    Err(e) => self.flash = Some(e),
+                }
+            }
             _ if cmd.starts_with("job ") || cmd.starts_with("node ") || cmd.starts_with("gpu ") => {
                 self.jump(cmd)
             }
@@ -150,6 +161,28 @@ impl App {
                 }
             },
         }
+    }
+
+    /// Playback keys: `>` faster, `<` slower, space pauses, `n` jumps to the
+    /// next incident; `:at 03:10` seeks. False when the key is not one.
+    fn on_replay_key(&mut self, key: KeyEvent) -> bool {
+        use crate::recording::replay::ReplayCmd;
+        let (cmd, say) = match key.code {
+            KeyCode::Char('>' | '.') => (ReplayCmd::Faster, "faster"),
+            KeyCode::Char('<' | ',') => (ReplayCmd::Slower, "slower"),
+            KeyCode::Char(' ') => (ReplayCmd::Pause, "pause / play"),
+            KeyCode::Char('n') => (ReplayCmd::NextIncident, "to the next incident"),
+            _ => return false,
+        };
+        self.replay_outbox.push(cmd);
+        self.flash = Some(format!("replay: {say}"));
+        true
+    }
+
+    /// The `--at` reference for `:at +10m`: the replay's first snapshot, as
+    /// far as the console saw it (else the current one).
+    fn history_start(&self) -> crate::model::Timestamp {
+        self.replay_start.unwrap_or(self.cluster.time)
     }
 
     /// `:job 4700`, `:node h100-03`, `:gpu h100-03/3`: open that object.
@@ -189,6 +222,9 @@ impl App {
             return;
         }
         if self.on_action_key(key) {
+            return;
+        }
+        if self.replay && self.on_replay_key(key) {
             return;
         }
         // What this screen gives its own meaning to.

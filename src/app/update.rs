@@ -91,6 +91,13 @@ impl App {
         self.now = now;
         match update {
             Update::Snapshot(cluster) => {
+                if self.replay {
+                    self.replay_start.get_or_insert(cluster.time);
+                    // Sought back in the recording: the charts start over.
+                    if cluster.time < self.cluster.time {
+                        self.history = Default::default();
+                    }
+                }
                 self.history.record(&cluster);
                 self.index = Index::build(&cluster);
                 self.cluster = cluster;

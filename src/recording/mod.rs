@@ -15,6 +15,8 @@
 //! reader stops at the first incomplete block and says so.
 
 mod reader;
+pub mod replay;
+pub mod run;
 mod writer;
 
 pub use reader::Recording;
@@ -75,11 +77,16 @@ pub struct Delta {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Entry {
     Header(Header),
-    Key { cluster: Box<Cluster> },
+    Key {
+        cluster: Box<Cluster>,
+    },
     Delta(Box<Delta>),
     /// An audit record (an action's intent or outcome), with the source's
     /// clock when it was seen (the record's own time is the wall clock).
-    Audit { time: Timestamp, record: Box<Record> },
+    Audit {
+        time: Timestamp,
+        record: Box<Record>,
+    },
 }
 
 impl Entry {
@@ -227,7 +234,11 @@ pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, String> {
         Ok((h, m, sec)) if h < 24 && m < 60 && sec < 60 => {
             let day = started.div_euclid(86_400) * 86_400;
             let t = day + h * 3600 + m * 60 + sec;
-            Ok(if t < started - 12 * 3600 { t + 86_400 } else { t })
+            Ok(if t < started - 12 * 3600 {
+                t + 86_400
+            } else {
+                t
+            })
         }
         _ => Err(format!(
             "--at {s:?}: give HH:MM[:SS] (UTC), +DURATION from the start, or Unix seconds"

@@ -39,7 +39,10 @@ impl Recording {
                 }
                 Ok(_) => {}
                 Err(e) if header.is_none() => {
-                    return Err(format!("{}: not a nightshift recording: {e}", path.display()));
+                    return Err(format!(
+                        "{}: not a nightshift recording: {e}",
+                        path.display()
+                    ));
                 }
                 Err(e) => {
                     truncated = Some(format!("stopped at a damaged block: {e}"));
@@ -49,7 +52,10 @@ impl Recording {
             let e: Entry = match serde_json::from_slice(&buf) {
                 Ok(e) => e,
                 Err(e) if header.is_none() => {
-                    return Err(format!("{}: not a nightshift recording: {e}", path.display()));
+                    return Err(format!(
+                        "{}: not a nightshift recording: {e}",
+                        path.display()
+                    ));
                 }
                 Err(e) => {
                     truncated = Some(format!("stopped at an unreadable line: {e}"));
@@ -76,7 +82,10 @@ impl Recording {
         }
         let header = header.ok_or_else(|| format!("{}: empty recording", path.display()))?;
         if !entries.iter().any(|e| matches!(e, Entry::Key { .. })) {
-            return Err(format!("{}: the recording holds no snapshot", path.display()));
+            return Err(format!(
+                "{}: the recording holds no snapshot",
+                path.display()
+            ));
         }
         Ok(Recording {
             header,
@@ -138,7 +147,11 @@ impl Recording {
             }
         }
         if t > hi + 60 {
-            tracing::info!(at = t, last = hi, "asked past the recording's end: its last snapshot");
+            tracing::info!(
+                at = t,
+                last = hi,
+                "asked past the recording's end: its last snapshot"
+            );
         }
         Ok(c)
     }

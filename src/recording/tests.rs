@@ -75,7 +75,11 @@ fn a_recording_cut_mid_write_reads_up_to_its_last_flush() {
     std::fs::write(&path, &bytes[..flushed as usize + 7]).expect("cut");
     let rec = Recording::open(&path).expect("still opens");
     assert!(rec.truncated.is_some(), "says it was cut");
-    assert_eq!(rec.states().count(), 20, "every snapshot of the flushed part");
+    assert_eq!(
+        rec.states().count(),
+        20,
+        "every snapshot of the flushed part"
+    );
 }
 
 #[test]

@@ -1,0 +1,181 @@
+//! A recording as the console's source: the night played back at a speed,
+//! with seeking, every view and the engine working on it as they would live.
+
+use super::{Entry, Recording, apply};
+use crate::model::{Cluster, EventKind, Timestamp};
+use crate::sources::{Origin, Update};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// What the console asks of the playback.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ReplayCmd {
+    /// Twice as fast, half as fast.
+    Faster,
+    Slower,
+    /// Pause or go on.
+    Pause,
+    /// To the next Xid, ECC or node-state event.
+    NextIncident,
+    /// To this time (the source's clock).
+    Seek(Timestamp),
+}
+
+/// Fastest and slowest playback, in recorded seconds per second.
+const SPEEDS: (f64, f64) = (0.25, 4096.0);
+/// A gap longer than this (the recorder was off) is not waited out.
+const MAX_GAP: Duration = Duration::from_secs(2);
+
+struct Player {
+    rec: Recording,
+    /// The next entry to apply.
+    next: usize,
+    current: Cluster,
+}
+
+impl Player {
+    fn new(rec: Recording) -> Result<Player, String> {
+        let (start, _) = rec.span();
+        let current = rec.state_at(start)?;
+        let next = rec
+            .entries
+            .iter()
+            .position(|e| !matches!(e, Entry::Audit { .. }) && e.time() > Some(start))
+            .unwrap_or(rec.entries.len());
+        Ok(Player { rec, next, current })
+    }
+
+    /// Applies the next snapshot entry; false at the end.
+    fn step(&mut self) -> Result<bool, String> {
+        while let Some(e) = self.rec.entries.get(self.next) {
+            self.next += 1;
+            match e {
+                Entry::Key { cluster } => {
+                    self.current = (**cluster).clone();
+                    return Ok(true);
+                }
+                Entry::Delta(d) => {
+                    apply(&mut self.current, d)?;
+                    return Ok(true);
+                }
+                _ => {}
+            }
+        }
+        Ok(false)
+    }
+
+    fn next_time(&self) -> Option<Timestamp> {
+        self.rec.entries[self.next.min(self.rec.entries.len())..]
+            .iter()
+            .find(|e| !matches!(e, Entry::Audit { .. }))
+            .and_then(Entry::time)
+    }
+
+    fn seek(&mut self, t: Timestamp) -> Result<(), String> {
+        let (start, end) = self.rec.span();
+        let t = t.clamp(start, end);
+        self.current = self.rec.state_at(t)?;
+        self.next = self
+            .rec
+            .entries
+            .iter()
+            .position(|e| !matches!(e, Entry::Audit { .. }) && e.time().is_some_and(|x| x > t))
+            .unwrap_or(self.rec.entries.len());
+        Ok(())
+    }
+
+    /// Plays on to the next entry that brings an incident's event.
+    fn next_incident(&mut self) -> Result<bool, String> {
+        loop {
+            let brings = match self.rec.entries.get(self.next) {
+                Some(Entry::Delta(d)) => d.events.iter().any(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::Xid { .. } | EventKind::Ecc { .. } | EventKind::NodeState { .. }
+                    )
+                }),
+                Some(_) => false,
+                None => return Ok(false),
+            };
+            if !self.step()? {
+                return Ok(false);
+            }
+            if brings {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Starts the playback at the recording's start; updates arrive on the
+/// returned channel, commands go the other way.
+pub fn spawn(
+    rec: Recording,
+    speed: f64,
+) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), String> {
+    let mut p = Player::new(rec)?;
+    let (tx, rx) = mpsc::channel(16);
+    let (ctx, mut crx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        let mut speed = speed.clamp(SPEEDS.0, SPEEDS.1);
+        let mut paused = false;
+        let send = |c: &Cluster| {
+            let tx = tx.clone();
+            let snap = Arc::new(c.clone());
+            async move {
+                tx.send(Update::Snapshot(snap)).await.is_ok()
+                    && tx.send(Update::ok(Origin::Scheduler)).await.is_ok()
+            }
+        };
+        if !send(&p.current).await {
+            return;
+        }
+        loop {
+            let wait = match (paused, p.next_time()) {
+                (false, Some(t)) => {
+                    let gap = (t - p.current.time).max(0) as f64 / speed;
+                    Duration::from_secs_f64(gap).min(MAX_GAP)
+                }
+                // Paused or at the end: keep the data fresh, wait for keys.
+                _ => Duration::from_secs(1),
+            };
+            tokio::select! {
+                cmd = crx.recv() => {
+                    let Some(cmd) = cmd else { return };
+                    let moved = match cmd {
+                        ReplayCmd::Faster => { speed = (speed * 2.0).min(SPEEDS.1); false }
+                        ReplayCmd::Slower => { speed = (speed / 2.0).max(SPEEDS.0); false }
+                        ReplayCmd::Pause => { paused = !paused; false }
+                        ReplayCmd::NextIncident => p.next_incident().unwrap_or(false),
+                        ReplayCmd::Seek(t) => p.seek(t).is_ok(),
+                    };
+                    tracing::info!(?cmd, speed, paused, "replay");
+                    if moved && !send(&p.current).await {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(wait) => {
+                    let stepped = if paused { Ok(false) } else { p.step() };
+                    match stepped {
+                        Ok(true) => {
+                            if !send(&p.current).await {
+                                return;
+                            }
+                        }
+                        Ok(false) => {
+                            if tx.send(Update::ok(Origin::Scheduler)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!("replay stopped: {e}");
+                            paused = true;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Ok((rx, ctx))
+}

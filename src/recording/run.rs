@@ -1,0 +1,161 @@
+//! Recording and replaying from the command line and the console.
+
+use super::{Recorder, Recording, parse_at};
+use crate::actions::audit::AuditLog;
+use crate::config::Settings;
+use crate::model::Cluster;
+use crate::sources::{SourceConfig, Update};
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// `--replay FILE [--at TIME]`: the recorded state the printing commands
+/// answer for (the end of the recording by default).
+pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, String> {
+    let rec = Recording::open(path)?;
+    if let Some(why) = &rec.truncated {
+        crate::text::warn(&format!("{}: {why}", path.display()));
+    }
+    let (start, end) = rec.span();
+    let t = match at {
+        Some(s) => parse_at(s, start)?,
+        None => end,
+    };
+    rec.state_at(t)
+}
+
+/// `nightshift record FILE`: the sim for `--sim-seconds` of its own time,
+/// at full speed and without a terminal; a live source until ctrl-c or
+/// `--for`.
+pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), String> {
+    let log = AuditLog::new(settings.audit_log.clone());
+    match &settings.source {
+        SourceConfig::Sim { sim, .. } => {
+            if settings.sim_seconds == 0 {
+                return Err(
+                    "recording the sim needs its length: --sim-seconds S (e.g. 28800 for a night)"
+                        .into(),
+                );
+            }
+            let mut s = crate::sources::sim::Sim::new(*sim)?;
+            let mut r = Recorder::create(file, "sim")?;
+            r.skip_audit(&log.read());
+            let began = std::time::Instant::now();
+            for _ in 0..=settings.sim_seconds {
+                r.snapshot(&Arc::new(s.snapshot()))?;
+                s.advance(1);
+            }
+            let (snaps, raw) = (r.snapshots, r.raw_bytes);
+            r.finish()?;
+            say_done(file, snaps, raw, began.elapsed());
+            Ok(())
+        }
+        _ => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            rt.block_on(record_live(settings, file, duration, log))
+        }
+    }
+}
+
+fn say_done(file: &Path, snapshots: u64, raw: u64, took: std::time::Duration) {
+    let size = std::fs::metadata(file).map_or(0, |m| m.len());
+    crate::outln!(
+        "recorded {snapshots} snapshots to {}: {} ({} before compression) in {:.1} s",
+        file.display(),
+        crate::text::bytes(size),
+        crate::text::bytes(raw),
+        took.as_secs_f64()
+    );
+}
+
+async fn record_live(
+    settings: &Settings,
+    file: &Path,
+    duration: Option<u64>,
+    log: AuditLog,
+) -> Result<(), String> {
+    let (mut rx, _control) = crate::sources::spawn(settings.source.clone(), &settings.endpoints)?;
+    let mut r = Recorder::create(file, settings.source.name())?;
+    r.skip_audit(&log.read());
+    let began = std::time::Instant::now();
+    let until = duration.map(|d| tokio::time::Instant::now() + std::time::Duration::from_secs(d));
+    let stop = async {
+        match until {
+            Some(t) => tokio::time::sleep_until(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            u = rx.recv() => match u {
+                Some(Update::Snapshot(c)) => {
+                    r.snapshot(&c)?;
+                    r.audit(&log.read())?;
+                }
+                Some(Update::Status { origin, error: Some(e) }) => {
+                    crate::text::warn(&format!("{}: {e}", origin.name()));
+                }
+                Some(_) => {}
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c() => break,
+            _ = &mut stop => break,
+        }
+    }
+    let (snaps, raw) = (r.snapshots, r.raw_bytes);
+    r.finish()?;
+    say_done(file, snaps, raw, began.elapsed());
+    Ok(())
+}
+
+/// The console's `--record FILE`: everything the source sends passes on
+/// unchanged; its snapshots, and the audit records written meanwhile, go
+/// to the recording. A recording that fails stops recording, never the
+/// console.
+pub fn tap(
+    mut rx: mpsc::Receiver<Update>,
+    file: &Path,
+    source: &str,
+    log: AuditLog,
+) -> Result<mpsc::Receiver<Update>, String> {
+    let mut r = Recorder::create(file, source)?;
+    r.skip_audit(&log.read());
+    let (tx, out) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut rec = Some(r);
+        let mut audit_len = log_len(&log);
+        while let Some(u) = rx.recv().await {
+            if let (Update::Snapshot(c), Some(r)) = (&u, rec.as_mut()) {
+                let now_len = log_len(&log);
+                let result = r.snapshot(c).and_then(|()| {
+                    if now_len != audit_len {
+                        audit_len = now_len;
+                        r.audit(&log.read())
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(e) = result {
+                    tracing::warn!("recording stopped: {e}");
+                    rec = None;
+                }
+            }
+            if tx.send(u).await.is_err() {
+                break;
+            }
+        }
+        if let Some(r) = rec {
+            let _ = r.finish();
+        }
+    });
+    Ok(out)
+}
+
+fn log_len(log: &AuditLog) -> u64 {
+    std::fs::metadata(&log.path).map_or(0, |m| m.len())
+}
