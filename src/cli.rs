@@ -330,6 +330,9 @@ pub struct GetArgs {
     /// What to print
     #[arg(value_enum)]
     pub what: GetWhat,
+    /// kpis: the window the figures cover, up to now (or --at)
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub window: String,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -341,6 +344,9 @@ pub enum GetWhat {
     Gpus,
     Jobs,
     Incidents,
+    /// The scheduler's health numbers over --window (needs history: a
+    /// recording, --sim-seconds, or the console's `:kpis`)
+    Kpis,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -66,6 +66,11 @@ fn run(cli: Cli) -> Result<(), String> {
             rt.shutdown_timeout(std::time::Duration::from_millis(500));
             result
         }
+        Some(Command::Get(args)) if args.what == nightshift::cli::GetWhat::Kpis => {
+            let window = units::parse_duration(&args.window)? as i64;
+            let k = nightshift::recording::run::kpis(&settings, window)?;
+            emit(args.output, &k, report::kpis)
+        }
         Some(Command::Get(args)) => {
             let c = snapshot(&settings)?;
             nightshift::out!(

@@ -112,6 +112,8 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
             )
         }
         GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect()),
+        // Figures over a window, not items of a snapshot (main answers them).
+        GetWhat::Kpis => Err("kpis are figures over a window: nightshift get kpis".into()),
     }
 }
 
@@ -219,6 +221,7 @@ fn table(c: &Cluster, base: &Base, what: GetWhat) -> String {
             crate::columns::INCIDENTS,
             &base.incidents.iter().collect::<Vec<_>>(),
         ),
+        GetWhat::Kpis => "kpis are figures over a window: nightshift get kpis\n".into(),
     }
 }
 

@@ -297,3 +297,72 @@ pub fn options(o: &crate::engine::options::Options) -> String {
     }
     out
 }
+
+fn share(x: Option<f64>) -> String {
+    x.map_or("unknown".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn waits_table(out: &mut String, title: &str, w: &[crate::engine::kpis::Wait]) {
+    let _ = writeln!(out, "queue wait by {title}:");
+    if w.is_empty() {
+        let _ = writeln!(out, "  no job started in the window");
+    }
+    for x in w {
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>4} started  mean {:>8}  p95 {:>8}",
+            sanitize(&x.group),
+            x.jobs,
+            x.mean_s
+                .map_or("-".into(), |m| text::duration(m.round() as i64)),
+            x.p95_s.map_or("-".into(), text::duration)
+        );
+    }
+}
+
+pub fn kpis(k: &crate::engine::kpis::Kpis) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scheduler health {} → {} ({} observed, {} snapshots)",
+        text::datetime(k.from),
+        text::datetime(k.to),
+        text::duration(k.observed_s),
+        k.samples
+    );
+    let _ = writeln!(
+        out,
+        "GPU utilization:   {} allocated, {} busy (SM occupancy)",
+        share(k.gpu_allocated),
+        share(k.gpu_busy)
+    );
+    waits_table(&mut out, "partition", &k.wait_by_partition);
+    waits_table(&mut out, "job size", &k.wait_by_size);
+    let _ = writeln!(
+        out,
+        "requeues:          {} ({} per hour); failed jobs: {}",
+        k.requeues,
+        k.requeues_per_hour
+            .map_or("-".into(), |r| format!("{r:.1}")),
+        k.failures
+    );
+    let _ = writeln!(
+        out,
+        "fragmentation:     {} of the time a job waiting for capacity could not start with enough GPUs free in total",
+        share(k.fragmentation)
+    );
+    let h = |x: Option<f64>| x.map_or("unknown".into(), |v| format!("{v:.1}"));
+    let _ = writeln!(
+        out,
+        "GPU-hours lost:    {} by failed jobs, {} by requeued jobs (since their checkpoints)",
+        h(k.lost_gpu_hours_failed),
+        h(k.lost_gpu_hours_requeued)
+    );
+    let _ = writeln!(
+        out,
+        "node availability: {} ({:.1} node-hours drained, down or cordoned)",
+        share(k.node_availability),
+        k.node_hours_out
+    );
+    out
+}

@@ -752,3 +752,34 @@ fn a_recorded_night_answers_as_live_did_at_any_time() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("before the recording starts"));
 }
+
+#[test]
+fn kpis_of_the_first_minute_of_the_sim_night_checked_by_hand() {
+    let k = json(&["--sim-seconds", "60", "get", "kpis", "--window", "1m", "-o", "json"]);
+    assert_eq!(k["observed_s"], 60);
+    assert_eq!(k["samples"], 61);
+    // a100-08 is drained for burn-in all minute: 15 of 16 nodes available,
+    // a sixtieth of an hour out.
+    assert_eq!(k["node_availability"], 0.9375);
+    let out = k["node_hours_out"].as_f64().expect("hours");
+    assert!((out - 60.0 / 3600.0).abs() < 1e-9, "{out}");
+    // The a100 8-GPU job waits with 16 GPUs free in fragments all minute.
+    assert_eq!(k["fragmentation"], 1.0);
+    // The Xid 13 at +40 s killed one job: its GPU-hours since its start
+    // (it reports no checkpoint), as `get jobs` tells them.
+    assert_eq!(k["failures"], 1);
+    let jobs = json(&["--sim-seconds", "60", "get", "jobs", "-o", "json"]);
+    let failed: Vec<&Value> = jobs["items"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter(|j| j["state"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    let j = failed[0];
+    let ran = j["end_time"].as_i64().expect("end") - j["start_time"].as_i64().expect("start");
+    let want = ran as f64 / 3600.0 * j["gpus_total"].as_f64().expect("gpus");
+    let lost = k["lost_gpu_hours_failed"].as_f64().expect("lost");
+    assert!((lost - want).abs() < 1e-9, "{lost} vs {want}");
+    assert_eq!(k["requeues"], 0);
+}

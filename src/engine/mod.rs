@@ -9,6 +9,7 @@ pub mod blast;
 pub(crate) mod fixture;
 pub mod health;
 pub mod incidents;
+pub mod kpis;
 pub mod options;
 pub mod plan;
 pub mod restore;

@@ -159,3 +159,40 @@ pub fn tap(
 fn log_len(log: &AuditLog) -> u64 {
     std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }
+
+/// The scheduler's health numbers for `get kpis`: over a recording (up to
+/// `--at`), over `--sim-seconds` of the sim (observed every second), or —
+/// a live source — over its one snapshot (rates need history).
+pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::Kpis, String> {
+    use crate::engine::kpis::KpiBook;
+    let mut book = KpiBook::new(window_s);
+    if let Some(path) = &settings.replay {
+        let rec = Recording::open(path)?;
+        let (start, end) = rec.span();
+        let until = match settings.at.as_deref() {
+            Some(s) => parse_at(s, start)?,
+            None => end,
+        };
+        for c in rec.states() {
+            let c = c?;
+            if c.time > until {
+                break;
+            }
+            book.observe(&c);
+        }
+    } else if let SourceConfig::Sim { sim, .. } = &settings.source {
+        let mut s = crate::sources::sim::Sim::new(*sim)?;
+        book.observe(&s.snapshot());
+        for _ in 0..settings.sim_seconds {
+            s.advance(1);
+            book.observe(&s.snapshot());
+        }
+    } else {
+        return Err(
+            "kpis need history: record the source (nightshift record FILE) and use --replay FILE, or open the console's :kpis"
+                .into(),
+        );
+    }
+    book.figures(window_s)
+        .ok_or_else(|| "no snapshot to compute figures from".to_string())
+}

@@ -1,0 +1,333 @@
+//! The scheduler's health numbers over a window: what a GPU scheduling team
+//! is measured by. A `KpiBook` observes snapshots in order (live, or a
+//! recording replayed) and answers for any window ending at the last one.
+//! Definitions: docs/decision-engine.md, "Scheduler health numbers".
+
+use crate::model::{Cluster, JobState, Timestamp};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// One snapshot, reduced to what the figures need.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sample {
+    time: Timestamp,
+    gpus: u32,
+    allocated: u32,
+    /// Σ SM occupancy over GPUs whose occupancy is known, and how many.
+    busy: f64,
+    busy_known: u32,
+    nodes: u32,
+    nodes_out: u32,
+    /// Some job waiting for capacity could not start although enough GPUs
+    /// were free in total in its partition.
+    fragmented: bool,
+}
+
+/// What is remembered of each job between snapshots.
+#[derive(Debug, Clone)]
+struct Seen {
+    state: JobState,
+    restarts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Start {
+    time: Timestamp,
+    partition: String,
+    gpus: u32,
+    wait_s: i64,
+}
+
+/// A job that stopped short: failed, or sent back to the queue.
+#[derive(Debug, Clone, PartialEq)]
+struct Loss {
+    time: Timestamp,
+    failed: bool,
+    gpu_hours: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct KpiBook {
+    samples: VecDeque<Sample>,
+    jobs: FxHashMap<String, Seen>,
+    starts: VecDeque<Start>,
+    losses: VecDeque<Loss>,
+    /// Observations older than this are dropped (the longest window).
+    keep_s: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Wait {
+    pub group: String,
+    pub jobs: usize,
+    pub mean_s: Option<f64>,
+    pub p95_s: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Kpis {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// Seconds of the window with observations behind them.
+    pub observed_s: i64,
+    pub samples: usize,
+    /// Allocated GPUs ÷ GPUs, time-weighted.
+    pub gpu_allocated: Option<f64>,
+    /// Mean SM occupancy over all GPUs whose occupancy is known.
+    pub gpu_busy: Option<f64>,
+    pub wait_by_partition: Vec<Wait>,
+    pub wait_by_size: Vec<Wait>,
+    /// Jobs sent back to the queue (requeued, preempted) in the window, and
+    /// per hour.
+    pub requeues: usize,
+    pub requeues_per_hour: Option<f64>,
+    pub failures: usize,
+    /// Share of the time some job waiting for capacity could not start
+    /// although its partition had enough GPUs free in total.
+    pub fragmentation: Option<f64>,
+    /// GPU-hours of work lost (since each job's checkpoint) by failed jobs
+    /// and by requeued ones; `None` where a job's start is unknown.
+    pub lost_gpu_hours_failed: Option<f64>,
+    pub lost_gpu_hours_requeued: Option<f64>,
+    /// Node-hours out of service (drained, draining, down, cordoned).
+    pub node_hours_out: f64,
+    /// 1 − out of service ÷ all node-hours.
+    pub node_availability: Option<f64>,
+}
+
+/// Waiting for capacity, not for a hold, a dependency or a quota.
+fn waits_for_capacity(reason: Option<&str>) -> bool {
+    matches!(reason, None | Some("Resources" | "Priority" | "None"))
+}
+
+fn sample(c: &Cluster) -> Sample {
+    let mut s = Sample {
+        time: c.time,
+        gpus: 0,
+        allocated: 0,
+        busy: 0.0,
+        busy_known: 0,
+        nodes: c.nodes.len() as u32,
+        nodes_out: 0,
+        fragmented: false,
+    };
+    // Per partition: total free, and how many nodes have at least k free.
+    let mut free: BTreeMap<&str, (u32, [u32; 9])> = BTreeMap::new();
+    for n in &c.nodes {
+        s.gpus += n.gpu_count;
+        s.allocated += n.gpus_allocated();
+        if !n.state.schedulable() {
+            s.nodes_out += 1;
+        }
+        for g in &n.gpus {
+            if let Some(o) = g.sm_occupancy {
+                s.busy += o;
+                s.busy_known += 1;
+            }
+        }
+        let f = n.gpus_free();
+        for p in &n.partitions {
+            let e = free.entry(p.as_str()).or_insert((0, [0; 9]));
+            e.0 += f;
+            for k in 1..=f.min(8) as usize {
+                e.1[k] += 1;
+            }
+        }
+    }
+    s.fragmented = c.jobs.iter().any(|j| {
+        if !j.state.is_pending() || !waits_for_capacity(j.reason.as_deref()) {
+            return false;
+        }
+        let (Some(per), Some(total)) = (j.gpus_per_node, j.gpus_requested()) else {
+            return false;
+        };
+        let nodes = j.node_count.unwrap_or(1).max(1);
+        let Some((sum, at_least)) = free.get(j.partition.as_str()) else {
+            return false;
+        };
+        let fits = per == 0 || (per <= 8 && at_least[per as usize] >= nodes);
+        *sum >= total && !fits
+    });
+    s
+}
+
+fn percentile(sorted: &[i64], p: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    // Nearest rank.
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+fn waits<'a>(groups: impl Iterator<Item = (String, &'a Start)>) -> Vec<Wait> {
+    let mut by: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (g, s) in groups {
+        by.entry(g).or_default().push(s.wait_s);
+    }
+    by.into_iter()
+        .map(|(group, mut w)| {
+            w.sort_unstable();
+            Wait {
+                group,
+                jobs: w.len(),
+                mean_s: (!w.is_empty()).then(|| w.iter().sum::<i64>() as f64 / w.len() as f64),
+                p95_s: percentile(&w, 0.95),
+            }
+        })
+        .collect()
+}
+
+/// A job size's group: how many GPUs it asks for.
+fn size_group(gpus: u32) -> String {
+    match gpus {
+        0 | 1 => "1 GPU".into(),
+        2..=4 => "2-4 GPUs".into(),
+        5..=8 => "5-8 GPUs".into(),
+        _ => "more than 8 GPUs".into(),
+    }
+}
+
+impl KpiBook {
+    /// A book that keeps `keep_s` seconds of observations.
+    pub fn new(keep_s: i64) -> KpiBook {
+        KpiBook {
+            keep_s,
+            ..KpiBook::default()
+        }
+    }
+
+    /// Takes in the next snapshot (in the source's time order).
+    pub fn observe(&mut self, c: &Cluster) {
+        if self.samples.back().is_some_and(|s| c.time <= s.time) {
+            return;
+        }
+        self.samples.push_back(sample(c));
+        for j in &c.jobs {
+            let restarts = j.restarts.unwrap_or(0);
+            let before = self.jobs.insert(
+                j.id.clone(),
+                Seen {
+                    state: j.state,
+                    restarts,
+                },
+            );
+            let Some(b) = before else { continue };
+            if b.state.is_pending()
+                && j.state.holds_resources()
+                && let (Some(start), Some(submit)) = (j.start_time, j.submit_time)
+            {
+                self.starts.push_back(Start {
+                    time: start,
+                    partition: j.partition.clone(),
+                    gpus: j.gpus_requested().unwrap_or(0),
+                    wait_s: (start - submit).max(0),
+                });
+            }
+            let requeued =
+                restarts > b.restarts || (b.state.holds_resources() && j.state.is_pending());
+            let failed = b.state.holds_resources() && j.state == JobState::Failed;
+            if requeued || failed {
+                // Work since its checkpoint (or its start) up to when it
+                // stopped; unknown when neither is known.
+                let end = j.end_time.unwrap_or(c.time);
+                let from = j.checkpoint.last.or(j.start_time);
+                let gpu_hours = from
+                    .zip(j.gpus_requested())
+                    .map(|(f, g)| (end - f).max(0) as f64 / 3600.0 * f64::from(g));
+                self.losses.push_back(Loss {
+                    time: c.time,
+                    failed,
+                    gpu_hours,
+                });
+            }
+        }
+        if self.jobs.len() > 2 * c.jobs.len() + 1024 {
+            let ids: rustc_hash::FxHashSet<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
+            self.jobs.retain(|id, _| ids.contains(id.as_str()));
+        }
+        let horizon = c.time - self.keep_s;
+        while self.samples.front().is_some_and(|s| s.time < horizon) {
+            self.samples.pop_front();
+        }
+        while self.starts.front().is_some_and(|s| s.time < horizon) {
+            self.starts.pop_front();
+        }
+        while self.losses.front().is_some_and(|s| s.time < horizon) {
+            self.losses.pop_front();
+        }
+    }
+
+    /// The figures over the `window_s` seconds up to the last snapshot.
+    pub fn figures(&self, window_s: i64) -> Option<Kpis> {
+        let last = self.samples.back()?;
+        let from = last.time - window_s;
+        let in_window: Vec<&Sample> = self.samples.iter().filter(|s| s.time >= from).collect();
+        // Each sample stands for the time until the next one.
+        let mut weight = Vec::with_capacity(in_window.len());
+        for w in in_window.windows(2) {
+            weight.push((w[1].time - w[0].time) as f64);
+        }
+        weight.push(0.0);
+        let total: f64 = weight.iter().sum();
+        let mean = |f: &dyn Fn(&Sample) -> Option<f64>| -> Option<f64> {
+            if total <= 0.0 {
+                // One snapshot: the figure of that moment.
+                return in_window.first().and_then(|s| f(s));
+            }
+            let mut sum = 0.0;
+            let mut w_known = 0.0;
+            for (s, w) in in_window.iter().zip(&weight) {
+                if let Some(v) = f(s) {
+                    sum += v * w;
+                    w_known += w;
+                }
+            }
+            (w_known > 0.0).then(|| sum / w_known)
+        };
+        let allocated = mean(&|s| (s.gpus > 0).then(|| f64::from(s.allocated) / f64::from(s.gpus)));
+        let busy = mean(&|s| (s.busy_known > 0).then(|| s.busy / f64::from(s.busy_known)));
+        let fragmentation = mean(&|s| Some(if s.fragmented { 1.0 } else { 0.0 }));
+        let node_hours_out: f64 = in_window
+            .iter()
+            .zip(&weight)
+            .map(|(s, w)| f64::from(s.nodes_out) * w / 3600.0)
+            .sum();
+        let node_availability =
+            mean(&|s| (s.nodes > 0).then(|| 1.0 - f64::from(s.nodes_out) / f64::from(s.nodes)));
+        let starts: Vec<&Start> = self.starts.iter().filter(|s| s.time >= from).collect();
+        let losses: Vec<&Loss> = self.losses.iter().filter(|l| l.time >= from).collect();
+        let lost = |failed: bool| -> Option<f64> {
+            losses
+                .iter()
+                .filter(|l| l.failed == failed)
+                .map(|l| l.gpu_hours)
+                .sum::<Option<f64>>()
+                // An empty sum is -0.0: print 0.0.
+                .map(|h| h + 0.0)
+        };
+        let requeues = losses.iter().filter(|l| !l.failed).count();
+        Some(Kpis {
+            from: in_window.first().map_or(last.time, |s| s.time),
+            to: last.time,
+            observed_s: total as i64,
+            samples: in_window.len(),
+            gpu_allocated: allocated,
+            gpu_busy: busy,
+            wait_by_partition: waits(starts.iter().map(|s| (s.partition.clone(), *s))),
+            wait_by_size: waits(starts.iter().map(|s| (size_group(s.gpus), *s))),
+            requeues,
+            requeues_per_hour: (total > 0.0).then(|| requeues as f64 * 3600.0 / total),
+            failures: losses.iter().filter(|l| l.failed).count(),
+            fragmentation,
+            lost_gpu_hours_failed: lost(true),
+            lost_gpu_hours_requeued: lost(false),
+            node_hours_out,
+            node_availability,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
