@@ -122,6 +122,9 @@ pub enum Command {
     Blast(BlastArgs),
     /// Remediation options for a node or a job, side by side, one recommended
     Options(OptionsArgs),
+    /// The night's post-mortem from a recording: incidents, jobs hit,
+    /// GPU-hours lost, actions and their timing, what is still open
+    Report(ReportArgs),
     /// Record the source to FILE: the sim for --sim-seconds of its time
     /// (no terminal needed), a live source until ctrl-c or --for
     Record(RecordArgs),
@@ -246,6 +249,21 @@ pub struct JobArgs {
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A recording (nightshift record, or the console's --record)
+    pub file: PathBuf,
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = ReportFormat::Markdown)]
+    pub output: ReportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Markdown,
+    Json,
 }
 
 #[derive(Debug, clap::Args)]

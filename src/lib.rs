@@ -17,6 +17,7 @@ pub mod limits;
 pub mod logging;
 pub mod model;
 pub mod output;
+pub mod postmortem;
 pub mod recording;
 pub mod report;
 pub mod sources;

@@ -105,6 +105,20 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &b, report::blast)
         }
         Some(Command::Restore(args)) => restore_command(&settings, &args),
+        Some(Command::Report(args)) => {
+            let rec = nightshift::recording::Recording::open(&args.file)?;
+            let r = nightshift::postmortem::report(&rec, &settings.site, &settings.xid_catalog)?;
+            match args.output {
+                nightshift::cli::ReportFormat::Markdown => {
+                    nightshift::out!("{}", nightshift::postmortem::markdown(&r))
+                }
+                nightshift::cli::ReportFormat::Json => nightshift::outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
+                ),
+            }
+            Ok(())
+        }
         Some(Command::Record(args)) => nightshift::recording::run::record(
             &settings,
             &args.file,

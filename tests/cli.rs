@@ -755,7 +755,16 @@ fn a_recorded_night_answers_as_live_did_at_any_time() {
 
 #[test]
 fn kpis_of_the_first_minute_of_the_sim_night_checked_by_hand() {
-    let k = json(&["--sim-seconds", "60", "get", "kpis", "--window", "1m", "-o", "json"]);
+    let k = json(&[
+        "--sim-seconds",
+        "60",
+        "get",
+        "kpis",
+        "--window",
+        "1m",
+        "-o",
+        "json",
+    ]);
     assert_eq!(k["observed_s"], 60);
     assert_eq!(k["samples"], 61);
     // a100-08 is drained for burn-in all minute: 15 of 16 nodes available,

@@ -312,3 +312,95 @@ fn footer_of(screen: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+#[test]
+fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(120, 36);
+    let audit = t.dir.path().join("audit.jsonl");
+    let rec = t.dir.path().join("night.nsrec");
+    start(
+        &t,
+        "tmux-256color",
+        &format!(
+            "--speed 10 --audit-log {} --record {}",
+            audit.display(),
+            rec.display()
+        ),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "node h100-03"]);
+    t.keys(&["Enter"]);
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.keys(&["-l", "h100-03"]);
+    t.keys(&["Enter"]);
+    t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
+    // The recorder writes the audit with the next snapshots, flushed every
+    // second.
+    std::thread::sleep(Duration::from_secs(3));
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    let out = Command::new(bin())
+        .args(["report", rec.to_str().expect("path"), "-o", "json"])
+        .output()
+        .expect("report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let incidents = r["incidents"].as_array().expect("incidents");
+    let xid79 = incidents
+        .iter()
+        .find(|i| i["xid"] == 79)
+        .expect("the Xid 79 is named");
+    assert_eq!(xid79["node"], "h100-03");
+    assert_eq!(xid79["first_action"]["action"], "drain");
+    assert!(
+        xid79["first_action"]["outcome"]
+            .as_str()
+            .is_some_and(|o| o.starts_with("verified")),
+        "{xid79:#}"
+    );
+    let to_action = xid79["time_to_action_s"].as_i64().expect("timed");
+    assert!(to_action > 0, "{to_action}");
+    assert_eq!(xid79["jobs"][0]["fate"], "requeued");
+    let stall = incidents
+        .iter()
+        .find(|i| i["kind"] == "stall")
+        .expect("the stalled gang is named");
+    assert_eq!(stall["jobs"][0]["id"], "4700");
+    assert!(
+        r["gpu_hours_lost"].as_f64().is_some_and(|h| h > 1.0),
+        "{r:#}"
+    );
+    assert_eq!(r["actions"][0]["target"], "h100-03");
+
+    // Played back: read-only, the playback keys, the drain happens again.
+    t.type_line(&format!(
+        "TERM=tmux-256color {} --log-file {} --replay {} --speed 4; echo EXIT=$?",
+        bin(),
+        t.dir.path().join("replay.log").display(),
+        rec.display()
+    ));
+    t.expect("READ-ONLY");
+    t.expect("replay");
+    t.keys(&["D"]);
+    t.expect("read-only mode: action keys are off");
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.keys(&["n"]);
+    t.expect("replay: to the next incident");
+    t.keys(&[">"]);
+    t.expect("replay: faster");
+    t.expect_within("drained by nightshift", Duration::from_secs(20));
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}

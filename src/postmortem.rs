@@ -1,0 +1,446 @@
+//! `nightshift report FILE`: the night's timeline from a recording — each
+//! incident with the jobs it hit and what they lost, every action taken
+//! (from the audit records in the recording), the time from incident to
+//! action, what was still open at the end, and the night's health numbers.
+
+use crate::actions::audit::Record;
+use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
+use crate::engine::incidents::Incident;
+use crate::engine::kpis::{KpiBook, Kpis};
+use crate::engine::restore::restore;
+use crate::engine::xid::XidCatalog;
+use crate::model::{Cluster, JobState, Timestamp};
+use crate::recording::Recording;
+use crate::text::{self, sanitize};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HitJob {
+    pub id: String,
+    pub name: Option<String>,
+    pub user: Option<String>,
+    /// `failed`, `requeued`, `stalled`, `cancelled`, `completed` or
+    /// `still running` by the end of the recording.
+    pub fate: String,
+    pub via_gang: bool,
+    /// GPU-hours of work lost since its checkpoint when it stopped (a hung
+    /// job still holding its GPUs: all of it since its checkpoint, lost
+    /// when it is requeued); 0 for a job still running.
+    pub gpu_hours_lost: Option<f64>,
+    /// Seconds until it is back where it was, from when it stopped.
+    pub restore_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Action {
+    pub time: Timestamp,
+    pub operator: String,
+    pub action: String,
+    pub target: String,
+    pub reason: Option<String>,
+    pub preview: String,
+    /// The incident the action answered, as the audit names it.
+    pub incident: Option<String>,
+    /// `verified`, `sent, not verified`, `failed: …`, `partly done: …`,
+    /// `no outcome recorded`.
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IncidentEntry {
+    pub id: String,
+    pub time: Timestamp,
+    pub node: String,
+    pub gpu: Option<u32>,
+    pub label: String,
+    pub kind: String,
+    pub xid: Option<u32>,
+    /// The catalog's name for the Xid, or the event's message.
+    pub meaning: String,
+    /// The catalog's advice.
+    pub advice: String,
+    pub jobs: Vec<HitJob>,
+    /// The first action on its node or jobs after it, and how long after.
+    pub first_action: Option<Action>,
+    pub time_to_action_s: Option<i64>,
+    /// Its stage at the end of the recording.
+    pub stage_at_end: String,
+    pub burning_gpu_hours_per_hour: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NightReport {
+    pub cluster: String,
+    pub source: String,
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// Oldest first.
+    pub incidents: Vec<IncidentEntry>,
+    pub actions: Vec<Action>,
+    /// Incidents still open at the end: `id label on node`.
+    pub open_at_end: Vec<String>,
+    /// Σ over the jobs hit (each once) of the GPU-hours lost that are known.
+    pub gpu_hours_lost: f64,
+    pub kpis: Option<Kpis>,
+    /// Why the recording ended early, when it did.
+    pub truncated: Option<String>,
+}
+
+/// What happened to each job over the recording: its state at the end,
+/// and when it died or was sent back to the queue.
+#[derive(Default)]
+struct Fates {
+    last: FxHashMap<String, JobState>,
+    ended: FxHashMap<String, Timestamp>,
+    requeued: FxHashMap<String, Timestamp>,
+    restarts: FxHashMap<String, u32>,
+}
+
+impl Fates {
+    fn observe(&mut self, c: &Cluster) {
+        for j in &c.jobs {
+            let r = j.restarts.unwrap_or(0);
+            let before = self.last.insert(j.id.clone(), j.state);
+            let before_r = self.restarts.insert(j.id.clone(), r);
+            let back = before.is_some_and(|b| b.holds_resources() && j.state.is_pending())
+                || before_r.is_some_and(|b| r > b);
+            if back {
+                self.requeued.entry(j.id.clone()).or_insert(c.time);
+            }
+            if before.is_some_and(|b| b.holds_resources())
+                && matches!(j.state, JobState::Failed | JobState::Cancelled)
+            {
+                self.ended
+                    .entry(j.id.clone())
+                    .or_insert(j.end_time.unwrap_or(c.time));
+            }
+        }
+    }
+
+    /// Its fate, and when it stopped (died or requeued).
+    fn fate(&self, id: &str, stalled: bool) -> (String, Option<Timestamp>) {
+        let last = self.last.get(id).copied();
+        let ended = self.ended.get(id).copied();
+        let requeued = self.requeued.get(id).copied();
+        match last {
+            Some(JobState::Failed) => ("failed".into(), ended),
+            Some(JobState::Cancelled) => ("cancelled".into(), ended),
+            _ if requeued.is_some() => ("requeued".into(), requeued),
+            Some(JobState::Completed) => ("completed".into(), None),
+            Some(s) if s.holds_resources() && stalled => {
+                ("stalled, still holding its GPUs".into(), None)
+            }
+            Some(s) if s.holds_resources() => ("still running".into(), None),
+            Some(s) => (s.as_str().into(), None),
+            None => ("gone from the data".into(), None),
+        }
+    }
+}
+
+fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Action {
+    let outcome = match outcome.and_then(|o| o.outcome.as_ref()) {
+        None => "no outcome recorded".to_string(),
+        Some(o) if o.no_op => "no-op: already so".into(),
+        Some(o) if o.partial => format!("partly done: {}", o.error.clone().unwrap_or_default()),
+        Some(o) if !o.ok => format!("failed: {}", o.error.clone().unwrap_or_default()),
+        Some(o) if o.verified => format!("verified: {}", o.observed),
+        Some(o) => format!("sent, not verified: {}", o.observed),
+    };
+    Action {
+        time,
+        operator: intent.operator.clone(),
+        action: intent.action.clone(),
+        target: intent.target.clone(),
+        reason: intent.reason.clone(),
+        preview: intent.preview.clone(),
+        incident: intent.incident.clone(),
+        outcome,
+    }
+}
+
+/// The report of a recording.
+pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<NightReport, String> {
+    let (from, to) = rec.span();
+    let mut book = KpiBook::new(to - from + 1);
+    let mut fates = Fates::default();
+    let mut end: Option<std::sync::Arc<Cluster>> = None;
+    for c in rec.states() {
+        let c = c?;
+        book.observe(&c);
+        fates.observe(&c);
+        end = Some(c);
+    }
+    let end = end.ok_or("the recording holds no snapshot")?;
+    let base_end = Base::compute(&end, None, site, cat);
+
+    // Actions: each intent with its outcome, on the source's clock.
+    let audit = rec.audit();
+    let outcomes: FxHashMap<&str, &Record> = audit
+        .iter()
+        .filter(|(_, r)| r.phase == "outcome")
+        .map(|(_, r)| (r.id.as_str(), *r))
+        .collect();
+    let mut actions: Vec<Action> = audit
+        .iter()
+        .filter(|(_, r)| r.phase == "intent")
+        .map(|(t, r)| action_of(*t, r, outcomes.get(r.id.as_str()).copied()))
+        .collect();
+    actions.sort_by_key(|a| a.time);
+
+    let mut incidents = Vec::new();
+    let mut lost_of_job: FxHashMap<String, f64> = FxHashMap::default();
+    // The state just before a moment, and its base: computed once each.
+    let mut bases: FxHashMap<Timestamp, Option<(Cluster, Base)>> = FxHashMap::default();
+    let mut before = |t: Timestamp| -> Option<(Cluster, Base)> {
+        bases
+            .entry(t)
+            .or_insert_with(|| {
+                let c = rec.state_at((t - 1).max(from)).ok()?;
+                let b = Base::compute(&c, None, site, cat);
+                Some((c, b))
+            })
+            .clone()
+    };
+    // Incidents come and go (a stall ends when its gang is requeued): look
+    // every few minutes, just before each action, and at the end.
+    let mut at: Vec<Timestamp> = (0..)
+        .map(|k| from + k * crate::recording::KEY_EVERY_S)
+        .take_while(|t| *t < to)
+        .collect();
+    at.extend(actions.iter().map(|a| a.time));
+    at.sort_unstable();
+    at.dedup();
+    let mut found: std::collections::BTreeMap<String, Incident> = Default::default();
+    for t in at {
+        if let Some((_, b)) = before(t + 1) {
+            for i in b.incidents {
+                found.entry(i.id.clone()).or_insert(i);
+            }
+        }
+    }
+    for i in &base_end.incidents {
+        found.insert(i.id.clone(), i.clone());
+    }
+    let at_end: rustc_hash::FxHashSet<&str> =
+        base_end.incidents.iter().map(|i| i.id.as_str()).collect();
+    let mut ordered: Vec<&Incident> = found.values().collect();
+    ordered.sort_by_key(|i| (i.time, i.id.clone()));
+    for inc in ordered {
+        let mut jobs = Vec::new();
+        for j in &inc.jobs {
+            let stalled = inc.kind == "stall" || base_end.stalls.iter().any(|x| x.job == j.id);
+            let (fate, stopped) = fates.fate(&j.id, stalled);
+            // Work is lost when the job stops (died, requeued), or — a hung
+            // job still holding its GPUs — all of it since its checkpoint
+            // will be when it is requeued. A running job has lost nothing.
+            let when = stopped.or(stalled.then_some(to + 1));
+            let (lost, back, name, user) = match when.and_then(&mut before) {
+                Some((c, b)) => {
+                    let ix = c.jobs.iter().position(|x| x.id == j.id);
+                    let job = ix.map(|i| &c.jobs[i]);
+                    let r = ix
+                        .filter(|&i| c.jobs[i].state.holds_resources())
+                        .and_then(|i| restore(&c, &b, i, site));
+                    (
+                        r.as_ref().and_then(|r| r.lost_gpu_hours.value),
+                        r.as_ref().and_then(|r| r.total_s.value),
+                        job.map(|x| x.name.clone()),
+                        job.map(|x| x.user.clone()),
+                    )
+                }
+                None => (Some(0.0), None, None, None),
+            };
+            if let Some(l) = lost {
+                lost_of_job.insert(j.id.clone(), l);
+            }
+            jobs.push(HitJob {
+                id: j.id.clone(),
+                name: j.name.clone().or(name),
+                user: j.user.clone().or(user),
+                fate,
+                via_gang: j.via_gang,
+                gpu_hours_lost: lost,
+                restore_s: back,
+            });
+        }
+        let job_ids: Vec<&str> = inc.jobs.iter().map(|j| j.id.as_str()).collect();
+        let first_action = actions
+            .iter()
+            .find(|a| {
+                a.time >= inc.time
+                    && (a
+                        .incident
+                        .as_deref()
+                        .is_some_and(|x| x.split_whitespace().next() == Some(inc.id.as_str()))
+                        || a.target == inc.node
+                        || job_ids.contains(&a.target.as_str()))
+            })
+            .cloned();
+        let meaning = match inc.xid {
+            Some(x) => cat.name(x).to_string(),
+            None => inc.message.clone(),
+        };
+        incidents.push(IncidentEntry {
+            id: inc.id.clone(),
+            time: inc.time,
+            node: inc.node.clone(),
+            gpu: inc.gpu,
+            label: inc.label.clone(),
+            kind: inc.kind.to_string(),
+            xid: inc.xid,
+            meaning,
+            advice: inc.action.advice().to_string(),
+            jobs,
+            time_to_action_s: first_action.as_ref().map(|a| a.time - inc.time),
+            first_action,
+            stage_at_end: if at_end.contains(inc.id.as_str()) {
+                inc.stage.as_str().to_string()
+            } else {
+                "over: no longer seen at the end".to_string()
+            },
+            burning_gpu_hours_per_hour: inc.burning_gpu_hours_per_hour,
+        });
+    }
+    let open_at_end = base_end
+        .incidents
+        .iter()
+        .filter(|i| i.is_open())
+        .map(|i| format!("{} {} on {}", i.id, i.label, i.node))
+        .collect();
+    Ok(NightReport {
+        cluster: end.name.clone(),
+        source: rec.header.source.clone(),
+        from,
+        to,
+        incidents,
+        actions,
+        open_at_end,
+        gpu_hours_lost: lost_of_job.values().sum::<f64>() + 0.0,
+        kpis: book.figures(to - from),
+        truncated: rec.truncated.clone(),
+    })
+}
+
+fn md(s: &str) -> String {
+    // Sanitised, and nothing that would break a table row.
+    sanitize(s).replace('|', "\\|").replace('\n', " ")
+}
+
+/// Markdown that reads well pasted into an incident ticket.
+pub fn markdown(r: &NightReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {:.1} GPU-hours lost by the jobs hit.\n",
+        md(&r.cluster),
+        md(&r.source),
+        text::datetime(r.from),
+        text::datetime(r.to),
+        r.incidents.len(),
+        r.actions.len(),
+        r.gpu_hours_lost
+    );
+    if let Some(t) = &r.truncated {
+        let _ = writeln!(out, "> The recording ends early: {}\n", md(t));
+    }
+    let _ = writeln!(out, "## Timeline\n");
+    for i in &r.incidents {
+        let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
+        let _ = writeln!(
+            out,
+            "### {} {} on {}{} — {}\n",
+            text::clock(i.time),
+            md(&i.label),
+            md(&i.node),
+            gpu,
+            md(&i.meaning)
+        );
+        let _ = writeln!(out, "- catalog: {}", md(&i.advice));
+        if let Some(b) = i.burning_gpu_hours_per_hour {
+            let _ = writeln!(
+                out,
+                "- stalled: burning {b:.0} GPU-hours per hour while hung"
+            );
+        }
+        for j in &i.jobs {
+            let _ = writeln!(
+                out,
+                "- job {} {} ({}){}: **{}** — {} GPU-hours lost since its checkpoint, {}",
+                md(&j.id),
+                md(j.name.as_deref().unwrap_or("-")),
+                md(j.user.as_deref().unwrap_or("-")),
+                if j.via_gang { ", via its gang" } else { "" },
+                md(&j.fate),
+                j.gpu_hours_lost
+                    .map_or("unknown".into(), |h| if h > 0.0 && h < 0.1 {
+                        format!("{h:.2}")
+                    } else {
+                        format!("{h:.1}")
+                    }),
+                match (j.restore_s, j.fate.as_str()) {
+                    (Some(s), _) => format!("back in {}", text::duration(s.round() as i64)),
+                    (None, "still running" | "completed") => "kept running".into(),
+                    (None, _) => "restore time unknown".into(),
+                }
+            );
+        }
+        match (&i.first_action, i.time_to_action_s) {
+            (Some(a), Some(s)) => {
+                let _ = writeln!(
+                    out,
+                    "- action: {} {} by {} at {}, {} after the incident — {}",
+                    md(&a.action),
+                    md(&a.target),
+                    md(&a.operator),
+                    text::clock(a.time),
+                    text::duration(s),
+                    md(&a.outcome)
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "- action: none recorded");
+            }
+        }
+        let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
+    }
+    let _ = writeln!(out, "## Actions\n");
+    if r.actions.is_empty() {
+        let _ = writeln!(out, "None recorded.\n");
+    } else {
+        let _ = writeln!(out, "| time | who | action | target | answers | outcome |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for a in &r.actions {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                text::clock(a.time),
+                md(&a.operator),
+                md(&a.action),
+                md(&a.target),
+                md(a.incident.as_deref().unwrap_or("-")),
+                md(&a.outcome)
+            );
+        }
+        let _ = writeln!(out);
+        for a in &r.actions {
+            let _ = writeln!(out, "- {} preview: {}", md(&a.target), md(&a.preview));
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "## Still open at the end\n");
+    if r.open_at_end.is_empty() {
+        let _ = writeln!(out, "Nothing.\n");
+    }
+    for o in &r.open_at_end {
+        let _ = writeln!(out, "- {}", md(o));
+    }
+    if let Some(k) = &r.kpis {
+        let _ = writeln!(out, "\n## Scheduler health\n\n```");
+        out.push_str(&crate::report::kpis(k));
+        let _ = writeln!(out, "```");
+    }
+    out
+}
