@@ -215,6 +215,10 @@ pub struct App {
     pub stack: Vec<Screen>,
     pub input: Input,
     pub show_help: bool,
+    /// The `:kpis` panel, over this window (seconds).
+    pub show_kpis: Option<i64>,
+    /// The scheduler's health numbers, fed every snapshot.
+    pub kpis: crate::engine::kpis::KpiBook,
     /// The message log is open (`m`, `:messages`).
     pub show_messages: bool,
     /// Every status message, oldest first (the newest 200), with its wall
@@ -262,6 +266,9 @@ pub struct App {
     pub replay_outbox: Vec<crate::recording::replay::ReplayCmd>,
 }
 
+/// How far back the console's health numbers reach.
+pub const KPI_KEEP_S: i64 = 24 * 3600;
+
 impl App {
     pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
         // A scheduler source is expected from the start: until it answers
@@ -279,6 +286,8 @@ impl App {
             stack: vec![Screen::new(View::Overview, None)],
             input: Input::Normal,
             show_help: false,
+            show_kpis: None,
+            kpis: crate::engine::kpis::KpiBook::new(KPI_KEEP_S),
             show_messages: false,
             messages: std::collections::VecDeque::new(),
             read_only,

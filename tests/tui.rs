@@ -400,6 +400,13 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     t.keys(&[">"]);
     t.expect("replay: faster");
     t.expect_within("drained by nightshift", Duration::from_secs(20));
+    // The night's health numbers, over the replayed part.
+    t.keys(&[":"]);
+    t.keys(&["-l", "kpis 1h"]);
+    t.keys(&["Enter"]);
+    t.expect("scheduler health, last 1h00m");
+    t.expect("requeues:          1");
+    t.keys(&["Escape"]);
     t.keys(&["q"]);
     t.expect("EXIT=0");
     assert_restored(&t);

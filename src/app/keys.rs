@@ -135,6 +135,14 @@ impl App {
             "" => {}
             "q" | "q!" | "quit" => self.quit = true,
             "help" | "?" => self.show_help = true,
+            "kpis" | "kpi" => self.show_kpis = Some(3600),
+            _ if cmd.starts_with("kpis ") => {
+                match crate::engine::units::parse_duration(&cmd["kpis ".len()..]) {
+                    Ok(w) if w > 0 => self.show_kpis = Some(w as i64),
+                    Ok(_) => self.flash = Some(":kpis WINDOW: a window above zero".into()),
+                    Err(e) => self.flash = Some(format!(":kpis WINDOW: {e}")),
+                }
+            }
             "messages" | "msg" | "log" => self.show_messages = true,
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             _ if cmd.starts_with("at ") && self.replay => {
@@ -212,10 +220,11 @@ impl App {
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) {
-        if self.show_help || self.show_messages {
-            // Any key closes help or the log; q still quits.
+        if self.show_help || self.show_messages || self.show_kpis.is_some() {
+            // Any key closes help, the log or the numbers; q still quits.
             self.show_help = false;
             self.show_messages = false;
+            self.show_kpis = None;
             if key.code == KeyCode::Char('q') {
                 self.quit = true;
             }
@@ -270,7 +279,8 @@ impl App {
     /// it (and a click on the selected row opens it, as `enter`).
     pub fn on_mouse(&mut self, m: crossterm::event::MouseEvent) {
         use crossterm::event::{MouseButton, MouseEventKind};
-        if self.modal.is_some() || self.show_help || self.show_messages {
+        if self.modal.is_some() || self.show_help || self.show_messages || self.show_kpis.is_some()
+        {
             return;
         }
         let sel = self.screen().selected;

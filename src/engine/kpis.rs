@@ -206,14 +206,21 @@ impl KpiBook {
         self.samples.push_back(sample(c));
         for j in &c.jobs {
             let restarts = j.restarts.unwrap_or(0);
-            let before = self.jobs.insert(
-                j.id.clone(),
-                Seen {
-                    state: j.state,
-                    restarts,
-                },
-            );
-            let Some(b) = before else { continue };
+            let now = Seen {
+                state: j.state,
+                restarts,
+            };
+            // Most jobs do not change between snapshots: no id copied.
+            let b = match self.jobs.get_mut(j.id.as_str()) {
+                Some(seen) => std::mem::replace(seen, now),
+                None => {
+                    self.jobs.insert(j.id.clone(), now);
+                    continue;
+                }
+            };
+            if b.state == j.state && b.restarts == restarts {
+                continue;
+            }
             if b.state.is_pending()
                 && j.state.holds_resources()
                 && let (Some(start), Some(submit)) = (j.start_time, j.submit_time)
@@ -257,6 +264,11 @@ impl KpiBook {
         while self.losses.front().is_some_and(|s| s.time < horizon) {
             self.losses.pop_front();
         }
+    }
+
+    /// The last snapshot's time.
+    pub fn last_time(&self) -> Option<Timestamp> {
+        self.samples.back().map(|s| s.time)
     }
 
     /// The figures over the `window_s` seconds up to the last snapshot.

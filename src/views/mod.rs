@@ -77,6 +77,9 @@ pub fn render(f: &mut Frame, app: &App) {
     if app.show_messages {
         draw_messages(f, body, app, theme);
     }
+    if let Some(w) = app.show_kpis {
+        draw_kpis(f, body, app, w, theme);
+    }
     modal::draw(f, body, app, theme);
 }
 
@@ -284,6 +287,10 @@ pub const HELP: &[(&str, &str)] = &[
         "m  :messages",
         "the message log: every status message again",
     ),
+    (
+        ":kpis  :kpis 8h",
+        "the scheduler's health numbers over a window",
+    ),
     ("?", "this help"),
     ("q  ctrl-c  :q", "quit"),
 ];
@@ -348,6 +355,52 @@ pub(crate) fn wrapped_height(lines: &[Line], width: u16) -> u16 {
 }
 
 /// The message log, newest first, wrapped.
+/// `:kpis`: the scheduler's health numbers since the console opened (or
+/// over the replayed night), over the window asked for.
+fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
+    let w = area.width.min(110);
+    let popup = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y,
+        width: w,
+        height: area.height,
+    };
+    let lines: Vec<Line> = match app.kpis.figures(window) {
+        Some(k) => {
+            let mut l: Vec<Line> = crate::report::kpis(&k)
+                .lines()
+                .map(|x| Line::raw(x.to_string()))
+                .collect();
+            if k.observed_s < window {
+                l.push(Line::styled(
+                    format!(
+                        "observed {} of the {} asked: the console keeps what it saw since it opened (nightshift record keeps the night)",
+                        text::duration(k.observed_s),
+                        text::duration(window)
+                    ),
+                    theme.dim(),
+                ));
+            }
+            l
+        }
+        None => vec![Line::styled("no snapshot yet", theme.dim())],
+    };
+    let lines = hang(lines, w.saturating_sub(2));
+    f.render_widget(Clear, popup);
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::default().borders(Borders::ALL).title(Line::styled(
+                format!(
+                    " scheduler health, last {} (:kpis 8h for another window; any key closes) ",
+                    text::duration(window)
+                ),
+                theme.title(),
+            )),
+        ),
+        popup,
+    );
+}
+
 fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let w = area.width.min(120);
     let popup = Rect {
