@@ -16,6 +16,7 @@ use crate::text::{self, sanitize};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HitJob {
@@ -161,6 +162,40 @@ fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Acti
     }
 }
 
+/// For each time, the recording's state then (the last at or before it).
+fn capture(
+    rec: &Recording,
+    mut times: Vec<Timestamp>,
+) -> Result<std::collections::BTreeMap<Timestamp, Arc<Cluster>>, String> {
+    times.sort_unstable();
+    times.dedup();
+    let mut out = std::collections::BTreeMap::new();
+    let mut want = times.into_iter().peekable();
+    let mut prev: Option<Arc<Cluster>> = None;
+    for c in rec.states() {
+        let c = c?;
+        while let Some(&t) = want.peek() {
+            if c.time <= t {
+                break;
+            }
+            if let Some(p) = &prev {
+                out.insert(t, p.clone());
+            }
+            want.next();
+        }
+        if want.peek().is_none() {
+            return Ok(out);
+        }
+        prev = Some(c);
+    }
+    if let Some(p) = prev {
+        for t in want {
+            out.insert(t, p.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// The report of a recording.
 pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<NightReport, String> {
     let (from, to) = rec.span();
@@ -192,30 +227,39 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
 
     let mut incidents = Vec::new();
     let mut lost_of_job: FxHashMap<String, f64> = FxHashMap::default();
-    // The state just before a moment, and its base: computed once each.
-    let mut bases: FxHashMap<Timestamp, Option<(Cluster, Base)>> = FxHashMap::default();
-    let mut before = |t: Timestamp| -> Option<(Cluster, Base)> {
+    // Incidents come and go (a stall ends when its gang is requeued): look
+    // every few minutes, just before each action, and at the end. Jobs'
+    // losses are read just before they stopped. The states at those times
+    // are caught in one more pass over the file each (never held whole).
+    let mut looks: Vec<Timestamp> = (0..)
+        .map(|k| from + k * crate::recording::KEY_EVERY_S)
+        .take_while(|t| *t < to)
+        .collect();
+    looks.extend(actions.iter().map(|a| a.time));
+    let stops: Vec<Timestamp> = fates
+        .ended
+        .values()
+        .chain(fates.requeued.values())
+        .map(|t| (t - 1).max(from))
+        .collect();
+    let mut wanted = looks.clone();
+    wanted.extend(stops);
+    let states = capture(rec, wanted)?;
+    let mut bases: FxHashMap<Timestamp, Option<(Arc<Cluster>, Base)>> = FxHashMap::default();
+    // The state at `t` (the last at or before it) and its base.
+    let mut at = |t: Timestamp| -> Option<(Arc<Cluster>, Base)> {
         bases
             .entry(t)
             .or_insert_with(|| {
-                let c = rec.state_at((t - 1).max(from)).ok()?;
+                let c = states.get(&t)?.clone();
                 let b = Base::compute(&c, None, site, cat);
                 Some((c, b))
             })
             .clone()
     };
-    // Incidents come and go (a stall ends when its gang is requeued): look
-    // every few minutes, just before each action, and at the end.
-    let mut at: Vec<Timestamp> = (0..)
-        .map(|k| from + k * crate::recording::KEY_EVERY_S)
-        .take_while(|t| *t < to)
-        .collect();
-    at.extend(actions.iter().map(|a| a.time));
-    at.sort_unstable();
-    at.dedup();
     let mut found: std::collections::BTreeMap<String, Incident> = Default::default();
-    for t in at {
-        if let Some((_, b)) = before(t + 1) {
+    for t in looks {
+        if let Some((_, b)) = at(t) {
             for i in b.incidents {
                 found.entry(i.id.clone()).or_insert(i);
             }
@@ -236,8 +280,15 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
             // Work is lost when the job stops (died, requeued), or — a hung
             // job still holding its GPUs — all of it since its checkpoint
             // will be when it is requeued. A running job has lost nothing.
-            let when = stopped.or(stalled.then_some(to + 1));
-            let (lost, back, name, user) = match when.and_then(&mut before) {
+            // The state just before it stopped (a hung one: the end).
+            let when = stopped.map(|t| (t - 1).max(from)).or(stalled.then_some(to));
+            let at_end = || Some((end.clone(), base_end.clone()));
+            let state = match when {
+                Some(t) if t == to => at_end(),
+                Some(t) => at(t),
+                None => None,
+            };
+            let (lost, back, name, user) = match state {
                 Some((c, b)) => {
                     let ix = c.jobs.iter().position(|x| x.id == j.id);
                     let job = ix.map(|i| &c.jobs[i]);

@@ -792,3 +792,46 @@ fn kpis_of_the_first_minute_of_the_sim_night_checked_by_hand() {
     assert!((lost - want).abs() < 1e-9, "{lost} vs {want}");
     assert_eq!(k["requeues"], 0);
 }
+
+#[test]
+fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("night.nsrec");
+    let f = file.to_str().expect("path");
+    stdout(dir.path(), &["--sim-seconds", "300", "record", f]);
+    let md = stdout(dir.path(), &["report", f]);
+    for want in [
+        "# Night report: sim-16 (sim)",
+        "### 02:47:00 XID 79 on h100-03 GPU 3 — GPU has fallen off the bus",
+        "- catalog: drain the node, then reboot it",
+        "### 02:47:00 STALL on h100-03 GPU 3",
+        "- stalled: burning 32 GPU-hours per hour while hung",
+        "### 02:48:10 XID 13 on h100-07 GPU 2 — Graphics Engine Exception",
+        "### 02:49:10 XID 48 on h100-06 GPU 5 — Double Bit ECC Error",
+        "- action: none recorded",
+        "## Still open at the end",
+        "## Scheduler health",
+    ] {
+        assert!(md.contains(want), "{want:?} missing from:\n{md}");
+    }
+    let r: Value =
+        serde_json::from_str(&stdout(dir.path(), &["report", f, "-o", "json"])).expect("json");
+    // The hung gang still holds its 32 GPUs at the end (02:52:30): all its
+    // work since its checkpoint at 02:30:00 is lost when it is requeued.
+    let stall = r["incidents"]
+        .as_array()
+        .expect("incidents")
+        .iter()
+        .find(|i| i["kind"] == "stall")
+        .expect("stall");
+    let gang = &stall["jobs"][0];
+    assert_eq!(gang["id"], "4700");
+    assert_eq!(gang["fate"], "stalled, still holding its GPUs");
+    let lost = gang["gpu_hours_lost"].as_f64().expect("lost");
+    assert!((lost - 32.0 * 1350.0 / 3600.0).abs() < 1e-9, "{lost}");
+    assert!(r["actions"].as_array().is_some_and(Vec::is_empty));
+    assert_eq!(
+        r["to"].as_i64().expect("to") - r["from"].as_i64().expect("from"),
+        300
+    );
+}

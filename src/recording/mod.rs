@@ -14,7 +14,7 @@
 //! the file every second, so a crash loses at most the last second: the
 //! reader stops at the first incomplete block and says so.
 
-mod reader;
+pub mod reader;
 pub mod replay;
 pub mod run;
 mod writer;

@@ -1,7 +1,8 @@
 //! A recording as the console's source: the night played back at a speed,
 //! with seeking, every view and the engine working on it as they would live.
 
-use super::{Entry, Recording, apply};
+use super::Recording;
+use super::reader::Cursor;
 use crate::model::{Cluster, EventKind, Timestamp};
 use crate::sources::{Origin, Update};
 use std::sync::Arc;
@@ -29,75 +30,46 @@ const MAX_GAP: Duration = Duration::from_secs(2);
 
 struct Player {
     rec: Recording,
-    /// The next entry to apply.
-    next: usize,
-    current: Cluster,
+    cur: Cursor,
 }
 
 impl Player {
     fn new(rec: Recording) -> Result<Player, String> {
         let (start, _) = rec.span();
-        let current = rec.state_at(start)?;
-        let next = rec
-            .entries
-            .iter()
-            .position(|e| !matches!(e, Entry::Audit { .. }) && e.time() > Some(start))
-            .unwrap_or(rec.entries.len());
-        Ok(Player { rec, next, current })
+        let cur = rec.cursor_at(start)?;
+        Ok(Player { rec, cur })
+    }
+
+    fn current(&self) -> &Cluster {
+        &self.cur.current
     }
 
     /// Applies the next snapshot entry; false at the end.
     fn step(&mut self) -> Result<bool, String> {
-        while let Some(e) = self.rec.entries.get(self.next) {
-            self.next += 1;
-            match e {
-                Entry::Key { cluster } => {
-                    self.current = (**cluster).clone();
-                    return Ok(true);
-                }
-                Entry::Delta(d) => {
-                    apply(&mut self.current, d)?;
-                    return Ok(true);
-                }
-                _ => {}
-            }
-        }
-        Ok(false)
+        self.cur.step()
     }
 
-    fn next_time(&self) -> Option<Timestamp> {
-        self.rec.entries[self.next.min(self.rec.entries.len())..]
-            .iter()
-            .find(|e| !matches!(e, Entry::Audit { .. }))
-            .and_then(Entry::time)
+    fn next_time(&mut self) -> Option<Timestamp> {
+        self.cur.next_time()
     }
 
     fn seek(&mut self, t: Timestamp) -> Result<(), String> {
         let (start, end) = self.rec.span();
-        let t = t.clamp(start, end);
-        self.current = self.rec.state_at(t)?;
-        self.next = self
-            .rec
-            .entries
-            .iter()
-            .position(|e| !matches!(e, Entry::Audit { .. }) && e.time().is_some_and(|x| x > t))
-            .unwrap_or(self.rec.entries.len());
+        self.cur = self.rec.cursor_at(t.clamp(start, end))?;
         Ok(())
     }
 
     /// Plays on to the next entry that brings an incident's event.
     fn next_incident(&mut self) -> Result<bool, String> {
         loop {
-            let brings = match self.rec.entries.get(self.next) {
-                Some(Entry::Delta(d)) => d.events.iter().any(|e| {
+            let brings = self.cur.next_delta().is_some_and(|d| {
+                d.events.iter().any(|e| {
                     matches!(
                         e.kind,
                         EventKind::Xid { .. } | EventKind::Ecc { .. } | EventKind::NodeState { .. }
                     )
-                }),
-                Some(_) => false,
-                None => return Ok(false),
-            };
+                })
+            });
             if !self.step()? {
                 return Ok(false);
             }
@@ -128,13 +100,13 @@ pub fn spawn(
                     && tx.send(Update::ok(Origin::Scheduler)).await.is_ok()
             }
         };
-        if !send(&p.current).await {
+        if !send(p.current()).await {
             return;
         }
         loop {
             let wait = match (paused, p.next_time()) {
                 (false, Some(t)) => {
-                    let gap = (t - p.current.time).max(0) as f64 / speed;
+                    let gap = (t - p.current().time).max(0) as f64 / speed;
                     Duration::from_secs_f64(gap).min(MAX_GAP)
                 }
                 // Paused or at the end: keep the data fresh, wait for keys.
@@ -151,7 +123,7 @@ pub fn spawn(
                         ReplayCmd::Seek(t) => p.seek(t).is_ok(),
                     };
                     tracing::info!(?cmd, speed, paused, "replay");
-                    if moved && !send(&p.current).await {
+                    if moved && !send(p.current()).await {
                         return;
                     }
                 }
@@ -159,7 +131,7 @@ pub fn spawn(
                     let stepped = if paused { Ok(false) } else { p.step() };
                     match stepped {
                         Ok(true) => {
-                            if !send(&p.current).await {
+                            if !send(p.current()).await {
                                 return;
                             }
                         }

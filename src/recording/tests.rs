@@ -24,11 +24,7 @@ fn a_recorded_night_replays_snapshot_for_snapshot() {
     assert_eq!(rec.truncated, None);
     assert_eq!(rec.header.source, "sim");
     assert_eq!(rec.span(), (live[0].time, live[live.len() - 1].time));
-    let keys = rec
-        .entries
-        .iter()
-        .filter(|e| matches!(e, Entry::Key { .. }))
-        .count();
+    let keys = rec.marks.iter().filter(|m| m.key).count();
     assert_eq!(keys, 3, "a keyframe every {KEY_EVERY_S} s of 610");
     let replayed: Vec<Arc<Cluster>> = rec.states().collect::<Result<_, _>>().expect("states");
     assert_eq!(replayed.len(), live.len());
