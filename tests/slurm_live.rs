@@ -344,6 +344,7 @@ fn live_slurm_reads_agree_and_executors_act() {
     let held: usize = gpus.iter().filter(|x| x["job"] == gang.as_str()).count();
     assert_eq!(held, 16, "the gang holds 16 GPUs by index");
     options_on_live_slurm(&lab, &gang, &small_node);
+    recording_of_live_slurm(&lab);
 
     // The executors.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -957,6 +958,42 @@ fn options_on_live_slurm(lab: &Lab, gang: &str, node: &str) {
     assert_eq!(drain["capacity_out"]["gpus"], 0, "already out of service");
     let text = nightshift_stdout(lab, &["options", node]);
     assert!(text.contains("recommended: "), "{text}");
+}
+
+/// `record` on the live cluster: a few seconds of polls, replayed with the
+/// same jobs in the same states as live, and a report.
+fn recording_of_live_slurm(lab: &Lab) {
+    let file = lab.dir.path().join("live.nsrec");
+    let f = file.to_str().expect("path");
+    let said = nightshift_stdout(lab, &["record", f, "--for", "5s"]);
+    let n: u64 = said
+        .strip_prefix("recorded ")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(n >= 2, "{said}");
+    let ids = |v: &Value| -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|j| (j["id"].to_string(), j["state"].to_string()))
+            .collect();
+        out.sort();
+        out
+    };
+    let live: Value =
+        serde_json::from_str(&nightshift_stdout(lab, &["get", "jobs", "-o", "json"])).expect("json");
+    let played: Value = serde_json::from_str(&nightshift_stdout(
+        lab,
+        &["--replay", f, "get", "jobs", "-o", "json"],
+    ))
+    .expect("json");
+    assert_eq!(ids(&live), ids(&played));
+    assert_eq!(played["source"], "slurm");
+    let md = nightshift_stdout(lab, &["report", f]);
+    assert!(md.starts_with("# Night report: "), "{md}");
+    assert!(md.contains("(slurm)"), "{md}");
 }
 
 /// `restore JOB` and `blast drain NODE`: the text says what the JSON says,
