@@ -114,7 +114,10 @@ impl Fates {
                     if *s == j.state && *x == r {
                         continue;
                     }
-                    (Some(std::mem::replace(s, j.state)), Some(std::mem::replace(x, r)))
+                    (
+                        Some(std::mem::replace(s, j.state)),
+                        Some(std::mem::replace(x, r)),
+                    )
                 }
                 _ => {
                     self.last.insert(j.id.clone(), j.state);

@@ -982,8 +982,8 @@ fn recording_of_live_slurm(lab: &Lab) {
         out.sort();
         out
     };
-    let live: Value =
-        serde_json::from_str(&nightshift_stdout(lab, &["get", "jobs", "-o", "json"])).expect("json");
+    let live: Value = serde_json::from_str(&nightshift_stdout(lab, &["get", "jobs", "-o", "json"]))
+        .expect("json");
     let played: Value = serde_json::from_str(&nightshift_stdout(
         lab,
         &["--replay", f, "get", "jobs", "-o", "json"],
