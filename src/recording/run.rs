@@ -82,6 +82,7 @@ async fn record_live(
     let mut r = Recorder::create(file, settings.source.name())?;
     r.skip_audit(&log.read());
     let began = std::time::Instant::now();
+    let mut audit_len = log_len(&log);
     let until = duration.map(|d| tokio::time::Instant::now() + std::time::Duration::from_secs(d));
     let stop = async {
         match until {
@@ -95,7 +96,12 @@ async fn record_live(
             u = rx.recv() => match u {
                 Some(Update::Snapshot(c)) => {
                     r.snapshot(&c)?;
-                    r.audit(&log.read())?;
+                    // Read the audit log again only when it grew.
+                    let now_len = log_len(&log);
+                    if now_len != audit_len {
+                        audit_len = now_len;
+                        r.audit(&log.read())?;
+                    }
                 }
                 Some(Update::Status { origin, error: Some(e) }) => {
                     crate::text::warn(&format!("{}: {e}", origin.name()));
