@@ -688,6 +688,93 @@ fn nightshift_on(lab: &Lab, extra_env: &[(&str, &str)], args: &[&str]) -> (bool,
 }
 
 #[test]
+fn live_soft_preemption_signals_waits_for_the_checkpoint_then_requeues() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    // A batch script that checkpoints on SIGUSR1 (Slurm signals the batch
+    // shell too): it writes its new ckpt_last into its own comment, where
+    // nightshift reads checkpoint metadata.
+    let since = 600;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let comment = format!("ckpt_bytes=1GB ckpt_every=1h ckpt_last={}", now - since);
+    let step = lab.dir.path().join("ckpt-step.sh");
+    std::fs::write(
+        &step,
+        "trap 'scontrol update jobid=$SLURM_JOB_ID comment=\"ckpt_bytes=1GB ckpt_every=1h ckpt_last=$(date +%s)\"' USR1\nwhile :; do sleep 1; done\n",
+    )
+    .expect("step script");
+    let job = lab
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "-J",
+                "ckpt",
+                "--gres=gpu:1",
+                "--comment",
+                &comment,
+                "--output",
+                &lab.dir.path().join("ckpt.out").display().to_string(),
+                "--wrap",
+                &format!("exec bash {}", step.display()),
+            ],
+        )
+        .trim()
+        .to_string();
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            (squeue_field(&lab, &job, "%T") == "RUNNING").then_some(())
+        })
+        .is_some(),
+        "the job did not start: {} {} {}",
+        lab.run("squeue", &["-s"]),
+        lab.run("scontrol", &["show", "job", &job]),
+        std::fs::read_to_string(lab.dir.path().join("ckpt.out")).unwrap_or_default()
+    );
+    // The comparison says the grace period saves the work since 10 minutes.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &["blast", "preempt", &job, "--grace", "1m", "-o", "json"],
+    );
+    assert!(ok, "{out}");
+    let b: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(b["killed"][0]["restore"]["grace"]["fits"], true, "{b:#}");
+    // Through the guard: the signal, the checkpoint seen, the requeue.
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &["preempt", &job, "--grace", "1m", "--confirm", &job],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "will send: DELETE /slurm/v0.0.38/job/{job}?signal=SIGUSR1"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("signal {job} SIGUSR1 ✓"))
+            && out.contains(&format!("wait for {job}'s checkpoint ✓"))
+            && out.contains(&format!("requeue {job} ✓")),
+        "{out}"
+    );
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert!(audit.contains("checkpoint written after"), "{audit}");
+    let shown = lab.run("scontrol", &["show", "job", &job]);
+    assert!(shown.contains("Restarts=1"), "{shown}");
+    assert!(
+        !shown.contains(&format!("ckpt_last={}", now - since)),
+        "a newer checkpoint: {shown}"
+    );
+}
+
+#[test]
 fn live_drain_and_requeue_through_the_guard() {
     if !available() {
         return;

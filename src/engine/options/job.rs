@@ -120,7 +120,10 @@ pub fn job_options(
             queue_moves: Some(sb.moved.len()),
             wait_s: Some(g as i64),
             unknowns: if fits { Vec::new() } else { u },
-            risk: None,
+            risk: Some(
+                "a job that does not handle SIGUSR1 dies of it at once (its default): for jobs that checkpoint on the signal"
+                    .into(),
+            ),
             recommended: false,
             why: String::new(),
         });
