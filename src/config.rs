@@ -112,6 +112,23 @@ pub struct SlurmFile {
     pub api_version: Option<String>,
     pub rest_budget: Option<f64>,
     pub full_jobs_interval_s: Option<f64>,
+    pub checkpoint_signal: Option<String>,
+}
+
+/// `[slurm] checkpoint_signal`: a signal name as scancel takes it
+/// (`SIGUSR1`, `USR2`, `SIGTERM`); `SIGUSR1` by default.
+fn checkpoint_signal(v: Option<&str>) -> Result<String, String> {
+    let Some(v) = v else {
+        return Ok("SIGUSR1".into());
+    };
+    let name = v.trim().to_ascii_uppercase();
+    let bare = name.strip_prefix("SIG").unwrap_or(&name);
+    if bare.is_empty() || !bare.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "slurm.checkpoint_signal is {v:?}: a signal name such as SIGUSR1"
+        ));
+    }
+    Ok(format!("SIG{bare}"))
 }
 
 /// `[kube]`: which cluster, as kubectl chooses it.
@@ -201,6 +218,7 @@ fn slurm_config(
         timeout: secs(file.timeout_s, 10.0, "timeout_s")?,
         cluster_name,
         scontrol: file.scontrol.clone().unwrap_or_else(|| "scontrol".into()),
+        checkpoint_signal: checkpoint_signal(file.checkpoint_signal.as_deref())?,
         slurm_conf: file
             .slurm_conf
             .clone()
@@ -596,6 +614,19 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_checkpoint_signal_is_a_signal_name() {
+        assert_eq!(checkpoint_signal(None), Ok("SIGUSR1".into()));
+        assert_eq!(checkpoint_signal(Some("usr2")), Ok("SIGUSR2".into()));
+        assert_eq!(checkpoint_signal(Some("SIGTERM")), Ok("SIGTERM".into()));
+        assert!(checkpoint_signal(Some("SIG USR1")).is_err());
+        assert!(
+            checkpoint_signal(Some("USR1&x=1")).is_err(),
+            "never into a URL"
+        );
+        assert!(checkpoint_signal(Some("")).is_err());
+    }
 
     #[test]
     fn flags_override_the_file_and_the_file_overrides_defaults() {

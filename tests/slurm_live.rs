@@ -30,6 +30,7 @@ fn config(lab: &Lab) -> SlurmConfig {
         rest_budget: 0.03,
         full_jobs_interval: Duration::from_secs(30),
         max_interval: Duration::from_secs(15),
+        checkpoint_signal: "SIGUSR1".into(),
     }
 }
 

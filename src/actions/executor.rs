@@ -9,10 +9,6 @@ use crate::sources::sim::{CommandRequest, Sim};
 use crate::sources::slurm::exec::{Call, Executor as SlurmExec, Outcome};
 use std::sync::Mutex;
 
-/// The signal that tells a job to checkpoint on the way out (soft
-/// preemption), as `scancel --signal` names it. Training frameworks trap
-/// SIGUSR1 for this (PyTorch Lightning's SLURMEnvironment, for one).
-pub const CHECKPOINT_SIGNAL: &str = "SIGUSR1";
 use tokio::sync::{mpsc, oneshot};
 
 pub enum Executor {
@@ -80,7 +76,7 @@ impl Executor {
                 } = a
                 {
                     return vec![
-                        x.signal_call(job, CHECKPOINT_SIGNAL).to_string(),
+                        x.signal_call(job, x.checkpoint_signal()).to_string(),
                         format!(
                             "wait up to {} for job {job}'s checkpoint (its ckpt_last moves)",
                             crate::text::duration(*g as i64)
@@ -205,10 +201,11 @@ async fn slurm_step(
 /// then requeue it. What it waited for is a step of its own.
 async fn soft_preempt(x: &SlurmExec, job: &str, grace_s: u64) -> Vec<Step> {
     let before = x.checkpoint_of(job).await.ok().and_then(|(c, _)| c);
+    let signal = x.checkpoint_signal();
     let signalled = slurm_step(
         x,
-        format!("signal {job} {CHECKPOINT_SIGNAL}"),
-        x.signal(job, CHECKPOINT_SIGNAL).await,
+        format!("signal {job} {signal}"),
+        x.signal(job, signal).await,
         None,
     )
     .await;

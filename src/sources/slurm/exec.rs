@@ -471,6 +471,11 @@ impl Executor {
         Ok((j.checkpoint.last, j.state.holds_resources()))
     }
 
+    /// The signal that tells a job to checkpoint (`[slurm] checkpoint_signal`).
+    pub fn checkpoint_signal(&self) -> &str {
+        &self.cfg.checkpoint_signal
+    }
+
     /// Tells a running job to checkpoint: verified when Slurm accepted it
     /// (the job keeps running; its checkpoint shows later).
     pub async fn signal(&self, job: &str, signal: &str) -> Result<Outcome, String> {

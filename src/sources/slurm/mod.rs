@@ -44,6 +44,10 @@ pub struct SlurmConfig {
     /// The budget never stretches polls past this: half of
     /// `[actions] max_data_age_s`, so the data stays young enough to act on.
     pub max_interval: Duration,
+    /// What tells a job to checkpoint on the way out (soft preemption), as
+    /// `scancel --signal` names it: `SIGUSR1` unless the site's jobs trap
+    /// another.
+    pub checkpoint_signal: String,
 }
 
 /// Debug output never shows the token.
