@@ -214,7 +214,10 @@ fn options_side_by_side_then_the_chosen_ones_preview() {
     t.expect("recommended: job(s) 4700 already hung");
     t.keys(&["Enter"]);
     t.expect("type h100-03 and press enter to confirm");
+    // Wait for the escape to land before the next key: ESC then `q` at
+    // once reads as alt-q.
     t.keys(&["Escape"]);
+    t.expect("cancelled: nothing sent");
     assert!(!audit.exists(), "nothing sent");
     t.keys(&["q"]);
     t.expect("EXIT=0");
@@ -342,6 +345,8 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     // second.
     std::thread::sleep(Duration::from_secs(3));
     t.keys(&["Escape"]);
+    // ESC then `q` at once reads as alt-q: let the escape land first.
+    std::thread::sleep(Duration::from_millis(400));
     t.keys(&["q"]);
     t.expect("EXIT=0");
     let out = Command::new(bin())
@@ -407,6 +412,7 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     t.expect("scheduler health, last 1h00m");
     t.expect("requeues:          1");
     t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(400));
     t.keys(&["q"]);
     t.expect("EXIT=0");
     assert_restored(&t);
