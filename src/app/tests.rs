@@ -697,3 +697,58 @@ fn the_header_says_when_the_engine_trails_the_snapshot() {
     assert_eq!(a.analysis_lag_s(), None);
     assert!(!header(&a).contains("behind"), "{}", header(&a));
 }
+
+#[test]
+fn a_stopped_recording_is_said_on_screen_and_kept_in_the_log() {
+    let mut a = app();
+    let now = a.now;
+    a.update(
+        Msg::Source(Update::Notice(
+            "RECORDING STOPPED: cannot write the recording: No space left on device".into(),
+        )),
+        now,
+    );
+    assert!(
+        a.flash
+            .as_deref()
+            .is_some_and(|f| f.starts_with("RECORDING STOPPED"))
+    );
+    assert!(
+        a.messages
+            .iter()
+            .any(|(_, m)| m.contains("No space left on device"))
+    );
+    // The data is as fresh as it was: a notice is no origin.
+    assert!(a.data_age().is_some());
+}
+
+#[test]
+fn replay_keys_steer_the_playback_and_act_on_nothing() {
+    use crate::recording::replay::ReplayCmd;
+    let mut a = App::new("replay", true, false, Duration::from_secs(10));
+    let sim = Sim::new(SimConfig::default()).expect("sim");
+    let c = Arc::new(sim.snapshot());
+    let now = Instant::now();
+    a.update(Msg::Source(Update::Snapshot(c.clone())), now);
+    assert_eq!(a.replay_start, Some(c.time));
+    press(&mut a, "> <n");
+    a.on_key(KeyEvent::new(KeyCode::Char(' '), KeyModifiers::NONE));
+    a.run_command("at +10m");
+    assert_eq!(
+        a.replay_outbox,
+        vec![
+            ReplayCmd::Faster,
+            ReplayCmd::Pause,
+            ReplayCmd::Slower,
+            ReplayCmd::NextIncident,
+            ReplayCmd::Pause,
+            ReplayCmd::Seek(c.time + 600),
+        ]
+    );
+    press(&mut a, "D");
+    assert!(a.outbox.is_empty(), "read-only: nothing to the runner");
+    // A live console gives these keys no playback meaning.
+    let mut live = app();
+    press(&mut live, ">n");
+    assert!(live.replay_outbox.is_empty());
+}

@@ -141,6 +141,11 @@ impl App {
                     self.log_flash();
                 }
             }
+            Update::Notice(text) => {
+                tracing::warn!("{text}");
+                self.flash = Some(text);
+                self.log_flash();
+            }
             Update::Status { origin, error } => {
                 let s = self.origins.entry(origin).or_default();
                 match error {

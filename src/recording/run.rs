@@ -147,7 +147,11 @@ pub fn tap(
                     }
                 });
                 if let Err(e) = result {
-                    tracing::warn!("recording stopped: {e}");
+                    // Said on screen and in the message log (m): the
+                    // console goes on without recording.
+                    let _ = tx
+                        .send(Update::Notice(format!("RECORDING STOPPED: {e}")))
+                        .await;
                     rec = None;
                 }
             }

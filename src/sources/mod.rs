@@ -64,6 +64,9 @@ pub enum Update {
         stretched: bool,
         note: String,
     },
+    /// Something the on-call should know that is no origin's data: the
+    /// console's recording stopped, for one.
+    Notice(String),
 }
 
 impl Update {
