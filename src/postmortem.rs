@@ -12,10 +12,8 @@ use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
 use crate::model::{Cluster, JobState, Timestamp};
 use crate::recording::Recording;
-use crate::text::{self, sanitize};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::fmt::Write;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -215,6 +213,64 @@ fn capture(
     Ok(out)
 }
 
+/// Every recorded action: each intent with its outcome, on the source's
+/// clock, oldest first.
+fn actions_of(rec: &Recording) -> Vec<Action> {
+    let audit = rec.audit();
+    let outcomes: FxHashMap<&str, &Record> = audit
+        .iter()
+        .filter(|(_, r)| r.phase == "outcome")
+        .map(|(_, r)| (r.id.as_str(), *r))
+        .collect();
+    let mut actions: Vec<Action> = audit
+        .iter()
+        .filter(|(_, r)| r.phase == "intent")
+        .map(|(t, r)| action_of(*t, r, outcomes.get(r.id.as_str()).copied()))
+        .collect();
+    actions.sort_by_key(|a| a.time);
+    actions
+}
+
+/// The first action at or after an incident that answers it: it names the
+/// incident (the audit's `incident`), or acts on its node or one of its jobs.
+fn first_action(actions: &[Action], inc: &Incident) -> Option<Action> {
+    let job_ids: Vec<&str> = inc.jobs.iter().map(|j| j.id.as_str()).collect();
+    actions
+        .iter()
+        .find(|a| {
+            a.time >= inc.time
+                && (a
+                    .incident
+                    .as_deref()
+                    .is_some_and(|x| x.split_whitespace().next() == Some(inc.id.as_str()))
+                    || a.target == inc.node
+                    || job_ids.contains(&a.target.as_str()))
+        })
+        .cloned()
+}
+
+/// What a job lost, on the snapshot just before it stopped.
+struct Loss {
+    lost: Option<f64>,
+    back: Option<f64>,
+    name: Option<String>,
+    user: Option<String>,
+}
+
+fn loss_then(c: &Cluster, b: &Base, id: &str, site: &SiteParams) -> Loss {
+    let ix = c.jobs.iter().position(|x| x.id == id);
+    let job = ix.map(|i| &c.jobs[i]);
+    let r = ix
+        .filter(|&i| c.jobs[i].state.holds_resources())
+        .and_then(|i| restore(c, b, i, site));
+    Loss {
+        lost: r.as_ref().and_then(|r| r.lost_gpu_hours.value),
+        back: r.as_ref().and_then(|r| r.total_s.value),
+        name: job.map(|x| x.name.clone()),
+        user: job.map(|x| x.user.clone()),
+    }
+}
+
 /// The report of a recording.
 pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<NightReport, String> {
     let (from, to) = rec.span();
@@ -230,19 +286,7 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
     let end = end.ok_or("the recording holds no snapshot")?;
     let base_end = Base::compute(&end, None, site, cat);
 
-    // Actions: each intent with its outcome, on the source's clock.
-    let audit = rec.audit();
-    let outcomes: FxHashMap<&str, &Record> = audit
-        .iter()
-        .filter(|(_, r)| r.phase == "outcome")
-        .map(|(_, r)| (r.id.as_str(), *r))
-        .collect();
-    let mut actions: Vec<Action> = audit
-        .iter()
-        .filter(|(_, r)| r.phase == "intent")
-        .map(|(t, r)| action_of(*t, r, outcomes.get(r.id.as_str()).copied()))
-        .collect();
-    actions.sort_by_key(|a| a.time);
+    let actions = actions_of(rec);
 
     let mut incidents = Vec::new();
     let mut lost_of_job: FxHashMap<String, f64> = FxHashMap::default();
@@ -307,21 +351,19 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
                 Some(t) => at(t),
                 None => None,
             };
-            let (lost, back, name, user) = match state {
-                Some((c, b)) => {
-                    let ix = c.jobs.iter().position(|x| x.id == j.id);
-                    let job = ix.map(|i| &c.jobs[i]);
-                    let r = ix
-                        .filter(|&i| c.jobs[i].state.holds_resources())
-                        .and_then(|i| restore(&c, &b, i, site));
-                    (
-                        r.as_ref().and_then(|r| r.lost_gpu_hours.value),
-                        r.as_ref().and_then(|r| r.total_s.value),
-                        job.map(|x| x.name.clone()),
-                        job.map(|x| x.user.clone()),
-                    )
-                }
-                None => (Some(0.0), None, None, None),
+            let Loss {
+                lost,
+                back,
+                name,
+                user,
+            } = match state {
+                Some((c, b)) => loss_then(&c, &b, &j.id, site),
+                None => Loss {
+                    lost: Some(0.0),
+                    back: None,
+                    name: None,
+                    user: None,
+                },
             };
             if let Some(l) = lost {
                 lost_of_job.insert(j.id.clone(), l);
@@ -336,19 +378,7 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
                 restore_s: back,
             });
         }
-        let job_ids: Vec<&str> = inc.jobs.iter().map(|j| j.id.as_str()).collect();
-        let first_action = actions
-            .iter()
-            .find(|a| {
-                a.time >= inc.time
-                    && (a
-                        .incident
-                        .as_deref()
-                        .is_some_and(|x| x.split_whitespace().next() == Some(inc.id.as_str()))
-                        || a.target == inc.node
-                        || job_ids.contains(&a.target.as_str()))
-            })
-            .cloned();
+        let first_action = first_action(&actions, inc);
         let meaning = match inc.xid {
             Some(x) => cat.name(x).to_string(),
             None => inc.message.clone(),
@@ -394,123 +424,5 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
     })
 }
 
-fn md(s: &str) -> String {
-    // Sanitised, and nothing that would break a table row.
-    sanitize(s).replace('|', "\\|").replace('\n', " ")
-}
-
-/// Markdown that reads well pasted into an incident ticket.
-pub fn markdown(r: &NightReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {:.1} GPU-hours lost by the jobs hit.\n",
-        md(&r.cluster),
-        md(&r.source),
-        text::datetime(r.from),
-        text::datetime(r.to),
-        r.incidents.len(),
-        r.actions.len(),
-        r.gpu_hours_lost
-    );
-    if let Some(t) = &r.truncated {
-        let _ = writeln!(out, "> The recording ends early: {}\n", md(t));
-    }
-    let _ = writeln!(out, "## Timeline\n");
-    for i in &r.incidents {
-        let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
-        let _ = writeln!(
-            out,
-            "### {} {} on {}{} — {}\n",
-            text::clock(i.time),
-            md(&i.label),
-            md(&i.node),
-            gpu,
-            md(&i.meaning)
-        );
-        let _ = writeln!(out, "- catalog: {}", md(&i.advice));
-        if let Some(b) = i.burning_gpu_hours_per_hour {
-            let _ = writeln!(
-                out,
-                "- stalled: burning {b:.0} GPU-hours per hour while hung"
-            );
-        }
-        for j in &i.jobs {
-            let _ = writeln!(
-                out,
-                "- job {} {} ({}){}: **{}** — {} GPU-hours lost since its checkpoint, {}",
-                md(&j.id),
-                md(j.name.as_deref().unwrap_or("-")),
-                md(j.user.as_deref().unwrap_or("-")),
-                if j.via_gang { ", via its gang" } else { "" },
-                md(&j.fate),
-                j.gpu_hours_lost
-                    .map_or("unknown".into(), |h| if h > 0.0 && h < 0.1 {
-                        format!("{h:.2}")
-                    } else {
-                        format!("{h:.1}")
-                    }),
-                match (j.restore_s, j.fate.as_str()) {
-                    (Some(s), _) => format!("back in {}", text::duration(s.round() as i64)),
-                    (None, "still running" | "completed") => "kept running".into(),
-                    (None, _) => "restore time unknown".into(),
-                }
-            );
-        }
-        match (&i.first_action, i.time_to_action_s) {
-            (Some(a), Some(s)) => {
-                let _ = writeln!(
-                    out,
-                    "- action: {} {} by {} at {}, {} after the incident — {}",
-                    md(&a.action),
-                    md(&a.target),
-                    md(&a.operator),
-                    text::clock(a.time),
-                    text::duration(s),
-                    md(&a.outcome)
-                );
-            }
-            _ => {
-                let _ = writeln!(out, "- action: none recorded");
-            }
-        }
-        let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
-    }
-    let _ = writeln!(out, "## Actions\n");
-    if r.actions.is_empty() {
-        let _ = writeln!(out, "None recorded.\n");
-    } else {
-        let _ = writeln!(out, "| time | who | action | target | answers | outcome |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
-        for a in &r.actions {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                text::clock(a.time),
-                md(&a.operator),
-                md(&a.action),
-                md(&a.target),
-                md(a.incident.as_deref().unwrap_or("-")),
-                md(&a.outcome)
-            );
-        }
-        let _ = writeln!(out);
-        for a in &r.actions {
-            let _ = writeln!(out, "- {} preview: {}", md(&a.target), md(&a.preview));
-        }
-        let _ = writeln!(out);
-    }
-    let _ = writeln!(out, "## Still open at the end\n");
-    if r.open_at_end.is_empty() {
-        let _ = writeln!(out, "Nothing.\n");
-    }
-    for o in &r.open_at_end {
-        let _ = writeln!(out, "- {}", md(o));
-    }
-    if let Some(k) = &r.kpis {
-        let _ = writeln!(out, "\n## Scheduler health\n\n```");
-        out.push_str(&crate::report::kpis(k));
-        let _ = writeln!(out, "```");
-    }
-    out
-}
+mod markdown;
+pub use markdown::markdown;

@@ -1,0 +1,126 @@
+//! The post-mortem as Markdown, for an incident ticket.
+
+use super::NightReport;
+use crate::text::{self, sanitize};
+use std::fmt::Write;
+
+fn md(s: &str) -> String {
+    // Sanitised, and nothing that would break a table row.
+    sanitize(s).replace('|', "\\|").replace('\n', " ")
+}
+
+/// Markdown that reads well pasted into an incident ticket.
+pub fn markdown(r: &NightReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {:.1} GPU-hours lost by the jobs hit.\n",
+        md(&r.cluster),
+        md(&r.source),
+        text::datetime(r.from),
+        text::datetime(r.to),
+        r.incidents.len(),
+        r.actions.len(),
+        r.gpu_hours_lost
+    );
+    if let Some(t) = &r.truncated {
+        let _ = writeln!(out, "> The recording ends early: {}\n", md(t));
+    }
+    let _ = writeln!(out, "## Timeline\n");
+    for i in &r.incidents {
+        let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
+        let _ = writeln!(
+            out,
+            "### {} {} on {}{} — {}\n",
+            text::clock(i.time),
+            md(&i.label),
+            md(&i.node),
+            gpu,
+            md(&i.meaning)
+        );
+        let _ = writeln!(out, "- catalog: {}", md(&i.advice));
+        if let Some(b) = i.burning_gpu_hours_per_hour {
+            let _ = writeln!(
+                out,
+                "- stalled: burning {b:.0} GPU-hours per hour while hung"
+            );
+        }
+        for j in &i.jobs {
+            let _ = writeln!(
+                out,
+                "- job {} {} ({}){}: **{}** — {} GPU-hours lost since its checkpoint, {}",
+                md(&j.id),
+                md(j.name.as_deref().unwrap_or("-")),
+                md(j.user.as_deref().unwrap_or("-")),
+                if j.via_gang { ", via its gang" } else { "" },
+                md(&j.fate),
+                j.gpu_hours_lost
+                    .map_or("unknown".into(), |h| if h > 0.0 && h < 0.1 {
+                        format!("{h:.2}")
+                    } else {
+                        format!("{h:.1}")
+                    }),
+                match (j.restore_s, j.fate.as_str()) {
+                    (Some(s), _) => format!("back in {}", text::duration(s.round() as i64)),
+                    (None, "still running" | "completed") => "kept running".into(),
+                    (None, _) => "restore time unknown".into(),
+                }
+            );
+        }
+        match (&i.first_action, i.time_to_action_s) {
+            (Some(a), Some(s)) => {
+                let _ = writeln!(
+                    out,
+                    "- action: {} {} by {} at {}, {} after the incident — {}",
+                    md(&a.action),
+                    md(&a.target),
+                    md(&a.operator),
+                    text::clock(a.time),
+                    text::duration(s),
+                    md(&a.outcome)
+                );
+            }
+            _ => {
+                let _ = writeln!(out, "- action: none recorded");
+            }
+        }
+        let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
+    }
+    let _ = writeln!(out, "## Actions\n");
+    if r.actions.is_empty() {
+        let _ = writeln!(out, "None recorded.\n");
+    } else {
+        let _ = writeln!(out, "| time | who | action | target | answers | outcome |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for a in &r.actions {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                text::clock(a.time),
+                md(&a.operator),
+                md(&a.action),
+                md(&a.target),
+                md(a.incident.as_deref().unwrap_or("-")),
+                md(&a.outcome)
+            );
+        }
+        let _ = writeln!(out);
+        for a in &r.actions {
+            let _ = writeln!(out, "- {} preview: {}", md(&a.target), md(&a.preview));
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "## Still open at the end\n");
+    if r.open_at_end.is_empty() {
+        let _ = writeln!(out, "Nothing.\n");
+    }
+    for o in &r.open_at_end {
+        let _ = writeln!(out, "- {}", md(o));
+    }
+    if let Some(k) = &r.kpis {
+        let _ = writeln!(out, "\n## Scheduler health\n\n```");
+        out.push_str(&crate::report::kpis(k));
+        let _ = writeln!(out, "```");
+    }
+    out
+}
