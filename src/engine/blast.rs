@@ -106,6 +106,23 @@ pub fn blast(
     target: &Target,
     site: &SiteParams,
 ) -> Result<Blast, String> {
+    if let Action::Preempt {
+        job,
+        grace_s: Some(g),
+    } = target
+    {
+        let hard = Action::Preempt {
+            job: job.clone(),
+            grace_s: None,
+        };
+        return Ok(with_grace_period(
+            &blast(c, base, &hard, site)?,
+            c,
+            base,
+            *g,
+            site,
+        ));
+    }
     let find_job = |id: &str| {
         c.jobs
             .iter()
@@ -212,19 +229,11 @@ pub fn blast(
     let plan_before = &base.plan;
     let plan_after = plan_after(&after, base, site);
 
-    let grace = match target {
-        Action::Preempt { grace_s, .. } => *grace_s,
-        _ => None,
-    };
     let killed_jobs: Vec<KilledJob> = killed
         .iter()
         .map(|&i| {
             let j = &c.jobs[i];
-            let mut restore = restore_after(j, c.time, &after, &plan_after, site);
-            if let Some(g) = grace {
-                let hung = base.stalls.iter().any(|s| s.job == j.id);
-                restore = with_grace(restore, j, g, hung, site);
-            }
+            let restore = restore_after(j, c.time, &after, &plan_after, site);
             KilledJob {
                 id: j.id.clone(),
                 name: j.name.clone(),
@@ -296,32 +305,9 @@ pub fn blast(
     }
     let no_op =
         killed_jobs.is_empty() && out_of_service == 0 && moved.is_empty() && jumped.is_empty();
-    let summary = if no_op {
-        format!("{}: nothing changes", describe(target))
-    } else {
-        format!(
-            "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
-            describe(target),
-            killed_jobs.len(),
-            gpus_freed,
-            lost_gpu_hours,
-            if killed_jobs.iter().any(|k| k
-                .restore
-                .grace
-                .as_ref()
-                .is_some_and(|g| g.fits == Some(true)))
-            {
-                "lost: checkpoint writes under the grace period"
-            } else {
-                "since their checkpoints"
-            },
-            out_of_service,
-            moved.len()
-        )
-    };
-    Ok(Blast {
+    let mut b = Blast {
         target: target.clone(),
-        summary,
+        summary: String::new(),
         no_op,
         killed: killed_jobs,
         gpus_freed,
@@ -333,7 +319,65 @@ pub fn blast(
         jumped,
         users: users.into_iter().collect(),
         teams: teams.into_iter().collect(),
-    })
+    };
+    b.summary = summary(&b);
+    Ok(b)
+}
+
+/// One line: the action and what it costs.
+fn summary(b: &Blast) -> String {
+    if b.no_op {
+        return format!("{}: nothing changes", describe(&b.target));
+    }
+    let under_grace = b.killed.iter().any(|k| {
+        k.restore
+            .grace
+            .as_ref()
+            .is_some_and(|g| g.fits == Some(true))
+    });
+    format!(
+        "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
+        describe(&b.target),
+        b.killed.len(),
+        b.gpus_freed,
+        b.lost_gpu_hours,
+        if under_grace {
+            "lost: checkpoint writes under the grace period"
+        } else {
+            "since their checkpoints"
+        },
+        b.gpus_out_of_service,
+        b.moved.len()
+    )
+}
+
+/// A preemption's blast with a grace period of `grace_s`, from the hard
+/// one: the same jobs end and the same queue moves; only what each loses
+/// (and when it is back) changes. No second plan.
+pub fn with_grace_period(
+    hard: &Blast,
+    c: &Cluster,
+    base: &Base,
+    grace_s: u64,
+    site: &SiteParams,
+) -> Blast {
+    let mut b = hard.clone();
+    if let Action::Preempt { grace_s: g, .. } = &mut b.target {
+        *g = Some(grace_s);
+    }
+    for k in &mut b.killed {
+        if let Some(j) = c.job(&k.id) {
+            let hung = base.stalls.iter().any(|s| s.job == k.id);
+            k.restore = with_grace(k.restore.clone(), j, grace_s, hung, site);
+        }
+    }
+    b.lost_gpu_hours = b
+        .killed
+        .iter()
+        .filter_map(|k| k.restore.lost_gpu_hours.value)
+        .sum();
+    b.summary = summary(&b);
+    b
 }
 
 fn moved_jobs(

@@ -33,7 +33,7 @@ pub struct Subject {
     pub hung: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CapacityOut {
     pub gpus: u32,
     /// For how long, seconds from now; `None` when unknown.
@@ -43,7 +43,7 @@ pub struct CapacityOut {
 
 /// One way to go, with its costs. `None` in a term is unknown, never a
 /// guess; `unknowns` says why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Choice {
     /// `drain_now`, `wait_checkpoint`, `reset_gpu`, `drain_reboot`,
     /// `soft_preempt`, `hard_preempt`, `do_nothing`.
@@ -88,6 +88,15 @@ impl Options {
     pub fn recommended(&self) -> Option<&Choice> {
         self.options.iter().find(|o| o.recommended)
     }
+}
+
+/// The jobs a blast kills that are hung, with what each burns per hour.
+pub(super) fn hung_in(base: &Base, b: &Blast) -> BTreeMap<String, f64> {
+    base.stalls
+        .iter()
+        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
+        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
+        .collect()
 }
 
 /// GPU-hours lost and seconds until back, over the jobs a blast kills.
@@ -233,12 +242,7 @@ pub fn node_options_with(
         reason: reason.clone(),
         requeue: true,
     };
-    let hung: BTreeMap<String, f64> = base
-        .stalls
-        .iter()
-        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
-        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
-        .collect();
+    let hung = hung_in(base, &b);
     let subject = Subject {
         kind: "node",
         name: node.to_string(),
@@ -319,11 +323,8 @@ pub fn node_options_with(
             note,
         },
         queue_moves: Some(b.moved.len()),
-        wait_s: None,
         unknowns: unknowns.clone(),
-        risk: None,
-        recommended: false,
-        why: String::new(),
+        ..Choice::default()
     });
 
     // Cordon, wait for the next checkpoint(s), then drain.
@@ -362,8 +363,7 @@ pub fn node_options_with(
             wait_s: wait,
             unknowns: unknowns_w,
             risk: Some(class.running_on().to_string()),
-            recommended: false,
-            why: String::new(),
+            ..Choice::default()
         });
     }
 
@@ -421,11 +421,8 @@ pub fn node_options_with(
                 ),
             },
             queue_moves: Some(moves.len()),
-            wait_s: None,
             unknowns: unknowns_r,
-            risk: None,
-            recommended: false,
-            why: String::new(),
+            ..Choice::default()
         });
     }
 
@@ -454,11 +451,8 @@ pub fn node_options_with(
                 note: "until the reboot and a resume".into(),
             },
             queue_moves: Some(b.moved.len()),
-            wait_s: None,
             unknowns: unknowns.clone(),
-            risk: None,
-            recommended: false,
-            why: String::new(),
+            ..Choice::default()
         });
     }
 
@@ -495,7 +489,6 @@ pub(super) fn do_nothing(hung: &BTreeMap<String, f64>, class: ActionClass) -> Ch
         title: "do nothing for now".into(),
         actions: Vec::new(),
         steps: Vec::new(),
-        manual: Vec::new(),
         gpu_hours_lost: lost,
         resume_in_s: back,
         capacity_out: CapacityOut {
@@ -504,11 +497,9 @@ pub(super) fn do_nothing(hung: &BTreeMap<String, f64>, class: ActionClass) -> Ch
             note: "nothing taken out".into(),
         },
         queue_moves: Some(0),
-        wait_s: None,
         unknowns,
         risk: Some(class.running_on().to_string()),
-        recommended: false,
-        why: String::new(),
+        ..Choice::default()
     }
 }
 

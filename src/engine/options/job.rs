@@ -1,17 +1,16 @@
 //! The options for a job someone wants to preempt.
 
 use super::{
-    CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hours, index_of,
+    CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hours, hung_in, index_of,
     kill_terms, wait_terms,
 };
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
-use crate::engine::blast::blast;
+use crate::engine::blast::{blast, with_grace_period};
 use crate::engine::restore::write_time;
 use crate::engine::xid::ActionClass;
 use crate::model::{Action, Cluster};
 use crate::text;
-use std::collections::BTreeMap;
 
 /// The options for a running job someone wants to preempt: hard, soft
 /// with a grace period (`grace_s`, else long enough for its checkpoint
@@ -37,12 +36,7 @@ pub fn job_options(
         grace_s: None,
     };
     let b = blast(c, base, &hard, site)?;
-    let hung: BTreeMap<String, f64> = base
-        .stalls
-        .iter()
-        .filter(|s| b.killed.iter().any(|k| k.id == s.job))
-        .map(|s| (s.job.clone(), s.burning_gpu_hours_per_hour))
-        .collect();
+    let hung = hung_in(base, &b);
     let (lost, back, unknowns) = kill_terms(c, &b);
     let gpus = b.gpus_freed;
     let mut options = vec![Choice {
@@ -50,7 +44,6 @@ pub fn job_options(
         title: "preempt now".into(),
         actions: vec![hard.command_line()],
         steps: vec![hard.clone()],
-        manual: Vec::new(),
         gpu_hours_lost: lost,
         resume_in_s: back,
         capacity_out: CapacityOut {
@@ -59,11 +52,8 @@ pub fn job_options(
             note: format!("{gpus} GPUs freed at once"),
         },
         queue_moves: Some(b.moved.len()),
-        wait_s: None,
         unknowns: unknowns.clone(),
-        risk: None,
-        recommended: false,
-        why: String::new(),
+        ..Choice::default()
     }];
 
     // Soft: the grace given, else the slowest killed job's write with a
@@ -86,7 +76,7 @@ pub fn job_options(
             job: job.to_string(),
             grace_s: Some(g),
         };
-        let sb = blast(c, base, &soft, site)?;
+        let sb = with_grace_period(&b, c, base, g, site);
         let (l, bk, mut u) = kill_terms(c, &sb);
         for k in &sb.killed {
             if let Some(gr) = &k.restore.grace
@@ -109,7 +99,6 @@ pub fn job_options(
             ),
             actions: vec![soft.command_line()],
             steps: vec![soft],
-            manual: Vec::new(),
             gpu_hours_lost: l,
             resume_in_s: bk,
             capacity_out: CapacityOut {
@@ -124,8 +113,7 @@ pub fn job_options(
                 "a job that does not handle SIGUSR1 dies of it at once (its default): for jobs that checkpoint on the signal"
                     .into(),
             ),
-            recommended: false,
-            why: String::new(),
+            ..Choice::default()
         });
     }
 
@@ -145,7 +133,6 @@ pub fn job_options(
         },
         actions: vec![hard.command_line()],
         steps: vec![hard.clone()],
-        manual: Vec::new(),
         gpu_hours_lost: lost_w,
         resume_in_s: wait.zip(back).map(|(w, b)| w + b),
         capacity_out: CapacityOut {
@@ -159,9 +146,7 @@ pub fn job_options(
         queue_moves: Some(b.moved.len()),
         wait_s: wait,
         unknowns: unknowns_w,
-        risk: None,
-        recommended: false,
-        why: String::new(),
+        ..Choice::default()
     });
     options.push(do_nothing(&hung, ActionClass::None));
     if let Some(d) = options.last_mut() {
