@@ -7,7 +7,7 @@ use crate::actions::audit::Record;
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::incidents::Incident;
-use crate::engine::kpis::{KpiBook, Kpis};
+use crate::engine::kpis::{Change, JobWatch, KpiBook, Kpis};
 use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
 use crate::model::{Cluster, JobState, Timestamp};
@@ -92,55 +92,30 @@ pub struct NightReport {
 /// and when it died or was sent back to the queue.
 #[derive(Default)]
 struct Fates {
-    last: FxHashMap<String, JobState>,
+    watch: JobWatch,
     ended: FxHashMap<String, Timestamp>,
     requeued: FxHashMap<String, Timestamp>,
-    restarts: FxHashMap<String, u32>,
 }
 
 impl Fates {
     fn observe(&mut self, c: &Cluster) {
-        for j in &c.jobs {
-            let r = j.restarts.unwrap_or(0);
-            // Most jobs did not change: no id copied for them (100,000 jobs
-            // a snapshot at 10,000 nodes).
-            let (before, before_r) = match (
-                self.last.get_mut(j.id.as_str()),
-                self.restarts.get_mut(j.id.as_str()),
-            ) {
-                (Some(s), Some(x)) => {
-                    if *s == j.state && *x == r {
-                        continue;
-                    }
-                    (
-                        Some(std::mem::replace(s, j.state)),
-                        Some(std::mem::replace(x, r)),
-                    )
-                }
-                _ => {
-                    self.last.insert(j.id.clone(), j.state);
-                    self.restarts.insert(j.id.clone(), r);
-                    (None, None)
-                }
-            };
-            let back = before.is_some_and(|b| b.holds_resources() && j.state.is_pending())
-                || before_r.is_some_and(|b| r > b);
-            if back {
-                self.requeued.entry(j.id.clone()).or_insert(c.time);
-            }
-            if before.is_some_and(|b| b.holds_resources())
-                && matches!(j.state, JobState::Failed | JobState::Cancelled)
-            {
-                self.ended
+        let (ended, requeued) = (&mut self.ended, &mut self.requeued);
+        self.watch.observe(c, |j, change| match change {
+            Change::Stopped(_) => {
+                ended
                     .entry(j.id.clone())
                     .or_insert(j.end_time.unwrap_or(c.time));
             }
-        }
+            Change::Requeued => {
+                requeued.entry(j.id.clone()).or_insert(c.time);
+            }
+            Change::Started => {}
+        });
     }
 
     /// Its fate, and when it stopped (died or requeued).
     fn fate(&self, id: &str, stalled: bool) -> (String, Option<Timestamp>) {
-        let last = self.last.get(id).copied();
+        let last = self.watch.state(id);
         let ended = self.ended.get(id).copied();
         let requeued = self.requeued.get(id).copied();
         match last {

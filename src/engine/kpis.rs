@@ -25,10 +25,75 @@ struct Sample {
 }
 
 /// What is remembered of each job between snapshots.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Seen {
     state: JobState,
     restarts: u32,
+}
+
+/// How a job changed between two snapshots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Pending before, running now.
+    Started,
+    /// Running before, ended failed or cancelled now.
+    Stopped(JobState),
+    /// Sent back to the queue: running before and pending now, or its
+    /// restart count went up (requeued or preempted).
+    Requeued,
+}
+
+/// Each job's state and restart count from one snapshot to the next, and
+/// what changed: the one place the health numbers and the post-mortem tell
+/// starts, failures and requeues apart.
+#[derive(Debug, Clone, Default)]
+pub struct JobWatch {
+    seen: FxHashMap<String, Seen>,
+}
+
+impl JobWatch {
+    /// Takes in the next snapshot; `f` hears of every job that changed.
+    pub fn observe(&mut self, c: &Cluster, mut f: impl FnMut(&crate::model::Job, Change)) {
+        for j in &c.jobs {
+            let now = Seen {
+                state: j.state,
+                restarts: j.restarts.unwrap_or(0),
+            };
+            // Most jobs do not change between snapshots: no id copied
+            // (100,000 jobs a snapshot at 10,000 nodes).
+            let b = match self.seen.get_mut(j.id.as_str()) {
+                Some(seen) => std::mem::replace(seen, now),
+                None => {
+                    self.seen.insert(j.id.clone(), now);
+                    continue;
+                }
+            };
+            if b.state == now.state && b.restarts == now.restarts {
+                continue;
+            }
+            if b.state.is_pending() && now.state.holds_resources() {
+                f(j, Change::Started);
+            }
+            if b.state.holds_resources()
+                && matches!(now.state, JobState::Failed | JobState::Cancelled)
+            {
+                f(j, Change::Stopped(now.state));
+            } else if now.restarts > b.restarts
+                || (b.state.holds_resources() && now.state.is_pending())
+            {
+                f(j, Change::Requeued);
+            }
+        }
+        if self.seen.len() > 2 * c.jobs.len() + 1024 {
+            let ids: rustc_hash::FxHashSet<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
+            self.seen.retain(|id, _| ids.contains(id.as_str()));
+        }
+    }
+
+    /// A job's state in the last snapshot it was in.
+    pub fn state(&self, id: &str) -> Option<JobState> {
+        self.seen.get(id).map(|s| s.state)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +115,7 @@ struct Loss {
 #[derive(Debug, Clone, Default)]
 pub struct KpiBook {
     samples: VecDeque<Sample>,
-    jobs: FxHashMap<String, Seen>,
+    jobs: JobWatch,
     starts: VecDeque<Start>,
     losses: VecDeque<Loss>,
     /// Observations older than this are dropped (the longest window).
@@ -204,38 +269,20 @@ impl KpiBook {
             return;
         }
         self.samples.push_back(sample(c));
-        for j in &c.jobs {
-            let restarts = j.restarts.unwrap_or(0);
-            let now = Seen {
-                state: j.state,
-                restarts,
-            };
-            // Most jobs do not change between snapshots: no id copied.
-            let b = match self.jobs.get_mut(j.id.as_str()) {
-                Some(seen) => std::mem::replace(seen, now),
-                None => {
-                    self.jobs.insert(j.id.clone(), now);
-                    continue;
+        let (starts, losses) = (&mut self.starts, &mut self.losses);
+        self.jobs.observe(c, |j, change| match change {
+            Change::Started => {
+                if let (Some(start), Some(submit)) = (j.start_time, j.submit_time) {
+                    starts.push_back(Start {
+                        time: start,
+                        partition: j.partition.clone(),
+                        gpus: j.gpus_requested().unwrap_or(0),
+                        wait_s: (start - submit).max(0),
+                    });
                 }
-            };
-            if b.state == j.state && b.restarts == restarts {
-                continue;
             }
-            if b.state.is_pending()
-                && j.state.holds_resources()
-                && let (Some(start), Some(submit)) = (j.start_time, j.submit_time)
-            {
-                self.starts.push_back(Start {
-                    time: start,
-                    partition: j.partition.clone(),
-                    gpus: j.gpus_requested().unwrap_or(0),
-                    wait_s: (start - submit).max(0),
-                });
-            }
-            let requeued =
-                restarts > b.restarts || (b.state.holds_resources() && j.state.is_pending());
-            let failed = b.state.holds_resources() && j.state == JobState::Failed;
-            if requeued || failed {
+            Change::Stopped(JobState::Cancelled) => {}
+            Change::Stopped(_) | Change::Requeued => {
                 // Work since its checkpoint (or its start) up to when it
                 // stopped; unknown when neither is known.
                 let end = j.end_time.unwrap_or(c.time);
@@ -243,17 +290,13 @@ impl KpiBook {
                 let gpu_hours = from
                     .zip(j.gpus_requested())
                     .map(|(f, g)| (end - f).max(0) as f64 / 3600.0 * f64::from(g));
-                self.losses.push_back(Loss {
+                losses.push_back(Loss {
                     time: c.time,
-                    failed,
+                    failed: change != Change::Requeued,
                     gpu_hours,
                 });
             }
-        }
-        if self.jobs.len() > 2 * c.jobs.len() + 1024 {
-            let ids: rustc_hash::FxHashSet<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
-            self.jobs.retain(|id, _| ids.contains(id.as_str()));
-        }
+        });
         let horizon = c.time - self.keep_s;
         while self.samples.front().is_some_and(|s| s.time < horizon) {
             self.samples.pop_front();
