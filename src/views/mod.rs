@@ -355,16 +355,22 @@ pub(crate) fn wrapped_height(lines: &[Line], width: u16) -> u16 {
 }
 
 /// The message log, newest first, wrapped.
-/// `:kpis`: the scheduler's health numbers since the console opened (or
-/// over the replayed night), over the window asked for.
-fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
-    let w = area.width.min(110);
-    let popup = Rect {
+/// A panel at most `max_w` wide, centred, the body's full height.
+fn full_height_popup(area: Rect, max_w: u16) -> Rect {
+    let w = area.width.min(max_w);
+    Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y,
         width: w,
         height: area.height,
-    };
+    }
+}
+
+/// `:kpis`: the scheduler's health numbers since the console opened (or
+/// over the replayed night), over the window asked for.
+fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
+    let popup = full_height_popup(area, 110);
+    let w = popup.width;
     let lines: Vec<Line> = match app.kpis.figures(window) {
         Some(k) => {
             let mut l: Vec<Line> = crate::report::kpis(&k)
@@ -402,13 +408,8 @@ fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
 }
 
 fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let w = area.width.min(120);
-    let popup = Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y,
-        width: w,
-        height: area.height,
-    };
+    let popup = full_height_popup(area, 120);
+    let w = popup.width;
     let mut lines: Vec<Line> = app
         .messages
         .iter()

@@ -72,45 +72,43 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             }
         }
         Incident::Xid48Dbe => {
-            let ecc = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[g].ecc;
-            ecc.dbe_volatile = Some(ecc.dbe_volatile.unwrap_or(0) + 1);
-            ecc.dbe_aggregate = Some(ecc.dbe_aggregate.unwrap_or(0) + 1);
-            ecc.sbe_volatile = Some(ecc.sbe_volatile.unwrap_or(0) + 3);
-            ecc.sbe_aggregate = Some(ecc.sbe_aggregate.unwrap_or(0) + 3);
-            Arc::make_mut(&mut sim.nodes[node]).gpus[g].row_remap_pending = Some(true);
             Arc::make_mut(&mut sim.nodes[node]).gpus[g].recovery_action =
                 Some(RecoveryAction::GpuReset);
-            let kind = EventKind::Ecc {
-                dbe: Some(1),
-                sbe: Some(3),
-                remap_pending: Some(true),
-                remap_failed: Some(false),
-            };
-            sim.push_event(
-                &name,
-                Some(gpu),
-                kind,
+            ecc_errors(
+                sim,
+                node,
+                gpu,
+                (1, 3),
                 "uncorrectable ECC error; row remap pending",
             );
         }
-        Incident::SbeRemap => {
-            let hit = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[g];
-            hit.ecc.sbe_volatile = Some(hit.ecc.sbe_volatile.unwrap_or(0) + 120);
-            hit.ecc.sbe_aggregate = Some(hit.ecc.sbe_aggregate.unwrap_or(0) + 120);
-            hit.row_remap_pending = Some(true);
-            let kind = EventKind::Ecc {
-                dbe: Some(0),
-                sbe: Some(120),
-                remap_pending: Some(true),
-                remap_failed: Some(false),
-            };
-            sim.push_event(
-                &name,
-                Some(gpu),
-                kind,
-                "correctable ECC errors; row remap pending",
-            );
-        }
+        Incident::SbeRemap => ecc_errors(
+            sim,
+            node,
+            gpu,
+            (0, 120),
+            "correctable ECC errors; row remap pending",
+        ),
         Incident::Xid63Remap => {}
     }
+}
+
+/// Adds (uncorrectable, correctable) errors to a GPU's ECC counters, marks
+/// a row remap pending, and records the ECC event.
+fn ecc_errors(sim: &mut Sim, node: usize, gpu: u32, (dbe, sbe): (u64, u64), message: &str) {
+    let name = sim.nodes[node].name.clone();
+    let hit = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
+    let add = |x: Option<u64>, n: u64| Some(x.unwrap_or(0) + n);
+    hit.ecc.dbe_volatile = add(hit.ecc.dbe_volatile, dbe);
+    hit.ecc.dbe_aggregate = add(hit.ecc.dbe_aggregate, dbe);
+    hit.ecc.sbe_volatile = add(hit.ecc.sbe_volatile, sbe);
+    hit.ecc.sbe_aggregate = add(hit.ecc.sbe_aggregate, sbe);
+    hit.row_remap_pending = Some(true);
+    let kind = EventKind::Ecc {
+        dbe: Some(dbe),
+        sbe: Some(sbe),
+        remap_pending: Some(true),
+        remap_failed: Some(false),
+    };
+    sim.push_event(&name, Some(gpu), kind, message);
 }
