@@ -39,7 +39,7 @@ pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result
             }
             let mut s = crate::sources::sim::Sim::new(*sim)?;
             let mut r = Recorder::create(file, "sim")?;
-            r.skip_audit(&log.read());
+            r.follow_audit(log);
             let began = std::time::Instant::now();
             for _ in 0..=settings.sim_seconds {
                 r.snapshot(&Arc::new(s.snapshot()))?;
@@ -80,9 +80,8 @@ async fn record_live(
 ) -> Result<(), String> {
     let (mut rx, _control) = crate::sources::spawn(settings.source.clone(), &settings.endpoints)?;
     let mut r = Recorder::create(file, settings.source.name())?;
-    r.skip_audit(&log.read());
+    r.follow_audit(log);
     let began = std::time::Instant::now();
-    let mut audit_len = log_len(&log);
     let until = duration.map(|d| tokio::time::Instant::now() + std::time::Duration::from_secs(d));
     let stop = async {
         match until {
@@ -94,15 +93,7 @@ async fn record_live(
     loop {
         tokio::select! {
             u = rx.recv() => match u {
-                Some(Update::Snapshot(c)) => {
-                    r.snapshot(&c)?;
-                    // Read the audit log again only when it grew.
-                    let now_len = log_len(&log);
-                    if now_len != audit_len {
-                        audit_len = now_len;
-                        r.audit(&log.read())?;
-                    }
-                }
+                Some(Update::Snapshot(c)) => r.snapshot(&c)?,
                 Some(Update::Status { origin, error: Some(e) }) => {
                     crate::text::warn(&format!("{}: {e}", origin.name()));
                 }
@@ -130,30 +121,20 @@ pub fn tap(
     log: AuditLog,
 ) -> Result<mpsc::Receiver<Update>, String> {
     let mut r = Recorder::create(file, source)?;
-    r.skip_audit(&log.read());
+    r.follow_audit(log);
     let (tx, out) = mpsc::channel(16);
     tokio::spawn(async move {
         let mut rec = Some(r);
-        let mut audit_len = log_len(&log);
         while let Some(u) = rx.recv().await {
-            if let (Update::Snapshot(c), Some(r)) = (&u, rec.as_mut()) {
-                let now_len = log_len(&log);
-                let result = r.snapshot(c).and_then(|()| {
-                    if now_len != audit_len {
-                        audit_len = now_len;
-                        r.audit(&log.read())
-                    } else {
-                        Ok(())
-                    }
-                });
-                if let Err(e) = result {
-                    // Said on screen and in the message log (m): the
-                    // console goes on without recording.
-                    let _ = tx
-                        .send(Update::Notice(format!("RECORDING STOPPED: {e}")))
-                        .await;
-                    rec = None;
-                }
+            if let (Update::Snapshot(c), Some(r)) = (&u, rec.as_mut())
+                && let Err(e) = r.snapshot(c)
+            {
+                // Said on screen and in the message log (m): the console
+                // goes on without recording.
+                let _ = tx
+                    .send(Update::Notice(format!("RECORDING STOPPED: {e}")))
+                    .await;
+                rec = None;
             }
             if tx.send(u).await.is_err() {
                 break;
@@ -164,10 +145,6 @@ pub fn tap(
         }
     });
     Ok(out)
-}
-
-fn log_len(log: &AuditLog) -> u64 {
-    std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }
 
 /// The scheduler's health numbers for `get kpis`: over a recording (up to

@@ -1,7 +1,7 @@
 //! Writing a recording: a header, keyframes, deltas, audit records.
 
 use super::{Entry, FORMAT, Header, KEY_EVERY_S, VERSION, WINDOW_LOG, delta};
-use crate::actions::audit::Record;
+use crate::actions::audit::{AuditLog, Record};
 use crate::model::{Cluster, Timestamp};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -22,6 +22,8 @@ pub struct Recorder {
     dirty: bool,
     /// Audit records already written: (id, phase).
     seen: std::collections::HashSet<(String, String)>,
+    /// The audit log followed, and its length when last read.
+    audit_log: Option<(AuditLog, u64)>,
     /// Uncompressed bytes written, for the size figures.
     pub raw_bytes: u64,
     pub snapshots: u64,
@@ -49,6 +51,7 @@ impl Recorder {
             last_flush: Instant::now(),
             dirty: false,
             seen: Default::default(),
+            audit_log: None,
             raw_bytes: 0,
             snapshots: 0,
         })
@@ -93,12 +96,35 @@ impl Recorder {
         }
         self.prev = Some(c.clone());
         self.snapshots += 1;
+        self.audit_since()?;
         self.flush_if_due()
+    }
+
+    /// Records the actions of `log` from now on, each with the next
+    /// snapshot: what it holds already predates the recording.
+    pub fn follow_audit(&mut self, log: AuditLog) {
+        self.skip_audit(&log.read());
+        let len = log_len(&log);
+        self.audit_log = Some((log, len));
+    }
+
+    /// The followed log's new records; it is read again only when it grew.
+    fn audit_since(&mut self) -> Result<(), String> {
+        let Some((log, len)) = &mut self.audit_log else {
+            return Ok(());
+        };
+        let now = log_len(log);
+        if now == *len {
+            return Ok(());
+        }
+        *len = now;
+        let records = log.read();
+        self.audit(&records)
     }
 
     /// Records the audit records not written yet, stamped with the newest
     /// snapshot's clock.
-    pub fn audit(&mut self, records: &[Record]) -> Result<(), String> {
+    fn audit(&mut self, records: &[Record]) -> Result<(), String> {
         let time = self.prev.as_ref().map_or(0, |c| c.time);
         for r in records {
             if self.seen.insert((r.id.clone(), r.phase.clone())) {
@@ -112,7 +138,7 @@ impl Recorder {
     }
 
     /// Marks audit records already in the log as seen (they predate it).
-    pub fn skip_audit(&mut self, records: &[Record]) {
+    fn skip_audit(&mut self, records: &[Record]) {
         for r in records {
             self.seen.insert((r.id.clone(), r.phase.clone()));
         }
@@ -144,4 +170,8 @@ impl Recorder {
         w.flush().map_err(err)?;
         w.get_ref().sync_data().map_err(err)
     }
+}
+
+fn log_len(log: &AuditLog) -> u64 {
+    std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }
