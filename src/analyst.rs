@@ -43,6 +43,7 @@ pub fn spawn(
     focus: watch::Receiver<Focus>,
     site: SiteParams,
     catalog: XidCatalog,
+    kpis: crate::engine::kpis::SharedKpis,
 ) -> mpsc::Receiver<Out> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
@@ -64,6 +65,7 @@ pub fn spawn(
                 up = source.recv(), if source_open => match up {
                     Some(Update::Snapshot(c)) => {
                         history.observe(&c, &site);
+                        crate::engine::kpis::observe_shared(&kpis, &c);
                         if tx.send(Out::Source(Update::Snapshot(c.clone()))).await.is_err() {
                             return;
                         }
@@ -112,6 +114,7 @@ pub fn spawn(
             while let Ok(up) = source.try_recv() {
                 if let Update::Snapshot(c) = &up {
                     history.observe(c, &site);
+                    crate::engine::kpis::observe_shared(&kpis, c);
                     latest = Some(c.clone());
                 }
                 if tx.send(Out::Source(up)).await.is_err() {
@@ -173,7 +176,16 @@ mod tests {
         let site = SiteParams::default();
         let (tx, rx) = mpsc::channel(64);
         let (_focus_tx, focus_rx) = watch::channel(Focus::None);
-        let mut out = spawn(rx, focus_rx, site.clone(), XidCatalog::default());
+        let kpis: crate::engine::kpis::SharedKpis = Arc::new(std::sync::Mutex::new(
+            crate::engine::kpis::KpiBook::new(3600),
+        ));
+        let mut out = spawn(
+            rx,
+            focus_rx,
+            site.clone(),
+            XidCatalog::default(),
+            kpis.clone(),
+        );
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         run(&mut c, "spin", &["n1"], 8, 600, 7200);
@@ -218,5 +230,12 @@ mod tests {
             "the first status, as sent: {first_status:?}"
         );
         assert!(stalled, "stalled after the window");
+        // Every snapshot fed the health numbers, off the console's thread.
+        let k = kpis
+            .lock()
+            .ok()
+            .and_then(|b| b.figures(3600))
+            .expect("figures");
+        assert_eq!((k.samples, k.to), (steps as usize, last));
     }
 }

@@ -217,8 +217,9 @@ pub struct App {
     pub show_help: bool,
     /// The `:kpis` panel, over this window (seconds).
     pub show_kpis: Option<i64>,
-    /// The scheduler's health numbers, fed every snapshot.
-    pub kpis: crate::engine::kpis::KpiBook,
+    /// The scheduler's health numbers, fed every snapshot by the analyst
+    /// (off this thread); read when the `:kpis` panel is drawn.
+    pub kpis: crate::engine::kpis::SharedKpis,
     /// The message log is open (`m`, `:messages`).
     pub show_messages: bool,
     /// Every status message, oldest first (the newest 200), with its wall
@@ -287,7 +288,9 @@ impl App {
             input: Input::Normal,
             show_help: false,
             show_kpis: None,
-            kpis: crate::engine::kpis::KpiBook::new(KPI_KEEP_S),
+            kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
+                KPI_KEEP_S,
+            ))),
             show_messages: false,
             messages: std::collections::VecDeque::new(),
             read_only,

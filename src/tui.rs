@@ -88,11 +88,15 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         timeout: settings.action_timeout,
     }
     .spawn(action_tx);
+    let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
+        crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
+    ));
     let updates = crate::analyst::spawn(
         source,
         focus_rx,
         settings.site.clone(),
         settings.xid_catalog.clone(),
+        kpis.clone(),
     );
     let mut signals = Signals {
         term: signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?,
@@ -114,6 +118,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         settings.stale_after,
     );
     app.catalog = settings.xid_catalog.clone();
+    app.kpis = kpis;
     app.bell_on_critical = settings.bell_on_critical;
     let warnings = crate::actions::cli::warn_unfinished(&crate::actions::audit::AuditLog::new(
         settings.audit_log.clone(),

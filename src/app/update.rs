@@ -99,10 +99,6 @@ impl App {
                     }
                 }
                 self.history.record(&cluster);
-                if self.replay && self.kpis.last_time().is_some_and(|t| cluster.time < t) {
-                    self.kpis = crate::engine::kpis::KpiBook::new(super::KPI_KEEP_S);
-                }
-                self.kpis.observe(&cluster);
                 self.index = Index::build(&cluster);
                 self.cluster = cluster;
                 self.refresh_rows();

@@ -112,6 +112,16 @@ struct Loss {
     gpu_hours: Option<f64>,
 }
 
+/// A book the analyst feeds and the console reads (`:kpis`).
+pub type SharedKpis = std::sync::Arc<std::sync::Mutex<KpiBook>>;
+
+/// Feeds a shared book; a poisoned lock (a panic elsewhere) skips it.
+pub fn observe_shared(book: &SharedKpis, c: &Cluster) {
+    if let Ok(mut b) = book.lock() {
+        b.observe(c);
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct KpiBook {
     samples: VecDeque<Sample>,
@@ -265,8 +275,11 @@ impl KpiBook {
 
     /// Takes in the next snapshot (in the source's time order).
     pub fn observe(&mut self, c: &Cluster) {
-        if self.samples.back().is_some_and(|s| c.time <= s.time) {
-            return;
+        match self.samples.back() {
+            Some(s) if c.time == s.time => return,
+            // Time went back (a replay sought backwards): start over.
+            Some(s) if c.time < s.time => *self = KpiBook::new(self.keep_s),
+            _ => {}
         }
         self.samples.push_back(sample(c));
         let (starts, losses) = (&mut self.starts, &mut self.losses);
@@ -307,11 +320,6 @@ impl KpiBook {
         while self.losses.front().is_some_and(|s| s.time < horizon) {
             self.losses.pop_front();
         }
-    }
-
-    /// The last snapshot's time.
-    pub fn last_time(&self) -> Option<Timestamp> {
-        self.samples.back().map(|s| s.time)
     }
 
     /// The figures over the `window_s` seconds up to the last snapshot.

@@ -371,7 +371,8 @@ fn full_height_popup(area: Rect, max_w: u16) -> Rect {
 fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
     let popup = full_height_popup(area, 110);
     let w = popup.width;
-    let lines: Vec<Line> = match app.kpis.figures(window) {
+    let figures = app.kpis.lock().ok().and_then(|k| k.figures(window));
+    let lines: Vec<Line> = match figures {
         Some(k) => {
             let mut l: Vec<Line> = crate::report::kpis(&k)
                 .lines()

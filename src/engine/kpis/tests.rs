@@ -104,6 +104,10 @@ fn an_hour_checked_by_hand() {
     assert!(near(k.node_availability, 0.5));
     assert!(near(k.fragmentation, 0.0));
     assert_eq!(k.failures, 0);
+    // Time going back (a replay sought backwards) starts the book over.
+    book.observe(&snaps[0]);
+    let k = book.figures(3600).expect("figures");
+    assert_eq!((k.samples, k.from, k.to), (1, NOW, NOW));
 }
 
 #[test]
