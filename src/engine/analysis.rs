@@ -6,7 +6,7 @@ use super::SiteParams;
 use super::blast::{Blast, Target, blast};
 use super::health::{EccBaseline, GpuVerdict, NodeVerdict, critical_nodes, verdicts};
 use super::incidents::{Incident, incidents};
-use super::options::{Options, job_options, node_options_with};
+use super::options::{Options, job_options_with, node_options_with};
 use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
 use super::stall::{Stall, StallHistory, stalls};
@@ -189,23 +189,16 @@ impl Analysis {
                 .jobs
                 .iter()
                 .position(|j| &j.id == id)
-                .map(|j| FocusAnswer::Job {
+                .map(|j| (j, running_answers(c, &base, j, site)))
+                .map(|(j, running)| FocusAnswer::Job {
                     id: id.clone(),
                     why: if c.jobs[j].state.is_pending() {
                         why(c, j, &base).map(Box::new)
                     } else {
                         None
                     },
-                    restore: if c.jobs[j].state.holds_resources() {
-                        restore(c, &base, j, site).map(Box::new)
-                    } else {
-                        None
-                    },
-                    options: if c.jobs[j].state.holds_resources() {
-                        job_options(c, &base, id, None, site).ok().map(Box::new)
-                    } else {
-                        None
-                    },
+                    restore: running.as_ref().and_then(|(r, _)| r.clone()).map(Box::new),
+                    options: running.and_then(|(_, o)| o).map(Box::new),
                 }),
             Focus::Node(name) => {
                 let drain = blast(
@@ -236,6 +229,38 @@ impl Analysis {
     pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {
         self.base.node_verdict(node)
     }
+}
+
+/// A running job's restore if restarted now and its preemption options,
+/// from one what-if: where preempted jobs are requeued, preempting it is
+/// requeueing it, and the blast's restore of it is the restore.
+fn running_answers(
+    c: &Cluster,
+    base: &Base,
+    j: usize,
+    site: &SiteParams,
+) -> Option<(Option<Restore>, Option<Options>)> {
+    let job = c.jobs.get(j)?;
+    if !job.state.holds_resources() {
+        return None;
+    }
+    let hard = Target::Preempt {
+        job: job.id.clone(),
+        grace_s: None,
+    };
+    let Ok(b) = blast(c, base, &hard, site) else {
+        return Some((restore(c, base, j, site), None));
+    };
+    let r = if site.preempt_requeues {
+        b.killed
+            .iter()
+            .find(|k| k.id == job.id)
+            .map(|k| k.restore.clone())
+    } else {
+        restore(c, base, j, site)
+    };
+    let o = job_options_with(c, base, &job.id, None, site, b).ok();
+    Some((r, o))
 }
 
 #[cfg(test)]

@@ -662,7 +662,7 @@ pub fn options(
 }
 
 mod job;
-pub use job::job_options;
+pub use job::{job_options, job_options_with};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
-use crate::engine::blast::{blast, with_grace_period};
+use crate::engine::blast::{Blast, blast, with_grace_period};
 use crate::engine::restore::write_time;
 use crate::engine::xid::ActionClass;
 use crate::model::{Action, Cluster};
@@ -36,6 +36,26 @@ pub fn job_options(
         grace_s: None,
     };
     let b = blast(c, base, &hard, site)?;
+    job_options_with(c, base, job, grace_s, site, b)
+}
+
+/// The same, given the blast radius of preempting it now (the console
+/// has it: it also gives the job's restore).
+pub fn job_options_with(
+    c: &Cluster,
+    base: &Base,
+    job: &str,
+    grace_s: Option<u64>,
+    site: &SiteParams,
+    b: Blast,
+) -> Result<Options, String> {
+    let j = c
+        .job(job)
+        .ok_or_else(|| format!("no job {job} in the current data"))?;
+    let hard = Action::Preempt {
+        job: job.to_string(),
+        grace_s: None,
+    };
     let hung = hung_in(base, &b);
     let (lost, back, unknowns) = kill_terms(c, &b);
     let gpus = b.gpus_freed;
