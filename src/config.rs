@@ -52,6 +52,7 @@ pub struct LimitsFile {
     pub max_gpus_per_node: Option<u32>,
     pub max_series_per_scrape: Option<u64>,
     pub discovery_timeout_s: Option<f64>,
+    pub max_recording_line_bytes: Option<u64>,
 }
 
 impl LimitsFile {
@@ -78,6 +79,9 @@ impl LimitsFile {
         }
         if let Some(v) = self.discovery_timeout_s {
             l.discovery_timeout_s = seconds(v, "limits.discovery_timeout_s")?.as_secs_f64();
+        }
+        if let Some(v) = self.max_recording_line_bytes {
+            l.max_recording_line_bytes = positive(v, "max_recording_line_bytes")?;
         }
         Ok(l)
     }

@@ -17,6 +17,9 @@ pub struct Limits {
     pub max_series_per_scrape: u64,
     /// `limits.discovery_timeout_s`: the whole API-version discovery.
     pub discovery_timeout_s: f64,
+    /// `limits.max_recording_line_bytes`: the longest line of a recording
+    /// read back (a keyframe of the whole cluster is the longest).
+    pub max_recording_line_bytes: u64,
 }
 
 impl Default for Limits {
@@ -29,6 +32,8 @@ impl Default for Limits {
             // 10,000 hosts × 8 GPUs × ~40 families is 3.2 M.
             max_series_per_scrape: 5_000_000,
             discovery_timeout_s: 30.0,
+            // A keyframe of the 10,000-node sim is ~60 MB of JSON.
+            max_recording_line_bytes: 256 << 20,
         }
     }
 }

@@ -107,6 +107,9 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Restore(args)) => restore_command(&settings, &args),
         Some(Command::Report(args)) => {
             let rec = nightshift::recording::Recording::open(&args.file)?;
+            for w in rec.damage() {
+                nightshift::text::warn(&w);
+            }
             let r = nightshift::postmortem::report(&rec, &settings.site, &settings.xid_catalog)?;
             match args.output {
                 nightshift::cli::ReportFormat::Markdown => {

@@ -246,6 +246,22 @@ fn loss_then(c: &Cluster, b: &Base, id: &str, site: &SiteParams) -> Loss {
     }
 }
 
+/// The times to look for incidents: the start, then every
+/// `KEY_EVERY_S` while the state changes. Derived from the snapshots, never
+/// from the span: a recording whose clock jumps decades holds two looks
+/// there, not millions.
+fn looks_every_few_minutes(rec: &Recording, from: Timestamp, to: Timestamp) -> Vec<Timestamp> {
+    let every = crate::recording::KEY_EVERY_S;
+    let mut looks = vec![from];
+    for m in rec.marks.iter() {
+        let next = from.saturating_add(((m.time - from) / every + 1).saturating_mul(every));
+        if next < to && looks.last() != Some(&next) {
+            looks.push(next);
+        }
+    }
+    looks
+}
+
 /// The report of a recording.
 pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<NightReport, String> {
     let (from, to) = rec.span();
@@ -269,16 +285,13 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
     // every few minutes, just before each action, and at the end. Jobs'
     // losses are read just before they stopped. The states at those times
     // are caught in one more pass over the file each (never held whole).
-    let mut looks: Vec<Timestamp> = (0..)
-        .map(|k| from + k * crate::recording::KEY_EVERY_S)
-        .take_while(|t| *t < to)
-        .collect();
+    let mut looks = looks_every_few_minutes(rec, from, to);
     looks.extend(actions.iter().map(|a| a.time));
     let stops: Vec<Timestamp> = fates
         .ended
         .values()
         .chain(fates.requeued.values())
-        .map(|t| (t - 1).max(from))
+        .map(|t| t.saturating_sub(1).max(from))
         .collect();
     let mut wanted = looks.clone();
     wanted.extend(stops);

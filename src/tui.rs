@@ -68,15 +68,33 @@ pub async fn run(settings: Settings) -> Result<(), String> {
             (rx, control, None)
         }
     };
-    let source = match &settings.record {
-        Some(path) => crate::recording::run::tap(
-            source,
-            path,
-            settings.source.name(),
-            crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
-        )?,
-        None => source,
+    let (source, tap) = match &settings.record {
+        Some(path) => {
+            let (rx, tap) = crate::recording::run::tap(
+                source,
+                path,
+                settings.source.name(),
+                crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+            )?;
+            (rx, Some(tap))
+        }
+        None => (source, None),
     };
+    let result = console(settings, source, control, replay).await;
+    // Every way out of the console finishes the recording.
+    if let Some(tap) = tap {
+        tap.finish().await;
+    }
+    result
+}
+
+/// The console on its source, until it is quit.
+async fn console(
+    settings: Settings,
+    source: tokio::sync::mpsc::Receiver<sources::Update>,
+    control: sources::Control,
+    replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
+) -> Result<(), String> {
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
     let runner = crate::actions::runner::Runner {

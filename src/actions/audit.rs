@@ -93,12 +93,15 @@ impl AuditLog {
         }
         let mut line = serde_json::to_string(rec).map_err(|e| format!("audit record: {e}"))?;
         line.push('\n');
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
+        let mut f = no_follow(OpenOptions::new().create(true).append(true).read(true))
             .open(&self.path)
-            .map_err(|e| format!("cannot open the audit log {}: {e}", self.path.display()))?;
+            .map_err(|e| open_error(&self.path, &e))?;
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(format!(
+                "the audit log {} is not a regular file",
+                self.path.display()
+            ));
+        }
         // A crash mid-write leaves a torn last line: end it first, so that
         // this record is a line of its own and not glued onto it.
         if ends_torn(&mut f) {
@@ -114,13 +117,25 @@ impl AuditLog {
             .map_err(|e| format!("cannot sync the audit log {}: {e}", self.path.display()))
     }
 
-    /// Every record, oldest first, across rotated files (`<log>.N` … `<log>.1`,
-    /// then the log: the audit is never truncated, but a site may rotate
-    /// it); lines that do not parse are skipped, not fatal.
+    /// Every record that can be read, oldest first, across rotated files
+    /// (`<log>.N` … `<log>.1`, then the log: the audit is never truncated,
+    /// but a site may rotate it). See [`AuditLog::reading`] for what could
+    /// not be read.
     pub fn read(&self) -> Vec<Record> {
-        let mut out = Vec::new();
+        self.reading().records
+    }
+
+    /// Every record that can be read, with each line that cannot named
+    /// (file and line number: a torn line, invalid UTF-8, not a record) and
+    /// the files that cannot be read at all (a symlink, a directory, no
+    /// permission). A missing file holds no records and is no error.
+    pub fn reading(&self) -> Reading {
+        let mut out = Reading::default();
         for p in self.files() {
-            out.extend(read_path(&p));
+            match read_path(&p, &mut out.records, &mut out.skipped) {
+                Ok(()) => {}
+                Err(e) => out.unreadable.push(e),
+            }
         }
         out
     }
@@ -173,8 +188,14 @@ impl AuditLog {
     /// Nodes taken out of service (cordon, drain) since `since`: every
     /// intent whose outcome did not say it failed to — done, partly done,
     /// or still in flight in another nightshift.
-    pub fn nodes_taken_out_since(&self, since: i64) -> u32 {
-        let all = self.read();
+    /// Fails when a file of the log cannot be read at all: the breaker
+    /// cannot count what it cannot read, and the caller refuses to act.
+    pub fn nodes_taken_out_since(&self, since: i64) -> Result<u32, String> {
+        let reading = self.reading();
+        if let Some(e) = reading.unreadable.first() {
+            return Err(e.clone());
+        }
+        let all = reading.records;
         let failed: std::collections::HashSet<&str> = all
             .iter()
             .filter(|r| r.phase == "outcome")
@@ -185,14 +206,15 @@ impl AuditLog {
             })
             .map(|r| r.id.as_str())
             .collect();
-        all.iter()
+        Ok(all
+            .iter()
             .filter(|r| {
                 r.phase == "intent"
                     && r.time >= since
                     && (r.action == "drain" || r.action == "cordon")
                     && !failed.contains(r.id.as_str())
             })
-            .count() as u32
+            .count() as u32)
     }
 
     /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
@@ -205,10 +227,7 @@ impl AuditLog {
         }
         let mut lock_path = self.path.clone().into_os_string();
         lock_path.push(".lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
+        let lock = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
             .open(&lock_path)
             .map_err(|e| format!("cannot open the audit lock {lock_path:?}: {e}"))?;
         lock.lock()
@@ -235,14 +254,74 @@ fn ends_torn(f: &mut std::fs::File) -> bool {
     torn
 }
 
-fn read_path(path: &Path) -> Vec<Record> {
-    std::fs::read_to_string(path)
-        .map(|text| {
-            text.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// What [`AuditLog::reading`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    pub records: Vec<Record>,
+    /// One line each: `FILE line N: why` for a line that is not a record.
+    pub skipped: Vec<String>,
+    /// One line each for a file that could not be read at all.
+    pub unreadable: Vec<String>,
+}
+
+/// Opens without following a symlink at the last component: a link planted
+/// where the audit log should be is refused, never written through.
+fn no_follow(o: &mut OpenOptions) -> &mut OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    o.custom_flags(libc::O_NOFOLLOW)
+}
+
+fn open_error(path: &Path, e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        format!(
+            "the audit log {} is a symbolic link: refused (nightshift does not follow one)",
+            path.display()
+        )
+    } else {
+        format!("cannot open the audit log {}: {e}", path.display())
+    }
+}
+
+/// Reads one file's records line by line from its bytes: a line that is not
+/// UTF-8 or not a record (a crash mid-write tears the last one) is skipped
+/// and named, and the rest are still read.
+fn read_path(path: &Path, out: &mut Vec<Record>, skipped: &mut Vec<String>) -> Result<(), String> {
+    use std::io::Read;
+    let mut f = match no_follow(OpenOptions::new().read(true)).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(open_error(path, &e)),
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(format!(
+                "the audit log {} is not a regular file",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("cannot read the audit log {}: {e}", path.display())),
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the audit log {}: {e}", path.display()))?;
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let why = match std::str::from_utf8(line) {
+            Err(_) => "not UTF-8 (torn mid-character?)".to_string(),
+            Ok(text) => match serde_json::from_str::<Record>(text) {
+                Ok(r) => {
+                    out.push(r);
+                    continue;
+                }
+                Err(e) => format!("not a record ({e})"),
+            },
+        };
+        skipped.push(format!("{} line {}: {why}; skipped", path.display(), i + 1));
+    }
+    Ok(())
 }
 
 pub use crate::host::{now, os_user};

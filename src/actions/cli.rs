@@ -395,7 +395,11 @@ pub fn exact_calls(executor: &Executor, steps: &[Action], jobs: &[String]) -> Ve
 /// `nightshift audit`.
 pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
     let log = AuditLog::new(settings.audit_log.clone());
-    let records = log.read();
+    let reading = log.reading();
+    if !reading.unreadable.is_empty() {
+        return Err(reading.unreadable.join("; "));
+    }
+    let records = reading.records;
     match format {
         Format::Json => crate::outln!(
             "{}",
@@ -433,8 +437,8 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
             crate::outln!("log: {}", log.path.display());
         }
     }
-    for w in warn_unfinished(&log) {
-        eprintln!("nightshift: warning: {}", sanitize(&w));
+    for w in reading.skipped.iter().chain(&warn_unfinished(&log)) {
+        eprintln!("nightshift: warning: {}", sanitize(w));
     }
     Ok(())
 }

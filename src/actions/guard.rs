@@ -171,10 +171,11 @@ pub fn preview(
     }
     let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
     // The policies first (stale data says more than a dead connection),
-    // then whether there is anyone to send to.
+    // then the audit, then whether there is anyone to send to.
     let refusal = policy
-        .check(a, c, data_age, recent, force)
+        .check(a, c, data_age, *recent.as_ref().unwrap_or(&0), force)
         .err()
+        .or_else(|| recent.err().map(unreadable_audit))
         .or_else(|| {
             executor
                 .err()
@@ -216,6 +217,15 @@ pub fn preview(
                 )
             }),
     }
+}
+
+/// An audit log that cannot be read refuses every action: the breaker
+/// cannot count what it cannot read, and an action nobody can audit is not
+/// taken.
+fn unreadable_audit(e: String) -> Refusal {
+    Refusal::Unknown(format!(
+        "{e}; nightshift acts only with an audit log it can read (fix it, or point --audit-log elsewhere)"
+    ))
 }
 
 /// The result of a confirmed action.
@@ -312,7 +322,12 @@ pub async fn run(
     // one lock: two operators cannot both pass the breaker's count.
     log.locked(|| {
         let since = audit::now() - now.policy.window.as_secs() as i64;
-        let recent = log.nodes_taken_out_since(since);
+        let recent = log.nodes_taken_out_since(since).map_err(|e| {
+            format!(
+                "refused at execute time: {}; nothing sent",
+                unreadable_audit(e)
+            )
+        })?;
         if let Err(r) = now
             .policy
             .check(&p.action, now.cluster, now.data_age, recent, force)

@@ -294,7 +294,7 @@ fn the_circuit_breaker_trips_on_a_third_of_a_partition() {
         .is_ok(),
         "force overrides"
     );
-    assert_eq!(b.log.nodes_taken_out_since(0), 2);
+    assert_eq!(b.log.nodes_taken_out_since(0), Ok(2));
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn the_breaker_is_shown_before_typing_and_overridden_only_by_typing_force() {
     );
     let done = execute(&b, &pv, "force h100-05", &p, Duration::ZERO).expect("forced");
     assert!(done.outcome.ok, "{done:?}");
-    assert_eq!(b.log.nodes_taken_out_since(0), 3);
+    assert_eq!(b.log.nodes_taken_out_since(0), Ok(3));
 }
 
 #[test]
@@ -573,7 +573,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
     b.log.write(&intent).expect("write");
     assert_eq!(
         b.log.nodes_taken_out_since(0),
-        1,
+        Ok(1),
         "another nightshift is draining"
     );
     intent.phase = "outcome".into();
@@ -587,7 +587,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
     b.log.write(&intent).expect("write");
     assert_eq!(
         b.log.nodes_taken_out_since(0),
-        0,
+        Ok(0),
         "it failed: nothing was taken out"
     );
 }
@@ -672,4 +672,102 @@ fn the_audit_is_read_across_rotated_files() {
     b.log.write(&intent("3", "gpu03", 3)).expect("write");
     let ids: Vec<String> = b.log.read().into_iter().map(|r| r.id).collect();
     assert_eq!(ids, ["1", "2", "3"], "oldest first");
+}
+
+/// A crash mid-write can tear the last line inside a multi-byte character:
+/// the file is then not UTF-8 at all. Every whole record before it still
+/// counts (the breaker, the interrupted intents) and the torn line is named.
+#[test]
+fn a_last_line_torn_mid_character_loses_no_earlier_record() {
+    let b = bench();
+    let now = super::audit::now();
+    for (i, n) in ["h100-07", "h100-08", "a100-07"].iter().enumerate() {
+        b.log
+            .write(&intent(&format!("t{i}"), n, now))
+            .expect("write");
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b.log.path)
+        .expect("open");
+    // `é` is 0xC3 0xA9: the write stopped after its first byte.
+    std::io::Write::write_all(&mut f, b"{\"id\":\"t3\",\"target\":\"h\xC3").expect("tear");
+    drop(f);
+    assert_eq!(b.log.nodes_taken_out_since(0), Ok(3), "the breaker counts");
+    assert_eq!(b.log.unfinished().len(), 3, "the interrupted intents");
+    let reading = b.log.reading();
+    assert_eq!(reading.skipped.len(), 1, "{:?}", reading.skipped);
+    assert!(
+        reading.skipped[0].contains("line 4") && reading.skipped[0].contains("UTF-8"),
+        "{:?}",
+        reading.skipped
+    );
+    // Three nodes out in the window: a fourth is refused.
+    let err = run(
+        &b,
+        &drain("a100-05"),
+        "a100-05",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect_err("the breaker");
+    assert!(err.contains("circuit breaker"), "{err}");
+}
+
+/// A symlink where the audit log should be is never followed: nothing is
+/// written through it, and no action is taken without an audit.
+#[test]
+fn an_audit_log_that_is_a_symlink_is_refused() {
+    let b = bench();
+    let target = b.log.path.with_file_name("elsewhere");
+    std::fs::write(&target, "").expect("target");
+    std::os::unix::fs::symlink(&target, &b.log.path).expect("symlink");
+    let err = b
+        .log
+        .write(&intent("a", "h100-07", 1))
+        .expect_err("refused");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read(&target).expect("read"),
+        b"",
+        "nothing written through it"
+    );
+    let p = preview(&b, &drain("h100-03"), &Policy::default(), Duration::ZERO);
+    let why = p.refusal.map(|r| r.to_string()).unwrap_or_default();
+    assert!(
+        why.contains("symbolic link") && why.contains("audit log"),
+        "{why}"
+    );
+    let err = run(
+        &b,
+        &drain("h100-03"),
+        "h100-03",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect_err("refused");
+    assert!(err.contains("nothing sent"), "{err}");
+    let c = snapshot(&b.sim);
+    assert!(
+        c.node("h100-03").is_some_and(|n| n.state.schedulable()),
+        "the node was not drained"
+    );
+}
+
+/// An audit log that cannot be read at all (here: a directory) refuses
+/// every mutating action with the reason, a cordon included.
+#[test]
+fn an_unreadable_audit_log_refuses_every_action() {
+    let b = bench();
+    std::fs::create_dir(&b.log.path).expect("dir");
+    assert!(b.log.nodes_taken_out_since(0).is_err());
+    let cordon = Action::Cordon {
+        node: "h100-07".into(),
+        reason: "t".into(),
+    };
+    let err = run(&b, &cordon, "y", &Policy::default(), Duration::ZERO).expect_err("refused");
+    assert!(
+        err.contains("not a regular file") && err.contains("nothing sent"),
+        "{err}"
+    );
 }

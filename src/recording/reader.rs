@@ -14,23 +14,31 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// One snapshot line of the index: a keyframe or a delta, and its time.
+/// One snapshot line of the index: a keyframe or a delta, its time, and
+/// its line in the decompressed stream (the first line is 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mark {
     pub key: bool,
     pub time: Timestamp,
+    pub line: u64,
 }
+
+/// Snapshot times outside 1970 … 9999 are not a source's clock: such a line
+/// is skipped (a report would otherwise walk the decades between them).
+const TIMES: std::ops::RangeInclusive<Timestamp> = 0..=253_402_300_799;
 
 #[derive(Debug, Clone)]
 pub struct Recording {
     pub path: PathBuf,
     pub header: Header,
     /// Every keyframe and delta, in order.
-    pub marks: Vec<Mark>,
+    pub marks: Arc<[Mark]>,
     /// The audit records, each with the source's clock when it was seen.
     audit: Vec<(Timestamp, Record)>,
     /// Why reading stopped early (a crash mid-write cuts the last block).
     pub truncated: Option<String>,
+    /// One line each for a line that was skipped (`line N: why`).
+    pub skipped: Vec<String>,
 }
 
 /// Just enough of a line to index it; the rest is skipped unparsed.
@@ -51,14 +59,32 @@ struct Lines {
     inner:
         std::io::BufReader<zstd::stream::read::Decoder<'static, std::io::BufReader<std::fs::File>>>,
     buf: Vec<u8>,
+    /// The number of the line last read (the first is 1).
+    number: u64,
+    /// Lines longer than this are skipped unread (`limits.max_recording_line_bytes`).
+    max_line: u64,
+    /// The lines skipped for their length.
+    too_long: Vec<String>,
     /// Set when the stream ends early; the iterator then ends.
     cut: Option<String>,
 }
 
 impl Lines {
+    /// Opens a recording for one pass. It must be a regular file: a FIFO or
+    /// a terminal cannot be read twice (indexing, then replaying).
     fn open(path: &Path) -> Result<Lines, String> {
         let file = std::fs::File::open(path)
             .map_err(|e| format!("cannot open the recording {}: {e}", path.display()))?;
+        match file.metadata() {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{}: a recording must be a regular file (it is read more than once; not a pipe, FIFO or terminal)",
+                    path.display()
+                ));
+            }
+            Err(e) => return Err(format!("cannot read the recording {}: {e}", path.display())),
+        }
         let mut dec = zstd::stream::read::Decoder::new(file)
             .map_err(|e| format!("{}: not a recording: {e}", path.display()))?;
         dec.window_log_max(WINDOW_LOG + 1)
@@ -66,28 +92,74 @@ impl Lines {
         Ok(Lines {
             inner: std::io::BufReader::with_capacity(1 << 20, dec),
             buf: Vec::new(),
+            number: 0,
+            max_line: crate::limits::get().max_recording_line_bytes,
+            too_long: Vec::new(),
             cut: None,
         })
     }
 
-    /// The next complete line; `None` at the end or at a cut.
+    /// The next complete line; `None` at the end or at a cut. A line longer
+    /// than the bound is skipped (and named in `too_long`) without being
+    /// held.
     fn next_line(&mut self) -> Option<&[u8]> {
-        if self.cut.is_some() {
-            return None;
-        }
-        self.buf.clear();
-        match self.inner.read_until(b'\n', &mut self.buf) {
-            Ok(0) => None,
-            Ok(_) if self.buf.last() != Some(&b'\n') => {
-                self.cut = Some("the last line is incomplete (cut off mid-write)".into());
-                None
+        use std::io::Read;
+        loop {
+            if self.cut.is_some() {
+                return None;
             }
-            Ok(_) => Some(&self.buf),
-            Err(e) => {
-                self.cut = Some(format!("stopped at a damaged block: {e}"));
-                None
+            self.buf.clear();
+            self.number += 1;
+            let read = (&mut self.inner)
+                .take(self.max_line.saturating_add(1))
+                .read_until(b'\n', &mut self.buf);
+            match read {
+                Ok(0) => return None,
+                Ok(_) if self.buf.last() == Some(&b'\n') => return Some(&self.buf),
+                Ok(n) if n as u64 > self.max_line => {
+                    self.too_long.push(format!(
+                        "line {}: longer than limits.max_recording_line_bytes ({}); skipped",
+                        self.number, self.max_line
+                    ));
+                    if let Err(e) = self.skip_rest() {
+                        self.cut = Some(format!("stopped at a damaged block: {e}"));
+                    }
+                }
+                Ok(_) => {
+                    self.cut = Some("the last line is incomplete (cut off mid-write)".into());
+                    return None;
+                }
+                Err(e) => {
+                    self.cut = Some(format!("stopped at a damaged block: {e}"));
+                    return None;
+                }
             }
         }
+    }
+
+    /// Reads past the rest of an over-long line without keeping it.
+    fn skip_rest(&mut self) -> std::io::Result<()> {
+        loop {
+            let chunk = self.inner.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            if let Some(i) = chunk.iter().position(|b| *b == b'\n') {
+                self.inner.consume(i + 1);
+                return Ok(());
+            }
+            let n = chunk.len();
+            self.inner.consume(n);
+        }
+    }
+
+    /// Reads on to line `n` (a mark's), skipping what comes before it
+    /// unparsed.
+    fn seek_line(&mut self, n: u64) -> Option<&[u8]> {
+        while self.number < n {
+            self.next_line()?;
+        }
+        (self.number == n).then_some(self.buf.as_slice())
     }
 }
 
@@ -124,9 +196,10 @@ impl Recording {
         }
         let mut marks = Vec::new();
         let mut audit = Vec::new();
-        let mut truncated = None;
-        while let Some(l) = lines.next_line() {
-            if is_snapshot(l) {
+        let mut skipped = Vec::new();
+        while lines.next_line().is_some() {
+            let (number, l) = (lines.number, lines.buf.as_slice());
+            let why = if is_snapshot(l) {
                 match serde_json::from_slice::<Peek>(l) {
                     Ok(p) => {
                         let key = p.kind == "key";
@@ -136,43 +209,71 @@ impl Recording {
                             p.time
                         };
                         match time {
-                            Some(time) => marks.push(Mark { key, time }),
-                            None => {
-                                truncated = Some("a snapshot line without a time".into());
-                                break;
+                            Some(time) if TIMES.contains(&time) => {
+                                marks.push(Mark {
+                                    key,
+                                    time,
+                                    line: number,
+                                });
+                                continue;
                             }
+                            Some(time) => format!("a snapshot time out of range ({time})"),
+                            None => "a snapshot line without a time".into(),
                         }
                     }
-                    Err(e) => {
-                        truncated = Some(format!("stopped at an unreadable line: {e}"));
-                        break;
-                    }
+                    Err(e) => format!("unreadable ({e})"),
                 }
             } else {
                 match serde_json::from_slice::<Entry>(l) {
-                    Ok(Entry::Audit { time, record }) => audit.push((time, *record)),
-                    Ok(_) => {}
-                    Err(e) => {
-                        truncated = Some(format!("stopped at an unreadable line: {e}"));
-                        break;
+                    Ok(Entry::Audit { time, record }) => {
+                        audit.push((time, *record));
+                        continue;
                     }
+                    Ok(_) => continue,
+                    Err(e) => format!("unreadable ({e})"),
                 }
-            }
+            };
+            skipped.push(format!("line {number}: {why}; skipped"));
         }
-        let truncated = truncated.or(lines.cut);
+        let truncated = lines.cut.take();
+        skipped.append(&mut lines.too_long);
+        skipped.sort_by_key(|w| line_of(w));
         if !marks.iter().any(|m| m.key) {
             return Err(format!(
-                "{}: the recording holds no snapshot",
-                path.display()
+                "{}: the recording holds no snapshot{}",
+                path.display(),
+                skipped
+                    .first()
+                    .map_or(String::new(), |w| format!(" that can be read ({w})"))
             ));
         }
         Ok(Recording {
             path: path.to_path_buf(),
             header,
-            marks,
+            marks: marks.into(),
             audit,
             truncated,
+            skipped,
         })
+    }
+
+    /// What was wrong with the file, a line each: how it ended early and
+    /// the lines skipped (the first 20, then how many more).
+    pub fn damage(&self) -> Vec<String> {
+        let name = self.path.display();
+        let mut out: Vec<String> = self
+            .truncated
+            .iter()
+            .map(|t| format!("{name}: {t}"))
+            .collect();
+        out.extend(self.skipped.iter().take(20).map(|w| format!("{name} {w}")));
+        if self.skipped.len() > 20 {
+            out.push(format!(
+                "{name}: and {} more line(s) skipped",
+                self.skipped.len() - 20
+            ));
+        }
+        out
     }
 
     /// The first and last snapshot times.
@@ -183,7 +284,8 @@ impl Recording {
     }
 
     /// A cursor on the snapshot the source had delivered at `t` (the last
-    /// one at or before it), replayed from the keyframe before it.
+    /// one at or before it), replayed from the keyframe before it (an
+    /// earlier one when that keyframe cannot be parsed).
     pub fn cursor_at(&self, t: Timestamp) -> Result<Cursor, String> {
         let (lo, _) = self.span();
         if t < lo {
@@ -193,39 +295,41 @@ impl Recording {
                 crate::text::datetime(lo)
             ));
         }
-        let key = self
+        let keys = self
             .marks
             .iter()
-            .rposition(|m| m.key && m.time <= t)
-            .ok_or("no keyframe before that time")?;
-        let mut lines = Lines::open(&self.path)?;
-        // Skip to the keyframe without parsing what comes before it.
-        let mut seen = 0usize;
-        let first = loop {
-            let Some(l) = lines.next_line() else {
+            .enumerate()
+            .filter(|(_, m)| m.key && m.time <= t)
+            .map(|(i, _)| i)
+            .rev();
+        let mut last_error = "no keyframe before that time".to_string();
+        for key in keys {
+            let mut lines = Lines::open(&self.path)?;
+            let Some(l) = lines.seek_line(self.marks[key].line) else {
                 return Err(lines.cut.unwrap_or_else(|| "the recording changed".into()));
             };
-            if !is_snapshot(l) {
-                continue;
+            let cluster = match parse(l) {
+                Ok(Entry::Key { cluster }) => cluster,
+                Ok(_) => return Err("the index and the file disagree".into()),
+                Err(e) => {
+                    last_error = format!("line {}: {e}", self.marks[key].line);
+                    tracing::warn!("recording {}: {last_error}; skipped", self.path.display());
+                    continue;
+                }
+            };
+            let mut c = Cursor {
+                lines,
+                marks: self.marks.clone(),
+                current: *cluster,
+                ahead: None,
+                next_mark: key + 1,
+            };
+            while c.next_time_of_mark().is_some_and(|x| x <= t) {
+                c.step()?;
             }
-            if seen == key {
-                break parse(l)?;
-            }
-            seen += 1;
-        };
-        let Entry::Key { cluster } = first else {
-            return Err("the index and the file disagree".into());
-        };
-        let mut c = Cursor {
-            lines,
-            current: *cluster,
-            ahead: None,
-            next_mark: key + 1,
-        };
-        while c.next_time_of(&self.marks).is_some_and(|x| x <= t) {
-            c.step()?;
+            return Ok(c);
         }
-        Ok(c)
+        Err(last_error)
     }
 
     /// The snapshot the source had delivered at `t`.
@@ -237,6 +341,8 @@ impl Recording {
     pub fn states(&self) -> States {
         States {
             lines: Lines::open(&self.path),
+            marks: self.marks.clone(),
+            next_mark: 0,
             current: None,
             done: false,
         }
@@ -275,30 +381,47 @@ fn parse(line: &[u8]) -> Result<Entry, String> {
 /// A position in a recording: the snapshot at it, and the way on.
 pub struct Cursor {
     lines: Lines,
+    marks: Arc<[Mark]>,
     pub current: Cluster,
     /// The next snapshot entry, read ahead.
     ahead: Option<Entry>,
-    /// Its index in the marks.
+    /// The index in the marks of the next entry to read.
     next_mark: usize,
 }
 
+/// Reads the snapshot entry of the next mark that parses, from `*next`
+/// on; a line that the index took for one but that does not parse is
+/// skipped, with a warning naming it.
+fn read_mark(lines: &mut Lines, marks: &[Mark], next: &mut usize) -> Option<Entry> {
+    while let Some(m) = marks.get(*next) {
+        *next += 1;
+        let l = lines.seek_line(m.line)?;
+        match parse(l) {
+            Ok(e) => return Some(e),
+            Err(e) => tracing::warn!("recording line {}: {e}; skipped", m.line),
+        }
+    }
+    None
+}
+
+/// The line number a `line N: …` warning names.
+fn line_of(w: &str) -> u64 {
+    w.strip_prefix("line ")
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 impl Cursor {
-    fn next_time_of(&self, marks: &[Mark]) -> Option<Timestamp> {
-        marks.get(self.next_mark).map(|m| m.time)
+    /// The time of the next mark (what the index says comes next).
+    fn next_time_of_mark(&self) -> Option<Timestamp> {
+        self.marks.get(self.next_mark).map(|m| m.time)
     }
 
     /// The next snapshot entry, read ahead without applying it.
     pub fn peek(&mut self) -> Result<Option<&Entry>, String> {
         if self.ahead.is_none() {
-            loop {
-                let Some(l) = self.lines.next_line() else {
-                    return Ok(None);
-                };
-                if is_snapshot(l) {
-                    self.ahead = Some(parse(l)?);
-                    break;
-                }
-            }
+            self.ahead = read_mark(&mut self.lines, &self.marks, &mut self.next_mark);
         }
         Ok(self.ahead.as_ref())
     }
@@ -309,10 +432,16 @@ impl Cursor {
         let Some(e) = self.ahead.take() else {
             return Ok(false);
         };
-        self.next_mark += 1;
         match e {
             Entry::Key { cluster } => self.current = *cluster,
-            Entry::Delta(d) => apply(&mut self.current, &d)?,
+            Entry::Delta(d) => {
+                if let Err(e) = apply(&mut self.current, &d) {
+                    tracing::warn!(
+                        "recording: a delta at {} does not apply: {e}; skipped",
+                        d.time
+                    );
+                }
+            }
             _ => {}
         }
         Ok(true)
@@ -335,6 +464,8 @@ impl Cursor {
 /// The snapshots of a recording in order (see `Recording::states`).
 pub struct States {
     lines: Result<Lines, String>,
+    marks: Arc<[Mark]>,
+    next_mark: usize,
     current: Option<Cluster>,
     done: bool,
 }
@@ -354,27 +485,25 @@ impl Iterator for States {
             }
         };
         loop {
-            let Some(l) = lines.next_line() else {
+            let Some(e) = read_mark(lines, &self.marks, &mut self.next_mark) else {
                 self.done = true;
                 return None;
             };
-            if !is_snapshot(l) {
-                continue;
-            }
-            let step = parse(l).and_then(|e| match e {
+            let step = match e {
                 Entry::Key { cluster } => {
                     self.current = Some(*cluster);
                     Ok(())
                 }
                 Entry::Delta(d) => match self.current.as_mut() {
                     Some(c) => apply(c, &d),
-                    None => Err("a delta before any keyframe".into()),
+                    // A delta before any keyframe that could be read.
+                    None => continue,
                 },
                 _ => Ok(()),
-            });
+            };
             if let Err(e) = step {
-                self.done = true;
-                return Some(Err(e));
+                tracing::warn!("recording: a delta does not apply: {e}; skipped");
+                continue;
             }
             return self.current.clone().map(|c| Ok(Arc::new(c)));
         }

@@ -86,6 +86,7 @@ pub fn spawn(
     rec: Recording,
     speed: f64,
 ) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), String> {
+    let damage = rec.damage();
     let mut p = Player::new(rec)?;
     let (tx, rx) = mpsc::channel(16);
     let (ctx, mut crx) = mpsc::channel(8);
@@ -102,6 +103,11 @@ pub fn spawn(
         };
         if !send(p.current()).await {
             return;
+        }
+        for w in damage {
+            if tx.send(Update::Notice(w)).await.is_err() {
+                return;
+            }
         }
         loop {
             let wait = match (paused, p.next_time()) {

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 /// answer for (the end of the recording by default).
 pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, String> {
     let rec = Recording::open(path)?;
-    if let Some(why) = &rec.truncated {
-        crate::text::warn(&format!("{}: {why}", path.display()));
+    for w in rec.damage() {
+        crate::text::warn(&w);
     }
     let (start, end) = rec.span();
     let t = match at {
@@ -113,19 +113,26 @@ async fn record_live(
 /// The console's `--record FILE`: everything the source sends passes on
 /// unchanged; its snapshots, and the audit records written meanwhile, go
 /// to the recording. A recording that fails stops recording, never the
-/// console.
+/// console. The console finishes the file through the returned [`Tap`] on
+/// every way out (q, :q, ctrl-c, a signal, an error).
 pub fn tap(
     mut rx: mpsc::Receiver<Update>,
     file: &Path,
     source: &str,
     log: AuditLog,
-) -> Result<mpsc::Receiver<Update>, String> {
+) -> Result<(mpsc::Receiver<Update>, Tap), String> {
     let mut r = Recorder::create(file, source)?;
     r.follow_audit(log);
     let (tx, out) = mpsc::channel(16);
-    tokio::spawn(async move {
+    let (stop_tx, mut stop) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
         let mut rec = Some(r);
-        while let Some(u) = rx.recv().await {
+        loop {
+            let u = tokio::select! {
+                u = rx.recv() => u,
+                _ = &mut stop => None,
+            };
+            let Some(u) = u else { break };
             if let (Update::Snapshot(c), Some(r)) = (&u, rec.as_mut())
                 && let Err(e) = r.snapshot(c)
             {
@@ -141,10 +148,39 @@ pub fn tap(
             }
         }
         if let Some(r) = rec {
-            let _ = r.finish();
+            let path = r.path.clone();
+            if let Err(e) = r.finish() {
+                tracing::error!("{}: {e}", path.display());
+            }
         }
     });
-    Ok(out)
+    Ok((
+        out,
+        Tap {
+            stop: stop_tx,
+            done,
+        },
+    ))
+}
+
+/// The console's recording, to be finished when the console ends.
+pub struct Tap {
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Tap {
+    /// Stops recording and finishes the file (its last block and the zstd
+    /// frame's end), waiting at most a few seconds.
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        if tokio::time::timeout(std::time::Duration::from_secs(5), self.done)
+            .await
+            .is_err()
+        {
+            tracing::error!("the recording could not be finished within 5 s");
+        }
+    }
 }
 
 /// The scheduler's health numbers for `get kpis`: over a recording (up to
@@ -155,6 +191,9 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
     let mut book = KpiBook::new(window_s);
     if let Some(path) = &settings.replay {
         let rec = Recording::open(path)?;
+        for w in rec.damage() {
+            crate::text::warn(&w);
+        }
         let (start, end) = rec.span();
         let until = match settings.at.as_deref() {
             Some(s) => parse_at(s, start)?,

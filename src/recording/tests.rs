@@ -99,3 +99,91 @@ fn times_on_the_command_line() {
     assert!(parse_at("25:00", start).is_err());
     assert!(parse_at("soon", start).is_err());
 }
+
+/// Decompresses a recording, lets `edit` change its lines, writes it back.
+fn rewrite(path: &std::path::Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let raw = zstd::stream::decode_all(std::fs::File::open(path).expect("open")).expect("decode");
+    let text = String::from_utf8(raw).expect("utf-8");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    edit(&mut lines);
+    let mut out = lines.join("\n");
+    out.push('\n');
+    let packed = zstd::stream::encode_all(out.as_bytes(), 3).expect("encode");
+    std::fs::write(path, packed).expect("write");
+}
+
+/// One bad line in the middle, whatever is wrong with it, is skipped and
+/// named by its line number; every snapshot around it is still replayed,
+/// and seeking past it works.
+#[test]
+fn bad_lines_in_the_middle_are_skipped_and_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    let live = night(40, &path);
+    rewrite(&path, |lines| {
+        // Lines: 1 header, 2 keyframe, 3.. deltas. After the delta of
+        // snapshot 20 (line 21): garbage, a delta without a time, and
+        // deltas stamped with a negative, the smallest and a huge time.
+        let bad = [
+            "this is not JSON at all".to_string(),
+            r#"{"kind":"delta"}"#.to_string(),
+            r#"{"kind":"delta","time":-5}"#.to_string(),
+            format!(r#"{{"kind":"delta","time":{}}}"#, i64::MIN),
+            format!(r#"{{"kind":"delta","time":{}}}"#, i64::MAX),
+        ];
+        for (k, l) in bad.into_iter().enumerate() {
+            lines.insert(21 + k, l);
+        }
+    });
+    let rec = Recording::open(&path).expect("opens");
+    assert_eq!(rec.skipped.len(), 5, "{:?}", rec.skipped);
+    for (k, w) in rec.skipped.iter().enumerate() {
+        assert!(w.starts_with(&format!("line {}:", 22 + k)), "{w}");
+    }
+    assert_eq!(
+        rec.span(),
+        (live[0].time, live[39].time),
+        "the bad times are not the span"
+    );
+    let replayed: Vec<Arc<Cluster>> = rec.states().collect::<Result<_, _>>().expect("states");
+    assert_eq!(replayed.len(), 40, "every good snapshot");
+    assert_eq!(
+        *replayed[39], *live[39],
+        "the state after the bad lines is whole"
+    );
+    assert_eq!(
+        rec.state_at(live[30].time).expect("seek past them"),
+        *live[30]
+    );
+    let d = rec.damage();
+    assert!(d.iter().any(|w| w.contains("line 22: unreadable")), "{d:?}");
+}
+
+/// A clock that jumps decades between two snapshots: the report looks
+/// where snapshots are, not at every five minutes of the decades between.
+#[test]
+fn a_report_over_a_decades_long_jump_finishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jump.nsrec");
+    night(30, &path);
+    rewrite(&path, |lines| {
+        let last = lines.len() - 1;
+        let mut v: serde_json::Value = serde_json::from_str(&lines[last]).expect("delta");
+        let t = v["time"].as_i64().expect("time") + 60 * 365 * 86_400;
+        v["time"] = t.into();
+        lines[last] = v.to_string();
+    });
+    let rec = Recording::open(&path).expect("opens");
+    let (from, to) = rec.span();
+    assert!(to - from > 50 * 365 * 86_400);
+    let r = crate::postmortem::report(
+        &rec,
+        &crate::engine::SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    )
+    .expect("report");
+    assert!(
+        !r.incidents.is_empty(),
+        "the sim night's incidents are there"
+    );
+}
