@@ -144,6 +144,7 @@ pub struct KubeFile {
     pub namespace: Option<String>,
     pub cluster_name: Option<String>,
     pub evict_timeout_s: Option<f64>,
+    pub request_timeout_s: Option<f64>,
 }
 
 fn kube_config(
@@ -161,6 +162,10 @@ fn kube_config(
         cluster_name: file.cluster_name.clone(),
         interval: Duration::from_secs(10),
         evict_timeout,
+        request_timeout: match file.request_timeout_s {
+            Some(s) => seconds(s, "kube.request_timeout_s")?,
+            None => Duration::from_secs(30),
+        },
     })
 }
 

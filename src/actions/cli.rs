@@ -264,7 +264,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &executor,
         &log,
         &who,
-        Duration::from_secs(60),
+        settings.action_timeout,
         now,
     ))?;
     crate::outln!("{}", sanitize(&done.message));

@@ -183,6 +183,7 @@ async fn slurm_step(
                 verified: true,
                 observed: format!("{} (the call reported: {e})", o.observed),
                 error: None,
+                unchanged: false,
             },
             Ok(o) => Step {
                 what,
@@ -190,6 +191,7 @@ async fn slurm_step(
                 verified: false,
                 observed: o.observed,
                 error: Some(e),
+                unchanged: false,
             },
             Err(_) => unsent(what, e),
         },

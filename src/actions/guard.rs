@@ -38,6 +38,9 @@ pub struct Preview {
     pub forced: bool,
     /// The open incident on the node this acts on, for the audit.
     pub incident: Option<String>,
+    /// The node acted on was in service when the preview was made (a drain
+    /// of a node that someone took out meanwhile must not go on).
+    pub node_in_service: bool,
 }
 
 /// How the operator answered.
@@ -202,6 +205,11 @@ pub fn preview(
         token,
         warnings,
         forced: force,
+        node_in_service: a
+            .on_node()
+            .then(|| c.node(a.target()))
+            .flatten()
+            .is_some_and(|n| n.state.schedulable()),
         incident: a
             .on_node()
             .then(|| base.node_incident(a.target()))
@@ -217,6 +225,40 @@ pub fn preview(
                 )
             }),
     }
+}
+
+/// Why a node action previewed on a node in service must not go on now:
+/// another drain or cordon of it is in flight (an intent without an
+/// outcome in the shared audit log), or the newest data shows it taken out
+/// since the preview. Sending it would overwrite that one's reason, and its
+/// undo would undo the other operator's work.
+fn taken_meanwhile(p: &Preview, now: &Check<'_>, log: &AuditLog) -> Option<String> {
+    let node = p.action.takes_out()?;
+    if p.no_op {
+        return None;
+    }
+    // Within the breaker's window: an intent interrupted days ago is the
+    // start-up warning's business, not a drain in flight.
+    let since = audit::now() - now.policy.window.as_secs() as i64;
+    if let Some(r) = log.unfinished().into_iter().rev().find(|r| {
+        r.target == node && r.time >= since && (r.action == "drain" || r.action == "cordon")
+    }) {
+        return Some(format!(
+            "{} of {node} by {} since {} is in flight (no outcome yet); wait for it, then look again",
+            r.action,
+            crate::text::sanitize(&r.operator),
+            crate::text::datetime(r.time)
+        ));
+    }
+    let out = now
+        .cluster
+        .node(node)
+        .is_some_and(|n| !n.state.schedulable());
+    (p.node_in_service && out).then(|| {
+        format!(
+            "{node} was taken out of service since the preview (by someone else?); preview again"
+        )
+    })
 }
 
 /// An audit log that cannot be read refuses every action: the breaker
@@ -334,6 +376,9 @@ pub async fn run(
         {
             return Err(format!("refused at execute time: {r}; nothing sent"));
         }
+        if let Some(why) = taken_meanwhile(p, &now, log) {
+            return Err(format!("refused at execute time: {why}; nothing sent"));
+        }
         log.write(&record(p, who, &id, "intent", None))
             .map_err(|e| format!("{e}; nothing sent"))
     })??;
@@ -375,6 +420,7 @@ pub async fn run(
                             timeout.as_secs()
                         )),
                     },
+                    unchanged: false,
                 }])
             }
         }
@@ -385,7 +431,8 @@ pub async fn run(
         message.push_str(&format!(" (audit outcome not written: {e})"));
     }
     // Something was done: offer to undo it, even after a partial outcome.
-    let done_something = !outcome.no_op && outcome.steps.first().is_some_and(|s| s.ok);
+    let done_something =
+        !outcome.no_op && outcome.steps.first().is_some_and(|s| s.ok && !s.unchanged);
     let undo = if done_something { p.undo.clone() } else { None };
     if let Some(u) = &undo {
         message.push_str(&format!("; undo: {}", u.command_line()));

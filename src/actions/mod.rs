@@ -108,9 +108,12 @@ impl Action {
     /// when nothing can (a requeued job cannot be un-requeued).
     pub fn undo(&self, before: &Cluster) -> Option<Action> {
         match self {
-            Action::Cordon { node, .. } | Action::Drain { node, .. } => {
-                Some(Action::Resume { node: node.clone() })
-            }
+            // Back in service only when it was in service before: a drain
+            // of a node someone else had cordoned is not undone by a resume.
+            Action::Cordon { node, .. } | Action::Drain { node, .. } => before
+                .node(node)
+                .is_none_or(|n| n.state.schedulable())
+                .then(|| Action::Resume { node: node.clone() }),
             // Back out of service as it was, with its old reason.
             Action::Resume { node } => before.node(node).and_then(|n| {
                 let reason = n.reason.clone().unwrap_or_else(|| "undo resume".into());

@@ -583,6 +583,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         verified: false,
         observed: String::new(),
         error: Some("refused".into()),
+        unchanged: false,
     }]));
     b.log.write(&intent).expect("write");
     assert_eq!(
@@ -770,4 +771,79 @@ fn an_unreadable_audit_log_refuses_every_action() {
         err.contains("not a regular file") && err.contains("nothing sent"),
         "{err}"
     );
+}
+
+/// Two operators drain the same node at once: the second is refused while
+/// the first is in flight (its intent has no outcome yet), instead of
+/// overwriting its reason and offering an undo that would undo it.
+#[test]
+fn a_second_drain_while_the_first_is_in_flight_is_refused() {
+    let b = bench();
+    b.log
+        .write(&intent("other", "h100-07", super::audit::now()))
+        .expect("write");
+    let err = run(
+        &b,
+        &drain("h100-07"),
+        "h100-07",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect_err("refused");
+    assert!(
+        err.contains("in flight") && err.contains("nothing sent"),
+        "{err}"
+    );
+    assert!(
+        snapshot(&b.sim)
+            .node("h100-07")
+            .is_some_and(|n| n.state.schedulable()),
+        "nothing was sent"
+    );
+    // An intent interrupted long ago does not block the node for ever.
+    let b = bench();
+    b.log.write(&intent("old", "h100-07", 1)).expect("write");
+    run(
+        &b,
+        &drain("h100-07"),
+        "h100-07",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect("an old interrupted intent does not block");
+}
+
+/// Previewed on a node in service, confirmed after someone else took it
+/// out: refused (it would overwrite their reason, and its undo would put
+/// their node back in service).
+#[test]
+fn a_node_taken_out_since_the_preview_is_not_acted_on() {
+    let b = bench();
+    let p = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    assert!(
+        p.undo.is_some(),
+        "in service at preview: a resume undoes it"
+    );
+    run(
+        &b,
+        &Action::Cordon {
+            node: "h100-07".into(),
+            reason: "theirs".into(),
+        },
+        "y",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect("someone else's cordon");
+    let err = execute(&b, &p, "h100-07", &Policy::default(), Duration::ZERO).expect_err("refused");
+    assert!(err.contains("since the preview"), "{err}");
+    let c = snapshot(&b.sim);
+    assert_eq!(
+        c.node("h100-07").and_then(|n| n.reason.clone()).as_deref(),
+        Some("theirs"),
+        "their reason stands"
+    );
+    // A drain previewed on the cordoned node now: no resume as its undo.
+    let p = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    assert_eq!(p.undo, None, "{:?}", p.undo);
 }

@@ -288,6 +288,7 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
         warnings: Vec::new(),
         forced: false,
         incident: None,
+        node_in_service: true,
     };
     a.update(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
@@ -347,6 +348,7 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
             verified: true,
             observed: "h100-03 is drain".into(),
             error: None,
+            unchanged: false,
         }]),
         undo: Some(undo.clone()),
         message: "done".into(),

@@ -13,6 +13,10 @@ pub struct Step {
     pub observed: String,
     /// The scheduler's own text when it failed.
     pub error: Option<String>,
+    /// It was already so (another operator's cordon): nothing was changed,
+    /// so there is nothing of this action's to undo.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
 }
 
 /// What re-reading the scheduler showed after a change was sent.
@@ -33,6 +37,7 @@ impl Step {
             verified: o.verified,
             observed: o.observed,
             error: None,
+            unchanged: false,
         }
     }
 
@@ -44,6 +49,7 @@ impl Step {
             verified: false,
             observed: String::new(),
             error: Some(error),
+            unchanged: false,
         }
     }
 

@@ -235,9 +235,7 @@ impl Executor {
     pub async fn execute(&self, a: &Action) -> Vec<Step> {
         let what = format!("{} {}", a.verb(), a.target());
         match a {
-            Action::Cordon { node, reason } => {
-                vec![self.node_step(what, &cordon_call(node, reason), a).await]
-            }
+            Action::Cordon { node, reason } => vec![self.cordon_step(what, node, reason, a).await],
             Action::Resume { node } => vec![self.node_step(what, &uncordon_call(node), a).await],
             Action::SetReason { node, reason } => {
                 vec![self.node_step(what, &reason_call(node, reason), a).await]
@@ -248,11 +246,7 @@ impl Executor {
                     reason: reason.clone(),
                 };
                 let first = self
-                    .node_step(
-                        format!("cordon {node}"),
-                        &cordon_call(node, reason),
-                        &cordon,
-                    )
+                    .cordon_step(format!("cordon {node}"), node, reason, &cordon)
                     .await;
                 if !first.ok {
                     return vec![first];
@@ -321,6 +315,30 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Cordons, unless the node is cordoned already (another operator's
+    /// drain, maybe under way): then its reason is kept, nothing is sent,
+    /// and the step says so — there is nothing of this action's to undo.
+    async fn cordon_step(&self, what: String, node: &str, reason: &str, check: &Action) -> Step {
+        if let Ok(n) = self.get(&node_path(node)).await
+            && n["spec"]["unschedulable"] == true
+        {
+            let theirs = n["metadata"]["annotations"][REASON]
+                .as_str()
+                .map_or(String::new(), |r| format!(" (reason {r:?}, kept)"));
+            let mut step = Step::sent(
+                what,
+                Outcome {
+                    verified: true,
+                    observed: format!("node {node}: already cordoned by someone else{theirs}"),
+                },
+            );
+            step.unchanged = true;
+            return step;
+        }
+        self.node_step(what, &cordon_call(node, reason), check)
+            .await
     }
 
     async fn node_step(&self, what: String, call: &Call, check: &Action) -> Step {

@@ -119,44 +119,78 @@ pub fn time(v: &Value) -> Option<Timestamp> {
         .map(|d| d.timestamp())
 }
 
-/// A Kubernetes quantity as a whole count (`8`, `"8"`, `"1k"`).
+/// A Kubernetes quantity as a whole count (`8`, `"8"`, `"1k"`), leniently:
+/// `None` when absent or not a count in range.
 fn count(v: &Value) -> Option<u32> {
-    match v {
-        Value::Number(n) => n.as_u64().map(|n| n.min(u32::MAX as u64) as u32),
-        Value::String(s) => s.trim().parse::<u32>().ok().or_else(|| {
-            units::parse_count(s)
-                .ok()
-                .map(|n| n.min(u32::MAX as u64) as u32)
-        }),
-        _ => None,
-    }
+    bounded(v, u64::from(u32::MAX)).ok().flatten()
 }
 
-/// Whole GPUs and MIG slices a pod asks for (limits, else requests).
+/// A Kubernetes quantity that must be a whole count in `0..=max`: `Ok(None)`
+/// when absent, an error saying what is wrong with it otherwise (negative,
+/// fractional, not a quantity, over `max`). Never clamped: a count nightshift
+/// cannot believe is reported, not shown as something else.
+fn bounded(v: &Value, max: u64) -> Result<Option<u32>, String> {
+    let n = match v {
+        Value::Null => return Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .ok_or_else(|| format!("{n} is not a whole count ≥ 0"))?,
+        Value::String(t) => match t.trim().parse::<u64>() {
+            Ok(n) => n,
+            Err(_) => units::parse_count(t)?,
+        },
+        other => return Err(format!("{other} is not a quantity")),
+    };
+    if n > max {
+        return Err(format!("{n} is more than {max}"));
+    }
+    u32::try_from(n)
+        .map(Some)
+        .map_err(|_| format!("{n} is out of range"))
+}
+
+/// Whole GPUs and MIG slices a pod asks for (limits, else requests),
+/// leniently (a count out of range is none).
 pub fn pod_gpus(pod: &Value) -> (u32, u32) {
+    pod_gpus_checked(pod).unwrap_or((0, 0))
+}
+
+/// Whole GPUs and MIG slices a pod asks for; an error naming the container
+/// and key when one is not a count up to `limits.max_gpus_per_node`.
+fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), String> {
+    let max = u64::from(crate::limits::get().max_gpus_per_node);
     let mut whole = 0u32;
     let mut mig = 0u32;
     let containers = pod["spec"]["containers"].as_array().into_iter().flatten();
     for c in containers {
         let res = &c["resources"];
-        let map = res["limits"]
+        let (which, map) = match res["limits"]
             .as_object()
             .filter(|m| m.keys().any(|k| k.starts_with("nvidia.com/")))
-            .or_else(|| res["requests"].as_object());
+        {
+            Some(m) => ("limits", Some(m)),
+            None => ("requests", res["requests"].as_object()),
+        };
         for (k, v) in map.into_iter().flatten() {
-            if k == GPU {
-                whole = whole.saturating_add(count(v).unwrap_or(0));
-            } else if k.starts_with("nvidia.com/mig-") {
-                mig = mig.saturating_add(count(v).unwrap_or(0));
+            if k != GPU && !k.starts_with("nvidia.com/mig-") {
+                continue;
             }
+            let n = bounded(v, max).map_err(|e| {
+                format!(
+                    "container {} resources.{which}.{k}: {e} (limits.max_gpus_per_node)",
+                    c["name"].as_str().unwrap_or("?")
+                )
+            })?;
+            let slot = if k == GPU { &mut whole } else { &mut mig };
+            *slot = slot.saturating_add(n.unwrap_or(0));
         }
     }
-    (whole, mig)
-}
-
-fn is_gpu_pod(pod: &Value) -> bool {
-    let (w, m) = pod_gpus(pod);
-    w + m > 0
+    if u64::from(whole) > max {
+        return Err(format!(
+            "asks for {whole} GPUs in all, more than {max} (limits.max_gpus_per_node)"
+        ));
+    }
+    Ok((whole, mig))
 }
 
 fn condition<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
@@ -193,8 +227,20 @@ pub fn selects(selector: &Value, labels: &Value) -> bool {
 }
 
 /// The whole snapshot.
-pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
-    let mut nodes: Vec<Node> = o.of("nodes").filter_map(node_of).collect();
+/// A snapshot, and a line for each object (or value) skipped because it
+/// could not be believed.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    pub cluster: Cluster,
+    pub warnings: Vec<String>,
+}
+
+pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
+    let mut warnings = Vec::new();
+    let mut nodes: Vec<Node> = o
+        .of("nodes")
+        .filter_map(|v| node_of(v, &mut warnings))
+        .collect();
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let node_labels: HashMap<String, BTreeMap<String, String>> = nodes
         .iter()
@@ -266,7 +312,15 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
 
     // Gangs.
     let mut gangs: BTreeMap<(String, String, String), Gang> = BTreeMap::new();
-    for p in o.of("pods").filter(|p| is_gpu_pod(p)) {
+    for p in o.of("pods") {
+        match pod_gpus_checked(p) {
+            Ok((w, m)) if w + m > 0 => {}
+            Ok(_) => continue,
+            Err(e) => {
+                warnings.push(format!("pod {}: {e}; skipped", key(p)));
+                continue;
+            }
+        }
         let ns = s(p, &["metadata", "namespace"])
             .unwrap_or("default")
             .to_string();
@@ -395,9 +449,19 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
     }
 
     let mut quotas: Vec<Quota> = Vec::new();
+    let mut quota_count = |obj: &str, field: &str, v: &Value| -> Option<Option<u32>> {
+        match bounded(v, u64::from(u32::MAX)) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                warnings.push(format!("{obj}: {field} {e}; not read"));
+                None
+            }
+        }
+    };
     for cq in o.of("clusterqueues") {
         let name = s(cq, &["metadata", "name"]).unwrap_or_default();
-        let mut limit = 0u32;
+        let obj = format!("ClusterQueue {name}");
+        let mut limit = Some(0u32);
         let mut any = false;
         for g in cq["spec"]["resourceGroups"]
             .as_array()
@@ -408,7 +472,13 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
                 for r in f["resources"].as_array().into_iter().flatten() {
                     if r["name"] == GPU {
                         any = true;
-                        limit += count(&r["nominalQuota"]).unwrap_or(0);
+                        // One unbelievable flavor quota: the limit is unknown.
+                        let n =
+                            quota_count(&obj, "nominalQuota of nvidia.com/gpu", &r["nominalQuota"]);
+                        limit = match (limit, n) {
+                            (Some(l), Some(n)) => Some(l.saturating_add(n.unwrap_or(0))),
+                            _ => None,
+                        };
                     }
                 }
             }
@@ -419,17 +489,24 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
             .flatten()
             .flat_map(|f| f["resources"].as_array().into_iter().flatten())
             .filter(|r| r["name"] == GPU)
-            .filter_map(|r| count(&r["total"]))
-            .sum();
+            .filter_map(|r| {
+                quota_count(&obj, "flavorsUsage total of nvidia.com/gpu", &r["total"]).flatten()
+            })
+            .fold(0, u32::saturating_add);
         quotas.push(Quota {
             account: name.into(),
-            gpu_limit: any.then_some(limit),
+            gpu_limit: limit.filter(|_| any),
             gpus_in_use: used,
         });
     }
     for q in o.of("queues") {
         let name = s(q, &["metadata", "name"]).unwrap_or_default();
-        let limit = count(&q["spec"]["capability"][GPU]);
+        let limit = quota_count(
+            &format!("Queue {name}"),
+            "spec.capability.nvidia.com/gpu",
+            &q["spec"]["capability"][GPU],
+        )
+        .flatten();
         let used = jobs
             .iter()
             .filter(|j| j.state.holds_resources() && j.account.as_deref() == Some(name))
@@ -453,7 +530,10 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Cluster {
         quotas,
     };
     c.events = events(o, &c);
-    c
+    Mapped {
+        cluster: c,
+        warnings,
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// How to reach the cluster, as kubectl does.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct KubeConfig {
     /// A kubeconfig file; else `$KUBECONFIG`, `~/.kube/config`, in-cluster.
     pub kubeconfig: Option<PathBuf>,
@@ -32,6 +32,24 @@ pub struct KubeConfig {
     pub interval: Duration,
     /// How long a drain retries evictions that a PodDisruptionBudget refuses.
     pub evict_timeout: Duration,
+    /// The longest wait for a connection or for the next bytes of an answer
+    /// (`kube.request_timeout_s`): a server that accepts and never answers
+    /// fails a request in this time, never holds it forever.
+    pub request_timeout: Duration,
+}
+
+impl Default for KubeConfig {
+    fn default() -> Self {
+        KubeConfig {
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            cluster_name: None,
+            interval: Duration::from_secs(10),
+            evict_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// A connected client and the cluster's name.
@@ -39,23 +57,65 @@ pub struct Connection {
     pub client: kube::Client,
     pub cluster: String,
     pub namespace: Option<String>,
+    /// The API server's address, named in every error.
+    pub url: String,
 }
 
-fn kube_error(what: &str, e: impl std::fmt::Display) -> SourceError {
-    let detail = crate::text::one_line(&e.to_string(), 300);
+/// An error with its causes, outermost first, each said once: kube's own
+/// text is only "ServiceError: client error (Connect)", the reason
+/// (refused, a certificate, TLS to a plain-HTTP port, a timeout) is in the
+/// sources beneath it.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = cur {
+        let t = x.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = x.source();
+    }
+    crate::text::one_line(&parts.join(": "), 400)
+}
+
+fn kube_error(what: &str, e: &(dyn std::error::Error + 'static)) -> SourceError {
     SourceError::Unreachable {
         what: what.to_string(),
-        detail,
+        detail: causes(e),
     }
+}
+
+/// A kubeconfig error in one line. A YAML error is given by its place only:
+/// its text quotes the lines around it, and a kubeconfig holds tokens and
+/// keys that must never reach a terminal or a log.
+fn kubeconfig_error(
+    path: Option<&std::path::Path>,
+    e: &kube::config::KubeconfigError,
+) -> SourceError {
+    use kube::config::KubeconfigError;
+    let file = path.map_or(String::new(), |p| format!(" {}", p.display()));
+    SourceError::Other(match e {
+        KubeconfigError::Parse(y) => format!(
+            "kubeconfig{file}: not valid YAML{} (its text is not shown: a kubeconfig holds credentials)",
+            y.location().map_or(String::new(), |l| format!(
+                " at line {}, column {}",
+                l.line(),
+                l.column()
+            ))
+        ),
+        other => format!(
+            "kubeconfig{file}: {}",
+            crate::text::one_line(&other.to_string(), 300)
+        ),
+    })
 }
 
 /// Connects as kubectl would: the named kubeconfig (or `$KUBECONFIG`,
 /// `~/.kube/config`) and context, else the in-cluster service account.
 pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
     use kube::config::{Config, KubeConfigOptions, Kubeconfig};
-    let bad = |e: &dyn std::fmt::Display| SourceError::Other(format!("kubeconfig: {e}"));
     let file = match &cfg.kubeconfig {
-        Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| bad(&e))?),
+        Some(p) => Some(Kubeconfig::read_from(p).map_err(|e| kubeconfig_error(Some(p), &e))?),
         None => Kubeconfig::read().ok(),
     };
     let (config, cluster) = match file {
@@ -74,7 +134,7 @@ pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
             };
             let config = Config::from_custom_kubeconfig(kc, &opts)
                 .await
-                .map_err(|e| bad(&e))?;
+                .map_err(|e| kubeconfig_error(cfg.kubeconfig.as_deref(), &e))?;
             (config, cluster)
         }
         None => (
@@ -92,11 +152,21 @@ pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
     // watcher has its own backoff).
     let mut config = config;
     config.default_retry = false;
-    let client = kube::Client::try_from(config).map_err(|e| kube_error("kubernetes", e))?;
+    // Every request has a deadline: connecting, and each wait for the next
+    // bytes of an answer (counted from the request, not from when a pooled
+    // connection went idle). Watches end on the server's side before it.
+    config.connect_timeout = Some(cfg.request_timeout);
+    config.read_timeout = Some(cfg.request_timeout);
+    config.write_timeout = Some(cfg.request_timeout);
+    config.reset_reader_on_write = true;
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config)
+        .map_err(|e| kube_error(&format!("kubernetes at {url}"), &e))?;
     Ok(Connection {
         client,
         cluster: cfg.cluster_name.clone().unwrap_or(cluster),
         namespace,
+        url,
     })
 }
 
@@ -122,8 +192,9 @@ fn core(kind: &'static str, group: &str, version: &str, k: &str, namespaced: boo
 
 /// The resources to read: the built-in ones, and the Kueue and Volcano
 /// kinds whose CRDs the server serves (discovery says; absent ones are
-/// logged once and not used). Returns notes for the log.
-pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
+/// logged once and not used). Returns notes for the log. A server that does
+/// not answer is an error, never taken for one without Kueue or Volcano.
+pub async fn resources(conn: &Connection) -> Result<(Vec<Watched>, Vec<String>), SourceError> {
     let mut out = vec![
         core("nodes", "", "v1", "Node", false),
         core("pods", "", "v1", "Pod", true),
@@ -150,7 +221,7 @@ pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
         ),
         ("scheduling.volcano.sh", &["podgroups", "queues"][..]),
     ] {
-        match kube::discovery::oneshot::group(client, group).await {
+        match kube::discovery::oneshot::group(&conn.client, group).await {
             Ok(g) => {
                 let served = g.recommended_resources();
                 for want in kinds {
@@ -168,13 +239,19 @@ pub async fn resources(client: &kube::Client) -> (Vec<Watched>, Vec<String>) {
                     }
                 }
             }
-            Err(e) => notes.push(format!(
+            Err(kube::Error::Discovery(e)) => notes.push(format!(
                 "{group} is not served (no CRD): not used ({})",
                 crate::text::one_line(&e.to_string(), 300)
             )),
+            Err(e) => {
+                return Err(kube_error(
+                    &format!("kubernetes at {} (discovery of {group})", conn.url),
+                    &e,
+                ));
+            }
         }
     }
-    (out, notes)
+    Ok((out, notes))
 }
 
 /// Kueue's visibility API, when served: each ClusterQueue's pending
@@ -237,7 +314,7 @@ fn value(o: &DynamicObject, w: &Watched) -> Value {
 /// Everything, listed once (for `get`, `why`, … and actions).
 pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, SourceError> {
     let conn = connect(cfg).await?;
-    let (watched, notes) = resources(&conn.client).await;
+    let (watched, notes) = resources(&conn).await?;
     for n in notes {
         tracing::info!("{n}");
     }
@@ -246,7 +323,7 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
         let list = api(&conn, w)
             .list(&ListParams::default())
             .await
-            .map_err(|e| api_error(&format!("list {}", w.kind), e))?;
+            .map_err(|e| api_error(&format!("list {} at {}", w.kind, conn.url), e))?;
         let m = objects.by_kind.entry(w.kind).or_default();
         for o in &list.items {
             let v = value(o, w);
@@ -260,7 +337,12 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
             m.insert(map::key(&v), v);
         }
     }
-    Ok(map::cluster(&conn.cluster, &objects, crate::host::now()))
+    let m = map::cluster(&conn.cluster, &objects, crate::host::now());
+    for w in &m.warnings {
+        tracing::warn!("kube: {w}");
+        crate::text::warn(w);
+    }
+    Ok(m.cluster)
 }
 
 /// A kube error as the source's error type.
@@ -284,8 +366,14 @@ pub fn api_error(what: &str, e: kube::Error) -> SourceError {
                 },
             }
         }
-        other => kube_error(what, other),
+        other => kube_error(what, &other),
     }
+}
+
+/// The `timeoutSeconds` of a watch: a little under the read deadline, so
+/// that a quiet watch ends on the server's side and is resumed.
+fn watch_timeout_s(read: Duration) -> u32 {
+    (read.as_secs().saturating_sub(5).max(1)).min(290) as u32
 }
 
 enum Msg {
@@ -305,10 +393,23 @@ enum Msg {
 /// resumed after a 410 Gone re-lists, and the old objects stand until the
 /// new list is complete.
 pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
-    let conn = loop {
-        match connect(&cfg).await {
-            Ok(c) => break c,
+    // Connected and discovered, or said why not and tried again: a server
+    // that is down at start is asked again until it answers, and only then
+    // is it known whether Kueue and Volcano are there.
+    let (conn, watched) = loop {
+        let found = match connect(&cfg).await {
+            Ok(conn) => resources(&conn).await.map(|(w, notes)| (conn, w, notes)),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok((conn, watched, notes)) => {
+                for n in &notes {
+                    tracing::info!("kube: {n}");
+                }
+                break (conn, watched);
+            }
             Err(e) => {
+                tracing::warn!("kube: {e}");
                 if tx.send(Update::failed(Origin::Scheduler, e)).await.is_err() {
                     return;
                 }
@@ -317,16 +418,17 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
         }
     };
     let conn = Arc::new(conn);
-    let (watched, notes) = resources(&conn.client).await;
-    for n in &notes {
-        tracing::info!("kube: {n}");
-    }
+    let kinds: Vec<&str> = watched.iter().map(|w| w.kind).collect();
+    tracing::info!("kube: listing {} from {}", kinds.join(", "), conn.url);
     let (mtx, mut mrx) = mpsc::channel::<Msg>(1024);
     let mut tasks = Vec::new();
+    let cfg_timeout = cfg.request_timeout;
     for w in watched.clone() {
         let (conn, mtx) = (conn.clone(), mtx.clone());
         tasks.push(tokio::spawn(async move {
-            let stream = watcher(api(&conn, &w), watcher::Config::default()).default_backoff();
+            // The server ends each watch before the client's read deadline.
+            let wc = watcher::Config::default().timeout(watch_timeout_s(cfg_timeout));
+            let stream = watcher(api(&conn, &w), wc).default_backoff();
             futures_util::pin_mut!(stream);
             while let Some(ev) = stream.next().await {
                 let msg = match ev {
@@ -335,7 +437,7 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
                     Ok(watcher::Event::InitDone) => Msg::InitDone(w.kind),
                     Ok(watcher::Event::Apply(o)) => Msg::Apply(w.kind, value(&o, &w)),
                     Ok(watcher::Event::Delete(o)) => Msg::Delete(w.kind, map::key(&value(&o, &w))),
-                    Err(e) => Msg::Failed(w.kind, crate::text::one_line(&e.to_string(), 300)),
+                    Err(e) => Msg::Failed(w.kind, format!("{}: {}", conn.url, causes(&e))),
                 };
                 if mtx.send(msg).await.is_err() {
                     return;
@@ -381,6 +483,9 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
     let mut listed: std::collections::HashSet<&'static str> = Default::default();
     let mut failing: std::collections::HashMap<&'static str, String> = Default::default();
     let mut dirty = false;
+    let mut warned: std::collections::HashSet<String> = Default::default();
+    let began = tokio::time::Instant::now();
+    let mut said_waiting = false;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_ok = tokio::time::Instant::now();
     let heartbeat = (cfg.interval / 3).max(Duration::from_secs(1));
@@ -429,12 +534,25 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
             }
             _ = tick.tick() => {
                 let ready = watched.iter().all(|w| listed.contains(w.kind));
+                if !ready && !said_waiting && began.elapsed() >= Duration::from_secs(3) {
+                    // The first list is slow: say what it waits for.
+                    said_waiting = true;
+                    let missing: Vec<&str> = watched.iter().map(|w| w.kind).filter(|k| !listed.contains(k)).collect();
+                    let note = format!("kubernetes at {}: waiting for the first list of {}", conn.url, missing.join(", "));
+                    tracing::info!("{note}");
+                    if tx.send(Update::Notice(note)).await.is_err() { break; }
+                }
                 let mut just_sent = false;
                 if ready && dirty {
                     dirty = false;
                     just_sent = true;
-                    let c = map::cluster(&conn.cluster, &objects, crate::host::now());
-                    if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() { break; }
+                    let m = map::cluster(&conn.cluster, &objects, crate::host::now());
+                    // Each skipped object is logged once, not every snapshot.
+                    for w in m.warnings.iter().filter(|w| !warned.contains(*w)) {
+                        tracing::warn!("kube: {w}");
+                    }
+                    warned = m.warnings.into_iter().collect();
+                    if tx.send(Update::Snapshot(Arc::new(m.cluster))).await.is_err() { break; }
                 }
                 if !failing.is_empty() && last_ok.elapsed() >= heartbeat {
                     // A watch that resumed quietly says nothing: ask the

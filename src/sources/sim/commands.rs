@@ -40,6 +40,7 @@ fn step(what: String, verified: bool, observed: String) -> Step {
         verified,
         observed,
         error: None,
+        unchanged: false,
     }
 }
 
@@ -50,6 +51,7 @@ fn failed(what: String, error: String, observed: String) -> Step {
         verified: false,
         observed,
         error: Some(error),
+        unchanged: false,
     }
 }
 

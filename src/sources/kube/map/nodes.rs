@@ -53,7 +53,7 @@ pub(super) fn gpu_condition(node: &Value) -> Option<&Value> {
     })
 }
 
-pub(super) fn node_of(v: &Value) -> Option<Node> {
+pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
     let name = s(v, &["metadata", "name"])?.to_string();
     let labels: BTreeMap<String, String> = v["metadata"]["labels"]
         .as_object()
@@ -63,20 +63,39 @@ pub(super) fn node_of(v: &Value) -> Option<Node> {
                 .collect()
         })
         .unwrap_or_default();
+    let max = u64::from(crate::limits::get().max_gpus_per_node);
     let alloc = &v["status"]["allocatable"];
-    let whole = count(&alloc[GPU]).unwrap_or(0);
-    let migs: u32 = alloc
+    let gpu_keys = alloc
         .as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| k.starts_with("nvidia.com/mig-"))
-                .filter_map(|(_, v)| count(v))
-                .sum()
-        })
-        .unwrap_or(0);
-    let physical = labels
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() == GPU || k.starts_with("nvidia.com/mig-"));
+    let label = labels
         .get("nvidia.com/gpu.count")
-        .and_then(|c| c.parse().ok());
+        .map(|c| ("label nvidia.com/gpu.count", Value::String(c.clone())));
+    let (mut whole, mut migs, mut physical) = (0u32, 0u32, None);
+    for (key, value) in gpu_keys
+        .map(|(k, v)| (format!("status.allocatable.{k}"), v.clone()))
+        .chain(label.map(|(k, v)| (k.to_string(), v)))
+    {
+        let n = match bounded(&value, max) {
+            Ok(n) => n.unwrap_or(0),
+            Err(e) => {
+                // Never a node with a made-up count, never silently gone.
+                warnings.push(format!(
+                    "node {name}: {key} {e} (limits.max_gpus_per_node); skipped"
+                ));
+                return None;
+            }
+        };
+        if key.starts_with("label") {
+            physical = Some(n);
+        } else if key.ends_with(GPU) {
+            whole = n;
+        } else {
+            migs = migs.saturating_add(n);
+        }
+    }
     // Physical GPUs: GFD's count; else the whole GPUs, plus one for any MIG slices.
     let gpu_count = physical.unwrap_or(whole + u32::from(migs > 0));
     if gpu_count == 0 {

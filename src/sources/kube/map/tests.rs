@@ -7,7 +7,7 @@ use crate::model::{EventKind, JobState, NodeState};
 fn fixture() -> Cluster {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
     let objects = crate::kubelab::load_dir(&dir).expect("fixture");
-    cluster("lab", &Objects::from_values(objects), 1_796_000_000)
+    cluster("lab", &Objects::from_values(objects), 1_796_000_000).cluster
 }
 
 fn epoch(t: &str) -> i64 {
@@ -217,4 +217,72 @@ fn dcgm_exporters_pod_labels_say_which_job_holds_each_gpu() {
         c.node("gpu-06").unwrap().gpus[0].job.as_deref(),
         Some("team-b/data-prep")
     );
+}
+
+/// Values no cluster can hold are skipped with a warning naming the object
+/// and the key, never clamped to something else or dropped in silence.
+#[test]
+fn counts_out_of_bounds_are_skipped_and_named() {
+    let node = |name: &str, gpus: &str| {
+        serde_json::json!({
+            "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"nvidia.com/gpu": gpus},
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        })
+    };
+    let pod = |name: &str, gpus: &str| {
+        serde_json::json!({
+            "kind": "Pod", "metadata": {"namespace": "ml", "name": name},
+            "spec": {"nodeName": "ok-node", "containers": [{"name": "main",
+                "resources": {"limits": {"nvidia.com/gpu": gpus}}}]},
+            "status": {"phase": "Running"}
+        })
+    };
+    let cq = |name: &str, quota: &str| {
+        serde_json::json!({
+            "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"resourceGroups": [{"flavors": [{"name": "default",
+                "resources": [{"name": "nvidia.com/gpu", "nominalQuota": quota}]}]}]}
+        })
+    };
+    let objects = vec![
+        node("ok-node", "8"),
+        node("huge-node", "10000"),
+        node("negative-node", "-8"),
+        pod("fine", "2"),
+        pod("greedy", "99999999999"),
+        cq("sane", "16"),
+        cq("astronomic", "1e30"),
+        cq("negative", "-5"),
+    ];
+    let m = cluster("lab", &Objects::from_values(objects), 1_796_000_000);
+    let names: Vec<&str> = m.cluster.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["ok-node"]);
+    let jobs: Vec<&str> = m.cluster.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(jobs, ["ml/fine"]);
+    let quota = |a: &str| {
+        m.cluster
+            .quotas
+            .iter()
+            .find(|q| q.account == a)
+            .map(|q| q.gpu_limit)
+    };
+    assert_eq!(quota("sane"), Some(Some(16)));
+    assert_eq!(quota("astronomic"), Some(None), "unknown, not 0");
+    assert_eq!(quota("negative"), Some(None), "unknown, not 0");
+    let said = |who: &str, key: &str| {
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains(who) && w.contains(key)),
+            "{who} / {key} in {:#?}",
+            m.warnings
+        );
+    };
+    said("node huge-node", "limits.max_gpus_per_node");
+    said("node negative-node", "nvidia.com/gpu");
+    said("pod ml/greedy", "limits.max_gpus_per_node");
+    said("ClusterQueue astronomic", "nominalQuota");
+    said("ClusterQueue negative", "nominalQuota");
+    assert_eq!(m.warnings.len(), 5, "{:#?}", m.warnings);
 }
