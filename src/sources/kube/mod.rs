@@ -373,7 +373,7 @@ pub fn api_error(what: &str, e: kube::Error) -> SourceError {
 /// The `timeoutSeconds` of a watch: a little under the read deadline, so
 /// that a quiet watch ends on the server's side and is resumed.
 fn watch_timeout_s(read: Duration) -> u32 {
-    (read.as_secs().saturating_sub(5).max(1)).min(290) as u32
+    read.as_secs().saturating_sub(5).clamp(1, 290) as u32
 }
 
 enum Msg {
