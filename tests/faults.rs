@@ -606,3 +606,229 @@ fn quitting_ends_the_process_within_two_seconds_whatever_a_worker_is_doing() {
     );
     common::assert_restored(&t);
 }
+
+/// A kubeconfig pointing at `url`, written in `dir`.
+fn kubeconfig_for(dir: &std::path::Path, url: &str) -> String {
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, nightshift::kubelab::kubeconfig(url, "faulty")).expect("kubeconfig");
+    path.to_str().expect("utf-8 path").to_string()
+}
+
+#[test]
+fn a_kubernetes_api_server_that_never_answers_fails_within_the_request_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = Fake::start(Behaviour::Hang);
+    let kc = kubeconfig_for(dir.path(), &fake.url(""));
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[kube]\nrequest_timeout_s = 2\n").expect("config");
+    let t = Instant::now();
+    let out = run(
+        dir.path(),
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            &kc,
+            "--config",
+            cfg.to_str().expect("path"),
+            "get",
+            "nodes",
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(!out.status.success());
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        err.contains(&format!("127.0.0.1:{}", fake.port)),
+        "names the address: {err}"
+    );
+}
+
+#[test]
+fn kubernetes_connection_errors_name_the_address_and_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A closed port: bound, then dropped.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    // https to a plain-HTTP server.
+    let plain = Fake::start(Behaviour::json(200, "{}"));
+    for (url, why) in [
+        (format!("http://127.0.0.1:{port}"), "refused"),
+        (format!("https://127.0.0.1:{}", plain.port), "tls"),
+    ] {
+        let kc = kubeconfig_for(dir.path(), &url);
+        let out = run(
+            dir.path(),
+            &["--source", "kube", "--kubeconfig", &kc, "get", "nodes"],
+        );
+        let err = clean_failure(&out);
+        assert!(!out.status.success());
+        let port_of = url.rsplit(':').next().unwrap_or_default();
+        assert!(
+            err.contains(&format!("127.0.0.1:{port_of}")),
+            "{url}: {err}"
+        );
+        assert!(
+            err.to_lowercase().contains(why),
+            "{url}: the reason {why}: {err}"
+        );
+        assert!(
+            !err.ends_with("client error (Connect)"),
+            "more than kube's own words: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_kubeconfig_with_a_yaml_error_never_prints_its_secrets() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: s3cr3t-bearer-token-XYZ\n  : : broken: [\n",
+    )
+    .expect("kubeconfig");
+    let out = run(
+        dir.path(),
+        &[
+            "--source",
+            "kube",
+            "--kubeconfig",
+            kc.to_str().expect("path"),
+            "get",
+            "nodes",
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(!out.status.success());
+    assert!(!err.contains("s3cr3t"), "a secret printed: {err}");
+    assert!(err.contains("kubeconfig") && err.contains("line"), "{err}");
+    let log = std::fs::read_to_string(dir.path().join("n.log")).unwrap_or_default();
+    assert!(!log.contains("s3cr3t"), "a secret logged: {log}");
+}
+
+#[test]
+fn an_audit_log_torn_mid_character_is_read_and_a_directory_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let rec = r#"{"id":"a","phase":"intent","time":1796006850,"operator":"oncall","scheduler_user":null,"host":"h","cluster":"sim-16","source":"sim","action":"drain","target":"h100-03","reason":"xid79","preview":"p","outcome":null}"#;
+    let mut bytes = format!("{rec}\n").into_bytes();
+    bytes.extend_from_slice(b"{\"id\":\"b\",\"target\":\"h\xC3");
+    std::fs::write(&audit, bytes).expect("audit");
+    let out = run(
+        dir.path(),
+        &["--audit-log", audit.to_str().expect("path"), "audit"],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        text(&out.stdout).contains("h100-03"),
+        "the whole record is read"
+    );
+    assert!(
+        err.contains("line 2") && err.contains("skipped"),
+        "names the torn line: {err}"
+    );
+    assert!(
+        err.contains("interrupted"),
+        "the interrupted intent is still said: {err}"
+    );
+    let out = run(
+        dir.path(),
+        &["--audit-log", dir.path().to_str().expect("path"), "audit"],
+    );
+    let err = clean_failure(&out);
+    assert!(!out.status.success(), "a directory is an error");
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+/// Writes the sim night's first `seconds` to a recording in `dir`.
+fn record_sim(dir: &std::path::Path, seconds: u32) -> std::path::PathBuf {
+    let path = dir.join("night.nsrec");
+    let out = run(
+        dir,
+        &[
+            "record",
+            path.to_str().expect("path"),
+            "--sim-seconds",
+            &seconds.to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    path
+}
+
+#[test]
+fn a_recording_line_over_the_bound_is_skipped_naming_the_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = record_sim(dir.path(), 20);
+    // A line of 3 MB in the middle of the stream (as 1 GiB would be; small
+    // here, with the bound set below it).
+    let raw = zstd::stream::decode_all(std::fs::File::open(&path).expect("open")).expect("decode");
+    let mut lines: Vec<Vec<u8>> = raw.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+    let mut long = br#"{"kind":"delta","time":1,"x":""#.to_vec();
+    long.extend(std::iter::repeat_n(b'a', 3 << 20));
+    long.extend_from_slice(b"\"}");
+    lines.insert(10, long);
+    std::fs::write(
+        &path,
+        zstd::stream::encode_all(&lines.join(&b'\n')[..], 3).expect("encode"),
+    )
+    .expect("write");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[limits]\nmax_recording_line_bytes = 1000000\n").expect("config");
+    let out = run(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "report",
+            path.to_str().expect("path"),
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("line 11") && err.contains("limits.max_recording_line_bytes"),
+        "{err}"
+    );
+    assert!(text(&out.stdout).contains("XID 79"), "the report is whole");
+}
+
+#[test]
+fn a_recording_must_be_a_regular_file() {
+    if !common::require("mkfifo", "apt-get install coreutils") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let t = Instant::now();
+    for path in [fifo.to_str().expect("path"), "/dev/stdin"] {
+        let mut child = Command::new(bin())
+            .args(["report", path, "--log-file"])
+            .arg(dir.path().join("n.log"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let done = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+        if done.is_none() {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().expect("output");
+        assert!(done.is_some(), "{path}: hung");
+        let err = clean_failure(&out);
+        assert!(!out.status.success());
+        assert!(err.contains("regular file"), "{path}: {err}");
+    }
+    assert!(t.elapsed() < Duration::from_secs(20));
+}

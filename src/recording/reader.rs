@@ -73,9 +73,8 @@ impl Lines {
     /// Opens a recording for one pass. It must be a regular file: a FIFO or
     /// a terminal cannot be read twice (indexing, then replaying).
     fn open(path: &Path) -> Result<Lines, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot open the recording {}: {e}", path.display()))?;
-        match file.metadata() {
+        // Looked at before opening: opening a FIFO waits for a writer.
+        match std::fs::metadata(path) {
             Ok(m) if m.is_file() => {}
             Ok(_) => {
                 return Err(format!(
@@ -83,8 +82,10 @@ impl Lines {
                     path.display()
                 ));
             }
-            Err(e) => return Err(format!("cannot read the recording {}: {e}", path.display())),
+            Err(e) => return Err(format!("cannot open the recording {}: {e}", path.display())),
         }
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot open the recording {}: {e}", path.display()))?;
         let mut dec = zstd::stream::read::Decoder::new(file)
             .map_err(|e| format!("{}: not a recording: {e}", path.display()))?;
         dec.window_log_max(WINDOW_LOG + 1)

@@ -69,6 +69,12 @@ pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(x) = cur {
+        // rustls's errors reach us as invalid data on the connection; their
+        // own words ("received corrupt message", "invalid peer certificate")
+        // do not say that they are TLS's.
+        if is_tls(x) && !parts.iter().any(|p| p.starts_with("TLS")) {
+            parts.push("TLS handshake failed".into());
+        }
         let t = x.to_string();
         if !parts.iter().any(|p| p.contains(&t)) {
             parts.push(t);
@@ -76,6 +82,15 @@ pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
         cur = x.source();
     }
     crate::text::one_line(&parts.join(": "), 400)
+}
+
+/// Whether an error is rustls's: invalid data on the connection, however
+/// deep in `std::io::Error`s it is wrapped.
+fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+        io.kind() == std::io::ErrorKind::InvalidData
+            || io.get_ref().is_some_and(|inner| is_tls(inner))
+    })
 }
 
 fn kube_error(what: &str, e: &(dyn std::error::Error + 'static)) -> SourceError {
