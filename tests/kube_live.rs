@@ -674,3 +674,139 @@ fn without_kueue_and_volcano_crds_their_kinds_are_not_served_and_not_used() {
         "said once in the log: {log}"
     );
 }
+
+/// Started while the API server is down: nightshift says so, asks again,
+/// and finds Kueue once the server answers (it used to decide once, at the
+/// first failed discovery, that Kueue and Volcano were not installed).
+#[test]
+fn started_while_the_server_is_down_kueue_is_found_once_it_answers() {
+    if !kubectl_here() {
+        return;
+    }
+    use nightshift::sources::{Update, kube};
+    let lab = KubeLab::start();
+    lab.switch("down?seconds=4");
+    let cfg = kube::KubeConfig {
+        kubeconfig: Some(lab.kubeconfig()),
+        interval: Duration::from_secs(3),
+        ..Default::default()
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    lab.rt.spawn(kube::run(cfg, tx));
+    let updates: Vec<Update> = lab.rt.block_on(async {
+        let mut seen = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(u) = rx.recv().await {
+                let done = matches!(&u, Update::Snapshot(_));
+                seen.push(u);
+                if done {
+                    break;
+                }
+            }
+        })
+        .await;
+        seen
+    });
+    assert!(
+        updates
+            .iter()
+            .any(|u| matches!(u, Update::Status { error: Some(_), .. })),
+        "said that the server is down"
+    );
+    let Some(Update::Snapshot(c)) = updates.last() else {
+        panic!("no snapshot after the server came back: {updates:?}");
+    };
+    let accounts: Vec<&str> = c.quotas.iter().map(|q| q.account.as_str()).collect();
+    assert!(
+        accounts.contains(&"team-a-cq") && accounts.contains(&"team-b-cq"),
+        "Kueue's ClusterQueues are read: {accounts:?}"
+    );
+}
+
+/// Someone else cordoned gpu-04 with their reason; a drain through
+/// nightshift evicts its pods but keeps their reason, and offers no undo
+/// (a resume would undo their cordon, not anything nightshift did).
+#[test]
+fn a_drain_of_a_node_someone_cordoned_keeps_their_reason_and_offers_no_undo() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab.dir.path().join("nightshift.toml");
+    std::fs::write(
+        &cfg,
+        "[kube]\nevict_timeout_s = 3\n[actions]\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
+    )
+    .expect("config");
+    let cfg = cfg.to_str().expect("path");
+    assert!(lab.kubectl(&["cordon", "gpu-04"]).status.success());
+    let out = lab.kubectl(&[
+        "annotate",
+        "node",
+        "gpu-04",
+        "nightshift.io/reason=theirs: PSU",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "drain",
+        "gpu-04",
+        "--reason",
+        "mine",
+        "--requeue",
+        "--confirm",
+        "gpu-04",
+    ]);
+    let t = text(&out);
+    assert!(t.contains("already cordoned"), "{t}");
+    assert!(
+        !t.contains("undo:"),
+        "no undo of someone else's cordon: {t}"
+    );
+    let n = lab.kubectl_json(&["get", "node", "gpu-04", "-o", "json"]);
+    assert_eq!(n["spec"]["unschedulable"], true);
+    assert_eq!(
+        n["metadata"]["annotations"]["nightshift.io/reason"],
+        "theirs: PSU"
+    );
+}
+
+/// `[actions] timeout_s` bounds an action on Kubernetes too: a drain whose
+/// eviction a PDB refuses stops retrying at the action's timeout, not at
+/// the evictions' own 20 s (the command line used a fixed 60 s).
+#[test]
+fn the_action_timeout_bounds_a_kubernetes_drain() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab.dir.path().join("nightshift.toml");
+    std::fs::write(
+        &cfg,
+        "[kube]\nevict_timeout_s = 20\n[actions]\ntimeout_s = 2\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
+    )
+    .expect("config");
+    let t = std::time::Instant::now();
+    let out = lab.nightshift(&[
+        "--config",
+        cfg.to_str().expect("path"),
+        "drain",
+        "gpu-02",
+        "--reason",
+        "xid storm",
+        "--confirm",
+        "gpu-02",
+    ]);
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_secs(12),
+        "took {took:?}: {}",
+        text(&out)
+    );
+    assert!(
+        !out.status.success(),
+        "the eviction was not done: {}",
+        text(&out)
+    );
+}

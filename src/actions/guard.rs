@@ -315,6 +315,7 @@ fn message(p: &Preview, o: &AuditOutcome) -> String {
         .iter()
         .map(|s| match (&s.error, s.verified) {
             (Some(e), _) => format!("{} failed: {e}", s.what),
+            (None, true) if s.unchanged => format!("{}: nothing sent, {}", s.what, s.observed),
             (None, true) => format!("{} ✓", s.what),
             (None, false) => format!("{} sent, not visible yet", s.what),
         })
