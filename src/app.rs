@@ -34,6 +34,9 @@ pub enum Msg {
     Mouse(crossterm::event::MouseEvent),
     /// A second passed: ages move.
     Tick,
+    /// Text pasted into the terminal (bracketed paste): typed into the
+    /// input at hand as text, newlines included; it never confirms.
+    Paste(String),
     /// From a source (through the analyst): a snapshot, or an origin's status.
     Source(Update),
     /// The engine's answers for a snapshot.
@@ -238,6 +241,12 @@ pub struct App {
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub flash: Option<String>,
     pub quit: bool,
+    /// ctrl-z: the event loop gives the terminal back and stops the process
+    /// until `fg`.
+    pub suspend: bool,
+    /// When the confirmation's text last changed by a key: an `enter` right
+    /// behind it came with a (plain, unbracketed) paste.
+    pub typed_at: Option<Instant>,
     /// An action being previewed, confirmed, run, or its result.
     pub modal: Option<Modal>,
     /// How far the dialog's body is scrolled (its prompt never scrolls).
@@ -302,6 +311,8 @@ impl App {
             stale_after,
             flash: None,
             quit: false,
+            suspend: false,
+            typed_at: None,
             modal: None,
             modal_scroll: 0,
             size: (80, 24),

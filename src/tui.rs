@@ -26,15 +26,53 @@ pub fn restore() {
     let _ = terminal::disable_raw_mode();
     let _ = execute!(
         io::stdout(),
+        crossterm::event::DisableBracketedPaste,
         crossterm::event::DisableMouseCapture,
         terminal::LeaveAlternateScreen,
         cursor::Show
     );
 }
 
-fn setup() -> io::Result<Term> {
+/// Raw mode, the alternate screen, bracketed paste (a paste arrives as
+/// one text, never as keys), the mouse when asked for.
+fn enter(mouse: bool) -> io::Result<()> {
     terminal::enable_raw_mode()?;
-    if let Err(e) = execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide) {
+    execute!(
+        io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide,
+        crossterm::event::EnableBracketedPaste
+    )?;
+    if mouse {
+        execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+    }
+    Ok(())
+}
+
+/// ctrl-z or SIGTSTP: gives the terminal back as it was, stops until the
+/// shell's `fg`, then takes it again and redraws everything.
+fn suspend(terminal: &mut Term, mouse: bool) -> io::Result<()> {
+    tracing::info!("suspended (ctrl-z / SIGTSTP)");
+    restore();
+    // SAFETY: kill(2) on our own pid with a constant signal touches no
+    // memory. SIGSTOP, not SIGTSTP: our SIGTSTP handler would catch that.
+    let stopped = unsafe { libc::kill(libc::getpid(), libc::SIGSTOP) };
+    if stopped != 0 {
+        tracing::warn!("could not stop: {}", io::Error::last_os_error());
+    }
+    // Running again (SIGCONT).
+    tracing::info!("resumed");
+    enter(mouse)?;
+    // A blank screen, and nothing taken as already drawn: the next frame is
+    // drawn whole. (Terminal::clear would ask the terminal where its cursor
+    // is, an answer the input reader may swallow.)
+    execute!(io::stdout(), terminal::Clear(terminal::ClearType::All))?;
+    terminal.swap_buffers();
+    Ok(())
+}
+
+fn setup(mouse: bool) -> io::Result<Term> {
+    if let Err(e) = enter(mouse) {
         restore();
         return Err(e);
     }
@@ -120,11 +158,11 @@ async fn console(
         term: signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?,
         hup: signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?,
         int: signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?,
+        tstp: signal(SignalKind::from_raw(libc::SIGTSTP))
+            .map_err(|e| format!("SIGTSTP handler: {e}"))?,
     };
-    let mut terminal = setup().map_err(|e| format!("cannot set up the terminal: {e}"))?;
-    if settings.mouse {
-        let _ = execute!(io::stdout(), crossterm::event::EnableMouseCapture);
-    }
+    let mut terminal =
+        setup(settings.mouse).map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut app = App::new(
         if replay.is_some() {
             "replay"
@@ -152,7 +190,14 @@ async fn console(
         focus: focus_tx,
         replay,
     };
-    let result = event_loop(&mut terminal, &mut app, &mut channels, &mut signals).await;
+    let result = event_loop(
+        &mut terminal,
+        &mut app,
+        &mut channels,
+        &mut signals,
+        settings.mouse,
+    )
+    .await;
     restore();
     result
 }
@@ -161,6 +206,7 @@ struct Signals {
     term: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    tstp: tokio::signal::unix::Signal,
 }
 
 /// The loop's connections to the tasks around it.
@@ -186,6 +232,7 @@ async fn event_loop(
     app: &mut App,
     ch: &mut Channels,
     sig: &mut Signals,
+    mouse: bool,
 ) -> Result<(), String> {
     let mut keys = EventStream::new();
     if let Ok(size) = terminal.size() {
@@ -217,6 +264,7 @@ async fn event_loop(
                 Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
                 Some(Ok(Event::Resize(w, h))) => Some(Msg::Resize(w, h)),
                 Some(Ok(Event::Mouse(m))) => Some(Msg::Mouse(m)),
+                Some(Ok(Event::Paste(text))) => Some(Msg::Paste(text)),
                 Some(Ok(_)) => None,
                 Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
                 None => return Ok(()),
@@ -251,6 +299,7 @@ async fn event_loop(
             _ = sig.term.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
             _ = sig.hup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
             _ = sig.int.recv() => { tracing::info!("SIGINT: restoring the terminal"); return Ok(()); }
+            _ = sig.tstp.recv() => { app.suspend = true; Some(Msg::Tick) }
         };
         if let Some(m) = msg {
             app.update(m, Instant::now());
@@ -258,6 +307,11 @@ async fn event_loop(
         }
         if app.quit {
             return Ok(());
+        }
+        if std::mem::take(&mut app.suspend) {
+            suspend(terminal, mouse).map_err(|e| format!("cannot take the terminal back: {e}"))?;
+            dirty = true;
+            last_draw = None;
         }
         if std::mem::take(&mut app.pending_bell) {
             use std::io::Write;

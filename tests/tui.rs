@@ -156,8 +156,7 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
     t.expect("dies: 4700 llm-pretrain-70b");
     t.expect("type h100-03 and press enter to confirm");
     // A wrong name sends nothing.
-    t.keys(&["-l", "h100-3"]);
-    t.keys(&["Enter"]);
+    t.type_confirmation("h100-3");
     t.expect("does not match");
     assert!(!audit.exists(), "nothing audited, nothing sent");
     // Esc cancels everything.
@@ -166,8 +165,7 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
     // The real thing: one key, the node's name, enter.
     t.keys(&["D"]);
     t.expect("type h100-03 and press enter to confirm");
-    t.keys(&["-l", "h100-03"]);
-    t.keys(&["Enter"]);
+    t.type_confirmation("h100-03");
     t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
     t.expect("undo: nightshift resume h100-03");
     // The incident follows: drained, awaiting its remedy.
@@ -277,13 +275,11 @@ fn the_3am_path_at_80x24_with_every_prompt_visible() {
         "{footer}"
     );
     // A wrong name: said inside the dialog, nothing sent.
-    t.keys(&["-l", "h100-3"]);
-    t.keys(&["Enter"]);
+    t.type_confirmation("h100-3");
     t.expect("does not match");
     assert!(!audit.exists(), "nothing sent");
     // The right name.
-    t.keys(&["-l", "h100-03"]);
-    t.keys(&["Enter"]);
+    t.type_confirmation("h100-03");
     let s = t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
     // Wrapped in the dialog at 80 columns, whole.
     assert!(
@@ -338,8 +334,7 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     t.keys(&["Enter"]);
     t.keys(&["D"]);
     t.expect("type h100-03 and press enter to confirm");
-    t.keys(&["-l", "h100-03"]);
-    t.keys(&["Enter"]);
+    t.type_confirmation("h100-03");
     t.expect("done and verified: drain h100-03 ✓; requeue 4700 ✓");
     // The recorder writes the audit with the next snapshots, flushed every
     // second.
@@ -416,4 +411,126 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     t.keys(&["q"]);
     t.expect("EXIT=0");
     assert_restored(&t);
+}
+
+/// The typed confirmation under a paste: bracketed (tmux's `paste-buffer
+/// -p`, as a terminal pastes once the console asked for it) the newline is
+/// text; plain (the name and a carriage return in one burst, as a terminal
+/// without bracketed paste sends it) the enter is refused. Nothing is sent
+/// either way; the operator's own enter then confirms.
+#[test]
+fn a_paste_into_the_confirmation_never_drains() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(110, 32);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("GPU has fallen off the bus");
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.cmd(&["set-buffer", "h100-03\n"]);
+    t.cmd(&["paste-buffer", "-p", "-t", "t"]);
+    t.expect("h100-03\u{fffd}▏");
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(!audit.exists(), "a bracketed paste sent the drain");
+    t.expect("type h100-03 and press enter to confirm");
+    t.keys(&["Escape"]);
+    t.expect("cancelled: nothing sent");
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.keys(&["-l", "h100-03\r"]);
+    t.expect("that enter came with pasted text");
+    assert!(!audit.exists(), "a plain paste sent the drain");
+    t.keys(&["Enter"]);
+    t.expect("done and verified: drain h100-03 ✓");
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
+
+/// ctrl-z (and SIGTSTP from outside) hands the terminal back cooked, as any
+/// full-screen program does; `fg` takes it again and redraws.
+#[test]
+fn ctrl_z_and_sigtstp_suspend_and_fg_redraws() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    for how in ["C-z", "TSTP"] {
+        let t = Tmux::start(100, 30);
+        let log = t.dir.path().join("nightshift.log");
+        t.type_line(&format!(
+            "TERM=tmux-256color {} --log-file {}",
+            bin(),
+            log.display()
+        ));
+        t.expect("│ sim-16 │");
+        if how == "C-z" {
+            t.keys(&["C-z"]);
+        } else {
+            let status = Command::new("pkill")
+                .args(["-TSTP", "-f", &log.display().to_string()])
+                .status()
+                .expect("pkill");
+            assert!(status.success(), "found the process to signal");
+        }
+        t.expect("Stopped");
+        assert_restored(&t);
+        t.type_line("fg");
+        t.expect("│ sim-16 │");
+        assert_eq!(
+            t.pane_flag("alternate_on"),
+            "1",
+            "{how}: the screen taken again"
+        );
+        t.expect("h100-03");
+        t.keys(&["q"]);
+        t.type_line("echo DONE=$?");
+        t.expect("DONE=0");
+        assert_restored(&t);
+    }
+}
+
+/// Every way out of the console finishes its recording: `q`, `:q`, ctrl-c
+/// and SIGTERM leave a whole zstd frame (it used to end with "premature
+/// end" and `report` said "damaged block").
+#[test]
+fn every_way_out_of_the_console_finishes_its_recording() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    for how in ["q", ":q", "C-c", "TERM"] {
+        let t = Tmux::start(100, 30);
+        let file = t.dir.path().join("night.nsrec");
+        start(&t, "tmux-256color", &format!("--record {}", file.display()));
+        // A few snapshots in.
+        std::thread::sleep(Duration::from_secs(2));
+        match how {
+            ":q" => {
+                t.keys(&[":"]);
+                t.keys(&["-l", "q"]);
+                t.keys(&["Enter"]);
+            }
+            "TERM" => {
+                let status = Command::new("pkill")
+                    .args(["-TERM", "-f", &file.display().to_string()])
+                    .status()
+                    .expect("pkill");
+                assert!(status.success(), "found the process to signal");
+            }
+            key => t.keys(&[key]),
+        }
+        t.expect("EXIT=0");
+        let rec = nightshift::recording::Recording::open(&file).expect("opens");
+        assert_eq!(rec.truncated, None, "{how}: the file is finished");
+        assert!(rec.marks.len() >= 2, "{how}: the snapshots are there");
+    }
 }

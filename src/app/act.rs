@@ -7,6 +7,10 @@ use crate::actions::Action;
 use crate::actions::runner::Request;
 use crossterm::event::{KeyCode, KeyEvent};
 
+/// An `enter` this soon after the confirmation's last character came in
+/// the same burst of input: a paste, not a hand (a key every ~50 ms at best).
+const PASTED_ENTER: std::time::Duration = std::time::Duration::from_millis(15);
+
 impl App {
     /// The node the selection points at, with a drain reason from its evidence.
     fn selected_node(&self) -> Option<(String, String)> {
@@ -222,7 +226,10 @@ impl App {
                         return self.confirm(action, preview, typed);
                     }
                     KeyCode::Char(c) => {
-                        typed.push(c);
+                        if typed.chars().count() < super::keys::MAX_INPUT {
+                            typed.push(c);
+                        }
+                        self.typed_at = Some(self.now);
                         Modal::Confirm {
                             action,
                             preview,
@@ -231,6 +238,24 @@ impl App {
                     }
                     KeyCode::Backspace => {
                         typed.pop();
+                        self.typed_at = Some(self.now);
+                        Modal::Confirm {
+                            action,
+                            preview,
+                            typed,
+                        }
+                    }
+                    // An enter right behind the last character came with a
+                    // plain paste (no hand types that fast): nothing is sent.
+                    KeyCode::Enter
+                        if self.typed_at.is_some_and(|t| {
+                            self.now.saturating_duration_since(t) < PASTED_ENTER
+                        }) =>
+                    {
+                        self.flash = Some(
+                            "that enter came with pasted text: nothing sent; check what is typed, then press enter".into(),
+                        );
+                        self.typed_at = None;
                         Modal::Confirm {
                             action,
                             preview,

@@ -1,11 +1,27 @@
 //! Keys, k9s style: `:view` to switch, `/` to filter, `enter` to drill down,
 //! `esc` to go back, `j`/`k` to move, `?` for help, `q` to quit.
 
-use super::{App, Input, Row, Screen, View};
+use super::{App, Input, Modal, Row, Screen, View};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Rows moved by page keys.
 const PAGE: usize = 10;
+
+/// The longest filter, command or typed confirmation, in characters: a
+/// 100 KB paste is cut here (filtering on it froze the console for 17 s).
+pub const MAX_INPUT: usize = 256;
+
+/// `text` with `more` appended, up to [`MAX_INPUT`] characters; whether
+/// anything was cut.
+fn append_bounded(text: &mut String, more: &str) -> bool {
+    let room = MAX_INPUT.saturating_sub(text.chars().count());
+    let mut taken = 0;
+    for c in more.chars().take(room) {
+        text.push(c);
+        taken += 1;
+    }
+    taken < more.chars().count()
+}
 
 impl App {
     pub fn on_key(&mut self, key: KeyEvent) {
@@ -14,6 +30,10 @@ impl App {
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             self.quit = true;
+            return;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('z') {
+            self.suspend = true;
             return;
         }
         self.flash = None;
@@ -42,7 +62,9 @@ impl App {
                 }
             }
             KeyCode::Char(c) => {
-                text.push(c);
+                if append_bounded(&mut text, &c.to_string()) {
+                    self.flash = Some(format!("a command is at most {MAX_INPUT} characters"));
+                }
                 self.input = Input::Command(text);
             }
             KeyCode::Tab => {
@@ -121,11 +143,68 @@ impl App {
                 self.input = Input::Filter(text);
             }
             KeyCode::Char(c) => {
-                text.push(c);
+                if append_bounded(&mut text, &c.to_string()) {
+                    self.flash = Some(format!("a filter is at most {MAX_INPUT} characters"));
+                    return;
+                }
                 self.set_filter(text.clone());
                 self.input = Input::Filter(text);
             }
             _ => {}
+        }
+    }
+
+    /// A bracketed paste: text for the input at hand (the filter, a
+    /// command, a typed confirmation), applied once and bounded; a newline
+    /// in it is text, never `enter`. Elsewhere it is ignored: pasted text is
+    /// never taken for keys (a `D` in it would start a drain).
+    pub fn on_paste(&mut self, pasted: &str) {
+        self.flash = None;
+        if let Some(Modal::Confirm {
+            action,
+            preview,
+            typed,
+        }) = self.modal.take()
+        {
+            let mut typed = typed;
+            let yes_no = preview
+                .as_ref()
+                .is_some_and(|p| p.token.is_none() && p.force_token().is_none());
+            if yes_no {
+                self.flash = Some("a paste never confirms: press y yourself".into());
+            } else if append_bounded(&mut typed, pasted) {
+                self.flash = Some(format!("cut to {MAX_INPUT} characters"));
+            }
+            self.modal = Some(Modal::Confirm {
+                action,
+                preview,
+                typed,
+            });
+            return;
+        }
+        if self.modal.is_some() {
+            return;
+        }
+        match self.input.clone() {
+            Input::Filter(mut text) => {
+                // A filter is one line: the first of the paste.
+                let line = pasted.lines().next().unwrap_or_default();
+                if append_bounded(&mut text, line) {
+                    self.flash = Some(format!("a filter is at most {MAX_INPUT} characters: cut"));
+                }
+                self.set_filter(text.clone());
+                self.input = Input::Filter(text);
+            }
+            Input::Command(mut text) => {
+                let line = pasted.lines().next().unwrap_or_default();
+                if append_bounded(&mut text, line) {
+                    self.flash = Some(format!("a command is at most {MAX_INPUT} characters: cut"));
+                }
+                self.input = Input::Command(text);
+            }
+            Input::Normal => {
+                self.flash = Some("pasted text is ignored here (paste after / or :)".into());
+            }
         }
     }
 

@@ -296,11 +296,13 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
     );
     // …then the scheduler stops answering for a minute before `enter`.
     let later = a.now + Duration::from_secs(60);
-    a.tick(later);
+    a.tick(later - Duration::from_millis(200));
     a.outbox.clear();
     for c in "h100-03".chars() {
         a.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
     }
+    // A hand's pause before enter (an enter in the same instant is a paste).
+    a.tick(later);
     key(&mut a, KeyCode::Enter);
     // The run request carries the data's age now, for the guard to check.
     match a.outbox.last() {
@@ -753,4 +755,105 @@ fn replay_keys_steer_the_playback_and_act_on_nothing() {
     let mut live = app();
     press(&mut live, ">n");
     assert!(live.replay_outbox.is_empty());
+}
+
+/// The confirmation of a drain: the dialog with its preview, as the runner
+/// answers it.
+fn drain_dialog(a: &mut App) {
+    use crate::actions::guard::Preview;
+    command(a, "incidents");
+    press(a, "D");
+    let action = match &a.modal {
+        Some(Modal::Confirm { action, .. }) => action.clone(),
+        other => panic!("no confirm dialog: {other:?}"),
+    };
+    let p = Preview {
+        action,
+        blast: None,
+        summary: String::new(),
+        calls: Vec::new(),
+        no_op: false,
+        refusal: None,
+        undo: None,
+        token: Some("h100-03".into()),
+        warnings: Vec::new(),
+        forced: false,
+        incident: None,
+        node_in_service: true,
+    };
+    a.update(
+        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        a.now,
+    );
+    a.outbox.clear();
+}
+
+fn sent_a_run(a: &App) -> bool {
+    a.outbox
+        .iter()
+        .any(|r| matches!(r, crate::actions::runner::Request::Run { .. }))
+}
+
+/// Pasting the node's name with a newline never confirms: bracketed, the
+/// newline is text; plain (the keys in one burst), the enter is refused.
+#[test]
+fn a_paste_never_confirms_a_drain() {
+    let mut a = app();
+    drain_dialog(&mut a);
+    a.update(Msg::Paste("h100-03\n".into()), a.now);
+    assert!(!sent_a_run(&a), "a bracketed paste confirmed");
+    match &a.modal {
+        Some(Modal::Confirm { typed, .. }) => assert_eq!(typed, "h100-03\n"),
+        other => panic!("the dialog is gone: {other:?}"),
+    }
+    // Plain: the characters and the enter in the same instant.
+    let mut a = app();
+    drain_dialog(&mut a);
+    press(&mut a, "h100-03");
+    key(&mut a, KeyCode::Enter);
+    assert!(!sent_a_run(&a), "a plain paste confirmed");
+    assert!(
+        a.flash.as_deref().is_some_and(|f| f.contains("paste")),
+        "{:?}",
+        a.flash
+    );
+    // Then the operator's own enter confirms what is typed.
+    let later = a.now + Duration::from_millis(300);
+    a.tick(later);
+    key(&mut a, KeyCode::Enter);
+    assert!(sent_a_run(&a), "the operator's enter confirms");
+}
+
+/// 100 KB pasted into the filter: cut to the bound at once, filtered once.
+#[test]
+fn a_huge_paste_into_the_filter_is_cut_and_applied_once() {
+    let mut a = app();
+    command(&mut a, "nodes");
+    press(&mut a, "/");
+    let huge = "h100".repeat(25_000);
+    let t = std::time::Instant::now();
+    a.update(Msg::Paste(huge.clone()), a.now);
+    match &a.input {
+        crate::app::Input::Filter(f) => assert_eq!(f.chars().count(), super::keys::MAX_INPUT),
+        other => panic!("not filtering: {other:?}"),
+    }
+    assert!(
+        a.flash.as_deref().is_some_and(|f| f.contains("at most")),
+        "{:?}",
+        a.flash
+    );
+    // And typed key by key (a plain paste): every character past the bound
+    // is refused, none copies the whole filter again.
+    press(&mut a, &huge[..2_000]);
+    match &a.input {
+        crate::app::Input::Filter(f) => assert_eq!(f.chars().count(), super::keys::MAX_INPUT),
+        other => panic!("not filtering: {other:?}"),
+    }
+    // Not a timing test: a sanity bound far above the few ms it takes.
+    assert!(t.elapsed() < Duration::from_secs(20));
+    // Pasted where nothing is being typed: ignored, never taken for keys.
+    let mut a = app();
+    command(&mut a, "incidents");
+    a.update(Msg::Paste("D".into()), a.now);
+    assert!(a.modal.is_none(), "a pasted D opened a drain");
 }

@@ -36,6 +36,7 @@ impl App {
     pub(crate) fn dispatch(&mut self, msg: Msg, now: Instant) {
         match msg {
             Msg::Key(k) => self.on_key(k),
+            Msg::Paste(text) => self.on_paste(&text),
             Msg::Resize(w, h) => {
                 self.size = (w, h);
                 self.refresh_rows();

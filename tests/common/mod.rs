@@ -117,6 +117,15 @@ impl Tmux {
         self.cmd(&["capture-pane", "-p", "-t", "t"])
     }
 
+    /// Types a confirmation as a hand does: the text, then — once it shows
+    /// in the dialog — enter (an enter in the same burst is a paste, and a
+    /// paste never confirms).
+    pub fn type_confirmation(&self, text: &str) {
+        self.keys(&["-l", text]);
+        self.expect(&format!("{text}▏"));
+        self.keys(&["Enter"]);
+    }
+
     /// Waits until the screen contains `text`; panics with the screen if not.
     pub fn expect(&self, text: &str) -> String {
         self.expect_within(text, Duration::from_secs(15))
