@@ -115,10 +115,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 nightshift::cli::ReportFormat::Markdown => {
                     nightshift::out!("{}", nightshift::postmortem::markdown(&r))
                 }
-                nightshift::cli::ReportFormat::Json => nightshift::outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
-                ),
+                nightshift::cli::ReportFormat::Json => {
+                    nightshift::outln!("{}", nightshift::text::json_pretty(&r)?)
+                }
             }
             Ok(())
         }
@@ -221,8 +220,7 @@ fn emit<T: Serialize>(
 ) -> Result<(), String> {
     match format {
         Format::Json => {
-            let s = serde_json::to_string_pretty(value)
-                .map_err(|e| format!("cannot write JSON: {e}"))?;
+            let s = nightshift::text::json_pretty(value)?;
             nightshift::outln!("{s}");
         }
         Format::Table => nightshift::out!("{}", text(value)),

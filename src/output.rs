@@ -64,7 +64,7 @@ fn envelope<T: Serialize>(
         time: c.time,
         items,
     };
-    serde_json::to_string_pretty(&env).map_err(|e| format!("cannot write JSON: {e}"))
+    crate::text::json_pretty(&env)
 }
 
 fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
@@ -151,10 +151,24 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
 pub use crate::columns::incident_jobs;
 
 /// Left-aligned columns, two spaces apart, every cell sanitised.
+/// The widest a padded column gets, in characters: a longer cell (a 10 KB
+/// node name) is cut with an ellipsis. The last column is never padded and
+/// never cut.
+const MAX_CELL: usize = 80;
+
 fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let last = header.len().saturating_sub(1);
     let rows: Vec<Vec<String>> = rows
         .into_iter()
-        .map(|r| r.into_iter().map(|c| sanitize(&c).into_owned()).collect())
+        .map(|r| {
+            r.into_iter()
+                .enumerate()
+                .map(|(i, c)| match sanitize(&c) {
+                    s if i < last => crate::text::cut(&s, MAX_CELL).into_owned(),
+                    s => s.into_owned(),
+                })
+                .collect()
+        })
         .collect();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in &rows {

@@ -169,3 +169,39 @@ mod tests {
         assert_eq!(percent(None), "-");
     }
 }
+
+/// JSON for people's terminals and scripts: serde_json escapes the C0
+/// controls, and this escapes what it leaves raw — DEL, the C1 controls
+/// (U+0080–U+009F: U+009B is a CSI to many terminals) and the bidirectional
+/// overrides — as `\uXXXX`. They can only stand inside strings, where the
+/// escape means the same character.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, String> {
+    let s = serde_json::to_string_pretty(v).map_err(|e| format!("cannot write JSON: {e}"))?;
+    if !s.chars().any(json_unsafe) {
+        return Ok(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if json_unsafe(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn json_unsafe(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A cell cut to `max` characters with an ellipsis, for tables: a 10 KB
+/// node name must not pad every row to 10 KB.
+pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
+    if s.chars().count() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    Cow::Owned(out)
+}

@@ -832,3 +832,41 @@ fn a_recording_must_be_a_regular_file() {
     }
     assert!(t.elapsed() < Duration::from_secs(20));
 }
+
+/// C1 controls (U+009B is a CSI to many terminals) in a job's name reach
+/// JSON escaped like the C0 ones; a 10 KB node name is cut in tables, not
+/// padded into every row.
+#[test]
+fn json_escapes_c1_controls_and_tables_cut_huge_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = "n".repeat(10_000);
+    let nodes = format!(
+        r#"{{"nodes": [{{"name": "gpu01", "state": "idle", "gres": "gpu:h100:8", "partitions": ["gpu"]}},
+            {{"name": "{long}", "state": "idle", "gres": "gpu:h100:8", "partitions": ["gpu"]}}]}}"#
+    );
+    let jobs = r#"{"jobs": [{"job_id": 8, "name": "evil\u009b31m\u0085\u007f\u202e", "job_state": "PENDING", "partition": "gpu"}]}"#;
+    let fake = slurmrestd(&nodes, jobs, PARTS);
+    let out = run_slurm(dir.path(), &fake, &["get", "jobs", "-o", "json"]);
+    clean_failure(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let raw = text(&out.stdout);
+    for c in ['\u{9b}', '\u{85}', '\u{7f}', '\u{202e}'] {
+        assert!(!raw.contains(c), "{:?} raw in JSON", c);
+    }
+    assert!(raw.contains(r"evil\u009b31m\u0085\u007f\u202e"), "{raw}");
+    let v: serde_json::Value = serde_json::from_str(&raw).expect("still JSON");
+    assert_eq!(
+        v["items"][0]["name"], "evil\u{9b}31m\u{85}\u{7f}\u{202e}",
+        "the same text"
+    );
+    let out = run_slurm(dir.path(), &fake, &["get", "nodes"]);
+    clean_failure(&out);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let widest = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest < 400, "rows padded to {widest} characters");
+    assert!(
+        table.contains("nnn…"),
+        "the long name cut with an ellipsis:\n{table}"
+    );
+}

@@ -163,10 +163,7 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
                 undo: p.undo.as_ref(),
                 undo_command: p.undo.as_ref().map(Action::command_line),
             };
-            crate::outln!(
-                "{}",
-                serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?
-            );
+            crate::outln!("{}", crate::text::json_pretty(&j)?);
         }
         Format::Table => {
             crate::outln!("preview: {}", sanitize(&p.action.describe()));
@@ -372,10 +369,7 @@ pub fn options(
             .extend(choice.manual.iter().map(|m| format!("by hand: {m}")));
     }
     match format {
-        Format::Json => crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&o).map_err(|e| e.to_string())?
-        ),
+        Format::Json => crate::outln!("{}", crate::text::json_pretty(&o)?),
         Format::Table => crate::out!("{}", crate::report::options(&o)),
     }
     Ok(())
@@ -401,10 +395,7 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
     }
     let records = reading.records;
     match format {
-        Format::Json => crate::outln!(
-            "{}",
-            serde_json::to_string_pretty(&records).map_err(|e| e.to_string())?
-        ),
+        Format::Json => crate::outln!("{}", crate::text::json_pretty(&records)?),
         Format::Table => {
             crate::outln!(
                 "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
