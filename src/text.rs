@@ -136,40 +136,6 @@ pub fn count<T: std::fmt::Display + PartialEq + From<u8>>(n: Option<T>, what: &s
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escape_sequences_are_made_inert() {
-        let s = sanitize("\u{1b}[31mpwn\u{1b}[0m\u{7}\r\n\u{9b}2J");
-        assert_eq!(s, "␛[31mpwn␛[0m\u{fffd}\u{fffd}\u{fffd}\u{fffd}2J");
-        assert!(!s.chars().any(|c| c.is_control()));
-        assert!(matches!(sanitize("plain-name_1"), Cow::Borrowed(_)));
-        assert_eq!(sanitize("a\u{202e}b"), "a\u{fffd}b");
-    }
-
-    #[test]
-    fn durations_read_like_a_human_wrote_them() {
-        assert_eq!(duration(45), "45s");
-        assert_eq!(duration(1050), "17m30s");
-        assert_eq!(duration(7500), "2h05m");
-        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d04h");
-        assert_eq!(duration(-5), "0s");
-    }
-
-    #[test]
-    fn times_and_sizes() {
-        assert_eq!(clock(1_796_006_850), "02:47:30");
-        assert_eq!(datetime(1_796_006_850), "2026-11-30 02:47:30Z");
-        assert_eq!(bytes(1_200_000_000_000), "1.2 TB");
-        assert_eq!(bytes(150_000_000_000), "150 GB");
-        assert_eq!(bytes(12), "12 B");
-        assert_eq!(percent(Some(0.823)), "82%");
-        assert_eq!(percent(None), "-");
-    }
-}
-
 /// JSON for people's terminals and scripts: serde_json escapes the C0
 /// controls, and this escapes what it leaves raw — DEL, the C1 controls
 /// (U+0080–U+009F: U+009B is a CSI to many terminals) and the bidirectional
@@ -204,4 +170,38 @@ pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
     let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_made_inert() {
+        let s = sanitize("\u{1b}[31mpwn\u{1b}[0m\u{7}\r\n\u{9b}2J");
+        assert_eq!(s, "␛[31mpwn␛[0m\u{fffd}\u{fffd}\u{fffd}\u{fffd}2J");
+        assert!(!s.chars().any(|c| c.is_control()));
+        assert!(matches!(sanitize("plain-name_1"), Cow::Borrowed(_)));
+        assert_eq!(sanitize("a\u{202e}b"), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn durations_read_like_a_human_wrote_them() {
+        assert_eq!(duration(45), "45s");
+        assert_eq!(duration(1050), "17m30s");
+        assert_eq!(duration(7500), "2h05m");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d04h");
+        assert_eq!(duration(-5), "0s");
+    }
+
+    #[test]
+    fn times_and_sizes() {
+        assert_eq!(clock(1_796_006_850), "02:47:30");
+        assert_eq!(datetime(1_796_006_850), "2026-11-30 02:47:30Z");
+        assert_eq!(bytes(1_200_000_000_000), "1.2 TB");
+        assert_eq!(bytes(150_000_000_000), "150 GB");
+        assert_eq!(bytes(12), "12 B");
+        assert_eq!(percent(Some(0.823)), "82%");
+        assert_eq!(percent(None), "-");
+    }
 }
