@@ -217,6 +217,10 @@ pub enum Command {
         /// Host name in the metrics' Hostname label [default: this machine's]
         #[arg(long)]
         host: Option<String>,
+        /// The NVML library to load [default: libnvidia-ml.so.1 where the
+        /// system's loader finds it] (a driver installed off the usual path)
+        #[arg(long, value_name = "PATH")]
+        nvml_lib: Option<PathBuf>,
     },
     /// Show the audit log of actions
     Audit {

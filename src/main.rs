@@ -144,6 +144,7 @@ fn run(cli: Cli) -> Result<(), String> {
             interval,
             recorded,
             host,
+            nvml_lib,
         }) => {
             if !(interval.is_finite() && interval > 0.0) {
                 return Err(format!("--interval must be > 0, got {interval}"));
@@ -153,6 +154,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 interval: std::time::Duration::from_secs_f64(interval),
                 recorded,
                 host: host.unwrap_or_else(nightshift::agent::server::hostname),
+                nvml_lib,
             };
             runtime()?.block_on(nightshift::agent::server::run(cfg))
         }

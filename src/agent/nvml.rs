@@ -25,7 +25,7 @@ const FI_RECOVERY_ACTION: u32 = 230;
 pub fn explain(e: &NvmlError) -> String {
     match e {
         NvmlError::LibloadingError(_) => {
-            "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver is installed on this machine".into()
+            "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver is installed on this machine (or --nvml-lib names no library)".into()
         }
         NvmlError::DriverNotLoaded => "the NVIDIA driver is not loaded".into(),
         NvmlError::NoPermission => "no permission to use NVML".into(),
@@ -33,8 +33,13 @@ pub fn explain(e: &NvmlError) -> String {
     }
 }
 
-pub fn init() -> Result<Nvml, String> {
-    Nvml::init().map_err(|e| explain(&e))
+/// NVML from the system's library, or from `lib` when given.
+pub fn init(lib: Option<&std::path::Path>) -> Result<Nvml, String> {
+    match lib {
+        Some(path) => Nvml::builder().lib_path(path.as_os_str()).init(),
+        None => Nvml::init(),
+    }
+    .map_err(|e| explain(&e))
 }
 
 fn as_u64(v: &SampleValue) -> u64 {

@@ -29,6 +29,8 @@ pub struct AgentConfig {
     /// trying the agent and for tests.
     pub recorded: Option<PathBuf>,
     pub host: String,
+    /// The NVML library to load; else the system's libnvidia-ml.so.1.
+    pub nvml_lib: Option<PathBuf>,
 }
 
 #[derive(Debug, Default)]
@@ -79,7 +81,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
             s.read_at = now;
         }
         None => {
-            let nvml = Arc::new(super::nvml::init()?);
+            let nvml = Arc::new(super::nvml::init(cfg.nvml_lib.as_deref())?);
             let (n2, l2) = (nvml.clone(), log.clone());
             std::thread::spawn(move || {
                 if let Err(e) = super::nvml::watch_events(&n2, &l2) {
