@@ -11,6 +11,8 @@ pub mod cli;
 pub mod columns;
 pub mod config;
 pub mod engine;
+#[cfg(test)]
+mod fuzzing;
 pub mod host;
 pub mod kubelab;
 pub mod limits;

@@ -187,3 +187,74 @@ fn a_report_over_a_decades_long_jump_finishes() {
         "the sim night's incidents are there"
     );
 }
+
+mod fuzz {
+    //! Short in `cargo test`; long with scripts/fuzz.sh (PROPTEST_CASES).
+    use super::*;
+    use crate::fuzzing::{arb_json, replace_deep};
+    use proptest::prelude::*;
+
+    /// The first 15 s of the sim night, as decompressed lines.
+    fn base() -> &'static Vec<Vec<u8>> {
+        static LINES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+        LINES.get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("base.nsrec");
+            night(15, &path);
+            let raw = zstd::stream::decode_all(std::fs::File::open(&path).expect("open"))
+                .expect("decode");
+            raw.split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        })
+    }
+
+    proptest! {
+        // Each case replays and reports a small night (~80 ms): 32 in
+        // `cargo test`, PROPTEST_CASES in scripts/fuzz.sh.
+        #![proptest_config(ProptestConfig::with_cases(
+            std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(32)
+        ))]
+        /// A recording with one line replaced by any JSON at any depth, by
+        /// arbitrary bytes, or with arbitrary bytes inserted: opening,
+        /// replaying, seeking and the report never panic, and a file that
+        /// opens replays no more snapshots than it has lines.
+        #[test]
+        fn fuzz_recording_lines(
+            line in 0usize..64, path in prop::collection::vec(0usize..64, 1..7),
+            v in arb_json(), garbage in prop::collection::vec(any::<u8>(), 0..96),
+            mode in 0u8..3,
+        ) {
+            let mut lines = base().clone();
+            let i = line % lines.len();
+            match mode {
+                0 => {
+                    if let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(&lines[i]) {
+                        replace_deep(&mut doc, &path, v);
+                        lines[i] = doc.to_string().into_bytes();
+                    }
+                }
+                1 => lines[i] = garbage,
+                _ => lines.insert(i, garbage),
+            }
+            let mut text = lines.join(&b'\n');
+            text.push(b'\n');
+            let dir = tempfile::tempdir().expect("tempdir");
+            let file = dir.path().join("f.nsrec");
+            std::fs::write(&file, zstd::stream::encode_all(&text[..], 1).expect("encode")).expect("write");
+            if let Ok(rec) = Recording::open(&file) {
+                let n = rec.states().filter(Result::is_ok).count();
+                prop_assert!(n <= lines.len());
+                let (a, b) = rec.span();
+                let _ = rec.state_at(a + (b - a) / 2);
+                let _ = rec.damage();
+                let _ = crate::postmortem::report(
+                    &rec,
+                    &crate::engine::SiteParams::default(),
+                    &crate::engine::xid::XidCatalog::default(),
+                );
+            }
+        }
+    }
+}

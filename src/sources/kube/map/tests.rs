@@ -286,3 +286,54 @@ fn counts_out_of_bounds_are_skipped_and_named() {
     said("ClusterQueue negative", "nominalQuota");
     assert_eq!(m.warnings.len(), 5, "{:#?}", m.warnings);
 }
+
+mod fuzz {
+    //! Short in `cargo test`; long with scripts/fuzz.sh (PROPTEST_CASES).
+    use super::super::{Objects, cluster};
+    use crate::fuzzing::{arb_json, replace_deep};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn objects() -> Vec<Value> {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
+        crate::kubelab::load_dir(&dir).expect("fixture")
+    }
+
+    proptest! {
+        /// The fixture cluster with values anywhere in two of its objects
+        /// replaced by any JSON (hostile numbers and strings included):
+        /// never a panic, never more nodes than Node objects.
+        #[test]
+        fn fuzz_kube_objects_with_hostile_fields(
+            pick in 0usize..256, path in prop::collection::vec(0usize..64, 1..6),
+            pick2 in 0usize..256, path2 in prop::collection::vec(0usize..64, 1..6),
+            v in arb_json(), v2 in arb_json(),
+        ) {
+            let mut all = objects();
+            let n = all.len();
+            replace_deep(&mut all[pick % n], &path, v);
+            replace_deep(&mut all[pick2 % n], &path2, v2);
+            let node_objects = all.iter().filter(|o| o["kind"] == "Node").count();
+            let m = cluster("lab", &Objects::from_values(all), 1_796_000_000);
+            prop_assert!(m.cluster.nodes.len() <= node_objects);
+        }
+
+        /// Arbitrary objects of every kind the source reads.
+        #[test]
+        fn fuzz_kube_arbitrary_objects(
+            objs in prop::collection::vec((0usize..11, arb_json()), 0..8),
+        ) {
+            let kinds = ["Node", "Pod", "Event", "PodDisruptionBudget", "Workload", "ClusterQueue",
+                "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass", "PodGroup", "Queue"];
+            let values = objs.into_iter().map(|(k, mut v)| {
+                if !v.is_object() {
+                    v = serde_json::json!({"spec": v});
+                }
+                v["kind"] = Value::String(kinds[k].to_string());
+                v
+            });
+            let _ = cluster("lab", &Objects::from_values(values), 1_796_000_000);
+        }
+    }
+}
