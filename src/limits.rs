@@ -32,7 +32,7 @@ impl Default for Limits {
             // 10,000 hosts × 8 GPUs × ~40 families is 3.2 M.
             max_series_per_scrape: 5_000_000,
             discovery_timeout_s: 30.0,
-            // A keyframe of the 10,000-node sim is ~60 MB of JSON.
+            // A keyframe of the 10,000-node, 100,000-job sim is 84 MB of JSON.
             max_recording_line_bytes: 256 << 20,
         }
     }
