@@ -388,6 +388,26 @@ fn live_slurm_reads_agree_and_executors_act() {
     );
     let out = rt.block_on(exec.resume(&single_node)).expect("resume");
     assert!(out.verified, "{out:?}");
+    // Someone drains the node between a preview and its send: the guard's
+    // executor keeps their reason, sends nothing for it, owes no undo.
+    rt.block_on(exec.drain(&single_node, "theirs: PSU"))
+        .expect("their drain");
+    let guarded = nightshift::actions::executor::Executor::Slurm(Box::new(
+        rt.block_on(Executor::connect(&config(&lab)))
+            .expect("connect"),
+    ));
+    let steps = rt.block_on(guarded.execute(&nightshift::model::Action::Cordon {
+        node: single_node.clone(),
+        reason: "mine".into(),
+    }));
+    assert!(
+        steps.len() == 1 && steps[0].ok && steps[0].unchanged,
+        "{steps:?}"
+    );
+    let sinfo = lab.run("sinfo", &["-h", "-n", &single_node, "-O", "Reason:40"]);
+    assert!(sinfo.contains("theirs: PSU"), "their reason kept: {sinfo}");
+    let out = rt.block_on(exec.resume(&single_node)).expect("resume");
+    assert!(out.verified, "{out:?}");
     let out = rt
         .block_on(exec.set_priority(&wait_prio, 4_294_000_000))
         .expect("priority");

@@ -265,6 +265,34 @@ async fn soft_preempt(x: &SlurmExec, job: &str, grace_s: u64) -> Vec<Step> {
     vec![signalled, waited, requeued]
 }
 
+/// A node drained (or draining) as this action is sent — by another
+/// operator since the preview: its reason is kept and nothing is sent for
+/// it, and the step says so (nothing of this action's to undo).
+async fn taken_out_by_someone(x: &SlurmExec, node: &str, what: &str) -> Option<Step> {
+    let n = x.node_now(node).await.ok()?;
+    if !matches!(
+        n.state,
+        crate::model::NodeState::Drain
+            | crate::model::NodeState::Draining
+            | crate::model::NodeState::Cordoned
+    ) {
+        return None;
+    }
+    let mut step = Step::sent(
+        what.to_string(),
+        Outcome {
+            verified: true,
+            observed: format!(
+                "node {node}: already {} by someone else (reason {:?}, kept)",
+                n.state.as_str(),
+                n.reason.as_deref().unwrap_or("")
+            ),
+        },
+    );
+    step.unchanged = true;
+    Some(step)
+}
+
 async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
     let what = format!("{} {}", a.verb(), a.target());
     match a {
@@ -273,7 +301,10 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
             reason,
             requeue,
         } => {
-            let drained = slurm_step(x, what, x.drain(node, reason).await, Some(a)).await;
+            let drained = match taken_out_by_someone(x, node, &what).await {
+                Some(kept) => kept,
+                None => slurm_step(x, what, x.drain(node, reason).await, Some(a)).await,
+            };
             if !drained.ok {
                 return vec![drained];
             }
@@ -299,8 +330,9 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
             }
             steps
         }
-        Action::Cordon { node, reason } => {
-            vec![
+        Action::Cordon { node, reason } => match taken_out_by_someone(x, node, &what).await {
+            Some(kept) => vec![kept],
+            None => vec![
                 slurm_step(
                     x,
                     what,
@@ -308,8 +340,8 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
                     Some(a),
                 )
                 .await,
-            ]
-        }
+            ],
+        },
         Action::Resume { node } => vec![slurm_step(x, what, x.resume(node).await, Some(a)).await],
         Action::SetReason { node, reason } => {
             vec![slurm_step(x, what, x.set_reason(node, reason).await, Some(a)).await]

@@ -250,7 +250,7 @@ impl Executor {
         }
     }
 
-    async fn node_now(&self, node: &str) -> Result<crate::model::Node, String> {
+    pub async fn node_now(&self, node: &str) -> Result<crate::model::Node, String> {
         let v = self
             .client
             .get(&format!("/slurm/{}/node/{node}", self.version))
