@@ -723,6 +723,23 @@ fn started_while_the_server_is_down_kueue_is_found_once_it_answers() {
     );
 }
 
+/// A config for the lab's actions: `extra`, then the breaker opened up
+/// (the lab has 3 of 8 nodes out of service already). Its path.
+fn lab_config(lab: &KubeLab, extra: &str) -> String {
+    let path = lab.dir.path().join("nightshift.toml");
+    let actions = if extra.contains("[actions]") {
+        ""
+    } else {
+        "[actions]\n"
+    };
+    std::fs::write(
+        &path,
+        format!("{extra}{actions}max_partition_share_out = 0.75\nmax_nodes_per_window = 10\n"),
+    )
+    .expect("config");
+    path.to_str().expect("utf-8 path").to_string()
+}
+
 /// Someone else cordoned gpu-04 with their reason; a drain through
 /// nightshift evicts its pods but keeps their reason, and offers no undo
 /// (a resume would undo their cordon, not anything nightshift did).
@@ -732,13 +749,8 @@ fn a_drain_of_a_node_someone_cordoned_keeps_their_reason_and_offers_no_undo() {
         return;
     }
     let lab = KubeLab::start();
-    let cfg = lab.dir.path().join("nightshift.toml");
-    std::fs::write(
-        &cfg,
-        "[kube]\nevict_timeout_s = 3\n[actions]\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
-    )
-    .expect("config");
-    let cfg = cfg.to_str().expect("path");
+    let cfg = lab_config(&lab, "[kube]\nevict_timeout_s = 3\n");
+    let cfg = cfg.as_str();
     assert!(lab.kubectl(&["cordon", "gpu-04"]).status.success());
     let out = lab.kubectl(&[
         "annotate",
@@ -781,16 +793,14 @@ fn the_action_timeout_bounds_a_kubernetes_drain() {
         return;
     }
     let lab = KubeLab::start();
-    let cfg = lab.dir.path().join("nightshift.toml");
-    std::fs::write(
-        &cfg,
-        "[kube]\nevict_timeout_s = 20\n[actions]\ntimeout_s = 2\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
-    )
-    .expect("config");
+    let cfg = lab_config(
+        &lab,
+        "[kube]\nevict_timeout_s = 20\n[actions]\ntimeout_s = 2\n",
+    );
     let t = std::time::Instant::now();
     let out = lab.nightshift(&[
         "--config",
-        cfg.to_str().expect("path"),
+        &cfg,
         "drain",
         "gpu-02",
         "--reason",

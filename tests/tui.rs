@@ -18,6 +18,25 @@ fn start(t: &Tmux, term: &str, extra: &str) {
     t.expect("│ sim-16 │");
 }
 
+/// The console with an audit log in the test's dir, `D` pressed on the
+/// Xid 79 incident: the drain's preview, waiting for the typed name.
+fn drain_preview_of_h100_03(t: &Tmux) -> std::path::PathBuf {
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("GPU has fallen off the bus");
+    // One key opens the preview with the blast radius and the exact call.
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    audit
+}
+
 #[test]
 fn incident_to_node_to_job_with_keys_then_quit() {
     if !require("tmux", "apt-get install tmux") {
@@ -140,18 +159,7 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
         return;
     }
     let t = Tmux::start(110, 32);
-    let audit = t.dir.path().join("audit.jsonl");
-    start(
-        &t,
-        "tmux-256color",
-        &format!("--audit-log {}", audit.display()),
-    );
-    t.keys(&[":"]);
-    t.keys(&["-l", "incidents"]);
-    t.keys(&["Enter"]);
-    t.expect("GPU has fallen off the bus");
-    // One key opens the preview with the blast radius and the exact call.
-    t.keys(&["D"]);
+    let audit = drain_preview_of_h100_03(&t);
     t.expect("drain h100-03 with reason `xid79 GPU3` and requeue its jobs");
     t.expect("dies: 4700 llm-pretrain-70b");
     t.expect("type h100-03 and press enter to confirm");
@@ -424,18 +432,7 @@ fn a_paste_into_the_confirmation_never_drains() {
         return;
     }
     let t = Tmux::start(110, 32);
-    let audit = t.dir.path().join("audit.jsonl");
-    start(
-        &t,
-        "tmux-256color",
-        &format!("--audit-log {}", audit.display()),
-    );
-    t.keys(&[":"]);
-    t.keys(&["-l", "incidents"]);
-    t.keys(&["Enter"]);
-    t.expect("GPU has fallen off the bus");
-    t.keys(&["D"]);
-    t.expect("type h100-03 and press enter to confirm");
+    let audit = drain_preview_of_h100_03(&t);
     t.cmd(&["set-buffer", "h100-03\n"]);
     t.cmd(&["paste-buffer", "-p", "-t", "t"]);
     t.expect("h100-03\u{fffd}▏");

@@ -267,33 +267,9 @@ fn an_endpoint_answering_never_makes_a_dead_scheduler_look_fresh() {
 
 #[test]
 fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
-    use crate::actions::guard::Preview;
     let mut a = app();
     // The preview came back clean while the data was fresh…
-    command(&mut a, "incidents");
-    press(&mut a, "D");
-    let action = match &a.modal {
-        Some(Modal::Confirm { action, .. }) => action.clone(),
-        other => panic!("no confirm dialog: {other:?}"),
-    };
-    let p = Preview {
-        action: action.clone(),
-        blast: None,
-        summary: String::new(),
-        calls: Vec::new(),
-        no_op: false,
-        refusal: None,
-        undo: None,
-        token: Some("h100-03".into()),
-        warnings: Vec::new(),
-        forced: false,
-        incident: None,
-        node_in_service: true,
-    };
-    a.update(
-        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
-        a.now,
-    );
+    drain_dialog(&mut a);
     // …then the scheduler stops answering for a minute before `enter`.
     let later = a.now + Duration::from_secs(60);
     a.tick(later - Duration::from_millis(200));
