@@ -30,8 +30,14 @@ fn app_after(seconds: u64) -> App {
     app
 }
 
+/// Keys as a hand types them: an `enter` comes a moment after the key
+/// before it (one in the same instant is taken for a paste, and refused in
+/// a typed confirmation).
 fn keys(app: &mut App, codes: &[KeyCode]) {
     for &c in codes {
+        if c == KeyCode::Enter {
+            app.tick(app.now + Duration::from_millis(20));
+        }
         app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
     }
 }
