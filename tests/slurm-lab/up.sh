@@ -16,8 +16,10 @@ NODE_PORT0=${NODE_PORT0:-17001}
 REST_PORT=${REST_PORT:-6820}
 export SLURM_CONF=$LAB/etc/slurm.conf
 
-id slurmrest >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin slurmrest
-id alice >/dev/null 2>&1 || useradd -m -s /bin/bash alice
+# Labs start in parallel (one per test): a user the other lab created
+# between `id` and `useradd` is there all the same.
+id slurmrest >/dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin slurmrest 2>/dev/null || id slurmrest >/dev/null
+id alice >/dev/null 2>&1 || useradd -m -s /bin/bash alice 2>/dev/null || id alice >/dev/null
 
 # shellcheck source=lab.sh
 . "$(dirname "$0")/lab.sh"
