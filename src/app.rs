@@ -218,6 +218,8 @@ pub struct App {
     pub stack: Vec<Screen>,
     pub input: Input,
     pub show_help: bool,
+    /// How far help, the message log or the numbers are scrolled.
+    pub overlay_scroll: u16,
     /// The `:kpis` panel, over this window (seconds).
     pub show_kpis: Option<i64>,
     /// The scheduler's health numbers, fed every snapshot by the analyst
@@ -296,6 +298,7 @@ impl App {
             stack: vec![Screen::new(View::Overview, None)],
             input: Input::Normal,
             show_help: false,
+            overlay_scroll: 0,
             show_kpis: None,
             kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
                 KPI_KEEP_S,

@@ -150,6 +150,69 @@ fn help_overlay() {
     let mut a = app_after(0);
     keys(&mut a, &[KeyCode::Char('?')]);
     check("help", &mut a);
+    // At 80×24 it scrolls to its last line; a key up from there moves at once.
+    let mut a = app_after(0);
+    a.update(Msg::Resize(80, 24), a.now);
+    keys(&mut a, &[KeyCode::Char('?'), KeyCode::End]);
+    let s = screen(&a, 80, 24);
+    assert!(s.contains("q  ctrl-c  :q") && s.contains("ctrl-z"), "{s}");
+    insta::assert_snapshot!("help_80x24_end", s);
+    let end = a.overlay_scroll;
+    assert!(end > 0, "it had to scroll");
+    keys(&mut a, &[KeyCode::Char('k')]);
+    assert_eq!(a.overlay_scroll, end - 1);
+    keys(&mut a, &[KeyCode::Char('x')]);
+    assert!(!a.show_help, "any other key closes it");
+}
+
+/// Every key of the README's table is in the help, and every key of the
+/// help is in the README's table.
+#[test]
+fn the_readme_key_table_matches_the_help() {
+    let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+    let table: Vec<&str> = readme
+        .split("## Keys")
+        .nth(1)
+        .expect("a Keys section")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    let help: String = nightshift::views::HELP
+        .iter()
+        .map(|(k, w)| format!("{k} {w} "))
+        .collect();
+    let readme_table = table.join(" ");
+    for row in &table {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        for key in first.split('`').skip(1).step_by(2) {
+            let key = key.split_whitespace().next().unwrap_or_default();
+            assert!(help.contains(key), "README key {key:?} is not in the help");
+        }
+    }
+    for (keys, _) in nightshift::views::HELP {
+        for key in keys.split_whitespace().filter(|k| {
+            !matches!(
+                *k,
+                "…" | "(after"
+                    | "an"
+                    | "action)"
+                    | "TEXT"
+                    | "ID"
+                    | "N"
+                    | "N/I"
+                    | "8h"
+                    | "03:10"
+                    | "+90m"
+            )
+        }) {
+            assert!(
+                readme_table.contains(key),
+                "help key {key:?} is not in the README's table"
+            );
+        }
+    }
 }
 
 #[test]

@@ -300,7 +300,27 @@ impl App {
 
     fn on_normal_key(&mut self, key: KeyEvent) {
         if self.show_help || self.show_messages || self.show_kpis.is_some() {
-            // Any key closes help, the log or the numbers; q still quits.
+            // Scroll keys scroll help, the log or the numbers; any other
+            // key closes them; q still quits.
+            let page = self.size.1.saturating_sub(6).max(1);
+            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+            let by: Option<i32> = match key.code {
+                KeyCode::Down | KeyCode::Char('j') if !ctrl => Some(1),
+                KeyCode::Up | KeyCode::Char('k') if !ctrl => Some(-1),
+                KeyCode::PageDown => Some(i32::from(page)),
+                KeyCode::Char('d') if ctrl => Some(i32::from(page)),
+                KeyCode::PageUp => Some(-i32::from(page)),
+                KeyCode::Char('u') if ctrl => Some(-i32::from(page)),
+                KeyCode::Home | KeyCode::Char('g') => Some(-10_000),
+                KeyCode::End | KeyCode::Char('G') => Some(10_000),
+                _ => None,
+            };
+            if let Some(d) = by {
+                let max = i32::from(crate::views::overlay_max_scroll(self));
+                self.overlay_scroll = (i32::from(self.overlay_scroll) + d).clamp(0, max) as u16;
+                return;
+            }
+            self.overlay_scroll = 0;
             self.show_help = false;
             self.show_messages = false;
             self.show_kpis = None;

@@ -72,7 +72,7 @@ pub fn render(f: &mut Frame, app: &App) {
     component::for_view(app.screen().view).draw(f, body, app, theme);
     draw_footer(f, footer, app, theme);
     if app.show_help {
-        draw_help(f, body, theme, app.read_only);
+        draw_help(f, body, app, theme);
     }
     if app.show_messages {
         draw_messages(f, body, app, theme);
@@ -253,25 +253,27 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 }
 
 pub const HELP: &[(&str, &str)] = &[
-    (":overview  :nodes  :gpus", "switch view (also :no :gp)"),
-    (
-        ":jobs  :queue  :incidents",
-        "switch view (also :jo :qu :inc)",
-    ),
+    (":overview :nodes :gpus", "switch view (also :no :gp)"),
+    (":jobs :queue :incidents", "switch view (also :jo :qu :inc)"),
     (
         "enter",
         "open the selected row: incident → node → gpu → job",
     ),
     ("esc", "clear the filter, else go back"),
     (
-        ":job ID  :node N  :gpu N/I",
-        "open that object (tab completes after :)",
+        ":job ID :node N :gpu N/I",
+        "open that object; tab completes after : (twice: the candidates)",
     ),
-    ("j k ↑ ↓  h l ← →", "move (h l across the node grid)"),
-    ("g G  home end  pgup pgdn", "first, last, page"),
+    ("j k ↑ ↓ h l ← →", "move (h l across the node grid)"),
+    ("g G home end", "first, last"),
+    ("pgup pgdn ctrl-u ctrl-d", "a page up, down"),
+    (
+        "mouse",
+        "click selects (again: opens), the wheel scrolls; --no-mouse leaves it to the terminal",
+    ),
     ("tab", "overview: incidents / node grid; node: GPUs / jobs"),
     (
-        "/text  /!text  /state:x",
+        "/crit /!crit /state:x",
         "filter on any column, the inverse, a field",
     ),
     ("1 … 9  0", "sort by that column (its mark); again: reverse"),
@@ -284,6 +286,10 @@ pub const HELP: &[(&str, &str)] = &[
         "options side by side (incident, node, running job); 1–9 opens one",
     ),
     (
+        "paste",
+        "text for the filter, a command or a typed name; never confirms",
+    ),
+    (
         "m  :messages",
         "the message log: every status message again",
     ),
@@ -291,7 +297,15 @@ pub const HELP: &[(&str, &str)] = &[
         ":kpis  :kpis 8h",
         "the scheduler's health numbers over a window",
     ),
-    ("?", "this help"),
+    ("> <", "replay (--replay FILE): twice as fast, half as fast"),
+    ("space", "replay: pause, play"),
+    ("n", "replay: on to the next incident"),
+    (":at 03:10  :at +90m", "replay: jump to that time"),
+    ("ctrl-z", "suspend; the shell's fg brings it back"),
+    (
+        "?",
+        "this help (j k pgup pgdn scroll it; any other key closes)",
+    ),
     ("q  ctrl-c  :q", "quit"),
 ];
 
@@ -303,35 +317,55 @@ const ACTION_KEYS: &[&str] = &[
     "u (after an action)",
 ];
 
-fn draw_help(f: &mut Frame, area: Rect, theme: Theme, read_only: bool) {
-    let w = area.width.min(100);
-    let h = area.height.min(HELP.len() as u16 + 5);
-    let popup = Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    };
-    let mut lines: Vec<Line> = HELP
+/// The help's lines for this console: keys in a column as wide as the
+/// widest, their text wrapped under itself; no action keys in read-only
+/// mode (they do nothing there).
+pub fn help_lines(width: u16, read_only: bool, theme: Theme) -> Vec<Line<'static>> {
+    let keys_w = HELP
         .iter()
-        // No action keys in read-only mode: they do nothing there.
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let lines: Vec<Line> = HELP
+        .iter()
         .filter(|(k, _)| !(read_only && ACTION_KEYS.contains(k)))
         .map(|(k, what)| {
             Line::from(vec![
-                Span::styled(format!("{k:<26}"), theme.title()),
+                Span::styled(format!("{k:<keys_w$}"), theme.title()),
                 Span::raw(*what),
             ])
         })
         .collect();
-    lines.push(Line::styled("any key closes this help", theme.dim()));
+    hang(lines, width)
+}
+
+fn draw_help(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let popup = full_height_popup(area, 100);
+    let inner_w = popup.width.saturating_sub(2);
+    let lines = help_lines(inner_w, app.read_only, theme);
+    let inner_h = popup.height.saturating_sub(2);
+    let total = wrapped_height(&lines, inner_w);
+    let scroll = app.overlay_scroll.min(overlay_max_scroll(app));
+    let more = if total > inner_h {
+        format!(
+            " keys {}–{} of {} (j k pgdn pgup scroll; any other key closes) ",
+            scroll + 1,
+            (scroll + inner_h).min(total),
+            total
+        )
+    } else {
+        " keys (any key closes) ".to_string()
+    };
     f.render_widget(Clear, popup);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Line::styled(" keys ", theme.title()));
+        .title(Line::styled(more, theme.title()));
     f.render_widget(
         Paragraph::new(lines)
             .block(block)
-            .wrap(Wrap { trim: false }),
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
         popup,
     );
 }
@@ -408,9 +442,7 @@ fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
     );
 }
 
-fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let popup = full_height_popup(area, 120);
-    let w = popup.width;
+fn message_lines(app: &App, width: u16, theme: Theme) -> Vec<Line<'static>> {
     let mut lines: Vec<Line> = app
         .messages
         .iter()
@@ -428,17 +460,49 @@ fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     if lines.is_empty() {
         lines.push(Line::styled("no messages yet", theme.dim()));
     }
-    let lines = hang(lines, w.saturating_sub(2));
+    hang(lines, width)
+}
+
+fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let popup = full_height_popup(area, 120);
+    let lines = message_lines(app, popup.width.saturating_sub(2), theme);
+    let scroll = app.overlay_scroll.min(overlay_max_scroll(app));
     f.render_widget(Clear, popup);
     f.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::default().borders(Borders::ALL).title(Line::styled(
-                " messages, newest first (any key closes) ",
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(Block::default().borders(Borders::ALL).title(Line::styled(
+                " messages, newest first (j k pgdn pgup scroll; any other key closes) ",
                 theme.title(),
-            )),
-        ),
+            ))),
         popup,
     );
+}
+
+/// How far the open overlay (help, the message log) can scroll: its
+/// wrapped rows past the body's height. The keys clamp to it, so that a
+/// key up after the end moves at once.
+pub fn overlay_max_scroll(app: &App) -> u16 {
+    let (w, h) = app.size;
+    // The body: the screen less the header and the footer; the panel's
+    // borders take two more rows and columns.
+    let body = Rect::new(0, 0, w, h.saturating_sub(2));
+    let theme = Theme { color: false };
+    let (popup, lines) = if app.show_help {
+        let p = full_height_popup(body, 100);
+        (
+            p,
+            help_lines(p.width.saturating_sub(2), app.read_only, theme),
+        )
+    } else if app.show_messages {
+        let p = full_height_popup(body, 120);
+        (p, message_lines(app, p.width.saturating_sub(2), theme))
+    } else {
+        return 0;
+    };
+    wrapped_height(&lines, popup.width.saturating_sub(2))
+        .saturating_sub(popup.height.saturating_sub(2))
 }
 
 /// A chart's frame that says its scale and its span: `title` on top,
