@@ -272,6 +272,8 @@ pub struct App {
     pub last_undo: Option<Action>,
     /// Playing a recording: the keys steer it (`replay_outbox`).
     pub replay: bool,
+    /// Playing a recording: where it is and how it plays (the header).
+    pub playback: Option<crate::sources::Playback>,
     /// The first replayed snapshot's time (`:at +10m` counts from it).
     pub replay_start: Option<crate::model::Timestamp>,
     /// Commands for the playback, sent by the event loop.
@@ -327,6 +329,7 @@ impl App {
             outbox: Vec::new(),
             last_undo: None,
             replay: source_name == "replay",
+            playback: None,
             replay_start: None,
             replay_outbox: Vec::new(),
         }

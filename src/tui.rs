@@ -91,6 +91,10 @@ fn setup(mouse: bool) -> io::Result<Term> {
 }
 
 pub async fn run(settings: Settings) -> Result<(), String> {
+    // The health numbers: fed by the analyst, rebuilt by a replay's jumps.
+    let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
+        crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
+    ));
     let (source, control, replay) = match &settings.replay {
         Some(path) => {
             let rec = crate::recording::Recording::open(path)?;
@@ -98,7 +102,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
                 sources::SourceConfig::Sim { speed, .. } => speed,
                 _ => 1.0,
             };
-            let (rx, ctl) = crate::recording::replay::spawn(rec, speed)?;
+            let (rx, ctl) = crate::recording::replay::spawn(rec, speed, kpis.clone())?;
             (rx, sources::Control::None, Some(ctl))
         }
         None => {
@@ -118,7 +122,7 @@ pub async fn run(settings: Settings) -> Result<(), String> {
         }
         None => (source, None),
     };
-    let result = console(settings, source, control, replay).await;
+    let result = console(settings, source, control, replay, kpis).await;
     // Every way out of the console finishes the recording.
     if let Some(tap) = tap {
         tap.finish().await;
@@ -132,6 +136,7 @@ async fn console(
     source: tokio::sync::mpsc::Receiver<sources::Update>,
     control: sources::Control,
     replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
+    kpis: crate::engine::kpis::SharedKpis,
 ) -> Result<(), String> {
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
@@ -144,9 +149,6 @@ async fn console(
         timeout: settings.action_timeout,
     }
     .spawn(action_tx);
-    let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
-        crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
-    ));
     let updates = crate::analyst::spawn(
         source,
         focus_rx,

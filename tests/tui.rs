@@ -531,3 +531,51 @@ fn every_way_out_of_the_console_finishes_its_recording() {
         assert!(rec.marks.len() >= 2, "{how}: the snapshots are there");
     }
 }
+
+/// Replay you can see: the header says playing or paused, the speed, where
+/// it is in the recording and when it has ended; `n` with no incident
+/// ahead says so and stays; `:at` jumps; the hints name the replay's keys.
+#[test]
+fn a_replay_shows_its_state_through_play_pause_faster_next_at_and_the_end() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(100, 30);
+    let file = t.dir.path().join("night.nsrec");
+    let out = Command::new(bin())
+        .args(["record"])
+        .arg(&file)
+        .args(["--sim-seconds", "300", "--log-file"])
+        .arg(t.dir.path().join("record.log"))
+        .output()
+        .expect("record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    start(&t, "tmux-256color", &format!("--replay {}", file.display()));
+    t.expect("▶ 1× 02:47");
+    t.expect("/ 02:52:30");
+    t.expect("<space> pause");
+    t.keys(&["Space"]);
+    t.expect("⏸ 02:47");
+    t.keys(&["Space"]);
+    t.keys(&[">"]);
+    t.expect("▶ 2× ");
+    // Past the last incident: said, and the replay stays where it was.
+    t.keys(&[":"]);
+    t.keys(&["-l", "at 02:52"]);
+    t.keys(&["Enter"]);
+    t.expect("▶ 2× 02:52:0");
+    t.keys(&["n"]);
+    t.expect("no incident after 02:52");
+    let s = t.screen();
+    assert!(!s.contains("■ end"), "n with nothing ahead stays:\n{s}");
+    // On to the end.
+    t.keys(&[">"]);
+    t.keys(&[">"]);
+    t.expect_within("■ end 02:52:30", Duration::from_secs(30));
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}

@@ -235,6 +235,12 @@ impl App {
                     Err(e) => self.flash = Some(e),
                 }
             }
+            _ if cmd == "at" || cmd.starts_with("at ") => {
+                self.flash = Some(
+                    ":at moves a replay (nightshift --replay FILE); a live console is always at now"
+                        .into(),
+                );
+            }
             _ if cmd.starts_with("job ") || cmd.starts_with("node ") || cmd.starts_with("gpu ") => {
                 self.jump(cmd)
             }

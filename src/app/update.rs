@@ -138,6 +138,7 @@ impl App {
                     self.log_flash();
                 }
             }
+            Update::Playback(p) => self.playback = Some(p),
             Update::Notice(text) => {
                 tracing::warn!("{text}");
                 self.flash = Some(text);

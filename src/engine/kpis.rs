@@ -273,6 +273,16 @@ impl KpiBook {
         }
     }
 
+    /// How many seconds of observations it keeps.
+    pub fn keep_s(&self) -> i64 {
+        self.keep_s
+    }
+
+    /// The time of the newest snapshot taken in.
+    pub fn last_time(&self) -> Option<crate::model::Timestamp> {
+        self.samples.back().map(|s| s.time)
+    }
+
     /// Takes in the next snapshot (in the source's time order).
     pub fn observe(&mut self, c: &Cluster) {
         match self.samples.back() {

@@ -4,7 +4,7 @@
 use super::Recording;
 use super::reader::Cursor;
 use crate::model::{Cluster, EventKind, Timestamp};
-use crate::sources::{Origin, Update};
+use crate::sources::{Origin, Playback, Update};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -59,8 +59,18 @@ impl Player {
         Ok(())
     }
 
-    /// Plays on to the next entry that brings an incident's event.
+    /// Plays on to the next entry that brings an incident's event; with
+    /// none ahead, stays where it was and says false.
     fn next_incident(&mut self) -> Result<bool, String> {
+        let here = self.current().time;
+        if self.play_to_next_incident()? {
+            return Ok(true);
+        }
+        self.seek(here)?;
+        Ok(false)
+    }
+
+    fn play_to_next_incident(&mut self) -> Result<bool, String> {
         loop {
             let brings = self.cur.next_delta().is_some_and(|d| {
                 d.events.iter().any(|e| {
@@ -80,11 +90,37 @@ impl Player {
     }
 }
 
+/// The console's health numbers after a jump: rebuilt, off the playback's
+/// task, from the recording's start up to the snapshot the console has
+/// taken in by then (what it saw meanwhile included), so that `:kpis`
+/// covers the night up to the replay's position, not just since the jump.
+fn rebuild_kpis(rec: Recording, kpis: crate::engine::kpis::SharedKpis, to: Timestamp) {
+    tokio::task::spawn_blocking(move || {
+        let Ok(keep) = kpis.lock().map(|b| b.keep_s()) else {
+            return;
+        };
+        let mut book = crate::engine::kpis::KpiBook::new(keep);
+        let mut states = rec.states().filter_map(Result::ok).peekable();
+        while let Some(c) = states.next_if(|c| c.time <= to) {
+            book.observe(&c);
+        }
+        let Ok(mut shared) = kpis.lock() else { return };
+        // What the console took in while this was read, then the swap.
+        let upto = shared.last_time().unwrap_or(to);
+        while let Some(c) = states.next_if(|c| c.time <= upto) {
+            book.observe(&c);
+        }
+        *shared = book;
+    });
+}
+
 /// Starts the playback at the recording's start; updates arrive on the
-/// returned channel, commands go the other way.
+/// returned channel, commands go the other way. After a jump the shared
+/// health numbers are rebuilt from the start.
 pub fn spawn(
     rec: Recording,
     speed: f64,
+    kpis: crate::engine::kpis::SharedKpis,
 ) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), String> {
     let damage = rec.damage();
     let mut p = Player::new(rec)?;
@@ -93,6 +129,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut speed = speed.clamp(SPEEDS.0, SPEEDS.1);
         let mut paused = false;
+        let (start, end) = p.rec.span();
         let send = |c: &Cluster| {
             let tx = tx.clone();
             let snap = Arc::new(c.clone());
@@ -101,7 +138,18 @@ pub fn spawn(
                     && tx.send(Update::ok(Origin::Scheduler)).await.is_ok()
             }
         };
-        if !send(p.current()).await {
+        // Where it is and how it plays, for the header.
+        let state = |p: &mut Player, paused: bool, speed: f64| {
+            Update::Playback(Playback {
+                paused,
+                speed,
+                at: p.current().time,
+                start,
+                end,
+                ended: p.next_time().is_none(),
+            })
+        };
+        if !send(p.current()).await || tx.send(state(&mut p, paused, speed)).await.is_err() {
             return;
         }
         for w in damage {
@@ -125,11 +173,43 @@ pub fn spawn(
                         ReplayCmd::Faster => { speed = (speed * 2.0).min(SPEEDS.1); false }
                         ReplayCmd::Slower => { speed = (speed / 2.0).max(SPEEDS.0); false }
                         ReplayCmd::Pause => { paused = !paused; false }
-                        ReplayCmd::NextIncident => p.next_incident().unwrap_or(false),
-                        ReplayCmd::Seek(t) => p.seek(t).is_ok(),
+                        ReplayCmd::NextIncident => match p.next_incident() {
+                            Ok(true) => true,
+                            Ok(false) => {
+                                let note = format!(
+                                    "replay: no incident after {}: staying here",
+                                    crate::text::clock(p.current().time)
+                                );
+                                if tx.send(Update::Notice(note)).await.is_err() { return; }
+                                false
+                            }
+                            Err(e) => {
+                                if tx.send(Update::Notice(format!("replay: {e}"))).await.is_err() { return; }
+                                false
+                            }
+                        },
+                        ReplayCmd::Seek(t) => {
+                            // Said when the time asked for is outside the recording.
+                            let (lo, hi) = (start, end);
+                            if t < lo || t > hi {
+                                let note = format!(
+                                    "replay: {} is outside the recording ({} – {}): to {}",
+                                    crate::text::clock(t), crate::text::clock(lo), crate::text::clock(hi),
+                                    crate::text::clock(t.clamp(lo, hi))
+                                );
+                                if tx.send(Update::Notice(note)).await.is_err() { return; }
+                            }
+                            p.seek(t).is_ok()
+                        }
                     };
                     tracing::info!(?cmd, speed, paused, "replay");
+                    if moved {
+                        rebuild_kpis(p.rec.clone(), kpis.clone(), p.current().time);
+                    }
                     if moved && !send(p.current()).await {
+                        return;
+                    }
+                    if tx.send(state(&mut p, paused, speed)).await.is_err() {
                         return;
                     }
                 }
@@ -137,7 +217,7 @@ pub fn spawn(
                     let stepped = if paused { Ok(false) } else { p.step() };
                     match stepped {
                         Ok(true) => {
-                            if !send(p.current()).await {
+                            if !send(p.current()).await || tx.send(state(&mut p, paused, speed)).await.is_err() {
                                 return;
                             }
                         }

@@ -292,7 +292,7 @@ mod tests {
             match u {
                 Update::Snapshot(c) => merged = Some(c),
                 Update::Backfill(_) => panic!("no Prometheus, no back-fill"),
-                Update::Refresh { .. } | Update::Notice(_) => {}
+                Update::Refresh { .. } | Update::Notice(_) | Update::Playback(_) => {}
                 Update::Status {
                     origin: Origin::Scheduler,
                     error: Some(e),

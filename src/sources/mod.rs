@@ -67,6 +67,22 @@ pub enum Update {
     /// Something the on-call should know that is no origin's data: the
     /// console's recording stopped, for one.
     Notice(String),
+    /// Playing a recording: where it is and how it plays.
+    Playback(Playback),
+}
+
+/// A recording's playback as the console shows it in the header.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Playback {
+    pub paused: bool,
+    /// Recorded seconds per second.
+    pub speed: f64,
+    /// The snapshot shown, and the recording's first and last.
+    pub at: crate::model::Timestamp,
+    pub start: crate::model::Timestamp,
+    pub end: crate::model::Timestamp,
+    /// Nothing more to play.
+    pub ended: bool,
 }
 
 impl Update {

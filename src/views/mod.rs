@@ -89,6 +89,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     if app.read_only {
         spans.push(Span::styled(" READ-ONLY ", theme.badge()));
     }
+    // Playing a recording: its state first, so that 80 columns keep it.
+    if let Some(p) = &app.playback {
+        spans.push(Span::styled(format!(" {} ", playback(p)), theme.badge()));
+    }
     let unread = app.unread();
     if unread > 0 {
         spans.push(Span::styled(format!(" ● {unread} new "), theme.alarm()));
@@ -99,6 +103,8 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         sanitize(&c.name)
     )));
     match app.data_age() {
+        // A recording's clock is in its badge; its age says nothing.
+        Some(_) if app.playback.is_some() => {}
         None => spans.push(Span::styled(" waiting for data ", theme.badge())),
         Some(age) => {
             spans.push(Span::raw(format!("{}Z │ ", text::clock(c.time))));
@@ -167,6 +173,30 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// `▶ 2× 02:53 / 02:57 (40 %)`, `⏸ 02:53 / 02:57 (40 %)`, `■ end 02:57`.
+pub fn playback(p: &crate::sources::Playback) -> String {
+    if p.ended {
+        return format!("■ end {}", text::clock(p.end));
+    }
+    let span = (p.end - p.start).max(1) as f64;
+    let pct = ((p.at - p.start) as f64 / span * 100.0).clamp(0.0, 100.0);
+    let speed = if p.speed >= 1.0 {
+        format!("{}×", p.speed)
+    } else {
+        format!("{:.2}×", p.speed)
+    };
+    let sign = if p.paused {
+        "⏸".to_string()
+    } else {
+        format!("▶ {speed}")
+    };
+    format!(
+        "{sign} {} / {} ({pct:.0} %)",
+        text::clock(p.at),
+        text::clock(p.end)
+    )
+}
+
 fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let line = match &app.input {
         Input::Command(t) => Line::from(vec![
@@ -207,8 +237,16 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     ("q", "quit"),
                 ],
             };
-            // The action keys where they apply; none in read-only mode.
+            // The action keys where they apply; none in read-only mode;
+            // a recording's own keys while one plays.
             let actions: &[(&str, &str)] = match app.screen().view {
+                _ if app.replay => &[
+                    ("space", "pause"),
+                    (">", "faster"),
+                    ("<", "slower"),
+                    ("n", "next incident"),
+                    (":at", "time"),
+                ],
                 _ if app.read_only => &[],
                 View::Overview
                 | View::Incidents
