@@ -165,6 +165,45 @@ fn help_overlay() {
     assert!(!a.show_help, "any other key closes it");
 }
 
+/// Started against a dead slurmrestd: no zero that was not read, no empty
+/// cluster name; what is awaited and the error, whole; the error in the
+/// message log too.
+#[test]
+fn before_the_first_answer_nothing_made_up_is_shown() {
+    let mut a = App::new("slurm", false, false, Duration::from_secs(10));
+    let err = SourceError::Unreachable {
+        what: "slurmrestd at http://127.0.0.1:6820".into(),
+        detail: "tcp connect error: Connection refused (os error 111), asked again every 10 s; check that slurmrestd runs and listens there".into(),
+    };
+    a.on_update(
+        Update::failed(Origin::Scheduler, err.clone()),
+        Instant::now(),
+    );
+    for (w, h) in [(80, 24), (200, 50)] {
+        let s = screen(&a, w, h);
+        assert!(
+            !s.contains("GPUs 0") && !s.contains("alloc 0"),
+            "made-up zeros:\n{s}"
+        );
+        assert!(!s.contains("│  │"), "an empty cluster name:\n{s}");
+        assert!(s.contains("waiting for the first answer"), "{s}");
+        assert!(
+            s.contains("listens there"),
+            "the error whole, to its end:\n{s}"
+        );
+        insta::assert_snapshot!(format!("waiting_dead_slurmrestd_{w}x{h}"), s);
+    }
+    keys(&mut a, &[KeyCode::Char('m')]);
+    let s = screen(&a, 120, 30);
+    assert!(s.contains("Connection refused"), "in the message log:\n{s}");
+    // The same error again is not logged twice; answering again is.
+    a.on_update(Update::failed(Origin::Scheduler, err), Instant::now());
+    let logged = |a: &App, what: &str| a.messages.iter().filter(|(_, m)| m.contains(what)).count();
+    assert_eq!(logged(&a, "Connection refused"), 1);
+    a.on_update(Update::ok(Origin::Scheduler), Instant::now());
+    assert_eq!(logged(&a, "slurm answers again"), 1);
+}
+
 /// Every key of the README's table is in the help, and every key of the
 /// help is in the README's table.
 #[test]

@@ -20,6 +20,14 @@ impl App {
         self.log_flash();
     }
 
+    /// A line in the message log (m), not on the status line.
+    pub(crate) fn log(&mut self, m: String) {
+        self.messages.push_back((std::time::SystemTime::now(), m));
+        if self.messages.len() > 200 {
+            self.messages.pop_front();
+        }
+    }
+
     /// Keeps the status line's message in the log (once).
     fn log_flash(&mut self) {
         if let Some(f) = &self.flash
@@ -145,16 +153,28 @@ impl App {
                 self.log_flash();
             }
             Update::Status { origin, error } => {
+                let name = match &origin {
+                    Origin::Scheduler => self.source_name.to_string(),
+                    o => o.name(),
+                };
                 let s = self.origins.entry(origin).or_default();
-                match error {
+                // A change of an origin's health goes to the message log
+                // (m), whole: lost, a new error, answering again.
+                let said = match error {
                     None => {
                         s.last_ok = Some(now);
-                        s.error = None;
+                        s.error.take().map(|_| format!("{name} answers again"))
                     }
                     Some(e) => {
                         tracing::warn!("source error: {e}");
-                        s.error = Some(e.to_string());
+                        let e = e.to_string();
+                        let new = s.error.as_deref() != Some(e.as_str());
+                        s.error = Some(e.clone());
+                        new.then(|| format!("{name}: {e}"))
                     }
+                };
+                if let Some(m) = said {
+                    self.log(m);
                 }
             }
         }

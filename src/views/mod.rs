@@ -69,7 +69,13 @@ pub fn render(f: &mut Frame, app: &App) {
         );
     }
     draw_header(f, header, app, theme);
-    component::for_view(app.screen().view).draw(f, body, app, theme);
+    if app.data_age().is_none() && app.cluster.nodes.is_empty() {
+        // Nothing read yet: say what is awaited and why it is late, never
+        // a screen of zeros that were not read.
+        draw_waiting(f, body, app, theme);
+    } else {
+        component::for_view(app.screen().view).draw(f, body, app, theme);
+    }
     draw_footer(f, footer, app, theme);
     if app.show_help {
         draw_help(f, body, app, theme);
@@ -97,15 +103,22 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     if unread > 0 {
         spans.push(Span::styled(format!(" ● {unread} new "), theme.alarm()));
     }
-    spans.push(Span::raw(format!(
-        " {} │ {} │ ",
-        app.source_name,
-        sanitize(&c.name)
-    )));
+    if c.name.is_empty() {
+        spans.push(Span::raw(format!(" {} │ ", app.source_name)));
+    } else {
+        spans.push(Span::raw(format!(
+            " {} │ {} │ ",
+            app.source_name,
+            sanitize(&c.name)
+        )));
+    }
     match app.data_age() {
         // A recording's clock is in its badge; its age says nothing.
         Some(_) if app.playback.is_some() => {}
-        None => spans.push(Span::styled(" waiting for data ", theme.badge())),
+        None => spans.push(Span::styled(
+            " waiting for the first answer ",
+            theme.badge(),
+        )),
         Some(age) => {
             spans.push(Span::raw(format!("{}Z │ ", text::clock(c.time))));
             let secs = age.as_secs() as i64;
@@ -195,6 +208,43 @@ pub fn playback(p: &crate::sources::Playback) -> String {
         text::clock(p.at),
         text::clock(p.end)
     )
+}
+
+/// Before the first answer: what is awaited, each origin's error whole.
+fn draw_waiting(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let mut lines = vec![Line::styled(
+        format!(
+            "waiting for the first answer from the {} source: nothing is shown until it is read",
+            app.source_name
+        ),
+        theme.title(),
+    )];
+    for (origin, st) in &app.origins {
+        let who = match origin {
+            crate::sources::Origin::Scheduler => app.source_name.to_string(),
+            o => o.name(),
+        };
+        match &st.error {
+            Some(e) => lines.push(Line::from(vec![
+                Span::styled(format!("{} ", sanitize(&who)), theme.critical()),
+                Span::raw(sanitize(e).into_owned()),
+            ])),
+            None => lines.push(Line::styled(
+                format!("{}: no answer yet", sanitize(&who)),
+                theme.dim(),
+            )),
+        }
+    }
+    lines.push(Line::styled(
+        "it is asked again by itself; every error stays in the message log (m)",
+        theme.dim(),
+    ));
+    f.render_widget(
+        Paragraph::new(hang(lines, area.width.saturating_sub(2)))
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL)),
+        area,
+    );
 }
 
 fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
