@@ -69,6 +69,23 @@ impl App {
             }
             KeyCode::Tab => {
                 let done = self.complete(&text);
+                // Nothing more to complete: several names fit; say which.
+                if done == text {
+                    let hits = self.candidates(&text);
+                    if hits.len() > 1 {
+                        let more = hits.len().saturating_sub(12);
+                        self.flash = Some(format!(
+                            "{} fit: {}{}",
+                            hits.len(),
+                            hits.iter().take(12).cloned().collect::<Vec<_>>().join(" "),
+                            if more > 0 {
+                                format!(" … and {more} more")
+                            } else {
+                                String::new()
+                            }
+                        ));
+                    }
+                }
                 self.input = Input::Command(done);
             }
             _ => {}
@@ -79,6 +96,35 @@ impl App {
     /// `node `, `gpu ` — to the longest prefix the candidates share, which
     /// is the whole name when only one is left.
     pub fn complete(&self, text: &str) -> String {
+        let (head, _) = self.completion_of(text);
+        let hits = self.candidates(text);
+        let Some(first) = hits.first() else {
+            return text.to_string();
+        };
+        let mut common = first.to_string();
+        for h in &hits[1..] {
+            let n = common
+                .chars()
+                .zip(h.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            common = common.chars().take(n).collect();
+        }
+        format!("{head}{common}")
+    }
+
+    /// The names that complete `text` after `:` (views, or objects after
+    /// `job `, `node `, `gpu `).
+    pub fn candidates(&self, text: &str) -> Vec<String> {
+        let (_, Some((word, all))) = self.completion_of(text) else {
+            return Vec::new();
+        };
+        all.into_iter().filter(|c| c.starts_with(word)).collect()
+    }
+
+    /// What is being completed: the command's head, and the word typed with
+    /// every name it could become.
+    fn completion_of<'t>(&self, text: &'t str) -> (&'static str, Option<(&'t str, Vec<String>)>) {
         const VIEWS: &[&str] = &[
             "overview",
             "nodes",
@@ -111,23 +157,10 @@ impl App {
                     .map(|(n, g)| format!("{}/{}", n.name, g.index))
                     .collect(),
             ),
-            Some(_) => return text.to_string(),
+            Some(_) => return ("", None),
             None => ("", text, VIEWS.iter().map(|v| v.to_string()).collect()),
         };
-        let hits: Vec<&String> = candidates.iter().filter(|c| c.starts_with(word)).collect();
-        let Some(first) = hits.first() else {
-            return text.to_string();
-        };
-        let mut common = first.to_string();
-        for h in &hits[1..] {
-            let n = common
-                .chars()
-                .zip(h.chars())
-                .take_while(|(a, b)| a == b)
-                .count();
-            common = common.chars().take(n).collect();
-        }
-        format!("{head}{common}")
+        (head, Some((word, candidates)))
     }
 
     fn on_filter_key(&mut self, key: KeyEvent, mut text: String) {

@@ -833,3 +833,28 @@ fn a_huge_paste_into_the_filter_is_cut_and_applied_once() {
     a.update(Msg::Paste("D".into()), a.now);
     assert!(a.modal.is_none(), "a pasted D opened a drain");
 }
+
+/// Tab on a prefix several names share completes what they share, then
+/// says which names fit.
+#[test]
+fn tab_on_an_ambiguous_prefix_shows_the_candidates() {
+    let mut a = app();
+    press(&mut a, ":");
+    press(&mut a, "node h100-0");
+    key(&mut a, KeyCode::Tab);
+    let f = a.flash.clone().unwrap_or_default();
+    assert!(f.starts_with("8 fit: h100-01 h100-02"), "{f}");
+    assert_eq!(a.input, crate::app::Input::Command("node h100-0".into()));
+    press(&mut a, "3");
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.input, crate::app::Input::Command("node h100-03".into()));
+}
+
+/// `:at` in a live console says what it is for.
+#[test]
+fn at_in_a_live_console_says_it_is_for_replays() {
+    let mut a = app();
+    command(&mut a, "at 03:10");
+    let f = a.flash.clone().unwrap_or_default();
+    assert!(f.contains("replay"), "{f}");
+}
