@@ -476,6 +476,27 @@ impl App {
         s.selected = 0;
         s.selected_key = None;
         self.refresh_rows();
+        // `/foo:bar` that finds nothing, foo not a field: say so, and which
+        // fields there are (an empty list says nothing).
+        let f = self
+            .screen()
+            .filter
+            .trim()
+            .trim_start_matches('!')
+            .to_lowercase();
+        if let Some((field, _)) = f.split_once(':')
+            && self.rows.is_empty()
+            && !field.is_empty()
+            && field.chars().all(char::is_alphabetic)
+        {
+            let fields = self.filter_fields();
+            if !fields.is_empty() && !fields.iter().any(|x| *x == field) {
+                self.flash = Some(format!(
+                    "no field {field:?} in this list; its fields: {}",
+                    fields.join(" ")
+                ));
+            }
+        }
     }
 
     pub fn select(&mut self, index: usize) {

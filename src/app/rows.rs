@@ -166,6 +166,19 @@ impl App {
         grid_columns(&self.index, self.size.0.saturating_sub(2))
     }
 
+    /// The filter fields of the list on screen (`state`, `node`, …).
+    pub fn filter_fields(&self) -> Vec<String> {
+        use crate::columns::{self as cols, field_name};
+        let names: Vec<&str> = match self.screen().view {
+            View::Nodes => cols::NODES.iter().map(|c| c.name).collect(),
+            View::Gpus => cols::GPUS.iter().map(|c| c.name).collect(),
+            View::Jobs | View::Queue => cols::JOBS.iter().map(|c| c.name).collect(),
+            View::Incidents => cols::INCIDENTS.iter().map(|c| c.name).collect(),
+            _ => Vec::new(),
+        };
+        names.into_iter().map(field_name).collect()
+    }
+
     /// `1`…`9`, `0`: sort the list by that column; again: reverse it.
     pub fn sort_by_column(&mut self, k: usize) {
         let s = self.screen_mut();

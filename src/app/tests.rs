@@ -858,3 +858,19 @@ fn at_in_a_live_console_says_it_is_for_replays() {
     let f = a.flash.clone().unwrap_or_default();
     assert!(f.contains("replay"), "{f}");
 }
+
+/// `/foo:bar` with no field foo: said, with the list's fields, instead of
+/// an empty list in silence; a time (`/02:47`) still filters as text.
+#[test]
+fn an_unknown_filter_field_is_said_with_the_fields() {
+    let mut a = app();
+    command(&mut a, "jobs");
+    press(&mut a, "/foo:bar");
+    let f = a.flash.clone().unwrap_or_default();
+    assert!(f.contains("no field \"foo\"") && f.contains("state"), "{f}");
+    key(&mut a, KeyCode::Esc);
+    command(&mut a, "incidents");
+    press(&mut a, "/02:47");
+    assert!(!a.rows.is_empty(), "a time is text, not a field");
+    assert!(a.flash.is_none(), "{:?}", a.flash);
+}
