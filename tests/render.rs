@@ -772,3 +772,43 @@ fn every_dialog_keeps_its_prompt() {
         insta::assert_snapshot!(format!("message_log_{w}x{h}"), masked);
     }
 }
+
+/// Every node's screen at 80×24: its first three jobs (or all it has) in
+/// view, the engine's recommendation whole with its `O`, and `O` in the
+/// hints (the jobs pane showed `1-0 of 1`, the recommendation was cut).
+#[test]
+fn every_node_screen_fits_80x24() {
+    let mut a = app_after(200);
+    a.update(Msg::Resize(80, 24), a.now);
+    let names: Vec<String> = a.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    for name in names {
+        command(&mut a, &format!("node {name}"));
+        analyse(&mut a);
+        let s = screen(&a, 80, 24);
+        let jobs = a.index.jobs_on(&a.cluster, &name).len();
+        // The jobs pane is the last box: its range `1-k of n`.
+        let range = s
+            .lines()
+            .rev()
+            .find(|l| l.contains(" of ") && l.starts_with('└'))
+            .unwrap_or_default();
+        let shown: usize = range
+            .split(" of ")
+            .next()
+            .and_then(|r| r.rsplit('-').next())
+            .and_then(|k| k.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(
+            shown >= jobs.min(3),
+            "{name}: {shown} of {jobs} jobs shown:\n{s}"
+        );
+        assert!(s.contains("<O> options"), "{name}: O in the hints:\n{s}");
+        if s.contains(" options ") && s.contains('▶') {
+            assert!(
+                s.contains("(O: compare"),
+                "{name}: the recommendation whole:\n{s}"
+            );
+        }
+        keys(&mut a, &[KeyCode::Esc]);
+    }
+}

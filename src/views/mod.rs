@@ -271,6 +271,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             }
             let hints: &[(&str, &str)] = match app.screen().view {
                 View::NodeDetail => &[
+                    ("O", "options"),
                     ("enter", "open"),
                     ("tab", "gpus/jobs"),
                     ("esc", "back"),

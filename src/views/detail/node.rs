@@ -21,26 +21,10 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         return missing(f, area, theme, "node", target);
     };
     let node = &c.nodes[n];
-    let gpu_h = node.gpus.len() as u16 + 3;
     let answers = crate::views::hang(
         crate::views::answers::node(app, &node.name, theme),
         area.width,
     );
-    // The engine's words wrap; they are never cut at the screen's edge.
-    let answers_h = crate::views::wrapped_height(&answers, area.width);
-    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
-        Constraint::Length(4),
-        Constraint::Length(answers_h),
-        Constraint::Length(gpu_h),
-        Constraint::Min(3),
-    ])
-    .areas(area);
-    f.render_widget(
-        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
-        engine,
-    );
-    let [text_area, spark_area] =
-        Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info);
     let mut l1 = vec![Span::styled(
         format!(" {} ", sanitize(&node.name)),
         theme.title(),
@@ -109,13 +93,54 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         },
         theme,
     ));
-    f.render_widget(
-        Paragraph::new(vec![
+    // Heights at this size, in the order of what matters at 3am: the
+    // engine's words whole (they wrap, never cut), the node's facts
+    // wrapped at word boundaries, at least three of its jobs, and the GPUs
+    // in the rest (their table scrolls to the selected one).
+    let wide = area.width >= 110;
+    let text_w = if wide { area.width - 32 } else { area.width };
+    // On a short screen (80×24) the facts take two lines and leave the
+    // labels to `get nodes -o json` and bigger screens.
+    let info_lines = if area.height < 30 {
+        let mut first = l1;
+        first.extend(l2);
+        vec![Line::from(first), Line::from(l3)]
+    } else {
+        vec![
             Line::from(l1),
             Line::from(l2),
             Line::from(l3),
             Line::from(l4),
-        ]),
+        ]
+    };
+    let info_h = crate::views::wrapped_height(&info_lines, text_w).clamp(2, 6);
+    let answers_h = crate::views::wrapped_height(&answers, area.width);
+    let on_node = app.index.jobs_on(&app.cluster, &node.name);
+    let jobs_h = on_node.len().clamp(1, 3) as u16 + 3;
+    let gpu_full = node.gpus.len() as u16 + 3;
+    let left = area
+        .height
+        .saturating_sub(info_h + answers_h + jobs_h)
+        .max(4);
+    let gpu_h = gpu_full.min(left);
+    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
+        Constraint::Length(info_h),
+        Constraint::Length(answers_h),
+        Constraint::Length(gpu_h),
+        Constraint::Min(jobs_h.min(4)),
+    ])
+    .areas(area);
+    f.render_widget(
+        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
+        engine,
+    );
+    let [text_area, spark_area] = if wide {
+        Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info)
+    } else {
+        [info, Rect::default()]
+    };
+    f.render_widget(
+        Paragraph::new(info_lines).wrap(ratatui::widgets::Wrap { trim: true }),
         text_area,
     );
     let occ = bars(
@@ -157,7 +182,6 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         node.gpus.get(i)
     });
 
-    let on_node = app.index.jobs_on(&app.cluster, &node.name);
     let jobs = List {
         title: "jobs on this node (enter: job detail, tab: gpus)".into(),
         header: &[
