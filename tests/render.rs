@@ -85,6 +85,20 @@ fn check(name: &str, app: &mut App) {
 #[test]
 fn overview() {
     check("overview", &mut app_after(200));
+    // The selected incident's what → status, whole at 80 and 120 columns
+    // (the table cuts its last column there).
+    let mut a = app_after(200);
+    analyse(&mut a);
+    for w in [80, 120] {
+        let s = screen(&a, w, 30);
+        let joined: String = s.lines().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+        assert!(
+            joined.contains(
+                "remap pending until the GPU is reset → reset the GPU at the next drain window"
+            ),
+            "at {w} columns:\n{s}"
+        );
+    }
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn incident_to_node_to_job_with_keys_then_quit() {
     let s = t.expect("jobs /vision");
     assert!(!s.contains("llm-pretrain"), "filtered out:\n{s}");
     t.keys(&["Enter", "?"]);
-    t.expect("any key closes this help");
+    t.expect("any other key closes");
     t.keys(&["Escape"]);
 
     t.keys(&["q"]);

@@ -19,15 +19,55 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     // panel keeps at least 7 lines (5 incidents), first on the screen.
     let grid_rows = app.grid.len().div_ceil(cols).max(1) as u16 + 3;
     let incidents_h = (open_incidents(app) as u16 + 3).clamp(5, 9);
-    let [summary, incidents, grid] = Layout::vertical([
+    // The selected incident's words whole, under its row (the table cuts
+    // its last column at 80 and 120 columns).
+    let whole = selected_incident_whole(app, theme, area.width);
+    let whole_h = super::wrapped_height(&whole, area.width).min(3);
+    let [summary, incidents, whole_area, grid] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Length(incidents_h),
+        Constraint::Length(if whole.is_empty() { 0 } else { whole_h }),
         Constraint::Max(grid_rows),
     ])
     .areas(area);
     draw_summary(f, summary, app, theme);
     draw_incidents(f, incidents, app, theme);
+    f.render_widget(
+        Paragraph::new(whole).wrap(ratatui::widgets::Wrap { trim: false }),
+        whole_area,
+    );
     draw_grid(f, grid, app, theme);
+}
+
+/// The incident the cursor is on (the newest while the grid has the
+/// focus): its node, event and what → status, whole, wrapped.
+fn selected_incident_whole(app: &App, theme: Theme, width: u16) -> Vec<Line<'static>> {
+    let focused = app.screen().pane == crate::app::Pane::First;
+    let at = if focused { app.screen().selected } else { 0 };
+    let Some(i) = app
+        .analysis
+        .as_ref()
+        .and_then(|a| a.base.incidents.iter().filter(|i| i.is_open()).nth(at))
+    else {
+        return Vec::new();
+    };
+    let ctx = app.columns_ctx();
+    let what = crate::columns::INCIDENTS
+        .iter()
+        .find(|c| c.name.starts_with("WHAT"))
+        .map(|c| (c.cell)(&ctx, i).text)
+        .unwrap_or_default();
+    let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
+    super::hang(
+        vec![Line::from(vec![
+            Span::styled(
+                format!(" ▸ {}{gpu} {}: ", sanitize(&i.node), sanitize(&i.label)),
+                theme.title(),
+            ),
+            Span::raw(sanitize(&what).into_owned()),
+        ])],
+        width,
+    )
 }
 
 fn open_incidents(app: &App) -> usize {
