@@ -49,6 +49,8 @@ pub enum Msg {
     Open(Screen),
     /// Select the row at this position.
     Select(usize),
+    /// Scroll the screen's text by this many lines (to its last line at most).
+    Scroll(i32),
     /// Move between a screen's two panes.
     SwitchPane,
     /// Sort by this column (again: reversed).
@@ -185,6 +187,8 @@ pub struct Screen {
     pub pane: Pane,
     /// A list's sort: (column of its spec, reversed). `None`: its own order.
     pub sort: Option<(usize, bool)>,
+    /// How far a detail screen's text is scrolled (the job screen's).
+    pub scroll: u16,
 }
 
 impl Screen {
@@ -197,6 +201,7 @@ impl Screen {
             filter: String::new(),
             pane: Pane::First,
             sort: None,
+            scroll: 0,
         }
     }
 }

@@ -826,3 +826,49 @@ fn every_node_screen_fits_80x24() {
         keys(&mut a, &[KeyCode::Esc]);
     }
 }
+
+/// The job screen scrolls to its last line where it does not fit
+/// (`pgdn`, `ctrl-d`; `j` `k` too when the job has no nodes to move in).
+#[test]
+fn the_job_screen_scrolls_to_its_last_line() {
+    let mut a = app_after(200);
+    a.update(Msg::Resize(80, 18), a.now);
+    command(&mut a, "job 4702");
+    analyse(&mut a);
+    let before = screen(&a, 80, 18);
+    assert!(
+        !before.contains("(O: compare all 4)"),
+        "it does not fit:\n{before}"
+    );
+    keys(&mut a, &[KeyCode::PageDown]);
+    let after = screen(&a, 80, 18);
+    assert!(
+        after.contains("(O: compare all 4)"),
+        "scrolled to the end:\n{after}"
+    );
+    assert!(
+        after.contains("nodes (enter: node detail)"),
+        "the nodes stay:\n{after}"
+    );
+    // Up again: the first line back.
+    keys(&mut a, &[KeyCode::PageUp]);
+    assert!(screen(&a, 80, 18).contains("name                        detr-sweep"));
+    // A pending job: j scrolls.
+    command(&mut a, "job 4722");
+    analyse(&mut a);
+    a.update(Msg::Resize(80, 16), a.now);
+    let top = screen(&a, 80, 16);
+    keys(&mut a, &[KeyCode::Char('j'); 6]);
+    let down = screen(&a, 80, 16);
+    assert_ne!(top, down, "j scrolled the pending job's text");
+    assert!(
+        down.contains("resuming a100-08 would let it start"),
+        "{down}"
+    );
+    // Past the end it stays at the end, and one key up moves at once.
+    let end = a.screen().scroll;
+    keys(&mut a, &[KeyCode::Char('j')]);
+    assert_eq!(a.screen().scroll, end);
+    keys(&mut a, &[KeyCode::Char('k')]);
+    assert_eq!(a.screen().scroll, end - 1);
+}

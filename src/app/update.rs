@@ -84,6 +84,11 @@ impl App {
                 self.push(screen);
             }
             Msg::Select(i) => self.select(i),
+            Msg::Scroll(by) => {
+                let max = i32::from(crate::views::screen_max_scroll(self));
+                let s = self.screen_mut();
+                s.scroll = (i32::from(s.scroll) + by).clamp(0, max) as u16;
+            }
             Msg::SwitchPane => {
                 let s = self.screen_mut();
                 s.pane = s.pane.other();

@@ -113,10 +113,23 @@ impl Component for GpuScreen {
     }
 
     fn on_key(&self, app: &App, key: KeyEvent) -> Option<Msg> {
-        match key.code {
-            KeyCode::Enter => Some(open_selected(app)),
-            _ => None,
-        }
+        // The job's text scrolls to its last line; j k move in its nodes
+        // when it has any, else scroll too.
+        let page = i32::from(app.size.1.saturating_sub(6).max(1));
+        let ctrl = key
+            .modifiers
+            .contains(crossterm::event::KeyModifiers::CONTROL);
+        let has_rows = !app.rows.is_empty();
+        Some(match key.code {
+            KeyCode::Enter => open_selected(app),
+            KeyCode::PageDown => Msg::Scroll(page),
+            KeyCode::PageUp => Msg::Scroll(-page),
+            KeyCode::Char('d') if ctrl => Msg::Scroll(page),
+            KeyCode::Char('u') if ctrl => Msg::Scroll(-page),
+            KeyCode::Down | KeyCode::Char('j') if !has_rows => Msg::Scroll(1),
+            KeyCode::Up | KeyCode::Char('k') if !has_rows => Msg::Scroll(-1),
+            _ => return None,
+        })
     }
 }
 
@@ -126,9 +139,22 @@ impl Component for JobScreen {
     }
 
     fn on_key(&self, app: &App, key: KeyEvent) -> Option<Msg> {
-        match key.code {
-            KeyCode::Enter => Some(open_selected(app)),
-            _ => None,
-        }
+        // The job's text scrolls to its last line; j k move in its nodes
+        // when it has any, else scroll too.
+        let page = i32::from(app.size.1.saturating_sub(6).max(1));
+        let ctrl = key
+            .modifiers
+            .contains(crossterm::event::KeyModifiers::CONTROL);
+        let has_rows = !app.rows.is_empty();
+        Some(match key.code {
+            KeyCode::Enter => open_selected(app),
+            KeyCode::PageDown => Msg::Scroll(page),
+            KeyCode::PageUp => Msg::Scroll(-page),
+            KeyCode::Char('d') if ctrl => Msg::Scroll(page),
+            KeyCode::Char('u') if ctrl => Msg::Scroll(-page),
+            KeyCode::Down | KeyCode::Char('j') if !has_rows => Msg::Scroll(1),
+            KeyCode::Up | KeyCode::Char('k') if !has_rows => Msg::Scroll(-1),
+            _ => return None,
+        })
     }
 }

@@ -6,7 +6,7 @@ pub mod job;
 pub mod node;
 
 pub use gpu::gpu;
-pub use job::job;
+pub use job::{job, max_scroll as job_max_scroll};
 pub use node::node;
 
 use super::theme::Theme;

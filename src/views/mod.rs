@@ -569,6 +569,17 @@ fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
 }
 
+/// How far the screen's own text scrolls (the job screen's): to its last
+/// line at the terminal's size.
+pub fn screen_max_scroll(app: &App) -> u16 {
+    let (w, h) = app.size;
+    let body = Rect::new(0, 0, w, h.saturating_sub(2));
+    match app.screen().view {
+        View::JobDetail => detail::job_max_scroll(app, body),
+        _ => 0,
+    }
+}
+
 /// How far the open overlay (help, the message log) can scroll: its
 /// wrapped rows past the body's height. The keys clamp to it, so that a
 /// key up after the end moves at once.

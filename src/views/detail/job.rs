@@ -15,13 +15,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph};
 
-pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+/// The job screen's text: its facts, then the engine's answers.
+fn job_lines(app: &App, j: &crate::model::Job, width: u16, theme: Theme) -> Vec<Line<'static>> {
     let c = &app.cluster;
-    let target = app.screen().target.as_deref();
-    let Some(ji) = target.and_then(|t| app.index.job(&app.cluster, t)) else {
-        return missing(f, area, theme, "job", target);
-    };
-    let j = &c.jobs[ji];
     let now = c.time;
     let limit = match j.time_limit {
         Some(TimeLimit::Seconds(s)) => text::duration(s as i64),
@@ -89,7 +85,7 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ),
         ("checkpoint", ck_text),
     ];
-    let answers = crate::views::hang(crate::views::answers::job(app, &j.id, theme), area.width);
+    let answers = crate::views::hang(crate::views::answers::job(app, &j.id, theme), width);
     let mut text_lines = vec![Line::from(vec![Span::styled(
         format!(" job {} ", sanitize(&j.id)),
         theme.title(),
@@ -101,24 +97,57 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ])
     }));
     text_lines.extend(answers);
-    let info_h = crate::views::wrapped_height(&text_lines, area.width);
-    let [info, nodes_area] = if j.nodes.is_empty() {
-        [area, Rect::default()]
-    } else {
-        Layout::vertical([Constraint::Length(info_h), Constraint::Min(3)]).areas(area)
-    };
+    text_lines
+}
+
+/// The rows of the job screen's text area, and of its nodes' list.
+fn job_areas(area: Rect, j: &crate::model::Job, text_h: u16) -> [Rect; 2] {
     if j.nodes.is_empty() {
-        // Nothing below: let long reasons wrap.
-        f.render_widget(
-            Paragraph::new(text_lines).wrap(ratatui::widgets::Wrap { trim: false }),
-            info,
-        );
-        return;
+        return [area, Rect::default()];
     }
+    // The nodes' list keeps at least a row; the text scrolls.
+    let list_h = (j.nodes.len() as u16 + 3).min(area.height / 3).max(4);
+    let text_h = text_h.min(area.height.saturating_sub(list_h));
+    Layout::vertical([Constraint::Length(text_h), Constraint::Min(3)]).areas(area)
+}
+
+/// How far the job screen's text scrolls: to its last line.
+pub fn max_scroll(app: &App, area: Rect) -> u16 {
+    let Some(j) = app
+        .screen()
+        .target
+        .as_deref()
+        .and_then(|t| app.index.job(&app.cluster, t))
+        .and_then(|ji| app.cluster.jobs.get(ji))
+    else {
+        return 0;
+    };
+    let lines = job_lines(app, j, area.width, Theme { color: false });
+    let h = crate::views::wrapped_height(&lines, area.width);
+    let [text, _] = job_areas(area, j, h);
+    h.saturating_sub(text.height)
+}
+
+pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let c = &app.cluster;
+    let target = app.screen().target.as_deref();
+    let Some(ji) = target.and_then(|t| app.index.job(&app.cluster, t)) else {
+        return missing(f, area, theme, "job", target);
+    };
+    let j = &c.jobs[ji];
+    let text_lines = job_lines(app, j, area.width, theme);
+    let h = crate::views::wrapped_height(&text_lines, area.width);
+    let [info, nodes_area] = job_areas(area, j, h);
+    let scroll = app.screen().scroll.min(h.saturating_sub(info.height));
     f.render_widget(
-        Paragraph::new(text_lines).wrap(ratatui::widgets::Wrap { trim: false }),
+        Paragraph::new(text_lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((scroll, 0)),
         info,
     );
+    if j.nodes.is_empty() {
+        return;
+    }
     let list = List {
         title: "nodes (enter: node detail)".into(),
         header: &["NODE", "STATE", "GPUS", "SM OCC", "LAST XID"],
