@@ -560,6 +560,28 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.keys(&["-l", "queue"]);
     t.keys(&["Enter"]);
     t.expect("team-a/finetune-7b");
+    // A pending workload's screen at 80×24: the scheduler's sentence once
+    // (in the why, not on the state's line too), the estimate in view.
+    t.resize(80, 24);
+    t.keys(&[":"]);
+    t.keys(&["-l", "job team-a/finetune-7b"]);
+    t.keys(&["Enter"]);
+    let s = t.expect("why it waits");
+    let why = s
+        .lines()
+        .find(|l| l.contains("1. "))
+        .map(|l| l.trim().chars().take(30).collect::<String>())
+        .unwrap_or_default();
+    assert!(!why.is_empty(), "{s}");
+    let tail: String = why.chars().skip(3).collect();
+    assert_eq!(
+        s.matches(tail.as_str()).count(),
+        1,
+        "said once: {tail:?}\n{s}"
+    );
+    assert!(s.contains("est. start"), "the estimate in view:\n{s}");
+    t.keys(&["Escape"]);
+    t.resize(140, 40);
     t.keys(&[":"]);
     t.keys(&["-l", "nodes"]);
     t.keys(&["Enter"]);

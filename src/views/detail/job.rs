@@ -32,8 +32,13 @@ fn job_lines(app: &App, j: &crate::model::Job, width: u16, theme: Theme) -> Vec<
             .map_or("-".into(), |s| text::duration(s as i64)),
         ck.size_bytes.map_or("unknown".into(), text::bytes),
     );
+    // A reason code (Slurm's `Resources`) on the state's line; a
+    // scheduler's sentence (kube-scheduler's, Kueue's) once, in the why.
     let state_line = match (&j.reason, j.state.is_pending()) {
-        (Some(r), true) => format!("{} (reason: {})", j.state.as_str(), sanitize(r)),
+        (Some(r), true) if r.chars().count() <= 40 => {
+            format!("{} (reason: {})", j.state.as_str(), sanitize(r))
+        }
+        (Some(_), true) => format!("{} (the scheduler's reason: below)", j.state.as_str()),
         _ => j.state.as_str().to_string(),
     };
     let lines: Vec<(&str, String)> = vec![
