@@ -514,8 +514,9 @@ impl App {
 #[cfg(test)]
 mod tests;
 
-/// Characters after a node's GPU glyphs in the grid: a space and its mark.
-pub const GRID_MARK_W: usize = 7;
+/// Characters after a node's GPU glyphs in the grid: a space, its mark (up
+/// to six: `x79`, `cordon`) and a space before the next node.
+pub const GRID_MARK_W: usize = 8;
 
 /// Grid cell widths (name, GPUs), measured once per snapshot.
 pub fn grid_cell_widths(ix: &Index) -> (usize, usize) {

@@ -136,6 +136,13 @@ pub fn count<T: std::fmt::Display + PartialEq + From<u8>>(n: Option<T>, what: &s
     }
 }
 
+/// A quantity to one decimal, never `-0.0` (a loss rounds to `0.0`, not
+/// to a negative zero).
+pub fn tenths(v: f64) -> String {
+    let v = if v.abs() < 0.05 { 0.0 } else { v };
+    format!("{v:.1}")
+}
+
 /// JSON for people's terminals and scripts: serde_json escapes the C0
 /// controls, and this escapes what it leaves raw — DEL, the C1 controls
 /// (U+0080–U+009F: U+009B is a CSI to many terminals) and the bidirectional

@@ -99,6 +99,50 @@ fn overview() {
             "at {w} columns:\n{s}"
         );
     }
+    // One screen, one set of numbers: the header's unavailable GPUs are the
+    // partitions' summed, the open incidents are the table's rows, the
+    // queue's chart says the pending jobs the summary says.
+    let s = screen(&a, 200, 50);
+    let num_after = |hay: &str, key: &str| -> Vec<u64> {
+        hay.match_indices(key)
+            .filter_map(|(i, _)| {
+                hay[i + key.len()..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .find(|t| !t.is_empty())
+                    .and_then(|t| t.parse().ok())
+            })
+            .collect()
+    };
+    let num_before = |hay: &str, key: &str| -> Vec<u64> {
+        hay.match_indices(key)
+            .filter_map(|(i, _)| {
+                hay[..i]
+                    .trim_end()
+                    .rsplit(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .and_then(|t| t.parse().ok())
+            })
+            .collect()
+    };
+    let header_unavail = num_after(&s, "unavail ")[0];
+    let line = s
+        .lines()
+        .find(|l| l.contains(" critical ") && l.contains(" unavail"))
+        .unwrap_or_default();
+    let parts: u64 = num_before(line, " unavail").iter().sum();
+    assert_eq!(header_unavail, parts, "{s}");
+    let open = num_after(&s, "Incidents ")[0];
+    let range = s
+        .lines()
+        .find(|l| l.starts_with('└') && l.contains(" of "))
+        .unwrap_or_default();
+    let rows = num_after(range, " of ").into_iter().next().unwrap_or(0);
+    assert_eq!(open, rows, "{s}");
+    assert_eq!(
+        num_after(&s, "queue ")[0],
+        num_before(&s, " pending")[0],
+        "{s}"
+    );
 }
 
 #[test]

@@ -22,7 +22,8 @@ pub struct Index {
     pub longest_node_name: usize,
     pub most_gpus_on_a_node: usize,
     /// Per partition, in the cluster's order: GPUs in all, allocated, and
-    /// on nodes out of service — summed once per snapshot, not per frame.
+    /// unavailable (not allocated, on nodes out of service: the header's
+    /// `unavail`) — summed once per snapshot, not per frame.
     pub partition_gpus: Vec<PartitionGpus>,
 }
 
@@ -110,7 +111,7 @@ fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {
                 s.total += n.gpu_count;
                 s.busy += n.gpus_allocated();
                 if !n.state.schedulable() {
-                    s.out += n.gpu_count;
+                    s.out += n.gpu_count.saturating_sub(n.gpus_allocated());
                 }
             }
         }

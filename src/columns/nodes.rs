@@ -21,8 +21,11 @@ fn node_max_temp(n: &Node) -> Option<f64> {
         .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))
 }
 
-fn node_dbe(n: &Node) -> u64 {
-    n.gpus.iter().filter_map(|g| g.ecc.dbe_volatile).sum()
+/// Uncorrectable (double-bit) errors on the node's GPUs; unknown when no
+/// GPU reported a count (never a made-up 0).
+fn node_dbe(n: &Node) -> Option<u64> {
+    let known: Vec<u64> = n.gpus.iter().filter_map(|g| g.ecc.dbe_volatile).collect();
+    (!known.is_empty()).then(|| known.iter().sum())
 }
 
 pub const NODES: &[Column<Node>] = &[
@@ -111,14 +114,14 @@ pub const NODES: &[Column<Node>] = &[
         min: 3,
         max: 5,
         fill: false,
-        cell: |_, n| {
-            let d = node_dbe(n);
-            Cell::tone(
+        cell: |_, n| match node_dbe(n) {
+            Some(d) => Cell::tone(
                 d.to_string(),
                 if d > 0 { Tone::Critical } else { Tone::Plain },
-            )
+            ),
+            None => Cell::tone("-".to_string(), Tone::Dim),
         },
-        sort: |_, n| Key::Num(node_dbe(n) as f64),
+        sort: |_, n| node_dbe(n).map_or(Key::None, |d| Key::Num(d as f64)),
     },
     Column {
         name: "TEMP",

@@ -336,11 +336,11 @@ fn summary(b: &Blast) -> String {
             .is_some_and(|g| g.fits == Some(true))
     });
     format!(
-        "{}: {} job(s) die ({} GPUs, {:.1} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
+        "{}: {} job(s) die ({} GPUs, {} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
         describe(&b.target),
         b.killed.len(),
         b.gpus_freed,
-        b.lost_gpu_hours,
+        crate::text::tenths(b.lost_gpu_hours),
         if under_grace {
             "lost: checkpoint writes under the grace period"
         } else {

@@ -14,14 +14,14 @@ pub fn markdown(r: &NightReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {:.1} GPU-hours lost by the jobs hit.\n",
+        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {} GPU-hours lost by the jobs hit.\n",
         md(&r.cluster),
         md(&r.source),
         text::datetime(r.from),
         text::datetime(r.to),
         r.incidents.len(),
         r.actions.len(),
-        r.gpu_hours_lost
+        text::tenths(r.gpu_hours_lost)
     );
     if let Some(t) = &r.truncated {
         let _ = writeln!(out, "> The recording ends early: {}\n", md(t));

@@ -69,13 +69,13 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
                     format!(" ({:.0}% of {})", p.share * 100.0, sanitize(&p.name))
                 });
                 format!(
-                    "kills {}; {:.1} GPU-h lost; {} GPUs out{share}; {} queued move",
+                    "kills {}; {} GPU-h lost; {} GPUs out{share}; {} queued move",
                     if jobs.is_empty() {
                         "no jobs".to_string()
                     } else {
                         jobs.join(", ")
                     },
-                    b.lost_gpu_hours,
+                    text::tenths(b.lost_gpu_hours),
                     b.gpus_out_of_service,
                     b.moved.len()
                 )
@@ -273,8 +273,9 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
         )]));
         let lost = match r.lost_gpu_hours.value {
             Some(h) => format!(
-                "{} of work, {h:.1} GPU-hours{}",
+                "{} of work, {} GPU-hours{}",
                 secs(&r.lost_work_s),
+                text::tenths(h),
                 r.lost_cost
                     .as_ref()
                     .and_then(|c| c.value)

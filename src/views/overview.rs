@@ -76,18 +76,18 @@ fn open_incidents(app: &App) -> usize {
     })
 }
 
-/// Per partition: GPUs in all, busy, broken (on a node whose health says
-/// drain it), out of service.
+/// Per partition, in the header's words: GPUs in all, allocated, critical
+/// (GPUs whose own health says take them out: one bad GPU is one, not its
+/// node's eight) and unavailable (not allocated, on nodes out of service).
 fn partition_line(app: &App, theme: Theme) -> Line<'static> {
     let c = &app.cluster;
-    let unusable = app.analysis.as_ref().map(|a| &a.base.unusable);
+    let base = app.analysis.as_ref().map(|a| &a.base);
     let mut spans = Vec::new();
-    // The sums come with the snapshot; only the broken nodes (few) are
-    // looked at per frame: counted as broken, not as out of service.
+    // The sums come with the snapshot; only the unusable nodes (few) are
+    // looked at per frame, GPU by GPU.
     for p in &app.index.partition_gpus {
-        let (total, busy, mut out) = (p.total, p.busy, p.out);
-        let mut broken = 0u32;
-        for name in unusable.into_iter().flatten() {
+        let mut critical = 0u32;
+        for name in base.iter().flat_map(|b| b.unusable.iter()) {
             let Some(n) = app
                 .index
                 .node_by_name
@@ -97,30 +97,35 @@ fn partition_line(app: &App, theme: Theme) -> Line<'static> {
                 continue;
             };
             if n.partitions.contains(&p.name) {
-                broken += n.gpu_count;
-                if !n.state.schedulable() {
-                    out = out.saturating_sub(n.gpu_count);
-                }
+                critical += n
+                    .gpus
+                    .iter()
+                    .filter(|g| {
+                        base.is_some_and(|b| {
+                            b.gpu_severity(&n.name, g.index) == GpuHealth::Critical
+                        })
+                    })
+                    .count() as u32;
             }
         }
         spans.push(Span::styled(
             format!("{} ", sanitize(&p.name)),
             theme.title(),
         ));
-        spans.push(Span::raw(format!("{total} GPUs {busy} busy ")));
+        spans.push(Span::raw(format!("{}/{} alloc ", p.busy, p.total)));
         spans.push(Span::styled(
-            format!("{broken} broken "),
-            if broken > 0 {
+            format!("{critical} critical "),
+            if critical > 0 {
                 theme.critical()
             } else {
                 theme.dim()
             },
         ));
         spans.push(Span::styled(
-            format!("{out} out"),
-            if out > 0 { theme.warn() } else { theme.dim() },
+            format!("{} unavail", p.out),
+            if p.out > 0 { theme.warn() } else { theme.dim() },
         ));
-        spans.push(Span::styled("  │  ", theme.dim()));
+        spans.push(Span::styled(" │ ", theme.dim()));
     }
     spans.pop();
     Line::from(spans)
@@ -153,12 +158,19 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             s.longest_wait_s(now).map_or("-".into(), text::duration)
         )),
     ]);
-    let recent = s.recent_events;
+    // The incidents the table below lists: open ones, and how many of
+    // them began in the last hour (events were counted here before, a
+    // number no row matched).
+    let (open, recent) = app.analysis.as_ref().map_or((0, 0), |a| {
+        let open: Vec<_> = a.base.incidents.iter().filter(|i| i.is_open()).collect();
+        let recent = open.iter().filter(|i| i.time >= now - 3600).count();
+        (open.len(), recent)
+    });
     let l3 = Line::from(vec![
         Span::styled(" Incidents ", theme.title()),
         Span::styled(
-            format!("{recent} in the last hour"),
-            if recent > 0 {
+            format!("{open} open, {recent} of them begun in the last hour"),
+            if open > 0 {
                 theme.critical()
             } else {
                 theme.dim()
@@ -173,8 +185,9 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         .len()
         .saturating_sub(spark_area.width.saturating_sub(2) as usize)..];
     // The scale in numbers: a steady queue is a flat line at its height.
-    let max = tail.iter().copied().max().unwrap_or(0);
-    let now = tail.last().copied().unwrap_or(0);
+    // The queue now is the snapshot's (the chart samples less often).
+    let now = s.jobs_pending as u64;
+    let max = tail.iter().copied().max().unwrap_or(0).max(now);
     let spark = Sparkline::default()
         .block(super::chart_block(
             format!(" queue {now} (max {max}) "),
@@ -260,7 +273,8 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 (None, NodeState::Up) => (String::new(), theme.dim()),
                 (None, s) => (s.short().to_string(), theme.node_state(s)),
             };
-            spans.push(Span::styled(format!("{mark:<w$}", w = MARK_W - 1), style));
+            // A space after the mark: `cordon` ran into the next name.
+            spans.push(Span::styled(format!("{mark:<w$} ", w = MARK_W - 2), style));
         }
         if spans.is_empty() {
             break;
