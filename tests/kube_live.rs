@@ -594,7 +594,7 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.keys(&["y"]);
     t.keys(&["Enter"]);
     // The watch brings the change back; kubectl sees it too.
-    t.expect("drained via nightshift");
+    t.expect("cordoned via nightshift");
     let n = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"]);
     assert_eq!(n["spec"]["unschedulable"], true);
     t.keys(&["Escape"]);

@@ -916,3 +916,40 @@ fn the_job_screen_scrolls_to_its_last_line() {
     keys(&mut a, &[KeyCode::Char('k')]);
     assert_eq!(a.screen().scroll, end - 1);
 }
+
+/// `D` on h100-06's node screen and on its newest incident row (the Xid 63
+/// its remap left) drain with one reason: the critical incident's (the Xid
+/// 48 / DBE the options use too), not the latest Xid's.
+#[test]
+fn one_drain_reason_whichever_way_the_node_is_reached() {
+    let drain_reason = |a: &App| {
+        a.outbox.iter().find_map(|r| match r {
+            nightshift::actions::runner::Request::Preview {
+                action: nightshift::actions::Action::Drain { reason, .. },
+                ..
+            } => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    let mut a = app_after(200);
+    command(&mut a, "node h100-06");
+    analyse(&mut a);
+    a.outbox.clear();
+    keys(&mut a, &[KeyCode::Char('D')]);
+    let from_node = drain_reason(&a).expect("a drain preview");
+    keys(&mut a, &[KeyCode::Esc]);
+    command(&mut a, "incidents");
+    analyse(&mut a);
+    a.outbox.clear();
+    // The newest incident: h100-06's Xid 63.
+    keys(&mut a, &[KeyCode::Char('D')]);
+    let from_row = drain_reason(&a).expect("a drain preview");
+    assert_eq!(from_node, from_row);
+    assert!(!from_node.contains("xid63"), "{from_node}");
+    let base = &a.analysis.as_ref().expect("analysis").base;
+    assert_eq!(
+        Some(from_node),
+        base.drain_reason("h100-06"),
+        "the options' reason too"
+    );
+}

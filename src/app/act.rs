@@ -12,21 +12,21 @@ use crossterm::event::{KeyCode, KeyEvent};
 const PASTED_ENTER: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl App {
-    /// The node the selection points at, with a drain reason from its evidence.
-    fn selected_node(&self) -> Option<(String, String)> {
+    /// The node the selection points at, with a reason from its evidence
+    /// (none for a healthy node: each action says its own default).
+    fn selected_node(&self) -> Option<(String, Option<String>)> {
         let c = &self.cluster;
         let s = self.screen();
+        // One reason whichever way the node is reached: the engine's.
         let from_node = |name: &str| {
-            let reason = c
-                .node(name)
-                .and_then(|n| n.last_xid().map(|(g, x)| format!("xid{} GPU{g}", x.code)))
-                .unwrap_or_else(|| "drained via nightshift".into());
+            let reason = self
+                .analysis
+                .as_ref()
+                .and_then(|a| a.base.drain_reason(name));
             (name.to_string(), reason)
         };
         match (s.view, self.selected_row()) {
-            (_, Some(Row::Incident(i))) => self
-                .incident(i)
-                .map(|inc| (inc.node.clone(), inc.drain_reason())),
+            (_, Some(Row::Incident(i))) => self.incident(i).map(|inc| from_node(&inc.node)),
             (View::Overview | View::Nodes | View::JobDetail, Some(Row::Node(n))) => {
                 c.nodes.get(n).map(|n| from_node(&n.name))
             }
@@ -79,12 +79,13 @@ impl App {
         let action = match k {
             'D' => self.selected_node().map(|(node, reason)| Action::Drain {
                 node,
-                reason,
+                reason: reason.unwrap_or_else(|| "drained via nightshift".into()),
                 requeue: true,
             }),
-            'C' => self
-                .selected_node()
-                .map(|(node, reason)| Action::Cordon { node, reason }),
+            'C' => self.selected_node().map(|(node, reason)| Action::Cordon {
+                node,
+                reason: reason.unwrap_or_else(|| "cordoned via nightshift".into()),
+            }),
             'U' => self
                 .selected_node()
                 .map(|(node, _)| Action::Resume { node }),

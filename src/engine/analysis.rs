@@ -11,7 +11,7 @@ use super::plan::{Plan, Unusable, plan};
 use super::restore::{Restore, restore};
 use super::stall::{Stall, StallHistory, stalls};
 use super::why::{Why, why};
-use super::xid::XidCatalog;
+use super::xid::{ActionClass, XidCatalog};
 use crate::model::{Cluster, GpuHealth, Timestamp};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -122,10 +122,30 @@ impl Base {
 
     /// The newest open incident on `node` that asks for a drain: where the
     /// node stands in its repair.
+    /// The node's open incident that needs a drain: the most drastic, the
+    /// earliest of equals (an Xid 48 with its DBE, not the Xid 63 that the
+    /// remap left after it).
     pub fn node_incident(&self, node: &str) -> Option<&Incident> {
         self.incidents
             .iter()
-            .find(|i| i.node == node && i.is_open() && i.action.needs_drain())
+            .filter(|i| i.node == node && i.is_open() && i.action.needs_drain())
+            // The first of equals in the list's order (an Xid before the
+            // stall it caused).
+            .min_by(|a, b| b.action.cmp(&a.action).then(a.time.cmp(&b.time)))
+    }
+
+    /// The reason a drain (or cordon) of `node` is given, whichever way it
+    /// is asked for (`D` on an incident, a node or a GPU, `O`, the command
+    /// line): the node's drain-worthy incident's, else its verdict's; none
+    /// for a healthy node (the action says its own default).
+    pub fn drain_reason(&self, node: &str) -> Option<String> {
+        match self.node_incident(node) {
+            Some(i) => Some(i.drain_reason()),
+            None => match self.node_verdict(node).map(|v| v.verdict.action) {
+                None | Some(ActionClass::None) => None,
+                Some(c) => Some(format!("nightshift: {}", c.short())),
+            },
+        }
     }
 
     /// The plan's estimate for pending job `id` (looked up by id, so an

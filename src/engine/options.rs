@@ -230,13 +230,9 @@ pub fn node_options_with(
     let verdict = base.node_verdict(node);
     let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
     let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
-    let reason = base.node_incident(node).map_or_else(
-        || match class {
-            ActionClass::None => "drained via nightshift".to_string(),
-            c => format!("nightshift: {}", c.short()),
-        },
-        |i| i.drain_reason(),
-    );
+    let reason = base
+        .drain_reason(node)
+        .unwrap_or_else(|| "drained via nightshift".to_string());
     let drain = Action::Drain {
         node: node.to_string(),
         reason: reason.clone(),
