@@ -10,10 +10,32 @@ pub fn now() -> i64 {
 }
 
 /// The operating-system user at the keyboard.
+/// The operator: `$USER`, `$LOGNAME`, else the name the password file
+/// gives this process's user (as `whoami`), else `uid N` — never "unknown".
 pub fn os_user() -> String {
     std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into())
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(whoami)
+}
+
+fn whoami() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return "uid ?".into();
+    };
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.get(2) == Some(&uid.to_string().as_str()))
+                    .then(|| f[0].to_string())
+                    .filter(|n| !n.is_empty())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
 
 /// This host's name.
@@ -22,4 +44,21 @@ pub fn name() -> String {
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Without `$USER` and `$LOGNAME` the operator is still named (as
+    /// `whoami` names them), never "unknown".
+    #[test]
+    fn the_operator_has_a_name_without_user_in_the_environment() {
+        let name = super::whoami();
+        assert!(!name.is_empty() && name != "unknown", "{name}");
+        let id = std::process::Command::new("id").arg("-un").output();
+        if let Ok(out) = id
+            && out.status.success()
+        {
+            assert_eq!(name, String::from_utf8_lossy(&out.stdout).trim());
+        }
+    }
 }

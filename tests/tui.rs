@@ -10,8 +10,9 @@ use std::time::Duration;
 
 fn start(t: &Tmux, term: &str, extra: &str) {
     let log = t.dir.path().join("nightshift.log");
+    // The operator, as the console and the audit name them.
     t.type_line(&format!(
-        "TERM={term} {} --log-file {} {extra}; echo EXIT=$?",
+        "TERM={term} USER=oncall {} --log-file {} {extra}; echo EXIT=$?",
         bin(),
         log.display()
     ));
@@ -178,7 +179,7 @@ fn one_key_from_an_xid79_incident_to_a_drained_node() {
     t.expect("undo: nightshift resume h100-03");
     // The incident follows: drained, awaiting its remedy.
     t.keys(&["Escape"]);
-    t.expect("[awaiting remedy] drained by nightshift");
+    t.expect("[awaiting remedy] drained by oncall");
     let log = std::fs::read_to_string(&audit).expect("audit log");
     assert_eq!(log.lines().count(), 2, "intent and outcome:\n{log}");
     t.keys(&["Escape"]);
@@ -369,6 +370,8 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
         .expect("the Xid 79 is named");
     assert_eq!(xid79["node"], "h100-03");
     assert_eq!(xid79["first_action"]["action"], "drain");
+    // One name for who acted: the report's is the console's (`drained by oncall`).
+    assert_eq!(xid79["first_action"]["operator"], "oncall", "{xid79:#}");
     assert!(
         xid79["first_action"]["outcome"]
             .as_str()
@@ -407,7 +410,7 @@ fn a_night_recorded_in_the_console_reports_its_drain_and_replays() {
     t.expect("replay: to the next incident");
     t.keys(&[">"]);
     t.expect("replay: faster");
-    t.expect_within("drained by nightshift", Duration::from_secs(20));
+    t.expect_within("drained by oncall", Duration::from_secs(20));
     // The night's health numbers, over the replayed part.
     t.keys(&[":"]);
     t.keys(&["-l", "kpis 1h"]);

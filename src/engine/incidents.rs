@@ -473,7 +473,7 @@ mod tests {
             "{}",
             i.status
         );
-        assert_eq!(i.drained_by.as_deref(), Some("nightshift"));
+        assert_eq!(i.drained_by, Some(crate::host::os_user()), "the operator");
         assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
         assert_eq!(i.jobs[0].state_now, Some(JobState::Pending));
         assert!(b.incident("stall-4700").is_none());

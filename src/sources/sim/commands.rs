@@ -142,7 +142,8 @@ impl Sim {
         let now = self.now;
         let node = Arc::make_mut(&mut self.nodes[n]);
         node.state = to;
-        node.reason_set_by = reason.as_ref().map(|_| "nightshift".to_string());
+        // Who acted, as a scheduler records it: the operator.
+        node.reason_set_by = reason.as_ref().map(|_| crate::host::os_user());
         node.reason_time = reason.as_ref().map(|_| now);
         node.reason = reason.clone();
         let name = node.name.clone();
@@ -230,7 +231,7 @@ impl Sim {
                 let now = self.now;
                 let x = Arc::make_mut(&mut self.nodes[n]);
                 x.reason = Some(reason.clone());
-                x.reason_set_by = Some("nightshift".into());
+                x.reason_set_by = Some(crate::host::os_user());
                 x.reason_time = Some(now);
                 vec![step(what, true, show_node(x))]
             }
