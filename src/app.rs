@@ -378,12 +378,26 @@ impl App {
             (View::JobDetail, Some(id)) => Focus::Job(id.clone()),
             (View::NodeDetail, Some(n)) => Focus::Node(n.clone()),
             // An incident's options are its node's.
-            (View::Overview | View::Incidents, _) => match self.selected_row() {
-                Some(Row::Incident(i)) => self
-                    .incident(i)
-                    .map_or(Focus::None, |inc| Focus::Node(inc.node.clone())),
-                _ => Focus::None,
-            },
+            // A list's row is what O and the action keys act on: its
+            // answers are computed for it as for an opened one.
+            (View::Overview | View::Incidents | View::Nodes | View::Jobs | View::Queue, _) => {
+                match self.selected_row() {
+                    Some(Row::Incident(i)) => self
+                        .incident(i)
+                        .map_or(Focus::None, |inc| Focus::Node(inc.node.clone())),
+                    Some(Row::Node(n)) => self
+                        .cluster
+                        .nodes
+                        .get(n)
+                        .map_or(Focus::None, |x| Focus::Node(x.name.clone())),
+                    Some(Row::Job(j)) => self
+                        .cluster
+                        .jobs
+                        .get(j)
+                        .map_or(Focus::None, |x| Focus::Job(x.id.clone())),
+                    _ => Focus::None,
+                }
+            }
             (View::GpuDetail, Some(t)) => Focus::Node(
                 t.rsplit_once('/')
                     .map_or(t.as_str(), |(n, _)| n)

@@ -874,3 +874,26 @@ fn an_unknown_filter_field_is_said_with_the_fields() {
     assert!(!a.rows.is_empty(), "a time is text, not a field");
     assert!(a.flash.is_none(), "{:?}", a.flash);
 }
+
+/// O on a :nodes row opens that node's options, as D C U act on the row
+/// (it said "open a node first").
+#[test]
+fn o_on_a_nodes_row_compares_that_nodes_options() {
+    let mut a = app();
+    command(&mut a, "nodes");
+    let row = a
+        .rows
+        .iter()
+        .position(|r| matches!(r, Row::Node(n) if a.cluster.nodes[*n].name == "h100-03"))
+        .expect("h100-03's row");
+    a.select(row);
+    assert_eq!(
+        a.focus(),
+        crate::engine::analysis::Focus::Node("h100-03".into())
+    );
+    press(&mut a, "O");
+    match &a.modal {
+        Some(Modal::Options { target }) => assert_eq!(target, "h100-03"),
+        other => panic!("no options: {other:?} {:?}", a.flash),
+    }
+}
