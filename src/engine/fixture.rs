@@ -58,6 +58,7 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         gpus_total: Some(nodes * gpus_per_node),
         nodes: Vec::new(),
         submit_time: Some(NOW - 600),
+        eligible_time: None,
         start_time: None,
         end_time: None,
         time_limit: Some(TimeLimit::Seconds(3600)),

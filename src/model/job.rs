@@ -84,6 +84,11 @@ pub struct Job {
     /// Nodes allocated (empty while pending).
     pub nodes: Vec<String>,
     pub submit_time: Option<Timestamp>,
+    /// When it could last begin to wait for a start: its requeue (Slurm's
+    /// `eligible_time`), later than its submission once it ran; `None`
+    /// when not known or not different.
+    #[serde(default)]
+    pub eligible_time: Option<Timestamp>,
     pub start_time: Option<Timestamp>,
     /// When the job ended, for finished jobs.
     pub end_time: Option<Timestamp>,
@@ -105,6 +110,15 @@ pub struct Job {
 }
 
 impl Job {
+    /// When its present wait began: its submission, or its requeue when
+    /// it ran before (the later of the two).
+    pub fn waiting_since(&self) -> Option<Timestamp> {
+        match (self.submit_time, self.eligible_time) {
+            (Some(s), Some(e)) => Some(s.max(e)),
+            (s, e) => s.or(e),
+        }
+    }
+
     /// GPUs the job asks for in total, from whichever shape is known.
     pub fn gpus_requested(&self) -> Option<u32> {
         self.gpus_total.or_else(|| {
@@ -115,7 +129,7 @@ impl Job {
 
     /// Seconds waited so far (pending) or waited before starting.
     pub fn wait_s(&self, now: Timestamp) -> Option<i64> {
-        let submit = self.submit_time?;
+        let submit = self.waiting_since()?;
         let end = self.start_time.unwrap_or(now);
         Some((end - submit).max(0))
     }
@@ -148,6 +162,7 @@ mod tests {
             gpus_total: None,
             nodes: vec![],
             submit_time: Some(100),
+            eligible_time: None,
             start_time: None,
             end_time: None,
             time_limit: None,
@@ -178,5 +193,21 @@ mod tests {
         assert_eq!(j.wait_s(500), Some(30));
         j.submit_time = None;
         assert_eq!(j.wait_s(500), None);
+    }
+
+    /// Requeued 18 h after its submission, a job has waited since its
+    /// requeue (the longest wait jumped to its submission: 18h10m).
+    #[test]
+    fn a_requeued_job_waits_from_its_requeue() {
+        let mut j = job();
+        j.submit_time = Some(0);
+        j.eligible_time = Some(18 * 3600);
+        assert_eq!(j.wait_s(18 * 3600 + 600), Some(600));
+        let c = crate::model::Cluster {
+            jobs: vec![std::sync::Arc::new(j)],
+            ..Default::default()
+        };
+        let s = crate::model::summary::Summary::of(&c);
+        assert_eq!(s.longest_wait_s(18 * 3600 + 600), Some(600));
     }
 }

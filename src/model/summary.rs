@@ -47,7 +47,8 @@ impl Summary {
                 s.jobs_running += 1;
             } else if j.state.is_pending() {
                 s.jobs_pending += 1;
-                if let Some(t) = j.submit_time {
+                // A requeued job waits from its requeue, not its submission.
+                if let Some(t) = j.waiting_since() {
                     s.oldest_pending_submit = Some(s.oldest_pending_submit.map_or(t, |o| o.min(t)));
                 }
             }

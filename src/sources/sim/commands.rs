@@ -103,6 +103,8 @@ impl Sim {
             let j = self.jobs[k].job_mut();
             j.end_time = None;
             j.start_time = None;
+            // It waits again from now.
+            j.eligible_time = Some(self.now);
             j.nodes.clear();
             j.reason = Some("BeginTime".into());
             j.restarts = Some(j.restarts.unwrap_or(0) + 1);

@@ -429,6 +429,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
             gpus_total: Some(spec.gpus_per_node * spec.nodes),
             nodes: Vec::new(),
             submit_time: Some(sim.now - submitted_ago as i64),
+            eligible_time: None,
             start_time: None,
             end_time: None,
             time_limit: Some(TimeLimit::Seconds(limit_s)),

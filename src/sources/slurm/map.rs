@@ -168,6 +168,7 @@ fn job(j: &wire::Job) -> Result<Job, String> {
             Vec::new()
         },
         submit_time: j.submit_time.positive(),
+        eligible_time: j.eligible_time.positive(),
         start_time: if state.holds_resources() || !state.is_pending() {
             j.start_time.positive()
         } else {

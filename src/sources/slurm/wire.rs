@@ -205,6 +205,8 @@ pub struct Job {
     #[serde(deserialize_with = "strings")]
     pub gres_detail: Vec<String>,
     pub submit_time: Num,
+    #[serde(default)]
+    pub eligible_time: Num,
     pub start_time: Num,
     pub end_time: Num,
     /// Minutes.

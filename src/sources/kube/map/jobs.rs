@@ -304,6 +304,7 @@ pub(super) fn job_of(
         gpus_total: Some(gpus_total),
         nodes,
         submit_time,
+        eligible_time: None,
         start_time,
         end_time: None,
         // Kubernetes jobs without a deadline run until they finish.
