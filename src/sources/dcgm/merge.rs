@@ -167,6 +167,20 @@ impl HealthWatch {
         &self.events
     }
 
+    /// When Xid `code` on `node`'s GPU was first seen: its newest event's
+    /// time (an Xid that comes back after another is a new event).
+    pub fn first_seen(&self, node: &str, gpu: u32, code: u32) -> Option<crate::model::Timestamp> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| {
+                e.node == node
+                    && e.gpu == Some(gpu)
+                    && matches!(e.kind, EventKind::Xid { code: c } if c == code)
+            })
+            .map(|e| e.time)
+    }
+
     /// Learns the Xids of Prometheus's last hour (hosts already named as
     /// nodes): events of those Xids, seen or to be seen, take the time
     /// the history first showed them. The jobs an event names stay those
@@ -296,6 +310,13 @@ pub fn merge(
             node.gpu_model = r.model.clone();
         }
         apply(&mut node.gpus[g], r, source);
+        // An Xid is dated when it was first seen (its event), not at each
+        // scrape that still reports it.
+        if let Some(x) = node.gpus[g].last_xid.as_mut()
+            && let Some(first) = xids.first_seen(&name, r.index, x.code)
+        {
+            x.time = Some(first);
+        }
     }
     // A node whose exporter names pods: each GPU it reports is held by
     // its pod's job, or by none.

@@ -279,3 +279,31 @@ fn xids_from_prometheus_history_date_the_events() {
         assert_eq!(watch.events()[0].message.matches("first seen").count(), 1);
     }
 }
+
+/// The Xid an exporter keeps reporting is dated when it was first seen,
+/// not at each scrape (the GPU table's time moved with every refresh).
+#[test]
+fn an_xid_is_dated_when_first_seen_not_at_each_scrape() {
+    let first = read(OURS, "fallback");
+    let t0 = first[0].time;
+    let mut watch = HealthWatch::default();
+    let base = Cluster::default();
+    watch.observe(&first, &base, &HostMap::default());
+    let mut later = first.clone();
+    for r in &mut later {
+        r.time = t0 + 600;
+    }
+    watch.observe(&later, &base, &HostMap::default());
+    let mut c = Cluster::default();
+    merge(&mut c, &later, "dcgm", &HostMap::default(), &watch);
+    let xids: Vec<(u32, Option<i64>)> = c
+        .nodes
+        .iter()
+        .flat_map(|n| n.gpus.iter())
+        .filter_map(|g| g.last_xid.as_ref().map(|x| (x.code, x.time)))
+        .collect();
+    assert!(!xids.is_empty());
+    for (code, time) in xids {
+        assert_eq!(time, Some(t0), "Xid {code}");
+    }
+}
