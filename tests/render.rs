@@ -713,6 +713,9 @@ fn every_dialog_keeps_its_prompt() {
         "dialog_resume_broken_node",
         &["type h100-06 and press enter to confirm"],
     );
+    // Each fact once: the Xid 48 the summary names is not listed again.
+    let s = screen(&app, 200, 50);
+    assert_eq!(s.matches("Xid 48 (Double").count(), 1, "{s}");
 
     // A third h100 node out: the breaker refuses, and says how to override.
     let (mut app, sim, c) = sim_app(0, |c| {

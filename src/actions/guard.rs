@@ -116,8 +116,19 @@ fn unresolved(node: &str, base: &Base) -> Vec<String> {
     }
     base.node_verdict(node)
         .map(|v| {
+            // The summary names the main evidence already: each fact once.
+            let said = |e: &String| {
+                let fact = e.split_once(": ").map_or(e.as_str(), |(_, f)| f);
+                v.verdict.summary.ends_with(fact)
+            };
             std::iter::once(format!("{node}: {}", v.verdict.summary))
-                .chain(v.verdict.evidence.iter().map(|e| format!("  {e}")))
+                .chain(
+                    v.verdict
+                        .evidence
+                        .iter()
+                        .filter(|e| !said(e))
+                        .map(|e| format!("  {e}")),
+                )
                 .collect()
         })
         .unwrap_or_default()
