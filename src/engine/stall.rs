@@ -96,7 +96,7 @@ impl StallHistory {
                 .collect();
             candidates.retain(|id, all| *all && running.contains(id));
         }
-        let now: FxHashMap<String, Timestamp> = candidates
+        let mut now: FxHashMap<String, Timestamp> = candidates
             .into_keys()
             .map(|id| {
                 (
@@ -105,6 +105,30 @@ impl StallHistory {
                 )
             })
             .collect();
+        // A stalled job whose readings are missing from this snapshot (an
+        // exporter between scrapes) keeps its start: the stall's time stays
+        // put. Only readings that show it working, or its end, clear it.
+        let gone: Vec<(&String, &Timestamp)> = self
+            .since
+            .iter()
+            .filter(|(id, _)| !now.contains_key(id.as_str()))
+            .collect();
+        if !gone.is_empty() {
+            let running: rustc_hash::FxHashSet<&str> = c
+                .jobs
+                .iter()
+                .filter(|j| j.state.holds_resources())
+                .map(|j| j.id.as_str())
+                .collect();
+            for (id, &t) in gone {
+                let working = c
+                    .gpus()
+                    .any(|(_, g)| g.job.as_deref() == Some(id) && spinning(g, site) == Some(false));
+                if running.contains(id.as_str()) && !working {
+                    now.insert(id.clone(), t);
+                }
+            }
+        }
         self.since = now;
     }
 
@@ -400,5 +424,34 @@ mod tests {
         c.time += 1;
         h.observe(&c, &site);
         assert!(found(&c, &h).is_empty());
+    }
+
+    /// A snapshot without readings (an exporter between scrapes) does not
+    /// restart a stall's clock: its time stays put.
+    #[test]
+    fn missing_readings_keep_a_stalls_start() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        run(&mut c, "spin", &["n1"], 8, 600, 7200);
+        let site = SiteParams::default();
+        let mut h = StallHistory::default();
+        let set = |c: &mut Cluster, r: Option<(f64, f64)>| {
+            for g in &mut std::sync::Arc::make_mut(&mut c.nodes[0]).gpus {
+                g.utilization = r.map(|x| x.0);
+                g.sm_occupancy = r.map(|x| x.1);
+            }
+        };
+        set(&mut c, Some((1.0, 0.01)));
+        h.observe(&c, &site);
+        c.time += 30;
+        set(&mut c, None);
+        h.observe(&c, &site);
+        assert_eq!(h.since("spin"), Some(NOW), "unknown readings keep it");
+        c.time += site.stall_window_s as i64;
+        set(&mut c, Some((1.0, 0.01)));
+        h.observe(&c, &site);
+        let s = found(&c, &h);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].since, NOW, "since the first sighting");
     }
 }
