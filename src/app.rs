@@ -244,6 +244,9 @@ pub struct App {
     pub origins: BTreeMap<Origin, OriginState>,
     /// The clock the UI last looked at.
     pub now: Instant,
+    /// When the snapshot shown arrived (the header's clock runs on from
+    /// its time while the source is fresh).
+    pub snapshot_at: Option<Instant>,
     pub stale_after: Duration,
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub flash: Option<String>,
@@ -318,6 +321,7 @@ impl App {
             history: History::default(),
             origins,
             now: Instant::now(),
+            snapshot_at: None,
             stale_after,
             flash: None,
             quit: false,

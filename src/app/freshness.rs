@@ -79,4 +79,19 @@ impl App {
             .first()
             .map(|(o, s)| (*o, s.error.as_deref().unwrap_or_default(), self.age_of(s)))
     }
+
+    /// The source's clock now: the snapshot's time, run on by the time
+    /// since it arrived while the data is fresh (a Kubernetes watch sends
+    /// a snapshot only when something changes; the clock must not stop).
+    /// A recording's clock is its snapshot's.
+    pub fn source_clock(&self) -> crate::model::Timestamp {
+        let t = self.cluster.time;
+        if self.replay || self.is_stale() {
+            return t;
+        }
+        let since = self
+            .snapshot_at
+            .map_or(0, |at| self.now.saturating_duration_since(at).as_secs());
+        t + since as i64
+    }
 }

@@ -897,3 +897,22 @@ fn o_on_a_nodes_row_compares_that_nodes_options() {
         other => panic!("no options: {other:?} {:?}", a.flash),
     }
 }
+
+/// The header's clock runs on between snapshots while the source answers
+/// (a Kubernetes watch sends one only on a change); it stops when the data
+/// is stale, and a recording's is its snapshot's.
+#[test]
+fn the_source_clock_runs_on_between_snapshots_while_fresh() {
+    let mut a = app();
+    let t = a.cluster.time;
+    let later = a.now + Duration::from_secs(5);
+    a.update(Msg::Source(Update::ok(Origin::Scheduler)), later);
+    assert_eq!(a.source_clock(), t + 5);
+    a.tick(a.now + Duration::from_secs(120));
+    assert!(a.is_stale());
+    assert_eq!(a.source_clock(), t, "stale: the data's own time");
+    let mut r = app();
+    r.replay = true;
+    r.tick(r.now + Duration::from_secs(5));
+    assert_eq!(r.source_clock(), r.cluster.time);
+}

@@ -115,6 +115,7 @@ impl App {
                 self.history.record(&cluster);
                 self.index = Index::build(&cluster);
                 self.cluster = cluster;
+                self.snapshot_at = Some(now);
                 self.refresh_rows();
             }
             Update::Backfill(b) => {

@@ -120,7 +120,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             theme.badge(),
         )),
         Some(age) => {
-            spans.push(Span::raw(format!("{}Z │ ", text::clock(c.time))));
+            spans.push(Span::raw(format!(
+                "{}Z │ ",
+                text::clock(app.source_clock())
+            )));
             let secs = age.as_secs() as i64;
             if app.is_stale() {
                 spans.push(Span::styled(
