@@ -582,3 +582,33 @@ fn a_replay_shows_its_state_through_play_pause_faster_next_at_and_the_end() {
     t.keys(&["q"]);
     t.expect("EXIT=0");
 }
+
+/// 100 KB pasted into the `/` filter in a real terminal: cut at once, the
+/// console answers, and the first `esc` after it clears the filter (it was
+/// lost behind the paste).
+#[test]
+fn a_huge_paste_into_the_filter_then_esc() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(100, 30);
+    start(&t, "tmux-256color", "");
+    t.keys(&[":"]);
+    t.keys(&["-l", "nodes"]);
+    t.keys(&["Enter"]);
+    t.expect("1-16 of 16");
+    t.keys(&["/"]);
+    let buf = t.dir.path().join("paste.txt");
+    std::fs::write(&buf, "h".repeat(100_000)).expect("paste file");
+    t.cmd(&["load-buffer", &buf.display().to_string()]);
+    t.cmd(&["paste-buffer", "-p", "-t", "t"]);
+    t.expect_within("a filter is at most 256 characters", Duration::from_secs(5));
+    // ESC alone: let it land before anything else.
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(400));
+    t.expect("1-16 of 16");
+    let s = t.screen();
+    assert!(!s.contains("/hhhh"), "the filter is cleared:\n{s}");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}
