@@ -956,3 +956,48 @@ fn one_drain_reason_whichever_way_the_node_is_reached() {
         "the options' reason too"
     );
 }
+
+/// A replay's header at 80 columns keeps its state whole: playing at what
+/// speed, where, of how long; paused; ended.
+#[test]
+fn the_replay_header_fits_80_columns() {
+    use nightshift::sources::Playback;
+    let mut a = app_after(0);
+    a.replay = true;
+    a.read_only = true;
+    let start = a.cluster.time;
+    let p = Playback {
+        paused: false,
+        speed: 2.0,
+        at: start + 330,
+        start,
+        end: start + 600,
+        ended: false,
+    };
+    a.on_update(Update::Playback(p), a.now);
+    let header = |a: &App| {
+        screen(a, 80, 24)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let h = header(&a);
+    assert!(h.contains("▶ 2× 02:53:00 / 02:57:30 (55 %)"), "{h}");
+    a.on_update(Update::Playback(Playback { paused: true, ..p }), a.now);
+    assert!(
+        header(&a).contains("⏸ 02:53:00 / 02:57:30"),
+        "{}",
+        header(&a)
+    );
+    a.on_update(
+        Update::Playback(Playback {
+            ended: true,
+            at: start + 600,
+            ..p
+        }),
+        a.now,
+    );
+    assert!(header(&a).contains("■ end 02:57:30"), "{}", header(&a));
+    insta::assert_snapshot!("replay_header_80x24", screen(&a, 80, 24));
+}
