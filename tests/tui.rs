@@ -571,6 +571,14 @@ fn a_replay_shows_its_state_through_play_pause_faster_next_at_and_the_end() {
     t.keys(&["-l", "at 02:52"]);
     t.keys(&["Enter"]);
     t.expect("▶ 2× 02:52:0");
+    // The health numbers after the jump cover the recording from its
+    // start (they covered only the time since the jump).
+    t.keys(&[":"]);
+    t.keys(&["-l", "kpis 1h"]);
+    t.keys(&["Enter"]);
+    t.expect_within("observed 4m", Duration::from_secs(15));
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(400));
     t.keys(&["n"]);
     t.expect("no incident after 02:52");
     let s = t.screen();
@@ -609,6 +617,35 @@ fn a_huge_paste_into_the_filter_then_esc() {
     t.expect("1-16 of 16");
     let s = t.screen();
     assert!(!s.contains("/hhhh"), "the filter is cleared:\n{s}");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}
+
+/// Against a dead slurmrestd: no zero that was not read, no empty cluster
+/// name; what it waits for, and why, on screen and in the message log.
+#[test]
+fn a_dead_slurmrestd_shows_no_made_up_zeros() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let t = Tmux::start(100, 30);
+    t.type_line(&format!(
+        "TERM=tmux-256color {} --source slurm --slurm-url http://127.0.0.1:{port} --slurm-user root --log-file {}; echo EXIT=$?",
+        bin(),
+        t.dir.path().join("n.log").display()
+    ));
+    let s = t.expect("waiting for the first answer from the slurm source");
+    t.expect(&format!("127.0.0.1:{port}"));
+    let s = format!("{s}{}", t.screen());
+    assert!(!s.contains("GPUs 0") && !s.contains("alloc 0"), "{s}");
+    assert!(!s.contains("│  │"), "an empty cluster name:\n{s}");
+    t.keys(&["m"]);
+    t.expect("slurm: ");
+    t.keys(&["q"]);
     t.keys(&["q"]);
     t.expect("EXIT=0");
 }
