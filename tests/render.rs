@@ -1001,3 +1001,21 @@ fn the_replay_header_fits_80_columns() {
     assert!(header(&a).contains("■ end 02:57:30"), "{}", header(&a));
     insta::assert_snapshot!("replay_header_80x24", screen(&a, 80, 24));
 }
+
+/// The GPU screen scrolls to its last line where it does not fit.
+#[test]
+fn the_gpu_screen_scrolls_to_its_last_line() {
+    let mut a = app_after(200);
+    a.update(Msg::Resize(80, 16), a.now);
+    command(&mut a, "gpu h100-06/5");
+    analyse(&mut a);
+    let before = screen(&a, 80, 16);
+    assert!(!before.contains(" hit "), "it does not fit:\n{before}");
+    keys(&mut a, &[KeyCode::PageDown]);
+    let after = screen(&a, 80, 16);
+    assert!(
+        after.contains(" hit "),
+        "scrolled to its last line:\n{after}"
+    );
+    assert!(after.contains("SM occupancy"), "the chart stays:\n{after}");
+}

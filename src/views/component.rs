@@ -38,6 +38,27 @@ pub fn for_view(view: View) -> Box<dyn Component> {
     }
 }
 
+/// A detail screen's text scrolls to its last line (`pgdn` `pgup`
+/// `ctrl-d` `ctrl-u`; `j` `k` too when it has no list to move in);
+/// `enter` opens what it points at.
+fn open_or_scroll(app: &App, key: KeyEvent) -> Option<Msg> {
+    let page = i32::from(app.size.1.saturating_sub(6).max(1));
+    let ctrl = key
+        .modifiers
+        .contains(crossterm::event::KeyModifiers::CONTROL);
+    let has_rows = !app.rows.is_empty();
+    Some(match key.code {
+        KeyCode::Enter => open_selected(app),
+        KeyCode::PageDown => Msg::Scroll(page),
+        KeyCode::PageUp => Msg::Scroll(-page),
+        KeyCode::Char('d') if ctrl => Msg::Scroll(page),
+        KeyCode::Char('u') if ctrl => Msg::Scroll(-page),
+        KeyCode::Down | KeyCode::Char('j') if !has_rows => Msg::Scroll(1),
+        KeyCode::Up | KeyCode::Char('k') if !has_rows => Msg::Scroll(-1),
+        _ => return None,
+    })
+}
+
 /// `enter`: open what the selected row points at.
 fn open_selected(app: &App) -> Msg {
     match app.drill_target() {
@@ -113,23 +134,7 @@ impl Component for GpuScreen {
     }
 
     fn on_key(&self, app: &App, key: KeyEvent) -> Option<Msg> {
-        // The job's text scrolls to its last line; j k move in its nodes
-        // when it has any, else scroll too.
-        let page = i32::from(app.size.1.saturating_sub(6).max(1));
-        let ctrl = key
-            .modifiers
-            .contains(crossterm::event::KeyModifiers::CONTROL);
-        let has_rows = !app.rows.is_empty();
-        Some(match key.code {
-            KeyCode::Enter => open_selected(app),
-            KeyCode::PageDown => Msg::Scroll(page),
-            KeyCode::PageUp => Msg::Scroll(-page),
-            KeyCode::Char('d') if ctrl => Msg::Scroll(page),
-            KeyCode::Char('u') if ctrl => Msg::Scroll(-page),
-            KeyCode::Down | KeyCode::Char('j') if !has_rows => Msg::Scroll(1),
-            KeyCode::Up | KeyCode::Char('k') if !has_rows => Msg::Scroll(-1),
-            _ => return None,
-        })
+        open_or_scroll(app, key)
     }
 }
 
@@ -139,22 +144,6 @@ impl Component for JobScreen {
     }
 
     fn on_key(&self, app: &App, key: KeyEvent) -> Option<Msg> {
-        // The job's text scrolls to its last line; j k move in its nodes
-        // when it has any, else scroll too.
-        let page = i32::from(app.size.1.saturating_sub(6).max(1));
-        let ctrl = key
-            .modifiers
-            .contains(crossterm::event::KeyModifiers::CONTROL);
-        let has_rows = !app.rows.is_empty();
-        Some(match key.code {
-            KeyCode::Enter => open_selected(app),
-            KeyCode::PageDown => Msg::Scroll(page),
-            KeyCode::PageUp => Msg::Scroll(-page),
-            KeyCode::Char('d') if ctrl => Msg::Scroll(page),
-            KeyCode::Char('u') if ctrl => Msg::Scroll(-page),
-            KeyCode::Down | KeyCode::Char('j') if !has_rows => Msg::Scroll(1),
-            KeyCode::Up | KeyCode::Char('k') if !has_rows => Msg::Scroll(-1),
-            _ => return None,
-        })
+        open_or_scroll(app, key)
     }
 }

@@ -5,7 +5,7 @@ pub mod gpu;
 pub mod job;
 pub mod node;
 
-pub use gpu::gpu;
+pub use gpu::{gpu, max_scroll as gpu_max_scroll};
 pub use job::{job, max_scroll as job_max_scroll};
 pub use node::node;
 

@@ -579,6 +579,7 @@ pub fn screen_max_scroll(app: &App) -> u16 {
     let body = Rect::new(0, 0, w, h.saturating_sub(2));
     match app.screen().view {
         View::JobDetail => detail::job_max_scroll(app, body),
+        View::GpuDetail => detail::gpu_max_scroll(app, body),
         _ => 0,
     }
 }

@@ -11,14 +11,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Sparkline};
 
-pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+/// The GPU screen's text: its readings, then the engine's verdict.
+fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Line<'static>> {
     let c = &app.cluster;
-    let Some((n, g)) = app.gpu_target() else {
-        return missing(f, area, theme, "gpu", app.screen().target.as_deref());
-    };
     let gpu = &c.nodes[n].gpus[g];
     let health = app.gpu_severity(&gpu.node, gpu.index);
-    let verdict = crate::views::hang(crate::views::answers::gpu(app, gpu, theme), area.width);
+    let verdict = crate::views::hang(crate::views::answers::gpu(app, gpu, theme), width);
     // Xids Prometheus saw in the hour before nightshift opened.
     let earlier = app
         .history
@@ -36,13 +34,6 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 .collect::<Vec<_>>()
                 .join(", ")
         });
-    let [info, spark] = Layout::vertical([
-        Constraint::Length(
-            11 + u16::from(earlier.is_some()) + crate::views::wrapped_height(&verdict, area.width),
-        ),
-        Constraint::Min(4),
-    ])
-    .areas(area);
     let unknown = || "- (not reported)".to_string();
     let pair = |a: Option<u64>, b: Option<u64>| format!("{} / {}", text::opt(a), text::opt(b));
     let yn =
@@ -168,8 +159,39 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ])
     }));
     lines.extend(verdict);
+    lines
+}
+
+/// The text's area and the charts' (at least four rows).
+fn gpu_areas(area: Rect, text_h: u16) -> [Rect; 2] {
+    Layout::vertical([Constraint::Length(text_h), Constraint::Min(4)]).areas(area)
+}
+
+/// How far the GPU screen's text scrolls: to its last line.
+pub fn max_scroll(app: &App, area: Rect) -> u16 {
+    let Some((n, g)) = app.gpu_target() else {
+        return 0;
+    };
+    let lines = gpu_lines(app, n, g, area.width, Theme { color: false });
+    let h = crate::views::wrapped_height(&lines, area.width);
+    let [text, _] = gpu_areas(area, h);
+    h.saturating_sub(text.height)
+}
+
+pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
+    let c = &app.cluster;
+    let Some((n, g)) = app.gpu_target() else {
+        return missing(f, area, theme, "gpu", app.screen().target.as_deref());
+    };
+    let gpu = &c.nodes[n].gpus[g];
+    let lines = gpu_lines(app, n, g, area.width, theme);
+    let h = crate::views::wrapped_height(&lines, area.width);
+    let [info, spark] = gpu_areas(area, h);
+    let scroll = app.screen().scroll.min(h.saturating_sub(info.height));
     f.render_widget(
-        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: false }),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: false })
+            .scroll((scroll, 0)),
         info,
     );
     let node_name = &c.nodes[n].name;
