@@ -229,7 +229,7 @@ fn draw_waiting(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         };
         match &st.error {
             Some(e) => lines.push(Line::from(vec![
-                Span::styled(format!("{} ", sanitize(&who)), theme.critical()),
+                Span::styled(format!("{}: ", sanitize(&who)), theme.critical()),
                 Span::raw(sanitize(e).into_owned()),
             ])),
             None => lines.push(Line::styled(
