@@ -580,7 +580,7 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
         "said once: {tail:?}\n{s}"
     );
     assert!(s.contains("est. start"), "the estimate in view:\n{s}");
-    t.keys(&["Escape"]);
+    t.escape();
     t.resize(140, 40);
     t.keys(&[":"]);
     t.keys(&["-l", "nodes"]);
@@ -597,7 +597,7 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.expect("cordoned via nightshift");
     let n = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"]);
     assert_eq!(n["spec"]["unschedulable"], true);
-    t.keys(&["Escape"]);
+    t.escape();
     t.keys(&["q"]);
     t.expect("EXIT=0");
 }

@@ -1300,7 +1300,7 @@ fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused()
     t.keys(&["Enter"]);
     t.keys(&["D"]);
     t.expect("REFUSED: data too old to act on");
-    t.keys(&["Escape"]);
+    t.escape();
     t.keys(&["q"]);
     t.expect("EXIT=0");
     let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).unwrap_or_default();

@@ -74,7 +74,7 @@ fn incident_to_node_to_job_with_keys_then_quit() {
     assert!(!s.contains("llm-pretrain"), "filtered out:\n{s}");
     t.keys(&["Enter", "?"]);
     t.expect("any other key closes");
-    t.keys(&["Escape"]);
+    t.escape();
 
     t.keys(&["q"]);
     t.expect("EXIT=0");
@@ -451,7 +451,7 @@ fn a_paste_into_the_confirmation_never_drains() {
     assert!(!audit.exists(), "a plain paste sent the drain");
     t.keys(&["Enter"]);
     t.expect("done and verified: drain h100-03 ✓");
-    t.keys(&["Escape"]);
+    t.escape();
     t.keys(&["q"]);
     t.expect("EXIT=0");
     assert_restored(&t);

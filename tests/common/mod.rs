@@ -117,6 +117,13 @@ impl Tmux {
         self.cmd(&["capture-pane", "-p", "-t", "t"])
     }
 
+    /// `esc`, landed before the next key (ESC and a key sent at once read
+    /// as alt-key).
+    pub fn escape(&self) {
+        self.keys(&["Escape"]);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+
     /// Types a confirmation as a hand does: the text, then — once it shows
     /// in the dialog — enter (an enter in the same burst is a paste, and a
     /// paste never confirms).
