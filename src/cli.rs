@@ -39,16 +39,18 @@ pub struct GlobalArgs {
     #[arg(long, global = true, value_name = "FILE")]
     pub log_file: Option<PathBuf>,
     /// Simulated cluster: random seed [default: 1]
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub seed: Option<u64>,
     /// Simulated cluster: number of nodes, 8 GPUs each, at least 16 [default: 16]
+    // Not global: `restore --nodes N` means the nodes reading in parallel;
+    // the sim's `--nodes` goes before the subcommand.
     #[arg(long)]
     pub nodes: Option<usize>,
     /// Simulated cluster: total jobs at start-up, the rest a pending backlog
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub jobs: Option<usize>,
     /// Simulated cluster: sim seconds per wall-clock second [default: 1]
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub speed: Option<f64>,
     /// Slurm: slurmrestd's address, http://HOST:6820 or unix:/path/to/slurmrestd.sock
     #[arg(long, global = true, value_name = "URL")]

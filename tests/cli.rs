@@ -835,3 +835,16 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
         300
     );
 }
+
+/// The sim's options work after the subcommand too (`why 4700 --seed 3`
+/// failed with clap's `-- --seed` tip), and mean the same as before it.
+/// `--nodes` stays before the subcommand: `restore --nodes N` is the nodes
+/// reading in parallel.
+#[test]
+fn sim_options_work_before_or_after_the_subcommand() {
+    let before = json(&["--seed", "3", "--jobs", "40", "get", "jobs", "-o", "json"]);
+    let after = json(&["get", "jobs", "-o", "json", "--seed", "3", "--jobs", "40"]);
+    assert_eq!(before, after);
+    let default = json(&["get", "jobs", "-o", "json"]);
+    assert_ne!(before, default, "the options were applied");
+}
