@@ -751,6 +751,24 @@ fn a_recorded_night_answers_as_live_did_at_any_time() {
     let out = nightshift(dir.path(), &["--replay", f, "--at", "01:00", "get", "jobs"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("before the recording starts"));
+    // Every duration nightshift prints is a time it reads (`+1m30s`), and
+    // past the end is said, not moved there in silence.
+    let a = stdout(
+        dir.path(),
+        &["--replay", f, "--at", "+90s", "get", "jobs", "-o", "json"],
+    );
+    let b = stdout(
+        dir.path(),
+        &["--replay", f, "--at", "+1m30s", "get", "jobs", "-o", "json"],
+    );
+    assert_eq!(a, b);
+    let out = nightshift(dir.path(), &["--replay", f, "--at", "+1h", "get", "jobs"]);
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("after the recording ends"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

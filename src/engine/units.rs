@@ -57,6 +57,17 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
 
 /// A duration such as `30m`, `2h`, `90s`, `1d`, or plain seconds.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
+    // One number and one unit (`90s`, `1.5h`); else every duration
+    // nightshift prints (`1h06m`, `9m58s`, `3d04h`) and humantime's forms.
+    match one_unit(s) {
+        Ok(v) => Ok(v),
+        Err(e) => humantime::parse_duration(s.trim())
+            .map(|d| d.as_secs())
+            .map_err(|_| e),
+    }
+}
+
+fn one_unit(s: &str) -> Result<u64, String> {
     let (num, unit) = split(s)?;
     let mult = match unit {
         "" | "s" => 1.0,
@@ -65,7 +76,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         "d" => 86_400.0,
         _ => {
             return Err(format!(
-                "unknown duration unit {unit:?} in {s:?} (try s, m, h, d)"
+                "unknown duration unit {unit:?} in {s:?} (try 90s, 30m, 1h06m, 2d)"
             ));
         }
     };
@@ -145,5 +156,28 @@ mod tests {
         assert_eq!(parse_duration("30m"), Ok(1800));
         assert_eq!(parse_duration("2h"), Ok(7200));
         assert_eq!(parse_duration("45"), Ok(45));
+    }
+
+    /// Every duration nightshift prints reads back as itself (`:at +1m30s`,
+    /// `--at +9m58s` were refused).
+    #[test]
+    fn every_printed_duration_parses_back() {
+        for secs in [
+            0i64,
+            45,
+            90,
+            598,
+            3960,
+            7_500,
+            86_400,
+            273_600,
+            3 * 86_400 + 4 * 3600,
+        ] {
+            let printed = crate::text::duration(secs);
+            assert_eq!(parse_duration(&printed), Ok(secs as u64), "{printed}");
+        }
+        assert_eq!(parse_duration("1m30s"), Ok(90));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5x").is_err_and(|e| e.contains("1h06m")));
     }
 }

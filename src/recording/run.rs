@@ -21,6 +21,14 @@ pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, String> {
         Some(s) => parse_at(s, start)?,
         None => end,
     };
+    if t > end {
+        // Said, never moved in silence.
+        crate::text::warn(&format!(
+            "{} is after the recording ends ({}): the state at its end",
+            crate::text::datetime(t),
+            crate::text::datetime(end)
+        ));
+    }
     rec.state_at(t)
 }
 
