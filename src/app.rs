@@ -234,7 +234,7 @@ pub struct App {
     pub show_messages: bool,
     /// Every status message, oldest first (the newest 200), with its wall
     /// time: a message that scrolled away can be read again.
-    pub messages: std::collections::VecDeque<(std::time::SystemTime, String)>,
+    pub messages: std::collections::VecDeque<(Said, String)>,
     pub read_only: bool,
     pub no_color: bool,
     /// The rows of the current list, filtered and ordered.
@@ -531,6 +531,15 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+
+/// When a message was said: on the source's clock (as everything else on
+/// screen), and on the wall clock (shown beside it where they differ: a
+/// replay, a slowed sim, a stale source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Said {
+    pub source: crate::model::Timestamp,
+    pub wall: crate::model::Timestamp,
+}
 
 /// Characters after a node's GPU glyphs in the grid: a space, its mark (up
 /// to six: `x79`, `cordon`) and a space before the next node.

@@ -22,7 +22,17 @@ impl App {
 
     /// A line in the message log (m), not on the status line.
     pub(crate) fn log(&mut self, m: String) {
-        self.messages.push_back((std::time::SystemTime::now(), m));
+        let wall = crate::host::now();
+        let said = super::Said {
+            // Before the first snapshot the source has no clock yet.
+            source: if self.snapshot_at.is_some() {
+                self.source_clock()
+            } else {
+                wall
+            },
+            wall,
+        };
+        self.messages.push_back((said, m));
         if self.messages.len() > 200 {
             self.messages.pop_front();
         }
@@ -30,14 +40,10 @@ impl App {
 
     /// Keeps the status line's message in the log (once).
     fn log_flash(&mut self) {
-        if let Some(f) = &self.flash
-            && self.messages.back().is_none_or(|(_, m)| m != f)
+        if let Some(f) = self.flash.clone()
+            && self.messages.back().is_none_or(|(_, m)| *m != f)
         {
-            self.messages
-                .push_back((std::time::SystemTime::now(), f.clone()));
-            if self.messages.len() > 200 {
-                self.messages.pop_front();
-            }
+            self.log(f);
         }
     }
 

@@ -540,11 +540,15 @@ fn message_lines(app: &App, width: u16, theme: Theme) -> Vec<Line<'static>> {
         .iter()
         .rev()
         .map(|(t, m)| {
-            let secs = t
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64);
+            // The source's clock, as everywhere; the wall clock beside it
+            // where they differ by more than a minute.
+            let wall = if (t.wall - t.source).abs() > 60 {
+                format!(" (wall {})", text::clock(t.wall))
+            } else {
+                String::new()
+            };
             Line::from(vec![
-                Span::styled(format!("{} ", text::clock(secs)), theme.dim()),
+                Span::styled(format!("{}{wall} ", text::clock(t.source)), theme.dim()),
                 Span::raw(sanitize(m).into_owned()),
             ])
         })
