@@ -173,48 +173,19 @@ impl AuditLog {
     /// Intents with no outcome: actions interrupted (a dropped SSH session,
     /// a killed process) whose effect nobody saw.
     pub fn unfinished(&self) -> Vec<Record> {
-        let all = self.read();
-        let done: std::collections::HashSet<&str> = all
-            .iter()
-            .filter(|r| r.phase == "outcome")
-            .map(|r| r.id.as_str())
-            .collect();
-        all.iter()
-            .filter(|r| r.phase == "intent" && !done.contains(r.id.as_str()))
-            .cloned()
-            .collect()
+        self.reading().unfinished().into_iter().cloned().collect()
     }
 
-    /// Nodes taken out of service (cordon, drain) since `since`: every
-    /// intent whose outcome did not say it failed to — done, partly done,
-    /// or still in flight in another nightshift.
-    /// Fails when a file of the log cannot be read at all: the breaker
-    /// cannot count what it cannot read, and the caller refuses to act.
+    /// Nodes taken out of service (cordon, drain) since `since` (see
+    /// [`Reading::nodes_taken_out_since`]). Fails when a file of the log
+    /// cannot be read at all: the breaker cannot count what it cannot read,
+    /// and the caller refuses to act.
     pub fn nodes_taken_out_since(&self, since: i64) -> Result<u32, String> {
         let reading = self.reading();
-        if let Some(e) = reading.unreadable.first() {
-            return Err(e.clone());
+        match reading.unreadable.first() {
+            Some(e) => Err(e.clone()),
+            None => Ok(reading.nodes_taken_out_since(since)),
         }
-        let all = reading.records;
-        let failed: std::collections::HashSet<&str> = all
-            .iter()
-            .filter(|r| r.phase == "outcome")
-            .filter(|r| {
-                r.outcome
-                    .as_ref()
-                    .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
-            })
-            .map(|r| r.id.as_str())
-            .collect();
-        Ok(all
-            .iter()
-            .filter(|r| {
-                r.phase == "intent"
-                    && r.time >= since
-                    && (r.action == "drain" || r.action == "cordon")
-                    && !failed.contains(r.id.as_str())
-            })
-            .count() as u32)
     }
 
     /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
@@ -262,6 +233,49 @@ pub struct Reading {
     pub skipped: Vec<String>,
     /// One line each for a file that could not be read at all.
     pub unreadable: Vec<String>,
+}
+
+impl Reading {
+    /// Intents with no outcome: actions interrupted (a dropped SSH
+    /// session, a killed process) or still in flight in another nightshift.
+    pub fn unfinished(&self) -> Vec<&Record> {
+        let done: std::collections::HashSet<&str> = self
+            .records
+            .iter()
+            .filter(|r| r.phase == "outcome")
+            .map(|r| r.id.as_str())
+            .collect();
+        self.records
+            .iter()
+            .filter(|r| r.phase == "intent" && !done.contains(r.id.as_str()))
+            .collect()
+    }
+
+    /// Nodes taken out of service (cordon, drain) since `since`: every
+    /// intent whose outcome did not say it failed to — done, partly done,
+    /// or still in flight in another nightshift.
+    pub fn nodes_taken_out_since(&self, since: i64) -> u32 {
+        let failed: std::collections::HashSet<&str> = self
+            .records
+            .iter()
+            .filter(|r| r.phase == "outcome")
+            .filter(|r| {
+                r.outcome
+                    .as_ref()
+                    .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
+            })
+            .map(|r| r.id.as_str())
+            .collect();
+        self.records
+            .iter()
+            .filter(|r| {
+                r.phase == "intent"
+                    && r.time >= since
+                    && (r.action == "drain" || r.action == "cordon")
+                    && !failed.contains(r.id.as_str())
+            })
+            .count() as u32
+    }
 }
 
 /// Opens without following a symlink at the last component: a link planted

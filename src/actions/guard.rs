@@ -243,7 +243,7 @@ pub fn preview(
 /// outcome in the shared audit log), or the newest data shows it taken out
 /// since the preview. Sending it would overwrite that one's reason, and its
 /// undo would undo the other operator's work.
-fn taken_meanwhile(p: &Preview, now: &Check<'_>, log: &AuditLog) -> Option<String> {
+fn taken_meanwhile(p: &Preview, now: &Check<'_>, log: &audit::Reading) -> Option<String> {
     let node = p.action.takes_out()?;
     if p.no_op {
         return None;
@@ -376,19 +376,23 @@ pub async fn run(
     // one lock: two operators cannot both pass the breaker's count.
     log.locked(|| {
         let since = audit::now() - now.policy.window.as_secs() as i64;
-        let recent = log.nodes_taken_out_since(since).map_err(|e| {
-            format!(
+        // One reading of the log for the breaker's count and the drains in
+        // flight.
+        let reading = log.reading();
+        if let Some(e) = reading.unreadable.first() {
+            return Err(format!(
                 "refused at execute time: {}; nothing sent",
-                unreadable_audit(e)
-            )
-        })?;
+                unreadable_audit(e.clone())
+            ));
+        }
+        let recent = reading.nodes_taken_out_since(since);
         if let Err(r) = now
             .policy
             .check(&p.action, now.cluster, now.data_age, recent, force)
         {
             return Err(format!("refused at execute time: {r}; nothing sent"));
         }
-        if let Some(why) = taken_meanwhile(p, &now, log) {
+        if let Some(why) = taken_meanwhile(p, &now, &reading) {
             return Err(format!("refused at execute time: {why}; nothing sent"));
         }
         log.write(&record(p, who, &id, "intent", None))
