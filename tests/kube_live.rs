@@ -842,3 +842,79 @@ fn the_action_timeout_bounds_a_kubernetes_drain() {
         text(&out)
     );
 }
+
+/// gpu-06 reports a GPU fault the way the GPU operator and
+/// node-problem-detector do (a `GpuXidError` condition naming GPU 5 and
+/// Xid 79, the `nvidia.com/gpu-xid=79:NoSchedule` taint) and someone
+/// cordoned it. It is critical everywhere; a resume asks for the node's
+/// name, says the taint keeps it out, and does not report a success the
+/// cluster does not show.
+#[test]
+fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab_config(&lab, "");
+    let cfg = cfg.as_str();
+    let patch = r#"{"spec":{"unschedulable":true,"taints":[
+        {"key":"nvidia.com/gpu-xid","value":"79","effect":"NoSchedule"},
+        {"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}]}}"#;
+    let out = lab.kubectl(&["patch", "node", "gpu-06", "--type=merge", "-p", patch]);
+    assert!(out.status.success(), "{}", text(&out));
+    let status = r#"{"status":{"conditions":[
+        {"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastTransitionTime":"2026-11-20T10:00:00Z"},
+        {"type":"GpuXidError","status":"True","reason":"XidCritical","message":"GPU 5: Xid 79 (GPU has fallen off the bus)","lastTransitionTime":"2026-11-27T02:47:00Z"}]}}"#;
+    let out = lab.kubectl(&[
+        "patch",
+        "node",
+        "gpu-06",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let gpus = get(&lab, "gpus");
+    let g5 = gpus
+        .iter()
+        .find(|g| g["node"] == "gpu-06" && g["index"] == 5)
+        .expect("gpu-06 GPU 5");
+    assert_eq!(g5["health"], "critical", "{g5}");
+    assert_eq!(g5["last_xid"]["code"], 79, "{g5}");
+    let inc = text(&lab.nightshift(&["get", "incidents"]));
+    let line = inc
+        .lines()
+        .find(|l| l.contains("gpu-06"))
+        .unwrap_or_else(|| panic!("an incident on gpu-06: {inc}"));
+    assert!(
+        line.contains("XID 79") && !line.contains("remedied"),
+        "{line}"
+    );
+    let opts = text(&lab.nightshift(&["options", "gpu-06"]));
+    assert!(opts.contains("drain"), "{opts}");
+
+    // A plain yes does not put a broken GPU back in service.
+    let out = lab.nightshift(&["--config", cfg, "resume", "gpu-06", "--confirm", "y"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(
+        lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"]["unschedulable"],
+        true
+    );
+    let out = lab.nightshift(&["--config", cfg, "resume", "gpu-06", "--confirm", "gpu-06"]);
+    let t = text(&out);
+    assert!(t.contains("health is unresolved"), "{t}");
+    assert!(
+        t.contains(
+            "stays out of service after the uncordon: taint nvidia.com/gpu-xid=79:NoSchedule"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("uncordoned, still out of service: taint nvidia.com/gpu-xid=79:NoSchedule"),
+        "{t}"
+    );
+    assert!(!t.contains("verified: node gpu-06: schedulable"), "{t}");
+    assert!(!out.status.success(), "not verified is not a success: {t}");
+}

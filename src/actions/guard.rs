@@ -168,6 +168,19 @@ pub fn preview(
                 "{node}'s health is unresolved: jobs started on it would fail"
             ));
             warnings.extend(evidence);
+            if let Ok(b) = &blast
+                && !b.start_on_broken.is_empty()
+            {
+                warnings.push(format!(
+                    "the scheduler would start {} on {node} at once, on the broken GPU(s): {}",
+                    if b.start_on_broken.len() == 1 {
+                        "this pending job"
+                    } else {
+                        "these pending jobs"
+                    },
+                    b.start_on_broken.join(", ")
+                ));
+            }
         }
     }
     if let (Ok(b), Action::Drain { requeue: true, .. } | Action::Requeue { .. }) = (&blast, a) {

@@ -526,6 +526,20 @@ fn resuming_a_node_with_unresolved_critical_health_needs_its_name_typed() {
         "the unresolved evidence is shown: {:?}",
         pv.warnings
     );
+    // The gang requeued by the drain would land on it again at once.
+    assert!(
+        pv.warnings
+            .iter()
+            .any(|w| w.contains("the scheduler would start") && w.contains("4700")),
+        "{:?}",
+        pv.warnings
+    );
+    assert!(
+        pv.summary.contains("16 GPUs back in service")
+            || pv.summary.contains("8 GPUs back in service"),
+        "not \"nothing changes\": {}",
+        pv.summary
+    );
     assert_eq!(
         pv.undo,
         Some(Action::Drain {

@@ -8,6 +8,10 @@ use crate::model::{Action, Cluster, NodeState, Timestamp};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
+/// "At once": a pending job planned to start within this many seconds of
+/// a resume starts on the resumed node as soon as the scheduler sees it.
+const AT_ONCE_S: i64 = 300;
+
 /// What the on-call wants to know the consequences of: the shared verb.
 pub type Target = Action;
 
@@ -93,6 +97,11 @@ pub struct Blast {
     pub moved: Vec<Moved>,
     /// For a priority change: the pending jobs it overtakes (or falls behind).
     pub jumped: Vec<String>,
+    /// For a resume: the GPUs it puts back in service.
+    pub gpus_back_in_service: u32,
+    /// For a resume of a node with critical health: the pending jobs the
+    /// scheduler would start on it at once (it does not know the health).
+    pub start_on_broken: Vec<String>,
     pub users: Vec<String>,
     pub teams: Vec<String>,
 }
@@ -227,7 +236,40 @@ pub fn blast(
         }
     };
     let plan_before = &base.plan;
-    let plan_after = plan_after(&after, base, site);
+    // A resume: the scheduler does not know the node's health and places
+    // work on it as soon as it is back.
+    let resumed_broken = match target {
+        Action::Resume { node } if base.unusable.contains(node) => Some(node.as_str()),
+        _ => None,
+    };
+    let plan_after = match resumed_broken {
+        Some(node) => {
+            let mut unusable = base.unusable.clone();
+            unusable.remove(node);
+            super::plan::plan(&after, site, &unusable)
+        }
+        None => plan_after(&after, base, site),
+    };
+    let start_on_broken: Vec<String> = resumed_broken.map_or_else(Vec::new, |node| {
+        after
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, j)| {
+                j.state.is_pending()
+                    && matches!(plan_after.estimate(*i), Some(Estimate::Starts { start, nodes })
+                        if *start <= c.time + AT_ONCE_S && nodes.iter().any(|n| n == node))
+            })
+            .map(|(_, j)| j.id.clone())
+            .collect()
+    });
+    let gpus_back_in_service = match target {
+        Action::Resume { node } => c
+            .node(node)
+            .filter(|n| !n.state.schedulable())
+            .map_or(0, |n| n.gpu_count),
+        _ => 0,
+    };
 
     let killed_jobs: Vec<KilledJob> = killed
         .iter()
@@ -303,8 +345,11 @@ pub fn blast(
             teams.insert(a.clone());
         }
     }
-    let no_op =
-        killed_jobs.is_empty() && out_of_service == 0 && moved.is_empty() && jumped.is_empty();
+    let no_op = killed_jobs.is_empty()
+        && out_of_service == 0
+        && moved.is_empty()
+        && jumped.is_empty()
+        && gpus_back_in_service == 0;
     let mut b = Blast {
         target: target.clone(),
         summary: String::new(),
@@ -317,6 +362,8 @@ pub fn blast(
         lost_gpu_hours,
         moved,
         jumped,
+        gpus_back_in_service,
+        start_on_broken,
         users: users.into_iter().collect(),
         teams: teams.into_iter().collect(),
     };
@@ -328,6 +375,28 @@ pub fn blast(
 fn summary(b: &Blast) -> String {
     if b.no_op {
         return format!("{}: nothing changes", describe(&b.target));
+    }
+    if let Action::Resume { .. } = &b.target {
+        let sooner = b
+            .moved
+            .iter()
+            .filter(|m| m.delta_s.is_some_and(|d| d < 0))
+            .count();
+        return format!(
+            "{}: {} GPUs back in service, {} queued job(s) start sooner{}",
+            describe(&b.target),
+            b.gpus_back_in_service,
+            sooner,
+            if b.start_on_broken.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} at once on its broken GPU(s): {}",
+                    b.start_on_broken.len(),
+                    b.start_on_broken.join(", ")
+                )
+            }
+        );
     }
     let under_grace = b.killed.iter().any(|k| {
         k.restore

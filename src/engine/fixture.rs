@@ -25,6 +25,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         reason_set_by: None,
         reason_time: None,
         boot_time: None,
+        fault_reports: Vec::new(),
         gpu_model: Some("H100".into()),
         topology: None,
         labels: BTreeMap::new(),

@@ -11,7 +11,7 @@
 
 use super::SiteParams;
 use super::xid::{ActionClass, XidCatalog};
-use crate::model::{Cluster, Event, EventKind, Gpu, RecoveryAction};
+use crate::model::{Cluster, Event, EventKind, FaultReport, Gpu, RecoveryAction};
 use crate::text;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -53,7 +53,45 @@ pub fn gpu_verdict(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Verdict {
+    gpu_verdict_with(gpu, events, &[], sbe_per_hour, cat, site)
+}
+
+/// What a fault the cluster reports (a condition, a taint) calls for, and
+/// the evidence line: an Xid through the catalog, else drain and look.
+fn reported(r: &FaultReport, cat: &XidCatalog) -> (ActionClass, String) {
+    let since = r
+        .since
+        .map_or(String::new(), |t| format!(" since {}", text::clock(t)));
+    match r.xid {
+        Some(code) => (
+            cat.action(code),
+            format!(
+                "Xid {code} ({}) reported by {}{since}: still set",
+                cat.name(code),
+                r.source
+            ),
+        ),
+        None => (
+            ActionClass::DrainInvestigate,
+            format!("GPU fault reported by {}{since}: {}", r.source, r.message),
+        ),
+    }
+}
+
+/// [`gpu_verdict`] with the faults the cluster reports about the GPU: each
+/// is current evidence while it is set, however old.
+pub fn gpu_verdict_with(
+    gpu: &Gpu,
+    events: &[&Event],
+    reports: &[&FaultReport],
+    sbe_per_hour: Option<f64>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Verdict {
     let mut found: Vec<(ActionClass, String)> = Vec::new();
+    for r in reports {
+        found.push(reported(r, cat));
+    }
     let mut xids: Vec<(u32, Option<i64>)> = events
         .iter()
         .filter_map(|e| match e.kind {
@@ -68,7 +106,12 @@ pub fn gpu_verdict(
     {
         xids.push((x.code, x.time));
     }
-    let primary = xids.iter().any(|(c, _)| !cat.is_secondary(*c));
+    // An Xid a report says is still set is said once, by the report.
+    xids.retain(|(c, _)| !reports.iter().any(|r| r.xid == Some(*c)));
+    let primary = xids.iter().any(|(c, _)| !cat.is_secondary(*c))
+        || reports
+            .iter()
+            .any(|r| r.xid.is_some_and(|c| !cat.is_secondary(c)));
     for (code, time) in &xids {
         if primary && cat.is_secondary(*code) {
             continue;
@@ -246,10 +289,15 @@ pub fn verdicts(
                     .get(&(n.name.as_str(), g.index))
                     .map_or(&[][..], Vec::as_slice);
                 let rate = prev.and_then(|p| sbe_rate(g, p.sbe(&n.name, g.index), dt));
+                let reports: Vec<&FaultReport> = n
+                    .fault_reports
+                    .iter()
+                    .filter(|r| r.gpu == Some(g.index))
+                    .collect();
                 GpuVerdict {
                     node: n.name.clone(),
                     gpu: g.index,
-                    verdict: gpu_verdict(g, events, rate, cat, site),
+                    verdict: gpu_verdict_with(g, events, &reports, rate, cat, site),
                 }
             })
             .filter(|v| v.verdict.action != ActionClass::None)
@@ -260,9 +308,24 @@ pub fn verdicts(
                 .cmp(&a.verdict.action)
                 .then(a.gpu.cmp(&b.gpu))
         });
-        let node_level = by_node
-            .get(n.name.as_str())
-            .map(|events| gpu_verdict(&Gpu::unknown(&n.name, 0), events, None, cat, site))
+        // Reports naming no GPU the node has (or none at all) are the node's.
+        let unplaced: Vec<&FaultReport> = n
+            .fault_reports
+            .iter()
+            .filter(|r| r.gpu.is_none_or(|g| !n.gpus.iter().any(|x| x.index == g)))
+            .collect();
+        let events = by_node.get(n.name.as_str()).map_or(&[][..], Vec::as_slice);
+        let node_level = (!events.is_empty() || !unplaced.is_empty())
+            .then(|| {
+                gpu_verdict_with(
+                    &Gpu::unknown(&n.name, 0),
+                    events,
+                    &unplaced,
+                    None,
+                    cat,
+                    site,
+                )
+            })
             .filter(|v| v.action != ActionClass::None);
         // The worst: a GPU's verdict, or the node-level report's when worse.
         let (which, worst) = match (gpus.first(), &node_level) {

@@ -407,7 +407,7 @@ fn object(
                     "items": items}),
             )
         }
-        ("GET", Some(name), None) => match s.get(r, ns_key, name) {
+        ("GET", Some(name), None | Some("status")) => match s.get(r, ns_key, name) {
             Some(o) => reply(200, o),
             None => fail(s.not_found(r, name)),
         },

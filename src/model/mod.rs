@@ -17,7 +17,7 @@ pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
-pub use node::{Node, NodeState};
+pub use node::{FaultReport, Node, NodeState};
 pub use summary::Summary;
 
 use serde::{Deserialize, Serialize};

@@ -73,6 +73,25 @@ pub struct Node {
     /// endpoint reports fewer (a GPU fallen off the bus).
     pub gpu_count: u32,
     pub gpus: Vec<Gpu>,
+    /// GPU faults the cluster itself reports on the node (a Kubernetes
+    /// condition or taint): current evidence for as long as they are there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_reports: Vec<FaultReport>,
+}
+
+/// A GPU fault reported by the cluster about a node (node-problem-detector's
+/// condition, the GPU operator's taint), not read from the GPU itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultReport {
+    /// Where it was read: `condition GpuXidError`, `taint nvidia.com/gpu-xid=79:NoSchedule`.
+    pub source: String,
+    /// The GPU, when the report names it.
+    pub gpu: Option<u32>,
+    /// The Xid, when the report names one.
+    pub xid: Option<u32>,
+    pub message: String,
+    /// Since when it has been reported.
+    pub since: Option<Timestamp>,
 }
 
 impl Node {

@@ -283,6 +283,7 @@ pub fn merge(
                     reason_set_by: None,
                     reason_time: None,
                     boot_time: None,
+                    fault_reports: Vec::new(),
                     gpu_model: r.model.clone(),
                     topology: None,
                     labels,

@@ -367,16 +367,24 @@ impl Executor {
                 let n = self.get(&node_path(node)).await?;
                 let cordoned = n["spec"]["unschedulable"] == true;
                 let reason = n["metadata"]["annotations"][REASON].as_str().unwrap_or("");
+                // Uncordoned is not in service while a taint or NotReady keeps it out.
+                let kept_out = preview::keeps_out(&n);
                 let verified = match a {
-                    Action::Resume { .. } => !cordoned,
+                    Action::Resume { .. } => !cordoned && kept_out.is_empty(),
                     Action::SetReason { reason: want, .. } => reason == want,
                     _ => cordoned,
+                };
+                let state = match (cordoned, kept_out.is_empty()) {
+                    (true, _) => "cordoned".to_string(),
+                    (false, true) => "schedulable".to_string(),
+                    (false, false) => {
+                        format!("uncordoned, still out of service: {}", kept_out.join(", "))
+                    }
                 };
                 Ok(Outcome {
                     verified,
                     observed: format!(
-                        "node {node}: {}{}",
-                        if cordoned { "cordoned" } else { "schedulable" },
+                        "node {node}: {state}{}",
                         if reason.is_empty() {
                             String::new()
                         } else {

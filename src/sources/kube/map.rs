@@ -23,8 +23,8 @@
 
 use crate::engine::units;
 use crate::model::{
-    Checkpoint, Cluster, Event, EventKind, Gpu, Job, JobState, Node, NodeState, Partition, Quota,
-    TimeLimit, Timestamp,
+    Checkpoint, Cluster, Event, EventKind, FaultReport, Gpu, Job, JobState, LastXid, Node,
+    NodeState, Partition, Quota, TimeLimit, Timestamp,
 };
 use serde_json::Value;
 
@@ -32,8 +32,8 @@ mod jobs;
 mod nodes;
 
 use jobs::{Gang, gang_of, job_of, scheduling_messages};
-pub use nodes::xid_code;
 use nodes::{events, node_of};
+pub use nodes::{gpu_named, taint_text, xid_code};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub const GPU: &str = "nvidia.com/gpu";

@@ -329,6 +329,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             reason_set_by: None,
             reason_time: None,
             boot_time: None,
+            fault_reports: Vec::new(),
             gpu_model: Some(model.to_string()),
             topology: Some(rack),
             labels,

@@ -232,6 +232,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
             .filter(|r| !r.is_empty() && reason.is_some()),
         reason_time: n.reason_changed_at.positive().filter(|_| reason.is_some()),
         boot_time: n.boot_time.positive(),
+        fault_reports: Vec::new(),
         reason,
         gpu_model: model,
         topology: None,

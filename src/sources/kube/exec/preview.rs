@@ -21,8 +21,12 @@ impl Executor {
             _ => None,
         };
         let calls = self.read_calls(a, pods.as_ref()).await;
-        let warnings = match &pods {
-            Some(Ok(pods)) => self.pdb_blocks(pods).await,
+        let warnings = match (&pods, a) {
+            (Some(Ok(pods)), _) => self.pdb_blocks(pods).await,
+            (_, Action::Resume { node }) => match self.get(&node_path(node)).await {
+                Ok(n) => still_out_after_uncordon(node, &n),
+                Err(_) => Vec::new(),
+            },
             _ => Vec::new(),
         };
         if let Ok(mut p) = self.prepared.lock() {
@@ -169,4 +173,45 @@ impl Executor {
         };
         calls.map(|c| c.iter().map(ToString::to_string).collect())
     }
+}
+
+/// What keeps a node out of service besides its cordon: the taints with
+/// NoSchedule/NoExecute that nightshift did not set (an uncordon leaves
+/// them), and a Ready condition that is not True. One line each, in the
+/// words the operator acts on.
+pub(super) fn keeps_out(n: &Value) -> Vec<String> {
+    let mut out: Vec<String> = n["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
+        // The cordon's own taint goes with the cordon.
+        .filter(|t| t["key"] != "node.kubernetes.io/unschedulable")
+        .map(|t| format!("taint {}", map::taint_text(t)))
+        .collect();
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready");
+    if let Some(r) = ready.filter(|r| r["status"] != "True") {
+        out.push(format!(
+            "Ready is {}",
+            r["status"].as_str().unwrap_or("unknown")
+        ));
+    }
+    out
+}
+
+/// The preview's warning for a resume: what still keeps the node out once
+/// it is uncordoned.
+fn still_out_after_uncordon(node: &str, n: &Value) -> Vec<String> {
+    keeps_out(n)
+        .into_iter()
+        .map(|why| {
+            format!(
+                "{node} stays out of service after the uncordon: {why} (nightshift did not set it; it is removed when its cause clears, or by hand: kubectl taint nodes {node} KEY-)"
+            )
+        })
+        .collect()
 }

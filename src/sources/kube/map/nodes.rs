@@ -3,54 +3,190 @@
 
 use super::*;
 
-/// The Xid code in a driver or node-problem-detector message
-/// (`NVRM: Xid (PCI:0000:bb:00): 79, pid=…`, `Xid 79`, `XID 48`).
-pub fn xid_code(msg: &str) -> Option<u32> {
-    let at = msg.find("Xid").or_else(|| msg.find("XID"))?;
-    let rest = &msg[at + 3..];
+/// Where a case-insensitive `word` starts in `msg`.
+fn find_ci(msg: &str, word: &str) -> Option<usize> {
+    msg.to_ascii_lowercase().find(word)
+}
+
+/// The number after a label, skipping separators and a few connecting
+/// words (`Xid 79`, `XID: 94`, `xid=79`, `XID error 79`, `Xid (PCI:…): 79`).
+fn number_after(rest: &str) -> Option<u32> {
     let rest = match rest.find("):") {
         Some(i) if rest.trim_start().starts_with('(') => &rest[i + 2..],
         _ => rest,
     };
-    let digits: String = rest
-        .trim_start_matches([' ', ':'])
+    let skipped = rest
+        .char_indices()
+        .take(16)
+        .find(|(_, c)| c.is_ascii_digit())
+        .map(|(i, _)| i)?;
+    let between = &rest[..skipped];
+    // Only separators and a connecting word in between: `Xid error 79`,
+    // not `Xid at 10.0.0.1`.
+    let word: String = between
+        .chars()
+        .filter(|c| !matches!(c, ' ' | ':' | '=' | '#' | '-'))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if !matches!(word.as_str(), "" | "error" | "err" | "code" | "event") {
+        return None;
+    }
+    let digits: String = rest[skipped..]
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok()
 }
 
-/// An NVIDIA health taint (`nvidia.com/…` with NoSchedule/NoExecute).
-pub(super) fn gpu_taint(node: &Value) -> Option<String> {
-    node["spec"]["taints"]
-        .as_array()?
-        .iter()
-        .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
-        .find(|t| {
-            t["key"]
-                .as_str()
-                .is_some_and(|k| k.starts_with("nvidia.com/"))
-        })
-        .map(|t| {
-            let v = t["value"].as_str().filter(|v| !v.is_empty());
-            format!(
-                "taint {}{}:{}",
-                t["key"].as_str().unwrap_or_default(),
-                v.map(|v| format!("={v}")).unwrap_or_default(),
-                t["effect"].as_str().unwrap_or_default()
-            )
-        })
+/// The Xid code in a driver or node-problem-detector message
+/// (`NVRM: Xid (PCI:0000:bb:00): 79, pid=…`, `Xid 79`, `XID 48`, `xid=79`).
+pub fn xid_code(msg: &str) -> Option<u32> {
+    let at = find_ci(msg, "xid")?;
+    number_after(&msg[at + 3..])
 }
 
-/// A node condition that is a GPU health signal (node-problem-detector's
-/// or the GPU operator's: a type naming GPU or Xid, status True).
-pub(super) fn gpu_condition(node: &Value) -> Option<&Value> {
-    node["status"]["conditions"].as_array()?.iter().find(|c| {
-        c["status"] == "True"
-            && c["type"]
-                .as_str()
-                .is_some_and(|t| t.to_lowercase().contains("gpu") || t.contains("Xid"))
-    })
+/// The GPU a fault message names (`GPU 5`, `gpu=5`, `GPU index 5`, `GPU5`);
+/// not a UUID (`GPU-3f…`) nor a word (`GPU has fallen off the bus`).
+pub fn gpu_named(msg: &str) -> Option<u32> {
+    let lower = msg.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("gpu") {
+        let at = from + i + 3;
+        from = at;
+        let rest = lower[at..]
+            .strip_prefix(" index")
+            .or_else(|| lower[at..].strip_prefix(" id"))
+            .unwrap_or(&lower[at..]);
+        let digits_at = rest
+            .char_indices()
+            .find(|(_, c)| !matches!(c, ' ' | ':' | '=' | '#'))
+            .map_or(rest.len(), |(i, _)| i);
+        if digits_at > 2 {
+            continue;
+        }
+        let digits: String = rest[digits_at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let after = rest[digits_at + digits.len()..].chars().next();
+        // `GPU-1a2b…` is a UUID, `GPU 1a…` not an index.
+        if !digits.is_empty()
+            && digits.len() <= 3
+            && after.is_none_or(|c| !c.is_ascii_alphanumeric() && c != '-')
+        {
+            return digits.parse().ok();
+        }
+    }
+    None
+}
+
+/// Words in a taint or condition that say a GPU is at fault (the NVIDIA
+/// GPU operator's, node-problem-detector's and common site conventions).
+const FAULT_WORDS: [&str; 10] = [
+    "xid",
+    "unhealthy",
+    "fault",
+    "error",
+    "ecc",
+    "dbe",
+    "remap",
+    "fallen",
+    "fail",
+    "degraded",
+];
+
+fn says_fault(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    FAULT_WORDS.iter().any(|w| t.contains(w))
+}
+
+/// The taints that report a GPU fault: an `nvidia.com/…` key with
+/// NoSchedule/NoExecute whose key or value says so (`nvidia.com/gpu-xid=79`,
+/// `nvidia.com/gpu.health=unhealthy`). Not GKE's `nvidia.com/gpu=present`,
+/// which only keeps non-GPU pods off.
+fn fault_taints(node: &Value) -> Vec<&Value> {
+    node["spec"]["taints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
+        .filter(|t| {
+            let key = t["key"].as_str().unwrap_or_default();
+            key.starts_with("nvidia.com/")
+                && (says_fault(key) || says_fault(t["value"].as_str().unwrap_or_default()))
+        })
+        .collect()
+}
+
+/// A taint as kubectl writes it: `key=value:Effect`.
+pub fn taint_text(t: &Value) -> String {
+    let v = t["value"].as_str().filter(|v| !v.is_empty());
+    format!(
+        "{}{}:{}",
+        t["key"].as_str().unwrap_or_default(),
+        v.map(|v| format!("={v}")).unwrap_or_default(),
+        t["effect"].as_str().unwrap_or_default()
+    )
+}
+
+/// The node conditions that report a GPU fault (node-problem-detector's or
+/// the GPU operator's: status True, a type naming the GPU or an Xid, and a
+/// type or message that says it is a fault).
+fn fault_conditions(node: &Value) -> Vec<&Value> {
+    node["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            let ty = c["type"].as_str().unwrap_or_default();
+            let lower = ty.to_ascii_lowercase();
+            c["status"] == "True"
+                && (lower.contains("gpu") || lower.contains("xid"))
+                && (says_fault(ty) || xid_code(c["message"].as_str().unwrap_or_default()).is_some())
+        })
+        .collect()
+}
+
+/// Every GPU fault the node's conditions and taints report. A taint that
+/// repeats a condition's Xid is given the condition's GPU.
+pub(super) fn fault_reports(node: &Value) -> Vec<FaultReport> {
+    let mut out: Vec<FaultReport> = fault_conditions(node)
+        .into_iter()
+        .map(|c| {
+            let msg = c["message"].as_str().unwrap_or_default();
+            let ty = c["type"].as_str().unwrap_or_default();
+            FaultReport {
+                source: format!("condition {ty}"),
+                gpu: gpu_named(msg),
+                xid: xid_code(msg).or_else(|| xid_code(ty)),
+                message: crate::text::cut(msg, 200).into_owned(),
+                since: time(&c["lastTransitionTime"]),
+            }
+        })
+        .collect();
+    for t in fault_taints(node) {
+        let text = taint_text(t);
+        let value = t["value"].as_str().unwrap_or_default();
+        let key = t["key"].as_str().unwrap_or_default();
+        let xid = if find_ci(key, "xid").is_some() {
+            number_after(value).or_else(|| xid_code(value))
+        } else {
+            xid_code(value)
+        };
+        let gpu = gpu_named(value).or_else(|| {
+            out.iter()
+                .find(|r| r.xid.is_some() && r.xid == xid)
+                .and_then(|r| r.gpu)
+        });
+        out.push(FaultReport {
+            source: format!("taint {text}"),
+            gpu,
+            xid,
+            message: text,
+            since: time(&t["timeAdded"]),
+        });
+    }
+    out
 }
 
 pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
@@ -103,7 +239,11 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
     }
     let ready = condition(v, "Ready");
     let unschedulable = v["spec"]["unschedulable"].as_bool() == Some(true);
-    let taint = gpu_taint(v);
+    let reports = fault_reports(v);
+    let taint = reports
+        .iter()
+        .find(|r| r.source.starts_with("taint "))
+        .map(|r| r.source.clone());
     let (state, reason, reason_time) = if ready.is_none_or(|c| c["status"] != "True") {
         let msg = ready
             .map(|c| {
@@ -145,6 +285,13 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         .map(|i| Gpu {
             model: model.clone(),
             memory_total_mib: mem,
+            // A report naming this GPU and its Xid is its last Xid.
+            last_xid: reports.iter().filter(|r| r.gpu == Some(i)).find_map(|r| {
+                Some(LastXid {
+                    code: r.xid?,
+                    time: r.since,
+                })
+            }),
             ..Gpu::unknown(&name, i)
         })
         .collect();
@@ -161,6 +308,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         labels,
         gpu_count,
         gpus,
+        fault_reports: reports,
     })
 }
 
@@ -199,6 +347,9 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
         let msg = e["message"].as_str().unwrap_or_default();
         if let Some(code) = xid_code(msg) {
             push(&mut out, t, node, EventKind::Xid { code }, msg.to_string());
+            if let Some(e) = out.last_mut().filter(|e| e.node == node && e.time == t) {
+                e.gpu = gpu_named(msg);
+            }
         } else if e["reason"] == "NodeNotReady" {
             push(
                 &mut out,
@@ -212,18 +363,30 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
             );
         }
     }
-    for n in o.of("nodes") {
-        let Some(cond) = gpu_condition(n) else {
-            continue;
-        };
-        let msg = cond["message"].as_str().unwrap_or_default();
-        if let (Some(code), Some(node)) = (xid_code(msg), s(n, &["metadata", "name"])) {
-            let t = time(&cond["lastTransitionTime"]).unwrap_or(c.time);
-            // The same Xid from its event a few seconds apart is one incident.
-            if !out.iter().any(|e| {
-                e.node == node && e.kind == (EventKind::Xid { code }) && (e.time - t).abs() <= 60
+    // The Xids the nodes' conditions and taints report: one event per
+    // fault (the same Xid from its event a few seconds apart, or from the
+    // condition and the taint that says it again, is one).
+    for n in &c.nodes {
+        for r in &n.fault_reports {
+            let Some(code) = r.xid else { continue };
+            let t = r.since.unwrap_or(c.time);
+            if let Some(e) = out.iter_mut().find(|e| {
+                e.node == n.name
+                    && e.kind == (EventKind::Xid { code })
+                    && ((e.time - t).abs() <= 60 || r.source.starts_with("taint "))
             }) {
-                push(&mut out, t, node, EventKind::Xid { code }, msg.to_string());
+                e.gpu = e.gpu.or(r.gpu);
+                continue;
+            }
+            push(
+                &mut out,
+                t,
+                &n.name,
+                EventKind::Xid { code },
+                r.message.clone(),
+            );
+            if let Some(e) = out.last_mut() {
+                e.gpu = r.gpu;
             }
         }
     }

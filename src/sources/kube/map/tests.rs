@@ -337,3 +337,106 @@ mod fuzz {
         }
     }
 }
+
+/// The fixture with `node` reporting a GPU fault the way the GPU operator
+/// and node-problem-detector do: a `GpuXidError` condition naming GPU 5
+/// and Xid 79 (set three days ago, older than any event window), the
+/// `nvidia.com/gpu-xid=79:NoSchedule` taint, and a cordon by someone.
+fn with_gpu_fault(node: &str, message: &str) -> Cluster {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
+    let mut objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    let now = 1_796_000_000;
+    let then = chrono::DateTime::from_timestamp(now - 3 * 86_400, 0)
+        .expect("a time")
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let n = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Node" && o["metadata"]["name"] == node)
+        .expect("the node");
+    n["spec"]["unschedulable"] = Value::Bool(true);
+    n["spec"]["taints"] = serde_json::json!([
+        {"key": "nvidia.com/gpu-xid", "value": "79", "effect": "NoSchedule", "timeAdded": then},
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": then},
+    ]);
+    n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(serde_json::json!({
+            "type": "GpuXidError", "status": "True", "reason": "XidCritical",
+            "message": message, "lastTransitionTime": then,
+        }));
+    cluster("lab", &Objects::from_values(objects), now).cluster
+}
+
+#[test]
+fn a_gpu_fault_condition_or_taint_keeps_the_node_critical_however_old() {
+    use crate::engine::analysis::Base;
+    use crate::engine::incidents::Stage;
+    use crate::engine::{SiteParams, xid::XidCatalog};
+    for message in [
+        "GPU 5: Xid 79 (GPU has fallen off the bus)",
+        "XID error 79 on gpu=5",
+        "gpu index 5 reported xid=79, pid=3112",
+    ] {
+        let c = with_gpu_fault("gpu-02", message);
+        let n = c.node("gpu-02").expect("node");
+        assert_eq!(n.fault_reports.len(), 2, "{message}: {:?}", n.fault_reports);
+        assert!(
+            n.fault_reports
+                .iter()
+                .all(|r| r.gpu == Some(5) && r.xid == Some(79))
+        );
+        assert_eq!(
+            n.gpus[5].last_xid.as_ref().map(|x| x.code),
+            Some(79),
+            "{message}"
+        );
+        let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+        assert!(b.unusable.contains("gpu-02"), "{message}: critical");
+        let v = b.gpu_verdict("gpu-02", 5).expect("GPU 5's verdict");
+        assert!(v.verdict.action.needs_drain(), "{message}: {:?}", v.verdict);
+        assert!(
+            v.verdict.evidence[0].contains("reported by condition GpuXidError"),
+            "{:?}",
+            v.verdict.evidence
+        );
+        // Cordoned but its gang still runs: open, not "remedied".
+        let i = b.node_incident("gpu-02").expect("an incident on gpu-02");
+        assert_eq!((i.gpu, i.xid), (Some(5), Some(79)), "{i:?}");
+        assert_eq!(i.stage, Stage::Open, "{}", i.status);
+    }
+    // The fixture's gpu-03: the message names only a PCI address.
+    let c = fixture();
+    let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+    assert!(b.unusable.contains("gpu-03"));
+}
+
+#[test]
+fn gpu_indexes_are_read_from_fault_messages_but_not_from_uuids_or_words() {
+    assert_eq!(gpu_named("GPU 5: Xid 79"), Some(5));
+    assert_eq!(gpu_named("on gpu=3"), Some(3));
+    assert_eq!(gpu_named("GPU index 7 fell off"), Some(7));
+    assert_eq!(gpu_named("GPU5 xid 48"), Some(5));
+    assert_eq!(gpu_named("GPU has fallen off the bus"), None);
+    assert_eq!(gpu_named("GPU-1a2b3c4d-0000 Xid 79"), None);
+    assert_eq!(xid_code("XID error 79 on gpu=5"), Some(79));
+    assert_eq!(xid_code("xid=79"), Some(79));
+    assert_eq!(xid_code("Xid at 10.0.0.1"), None);
+}
+
+#[test]
+fn gke_s_gpu_present_taint_is_not_a_fault() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
+    let mut objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    let n = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "Node" && o["metadata"]["name"] == "gpu-01")
+        .expect("the node");
+    n["spec"]["taints"] =
+        serde_json::json!([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]);
+    let c = cluster("lab", &Objects::from_values(objects), 1_796_000_000).cluster;
+    let n = c.node("gpu-01").expect("node");
+    assert_eq!(n.state, NodeState::Up);
+    assert!(n.fault_reports.is_empty());
+}
