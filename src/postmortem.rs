@@ -68,6 +68,8 @@ pub struct IncidentEntry {
     /// Its stage at the end of the recording.
     pub stage_at_end: String,
     pub burning_gpu_hours_per_hour: Option<f64>,
+    /// Its events (the Xid, the counters it moved, the drain), one line each.
+    pub evidence: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -316,8 +318,23 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
             }
         }
     }
+    // The end's view of each, keeping what only earlier looks saw (the
+    // gang its failure stalled before the drain requeued it).
     for i in &base_end.incidents {
-        found.insert(i.id.clone(), i.clone());
+        let mut now = i.clone();
+        if let Some(before) = found.get(&i.id) {
+            now.burning_gpu_hours_per_hour = now
+                .burning_gpu_hours_per_hour
+                .or(before.burning_gpu_hours_per_hour);
+            let earlier: Vec<String> = before
+                .evidence
+                .iter()
+                .filter(|e| !now.evidence.contains(e))
+                .cloned()
+                .collect();
+            now.evidence.extend(earlier);
+        }
+        found.insert(i.id.clone(), now);
     }
     let at_end: rustc_hash::FxHashSet<&str> =
         base_end.incidents.iter().map(|i| i.id.as_str()).collect();
@@ -376,7 +393,7 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
             time: inc.time,
             node: inc.node.clone(),
             gpu: inc.gpu,
-            label: inc.label.clone(),
+            label: inc.full_label(),
             kind: inc.kind.to_string(),
             xid: inc.xid,
             meaning,
@@ -390,13 +407,14 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
                 "over: no longer seen at the end".to_string()
             },
             burning_gpu_hours_per_hour: inc.burning_gpu_hours_per_hour,
+            evidence: inc.evidence.clone(),
         });
     }
     let open_at_end = base_end
         .incidents
         .iter()
         .filter(|i| i.is_open())
-        .map(|i| format!("{} {} on {}", i.id, i.label, i.node))
+        .map(|i| format!("{} {} on {}", i.id, i.full_label(), i.node))
         .collect();
     Ok(NightReport {
         cluster: end.name.clone(),

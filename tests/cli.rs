@@ -72,9 +72,9 @@ fn get_after_sim_seconds_shows_the_ecc_incident() {
         "newest first: {times:?}"
     );
     assert!(
-        events
-            .iter()
-            .any(|e| e["kind"] == "ecc" && e["label"] == "ECC DBE" && e["stage"] == "open")
+        events.iter().any(|e| e["label"] == "XID 48"
+            && e["related"][0] == "ECC DBE"
+            && e["stage"] == "open")
     );
     // Every GPU incident names the jobs it hit, with their state then and now.
     let x13 = events
@@ -83,12 +83,11 @@ fn get_after_sim_seconds_shows_the_ecc_incident() {
         .expect("Xid 13");
     assert_eq!(x13["jobs"][0]["state_then"], "running");
     assert_eq!(x13["jobs"][0]["state_now"], "failed");
-    let stall = events
-        .iter()
-        .find(|e| e["kind"] == "stall")
-        .expect("the Xid 79 gang is stalled");
-    assert_eq!(stall["jobs"][0]["id"], "4700");
-    assert_eq!(stall["burning_gpu_hours_per_hour"], 32.0);
+    // The stalled gang is the Xid 79's evidence: one failure, one incident.
+    let x79 = events.iter().find(|e| e["xid"] == 79).expect("the Xid 79");
+    assert_eq!(x79["jobs"][0]["id"], "4700");
+    assert_eq!(x79["burning_gpu_hours_per_hour"], 32.0);
+    assert!(!events.iter().any(|e| e["kind"] == "stall"), "{inc}");
 }
 
 #[test]
@@ -822,10 +821,10 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
         "# Night report: sim-16 (sim)",
         "### 02:47:00 XID 79 on h100-03 GPU 3 — GPU has fallen off the bus",
         "- catalog: drain the node, then reboot it",
-        "### 02:47:00 STALL on h100-03 GPU 3",
+        "- evidence: 02:47:00 the gang stalled: rank on h100-03 GPU 3 hit Xid 79",
         "- stalled: burning 32 GPU-hours per hour while hung",
         "### 02:48:10 XID 13 on h100-07 GPU 2 — Graphics Engine Exception",
-        "### 02:49:10 XID 48 on h100-06 GPU 5 — Double Bit ECC Error",
+        "### 02:49:10 XID 48 (+ECC DBE, XID 63) on h100-06 GPU 5 — Double Bit ECC Error",
         "- action: none recorded",
         "## Still open at the end",
         "## Scheduler health",
@@ -836,12 +835,14 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
         serde_json::from_str(&stdout(dir.path(), &["report", f, "-o", "json"])).expect("json");
     // The hung gang still holds its 32 GPUs at the end (02:52:30): all its
     // work since its checkpoint at 02:30:00 is lost when it is requeued.
-    let stall = r["incidents"]
-        .as_array()
-        .expect("incidents")
+    // One failure, one incident: the stall is the Xid 79's.
+    let incidents = r["incidents"].as_array().expect("incidents");
+    assert!(!incidents.iter().any(|i| i["kind"] == "stall"), "{r:#}");
+    let stall = incidents
         .iter()
-        .find(|i| i["kind"] == "stall")
-        .expect("stall");
+        .find(|i| i["xid"] == 79)
+        .expect("the Xid 79");
+    assert_eq!(stall["burning_gpu_hours_per_hour"], 32.0);
     let gang = &stall["jobs"][0];
     assert_eq!(gang["id"], "4700");
     assert_eq!(gang["fate"], "stalled, still holding its GPUs");

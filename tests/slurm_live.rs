@@ -1260,9 +1260,23 @@ fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused()
     }
     assert!(common::require("tmux", "apt-get install tmux"), "tmux");
     let lab = Lab::start();
+    // A job on gpu01 whose GPU 2 reports an Xid 79 and an uncorrectable
+    // error: one failure, one incident, naming the job (the console polls
+    // the endpoint and Slurm side by side; its JOBS column showed `-`).
+    let job = lab.sbatch(&["-J", "hit", "-w", "gpu01", "--gres=gpu:8"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(&lab, &job, "%T")
+            == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        lab.run("squeue", &[])
+    );
     let dcgm = Fake::start(Behaviour::text(
         200,
-        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"gpu01\"} 97\n",
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"gpu01\"} 97\n\
+         DCGM_FI_DEV_XID_ERRORS{gpu=\"2\",Hostname=\"gpu01\"} 79\n\
+         DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu=\"2\",Hostname=\"gpu01\"} 1\n",
     ));
     let cfg = lab.dir.path().join("stale.toml");
     std::fs::write(
@@ -1286,6 +1300,17 @@ fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused()
     // gpu04 is known only to Slurm: the scheduler has answered.
     t.expect("gpu04");
     t.expect("data 0s old");
+    t.keys(&[":"]);
+    t.keys(&["-l", "incidents"]);
+    t.keys(&["Enter"]);
+    t.expect("incidents (newest first");
+    let screen = t.expect(&format!("{job}(running)"));
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("gpu01") && l.contains("(running)"))
+        .collect();
+    assert_eq!(rows.len(), 1, "one failure, one incident: {screen}");
+    assert!(rows[0].contains("XID 79 +1"), "{screen}");
     let pid = std::fs::read_to_string(lab.dir.path().join("run/slurmrestd.pid")).expect("pid");
     assert!(
         Command::new("kill")

@@ -69,7 +69,7 @@ pub const INCIDENTS: &[Column<Incident>] = &[
         min: 10,
         max: 13,
         fill: false,
-        cell: |_, i| Cell::tone(i.label.clone(), tone_of(i.severity)),
+        cell: |_, i| Cell::tone(i.short_label(), tone_of(i.severity)),
         sort: |_, i| Key::Num(-(i.severity as u8 as f64)),
     },
     Column {

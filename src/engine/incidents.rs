@@ -69,8 +69,11 @@ pub struct Incident {
     pub time: Timestamp,
     pub node: String,
     pub gpu: Option<u32>,
-    /// `XID 79`, `ECC DBE`, `NODE DRAIN`, `STALL`.
+    /// `XID 79`, `ECC DBE`, `NODE DRAIN`, `STALL`: its first event of the
+    /// most drastic action.
     pub label: String,
+    /// The labels of its other events (`ECC DBE`, `XID 63` of an `XID 48`).
+    pub related: Vec<String>,
     /// The Xid, for an Xid incident.
     pub xid: Option<u32>,
     pub message: String,
@@ -99,6 +102,22 @@ impl Incident {
             _ if self.message.is_empty() => "drained via nightshift".into(),
             _ => self.message.clone(),
         }
+    }
+
+    /// Its label and how many other events it gathers: `XID 48 +2`.
+    pub fn short_label(&self) -> String {
+        match self.related.len() {
+            0 => self.label.clone(),
+            n => format!("{} +{n}", self.label),
+        }
+    }
+
+    /// Its label and its other events: `XID 48 (+ECC DBE, XID 63)`.
+    pub fn full_label(&self) -> String {
+        if self.related.is_empty() {
+            return self.label.clone();
+        }
+        format!("{} (+{})", self.label, self.related.join(", "))
     }
 
     /// Whether the on-call still has something to do about it.
@@ -242,7 +261,353 @@ fn lifecycle(
     }
 }
 
-/// Every incident of the snapshot, newest first.
+/// Events of one GPU closer in time than this belong to one failure (the
+/// Xid, the ECC counters it moved, the remap it left pending).
+pub const GROUP_GAP_S: i64 = 3600;
+
+/// One failure's events, oldest first, as they are being gathered.
+struct Failure<'a> {
+    node: &'a str,
+    gpu: Option<u32>,
+    events: Vec<&'a Event>,
+    /// Node state changes done while it was open (its drain, its resume).
+    stages: Vec<&'a Event>,
+    stall: Option<usize>,
+}
+
+impl Failure<'_> {
+    fn first(&self) -> Timestamp {
+        self.events.first().map_or(0, |e| e.time)
+    }
+    fn last(&self) -> Timestamp {
+        self.events.last().map_or(0, |e| e.time)
+    }
+}
+
+/// Whether the node rebooted between `a` and `b` (a reboot ends a failure:
+/// what comes after is a new one).
+fn rebooted_between(c: &Cluster, node: &str, a: Timestamp, b: Timestamp) -> bool {
+    c.node(node)
+        .and_then(|n| n.boot_time)
+        .is_some_and(|t| a < t && t <= b)
+}
+
+/// Gathers the GPU events into failures: the events of one GPU (or, when
+/// a report names no GPU, of its node) less than [`GROUP_GAP_S`] apart
+/// and not separated by a reboot. Node state changes within a day of a
+/// failure on their node are its stages; stalls of a gang whose rank was
+/// on the failed GPU are its evidence. What joins nothing stands alone.
+fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Event>, Vec<usize>) {
+    let mut events: Vec<&Event> = c.events.iter().collect();
+    events.sort_by_key(|e| (e.time, e.seq));
+    let mut failures: Vec<Failure> = Vec::new();
+    let mut node_events = Vec::new();
+    for e in events {
+        if matches!(e.kind, EventKind::NodeState { .. }) {
+            node_events.push(e);
+            continue;
+        }
+        let joins = failures.iter_mut().rev().find(|f| {
+            f.node == e.node
+                && (f.gpu == e.gpu || f.gpu.is_none() || e.gpu.is_none())
+                && e.time - f.last() <= GROUP_GAP_S
+                && !rebooted_between(c, &e.node, f.last(), e.time)
+        });
+        match joins {
+            Some(f) => {
+                f.gpu = f.gpu.or(e.gpu);
+                f.events.push(e);
+            }
+            None => failures.push(Failure {
+                node: &e.node,
+                gpu: e.gpu,
+                events: vec![e],
+                stages: Vec::new(),
+                stall: None,
+            }),
+        }
+    }
+    let mut alone = Vec::new();
+    for e in node_events {
+        let of = failures.iter_mut().rev().find(|f| {
+            f.node == e.node
+                && f.first() <= e.time
+                && e.time - f.last() <= super::health::XID_WINDOW_S
+                && !rebooted_between(c, &e.node, f.last(), e.time)
+        });
+        match of {
+            Some(f) => f.stages.push(e),
+            None => alone.push(e),
+        }
+    }
+    let mut lone_stalls = Vec::new();
+    for (i, s) in stalls.iter().enumerate().filter(|(_, s)| !s.via_gang) {
+        let of = failures.iter_mut().rev().find(|f| {
+            f.node == s.node
+                && f.stall.is_none()
+                && (s.gpu.is_none() || f.gpu.is_none() || s.gpu == f.gpu)
+                && f.first() <= s.since + GROUP_GAP_S
+        });
+        match of {
+            Some(f) => f.stall = Some(i),
+            None => lone_stalls.push(i),
+        }
+    }
+    (failures, alone, lone_stalls)
+}
+
+/// Adds `more` to `jobs`, each job once.
+fn join_jobs(jobs: &mut Vec<IncidentJob>, more: Vec<IncidentJob>) {
+    for j in more {
+        if !jobs.iter().any(|x| x.id == j.id) {
+            jobs.push(j);
+        }
+    }
+}
+
+/// A stall's burn and the jobs of its gang.
+fn stall_parts(c: &Cluster, stalls: &[Stall], s: &Stall) -> (f64, Vec<IncidentJob>) {
+    let gang: Vec<&Stall> = stalls.iter().filter(|x| x.cause_job == s.job).collect();
+    let burning: f64 = gang.iter().map(|x| x.burning_gpu_hours_per_hour).sum();
+    let jobs = gang
+        .iter()
+        .map(|x| job_entry(c, &x.job, c.job(&x.job).map(|j| j.state), x.via_gang))
+        .collect();
+    (burning, jobs)
+}
+
+/// One line of evidence for an event: `02:49:10 XID 48: DBE …`.
+fn event_line(e: &Event) -> String {
+    format!(
+        "{} {}{}: {}",
+        text::clock(e.time),
+        e.label(),
+        e.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
+        e.message
+    )
+}
+
+/// A failure as the incident the on-call works through.
+fn failure_incident(
+    c: &Cluster,
+    f: &Failure<'_>,
+    verdicts: &HashMap<&str, &NodeVerdict>,
+    unusable: &Unusable,
+    stalls: &[Stall],
+    cat: &XidCatalog,
+) -> Option<Incident> {
+    let first = *f.events.first()?;
+    let action = f
+        .events
+        .iter()
+        .map(|e| event_action(e, cat))
+        .max()
+        .unwrap_or(ActionClass::None);
+    // The first event that calls for the failure's action names it.
+    let primary = f
+        .events
+        .iter()
+        .find(|e| event_action(e, cat) == action)
+        .copied()
+        .unwrap_or(first);
+    let mut related: Vec<String> = Vec::new();
+    for e in &f.events {
+        let l = e.label();
+        if l != primary.label() && !related.contains(&l) {
+            related.push(l);
+        }
+    }
+    // Does the GPU's (or, with none named, the node's) verdict still call for it?
+    let still = verdicts.get(f.node).is_some_and(|v| match f.gpu {
+        Some(g) => v
+            .gpus
+            .iter()
+            .any(|x| x.gpu == g && x.verdict.action >= action),
+        None => v.verdict.action >= action,
+    });
+    let (stage, mut status, by, at) = lifecycle(c, f.node, action, still, unusable);
+    let mut jobs = Vec::new();
+    for e in &f.events {
+        join_jobs(&mut jobs, victims(c, e));
+    }
+    let mut evidence: Vec<String> = f.events.iter().map(|e| event_line(e)).collect();
+    evidence.extend(f.stages.iter().map(|e| {
+        format!(
+            "{} {}: {}",
+            text::clock(e.time),
+            e.label().to_lowercase(),
+            e.message
+        )
+    }));
+    let mut burning = None;
+    if let Some(s) = f.stall.and_then(|i| stalls.get(i)) {
+        let (b, gang) = stall_parts(c, stalls, s);
+        join_jobs(&mut jobs, gang);
+        evidence.push(format!(
+            "{} the gang stalled: {}",
+            text::clock(s.since),
+            s.evidence.first().map_or("", String::as_str)
+        ));
+        evidence.extend(s.evidence.iter().skip(1).cloned());
+        if stage == Stage::Open {
+            status = format!(
+                "{status}; its gang burns {b:.0} GPU-hours per hour since {}: requeue it from its checkpoint",
+                text::clock(s.since)
+            );
+        }
+        burning = Some(b);
+    }
+    Some(Incident {
+        id: format!("e{}", first.seq),
+        kind: match primary.kind {
+            EventKind::Xid { .. } => "xid",
+            _ => "ecc",
+        },
+        seq: Some(first.seq),
+        time: first.time,
+        node: f.node.to_string(),
+        gpu: f.gpu,
+        label: primary.label(),
+        related,
+        xid: primary.xid(),
+        message: primary.message.clone(),
+        severity: f
+            .events
+            .iter()
+            .map(|e| event_severity(e, cat))
+            .max()
+            .unwrap_or(GpuHealth::Ok),
+        action,
+        stage,
+        status,
+        drained_by: by,
+        drained_at: at,
+        jobs,
+        evidence,
+        burning_gpu_hours_per_hour: burning,
+    })
+}
+
+/// A node state change that belongs to no failure: open while the node
+/// stays in that state.
+fn node_incident(c: &Cluster, e: &Event, cat: &XidCatalog) -> Option<Incident> {
+    let EventKind::NodeState { to, .. } = &e.kind else {
+        return None;
+    };
+    let now = c.node(&e.node).map(|n| n.state);
+    let out_now = now.is_some_and(|s| s != NodeState::Up);
+    let same = now.is_some_and(|s| s.as_str() == to);
+    let (stage, status, by, at) = if to == "up" || !out_now {
+        (
+            Stage::Resolved,
+            format!("{} is in service", e.node),
+            None,
+            None,
+        )
+    } else if same {
+        let n = c.node(&e.node);
+        (
+            Stage::Open,
+            format!(
+                "{} is {}{}{}",
+                e.node,
+                state_word(to),
+                n.map_or(String::new(), |n| format!(" {}", by_whom(n))),
+                n.and_then(|n| n.reason.as_deref())
+                    .map_or(String::new(), |r| format!(": {r}"))
+            ),
+            n.and_then(|n| n.reason_set_by.clone()),
+            n.and_then(|n| n.reason_time),
+        )
+    } else {
+        (
+            Stage::Resolved,
+            format!(
+                "superseded: {} is {} now",
+                e.node,
+                now.map_or("?", |s| s.as_str())
+            ),
+            None,
+            None,
+        )
+    };
+    Some(Incident {
+        id: format!("e{}", e.seq),
+        kind: "node",
+        seq: Some(e.seq),
+        time: e.time,
+        node: e.node.clone(),
+        gpu: e.gpu,
+        label: e.label(),
+        related: Vec::new(),
+        xid: None,
+        message: e.message.clone(),
+        severity: event_severity(e, cat),
+        action: event_action(e, cat),
+        stage,
+        status,
+        drained_by: by,
+        drained_at: at,
+        jobs: victims(c, e),
+        evidence: Vec::new(),
+        burning_gpu_hours_per_hour: None,
+    })
+}
+
+/// A stalled gang no GPU failure explains.
+fn stall_incident(
+    c: &Cluster,
+    s: &Stall,
+    verdicts: &HashMap<&str, &NodeVerdict>,
+    stalls: &[Stall],
+) -> Incident {
+    let (burning, jobs) = stall_parts(c, stalls, s);
+    let action = match s.gpu {
+        Some(_) => verdicts
+            .get(s.node.as_str())
+            .map_or(ActionClass::Investigate, |v| v.verdict.action),
+        None => ActionClass::Investigate,
+    };
+    let name = c
+        .job(&s.job)
+        .map_or(String::new(), |j| format!(" ({})", j.name));
+    Incident {
+        id: format!("stall-{}", s.job),
+        kind: "stall",
+        seq: None,
+        time: s.since,
+        node: s.node.clone(),
+        gpu: s.gpu,
+        label: "STALL".into(),
+        related: Vec::new(),
+        xid: None,
+        message: format!(
+            "job {}{name} makes no progress: {}",
+            s.job,
+            s.evidence.first().map_or("", String::as_str)
+        ),
+        severity: GpuHealth::Critical,
+        action,
+        stage: Stage::Open,
+        status: format!(
+            "burning {burning:.0} GPU-hours per hour since {}: requeue the gang from its checkpoint{}",
+            text::clock(s.since),
+            if action.needs_drain() {
+                " (drain its broken node: D)"
+            } else {
+                ""
+            }
+        ),
+        drained_by: None,
+        drained_at: None,
+        jobs,
+        evidence: s.evidence.clone(),
+        burning_gpu_hours_per_hour: Some(burning),
+    }
+}
+
+/// Every incident of the snapshot, newest first: one per failure (see
+/// [`gather`]; docs/decision-engine.md, "Incidents").
 pub fn incidents(
     c: &Cluster,
     verdicts: &HashMap<&str, &NodeVerdict>,
@@ -250,142 +615,18 @@ pub fn incidents(
     stalls: &[Stall],
     cat: &XidCatalog,
 ) -> Vec<Incident> {
-    let mut out: Vec<Incident> = Vec::with_capacity(c.events.len() + stalls.len());
-    for e in &c.events {
-        let action = event_action(e, cat);
-        let kind = match e.kind {
-            EventKind::Xid { .. } => "xid",
-            EventKind::Ecc { .. } => "ecc",
-            EventKind::NodeState { .. } => "node",
-        };
-        let (stage, status, by, at) = match &e.kind {
-            EventKind::NodeState { to, .. } => {
-                let now = c.node(&e.node).map(|n| n.state);
-                let out_now = now.is_some_and(|s| s != NodeState::Up);
-                let same = now.is_some_and(|s| s.as_str() == to);
-                if to == "up" || !out_now {
-                    (
-                        Stage::Resolved,
-                        format!("{} is in service", e.node),
-                        None,
-                        None,
-                    )
-                } else if same {
-                    let n = c.node(&e.node);
-                    (
-                        Stage::Open,
-                        format!(
-                            "{} is {}{}{}",
-                            e.node,
-                            state_word(to),
-                            n.map_or(String::new(), |n| format!(" {}", by_whom(n))),
-                            n.and_then(|n| n.reason.as_deref())
-                                .map_or(String::new(), |r| format!(": {r}"))
-                        ),
-                        n.and_then(|n| n.reason_set_by.clone()),
-                        n.and_then(|n| n.reason_time),
-                    )
-                } else {
-                    (
-                        Stage::Resolved,
-                        format!(
-                            "superseded: {} is {} now",
-                            e.node,
-                            now.map_or("?", |s| s.as_str())
-                        ),
-                        None,
-                        None,
-                    )
-                }
-            }
-            _ => {
-                // Does the GPU's verdict still call for this action?
-                let still = e.gpu.is_some_and(|g| {
-                    verdicts.get(e.node.as_str()).is_some_and(|v| {
-                        v.gpus
-                            .iter()
-                            .any(|x| x.gpu == g && x.verdict.action >= action)
-                    })
-                });
-                lifecycle(c, &e.node, action, still, unusable)
-            }
-        };
-        out.push(Incident {
-            id: format!("e{}", e.seq),
-            kind,
-            seq: Some(e.seq),
-            time: e.time,
-            node: e.node.clone(),
-            gpu: e.gpu,
-            label: e.label(),
-            xid: e.xid(),
-            message: e.message.clone(),
-            severity: event_severity(e, cat),
-            action,
-            stage,
-            status,
-            drained_by: by,
-            drained_at: at,
-            jobs: victims(c, e),
-            evidence: Vec::new(),
-            burning_gpu_hours_per_hour: None,
-        });
-    }
-    for s in stalls.iter().filter(|s| !s.via_gang) {
-        let gang: Vec<&Stall> = stalls.iter().filter(|x| x.cause_job == s.job).collect();
-        let burning: f64 = gang.iter().map(|x| x.burning_gpu_hours_per_hour).sum();
-        let action = match s.gpu {
-            Some(_) => verdicts
-                .get(s.node.as_str())
-                .map_or(ActionClass::Investigate, |v| v.verdict.action),
-            None => ActionClass::Investigate,
-        };
-        let name = c
-            .job(&s.job)
-            .map_or(String::new(), |j| format!(" ({})", j.name));
-        out.push(Incident {
-            id: format!("stall-{}", s.job),
-            kind: "stall",
-            seq: None,
-            time: s.since,
-            node: s.node.clone(),
-            gpu: s.gpu,
-            label: "STALL".into(),
-            xid: None,
-            message: format!(
-                "job {}{name} makes no progress: {}",
-                s.job,
-                s.evidence.first().map_or("", String::as_str)
-            ),
-            severity: GpuHealth::Critical,
-            action,
-            stage: Stage::Open,
-            status: format!(
-                "burning {burning:.0} GPU-hours per hour since {}: requeue the gang from its checkpoint{}",
-                text::clock(s.since),
-                if action.needs_drain() {
-                    " (drain its broken node: D)"
-                } else {
-                    ""
-                }
-            ),
-            drained_by: None,
-            drained_at: None,
-            jobs: gang
-                .iter()
-                .map(|x| {
-                    job_entry(
-                        c,
-                        &x.job,
-                        c.job(&x.job).map(|j| j.state),
-                        x.via_gang,
-                    )
-                })
-                .collect(),
-            evidence: s.evidence.clone(),
-            burning_gpu_hours_per_hour: Some(burning),
-        });
-    }
+    let (failures, alone, lone_stalls) = gather(c, stalls);
+    let mut out: Vec<Incident> = failures
+        .iter()
+        .filter_map(|f| failure_incident(c, f, verdicts, unusable, stalls, cat))
+        .collect();
+    out.extend(alone.into_iter().filter_map(|e| node_incident(c, e, cat)));
+    out.extend(
+        lone_stalls
+            .into_iter()
+            .filter_map(|i| stalls.get(i))
+            .map(|s| stall_incident(c, s, verdicts, stalls)),
+    );
     // Newest first; at the same time the event before the stall it causes.
     out.sort_by(|a, b| {
         b.time
@@ -447,14 +688,21 @@ mod tests {
             (i.stage, i.node.as_str(), i.gpu),
             (Stage::Open, "h100-03", Some(3))
         );
-        assert_eq!(i.status, "drain the node, then reboot it");
+        assert!(
+            i.status.starts_with(
+                "drain the node, then reboot it; its gang burns 32 GPU-hours per hour"
+            ),
+            "{}",
+            i.status
+        );
         assert_eq!(i.jobs.len(), 1);
         assert_eq!(i.jobs[0].id, "4700");
         assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
-        let stall = b
-            .incident("stall-4700")
-            .expect("the gang is reported stalled");
-        assert_eq!(stall.burning_gpu_hours_per_hour, Some(32.0));
+        // The stall it caused is its evidence, not a second incident.
+        assert_eq!(i.burning_gpu_hours_per_hour, Some(32.0));
+        assert!(i.evidence.iter().any(|e| e.contains("the gang stalled")));
+        assert!(b.incident("stall-4700").is_none());
+        assert!(!b.incidents.iter().any(|x| x.kind == "stall"));
         assert!(b.unusable.contains("h100-03"));
         no_advice_points_at(&c, &b, "h100-03");
 
@@ -476,7 +724,23 @@ mod tests {
         assert_eq!(i.drained_by, Some(crate::host::os_user()), "the operator");
         assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
         assert_eq!(i.jobs[0].state_now, Some(JobState::Pending));
-        assert!(b.incident("stall-4700").is_none());
+        assert_eq!(
+            i.burning_gpu_hours_per_hour, None,
+            "requeued: no longer stalled"
+        );
+        // The operator's drain is this incident's stage, not a new incident.
+        assert!(
+            !b.incidents
+                .iter()
+                .any(|x| x.kind == "node" && x.node == "h100-03"),
+            "{:?}",
+            b.incidents.iter().map(|x| &x.label).collect::<Vec<_>>()
+        );
+        assert!(
+            i.evidence.iter().any(|e| e.contains("node drain")),
+            "{:?}",
+            i.evidence
+        );
         no_advice_points_at(&c, &b, "h100-03");
 
         // The technician reboots it: clean health, still drained.
@@ -493,6 +757,42 @@ mod tests {
         .expect("resume");
         let (_, b) = base(&s);
         assert_eq!(xid79(&b).stage, Stage::Resolved);
+    }
+
+    #[test]
+    fn one_failure_is_one_incident_with_its_events_as_evidence() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(1800);
+        let (_, b) = base(&s);
+        let on = |node: &str| -> Vec<&Incident> {
+            b.incidents.iter().filter(|i| i.node == node).collect()
+        };
+        // h100-06 GPU 5: the Xid 48, the DBE it counted and the remap it
+        // left pending (Xid 63 a minute later) are one failure.
+        let h6 = on("h100-06");
+        assert_eq!(h6.len(), 1, "{h6:?}");
+        assert_eq!(h6[0].label, "XID 48");
+        assert_eq!(h6[0].related, vec!["ECC DBE", "XID 63"]);
+        assert_eq!(h6[0].action, ActionClass::DrainResetGpu, "the most drastic");
+        assert_eq!(h6[0].evidence.len(), 3);
+        assert_eq!(h6[0].short_label(), "XID 48 +2");
+        // h100-05 GPU 1: the remap event and its ECC counters.
+        let h5 = on("h100-05");
+        assert_eq!(h5.len(), 1, "{h5:?}");
+        assert_eq!(h5[0].related, vec!["ECC"]);
+        // h100-03 GPU 3: the Xid 79 and the stall of its gang.
+        assert_eq!(on("h100-03").len(), 1);
+        // Four GPU failures by then (79, 13, 63, 48), and the node drained
+        // before the night began.
+        assert_eq!(
+            b.incidents.len(),
+            5,
+            "{:?}",
+            b.incidents
+                .iter()
+                .map(|i| (&i.node, &i.label))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub fn markdown(r: &NightReport) -> String {
             md(&i.meaning)
         );
         let _ = writeln!(out, "- catalog: {}", md(&i.advice));
+        if i.evidence.len() > 1 {
+            for e in &i.evidence {
+                let _ = writeln!(out, "- evidence: {}", md(e));
+            }
+        }
         if let Some(b) = i.burning_gpu_hours_per_hour {
             let _ = writeln!(
                 out,

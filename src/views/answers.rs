@@ -101,7 +101,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             label("incident", theme),
             Span::styled(
-                format!("{} [{}] ", inc.label, inc.stage.as_str()),
+                format!("{} [{}] ", inc.full_label(), inc.stage.as_str()),
                 theme.action(inc.action),
             ),
             Span::raw(sanitize(&inc.status).into_owned()),
@@ -182,7 +182,7 @@ pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
         };
         lines.push(Line::from(vec![
             label("hit", theme),
-            Span::styled(format!("{} ", inc.label), theme.health(inc.severity)),
+            Span::styled(format!("{} ", inc.full_label()), theme.health(inc.severity)),
             Span::raw(format!(
                 "at {} hit {} [{}]",
                 text::clock(inc.time),

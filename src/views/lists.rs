@@ -173,7 +173,10 @@ pub(super) fn incident_lines(
 ) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::from(vec![
-            Span::styled(format!("{} ", inc.label), theme.health(inc.severity)),
+            Span::styled(
+                format!("{} ", inc.short_label()),
+                theme.health(inc.severity),
+            ),
             Span::raw(format!(
                 "on {}{} at {}: {}",
                 sanitize(&inc.node),

@@ -61,7 +61,11 @@ fn selected_incident_whole(app: &App, theme: Theme, width: u16) -> Vec<Line<'sta
     super::hang(
         vec![Line::from(vec![
             Span::styled(
-                format!(" ▸ {}{gpu} {}: ", sanitize(&i.node), sanitize(&i.label)),
+                format!(
+                    " ▸ {}{gpu} {}: ",
+                    sanitize(&i.node),
+                    sanitize(&i.full_label())
+                ),
                 theme.title(),
             ),
             Span::raw(sanitize(&what).into_owned()),

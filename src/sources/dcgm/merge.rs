@@ -70,6 +70,7 @@ const KEEP_EVENTS: usize = 1000;
 
 impl HealthWatch {
     pub fn observe(&mut self, readings: &[Reading], base: &Cluster, hosts: &HostMap) {
+        self.name_victims(base);
         let known = node_index(base);
         for r in readings {
             let key = (r.host.clone(), r.index);
@@ -160,6 +161,26 @@ impl HealthWatch {
         if self.events.len() > KEEP_EVENTS {
             let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);
+        }
+    }
+
+    /// Events read before the scheduler's data came (the console polls the
+    /// endpoints and the scheduler side by side) name no job: they get the
+    /// jobs the scheduler now has on their GPU that had started by then.
+    fn name_victims(&mut self, base: &Cluster) {
+        if base.jobs.is_empty() {
+            return;
+        }
+        for e in self.events.iter_mut().filter(|e| e.jobs.is_empty()) {
+            e.jobs = base
+                .jobs_at(&e.node, e.gpu)
+                .into_iter()
+                .filter(|j| {
+                    base.job(&j.id)
+                        .and_then(|j| j.start_time)
+                        .is_some_and(|t| t <= e.time)
+                })
+                .collect();
         }
     }
 

@@ -307,3 +307,42 @@ fn an_xid_is_dated_when_first_seen_not_at_each_scrape() {
         assert_eq!(time, Some(t0), "Xid {code}");
     }
 }
+
+/// The console polls the endpoints and the scheduler side by side: an Xid
+/// read before the scheduler's first answer names the job that held the
+/// GPU once the answer comes (the TUI showed `-` where the CLI, reading
+/// both before answering, named job 4).
+#[test]
+fn an_event_read_before_the_scheduler_answers_names_its_job_once_it_does() {
+    use crate::engine::fixture::{NOW, add_node, cluster, run};
+    let mut r = read(OURS, "fallback");
+    for x in &mut r {
+        x.time = NOW;
+    }
+    let mut watch = HealthWatch::default();
+    watch.observe(&r, &Cluster::default(), &HostMap::default());
+    let x79 = |w: &HealthWatch| {
+        w.events()
+            .iter()
+            .find(|e| e.xid() == Some(79))
+            .map(|e| e.jobs.iter().map(|j| j.id.clone()).collect::<Vec<_>>())
+    };
+    assert_eq!(x79(&watch), Some(vec![]), "no scheduler yet");
+    let mut c = cluster();
+    add_node(&mut c, "gpu01", "p", 8);
+    run(&mut c, "4", &["gpu01"], 8, 3600, 86_400);
+    watch.observe(&r, &c, &HostMap::default());
+    assert_eq!(x79(&watch), Some(vec!["4".to_string()]));
+    // A job that started after the Xid was not hit by it.
+    let mut later = cluster();
+    add_node(&mut later, "gpu01", "p", 8);
+    run(&mut later, "5", &["gpu01"], 8, 0, 86_400);
+    let mut fresh = HealthWatch::default();
+    let mut old = r.clone();
+    for x in &mut old {
+        x.time = NOW - 60;
+    }
+    fresh.observe(&old, &Cluster::default(), &HostMap::default());
+    fresh.observe(&old, &later, &HostMap::default());
+    assert_eq!(x79(&fresh), Some(vec![]));
+}
