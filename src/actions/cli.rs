@@ -172,9 +172,6 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
                 Some(Err(e)) => crate::outln!("  {}", sanitize(e)),
                 None => crate::outln!("  {}", sanitize(&p.summary)),
             }
-            if p.no_op {
-                crate::outln!("no-op: it is already so; nothing will be sent");
-            }
             for w in &p.warnings {
                 crate::outln!("WARNING: {}", sanitize(w));
             }
@@ -230,6 +227,10 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
         &settings.site,
     );
     print_preview(&p, act.output)?;
+    // Nothing to do is not an error: nothing was sent, as asked.
+    if let Some(super::policy::Refusal::Nothing(_)) = &p.refusal {
+        return Ok(());
+    }
     if act.dry_run {
         crate::outln!("dry run: nothing sent");
         return Ok(());

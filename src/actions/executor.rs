@@ -319,7 +319,11 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
                     return steps;
                 }
             };
-            for job in jobs {
+            for (job, requeueable) in jobs {
+                if *requeue && !requeueable {
+                    steps.push(Step::refuses_requeue(&job, node));
+                    continue;
+                }
                 let check = Action::Requeue { job: job.clone() };
                 let (verb, sent, check) = if *requeue {
                     ("requeue", x.requeue(&job).await, Some(&check))

@@ -152,7 +152,13 @@ pub fn preview(
         Ok(b) => b.killed.iter().map(|k| k.id.clone()).collect(),
         _ => Vec::new(),
     };
-    let no_op = a.is_no_op(c);
+    // An action that changes nothing is refused here: nothing sent,
+    // nothing audited, no undo offered.
+    let nothing = a.no_op_reason(c).or_else(|| match (&blast, a) {
+        (Err(e), Action::Requeue { .. } | Action::Preempt { .. }) => Some(e.clone()),
+        _ => None,
+    });
+    let no_op = nothing.is_some();
     let summary = match (&blast, a) {
         (Ok(b), _) => b.summary.clone(),
         (Err(e), _) => e.clone(),
@@ -183,14 +189,11 @@ pub fn preview(
             }
         }
     }
-    if let (Ok(b), Action::Drain { requeue: true, .. } | Action::Requeue { .. }) = (&blast, a) {
-        for k in &b.killed {
-            if c.job(&k.id).is_some_and(|j| j.requeueable == Some(false)) {
-                warnings.push(format!(
-                    "job {} was submitted with --no-requeue: its requeue will fail and it keeps running",
-                    k.id
-                ));
-            }
+    if let (Ok(b), Action::Drain { node, .. }) = (&blast, a) {
+        for id in &b.keep_running {
+            warnings.push(format!(
+                "job {id} was submitted with --no-requeue: the scheduler refuses its requeue, so it keeps running and {node} stays draining until it ends; to empty {node} now, cancel it (its owner resubmits it)"
+            ));
         }
     }
     if let Ok(x) = executor {
@@ -199,9 +202,13 @@ pub fn preview(
     let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
     // The policies first (stale data says more than a dead connection),
     // then the audit, then whether there is anyone to send to.
-    let refusal = policy
-        .check(a, c, data_age, *recent.as_ref().unwrap_or(&0), force)
-        .err()
+    let refusal = nothing
+        .map(Refusal::Nothing)
+        .or_else(|| {
+            policy
+                .check(a, c, data_age, *recent.as_ref().unwrap_or(&0), force)
+                .err()
+        })
         .or_else(|| recent.err().map(unreadable_audit))
         .or_else(|| {
             executor
@@ -225,8 +232,8 @@ pub fn preview(
         blast: Some(blast),
         summary,
         no_op,
-        undo: a.undo(c),
-        token,
+        undo: if no_op { None } else { a.undo(c) },
+        token: if no_op { None } else { token },
         warnings,
         forced: force,
         node_in_service: a
@@ -353,7 +360,47 @@ fn message(p: &Preview, o: &AuditOutcome) -> String {
     } else {
         "failed"
     };
-    format!("{head}: {}", steps.join("; "))
+    let next: Vec<String> = if o.partial {
+        o.steps
+            .iter()
+            .filter(|s| !s.ok)
+            .map(|s| next_after(&p.action, s))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if next.is_empty() {
+        format!("{head}: {}", steps.join("; "))
+    } else {
+        format!("{head}: {}; next: {}", steps.join("; "), next.join("; "))
+    }
+}
+
+/// What to do about a step that failed while the rest went through.
+pub(super) fn next_after(a: &Action, s: &Step) -> String {
+    let error = s.error.as_deref().unwrap_or_default();
+    let (verb, target) = s.what.split_once(' ').unwrap_or((s.what.as_str(), ""));
+    let node = if a.on_node() { a.target() } else { "" };
+    match verb {
+        "requeue" if error.contains("presently disabled") || error.contains("no-requeue") => {
+            format!(
+                "job {target} refuses a requeue (submitted with --no-requeue): it keeps running{}; cancel it to free its GPUs, and its owner resubmits it",
+                if node.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {node} stays draining until it ends")
+                }
+            )
+        }
+        "requeue" => format!("retry it: nightshift requeue {target}"),
+        "cancel" => format!(
+            "job {target} still runs on {node}, which takes no new work: retry the drain (nightshift drain {node} --reason …)"
+        ),
+        "evict" => format!(
+            "pod {target} still runs on {node}, which takes no new work: retry the drain once its disruption budget allows it"
+        ),
+        _ => format!("{} failed: look at {} and retry it", s.what, a.target()),
+    }
 }
 
 /// Executes a confirmed preview. Refuses when a policy refuses now (on

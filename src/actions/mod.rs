@@ -157,6 +157,54 @@ impl Action {
     }
 
     /// Whether it would change nothing (draining a drained node).
+    /// Why the action would change nothing, in words, when it would not:
+    /// already so, or nothing there for it to act on.
+    pub fn no_op_reason(&self, c: &Cluster) -> Option<String> {
+        let held = |j: &crate::model::Job| {
+            j.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with("JobHeld"))
+        };
+        match self {
+            Action::Hold { job } => c
+                .job(job)
+                .filter(|j| held(j))
+                .map(|_| format!("job {job} is held already")),
+            Action::Release { job } => c.job(job).filter(|j| !held(j)).map(|j| {
+                format!(
+                    "job {job} is not held ({}): nothing to release",
+                    j.state.as_str()
+                )
+            }),
+            Action::Requeue { job } | Action::Preempt { job, .. } => {
+                c.job(job).filter(|j| !j.state.holds_resources()).map(|j| {
+                    format!(
+                        "job {job} is {}, not running: nothing to {}",
+                        j.state.as_str(),
+                        self.verb()
+                    )
+                })
+            }
+            Action::Priority { job, value } => c
+                .job(job)
+                .filter(|j| j.priority == Some(*value))
+                .map(|_| format!("job {job}'s priority is {value} already")),
+            Action::Resume { node } => c
+                .node(node)
+                .filter(|n| n.state == NodeState::Up)
+                .map(|_| format!("{node} is in service already")),
+            _ if self.is_no_op(c) => Some(format!(
+                "{} is {} already{}",
+                self.target(),
+                c.node(self.target()).map_or("so", |n| n.state.as_str()),
+                c.node(self.target())
+                    .and_then(|n| n.reason.as_deref())
+                    .map_or(String::new(), |r| format!(" ({r})"))
+            )),
+            _ => None,
+        }
+    }
+
     pub fn is_no_op(&self, c: &Cluster) -> bool {
         match self {
             Action::Cordon { node, .. } => c.node(node).is_some_and(|n| n.state != NodeState::Up),

@@ -14,6 +14,9 @@ pub enum Refusal {
     Stale(String),
     Breaker(String),
     Unknown(String),
+    /// It would change nothing (already so, nothing to requeue): nothing
+    /// is sent and nothing is audited.
+    Nothing(String),
 }
 
 impl std::fmt::Display for Refusal {
@@ -29,6 +32,7 @@ impl std::fmt::Display for Refusal {
                 "circuit breaker: {s} (override: --force on the command line, type `force NODE` in the console)"
             ),
             Refusal::Unknown(s) => write!(f, "{s}"),
+            Refusal::Nothing(s) => write!(f, "nothing to do: {s}"),
         }
     }
 }

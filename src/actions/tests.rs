@@ -298,15 +298,91 @@ fn the_circuit_breaker_trips_on_a_third_of_a_partition() {
 }
 
 #[test]
-fn draining_a_drained_node_is_a_no_op_not_an_error() {
+fn draining_a_drained_node_is_refused_as_nothing_to_do() {
     let b = bench();
     let a = Action::Drain {
         node: "a100-08".into(),
         reason: "PSU replaced, burn-in pending".into(),
         requeue: true,
     };
-    let done = run(&b, &a, "a100-08", &Policy::default(), Duration::ZERO).expect("no-op");
-    assert!(done.outcome.no_op && done.outcome.ok, "{done:?}");
+    let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.no_op && pv.undo.is_none() && pv.token.is_none(),
+        "{pv:?}"
+    );
+    assert!(pv.calls.is_empty());
+    let e = run(&b, &a, "a100-08", &Policy::default(), Duration::ZERO).expect_err("refused");
+    assert!(e.contains("nothing to do: a100-08 is drain already"), "{e}");
+    assert!(b.log.read().is_empty(), "nothing sent, nothing audited");
+}
+
+/// `R` on a pending job, `E` on a job that is not held, `T` on a job at
+/// the top, `U` on a node in service: refused at preview with the reason,
+/// nothing sent, nothing audited, no undo (they used to ask for the typed
+/// id, send the call and audit a failure, or offer an undo that would hold
+/// a running job).
+#[test]
+fn actions_that_change_nothing_are_refused_at_preview() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let pending = c
+        .jobs
+        .iter()
+        .find(|j| j.state.is_pending())
+        .expect("a pending job")
+        .id
+        .clone();
+    let running = c
+        .jobs
+        .iter()
+        .find(|j| j.state == crate::model::JobState::Running)
+        .expect("a running job");
+    let top = Action::Priority {
+        job: running.id.clone(),
+        value: running.priority.expect("a priority"),
+    };
+    for (a, why) in [
+        (
+            Action::Requeue {
+                job: pending.clone(),
+            },
+            format!("job {pending} is pending, not running: nothing to requeue"),
+        ),
+        (
+            Action::Release {
+                job: running.id.clone(),
+            },
+            format!(
+                "job {} is not held (running): nothing to release",
+                running.id
+            ),
+        ),
+        (top, "already".to_string()),
+        (
+            Action::Resume {
+                node: "h100-01".into(),
+            },
+            "h100-01 is in service already".to_string(),
+        ),
+    ] {
+        let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+        let refusal = pv
+            .refusal
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            refusal.starts_with("nothing to do:") && refusal.contains(&why),
+            "{a:?}: {refusal}"
+        );
+        assert!(
+            pv.undo.is_none() && pv.token.is_none() && pv.calls.is_empty(),
+            "{pv:?}"
+        );
+        let e = execute(&b, &pv, "y", &Policy::default(), Duration::ZERO).expect_err("refused");
+        assert!(e.contains("nothing sent"), "{e}");
+    }
+    assert!(b.log.read().is_empty(), "nothing audited");
 }
 
 #[test]
@@ -445,8 +521,11 @@ fn data_age_is_checked_again_at_execute_time() {
     assert!(b.log.read().is_empty(), "no intent for a refused action");
 }
 
+/// h100-06 runs a job submitted with --no-requeue: the preview, the blast
+/// radius and the outcome tell one story (it keeps running, the node stays
+/// draining); no requeue the scheduler would refuse is sent.
 #[test]
-fn a_failed_requeue_after_a_good_drain_is_reported_as_exactly_that() {
+fn a_drain_with_a_no_requeue_job_tells_one_story() {
     let b = bench();
     let c = snapshot(&b.sim);
     let sweep = c
@@ -455,6 +534,7 @@ fn a_failed_requeue_after_a_good_drain_is_reported_as_exactly_that() {
         .find(|j| j.name == "detr-sweep")
         .expect("sweep")
         .clone();
+    assert_eq!(sweep.requeueable, Some(false));
     let node = sweep.nodes[0].clone();
     let a = Action::Drain {
         node: node.clone(),
@@ -462,47 +542,76 @@ fn a_failed_requeue_after_a_good_drain_is_reported_as_exactly_that() {
         requeue: true,
     };
     let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+    let blast = pv.blast.clone().expect("blast").expect("blast");
+    assert_eq!(blast.keep_running, vec![sweep.id.clone()]);
     assert!(
-        pv.warnings.iter().any(|w| w.contains("--no-requeue")),
+        !blast.killed.iter().any(|k| k.id == sweep.id),
+        "not \"dies … back in\": {:?}",
+        blast.killed
+    );
+    assert!(pv.summary.contains("keep(s) running"), "{}", pv.summary);
+    assert!(
+        pv.warnings
+            .iter()
+            .any(|w| w.contains("--no-requeue") && w.contains("stays draining")),
         "{:?}",
         pv.warnings
     );
+    assert!(
+        !pv.calls
+            .iter()
+            .any(|x| x.contains(&format!("requeue {}", sweep.id)))
+    );
     let done = execute(&b, &pv, &node, &Policy::default(), Duration::ZERO).expect("ran");
     let o = &done.outcome;
-    assert!(o.partial && !o.ok, "{o:?}");
+    assert!(o.ok && !o.partial, "{o:?}");
     assert_eq!(o.steps.len(), 2);
-    assert!(o.steps[0].ok && o.steps[0].verified, "drained ✓: {o:?}");
-    assert_eq!(o.steps[1].what, format!("requeue {}", sweep.id));
-    assert_eq!(
-        o.steps[1].error,
-        Some(format!(
-            "{} for job {}",
-            crate::sources::sim::NO_REQUEUE,
-            sweep.id
-        ))
-    );
     assert!(
-        done.message.starts_with("PARTLY DONE")
-            && done.message.contains(&format!("drain {node} ✓"))
-            && done
-                .message
-                .contains(&format!("requeue {} failed", sweep.id)),
-        "{}",
-        done.message
+        o.steps[1].unchanged && o.steps[1].observed.contains("keeps running"),
+        "{o:?}"
     );
-    assert_eq!(
-        done.undo,
-        Some(Action::Resume { node: node.clone() }),
-        "what was done can be undone"
-    );
+    assert_eq!(done.undo, Some(Action::Resume { node: node.clone() }));
     let after = snapshot(&b.sim);
     assert_eq!(
         after.node(&node).map(|n| n.state),
         Some(NodeState::Draining),
         "the job still runs on it"
     );
-    let rec = b.log.read().pop().expect("outcome");
-    assert!(rec.outcome.is_some_and(|o| o.partial && o.steps.len() == 2));
+    assert_eq!(
+        after.job(&sweep.id).map(|j| j.state),
+        Some(crate::model::JobState::Running)
+    );
+    // A requeue of it alone is refused at preview, with what to do instead.
+    let pv = preview(
+        &b,
+        &Action::Requeue {
+            job: sweep.id.clone(),
+        },
+        &Policy::default(),
+        Duration::ZERO,
+    );
+    let r = pv.refusal.map(|r| r.to_string()).unwrap_or_default();
+    assert!(r.contains("--no-requeue") && r.contains("cancel"), "{r}");
+}
+
+/// A drain that comes back partly done says what to do next.
+#[test]
+fn a_partly_done_drain_says_what_to_do_next() {
+    let a = drain("h100-06");
+    let refused = crate::model::Step::failed(
+        "requeue 4702".into(),
+        format!("{} for job 4702", crate::sources::sim::NO_REQUEUE),
+    );
+    let next = guard::next_after(&a, &refused);
+    assert!(
+        next.contains("keeps running and h100-06 stays draining") && next.contains("cancel it"),
+        "{next}"
+    );
+    let timed_out = crate::model::Step::failed("requeue 4700".into(), "timed out".into());
+    assert_eq!(
+        guard::next_after(&a, &timed_out),
+        "retry it: nightshift requeue 4700"
+    );
 }
 
 #[test]

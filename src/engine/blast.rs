@@ -97,6 +97,10 @@ pub struct Blast {
     pub moved: Vec<Moved>,
     /// For a priority change: the pending jobs it overtakes (or falls behind).
     pub jumped: Vec<String>,
+    /// For a drain with requeue: the jobs submitted with --no-requeue, whose
+    /// requeue the scheduler refuses: they keep running, the node stays
+    /// draining until they end.
+    pub keep_running: Vec<String>,
     /// For a resume: the GPUs it puts back in service.
     pub gpus_back_in_service: u32,
     /// For a resume of a node with critical health: the pending jobs the
@@ -132,6 +136,8 @@ pub fn blast(
             site,
         ));
     }
+    // Jobs submitted with --no-requeue that a drain's requeue leaves running.
+    let mut refusing: Vec<String> = Vec::new();
     let find_job = |id: &str| {
         c.jobs
             .iter()
@@ -146,7 +152,8 @@ pub fn blast(
         Action::Drain { node, requeue, .. } => {
             let n = node_of(node)?;
             let seeds = whatif::jobs_on_node(c, node);
-            let (after, killed) = whatif::drain(c, node, *requeue);
+            let (after, killed, kept) = whatif::drain_keeping(c, node, *requeue);
+            refusing = kept.iter().map(|&i| c.jobs[i].id.clone()).collect();
             let oos = if n.state.schedulable() {
                 n.gpu_count
             } else {
@@ -185,6 +192,11 @@ pub fn blast(
         }
         Action::Requeue { job } | Action::Preempt { job, .. } => {
             let j = find_job(job)?;
+            if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
+                return Err(format!(
+                    "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
+                ));
+            }
             if !c.jobs[j].state.holds_resources() {
                 return Err(format!(
                     "job {job} is {}, not running: nothing to {}",
@@ -362,6 +374,7 @@ pub fn blast(
         lost_gpu_hours,
         moved,
         jumped,
+        keep_running: refusing,
         gpus_back_in_service,
         start_on_broken,
         users: users.into_iter().collect(),
@@ -404,8 +417,16 @@ fn summary(b: &Blast) -> String {
             .as_ref()
             .is_some_and(|g| g.fits == Some(true))
     });
+    let kept = if b.keep_running.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} refuse(s) a requeue (--no-requeue) and keep(s) running: the node stays draining until it ends",
+            b.keep_running.join(", ")
+        )
+    };
     format!(
-        "{}: {} job(s) die ({} GPUs, {} GPU-hours {}), {} GPUs out of service, {} queued job(s) move",
+        "{}: {} job(s) die ({} GPUs, {} GPU-hours {}), {} GPUs out of service, {} queued job(s) move{kept}",
         describe(&b.target),
         b.killed.len(),
         b.gpus_freed,

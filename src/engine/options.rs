@@ -104,6 +104,11 @@ pub(super) fn kill_terms(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, V
     let mut unknowns = Vec::new();
     let mut lost = Some(0.0);
     let mut back: Option<i64> = Some(0);
+    for id in &b.keep_running {
+        unknowns.push(format!(
+            "job {id} refuses a requeue (submitted with --no-requeue): it keeps running and the node stays draining until it ends"
+        ));
+    }
     for k in &b.killed {
         // Submitted with --no-requeue: the scheduler refuses the requeue,
         // and nothing brings it back but its owner.
@@ -364,18 +369,27 @@ pub fn node_options_with(
     }
 
     // Reset the GPU only: its jobs die, the node's others keep running.
-    if !problem_gpus.is_empty() && !remap_failed && class <= ActionClass::DrainResetGpu {
-        let on_gpus: Vec<String> = {
-            let mut v: Vec<String> = n
-                .gpus
-                .iter()
-                .filter(|g| problem_gpus.contains(&g.index))
-                .filter_map(|g| g.job.clone())
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
+    // Not offered when a job on the GPU refuses a requeue (--no-requeue):
+    // the reset would have to cancel it.
+    let on_gpus: Vec<String> = {
+        let mut v: Vec<String> = n
+            .gpus
+            .iter()
+            .filter(|g| problem_gpus.contains(&g.index))
+            .filter_map(|g| g.job.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let requeueable = on_gpus
+        .iter()
+        .all(|id| c.job(id).is_none_or(|j| j.requeueable != Some(false)));
+    if !problem_gpus.is_empty()
+        && !remap_failed
+        && class <= ActionClass::DrainResetGpu
+        && requeueable
+    {
         let mut blasts = Vec::new();
         for id in &on_gpus {
             blasts.push(blast(c, base, &Action::Requeue { job: id.clone() }, site)?);

@@ -90,13 +90,32 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
 
 /// The snapshot with `node` drained and its jobs (and their gangs) ended.
 pub fn drain(c: &Cluster, node: &str, requeue: bool) -> (Cluster, Vec<usize>) {
-    let mut after = c.clone();
-    let killed = gang_closure(c, &jobs_on_node(c, node));
-    end_jobs(&mut after, &killed, requeue);
-    if let Some(n) = after.nodes.iter_mut().find(|n| n.name == node) {
-        std::sync::Arc::make_mut(n).state = NodeState::Drain;
-    }
+    let (after, killed, _) = drain_keeping(c, node, requeue);
     (after, killed)
+}
+
+/// A drain as the scheduler carries it out: with `requeue`, a job
+/// submitted with --no-requeue refuses its requeue and keeps running (the
+/// node stays draining until it ends). Returns the snapshot after, the
+/// jobs ended, and the jobs that keep running.
+pub fn drain_keeping(c: &Cluster, node: &str, requeue: bool) -> (Cluster, Vec<usize>, Vec<usize>) {
+    let mut after = c.clone();
+    let hit = gang_closure(c, &jobs_on_node(c, node));
+    let (kept, killed): (Vec<usize>, Vec<usize>) = hit
+        .into_iter()
+        .partition(|&i| requeue && c.jobs[i].requeueable == Some(false));
+    end_jobs(&mut after, &killed, requeue);
+    let on_node = kept
+        .iter()
+        .any(|&i| c.jobs[i].nodes.iter().any(|n| n == node));
+    if let Some(n) = after.nodes.iter_mut().find(|n| n.name == node) {
+        std::sync::Arc::make_mut(n).state = if on_node {
+            NodeState::Draining
+        } else {
+            NodeState::Drain
+        };
+    }
+    (after, killed, kept)
 }
 
 /// The snapshot with `job` (and its gang) ended, requeued or not.

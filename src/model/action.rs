@@ -53,6 +53,21 @@ impl Step {
         }
     }
 
+    /// A requeue not sent: the job was submitted with --no-requeue and the
+    /// scheduler would refuse it. It keeps running; nothing to undo.
+    pub fn refuses_requeue(job: &str, node: &str) -> Step {
+        Step {
+            what: format!("requeue {job}"),
+            ok: true,
+            verified: true,
+            observed: format!(
+                "job {job} was submitted with --no-requeue; it keeps running and {node} stays draining until it ends (cancel it to empty {node} now)"
+            ),
+            error: None,
+            unchanged: true,
+        }
+    }
+
     /// A step from a call's result.
     pub fn of(what: String, r: Result<Outcome, String>) -> Step {
         match r {

@@ -73,12 +73,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                         }
                         None => lines.push(Line::raw(format!("  {}", sanitize(&p.summary)))),
                     }
-                    if p.no_op {
-                        lines.push(Line::styled(
-                            "  already so: confirming sends nothing",
-                            theme.ok(),
-                        ));
-                    }
                     for c in &p.calls {
                         lines.push(Line::from(vec![
                             Span::styled("  will send: ", theme.dim()),

@@ -203,7 +203,16 @@ impl Sim {
                         }
                     }
                 }
-                let job_steps = self.end_jobs_steps(&victims, *requeue);
+                // A requeue the scheduler would refuse is not sent.
+                let (refusing, victims): (Vec<usize>, Vec<usize>) = victims
+                    .into_iter()
+                    .partition(|&k| *requeue && self.jobs[k].job.requeueable == Some(false));
+                let mut job_steps = self.end_jobs_steps(&victims, *requeue);
+                job_steps.extend(
+                    refusing
+                        .iter()
+                        .map(|&k| Step::refuses_requeue(&self.jobs[k].job.id, node)),
+                );
                 // Jobs that would not go keep running: the node is draining.
                 if !self.jobs_on(node).is_empty() {
                     Arc::make_mut(&mut self.nodes[n]).state = NodeState::Draining;

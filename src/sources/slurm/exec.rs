@@ -502,13 +502,15 @@ impl Executor {
     }
 
     /// Jobs holding resources on `node` now, by id.
-    pub async fn jobs_on(&self, node: &str) -> Result<Vec<String>, String> {
+    /// The jobs holding resources on `node`, each with whether it may be
+    /// requeued (`false`: submitted with --no-requeue).
+    pub async fn jobs_on(&self, node: &str) -> Result<Vec<(String, bool)>, String> {
         Ok(self
             .jobs_now()
             .await?
             .into_iter()
             .filter(|j| j.state.holds_resources() && j.nodes.iter().any(|n| n == node))
-            .map(|j| j.id)
+            .map(|j| (j.id, j.requeueable != Some(false)))
             .collect())
     }
 
