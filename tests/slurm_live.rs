@@ -874,6 +874,17 @@ fn live_drain_and_requeue_through_the_guard() {
     );
     let restarts = lab.run("scontrol", &["show", "job", &gang]);
     assert!(restarts.contains("Restarts=1"), "{restarts}");
+    // Slurm holds a requeued job back until its begin time: planned from
+    // then, not "none while BeginTime".
+    let reason = squeue_field(&lab, &gang, "%r");
+    let (_, why) = nightshift_on(&lab, &[], &["why", &gang]);
+    assert!(!why.contains("none while"), "{reason}: {why}");
+    if reason == "BeginTime" {
+        assert!(
+            why.contains("requeued: the scheduler holds it back until"),
+            "{why}"
+        );
+    }
     assert_eq!(
         squeue_field(&lab, &other, "%T"),
         "RUNNING",
@@ -911,7 +922,7 @@ fn live_drain_and_requeue_through_the_guard() {
             &rank_node,
         ],
     );
-    assert!(ok && out.contains("already so"), "{out}");
+    assert!(ok && out.contains("nothing to do"), "{out}");
 
     // A process killed between intent and outcome leaves an intent-only
     // record that the next start reports. scontrol here hangs.

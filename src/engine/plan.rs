@@ -145,6 +145,14 @@ pub fn is_blocking_reason(reason: &str) -> bool {
         || r == "WorkloadInactive"
 }
 
+/// When a job waiting for its begin time becomes eligible, when the
+/// scheduler says (Slurm's `eligible_time` with reason `BeginTime`).
+pub fn begin_time(job: &Job) -> Option<Timestamp> {
+    (job.reason.as_deref().map(str::trim) == Some("BeginTime"))
+        .then_some(job.eligible_time)
+        .flatten()
+}
+
 /// Nodes × GPUs per node a job needs. `max_per_node` is the partition's
 /// largest node, used when only a total is known.
 pub fn shape(job: &Job, max_per_node: u32) -> (u32, u32) {
@@ -557,7 +565,10 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         let j = &c.jobs[i];
         let acc = running_ahead.entry(j.partition.as_str()).or_default();
         ahead[i] = *acc;
-        blocked[i] = j.reason.as_deref().is_some_and(is_blocking_reason);
+        // A job waiting for its begin time (a requeued one: Slurm holds it
+        // back for a while; `--begin`) starts no earlier than that, when
+        // it is known: it is planned, not blocked.
+        blocked[i] = j.reason.as_deref().is_some_and(is_blocking_reason) && begin_time(j).is_none();
         if !blocked[i] {
             acc.0 += 1;
             acc.1 += j.gpus_requested().unwrap_or(0);
@@ -594,6 +605,10 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         let not_before = match book {
             Some(b) => b.earliest(need),
             None => now,
+        };
+        let not_before = match begin_time(job) {
+            Some(t) if not_before != NEVER => not_before.max(t),
+            _ => not_before,
         };
         let book = job.account.as_deref().and_then(|a| quotas.get(a));
         if not_before == NEVER

@@ -376,6 +376,14 @@ pub fn with_grace(
 fn input_for(job: &Job, now: i64) -> RestoreInput {
     let since = if job.state.holds_resources() {
         match (job.checkpoint.last, job.start_time) {
+            // A job (re)started after its last checkpoint has lost only
+            // what it computed since it started: it restored from that
+            // checkpoint.
+            (Some(t), Some(s)) if s > t => Some((
+                (now - s).max(0),
+                Provenance::JobMetadata,
+                "since it (re)started from its last checkpoint".to_string(),
+            )),
             (Some(t), _) => Some((
                 (now - t).max(0),
                 Provenance::JobMetadata,
@@ -486,6 +494,24 @@ mod tests {
             proptest::prop_assert!(bigger > base);
             proptest::prop_assert!(quicker < base);
         }
+    }
+
+    /// A job that started at 12:50 with its last checkpoint at 12:20 has
+    /// not lost 30 minutes of work: it restored from that checkpoint.
+    #[test]
+    fn work_lost_counts_from_the_later_of_the_checkpoint_and_the_restart() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        let j = run(&mut c, "1", &["n1"], 8, 600, 7200);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 1800);
+        let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
+        let lost = r.lost_gpu_hours.value.expect("known");
+        assert!((lost - 8.0 * 600.0 / 3600.0).abs() < 1e-9, "{lost}");
+        // Checkpointed since it started: from the checkpoint.
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300);
+        let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
+        let lost = r.lost_gpu_hours.value.expect("known");
+        assert!((lost - 8.0 * 300.0 / 3600.0).abs() < 1e-9, "{lost}");
     }
 
     #[test]

@@ -161,15 +161,27 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
             suggestions: vec![format!("job {} is {}, not waiting", j.id, j.state.as_str())],
         });
     }
+    let begins = super::plan::begin_time(j);
     if let Some(r) = &j.reason {
+        let meaning = match begins {
+            Some(t) if j.restarts.unwrap_or(0) > 0 => format!(
+                "requeued: the scheduler holds it back until {} (its begin time), then it competes for GPUs again",
+                crate::text::clock(t)
+            ),
+            Some(t) => format!(
+                "its begin time is {}: it cannot start before",
+                crate::text::clock(t)
+            ),
+            None => explain_reason(r),
+        };
         causes.push(Reason {
-            message: format!("scheduler: {r} — {}", explain_reason(r)),
+            message: format!("scheduler: {r} — {meaning}"),
             cause: Cause::SchedulerReason {
                 reason: r.clone(),
-                meaning: explain_reason(r),
+                meaning,
             },
         });
-        if super::plan::is_blocking_reason(r) {
+        if super::plan::is_blocking_reason(r) && begins.is_none() {
             causes.push(Reason {
                 message: format!("no capacity change starts it: {}", explain_reason(r)),
                 cause: Cause::Blocked { reason: r.clone() },
@@ -198,9 +210,14 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
             format!("the model says it can start now on {}", nodes.join(",")),
         ),
         Some(Estimate::Starts { start, .. }) => suggestions.push(format!(
-            "estimated start {} (in {}), when running jobs reach their time limits",
+            "estimated start {} (in {}), {}",
             text::datetime(*start),
-            text::duration(start - c.time)
+            text::duration(start - c.time),
+            if begins == Some(*start) {
+                "at its begin time: GPUs for it are free by then"
+            } else {
+                "when running jobs reach their time limits"
+            }
         )),
         Some(Estimate::NoFit { reason, waits_for }) => suggestions.push(format!(
             "no estimate: {}",

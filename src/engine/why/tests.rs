@@ -117,3 +117,45 @@ proptest! {
         prop_assert!(w.eta_s.is_none_or(|s| s >= 0));
     }
 }
+
+/// A requeued job waits for its begin time (Slurm's `BeginTime`, with the
+/// time in `eligible_time`): it gets an estimate from then, as `squeue
+/// --start` gives one, not "none while BeginTime".
+#[test]
+fn a_requeued_job_is_planned_from_its_begin_time() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    run(&mut c, "1", &["n1"], 8, 600, 7200);
+    let j = pend(&mut c, "2", "p", 1, 8, 100);
+    let job = std::sync::Arc::make_mut(&mut c.jobs[j]);
+    job.reason = Some("BeginTime".into());
+    job.eligible_time = Some(NOW + 120);
+    job.restarts = Some(1);
+    let w = why_of(&c, j);
+    match &w.estimate {
+        Some(crate::engine::plan::Estimate::Starts { start, nodes }) => {
+            assert_eq!(*start, NOW + 120);
+            assert_eq!(nodes, &["n2"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        w.causes.iter().any(|r| r
+            .message
+            .contains("requeued: the scheduler holds it back until")),
+        "{:?}",
+        w.causes
+    );
+    assert!(
+        !w.causes
+            .iter()
+            .any(|r| matches!(r.cause, Cause::Blocked { .. }))
+    );
+    // Without a known begin time it stays blocked.
+    std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = None;
+    assert!(matches!(
+        why_of(&c, j).estimate,
+        Some(crate::engine::plan::Estimate::Blocked { .. })
+    ));
+}
