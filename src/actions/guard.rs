@@ -189,6 +189,21 @@ pub fn preview(
             }
         }
     }
+    // A drain the catalog advises against: the node's failure calls for
+    // something else (an application Xid: restart the job, the GPU is fine).
+    if let Action::Drain { node, .. } | Action::Cordon { node, .. } = a
+        && !base.unusable.contains(node.as_str())
+        && let Some(i) = base
+            .incidents
+            .iter()
+            .find(|i| &i.node == node && i.is_open() && i.kind != "node" && !i.action.needs_drain())
+    {
+        warnings.push(format!(
+            "the catalog's remedy for {} on {node} is not a drain: {} — see the options (O, or nightshift options {node})",
+            i.full_label(),
+            i.action.advice()
+        ));
+    }
     if let (Ok(b), Action::Drain { node, .. }) = (&blast, a) {
         for id in &b.keep_running {
             warnings.push(format!(

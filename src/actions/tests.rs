@@ -970,3 +970,28 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
     let p = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
     assert_eq!(p.undo, None, "{:?}", p.undo);
 }
+
+/// With the Xid 13 incident ("restart the job; the GPU is fine"), a drain
+/// of h100-07 says the catalog's remedy is not a drain and where it is.
+#[test]
+fn a_drain_the_catalog_advises_against_says_so() {
+    let b = bench();
+    if let Executor::LocalSim(s) = &b.sim {
+        s.lock().expect("sim").advance(100);
+    }
+    let pv = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.warnings.iter().any(|w| w.contains(
+            "the catalog's remedy for XID 13 on h100-07 is not a drain: restart the job"
+        ) && w.contains("options")),
+        "{:?}",
+        pv.warnings
+    );
+    // A drain the catalog asks for carries no such warning.
+    let pv = preview(&b, &drain("h100-03"), &Policy::default(), Duration::ZERO);
+    assert!(
+        !pv.warnings.iter().any(|w| w.contains("not a drain")),
+        "{:?}",
+        pv.warnings
+    );
+}

@@ -466,6 +466,56 @@ pub fn node_options_with(
         });
     }
 
+    // A healthy node carrying ranks of a gang hung by another node's broken
+    // GPU: the remedy is that node's. Draining this one takes healthy
+    // capacity out for nothing.
+    let broken: Option<String> = (!class.needs_drain())
+        .then(|| {
+            base.stalls
+                .iter()
+                .filter(|s| hung.contains_key(&s.job) && s.node != node)
+                .map(|s| s.node.clone())
+                .find(|x| base.unusable.contains(x.as_str()))
+        })
+        .flatten();
+    if let Some(broken) = &broken {
+        let there = Action::Drain {
+            node: broken.clone(),
+            reason: base
+                .drain_reason(broken)
+                .unwrap_or_else(|| "drained via nightshift".to_string()),
+            requeue: true,
+        };
+        let bb = blast(c, base, &there, site)?;
+        let (l, bk, u) = kill_terms(c, &bb);
+        let what = base
+            .node_verdict(broken)
+            .map_or_else(String::new, |v| format!(": {}", v.verdict.summary));
+        options.insert(
+            0,
+            Choice {
+                name: "drain_broken",
+                title: format!("drain {broken}, the gang's broken node"),
+                actions: vec![there.command_line()],
+                steps: vec![there.clone()],
+                manual: vec![format!("{broken}{what}")],
+                gpu_hours_lost: l,
+                resume_in_s: bk,
+                capacity_out: CapacityOut {
+                    gpus: c
+                        .node(broken)
+                        .filter(|n| n.state.schedulable())
+                        .map_or(0, |n| n.gpu_count),
+                    for_s: None,
+                    note: format!("{broken}, until its remedy and a resume; {node} keeps running"),
+                },
+                queue_moves: Some(bb.moved.len()),
+                unknowns: u,
+                ..Choice::default()
+            },
+        );
+    }
+
     options.push(do_nothing(&hung, class));
     let mut o = Options {
         target: subject,
@@ -550,7 +600,19 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
     let wait = index_of(o, "wait_checkpoint").filter(|&w| o.options[w].gpu_hours_lost.is_some());
     let wait_in = wait.and_then(|w| o.options[w].wait_s).map(text::duration);
     let drain_lost = index_of(o, "drain_now").and_then(|i| o.options[i].gpu_hours_lost);
-    let (pick, why) = if !hung.is_empty() {
+    let broken = index_of(o, "drain_broken");
+    let (pick, why) = if let Some(i) = broken {
+        (
+            Some(i),
+            format!(
+                "{} is healthy: its job(s) {} hang because of a rank on a broken GPU elsewhere; {} (burning {:.0} GPU-hours per hour), not this node",
+                o.target.name,
+                hung.keys().cloned().collect::<Vec<_>>().join(","),
+                o.options[i].title,
+                burning(hung)
+            ),
+        )
+    } else if !hung.is_empty() {
         (
             cheapest(o, &drains),
             format!(

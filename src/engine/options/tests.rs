@@ -332,3 +332,25 @@ mod properties {
         }
     }
 }
+
+/// h100-01 is healthy but carries ranks of the gang hung by h100-03's Xid
+/// 79: the remedy is h100-03's, named; not a drain of the healthy half.
+#[test]
+fn a_healthy_node_of_a_hung_gang_is_sent_to_the_broken_node() {
+    let c = crate::sources::sim::Sim::new(crate::sources::sim::SimConfig::default())
+        .expect("sim")
+        .snapshot();
+    let b = base_of(&c);
+    let o = node_options(&c, &b, "h100-01", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "drain_broken");
+    let chosen = o.recommended().expect("a pick");
+    assert!(
+        matches!(&chosen.steps[..], [Action::Drain { node, .. }] if node == "h100-03"),
+        "{:?}",
+        chosen.steps
+    );
+    assert!(chosen.why.contains("h100-01 is healthy"), "{}", chosen.why);
+    // On the broken node itself, its own drain.
+    let o = node_options(&c, &b, "h100-03", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "drain_now");
+}
