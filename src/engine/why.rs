@@ -238,6 +238,19 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
     })
 }
 
+/// Whether the job's team quota refuses it now: the quota holds fewer
+/// unused GPUs than it needs.
+fn over_quota(c: &Cluster, j: &Job, needed: u32) -> bool {
+    j.account.as_ref().is_some_and(|a| {
+        c.quotas.iter().any(|q| {
+            &q.account == a && q.gpu_limit.is_some_and(|l| q.gpus_in_use + needed > l)
+        })
+    })
+}
+
+/// The team quota's share of the wait, stated as the scheduler does: how
+/// many GPUs more than the quota leaves unused; and when enough of it
+/// frees, counting every job that ends at the same moment.
 fn quota_cause(
     c: &Cluster,
     j: &Job,
@@ -253,9 +266,11 @@ fn quota_cause(
     if q.gpus_in_use + needed <= limit {
         return;
     }
+    let unused = limit.saturating_sub(q.gpus_in_use);
+    let short = q.gpus_in_use + needed - limit;
     causes.push(Reason {
         message: format!(
-            "team {account} uses {} of its {limit} GPUs; this job needs {needed} more",
+            "team {account} uses {} of its {limit} GPUs: {unused} unused, this job needs {needed}, {short} more than the quota leaves",
             q.gpus_in_use
         ),
         cause: Cause::Quota {
@@ -265,7 +280,15 @@ fn quota_cause(
             needed,
         },
     });
-    let next_end: Option<(Timestamp, &Job)> = c
+    if needed > limit {
+        suggestions.push(format!(
+            "team {account}'s quota ({limit} GPUs) is smaller than the {needed} this job needs: it never starts under it"
+        ));
+        return;
+    }
+    // The team's running jobs by the time they reach their limits; those
+    // ending at the same moment free their GPUs together.
+    let mut ends: Vec<(Timestamp, &Job)> = c
         .jobs
         .iter()
         .map(|x| &**x)
@@ -274,14 +297,22 @@ fn quota_cause(
             (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some((s + l as i64, x)),
             _ => None,
         })
-        .min_by_key(|(t, _)| *t);
-    if let Some((t, x)) = next_end {
-        suggestions.push(format!(
-            "team {account} frees {} GPUs when job {} reaches its limit at {}",
-            x.gpus_requested().unwrap_or(0),
-            x.id,
-            text::datetime(t)
-        ));
+        .collect();
+    ends.sort_by_key(|(t, x)| (*t, x.id.clone()));
+    let mut freed = 0u32;
+    let mut names: Vec<&str> = Vec::new();
+    for (k, (t, x)) in ends.iter().enumerate() {
+        freed += x.gpus_requested().unwrap_or(0);
+        names.push(&x.id);
+        let same_moment = ends.get(k + 1).is_some_and(|(next, _)| next == t);
+        if freed >= short && !same_moment {
+            suggestions.push(format!(
+                "team {account}'s quota frees {freed} GPUs by {} when job(s) {} reach their limits: enough for this job",
+                text::datetime(*t),
+                names.join(", ")
+            ));
+            return;
+        }
     }
 }
 
@@ -345,8 +376,10 @@ fn shape_causes(
                 free_by_group: by_group,
             },
         });
-        // Other shapes of the same total that fit now.
-        for per_node in (1..g).rev() {
+        // Other shapes of the same total that fit now — never while the
+        // team's quota refuses the total whatever its shape.
+        let quota_refuses = over_quota(c, j, needed);
+        for per_node in (1..g).rev().filter(|_| !quota_refuses) {
             if !needed.is_multiple_of(per_node) {
                 continue;
             }

@@ -66,9 +66,38 @@ fn the_sim_names_the_quota() {
         .expect("quota");
     assert_eq!(
         q.message,
-        "team vision uses 16 of its 16 GPUs; this job needs 8 more"
+        "team vision uses 16 of its 16 GPUs: 0 unused, this job needs 8, 8 more than the quota leaves"
     );
     assert!(w.causes[0].message.contains("AssocGrpGRES"));
+}
+
+/// 4703 waits for its team's GPU quota: the shortfall is said as the
+/// scheduler says it, no reshaping is offered (the quota refuses the same
+/// total in any shape), and the two jobs whose limits free the quota at
+/// the same moment are both counted.
+#[test]
+fn a_quota_wait_states_the_shortfall_and_counts_every_job_that_frees_it() {
+    let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let j = c.jobs.iter().position(|j| j.id == "4703").expect("4703");
+    let w = why_of(&c, j);
+    let q = w
+        .causes
+        .iter()
+        .find(|r| matches!(r.cause, Cause::Quota { .. }))
+        .expect("quota");
+    assert!(q.message.ends_with("4 more than the quota leaves"), "{}", q.message);
+    assert!(
+        !w.suggestions.iter().any(|s| s.contains("could start now")),
+        "{:?}",
+        w.suggestions
+    );
+    assert!(
+        w.suggestions
+            .iter()
+            .any(|s| s.contains("frees 16 GPUs") && s.contains("4701, 4702")),
+        "{:?}",
+        w.suggestions
+    );
 }
 
 #[test]
