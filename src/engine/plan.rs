@@ -94,8 +94,21 @@ pub struct Plan {
     /// Per job: pending jobs ahead of it in its partition that are not
     /// blocked, and the GPUs they ask for.
     pub ahead: Vec<(u32, u32)>,
-    /// Per partition: the first (up to three) such jobs in order.
-    pub first_in_partition: HashMap<String, Vec<usize>>,
+    /// Per partition and queue (see [`queue_of`]): the first (up to three)
+    /// such jobs in order.
+    pub first_in_partition: HashMap<(String, &'static str), Vec<usize>>,
+}
+
+/// The queue a pending job waits in within its partition. On Kubernetes a
+/// Kueue workload not yet admitted waits for Kueue (its quota), a Volcano
+/// gang for Volcano, a pod for kube-scheduler: one is not ahead of another
+/// in a different queue. On Slurm every job waits in one queue.
+pub fn queue_of(job: &Job) -> &'static str {
+    match job.reason.as_deref() {
+        Some(r) if r.starts_with("Kueue:") => "kueue",
+        Some(r) if r.starts_with("Volcano:") => "volcano",
+        _ => "scheduler",
+    }
 }
 
 impl Plan {
@@ -559,11 +572,12 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
 
     let mut ahead = vec![(0u32, 0u32); c.jobs.len()];
     let mut blocked = vec![false; c.jobs.len()];
-    let mut first: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    let mut running_ahead: FxHashMap<&str, (u32, u32)> = FxHashMap::default();
+    let mut first: FxHashMap<(&str, &'static str), Vec<usize>> = FxHashMap::default();
+    let mut running_ahead: FxHashMap<(&str, &'static str), (u32, u32)> = FxHashMap::default();
     for &i in &order {
         let j = &c.jobs[i];
-        let acc = running_ahead.entry(j.partition.as_str()).or_default();
+        let queue = (j.partition.as_str(), queue_of(j));
+        let acc = running_ahead.entry(queue).or_default();
         ahead[i] = *acc;
         // A job waiting for its begin time (a requeued one: Slurm holds it
         // back for a while; `--begin`) starts no earlier than that, when
@@ -572,14 +586,16 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         if !blocked[i] {
             acc.0 += 1;
             acc.1 += j.gpus_requested().unwrap_or(0);
-            let list = first.entry(j.partition.as_str()).or_default();
+            let list = first.entry(queue).or_default();
             if list.len() < 3 {
                 list.push(i);
             }
         }
     }
-    let first_in_partition: HashMap<String, Vec<usize>> =
-        first.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let first_in_partition: HashMap<(String, &'static str), Vec<usize>> = first
+        .into_iter()
+        .map(|((p, q), v)| ((p.to_string(), q), v))
+        .collect();
 
     let mut estimates = vec![None; c.jobs.len()];
     let mut no_fits: FxHashMap<(usize, u32, u32), Estimate> = FxHashMap::default();

@@ -242,9 +242,9 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
 /// unused GPUs than it needs.
 fn over_quota(c: &Cluster, j: &Job, needed: u32) -> bool {
     j.account.as_ref().is_some_and(|a| {
-        c.quotas.iter().any(|q| {
-            &q.account == a && q.gpu_limit.is_some_and(|l| q.gpus_in_use + needed > l)
-        })
+        c.quotas
+            .iter()
+            .any(|q| &q.account == a && q.gpu_limit.is_some_and(|l| q.gpus_in_use + needed > l))
     })
 }
 
@@ -510,7 +510,7 @@ fn priority_cause(c: &Cluster, j: &Job, job: usize, plan: &Plan, causes: &mut Ve
     }
     let first: Vec<String> = plan
         .first_in_partition
-        .get(&j.partition)
+        .get(&(j.partition.clone(), super::plan::queue_of(j)))
         .map(|v| {
             v.iter()
                 .filter(|&&i| i != job)

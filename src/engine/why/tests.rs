@@ -85,7 +85,11 @@ fn a_quota_wait_states_the_shortfall_and_counts_every_job_that_frees_it() {
         .iter()
         .find(|r| matches!(r.cause, Cause::Quota { .. }))
         .expect("quota");
-    assert!(q.message.ends_with("4 more than the quota leaves"), "{}", q.message);
+    assert!(
+        q.message.ends_with("4 more than the quota leaves"),
+        "{}",
+        q.message
+    );
     assert!(
         !w.suggestions.iter().any(|s| s.contains("could start now")),
         "{:?}",

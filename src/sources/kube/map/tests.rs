@@ -440,3 +440,36 @@ fn gke_s_gpu_present_taint_is_not_a_fault() {
     assert_eq!(n.state, NodeState::Up);
     assert!(n.fault_reports.is_empty());
 }
+
+/// A pod waiting for kube-scheduler is not behind a Kueue workload that
+/// waits for its quota (it has no pods yet), even one of higher priority.
+#[test]
+fn a_pod_at_kube_scheduler_is_not_queued_behind_a_workload_waiting_for_kueue() {
+    use crate::engine::analysis::Base;
+    use crate::engine::why::{Cause, why};
+    use crate::engine::{SiteParams, xid::XidCatalog};
+    let mut c = fixture();
+    let k = c
+        .jobs
+        .iter()
+        .position(|j| j.id == "team-a/finetune-7b")
+        .expect("kueue pending");
+    std::sync::Arc::make_mut(&mut c.jobs[k]).priority = Some(1_000_000);
+    let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+    let i = c
+        .jobs
+        .iter()
+        .position(|j| j.id == "team-b/eval-harness")
+        .expect("pod pending");
+    assert_eq!(c.jobs[i].partition, c.jobs[k].partition);
+    let w = why(&c, i, &b).expect("why");
+    assert!(
+        !w.causes
+            .iter()
+            .any(|r| matches!(r.cause, Cause::Priority { .. })),
+        "{:?}",
+        w.causes
+    );
+    assert_eq!(crate::engine::plan::queue_of(&c.jobs[k]), "kueue");
+    assert_eq!(crate::engine::plan::queue_of(&c.jobs[i]), "scheduler");
+}
