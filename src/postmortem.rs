@@ -234,14 +234,26 @@ struct Loss {
     user: Option<String>,
 }
 
-fn loss_then(c: &Cluster, b: &Base, id: &str, site: &SiteParams) -> Loss {
+fn loss_then(
+    c: &Cluster,
+    b: &Base,
+    id: &str,
+    stopped_at: Option<Timestamp>,
+    site: &SiteParams,
+) -> Loss {
     let ix = c.jobs.iter().position(|x| x.id == id);
     let job = ix.map(|i| &c.jobs[i]);
     let r = ix
         .filter(|&i| c.jobs[i].state.holds_resources())
         .and_then(|i| restore(c, b, i, site));
+    // Up to when it stopped, as the health numbers count it.
+    let stopped = job.zip(stopped_at).and_then(|(j, t)| {
+        let from = crate::engine::restore::unsaved_since(j)?;
+        let g = j.gpus_requested()?;
+        Some((t - from).max(0) as f64 / 3600.0 * f64::from(g))
+    });
     Loss {
-        lost: r.as_ref().and_then(|r| r.lost_gpu_hours.value),
+        lost: stopped.or_else(|| r.as_ref().and_then(|r| r.lost_gpu_hours.value)),
         back: r.as_ref().and_then(|r| r.total_s.value),
         name: job.map(|x| x.name.clone()),
         user: job.map(|x| x.user.clone()),
@@ -356,13 +368,20 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
                 Some(t) => at(t),
                 None => None,
             };
+            // When its work was thrown away: a failed job at its end time.
+            let stopped_at = stopped.map(|t| {
+                end.job(&j.id)
+                    .and_then(|x| x.end_time)
+                    .filter(|_| !fate.starts_with("requeued"))
+                    .unwrap_or(t)
+            });
             let Loss {
                 lost,
                 back,
                 name,
                 user,
             } = match state {
-                Some((c, b)) => loss_then(&c, &b, &j.id, site),
+                Some((c, b)) => loss_then(&c, &b, &j.id, stopped_at, site),
                 None => Loss {
                     lost: Some(0.0),
                     back: None,
@@ -410,6 +429,24 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
             evidence: inc.evidence.clone(),
         });
     }
+    // The hung jobs' unsaved work, as the health numbers count it: lost
+    // when they are requeued (one definition: restore::unsaved_since).
+    let hung: f64 = base_end
+        .stalls
+        .iter()
+        .filter_map(|s| end.jobs.iter().position(|j| j.id == s.job))
+        .filter_map(|i| {
+            let j = &end.jobs[i];
+            let from = crate::engine::restore::unsaved_since(j)?;
+            let g = j.gpus_requested()?;
+            Some((end.time - from).max(0) as f64 / 3600.0 * f64::from(g))
+        })
+        .sum::<f64>()
+        + 0.0;
+    let mut kpis = book.figures(to - from);
+    if let Some(k) = &mut kpis {
+        k.lost_gpu_hours_hung = Some(hung);
+    }
     let open_at_end = base_end
         .incidents
         .iter()
@@ -425,7 +462,7 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
         actions,
         open_at_end,
         gpu_hours_lost: lost_of_job.values().sum::<f64>() + 0.0,
-        kpis: book.figures(to - from),
+        kpis,
         truncated: rec.truncated.clone(),
     })
 }

@@ -354,9 +354,12 @@ pub fn kpis(k: &crate::engine::kpis::Kpis) -> String {
     let h = |x: Option<f64>| x.map_or("unknown".into(), |v| format!("{v:.1}"));
     let _ = writeln!(
         out,
-        "GPU-hours lost:    {} by failed jobs, {} by requeued jobs (since their checkpoints)",
+        "GPU-hours lost:    {} by failed jobs, {} by requeued jobs{} (since their checkpoints or restarts)",
         h(k.lost_gpu_hours_failed),
-        h(k.lost_gpu_hours_requeued)
+        h(k.lost_gpu_hours_requeued),
+        k.lost_gpu_hours_hung.map_or(String::new(), |v| format!(
+            ", {v:.1} by hung jobs still holding their GPUs"
+        ))
     );
     let _ = writeln!(
         out,
@@ -365,4 +368,14 @@ pub fn kpis(k: &crate::engine::kpis::Kpis) -> String {
         k.node_hours_out
     );
     out
+}
+
+/// GPU-hours lost by every job of the window: failed, requeued and (where
+/// known) hung; `None` while any part is unknown.
+pub fn lost_total(k: &crate::engine::kpis::Kpis) -> Option<f64> {
+    Some(
+        k.lost_gpu_hours_failed?
+            + k.lost_gpu_hours_requeued?
+            + k.lost_gpu_hours_hung.unwrap_or(0.0),
+    )
 }

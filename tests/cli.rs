@@ -848,6 +848,22 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
     assert_eq!(gang["fate"], "stalled, still holding its GPUs");
     let lost = gang["gpu_hours_lost"].as_f64().expect("lost");
     assert!((lost - 32.0 * 1350.0 / 3600.0).abs() < 1e-9, "{lost}");
+    // One definition of GPU-hours lost: the health numbers count the hung
+    // gang's unsaved work as the incident does, and the headline's total
+    // is theirs (the jobs hit are the only ones that lost work tonight).
+    let k = &r["kpis"];
+    assert_eq!(k["lost_gpu_hours_hung"].as_f64(), Some(lost), "{k:#}");
+    let all = k["lost_gpu_hours_failed"].as_f64().expect("failed")
+        + k["lost_gpu_hours_requeued"].as_f64().expect("requeued")
+        + lost;
+    let hit = r["gpu_hours_lost"].as_f64().expect("headline");
+    assert!((all - hit).abs() < 1e-9, "{all} vs {hit}");
+    assert!(md.contains("by hung jobs still holding their GPUs"), "{md}");
+    assert!(md.contains("**still running** — nothing lost"), "{md}");
+    assert!(
+        !md.contains("0.0 GPU-hours lost since its checkpoint, kept running"),
+        "{md}"
+    );
     assert!(r["actions"].as_array().is_some_and(Vec::is_empty));
     assert_eq!(
         r["to"].as_i64().expect("to") - r["from"].as_i64().expect("from"),

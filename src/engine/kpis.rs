@@ -165,6 +165,10 @@ pub struct Kpis {
     /// and by requeued ones; `None` where a job's start is unknown.
     pub lost_gpu_hours_failed: Option<f64>,
     pub lost_gpu_hours_requeued: Option<f64>,
+    /// Hung jobs still holding their GPUs: their unsaved work is lost when
+    /// they are requeued (known to whoever sees the stalls: the report,
+    /// the console; `None` where nobody looked).
+    pub lost_gpu_hours_hung: Option<f64>,
     /// Node-hours out of service (drained, draining, down, cordoned).
     pub node_hours_out: f64,
     /// 1 − out of service ÷ all node-hours.
@@ -309,7 +313,7 @@ impl KpiBook {
                 // Work since its checkpoint (or its start) up to when it
                 // stopped; unknown when neither is known.
                 let end = j.end_time.unwrap_or(c.time);
-                let from = j.checkpoint.last.or(j.start_time);
+                let from = super::restore::unsaved_since(j);
                 let gpu_hours = from
                     .zip(j.gpus_requested())
                     .map(|(f, g)| (end - f).max(0) as f64 / 3600.0 * f64::from(g));
@@ -396,6 +400,7 @@ impl KpiBook {
             fragmentation,
             lost_gpu_hours_failed: lost(true),
             lost_gpu_hours_requeued: lost(false),
+            lost_gpu_hours_hung: None,
             node_hours_out,
             node_availability,
         })

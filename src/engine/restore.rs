@@ -8,7 +8,7 @@
 use super::analysis::Base;
 use super::plan::{Estimate, Plan, plan};
 use super::{Provenance, SiteParams, whatif};
-use crate::model::{Cluster, Job};
+use crate::model::{Cluster, Job, Timestamp};
 use crate::text;
 use serde::Serialize;
 
@@ -370,6 +370,18 @@ pub fn with_grace(
         note,
     });
     r
+}
+
+/// Since when a job's work is unsaved: the later of its last checkpoint
+/// and its (re)start (a job restarted from a checkpoint has not lost what
+/// came before it). The one definition of GPU-hours lost: its GPUs × the
+/// time from here to when its work is thrown away (it fails, is requeued
+/// or preempted; a hung job, now). docs/decision-engine.md.
+pub fn unsaved_since(job: &Job) -> Option<Timestamp> {
+    match (job.checkpoint.last, job.start_time) {
+        (Some(c), Some(s)) => Some(c.max(s)),
+        (c, s) => c.or(s),
+    }
 }
 
 /// What the restore model knows about a running job at `now`.

@@ -14,14 +14,21 @@ pub fn markdown(r: &NightReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {} GPU-hours lost by the jobs hit.\n",
+        "# Night report: {} ({})\n\n{} → {} UTC, {} incident(s), {} action(s), {} GPU-hours lost by the jobs the incidents hit{}.\n",
         md(&r.cluster),
         md(&r.source),
         text::datetime(r.from),
         text::datetime(r.to),
         r.incidents.len(),
         r.actions.len(),
-        text::tenths(r.gpu_hours_lost)
+        text::tenths(r.gpu_hours_lost),
+        match r.kpis.as_ref().and_then(crate::report::lost_total) {
+            Some(all) => format!(
+                " ({} by every job, in the health numbers below)",
+                text::tenths(all)
+            ),
+            None => String::new(),
+        }
     );
     if let Some(t) = &r.truncated {
         let _ = writeln!(out, "> The recording ends early: {}\n", md(t));
@@ -51,26 +58,36 @@ pub fn markdown(r: &NightReport) -> String {
             );
         }
         for j in &i.jobs {
-            let _ = writeln!(
-                out,
-                "- job {} {} ({}){}: **{}** — {} GPU-hours lost since its checkpoint, {}",
+            let who = format!(
+                "- job {} {} ({}){}: **{}**",
                 md(&j.id),
                 md(j.name.as_deref().unwrap_or("-")),
                 md(j.user.as_deref().unwrap_or("-")),
                 if j.via_gang { ", via its gang" } else { "" },
                 md(&j.fate),
-                j.gpu_hours_lost
-                    .map_or("unknown".into(), |h| if h > 0.0 && h < 0.1 {
-                        format!("{h:.2}")
-                    } else {
-                        format!("{h:.1}")
-                    }),
-                match (j.restore_s, j.fate.as_str()) {
-                    (Some(s), _) => format!("back in {}", text::duration(s.round() as i64)),
-                    (None, "still running" | "completed") => "kept running".into(),
-                    (None, _) => "restore time unknown".into(),
-                }
             );
+            // A job that kept running lost nothing: no "0.0 lost" line.
+            if matches!(j.fate.as_str(), "still running" | "completed") {
+                let _ = writeln!(out, "{who} — nothing lost");
+                continue;
+            }
+            let lost = j.gpu_hours_lost.map_or("unknown".into(), |h| {
+                if h > 0.0 && h < 0.1 {
+                    format!("{h:.2}")
+                } else {
+                    format!("{h:.1}")
+                }
+            });
+            let back = match j.restore_s {
+                Some(s) => format!("back in {}", text::duration(s.round() as i64)),
+                None => "restore time unknown".into(),
+            };
+            let since = if j.fate.starts_with("stalled") {
+                "unsaved (lost when it is requeued)"
+            } else {
+                "lost since its checkpoint or restart"
+            };
+            let _ = writeln!(out, "{who} — {lost} GPU-hours {since}, {back}");
         }
         match (&i.first_action, i.time_to_action_s) {
             (Some(a), Some(s)) => {
