@@ -332,9 +332,9 @@ pub fn kpis(k: &crate::engine::kpis::Kpis) -> String {
     );
     let _ = writeln!(
         out,
-        "GPU utilization:   {} allocated, {} busy (SM occupancy)",
+        "GPUs:              {} allocated, {} mean SM occupancy",
         share(k.gpu_allocated),
-        share(k.gpu_busy)
+        share(k.gpu_sm_occupancy)
     );
     waits_table(&mut out, "partition", &k.wait_by_partition);
     waits_table(&mut out, "job size", &k.wait_by_size);

@@ -94,7 +94,7 @@ fn overview() {
         let joined: String = s.lines().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
         assert!(
             joined.contains(
-                "remap pending until the GPU is reset → reset the GPU at the next drain window"
+                "XID 48 (+ECC DBE, XID 63): DBE (double bit error) ECC error → drain the node, then reset the GPU"
             ),
             "at {w} columns:\n{s}"
         );
@@ -182,8 +182,8 @@ fn incidents_and_drill_down() {
     let mut a = app_after(200);
     command(&mut a, "incidents");
     check("incidents", &mut a);
-    // The ECC incident (newest but one: the Xid 63 is newest) → node → gpu.
-    keys(&mut a, &[KeyCode::Down, KeyCode::Enter]);
+    // The newest: h100-06 GPU 5's Xid 48 with its DBE and remap → node → gpu.
+    keys(&mut a, &[KeyCode::Enter]);
     assert_eq!(a.screen().view, View::NodeDetail);
     check("node_detail", &mut a);
     let s = screen(&a, 160, 48);
@@ -192,7 +192,7 @@ fn incidents_and_drill_down() {
         "the verdict is shown:\n{s}"
     );
     assert!(
-        s.contains("kills 4702 detr-sweep"),
+        s.contains("4702 keep(s) running (--no-requeue): it stays draining"),
         "the drain blast radius is shown:\n{s}"
     );
     keys(&mut a, &[KeyCode::Enter]);
@@ -213,7 +213,11 @@ fn help_overlay() {
     a.update(Msg::Resize(80, 24), a.now);
     keys(&mut a, &[KeyCode::Char('?'), KeyCode::End]);
     let s = screen(&a, 80, 24);
-    assert!(s.contains("q  ctrl-c  :q") && s.contains("ctrl-z"), "{s}");
+    // Its end: the words, after the keys.
+    assert!(
+        s.contains("GPU-hours lost") && s.contains("N jumped"),
+        "{s}"
+    );
     insta::assert_snapshot!("help_80x24_end", s);
     let end = a.overlay_scroll;
     assert!(end > 0, "it had to scroll");
@@ -656,11 +660,11 @@ fn every_dialog_keeps_its_prompt() {
 
     // Requeue a running job: its gang, and what to type.
     let (mut app, sim, c) = sim_app(200, |_| {});
-    open_dialog(&mut app, &c, sim, Action::Requeue { job: "4702".into() });
+    open_dialog(&mut app, &c, sim, Action::Requeue { job: "4701".into() });
     both(
         &app,
         "dialog_requeue",
-        &["type 4702 and press enter to confirm", "esc"],
+        &["type 4701 and press enter to confirm", "esc"],
     );
     // A wrong name is not sent: the dialog stays and says so.
     let runs = |app: &App| {
@@ -685,7 +689,7 @@ fn every_dialog_keeps_its_prompt() {
             KeyCode::Char('4'),
             KeyCode::Char('7'),
             KeyCode::Char('0'),
-            KeyCode::Char('2'),
+            KeyCode::Char('1'),
             KeyCode::Enter,
         ],
     );
@@ -1014,4 +1018,29 @@ fn the_gpu_screen_scrolls_to_its_last_line() {
         "scrolled to its last line:\n{after}"
     );
     assert!(after.contains("SM occupancy"), "the chart stays:\n{after}");
+}
+
+/// The README's Words table and the help's words say the same.
+#[test]
+fn the_readme_words_are_the_helps() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let table: Vec<&str> = readme
+        .split("### Words")
+        .nth(1)
+        .expect("a Words section")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert_eq!(table.len(), nightshift::views::WORDS.len());
+    for (row, (words, means)) in table.iter().zip(nightshift::views::WORDS) {
+        let row = row.replace('`', "");
+        assert!(row.contains(means), "{row} vs {means}");
+        for w in words.split("  ") {
+            let first = w.split_whitespace().next().unwrap_or_default();
+            assert!(row.contains(first), "{row} vs {w}");
+        }
+    }
 }

@@ -64,7 +64,7 @@ pub struct History {
     pub node_occ: HashMap<String, Series>,
     /// SM occupancy per GPU, by node name then GPU position.
     pub gpu_occ: HashMap<String, Vec<Series>>,
-    /// Utilisation per GPU, by node name then GPU position.
+    /// Utilization per GPU, by node name then GPU position.
     pub gpu_util: HashMap<String, Vec<Series>>,
     /// Pending jobs.
     pub queue_len: VecDeque<u64>,

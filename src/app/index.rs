@@ -31,7 +31,7 @@ pub struct Index {
 pub struct PartitionGpus {
     pub name: String,
     pub total: u32,
-    pub busy: u32,
+    pub allocated: u32,
     pub out: u32,
 }
 
@@ -109,7 +109,7 @@ fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {
             if let Some(&i) = at.get(p.as_str()) {
                 let s = &mut out[i];
                 s.total += n.gpu_count;
-                s.busy += n.gpus_allocated();
+                s.allocated += n.gpus_allocated();
                 if !n.state.schedulable() {
                     s.out += n.gpu_count.saturating_sub(n.gpus_allocated());
                 }

@@ -150,7 +150,7 @@ pub struct Kpis {
     /// Allocated GPUs ÷ GPUs, time-weighted.
     pub gpu_allocated: Option<f64>,
     /// Mean SM occupancy over all GPUs whose occupancy is known.
-    pub gpu_busy: Option<f64>,
+    pub gpu_sm_occupancy: Option<f64>,
     pub wait_by_partition: Vec<Wait>,
     pub wait_by_size: Vec<Wait>,
     /// Jobs sent back to the queue (requeued, preempted) in the window, and
@@ -391,7 +391,7 @@ impl KpiBook {
             observed_s: total as i64,
             samples: in_window.len(),
             gpu_allocated: allocated,
-            gpu_busy: busy,
+            gpu_sm_occupancy: busy,
             wait_by_partition: waits(starts.iter().map(|s| (s.partition.clone(), *s))),
             wait_by_size: waits(starts.iter().map(|s| (size_group(s.gpus), *s))),
             requeues,

@@ -1,5 +1,5 @@
 //! An hour of GPU history from before nightshift opened, read from
-//! Prometheus (`query_range`): SM occupancy and utilisation in fixed time
+//! Prometheus (`query_range`): SM occupancy and utilization in fixed time
 //! slots, and the Xids each GPU reported, with when they were first seen.
 
 use super::Timestamp;

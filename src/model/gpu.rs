@@ -36,7 +36,7 @@ pub struct Gpu {
     pub sm_occupancy: Option<f64>,
     /// Fraction of time at least one warp was active on an SM, 0–1.
     pub sm_active: Option<f64>,
-    /// GPU utilisation as NVML reports it, 0–1.
+    /// GPU utilization as NVML reports it, 0–1.
     pub utilization: Option<f64>,
     pub temperature_c: Option<f64>,
     pub power_w: Option<f64>,

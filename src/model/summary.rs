@@ -11,7 +11,7 @@ pub struct Summary {
     pub gpus_idle: u32,
     /// On drained, draining, cordoned, down or unknown nodes and not allocated.
     pub gpus_unavailable: u32,
-    /// Mean utilisation over GPUs that report it.
+    /// Mean utilization over GPUs that report it.
     pub utilization: Option<f64>,
     pub jobs_running: u32,
     pub jobs_pending: u32,

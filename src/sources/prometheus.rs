@@ -341,7 +341,7 @@ impl Prometheus {
         let mut bodies = Vec::new();
         let mut notes = Vec::new();
         for (what, q) in [
-            ("SM occupancy and utilisation", RANGE_ACTIVITY),
+            ("SM occupancy and utilization", RANGE_ACTIVITY),
             ("Xids", RANGE_XID),
         ] {
             let params = [
@@ -438,7 +438,7 @@ mod tests {
     }
 
     /// A range answer as Prometheus writes one: occupancy of a GPU and of a
-    /// MIG-split GPU, utilisation, a blank sentinel, a point outside the
+    /// MIG-split GPU, utilization, a blank sentinel, a point outside the
     /// window, and a last-Xid gauge that goes 0 → 79 → 79 → 48.
     #[test]
     fn range_answers_become_slots_and_xid_times() {

@@ -68,8 +68,16 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
                 let share = b.partition.as_ref().map_or(String::new(), |p| {
                     format!(" ({:.0}% of {})", p.share * 100.0, sanitize(&p.name))
                 });
+                let kept = if b.keep_running.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} keep(s) running (--no-requeue): it stays draining",
+                        sanitize(&b.keep_running.join(", "))
+                    )
+                };
                 format!(
-                    "kills {}; {} GPU-h lost; {} GPUs out{share}; {} queued move",
+                    "kills {}; {} GPU-h lost; {} GPUs out{share}; {} queued move{kept}",
                     if jobs.is_empty() {
                         "no jobs".to_string()
                     } else {

@@ -401,6 +401,57 @@ pub const HELP: &[(&str, &str)] = &[
     ("q  ctrl-c  :q", "quit"),
 ];
 
+/// The short words the console prints, for a newcomer: one meaning each,
+/// the same in the console, the CLI and the report (the help shows them
+/// after the keys; the README's "Words" table says the same).
+pub const WORDS: &[(&str, &str)] = &[
+    (
+        "alloc idle unavail",
+        "GPUs held by jobs / free on nodes in service / not held, on nodes out of service (drained, down, cordoned)",
+    ),
+    (
+        "critical",
+        "GPUs whose own health says take them out: one bad GPU is one, not its node's eight",
+    ),
+    (
+        "util",
+        "GPU utilization as NVML reports it: the share of time a kernel ran, not how much of the GPU it used",
+    ),
+    (
+        "SM occupancy",
+        "the share of warp slots in use: real work (a hung collective shows high util, near-zero occupancy)",
+    ),
+    (
+        "DBE V/A  SBE V/A",
+        "uncorrectable / correctable ECC errors: volatile (since the driver loaded) / aggregate (the GPU's lifetime)",
+    ),
+    (
+        "REMAP p/f",
+        "row remap pending (takes effect at the next GPU reset) / failed (no spare rows left: replace the GPU); y, n, ? unknown",
+    ),
+    (
+        "drain+reboot  drain+reset",
+        "the catalog's action: drain the node, then reboot it / reset the GPU",
+    ),
+    (
+        "reset@drain",
+        "keep running; reset the GPU at the next drain window (a pending row remap)",
+    ),
+    (
+        "restart job",
+        "the application faulted: restart the job, the GPU is fine",
+    ),
+    (
+        "XID 48 +2",
+        "an incident and the other events of the same failure it gathers (its evidence)",
+    ),
+    ("N jumped", "the pending jobs a priority change overtakes"),
+    (
+        "GPU-hours lost",
+        "GPUs × time since the later of the last checkpoint and the (re)start, up to when the work is thrown away",
+    ),
+];
+
 /// The help lines that are action keys.
 const ACTION_KEYS: &[&str] = &[
     "D  C  U",
@@ -419,16 +470,20 @@ pub fn help_lines(width: u16, read_only: bool, theme: Theme) -> Vec<Line<'static
         .max()
         .unwrap_or(0)
         + 2;
-    let lines: Vec<Line> = HELP
+    let row = |(k, what): &(&str, &'static str)| {
+        Line::from(vec![
+            Span::styled(format!("{k:<keys_w$}"), theme.title()),
+            Span::raw(*what),
+        ])
+    };
+    let mut lines: Vec<Line> = HELP
         .iter()
         .filter(|(k, _)| !(read_only && ACTION_KEYS.contains(k)))
-        .map(|(k, what)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<keys_w$}"), theme.title()),
-                Span::raw(*what),
-            ])
-        })
+        .map(row)
         .collect();
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("words", theme.title()));
+    lines.extend(WORDS.iter().map(row));
     hang(lines, width)
 }
 

@@ -116,7 +116,7 @@ fn partition_line(app: &App, theme: Theme) -> Line<'static> {
             format!("{} ", sanitize(&p.name)),
             theme.title(),
         ));
-        spans.push(Span::raw(format!("{}/{} alloc ", p.busy, p.total)));
+        spans.push(Span::raw(format!("{}/{} alloc ", p.allocated, p.total)));
         spans.push(Span::styled(
             format!("{critical} critical "),
             if critical > 0 {

@@ -232,7 +232,7 @@ fn set(r: &mut Reading, field: &str, v: f64) {
         "sm_occupancy" => r.sm_occupancy = Some(v.clamp(0.0, 1.0)),
         "sm_active" => r.sm_active = Some(v.clamp(0.0, 1.0)),
         "util" => r.utilization = Some((v / 100.0).clamp(0.0, 1.0)),
-        // Graphics-engine activity stands in for utilisation only when
+        // Graphics-engine activity stands in for utilization only when
         // NVML's is absent; GPU_UTIL, when present, replaces it.
         "gr_active" if r.utilization.is_none() => r.utilization = Some(v.clamp(0.0, 1.0)),
         "temp" => r.temperature_c = Some(v),

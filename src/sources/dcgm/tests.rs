@@ -57,7 +57,7 @@ fn capital_hostname_and_mig_instances() {
     assert_eq!(
         r[0].utilization,
         Some(0.0),
-        "graphics-engine activity stands in for utilisation"
+        "graphics-engine activity stands in for utilization"
     );
     assert!(
         r[0].pod

@@ -196,7 +196,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
     let node_name = &c.nodes[n].name;
     let from_prom = app.history.backfill_note();
-    // Utilisation beside occupancy when there is room: busy with nothing
+    // Utilization beside occupancy when there is room: busy with nothing
     // resident is the hung-collective signature.
     let (occ_area, util_area) = if spark.height >= 8 {
         let [a, b] =
@@ -231,7 +231,7 @@ pub fn gpu(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Sparkline::default()
                 .block(crate::views::chart_block(
                     format!(
-                        " utilisation {} (0–100%){from_prom} ",
+                        " utilization {} (0–100%){from_prom} ",
                         text::percent(gpu.utilization)
                     ),
                     &app.history.span(shown),
