@@ -42,9 +42,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true)]
     pub seed: Option<u64>,
     /// Simulated cluster: number of nodes, 8 GPUs each, at least 16 [default: 16]
-    // Not global: `restore --nodes N` means the nodes reading in parallel;
-    // the sim's `--nodes` goes before the subcommand.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub nodes: Option<usize>,
     /// Simulated cluster: total jobs at start-up, the rest a pending backlog
     #[arg(long, global = true)]
@@ -338,9 +336,10 @@ pub struct RestoreArgs {
     /// Storage read bandwidth, e.g. 10GB/s [default: the site's]
     #[arg(long, value_name = "RATE")]
     pub read_bw: Option<String>,
-    /// Nodes reading in parallel [default: the job's, or 1]
+    /// Nodes reading in parallel [default: the job's, or 1] (`--nodes` is
+    /// the simulated cluster's size, before or after the subcommand)
     #[arg(long, value_name = "N")]
-    pub nodes: Option<u32>,
+    pub read_nodes: Option<u32>,
     /// Per-node read bandwidth, e.g. 25GB/s [default: the site's]
     #[arg(long, value_name = "RATE")]
     pub node_bw: Option<String>,

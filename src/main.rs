@@ -32,6 +32,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
+    let sim_nodes_given = cli.global.nodes.is_some();
     let file = match &cli.global.config {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
@@ -104,7 +105,16 @@ fn run(cli: Cli) -> Result<(), String> {
             let b = blast(&c, &base(&c, &settings), &target, &settings.site)?;
             emit(args.output, &b, report::blast)
         }
-        Some(Command::Restore(args)) => restore_command(&settings, &args),
+        Some(Command::Restore(args)) => {
+            // The what-if reads no cluster: a --nodes there was meant for
+            // the nodes reading in parallel.
+            if args.job.is_none() && sim_nodes_given {
+                return Err(
+                    "restore's what-if reads no cluster: --nodes sets the simulated cluster's size; the nodes reading in parallel are --read-nodes N".into(),
+                );
+            }
+            restore_command(&settings, &args)
+        }
         Some(Command::Report(args)) => {
             let rec = nightshift::recording::Recording::open(&args.file)?;
             for w in rec.damage() {
@@ -201,7 +211,7 @@ fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String
                 );
             }
             let input = RestoreInput {
-                nodes: args.nodes.unwrap_or(1),
+                nodes: args.read_nodes.unwrap_or(1),
                 state_bytes,
                 params,
                 state_source: Provenance::Given,

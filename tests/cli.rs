@@ -210,7 +210,7 @@ fn restore_what_if_holds_the_seed_case_exactly() {
         "1.2 TB",
         "--read-bw",
         "10GB/s",
-        "--nodes",
+        "--read-nodes",
         "4",
         "--node-bw",
         "25GB/s",
@@ -226,7 +226,7 @@ fn restore_what_if_holds_the_seed_case_exactly() {
         "1.2TB",
         "--read-bw",
         "10GB/s",
-        "--nodes",
+        "--read-nodes",
         "2",
         "--node-bw",
         "2GB/s",
@@ -872,9 +872,9 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
 }
 
 /// The sim's options work after the subcommand too (`why 4700 --seed 3`
-/// failed with clap's `-- --seed` tip), and mean the same as before it.
-/// `--nodes` stays before the subcommand: `restore --nodes N` is the nodes
-/// reading in parallel.
+/// and `get nodes --nodes 64` failed with clap's `-- --seed` tip), and mean
+/// the same as before it. restore's nodes reading in parallel are
+/// `--read-nodes`.
 #[test]
 fn sim_options_work_before_or_after_the_subcommand() {
     let before = json(&["--seed", "3", "--jobs", "40", "get", "jobs", "-o", "json"]);
@@ -882,4 +882,33 @@ fn sim_options_work_before_or_after_the_subcommand() {
     assert_eq!(before, after);
     let default = json(&["get", "jobs", "-o", "json"]);
     assert_ne!(before, default, "the options were applied");
+    let nodes = json(&["get", "nodes", "-o", "json", "--nodes", "64"]);
+    assert_eq!(nodes["items"].as_array().map(Vec::len), Some(64));
+    assert_eq!(
+        nodes,
+        json(&["--nodes", "64", "get", "nodes", "-o", "json"])
+    );
+    let r = json(&[
+        "restore",
+        "--state-bytes",
+        "1TB",
+        "--read-bw",
+        "10GB/s",
+        "--read-nodes",
+        "4",
+        "--node-bw",
+        "1GB/s",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(r["nodes"], 4, "{r:#}");
+    // The what-if reads no cluster: the old spelling is a clear error, not
+    // a what-if on one node.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = nightshift(
+        dir.path(),
+        &["restore", "--state-bytes", "1TB", "--nodes", "4"],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--read-nodes"));
 }
