@@ -72,6 +72,10 @@ pub struct Record {
     /// so that the audit follows the incident's lifecycle.
     #[serde(default)]
     pub incident: Option<String>,
+    /// The warnings the operator read before confirming (a --no-requeue
+    /// job that keeps running, a resume of unresolved health).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub outcome: Option<Outcome>,
 }
 

@@ -340,6 +340,12 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         reason: p.action.reason().map(str::to_string),
         preview: p.summary.clone(),
         incident: p.incident.clone(),
+        // The intent carries what the operator saw; the outcome its result.
+        warnings: if phase == "intent" {
+            p.warnings.clone()
+        } else {
+            Vec::new()
+        },
         outcome,
     }
 }

@@ -402,6 +402,7 @@ fn an_interrupted_action_is_found_at_the_next_start() {
         reason: Some("xid79".into()),
         preview: "p".into(),
         incident: None,
+        warnings: Vec::new(),
         outcome: None,
     };
     b.log.write(&intent).expect("write");
@@ -571,6 +572,23 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
         "{o:?}"
     );
     assert_eq!(done.undo, Some(Action::Resume { node: node.clone() }));
+    // The audit keeps the preview the operator saw, its warnings with it.
+    let intent = b
+        .log
+        .read()
+        .into_iter()
+        .find(|r| r.phase == "intent")
+        .expect("intent");
+    assert!(
+        intent.preview.contains("keep(s) running"),
+        "{}",
+        intent.preview
+    );
+    assert!(
+        intent.warnings.iter().any(|w| w.contains("--no-requeue")),
+        "{:?}",
+        intent.warnings
+    );
     let after = snapshot(&b.sim);
     assert_eq!(
         after.node(&node).map(|n| n.state),
@@ -691,6 +709,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         reason: None,
         preview: "p".into(),
         incident: None,
+        warnings: Vec::new(),
         outcome: None,
     };
     b.log.write(&intent).expect("write");
@@ -731,6 +750,7 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         reason: None,
         preview: "p".into(),
         incident: None,
+        warnings: Vec::new(),
         outcome: None,
     }
 }

@@ -430,25 +430,33 @@ fn failure_incident(
     for e in &f.events {
         join_jobs(&mut jobs, victims(c, e));
     }
-    let mut evidence: Vec<String> = f.events.iter().map(|e| event_line(e)).collect();
-    evidence.extend(f.stages.iter().map(|e| {
-        format!(
-            "{} {}: {}",
-            text::clock(e.time),
-            e.label().to_lowercase(),
-            e.message
+    // Its story in time order: the events, the gang it stalled, the stages.
+    let mut story: Vec<(Timestamp, String)> =
+        f.events.iter().map(|e| (e.time, event_line(e))).collect();
+    story.extend(f.stages.iter().map(|e| {
+        (
+            e.time,
+            format!(
+                "{} {}: {}",
+                text::clock(e.time),
+                e.label().to_lowercase(),
+                e.message
+            ),
         )
     }));
     let mut burning = None;
     if let Some(s) = f.stall.and_then(|i| stalls.get(i)) {
         let (b, gang) = stall_parts(c, stalls, s);
         join_jobs(&mut jobs, gang);
-        evidence.push(format!(
-            "{} the gang stalled: {}",
-            text::clock(s.since),
-            s.evidence.first().map_or("", String::as_str)
+        story.push((
+            s.since,
+            format!(
+                "{} the gang stalled: {}",
+                text::clock(s.since),
+                s.evidence.first().map_or("", String::as_str)
+            ),
         ));
-        evidence.extend(s.evidence.iter().skip(1).cloned());
+        story.extend(s.evidence.iter().skip(1).map(|e| (s.since, e.clone())));
         if stage == Stage::Open {
             status = format!(
                 "{status}; its gang burns {b:.0} GPU-hours per hour since {}: requeue it from its checkpoint",
@@ -457,6 +465,8 @@ fn failure_incident(
         }
         burning = Some(b);
     }
+    story.sort_by_key(|(t, _)| *t);
+    let evidence: Vec<String> = story.into_iter().map(|(_, l)| l).collect();
     Some(Incident {
         id: format!("e{}", first.seq),
         kind: match primary.kind {
