@@ -884,10 +884,11 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     assert_eq!(g5["health"], "critical", "{g5}");
     assert_eq!(g5["last_xid"]["code"], 79, "{g5}");
     let inc = text(&lab.nightshift(&["get", "incidents"]));
-    let line = inc
-        .lines()
-        .find(|l| l.contains("gpu-06"))
-        .unwrap_or_else(|| panic!("an incident on gpu-06: {inc}"));
+    // One failure, one incident: the condition and the taint that says it
+    // again are its evidence.
+    let rows: Vec<&str> = inc.lines().filter(|l| l.contains("gpu-06")).collect();
+    assert_eq!(rows.len(), 1, "{inc}");
+    let line = rows[0];
     assert!(
         line.contains("XID 79") && !line.contains("remedied"),
         "{line}"

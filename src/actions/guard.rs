@@ -155,7 +155,12 @@ pub fn preview(
     // An action that changes nothing is refused here: nothing sent,
     // nothing audited, no undo offered.
     let nothing = a.no_op_reason(c).or_else(|| match (&blast, a) {
-        (Err(e), Action::Requeue { .. } | Action::Preempt { .. }) => Some(e.clone()),
+        // A requeue the scheduler refuses (--no-requeue).
+        (Err(e), Action::Requeue { job })
+            if c.job(job).is_some_and(|j| j.requeueable == Some(false)) =>
+        {
+            Some(e.clone())
+        }
         _ => None,
     });
     let no_op = nothing.is_some();

@@ -160,10 +160,11 @@ impl Action {
     /// Why the action would change nothing, in words, when it would not:
     /// already so, or nothing there for it to act on.
     pub fn no_op_reason(&self, c: &Cluster) -> Option<String> {
+        // Slurm's holds, and a Kueue workload made inactive.
         let held = |j: &crate::model::Job| {
             j.reason
                 .as_deref()
-                .is_some_and(|r| r.starts_with("JobHeld"))
+                .is_some_and(|r| r.starts_with("JobHeld") || r == "WorkloadInactive")
         };
         match self {
             Action::Hold { job } => c
@@ -176,15 +177,18 @@ impl Action {
                     j.state.as_str()
                 )
             }),
-            Action::Requeue { job } | Action::Preempt { job, .. } => {
-                c.job(job).filter(|j| !j.state.holds_resources()).map(|j| {
+            // Nothing placed and no pods: a gang whose pods exist (Volcano)
+            // can be restarted by evicting them.
+            Action::Requeue { job } | Action::Preempt { job, .. } => c
+                .job(job)
+                .filter(|j| !j.state.holds_resources() && j.nodes.is_empty() && j.pods.is_empty())
+                .map(|j| {
                     format!(
                         "job {job} is {}, not running: nothing to {}",
                         j.state.as_str(),
                         self.verb()
                     )
-                })
-            }
+                }),
             Action::Priority { job, value } => c
                 .job(job)
                 .filter(|j| j.priority == Some(*value))

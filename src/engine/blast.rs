@@ -193,9 +193,17 @@ pub fn blast(
         Action::Requeue { job } | Action::Preempt { job, .. } => {
             let j = find_job(job)?;
             if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
-                return Err(format!(
-                    "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
-                ));
+                // A pod with no Kueue workload or Volcano group (Kubernetes),
+                // or a Slurm job submitted with --no-requeue.
+                return Err(if c.jobs[j].pods.is_empty() {
+                    format!(
+                        "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
+                    )
+                } else {
+                    format!(
+                        "job {job} has no Kueue workload or Volcano group: it cannot be requeued, only evicted (drain its node; its owner recreates it)"
+                    )
+                });
             }
             if !c.jobs[j].state.holds_resources() {
                 return Err(format!(

@@ -114,10 +114,18 @@ pub(super) fn kill_terms(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, V
         // and nothing brings it back but its owner.
         if k.requeued && c.job(&k.id).is_some_and(|j| j.requeueable == Some(false)) {
             back = None;
-            unknowns.push(format!(
-                "job {} refuses a requeue (submitted with --no-requeue): it ends, and runs again only when its owner resubmits it",
-                k.id
-            ));
+            let pod = c.job(&k.id).is_some_and(|j| !j.pods.is_empty());
+            unknowns.push(if pod {
+                format!(
+                    "job {} has no Kueue workload or Volcano group: evicted, it runs again only when its owner recreates it",
+                    k.id
+                )
+            } else {
+                format!(
+                    "job {} refuses a requeue (submitted with --no-requeue): it ends, and runs again only when its owner resubmits it",
+                    k.id
+                )
+            });
             if let Some(h) = k.restore.lost_gpu_hours.value {
                 lost = lost.map(|l| l + h);
             }

@@ -103,7 +103,12 @@ pub fn drain_keeping(c: &Cluster, node: &str, requeue: bool) -> (Cluster, Vec<us
     let hit = gang_closure(c, &jobs_on_node(c, node));
     let (kept, killed): (Vec<usize>, Vec<usize>) = hit
         .into_iter()
-        .partition(|&i| requeue && c.jobs[i].requeueable == Some(false));
+        // Slurm refuses the requeue and the job keeps running; a pod (no
+        // Kueue workload or Volcano group) is evicted by the drain all the
+        // same: it dies.
+        .partition(|&i| {
+            requeue && c.jobs[i].requeueable == Some(false) && c.jobs[i].pods.is_empty()
+        });
     end_jobs(&mut after, &killed, requeue);
     let on_node = kept
         .iter()

@@ -266,11 +266,10 @@ fn quota_cause(
     if q.gpus_in_use + needed <= limit {
         return;
     }
-    let unused = limit.saturating_sub(q.gpus_in_use);
     let short = q.gpus_in_use + needed - limit;
     causes.push(Reason {
         message: format!(
-            "team {account} uses {} of its {limit} GPUs: {unused} unused, this job needs {needed}, {short} more than the quota leaves",
+            "team {account} uses {} of its {limit} GPUs: {short} more needed for this job's {needed}",
             q.gpus_in_use
         ),
         cause: Cause::Quota {

@@ -66,7 +66,7 @@ fn the_sim_names_the_quota() {
         .expect("quota");
     assert_eq!(
         q.message,
-        "team vision uses 16 of its 16 GPUs: 0 unused, this job needs 8, 8 more than the quota leaves"
+        "team vision uses 16 of its 16 GPUs: 8 more needed for this job's 8"
     );
     assert!(w.causes[0].message.contains("AssocGrpGRES"));
 }
@@ -86,7 +86,7 @@ fn a_quota_wait_states_the_shortfall_and_counts_every_job_that_frees_it() {
         .find(|r| matches!(r.cause, Cause::Quota { .. }))
         .expect("quota");
     assert!(
-        q.message.ends_with("4 more than the quota leaves"),
+        q.message.ends_with("4 more needed for this job's 4"),
         "{}",
         q.message
     );
