@@ -192,7 +192,7 @@ fn incidents_and_drill_down() {
         "the verdict is shown:\n{s}"
     );
     assert!(
-        s.contains("4702 keep(s) running (--no-requeue): it stays draining"),
+        s.contains("job(s) 4702 keep running (--no-requeue): it stays draining"),
         "the drain blast radius is shown:\n{s}"
     );
     keys(&mut a, &[KeyCode::Enter]);
@@ -266,20 +266,25 @@ fn before_the_first_answer_nothing_made_up_is_shown() {
     assert_eq!(logged(&a, "slurm answers again"), 1);
 }
 
-/// Every key of the README's table is in the help, and every key of the
-/// help is in the README's table.
-#[test]
-fn the_readme_key_table_matches_the_help() {
+/// The rows of the README's first table after `heading` (no header rows).
+fn readme_table(heading: &str) -> Vec<&'static str> {
     let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
-    let table: Vec<&str> = readme
-        .split("## Keys")
+    readme
+        .split(heading)
         .nth(1)
-        .expect("a Keys section")
+        .unwrap_or_else(|| panic!("a {heading} section"))
         .lines()
         .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .skip(2)
-        .collect();
+        .collect()
+}
+
+/// Every key of the README's table is in the help, and every key of the
+/// help is in the README's table.
+#[test]
+fn the_readme_key_table_matches_the_help() {
+    let table = readme_table("## Keys");
     let help: String = nightshift::views::HELP
         .iter()
         .map(|(k, w)| format!("{k} {w} "))
@@ -1023,17 +1028,7 @@ fn the_gpu_screen_scrolls_to_its_last_line() {
 /// The README's Words table and the help's words say the same.
 #[test]
 fn the_readme_words_are_the_helps() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
-    let table: Vec<&str> = readme
-        .split("### Words")
-        .nth(1)
-        .expect("a Words section")
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .skip(2)
-        .collect();
+    let table = readme_table("### Words");
     assert_eq!(table.len(), nightshift::views::WORDS.len());
     for (row, (words, means)) in table.iter().zip(nightshift::views::WORDS) {
         let row = row.replace('`', "");

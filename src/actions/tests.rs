@@ -550,7 +550,12 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
         "not \"dies … back in\": {:?}",
         blast.killed
     );
-    assert!(pv.summary.contains("keep(s) running"), "{}", pv.summary);
+    assert!(
+        pv.summary
+            .contains("refuse a requeue (--no-requeue) and keep running"),
+        "{}",
+        pv.summary
+    );
     assert!(
         pv.warnings
             .iter()
@@ -580,7 +585,7 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
         .find(|r| r.phase == "intent")
         .expect("intent");
     assert!(
-        intent.preview.contains("keep(s) running"),
+        intent.preview.contains("keep running"),
         "{}",
         intent.preview
     );

@@ -429,7 +429,7 @@ fn summary(b: &Blast) -> String {
         String::new()
     } else {
         format!(
-            "; {} refuse(s) a requeue (--no-requeue) and keep(s) running: the node stays draining until it ends",
+            "; job(s) {} refuse a requeue (--no-requeue) and keep running: the node stays draining until they end",
             b.keep_running.join(", ")
         )
     };

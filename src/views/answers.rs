@@ -72,7 +72,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
                     String::new()
                 } else {
                     format!(
-                        "; {} keep(s) running (--no-requeue): it stays draining",
+                        "; job(s) {} keep running (--no-requeue): it stays draining",
                         sanitize(&b.keep_running.join(", "))
                     )
                 };
