@@ -1,6 +1,6 @@
 //! The test Kubernetes API server, on its own:
 //! `cargo run --release --example kube-lab -- --objects DIR --listen 127.0.0.1:PORT --write-kubeconfig FILE`
-//! serves the manifests in DIR until killed (see `nightshift::kubelab`).
+//! serves the manifests in DIR until killed (see `kubelab`).
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let (url, _lab) = match nightshift::kubelab::start(&args.objects, &args.listen).await {
+    let (url, _lab) = match kubelab::start(&args.objects, &args.listen).await {
         Ok(x) => x,
         Err(e) => {
             eprintln!("kube-lab: {e}");
@@ -33,7 +33,7 @@ async fn main() -> std::process::ExitCode {
         }
     };
     if let Some(path) = &args.write_kubeconfig
-        && let Err(e) = std::fs::write(path, nightshift::kubelab::kubeconfig(&url, &args.cluster))
+        && let Err(e) = std::fs::write(path, kubelab::kubeconfig(&url, &args.cluster))
     {
         eprintln!("kube-lab: {}: {e}", path.display());
         return std::process::ExitCode::FAILURE;

@@ -14,7 +14,6 @@ pub mod engine;
 #[cfg(test)]
 mod fuzzing;
 pub mod host;
-pub mod kubelab;
 pub mod limits;
 pub mod logging;
 pub mod model;

@@ -619,7 +619,7 @@ fn quitting_ends_the_process_within_two_seconds_whatever_a_worker_is_doing() {
 /// A kubeconfig pointing at `url`, written in `dir`.
 fn kubeconfig_for(dir: &std::path::Path, url: &str) -> String {
     let path = dir.join("kubeconfig");
-    std::fs::write(&path, nightshift::kubelab::kubeconfig(url, "faulty")).expect("kubeconfig");
+    std::fs::write(&path, kubelab::kubeconfig(url, "faulty")).expect("kubeconfig");
     path.to_str().expect("utf-8 path").to_string()
 }
 

@@ -1,7 +1,7 @@
 //! A kube-lab API server for a test: in this process, on a free port,
 //! serving tests/fixtures/kube/cluster, with a kubeconfig pointing at it.
 //!
-//! No real kube-apiserver can run here (see `nightshift::kubelab`); the
+//! No real kube-apiserver can run here (see `kubelab`); the
 //! tests check the lab with the real `kubectl` so that what nightshift is
 //! tested against speaks the real protocol.
 
@@ -12,7 +12,7 @@ pub struct KubeLab {
     pub rt: tokio::runtime::Runtime,
     pub url: String,
     pub dir: tempfile::TempDir,
-    pub lab: std::sync::Arc<nightshift::kubelab::Lab>,
+    pub lab: std::sync::Arc<kubelab::Lab>,
 }
 
 pub fn fixture_dir() -> PathBuf {
@@ -32,12 +32,12 @@ impl KubeLab {
             .build()
             .expect("runtime");
         let (url, lab) = rt
-            .block_on(nightshift::kubelab::start(objects, "127.0.0.1:0"))
+            .block_on(kubelab::start(objects, "127.0.0.1:0"))
             .expect("kube-lab");
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(
             dir.path().join("kubeconfig"),
-            nightshift::kubelab::kubeconfig(&url, "gpu-lab"),
+            kubelab::kubeconfig(&url, "gpu-lab"),
         )
         .expect("kubeconfig");
         KubeLab { rt, url, dir, lab }

@@ -6,7 +6,7 @@ use crate::model::{EventKind, JobState, NodeState};
 
 fn fixture() -> Cluster {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
-    let objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    let objects = kubelab::load_dir(&dir).expect("fixture");
     cluster("lab", &Objects::from_values(objects), 1_796_000_000).cluster
 }
 
@@ -297,7 +297,7 @@ mod fuzz {
     fn objects() -> Vec<Value> {
         let dir =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
-        crate::kubelab::load_dir(&dir).expect("fixture")
+        kubelab::load_dir(&dir).expect("fixture")
     }
 
     proptest! {
@@ -344,7 +344,7 @@ mod fuzz {
 /// `nvidia.com/gpu-xid=79:NoSchedule` taint, and a cordon by someone.
 fn with_gpu_fault(node: &str, message: &str) -> Cluster {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
-    let mut objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    let mut objects = kubelab::load_dir(&dir).expect("fixture");
     let now = 1_796_000_000;
     let then = chrono::DateTime::from_timestamp(now - 3 * 86_400, 0)
         .expect("a time")
@@ -428,7 +428,7 @@ fn gpu_indexes_are_read_from_fault_messages_but_not_from_uuids_or_words() {
 #[test]
 fn gke_s_gpu_present_taint_is_not_a_fault() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kube/cluster");
-    let mut objects = crate::kubelab::load_dir(&dir).expect("fixture");
+    let mut objects = kubelab::load_dir(&dir).expect("fixture");
     let n = objects
         .iter_mut()
         .find(|o| o["kind"] == "Node" && o["metadata"]["name"] == "gpu-01")

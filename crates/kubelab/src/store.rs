@@ -3,7 +3,34 @@
 
 pub use super::query::{field_query, label_query, merge};
 pub use super::resources::{Resource, builtin_resources, crd_resources};
-pub use crate::sources::kube::map::selects;
+
+/// Whether a label selector (`matchLabels`, `matchExpressions`) selects
+/// `labels`. The lab's own, as kube-apiserver's: not the code under test
+/// (nightshift's mapper has its own), so a mistake in one is not hidden by
+/// the same mistake in the other.
+pub fn selects(selector: &Value, labels: &Value) -> bool {
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let labels_ok = selector["matchLabels"]
+        .as_object()
+        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
+    let exprs_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
+        es.iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e["operator"].as_str().unwrap_or_default() {
+                "In" => label(key).is_some_and(|v| values.contains(&v)),
+                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+                "Exists" => label(key).is_some(),
+                "DoesNotExist" => label(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
 use serde_json::{Value, json};
 
 mod kueue;
