@@ -1,83 +1,13 @@
 //! The audit log: append-only JSON lines, written and fsync'd before an
 //! action is sent (intent) and after (outcome). It never holds a token.
 
-use serde::{Deserialize, Serialize};
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use crate::model::Step;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// Every step succeeded.
-    pub ok: bool,
-    /// The change was seen in the scheduler's state afterwards.
-    pub verified: bool,
-    pub no_op: bool,
-    /// Some steps succeeded and some failed: part of it was done.
-    #[serde(default)]
-    pub partial: bool,
-    pub observed: String,
-    /// The first failure, when one step failed.
-    pub error: Option<String>,
-    #[serde(default)]
-    pub steps: Vec<Step>,
-}
-
-impl Outcome {
-    pub fn of_steps(steps: Vec<Step>) -> Outcome {
-        let ok = !steps.is_empty() && steps.iter().all(|s| s.ok);
-        let any = steps.iter().any(|s| s.ok);
-        Outcome {
-            ok,
-            verified: ok && steps.iter().all(|s| s.verified),
-            no_op: false,
-            partial: any && !ok,
-            observed: steps
-                .iter()
-                .map(|s| s.observed.as_str())
-                .filter(|o| !o.is_empty())
-                .collect::<Vec<_>>()
-                .join("; "),
-            error: steps
-                .iter()
-                .find_map(|s| s.error.as_ref().map(|e| format!("{}: {e}", s.what))),
-            steps,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    /// Shared by an intent and its outcome.
-    pub id: String,
-    /// `intent` or `outcome`.
-    pub phase: String,
-    /// Unix seconds, wall clock.
-    pub time: i64,
-    /// The operating-system user at the keyboard.
-    pub operator: String,
-    /// Who the scheduler was told we are.
-    pub scheduler_user: Option<String>,
-    pub host: String,
-    pub cluster: String,
-    pub source: String,
-    pub action: String,
-    pub target: String,
-    pub reason: Option<String>,
-    /// The preview the operator confirmed, in one line.
-    pub preview: String,
-    /// The open incident this action answers (`e2 XID 79 on h100-03 GPU 3`),
-    /// so that the audit follows the incident's lifecycle.
-    #[serde(default)]
-    pub incident: Option<String>,
-    /// The warnings the operator read before confirming (a --no-requeue
-    /// job that keeps running, a resume of unresolved health).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    pub outcome: Option<Outcome>,
-}
+pub use crate::model::audit::{Outcome, Record};
 
 #[derive(Debug, Clone)]
 pub struct AuditLog {

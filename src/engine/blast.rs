@@ -1,6 +1,6 @@
 //! The blast radius of an action: who dies, what it costs, who moves.
 
-use super::analysis::Base;
+use super::base::Base;
 use super::plan::{Estimate, Plan};
 use super::restore::{Restore, plan_after, restore_after, with_grace};
 use super::{SiteParams, whatif};

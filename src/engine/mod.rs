@@ -4,6 +4,7 @@
 //! model and its inputs.
 
 pub mod analysis;
+pub mod base;
 pub mod blast;
 #[cfg(test)]
 pub(crate) mod fixture;

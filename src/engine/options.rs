@@ -9,7 +9,7 @@
 //! docs/decision-engine.md ("Remediation options") works through.
 
 use super::SiteParams;
-use super::analysis::Base;
+use super::base::Base;
 use super::blast::{Blast, blast};
 use super::xid::ActionClass;
 use crate::model::{Action, Cluster, Timestamp};

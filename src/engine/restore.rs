@@ -5,7 +5,7 @@
 //! nodes × per-node read bandwidth), and lost work = time since the last
 //! checkpoint × the job's GPUs. Every term says where its number came from.
 
-use super::analysis::Base;
+use super::base::Base;
 use super::plan::{Estimate, Plan, plan};
 use super::{Provenance, SiteParams, whatif};
 use crate::model::{Cluster, Job, Timestamp};

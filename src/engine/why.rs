@@ -1,7 +1,7 @@
 //! Why is my job waiting? The causes, each with its numbers, an estimated
 //! start from the queue plan, and what would make it start sooner.
 
-use super::analysis::Base;
+use super::base::Base;
 use super::plan::{Estimate, Plan, Unusable, shape, usable};
 use crate::model::{Cluster, Job, NodeState, Timestamp};
 use crate::text;

@@ -5,6 +5,7 @@
 //! SM occupancy, not an idle GPU.
 
 mod action;
+pub mod audit;
 mod backfill;
 mod event;
 mod gpu;

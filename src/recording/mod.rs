@@ -22,7 +22,7 @@ mod writer;
 pub use reader::Recording;
 pub use writer::Recorder;
 
-use crate::actions::audit::Record;
+use crate::model::audit::Record;
 use crate::model::{Cluster, Event, Job, Node, Partition, Quota, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! keyframe before the time asked for and the deltas after it.
 
 use super::{Delta, Entry, FORMAT, Header, VERSION, WINDOW_LOG, apply};
-use crate::actions::audit::Record;
+use crate::model::audit::Record;
 use crate::model::{Cluster, Timestamp};
 use serde::Deserialize;
 use std::io::BufRead;

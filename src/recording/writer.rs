@@ -1,7 +1,8 @@
 //! Writing a recording: a header, keyframes, deltas, audit records.
 
 use super::{Entry, FORMAT, Header, KEY_EVERY_S, VERSION, WINDOW_LOG, delta};
-use crate::actions::audit::{AuditLog, Record};
+use crate::actions::audit::AuditLog;
+use crate::model::audit::Record;
 use crate::model::{Cluster, Timestamp};
 use std::fs::File;
 use std::io::{BufWriter, Write};

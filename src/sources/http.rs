@@ -31,7 +31,7 @@ pub async fn body(
             }
             Ok(None) => return Ok(out),
             Err(e) => {
-                return Err(super::dcgm::scrape::http_error(
+                return Err(http_error(
                     &format!("{what}: reading the answer"),
                     &e,
                     timeout,
@@ -52,4 +52,47 @@ pub async fn text(
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
+}
+
+/// A reqwest error as a source error.
+pub fn http_error(what: &str, e: &reqwest::Error, timeout: Duration) -> SourceError {
+    if e.is_timeout() {
+        SourceError::Timeout {
+            what: what.to_string(),
+            secs: timeout.as_secs(),
+        }
+    } else {
+        SourceError::Unreachable {
+            what: what.to_string(),
+            detail: crate::text::one_line(&e.to_string(), 200),
+        }
+    }
+}
+
+/// An HTTP status that is not success, as a source error.
+pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
+    let detail = crate::text::one_line(body, 200);
+    match status {
+        401 | 403 => SourceError::Auth {
+            what: what.to_string(),
+            status,
+            detail,
+        },
+        404 => SourceError::NotFound {
+            what: what.to_string(),
+            detail: if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            },
+        },
+        _ => SourceError::Api {
+            what: what.to_string(),
+            errors: vec![if detail.is_empty() {
+                format!("HTTP {status}")
+            } else {
+                format!("HTTP {status}: {detail}")
+            }],
+        },
+    }
 }

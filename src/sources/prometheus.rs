@@ -379,7 +379,7 @@ impl Prometheus {
         let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/{path}", self.base), params)
             .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
         let resp = self.http.get(url.clone()).send().await.map_err(|e| {
-            crate::sources::dcgm::scrape::http_error(
+            crate::sources::http::http_error(
                 &format!("Prometheus at {}", self.base),
                 &e,
                 self.timeout,

@@ -5,7 +5,7 @@ use super::{
     kill_terms, wait_terms,
 };
 use crate::engine::SiteParams;
-use crate::engine::analysis::Base;
+use crate::engine::base::Base;
 use crate::engine::blast::{Blast, blast, with_grace_period};
 use crate::engine::restore::write_time;
 use crate::engine::xid::ActionClass;

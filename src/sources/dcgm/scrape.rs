@@ -24,48 +24,7 @@ pub struct Round {
     pub notes: Vec<(String, String)>,
 }
 
-/// A reqwest error as a source error.
-pub fn http_error(what: &str, e: &reqwest::Error, timeout: Duration) -> SourceError {
-    if e.is_timeout() {
-        SourceError::Timeout {
-            what: what.to_string(),
-            secs: timeout.as_secs(),
-        }
-    } else {
-        SourceError::Unreachable {
-            what: what.to_string(),
-            detail: crate::text::one_line(&e.to_string(), 200),
-        }
-    }
-}
-
-/// An HTTP status that is not success, as a source error.
-pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
-    let detail = crate::text::one_line(body, 200);
-    match status {
-        401 | 403 => SourceError::Auth {
-            what: what.to_string(),
-            status,
-            detail,
-        },
-        404 => SourceError::NotFound {
-            what: what.to_string(),
-            detail: if detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {detail}")
-            },
-        },
-        _ => SourceError::Api {
-            what: what.to_string(),
-            errors: vec![if detail.is_empty() {
-                format!("HTTP {status}")
-            } else {
-                format!("HTTP {status}: {detail}")
-            }],
-        },
-    }
-}
+pub use crate::sources::http::{http_error, status_error};
 
 /// The host name a URL points at, for series without a host label.
 pub fn host_of(url: &str) -> String {

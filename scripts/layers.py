@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Reads the imports of src/ and says which go against the layers, and
+which files import each other (a loop) inside one module.
+
+    python3 scripts/layers.py          # the report; exit 1 on a violation
+
+The layers, lowest first (a module may import its own layer and below):
+see docs/architecture.md. Imports are read as text (`use crate::x`,
+`crate::x::` in code, `super::` resolved against the file's path), which is
+what a reader sees; `#[cfg(test)]` modules (tests.rs, tests/) are left out.
+"""
+import os
+import re
+import sys
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+LAYERS = [
+    {"model", "text", "limits", "host", "logging"},
+    {"engine"},
+    {"sources", "agent"},
+    {"recording"},
+    {"actions", "postmortem"},
+    {"analyst", "fuzzing"},
+    {"app", "columns"},
+    {"views"},
+    {"tui"},
+    {"cli", "config", "output", "report", "main", "lib"},
+]
+LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
+
+
+def module_of(path):
+    """`engine/why.rs` → ["engine", "why"]."""
+    rel = os.path.relpath(path, SRC)[:-3].split(os.sep)
+    if rel[-1] == "mod":
+        rel = rel[:-1]
+    return rel
+
+
+def files():
+    for root, dirs, names in os.walk(SRC):
+        dirs[:] = [d for d in dirs if d != "tests"]
+        for n in names:
+            if n.endswith(".rs") and n != "tests.rs":
+                yield os.path.join(root, n)
+
+
+def imports(path):
+    """The module paths a file names: crate::a::b, super::c (resolved)."""
+    me = module_of(path)
+    # A file's `super` is its parent module; mod.rs/x.rs with children alike.
+    parent = me[:-1]
+    text = open(path, encoding="utf-8").read()
+    text = text.split("#[cfg(test)]")[0]
+    out = set()
+    for m in re.finditer(r"\bcrate::([a-z_]+)(?:::([a-z_]+))?", text):
+        out.add(tuple(x for x in m.groups() if x))
+    for m in re.finditer(r"\bsuper::([a-z_]+)", text):
+        out.add(tuple(parent + [m.group(1)]))
+    return me, out
+
+
+def main():
+    bad, edges = [], {}
+    for f in sorted(files()):
+        me, names = imports(f)
+        top = me[0]
+        for n in names:
+            other = n[0]
+            if other == top and len(me) > 1 and len(n) > 1:
+                edges.setdefault(tuple(me[:2]), set()).add(tuple(n[:2]))
+            if other not in LEVEL or top not in LEVEL or other == top:
+                continue
+            if LEVEL[other] > LEVEL[top]:
+                bad.append(f"{'/'.join(me)} → {other} (layer {LEVEL[top]} imports layer {LEVEL[other]})")
+    loops = sorted(
+        f"{'/'.join(a)} ↔ {'/'.join(b)}"
+        for a, bs in edges.items()
+        for b in bs
+        if a < b and a in edges.get(b, set())
+    )
+    for line in sorted(set(bad)):
+        print("against the layers:", line)
+    for line in loops:
+        print("loop:", line)
+    print(f"{len(set(bad))} import(s) against the layers, {len(loops)} loop(s)")
+    return 1 if bad or loops else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
