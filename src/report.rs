@@ -123,7 +123,7 @@ pub fn why(w: &Why) -> String {
         _ => "-".into(),
     };
     let _ = writeln!(out, "estimated start: {eta}");
-    for s in &w.suggestions {
+    for s in w.estimate_note.iter().chain(&w.suggestions) {
         let _ = writeln!(out, "  → {}", sanitize(s));
     }
     out

@@ -70,6 +70,9 @@ pub struct Why {
     pub estimate: Option<Estimate>,
     /// Seconds from now to the estimated start.
     pub eta_s: Option<i64>,
+    /// The estimate in one sentence.
+    pub estimate_note: Option<String>,
+    /// What would help it start.
     pub suggestions: Vec<String>,
 }
 
@@ -158,6 +161,7 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
             causes,
             estimate,
             eta_s,
+            estimate_note: None,
             suggestions: vec![format!("job {} is {}, not waiting", j.id, j.state.as_str())],
         });
     }
@@ -204,12 +208,14 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
     );
     priority_cause(c, j, job, plan, &mut causes);
 
-    match &estimate {
-        Some(Estimate::Starts { start, nodes }) if *start == c.time => suggestions.insert(
-            0,
-            format!("the model says it can start now on {}", nodes.join(",")),
-        ),
-        Some(Estimate::Starts { start, .. }) => suggestions.push(format!(
+    // The estimate in words: its own field, not one of the suggestions
+    // (a view shows the estimate apart and must not parse prose for it).
+    let estimate_note = match &estimate {
+        Some(Estimate::Starts { start, nodes }) if *start == c.time => Some(format!(
+            "the model says it can start now on {}",
+            nodes.join(",")
+        )),
+        Some(Estimate::Starts { start, .. }) => Some(format!(
             "estimated start {} (in {}), {}",
             text::datetime(*start),
             text::duration(start - c.time),
@@ -219,21 +225,20 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
                 "when running jobs reach their time limits"
             }
         )),
-        Some(Estimate::NoFit { reason, waits_for }) => suggestions.push(format!(
+        Some(Estimate::NoFit { reason, waits_for }) => Some(format!(
             "no estimate: {}",
             Estimate::no_fit_text(reason, waits_for, "start")
         )),
-        Some(Estimate::Blocked { reason }) => {
-            suggestions.push(format!("no estimate while {reason}"))
-        }
-        None => {}
-    }
+        Some(Estimate::Blocked { reason }) => Some(format!("no estimate while {reason}")),
+        None => None,
+    };
     Some(Why {
         job: j.id.clone(),
         state: j.state.as_str().into(),
         causes,
         estimate,
         eta_s,
+        estimate_note,
         suggestions,
     })
 }

@@ -262,12 +262,12 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
             label("est. start", theme),
             Span::styled(eta, theme.warn()),
         ]));
-        for s in w
-            .suggestions
-            .iter()
-            .filter(|s| !s.starts_with("estimated start"))
-            .take(3)
-        {
+        // The estimate's sentence when the line above does not say it all
+        // (starts now, never, blocked); then what would help.
+        let said_above =
+            matches!(&w.estimate, Some(Estimate::Starts { start, .. }) if *start > a.base.time);
+        let note = w.estimate_note.iter().filter(|_| !said_above);
+        for s in note.chain(&w.suggestions).take(3) {
             lines.push(Line::from(vec![
                 Span::styled("  → ", theme.ok()),
                 Span::raw(sanitize(s).into_owned()),

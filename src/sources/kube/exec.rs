@@ -116,14 +116,15 @@ impl Executor {
     }
 
     async fn get(&self, path: &str) -> Result<Value, String> {
+        self.get_typed(path).await.map_err(|e| err_text(&e))
+    }
+
+    /// A GET whose error the caller matches on (a 404 is an answer).
+    async fn get_typed(&self, path: &str) -> Result<Value, kube::Error> {
         let req = http::Request::get(path)
             .body(Vec::new())
-            .map_err(|e| e.to_string())?;
-        self.conn
-            .client
-            .request::<Value>(req)
-            .await
-            .map_err(|e| err_text(&e))
+            .map_err(|e| kube::Error::Service(Box::new(e)))?;
+        self.conn.client.request::<Value>(req).await
     }
 
     /// The pods `kubectl drain` would evict from `node`: not DaemonSet's,

@@ -33,15 +33,15 @@ impl Executor {
             match self.send(&call).await {
                 Ok(_) => {
                     let gone = self
-                        .get(&format!("/api/v1/namespaces/{ns}/pods/{pod}"))
+                        .get_typed(&format!("/api/v1/namespaces/{ns}/pods/{pod}"))
                         .await;
                     let observed = match gone {
-                        Err(e) if e.contains("404") => "pod gone".to_string(),
+                        Err(kube::Error::Api(s)) if s.code == 404 => "pod gone".to_string(),
                         Ok(p) if !p["metadata"]["deletionTimestamp"].is_null() => {
                             "pod terminating".to_string()
                         }
                         Ok(_) => "eviction accepted; the pod is still there".to_string(),
-                        Err(e) => format!("could not re-read the pod: {e}"),
+                        Err(e) => format!("could not re-read the pod: {}", err_text(&e)),
                     };
                     let verified = observed.starts_with("pod ");
                     return Step::of(what, Ok(Outcome { verified, observed }));
