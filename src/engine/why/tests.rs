@@ -185,6 +185,15 @@ fn a_requeued_job_is_planned_from_its_begin_time() {
             .iter()
             .any(|r| matches!(r.cause, Cause::Blocked { .. }))
     );
+    // The estimate's sentence is its own field, never among the suggestions.
+    assert!(
+        w.estimate_note
+            .as_deref()
+            .is_some_and(|n| n.contains("at its begin time")),
+        "{:?}",
+        w.estimate_note
+    );
+    assert!(!w.suggestions.iter().any(|s| s.contains("estimated start")));
     // Without a known begin time it stays blocked.
     std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = None;
     assert!(matches!(
