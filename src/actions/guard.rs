@@ -134,6 +134,66 @@ fn unresolved(node: &str, base: &Base) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What the operator must read before confirming, from the engine's side:
+/// a resume of unresolved health (and the typed name it then needs, and the
+/// jobs that would start on the broken GPU at once), a drain the catalog
+/// advises against, jobs that refuse a requeue.
+fn engine_warnings(
+    a: &Action,
+    base: &Base,
+    blast: &Result<Blast, String>,
+) -> (Vec<String>, Option<String>) {
+    let mut warnings = Vec::new();
+    let mut token = None;
+    if let Action::Resume { node } = a {
+        let evidence = unresolved(node, base);
+        if !evidence.is_empty() {
+            // Putting a broken GPU back in service takes more than a `y`.
+            token = Some(node.clone());
+            warnings.push(format!(
+                "{node}'s health is unresolved: jobs started on it would fail"
+            ));
+            warnings.extend(evidence);
+            if let Ok(b) = blast
+                && !b.start_on_broken.is_empty()
+            {
+                warnings.push(format!(
+                    "the scheduler would start {} on {node} at once, on the broken GPU(s): {}",
+                    if b.start_on_broken.len() == 1 {
+                        "this pending job"
+                    } else {
+                        "these pending jobs"
+                    },
+                    b.start_on_broken.join(", ")
+                ));
+            }
+        }
+    }
+    // A drain the catalog advises against: the node's failure calls for
+    // something else (an application Xid: restart the job, the GPU is fine).
+    if let Action::Drain { node, .. } | Action::Cordon { node, .. } = a
+        && !base.unusable.contains(node.as_str())
+        && let Some(i) = base
+            .incidents
+            .iter()
+            .find(|i| &i.node == node && i.is_open() && i.kind != "node" && !i.action.needs_drain())
+    {
+        warnings.push(format!(
+            "the catalog's remedy for {} on {node} is not a drain: {} — see the options (O, or nightshift options {node})",
+            i.full_label(),
+            i.action.advice()
+        ));
+    }
+    if let (Ok(b), Action::Drain { node, .. }) = (blast, a) {
+        for id in &b.keep_running {
+            warnings.push(format!(
+                "job {id} was submitted with --no-requeue: the scheduler refuses its requeue, so it keeps running and {node} stays draining until it ends; to empty {node} now, cancel it (its owner resubmits it)"
+            ));
+        }
+    }
+    (warnings, token)
+}
+
 /// Builds the preview: blast radius, calls, policy verdict, undo.
 #[allow(clippy::too_many_arguments)]
 pub fn preview(
@@ -168,54 +228,8 @@ pub fn preview(
         (Ok(b), _) => b.summary.clone(),
         (Err(e), _) => e.clone(),
     };
-    let mut warnings = Vec::new();
-    let mut token = a.is_destructive().then(|| a.target().to_string());
-    if let Action::Resume { node } = a {
-        let evidence = unresolved(node, base);
-        if !evidence.is_empty() {
-            // Putting a broken GPU back in service takes more than a `y`.
-            token = Some(node.clone());
-            warnings.push(format!(
-                "{node}'s health is unresolved: jobs started on it would fail"
-            ));
-            warnings.extend(evidence);
-            if let Ok(b) = &blast
-                && !b.start_on_broken.is_empty()
-            {
-                warnings.push(format!(
-                    "the scheduler would start {} on {node} at once, on the broken GPU(s): {}",
-                    if b.start_on_broken.len() == 1 {
-                        "this pending job"
-                    } else {
-                        "these pending jobs"
-                    },
-                    b.start_on_broken.join(", ")
-                ));
-            }
-        }
-    }
-    // A drain the catalog advises against: the node's failure calls for
-    // something else (an application Xid: restart the job, the GPU is fine).
-    if let Action::Drain { node, .. } | Action::Cordon { node, .. } = a
-        && !base.unusable.contains(node.as_str())
-        && let Some(i) = base
-            .incidents
-            .iter()
-            .find(|i| &i.node == node && i.is_open() && i.kind != "node" && !i.action.needs_drain())
-    {
-        warnings.push(format!(
-            "the catalog's remedy for {} on {node} is not a drain: {} — see the options (O, or nightshift options {node})",
-            i.full_label(),
-            i.action.advice()
-        ));
-    }
-    if let (Ok(b), Action::Drain { node, .. }) = (&blast, a) {
-        for id in &b.keep_running {
-            warnings.push(format!(
-                "job {id} was submitted with --no-requeue: the scheduler refuses its requeue, so it keeps running and {node} stays draining until it ends; to empty {node} now, cancel it (its owner resubmits it)"
-            ));
-        }
-    }
+    let (mut warnings, resume_token) = engine_warnings(a, base, &blast);
+    let token = resume_token.or_else(|| a.is_destructive().then(|| a.target().to_string()));
     if let Ok(x) = executor {
         warnings.extend(x.warnings(a));
     }
