@@ -136,8 +136,87 @@ pub fn blast(
             site,
         ));
     }
-    // Jobs submitted with --no-requeue that a drain's requeue leaves running.
-    let mut refusing: Vec<String> = Vec::new();
+    let s = scenario(c, target, site)?;
+    let plan_before = &base.plan;
+    let (plan_after, start_on_broken) = plan_after_for(c, base, target, &s.after, site);
+    let gpus_back_in_service = match target {
+        Action::Resume { node } => c
+            .node(node)
+            .filter(|n| !n.state.schedulable())
+            .map_or(0, |n| n.gpu_count),
+        _ => 0,
+    };
+    let killed_jobs = killed_jobs(c, &s, &plan_after, site);
+    let gpus_freed = killed_jobs.iter().filter_map(|k| k.gpus).sum();
+    let lost_gpu_hours = killed_jobs
+        .iter()
+        .filter_map(|k| k.restore.lost_gpu_hours.value)
+        .sum();
+    let (partition, cluster) = capacity(c, s.partition.as_deref(), s.out_of_service);
+    let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
+    let moved = moved_jobs(c, plan_before, &s.after, &plan_after, &killed_ids);
+    let jumped = match target {
+        Action::Priority { job, .. } => jumped_jobs(c, plan_before, &s.after, &plan_after, job),
+        _ => Vec::new(),
+    };
+    let (users, teams) = who_is_hit(&killed_jobs, &moved);
+    let no_op = killed_jobs.is_empty()
+        && s.out_of_service == 0
+        && moved.is_empty()
+        && jumped.is_empty()
+        && gpus_back_in_service == 0;
+    let mut b = Blast {
+        target: target.clone(),
+        summary: String::new(),
+        no_op,
+        killed: killed_jobs,
+        gpus_freed,
+        gpus_out_of_service: s.out_of_service,
+        partition,
+        cluster,
+        lost_gpu_hours,
+        moved,
+        jumped,
+        keep_running: s.keep_running,
+        gpus_back_in_service,
+        start_on_broken,
+        users,
+        teams,
+    };
+    b.summary = summary(&b);
+    Ok(b)
+}
+
+/// The snapshot as it would be after the action, and what it does.
+struct Scenario {
+    after: Cluster,
+    /// Indexes of the jobs it ends (whole gangs).
+    killed: Vec<usize>,
+    /// The jobs it ends directly (the others die with their gang).
+    seeds: Vec<usize>,
+    requeue: bool,
+    out_of_service: u32,
+    partition: Option<String>,
+    /// Jobs submitted with --no-requeue that a drain's requeue leaves running.
+    keep_running: Vec<String>,
+}
+
+impl Scenario {
+    fn of(after: Cluster, out_of_service: u32, partition: Option<String>) -> Scenario {
+        Scenario {
+            after,
+            killed: Vec::new(),
+            seeds: Vec::new(),
+            requeue: false,
+            out_of_service,
+            partition,
+            keep_running: Vec::new(),
+        }
+    }
+}
+
+/// The what-if of `target` on `c`.
+fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario, String> {
     let find_job = |id: &str| {
         c.jobs
             .iter()
@@ -148,25 +227,23 @@ pub fn blast(
         c.node(name)
             .ok_or_else(|| format!("no node {name} in the current data"))
     };
-    let (after, killed, seeds, requeue, out_of_service, part_name) = match target {
+    Ok(match target {
         Action::Drain { node, requeue, .. } => {
             let n = node_of(node)?;
-            let seeds = whatif::jobs_on_node(c, node);
             let (after, killed, kept) = whatif::drain_keeping(c, node, *requeue);
-            refusing = kept.iter().map(|&i| c.jobs[i].id.clone()).collect();
-            let oos = if n.state.schedulable() {
-                n.gpu_count
-            } else {
-                0
-            };
-            (
+            Scenario {
                 after,
                 killed,
-                seeds,
-                *requeue,
-                oos,
-                n.partitions.first().cloned(),
-            )
+                seeds: whatif::jobs_on_node(c, node),
+                requeue: *requeue,
+                out_of_service: if n.state.schedulable() {
+                    n.gpu_count
+                } else {
+                    0
+                },
+                partition: n.partitions.first().cloned(),
+                keep_running: kept.iter().map(|&i| c.jobs[i].id.clone()).collect(),
+            }
         }
         Action::Cordon { node, .. } | Action::Resume { node } | Action::SetReason { node, .. } => {
             let n = node_of(node)?;
@@ -181,59 +258,24 @@ pub fn blast(
             if let Some(x) = after.nodes.iter_mut().find(|x| &x.name == node) {
                 std::sync::Arc::make_mut(x).state = state;
             }
-            (
-                after,
-                Vec::new(),
-                Vec::new(),
-                false,
-                oos,
-                n.partitions.first().cloned(),
-            )
+            Scenario::of(after, oos, n.partitions.first().cloned())
         }
         Action::Requeue { job } | Action::Preempt { job, .. } => {
             let j = find_job(job)?;
-            if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
-                // A pod with no Kueue workload or Volcano group (Kubernetes),
-                // or a Slurm job submitted with --no-requeue.
-                return Err(if c.jobs[j].pods.is_empty() {
-                    format!(
-                        "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
-                    )
-                } else {
-                    format!(
-                        "job {job} has no Kueue workload or Volcano group: it cannot be requeued, only evicted (drain its node; its owner recreates it)"
-                    )
-                });
-            }
-            if !c.jobs[j].state.holds_resources() {
-                return Err(format!(
-                    "job {job} is {}, not running: nothing to {}",
-                    c.jobs[j].state.as_str(),
-                    if matches!(target, Action::Requeue { .. }) {
-                        "requeue"
-                    } else {
-                        "preempt"
-                    }
-                ));
-            }
+            ends(c, target, j)?;
             let requeue = matches!(target, Action::Requeue { .. }) || site.preempt_requeues;
             let (after, killed) = whatif::end_job(c, j, requeue);
-            (
-                after,
+            Scenario {
                 killed,
-                vec![j],
+                seeds: vec![j],
                 requeue,
-                0,
-                Some(c.jobs[j].partition.clone()),
-            )
+                ..Scenario::of(after, 0, Some(c.jobs[j].partition.clone()))
+            }
         }
         Action::Priority { job, value } => {
             let j = find_job(job)?;
-            (
+            Scenario::of(
                 whatif::reprioritize(c, j, *value),
-                Vec::new(),
-                Vec::new(),
-                false,
                 0,
                 Some(c.jobs[j].partition.clone()),
             )
@@ -245,57 +287,84 @@ pub fn blast(
                 Action::Hold { .. } => Some("JobHeldAdmin".into()),
                 _ => None,
             };
-            (
-                after,
-                Vec::new(),
-                Vec::new(),
-                false,
-                0,
-                Some(c.jobs[j].partition.clone()),
-            )
+            Scenario::of(after, 0, Some(c.jobs[j].partition.clone()))
         }
-    };
-    let plan_before = &base.plan;
-    // A resume: the scheduler does not know the node's health and places
-    // work on it as soon as it is back.
+    })
+}
+
+/// Why job `j` cannot be ended by `target` (requeued or preempted), if it
+/// cannot.
+fn ends(c: &Cluster, target: &Target, j: usize) -> Result<(), String> {
+    let job = &c.jobs[j].id;
+    if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
+        // A pod with no Kueue workload or Volcano group (Kubernetes),
+        // or a Slurm job submitted with --no-requeue.
+        return Err(if c.jobs[j].pods.is_empty() {
+            format!(
+                "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
+            )
+        } else {
+            format!(
+                "job {job} has no Kueue workload or Volcano group: it cannot be requeued, only evicted (drain its node; its owner recreates it)"
+            )
+        });
+    }
+    if !c.jobs[j].state.holds_resources() {
+        return Err(format!(
+            "job {job} is {}, not running: nothing to {}",
+            c.jobs[j].state.as_str(),
+            if matches!(target, Action::Requeue { .. }) {
+                "requeue"
+            } else {
+                "preempt"
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// The plan after the action, and (a resume of a node with critical
+/// health) the pending jobs the scheduler would start on it at once: it
+/// does not know the node's health and places work there as soon as it is
+/// back.
+fn plan_after_for(
+    c: &Cluster,
+    base: &Base,
+    target: &Target,
+    after: &Cluster,
+    site: &SiteParams,
+) -> (Plan, Vec<String>) {
     let resumed_broken = match target {
         Action::Resume { node } if base.unusable.contains(node) => Some(node.as_str()),
         _ => None,
     };
-    let plan_after = match resumed_broken {
-        Some(node) => {
-            let mut unusable = base.unusable.clone();
-            unusable.remove(node);
-            super::plan::plan(&after, site, &unusable)
-        }
-        None => plan_after(&after, base, site),
+    let Some(node) = resumed_broken else {
+        return (plan_after(after, base, site), Vec::new());
     };
-    let start_on_broken: Vec<String> = resumed_broken.map_or_else(Vec::new, |node| {
-        after
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(i, j)| {
-                j.state.is_pending()
-                    && matches!(plan_after.estimate(*i), Some(Estimate::Starts { start, nodes })
-                        if *start <= c.time + AT_ONCE_S && nodes.iter().any(|n| n == node))
-            })
-            .map(|(_, j)| j.id.clone())
-            .collect()
-    });
-    let gpus_back_in_service = match target {
-        Action::Resume { node } => c
-            .node(node)
-            .filter(|n| !n.state.schedulable())
-            .map_or(0, |n| n.gpu_count),
-        _ => 0,
-    };
+    let mut unusable = base.unusable.clone();
+    unusable.remove(node);
+    let plan = super::plan::plan(after, site, &unusable);
+    let starts: Vec<String> = after
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(i, j)| {
+            j.state.is_pending()
+                && matches!(plan.estimate(*i), Some(Estimate::Starts { start, nodes })
+                    if *start <= c.time + AT_ONCE_S && nodes.iter().any(|n| n == node))
+        })
+        .map(|(_, j)| j.id.clone())
+        .collect();
+    (plan, starts)
+}
 
-    let killed_jobs: Vec<KilledJob> = killed
+/// The jobs the action ends, each with its restore after it.
+fn killed_jobs(c: &Cluster, s: &Scenario, plan_after: &Plan, site: &SiteParams) -> Vec<KilledJob> {
+    s.killed
         .iter()
         .map(|&i| {
             let j = &c.jobs[i];
-            let restore = restore_after(j, c.time, &after, &plan_after, site);
+            let restore = restore_after(j, c.time, &s.after, plan_after, site);
             KilledJob {
                 id: j.id.clone(),
                 name: j.name.clone(),
@@ -304,19 +373,16 @@ pub fn blast(
                 gpus: j.gpus_requested(),
                 nodes: j.nodes.clone(),
                 gang: j.gang.clone(),
-                via_gang: !seeds.contains(&i),
-                requeued: requeue,
+                via_gang: !s.seeds.contains(&i),
+                requeued: s.requeue,
                 restore,
             }
         })
-        .collect();
-    let gpus_freed = killed_jobs.iter().filter_map(|k| k.gpus).sum();
-    let lost_gpu_hours = killed_jobs
-        .iter()
-        .filter_map(|k| k.restore.lost_gpu_hours.value)
-        .sum();
+        .collect()
+}
 
-    let cluster_total: u32 = c.nodes.iter().map(|n| n.gpu_count).sum();
+/// The capacity taken out, of the partition and of the cluster.
+fn capacity(c: &Cluster, partition: Option<&str>, out: u32) -> (Option<Capacity>, Capacity) {
     let share = |removed: u32, total: u32| {
         if total == 0 {
             0.0
@@ -324,7 +390,7 @@ pub fn blast(
             f64::from(removed) / f64::from(total)
         }
     };
-    let partition = part_name
+    let part = partition
         .and_then(|name| c.partitions.iter().find(|p| p.name == name))
         .map(|p| {
             let total = c
@@ -335,61 +401,36 @@ pub fn blast(
                 .sum();
             Capacity {
                 name: p.name.clone(),
-                gpus_removed: out_of_service,
+                gpus_removed: out,
                 gpus_total: total,
-                share: share(out_of_service, total),
+                share: share(out, total),
             }
         });
+    let cluster_total: u32 = c.nodes.iter().map(|n| n.gpu_count).sum();
     let cluster = Capacity {
         name: c.name.clone(),
-        gpus_removed: out_of_service,
+        gpus_removed: out,
         gpus_total: cluster_total,
-        share: share(out_of_service, cluster_total),
+        share: share(out, cluster_total),
     };
+    (part, cluster)
+}
 
-    let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
-    let moved = moved_jobs(c, plan_before, &after, &plan_after, &killed_ids);
-    let jumped = match target {
-        Action::Priority { job, .. } => jumped_jobs(c, plan_before, &after, &plan_after, job),
-        _ => Vec::new(),
-    };
+/// The users and teams whose jobs die or move.
+fn who_is_hit(killed: &[KilledJob], moved: &[Moved]) -> (Vec<String>, Vec<String>) {
     let mut users = BTreeSet::new();
     let mut teams = BTreeSet::new();
-    for k in &killed_jobs {
+    for k in killed {
         users.insert(k.user.clone());
         teams.extend(k.account.clone());
     }
-    for m in &moved {
+    for m in moved {
         users.insert(m.user.clone());
         if let Some(a) = &m.account {
             teams.insert(a.clone());
         }
     }
-    let no_op = killed_jobs.is_empty()
-        && out_of_service == 0
-        && moved.is_empty()
-        && jumped.is_empty()
-        && gpus_back_in_service == 0;
-    let mut b = Blast {
-        target: target.clone(),
-        summary: String::new(),
-        no_op,
-        killed: killed_jobs,
-        gpus_freed,
-        gpus_out_of_service: out_of_service,
-        partition,
-        cluster,
-        lost_gpu_hours,
-        moved,
-        jumped,
-        keep_running: refusing,
-        gpus_back_in_service,
-        start_on_broken,
-        users: users.into_iter().collect(),
-        teams: teams.into_iter().collect(),
-    };
-    b.summary = summary(&b);
-    Ok(b)
+    (users.into_iter().collect(), teams.into_iter().collect())
 }
 
 /// One line: the action and what it costs.
