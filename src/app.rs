@@ -228,8 +228,11 @@ pub struct App {
     /// The `:kpis` panel, over this window (seconds).
     pub show_kpis: Option<i64>,
     /// The scheduler's health numbers, fed every snapshot by the analyst
-    /// (off this thread); read when the `:kpis` panel is drawn.
+    /// (off this thread).
     pub kpis: crate::engine::kpis::SharedKpis,
+    /// The `:kpis` panel's figures: computed when a snapshot, an analysis
+    /// or a key comes while it is open, never while drawing.
+    pub kpi_figures: Option<crate::engine::kpis::Kpis>,
     /// The message log is open (`m`, `:messages`).
     pub show_messages: bool,
     /// Every status message, oldest first (the newest 200), with its wall
@@ -310,6 +313,7 @@ impl App {
             show_help: false,
             overlay_scroll: 0,
             show_kpis: None,
+            kpi_figures: None,
             kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
                 KPI_KEEP_S,
             ))),

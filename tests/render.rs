@@ -1039,3 +1039,20 @@ fn the_readme_words_are_the_helps() {
         }
     }
 }
+
+/// The `:kpis` panel draws figures computed when the panel opened or the
+/// book changed, never while drawing: a draw with the book held elsewhere
+/// (the analyst feeding it) neither waits for it nor computes.
+#[test]
+fn the_kpis_panel_draws_what_was_computed_without_the_book() {
+    let mut a = app_after(200);
+    a.kpis.lock().expect("book").observe(&a.cluster.clone());
+    command(&mut a, "kpis 1h");
+    assert!(a.kpi_figures.is_some(), "computed when it opened");
+    let book = a.kpis.clone();
+    let held = book.lock().expect("book");
+    let s = screen(&a, 100, 30);
+    drop(held);
+    assert!(s.contains("scheduler health"), "{s}");
+    assert!(s.contains("mean SM occupancy"), "{s}");
+}

@@ -247,10 +247,16 @@ impl App {
             "" => {}
             "q" | "q!" | "quit" => self.quit = true,
             "help" | "?" => self.show_help = true,
-            "kpis" | "kpi" => self.show_kpis = Some(3600),
+            "kpis" | "kpi" => {
+                self.show_kpis = Some(3600);
+                self.refresh_kpi_figures();
+            }
             _ if cmd.starts_with("kpis ") => {
                 match crate::engine::units::parse_duration(&cmd["kpis ".len()..]) {
-                    Ok(w) if w > 0 => self.show_kpis = Some(w as i64),
+                    Ok(w) if w > 0 => {
+                        self.show_kpis = Some(w as i64);
+                        self.refresh_kpi_figures();
+                    }
                     Ok(_) => self.flash = Some(":kpis WINDOW: a window above zero".into()),
                     Err(e) => self.flash = Some(format!(":kpis WINDOW: {e}")),
                 }

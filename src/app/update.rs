@@ -48,6 +48,24 @@ impl App {
     }
 
     pub(crate) fn dispatch(&mut self, msg: Msg, now: Instant) {
+        // What changes the `:kpis` panel's figures while it is open: the
+        // book, fed with each snapshot (the analysis follows it). Opening
+        // the panel computes them too.
+        let figures_change = matches!(msg, Msg::Source(_) | Msg::Analysis(_));
+        self.dispatch_one(msg, now);
+        if figures_change {
+            self.refresh_kpi_figures();
+        }
+    }
+
+    /// The `:kpis` figures for its window, while it is open.
+    pub(crate) fn refresh_kpi_figures(&mut self) {
+        self.kpi_figures = self
+            .show_kpis
+            .and_then(|w| self.kpis.lock().ok().and_then(|k| k.figures(w)));
+    }
+
+    fn dispatch_one(&mut self, msg: Msg, now: Instant) {
         match msg {
             Msg::Key(k) => self.on_key(k),
             Msg::Paste(text) => self.on_paste(&text),

@@ -552,8 +552,7 @@ fn full_height_popup(area: Rect, max_w: u16) -> Rect {
 fn draw_kpis(f: &mut Frame, area: Rect, app: &App, window: i64, theme: Theme) {
     let popup = full_height_popup(area, 110);
     let w = popup.width;
-    let figures = app.kpis.lock().ok().and_then(|k| k.figures(window));
-    let lines: Vec<Line> = match figures {
+    let lines: Vec<Line> = match app.kpi_figures.clone() {
         Some(k) => {
             let mut l: Vec<Line> = crate::report::kpis(&k)
                 .lines()
