@@ -133,34 +133,49 @@ pub fn tap(
     r.follow_audit(log);
     let (tx, out) = mpsc::channel(16);
     let (stop_tx, mut stop) = tokio::sync::oneshot::channel::<()>();
+    // The writer (compression, the audit's records, fsync) runs on a thread
+    // of its own: the updates pass on without waiting for the disk.
+    let (snaps, snaps_rx) = std::sync::mpsc::sync_channel::<Arc<Cluster>>(WRITER_QUEUE);
+    let notices = tx.clone();
+    let writer = std::thread::Builder::new()
+        .name("recording".into())
+        .spawn(move || write_all(r, &snaps_rx, &notices))
+        .map_err(|e| format!("cannot start the recording's writer: {e}"))?;
     let done = tokio::spawn(async move {
-        let mut rec = Some(r);
+        let mut skipped = 0u64;
         loop {
             let u = tokio::select! {
                 u = rx.recv() => u,
                 _ = &mut stop => None,
             };
             let Some(u) = u else { break };
-            if let (Update::Snapshot(c), Some(r)) = (&u, rec.as_mut())
-                && let Err(e) = r.snapshot(c)
+            if let Update::Snapshot(c) = &u
+                && let Err(std::sync::mpsc::TrySendError::Full(_)) = snaps.try_send(c.clone())
             {
-                // Said on screen and in the message log (m): the console
-                // goes on without recording.
-                let _ = tx
-                    .send(Update::Notice(format!("RECORDING STOPPED: {e}")))
-                    .await;
-                rec = None;
+                // The disk is slower than the source: this snapshot is not
+                // recorded (the next one is, whole); said once, then counted.
+                skipped += 1;
+                if skipped == 1 {
+                    let _ = tx
+                        .send(Update::Notice(
+                            "recording: the disk is slower than the source; snapshots are skipped"
+                                .into(),
+                        ))
+                        .await;
+                }
             }
             if tx.send(u).await.is_err() {
                 break;
             }
         }
-        if let Some(r) = rec {
-            let path = r.path.clone();
-            if let Err(e) = r.finish() {
-                tracing::error!("{}: {e}", path.display());
-            }
+        if skipped > 0 {
+            tracing::warn!(
+                "recording: {skipped} snapshot(s) skipped, the disk was slower than the source"
+            );
         }
+        drop(snaps);
+        // The writer finishes the file once the queue is empty.
+        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     });
     Ok((
         out,
@@ -169,6 +184,29 @@ pub fn tap(
             done,
         },
     ))
+}
+
+/// Snapshots the writer may hold before the console skips some.
+const WRITER_QUEUE: usize = 64;
+
+/// The writer thread: every snapshot queued, then the file finished. A
+/// failure stops recording (said on screen and in the message log), never
+/// the console.
+fn write_all(
+    mut r: Recorder,
+    snaps: &std::sync::mpsc::Receiver<Arc<Cluster>>,
+    notices: &mpsc::Sender<Update>,
+) {
+    for c in snaps {
+        if let Err(e) = r.snapshot(&c) {
+            let _ = notices.blocking_send(Update::Notice(format!("RECORDING STOPPED: {e}")));
+            return;
+        }
+    }
+    let path = r.path.clone();
+    if let Err(e) = r.finish() {
+        tracing::error!("{}: {e}", path.display());
+    }
 }
 
 /// The console's recording, to be finished when the console ends.
