@@ -17,7 +17,9 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 
 LAYERS = [
     {"model", "text", "limits", "host", "logging"},
-    {"engine"},
+    # report: the engine's answers in words (it reads the engine and text
+    # alone); the views, the post-mortem and the command line print with it.
+    {"engine", "report"},
     {"sources", "agent"},
     {"recording"},
     {"actions", "postmortem"},
@@ -25,7 +27,7 @@ LAYERS = [
     {"app", "columns"},
     {"views"},
     {"tui"},
-    {"cli", "config", "output", "report", "main", "lib"},
+    {"cli", "config", "output", "action_commands", "main", "lib"},
 ]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 

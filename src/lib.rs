@@ -3,6 +3,7 @@
 //! Data flows one way: `sources` → `model` → `views`; `app` holds the state
 //! and the update loop; `tui` owns the terminal.
 
+pub mod action_commands;
 pub mod actions;
 pub mod agent;
 pub mod analyst;

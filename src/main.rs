@@ -139,7 +139,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 .map(units::parse_duration)
                 .transpose()?,
         ),
-        Some(Command::Options(args)) => nightshift::actions::cli::options(
+        Some(Command::Options(args)) => nightshift::action_commands::options(
             &settings,
             &args.target,
             args.grace
@@ -148,7 +148,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 .transpose()?,
             args.output,
         ),
-        Some(Command::Audit { output }) => nightshift::actions::cli::show(&settings, output),
+        Some(Command::Audit { output }) => nightshift::action_commands::show(&settings, output),
         Some(Command::Agent {
             listen,
             interval,
@@ -168,7 +168,7 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             runtime()?.block_on(nightshift::agent::server::run(cfg))
         }
-        Some(cmd) => nightshift::actions::cli::run(&settings, &cmd),
+        Some(cmd) => nightshift::action_commands::run(&settings, &cmd),
     }
 }
 

@@ -178,7 +178,7 @@ async fn console(
     app.catalog = settings.xid_catalog.clone();
     app.kpis = kpis;
     app.bell_on_critical = settings.bell_on_critical;
-    let warnings = crate::actions::cli::warn_unfinished(&crate::actions::audit::AuditLog::new(
+    let warnings = crate::actions::audit::warn_unfinished(&crate::actions::audit::AuditLog::new(
         settings.audit_log.clone(),
     ));
     if let Some(w) = warnings.first() {

@@ -288,3 +288,37 @@ pub fn new_id() -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// Says once, before anything else, which earlier actions never finished:
+/// a first line with their count and the newest few, then one line each.
+pub fn warn_unfinished(log: &AuditLog) -> Vec<String> {
+    let left = log.unfinished();
+    if left.is_empty() {
+        return Vec::new();
+    }
+    let one = |r: &Record| {
+        format!(
+            "{} {} at {} by {}",
+            r.action,
+            crate::text::sanitize(&r.target),
+            crate::text::datetime(r.time),
+            crate::text::sanitize(&r.operator)
+        )
+    };
+    let newest: Vec<String> = left.iter().rev().take(3).map(one).collect();
+    let more = left.len().saturating_sub(3);
+    let mut out = vec![format!(
+        "{} earlier action(s) were interrupted — their outcome was never recorded; check the scheduler: {}{}",
+        left.len(),
+        newest.join("; "),
+        if more > 0 {
+            format!("; and {more} older (nightshift audit)")
+        } else {
+            String::new()
+        }
+    )];
+    if left.len() > 1 {
+        out.extend(left.iter().map(|r| format!("interrupted: {}", one(r))));
+    }
+    out
+}

@@ -3,7 +3,6 @@
 //! alike. Each backend only supplies an executor.
 
 pub mod audit;
-pub mod cli;
 pub mod executor;
 pub mod guard;
 pub mod policy;

@@ -409,7 +409,7 @@ fn an_interrupted_action_is_found_at_the_next_start() {
     let left = b.log.unfinished();
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].target, "gpu07");
-    let warnings = super::cli::warn_unfinished(&b.log);
+    let warnings = super::audit::warn_unfinished(&b.log);
     assert!(
         warnings[0].contains("interrupted") && warnings[0].contains("gpu07"),
         "{warnings:?}"
@@ -792,7 +792,7 @@ fn every_interrupted_intent_is_counted_and_the_newest_named() {
             .write(&intent(&format!("x{i}"), t, i as i64 + 1))
             .expect("write");
     }
-    let w = super::cli::warn_unfinished(&b.log);
+    let w = super::audit::warn_unfinished(&b.log);
     assert!(
         w[0].starts_with("5 earlier action(s) were interrupted"),
         "{}",

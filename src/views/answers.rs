@@ -186,7 +186,7 @@ pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
         let jobs = if inc.jobs.is_empty() {
             "no job".to_string()
         } else {
-            crate::output::incident_jobs(inc)
+            crate::columns::incident_jobs(inc)
         };
         lines.push(Line::from(vec![
             label("hit", theme),

@@ -1,10 +1,10 @@
 //! The action commands: `nightshift drain|cordon|resume|requeue|priority|
 //! hold|release …` through the same guard the TUI uses, and `audit`.
 
-use super::audit::AuditLog;
-use super::executor::Executor;
-use super::guard::{self, Preview, Who};
-use super::{Action, top_priority};
+use crate::actions::audit::{AuditLog, warn_unfinished};
+use crate::actions::executor::Executor;
+use crate::actions::guard::{self, Preview, Who};
+use crate::actions::{Action, top_priority};
 use crate::cli::{ActArgs, Command, Format};
 use crate::config::Settings;
 use crate::model::Cluster;
@@ -95,40 +95,6 @@ pub fn action_of<'a>(
         Command::Release { job, act } => (Action::Release { job: job.clone() }, act),
         _ => return None,
     }))
-}
-
-/// Says once, before anything else, which earlier actions never finished:
-/// a first line with their count and the newest few, then one line each.
-pub fn warn_unfinished(log: &AuditLog) -> Vec<String> {
-    let left = log.unfinished();
-    if left.is_empty() {
-        return Vec::new();
-    }
-    let one = |r: &super::audit::Record| {
-        format!(
-            "{} {} at {} by {}",
-            r.action,
-            sanitize(&r.target),
-            text::datetime(r.time),
-            sanitize(&r.operator)
-        )
-    };
-    let newest: Vec<String> = left.iter().rev().take(3).map(one).collect();
-    let more = left.len().saturating_sub(3);
-    let mut out = vec![format!(
-        "{} earlier action(s) were interrupted — their outcome was never recorded; check the scheduler: {}{}",
-        left.len(),
-        newest.join("; "),
-        if more > 0 {
-            format!("; and {more} older (nightshift audit)")
-        } else {
-            String::new()
-        }
-    )];
-    if left.len() > 1 {
-        out.extend(left.iter().map(|r| format!("interrupted: {}", one(r))));
-    }
-    out
 }
 
 #[derive(Serialize)]
@@ -228,7 +194,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     );
     print_preview(&p, act.output)?;
     // Nothing to do is not an error: nothing was sent, as asked.
-    if let Some(super::policy::Refusal::Nothing(_)) = &p.refusal {
+    if let Some(crate::actions::policy::Refusal::Nothing(_)) = &p.refusal {
         return Ok(());
     }
     if act.dry_run {
