@@ -397,30 +397,7 @@ pub fn seconds(v: f64, key: &str) -> Result<Duration, String> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Policy {
-    pub read_only: bool,
-    /// Refuse to act on data older than this.
-    pub max_data_age: Duration,
-    /// Refuse to take a node out if more than this share of its partition's
-    /// nodes would then be out of service.
-    pub max_partition_share_out: f64,
-    /// Refuse to take more than this many nodes out within `window`.
-    pub max_nodes_per_window: u32,
-    pub window: Duration,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            read_only: false,
-            max_data_age: Duration::from_secs(30),
-            max_partition_share_out: 0.25,
-            max_nodes_per_window: 3,
-            window: Duration::from_secs(600),
-        }
-    }
-}
+pub use crate::actions::policy::Policy;
 
 /// `[actions]` in the configuration file.
 #[derive(Debug, Default, Deserialize)]

@@ -5,7 +5,31 @@ use super::Action;
 use crate::model::Cluster;
 use std::time::Duration;
 
-pub use crate::config::Policy;
+/// The guard's policies: read-only, data age, and the circuit breaker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub read_only: bool,
+    /// Refuse to act on data older than this.
+    pub max_data_age: Duration,
+    /// Refuse to take a node out if more than this share of its partition's
+    /// nodes would then be out of service.
+    pub max_partition_share_out: f64,
+    /// Refuse to take more than this many nodes out within `window`.
+    pub max_nodes_per_window: u32,
+    pub window: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            read_only: false,
+            max_data_age: Duration::from_secs(30),
+            max_partition_share_out: 0.25,
+            max_nodes_per_window: 3,
+            window: Duration::from_secs(600),
+        }
+    }
+}
 
 /// Why the guard will not act.
 #[derive(Debug, Clone, PartialEq, Eq)]
