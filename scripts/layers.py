@@ -21,13 +21,17 @@ LAYERS = [
     # alone); the views, the post-mortem and the command line print with it.
     {"engine", "report"},
     {"sources", "agent"},
-    {"recording"},
-    {"actions", "postmortem"},
+    # The guard, its executors and the audit log.
+    {"actions"},
+    # Recordings hold the source's snapshots and the audit's records.
+    {"recording", "postmortem"},
     {"analyst", "fuzzing"},
     {"app", "columns"},
     {"views"},
-    {"tui"},
-    {"cli", "config", "output", "action_commands", "main", "lib"},
+    # The program: its command line and settings (resolved from both into
+    # the sources', the engine's and the guard's), the console's loop, the
+    # commands.
+    {"cli", "config", "tui", "output", "action_commands", "recording_commands", "main", "lib"},
 ]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 

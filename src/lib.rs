@@ -21,6 +21,7 @@ pub mod model;
 pub mod output;
 pub mod postmortem;
 pub mod recording;
+pub mod recording_commands;
 pub mod report;
 pub mod sources;
 pub mod text;

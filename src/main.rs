@@ -69,7 +69,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Get(args)) if args.what == nightshift::cli::GetWhat::Kpis => {
             let window = units::parse_duration(&args.window)? as i64;
-            let k = nightshift::recording::run::kpis(&settings, window)?;
+            let k = nightshift::recording_commands::kpis(&settings, window)?;
             emit(args.output, &k, report::kpis)
         }
         Some(Command::Get(args)) => {
@@ -131,7 +131,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
-        Some(Command::Record(args)) => nightshift::recording::run::record(
+        Some(Command::Record(args)) => nightshift::recording_commands::record(
             &settings,
             &args.file,
             args.duration

@@ -1,10 +1,10 @@
-//! Recording and replaying from the command line and the console.
+//! The console's recording (`--record`) and the state of a recording at a
+//! time (`--replay FILE --at`).
 
 use super::{Recorder, Recording, parse_at};
 use crate::actions::audit::AuditLog;
-use crate::config::Settings;
 use crate::model::Cluster;
-use crate::sources::{SourceConfig, Update};
+use crate::sources::Update;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -30,92 +30,6 @@ pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, String> {
         ));
     }
     rec.state_at(t)
-}
-
-/// `nightshift record FILE`: the sim for `--sim-seconds` of its own time,
-/// at full speed and without a terminal; a live source until ctrl-c or
-/// `--for`.
-pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), String> {
-    let log = AuditLog::new(settings.audit_log.clone());
-    match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
-            if settings.sim_seconds == 0 {
-                return Err(
-                    "recording the sim needs its length: --sim-seconds S (e.g. 28800 for a night)"
-                        .into(),
-                );
-            }
-            let mut s = crate::sources::sim::Sim::new(*sim)?;
-            let mut r = Recorder::create(file, "sim")?;
-            r.follow_audit(log);
-            let began = std::time::Instant::now();
-            for _ in 0..=settings.sim_seconds {
-                r.snapshot(&Arc::new(s.snapshot()))?;
-                s.advance(1);
-            }
-            let (snaps, raw) = (r.snapshots, r.raw_bytes);
-            r.finish()?;
-            say_done(file, snaps, raw, began.elapsed());
-            Ok(())
-        }
-        _ => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            rt.block_on(record_live(settings, file, duration, log))
-        }
-    }
-}
-
-fn say_done(file: &Path, snapshots: u64, raw: u64, took: std::time::Duration) {
-    let size = std::fs::metadata(file).map_or(0, |m| m.len());
-    crate::outln!(
-        "recorded {snapshots} snapshots to {}: {} ({} before compression) in {:.1} s",
-        file.display(),
-        crate::text::bytes(size),
-        crate::text::bytes(raw),
-        took.as_secs_f64()
-    );
-}
-
-async fn record_live(
-    settings: &Settings,
-    file: &Path,
-    duration: Option<u64>,
-    log: AuditLog,
-) -> Result<(), String> {
-    let (mut rx, _control) = crate::sources::spawn(settings.source.clone(), &settings.endpoints)?;
-    let mut r = Recorder::create(file, settings.source.name())?;
-    r.follow_audit(log);
-    let began = std::time::Instant::now();
-    let until = duration.map(|d| tokio::time::Instant::now() + std::time::Duration::from_secs(d));
-    let stop = async {
-        match until {
-            Some(t) => tokio::time::sleep_until(t).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            u = rx.recv() => match u {
-                Some(Update::Snapshot(c)) => r.snapshot(&c)?,
-                Some(Update::Status { origin, error: Some(e) }) => {
-                    crate::text::warn(&format!("{}: {e}", origin.name()));
-                }
-                Some(_) => {}
-                None => break,
-            },
-            _ = tokio::signal::ctrl_c() => break,
-            _ = &mut stop => break,
-        }
-    }
-    let (snaps, raw) = (r.snapshots, r.raw_bytes);
-    r.finish()?;
-    say_done(file, snaps, raw, began.elapsed());
-    Ok(())
 }
 
 /// The console's `--record FILE`: everything the source sends passes on
@@ -227,44 +141,4 @@ impl Tap {
             tracing::error!("the recording could not be finished within 5 s");
         }
     }
-}
-
-/// The scheduler's health numbers for `get kpis`: over a recording (up to
-/// `--at`), over `--sim-seconds` of the sim (observed every second), or —
-/// a live source — over its one snapshot (rates need history).
-pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::Kpis, String> {
-    use crate::engine::kpis::KpiBook;
-    let mut book = KpiBook::new(window_s);
-    if let Some(path) = &settings.replay {
-        let rec = Recording::open(path)?;
-        for w in rec.damage() {
-            crate::text::warn(&w);
-        }
-        let (start, end) = rec.span();
-        let until = match settings.at.as_deref() {
-            Some(s) => parse_at(s, start)?,
-            None => end,
-        };
-        for c in rec.states() {
-            let c = c?;
-            if c.time > until {
-                break;
-            }
-            book.observe(&c);
-        }
-    } else if let SourceConfig::Sim { sim, .. } = &settings.source {
-        let mut s = crate::sources::sim::Sim::new(*sim)?;
-        book.observe(&s.snapshot());
-        for _ in 0..settings.sim_seconds {
-            s.advance(1);
-            book.observe(&s.snapshot());
-        }
-    } else {
-        return Err(
-            "kpis need history: record the source (nightshift record FILE) and use --replay FILE, or open the console's :kpis"
-                .into(),
-        );
-    }
-    book.figures(window_s)
-        .ok_or_else(|| "no snapshot to compute figures from".to_string())
 }
