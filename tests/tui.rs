@@ -493,7 +493,10 @@ fn ctrl_z_and_sigtstp_suspend_and_fg_redraws() {
         }
         t.expect("Stopped");
         assert_restored(&t);
-        t.type_line("fg");
+        // `; echo` on the same line: the shell says the exit status as the
+        // console ends (a line typed after `q` could reach the console, in
+        // raw mode until it has quit, and be lost under load).
+        t.type_line("fg; echo DONE=$?");
         t.expect("│ sim-16 │");
         assert_eq!(
             t.pane_flag("alternate_on"),
@@ -502,7 +505,6 @@ fn ctrl_z_and_sigtstp_suspend_and_fg_redraws() {
         );
         t.expect("h100-03");
         t.keys(&["q"]);
-        t.type_line("echo DONE=$?");
         t.expect("DONE=0");
         assert_restored(&t);
     }
