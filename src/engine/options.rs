@@ -474,6 +474,30 @@ pub fn node_options_with(
         });
     }
 
+    if let Some(choice) = drain_broken(c, base, node, class, &hung, site)? {
+        options.insert(0, choice);
+    }
+
+    options.push(do_nothing(&hung, class));
+    let mut o = Options {
+        target: subject,
+        time: c.time,
+        options,
+    };
+    recommend_for_node(&mut o, &hung, site);
+    Ok(o)
+}
+
+/// For a healthy node carrying ranks of a gang hung by another node's
+/// broken GPU: the option to drain that node, named.
+fn drain_broken(
+    c: &Cluster,
+    base: &Base,
+    node: &str,
+    class: ActionClass,
+    hung: &BTreeMap<String, f64>,
+    site: &SiteParams,
+) -> Result<Option<Choice>, String> {
     // A healthy node carrying ranks of a gang hung by another node's broken
     // GPU: the remedy is that node's. Draining this one takes healthy
     // capacity out for nothing.
@@ -486,52 +510,41 @@ pub fn node_options_with(
                 .find(|x| base.unusable.contains(x.as_str()))
         })
         .flatten();
-    if let Some(broken) = &broken {
-        let there = Action::Drain {
-            node: broken.clone(),
-            reason: base
-                .drain_reason(broken)
-                .unwrap_or_else(|| "drained via nightshift".to_string()),
-            requeue: true,
-        };
-        let bb = blast(c, base, &there, site)?;
-        let (l, bk, u) = kill_terms(c, &bb);
-        let what = base
-            .node_verdict(broken)
-            .map_or_else(String::new, |v| format!(": {}", v.verdict.summary));
-        options.insert(
-            0,
-            Choice {
-                name: "drain_broken",
-                title: format!("drain {broken}, the gang's broken node"),
-                actions: vec![there.command_line()],
-                steps: vec![there.clone()],
-                manual: vec![format!("{broken}{what}")],
-                gpu_hours_lost: l,
-                resume_in_s: bk,
-                capacity_out: CapacityOut {
-                    gpus: c
-                        .node(broken)
-                        .filter(|n| n.state.schedulable())
-                        .map_or(0, |n| n.gpu_count),
-                    for_s: None,
-                    note: format!("{broken}, until its remedy and a resume; {node} keeps running"),
-                },
-                queue_moves: Some(bb.moved.len()),
-                unknowns: u,
-                ..Choice::default()
-            },
-        );
-    }
-
-    options.push(do_nothing(&hung, class));
-    let mut o = Options {
-        target: subject,
-        time: c.time,
-        options,
+    let Some(broken) = &broken else {
+        return Ok(None);
     };
-    recommend_for_node(&mut o, &hung, site);
-    Ok(o)
+    let there = Action::Drain {
+        node: broken.clone(),
+        reason: base
+            .drain_reason(broken)
+            .unwrap_or_else(|| "drained via nightshift".to_string()),
+        requeue: true,
+    };
+    let bb = blast(c, base, &there, site)?;
+    let (l, bk, u) = kill_terms(c, &bb);
+    let what = base
+        .node_verdict(broken)
+        .map_or_else(String::new, |v| format!(": {}", v.verdict.summary));
+    Ok(Some(Choice {
+        name: "drain_broken",
+        title: format!("drain {broken}, the gang's broken node"),
+        actions: vec![there.command_line()],
+        steps: vec![there.clone()],
+        manual: vec![format!("{broken}{what}")],
+        gpu_hours_lost: l,
+        resume_in_s: bk,
+        capacity_out: CapacityOut {
+            gpus: c
+                .node(broken)
+                .filter(|n| n.state.schedulable())
+                .map_or(0, |n| n.gpu_count),
+            for_s: None,
+            note: format!("{broken}, until its remedy and a resume; {node} keeps running"),
+        },
+        queue_moves: Some(bb.moved.len()),
+        unknowns: u,
+        ..Choice::default()
+    }))
 }
 
 pub(super) fn burning(hung: &BTreeMap<String, f64>) -> f64 {
