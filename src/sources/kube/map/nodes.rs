@@ -316,25 +316,31 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
 /// node state changes (NodeNotReady), oldest first.
 pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
-    let push =
-        |out: &mut Vec<Event>, time: Timestamp, node: &str, kind: EventKind, message: String| {
-            if c.node(node).is_none()
-                || out
-                    .iter()
-                    .any(|e| e.node == node && e.kind == kind && e.time == time)
-            {
-                return;
-            }
-            out.push(Event {
-                seq: 0,
-                time,
-                node: node.to_string(),
-                gpu: None,
-                kind,
-                message,
-                jobs: c.jobs_at(node, None),
-            });
-        };
+    // One event per (node, kind, time); the jobs hit are those on its GPU
+    // when the report names one, else on the node.
+    let push = |out: &mut Vec<Event>,
+                time: Timestamp,
+                node: &str,
+                gpu: Option<u32>,
+                kind: EventKind,
+                message: String| {
+        if c.node(node).is_none()
+            || out
+                .iter()
+                .any(|e| e.node == node && e.kind == kind && e.time == time)
+        {
+            return;
+        }
+        out.push(Event {
+            seq: 0,
+            time,
+            node: node.to_string(),
+            gpu,
+            kind,
+            message,
+            jobs: c.jobs_at(node, gpu),
+        });
+    };
     for e in o.of("events") {
         if e["involvedObject"]["kind"] != "Node" {
             continue;
@@ -346,21 +352,14 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
             .unwrap_or(c.time);
         let msg = e["message"].as_str().unwrap_or_default();
         if let Some(code) = xid_code(msg) {
-            push(&mut out, t, node, EventKind::Xid { code }, msg.to_string());
-            if let Some(e) = out.last_mut().filter(|e| e.node == node && e.time == t) {
-                e.gpu = gpu_named(msg);
-            }
+            let kind = EventKind::Xid { code };
+            push(&mut out, t, node, gpu_named(msg), kind, msg.to_string());
         } else if e["reason"] == "NodeNotReady" {
-            push(
-                &mut out,
-                t,
-                node,
-                EventKind::NodeState {
-                    from: "up".into(),
-                    to: "down".into(),
-                },
-                msg.to_string(),
-            );
+            let kind = EventKind::NodeState {
+                from: "up".into(),
+                to: "down".into(),
+            };
+            push(&mut out, t, node, None, kind, msg.to_string());
         }
     }
     // The Xids the nodes' conditions and taints report: one event per
@@ -375,19 +374,14 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
                     && e.kind == (EventKind::Xid { code })
                     && ((e.time - t).abs() <= 60 || r.source.starts_with("taint "))
             }) {
-                e.gpu = e.gpu.or(r.gpu);
+                if e.gpu.is_none() && r.gpu.is_some() {
+                    e.gpu = r.gpu;
+                    e.jobs = c.jobs_at(&n.name, r.gpu);
+                }
                 continue;
             }
-            push(
-                &mut out,
-                t,
-                &n.name,
-                EventKind::Xid { code },
-                r.message.clone(),
-            );
-            if let Some(e) = out.last_mut() {
-                e.gpu = r.gpu;
-            }
+            let kind = EventKind::Xid { code };
+            push(&mut out, t, &n.name, r.gpu, kind, r.message.clone());
         }
     }
     out.sort_by(|a, b| a.time.cmp(&b.time).then(a.node.cmp(&b.node)));
