@@ -17,6 +17,7 @@ use super::stall::Stall;
 use super::xid::{ActionClass, XidCatalog};
 use crate::model::{Cluster, Event, EventKind, GpuHealth, JobState, NodeState, Timestamp};
 use crate::text;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -285,11 +286,14 @@ impl Failure<'_> {
 }
 
 /// Whether the node rebooted between `a` and `b` (a reboot ends a failure:
-/// what comes after is a new one).
-fn rebooted_between(c: &Cluster, node: &str, a: Timestamp, b: Timestamp) -> bool {
-    c.node(node)
-        .and_then(|n| n.boot_time)
-        .is_some_and(|t| a < t && t <= b)
+/// what comes after is a new one), from the nodes' boot times.
+fn rebooted_between(
+    boots: &FxHashMap<&str, Timestamp>,
+    node: &str,
+    a: Timestamp,
+    b: Timestamp,
+) -> bool {
+    boots.get(node).is_some_and(|&t| a < t && t <= b)
 }
 
 /// Gathers the GPU events into failures: the events of one GPU (or, when
@@ -298,6 +302,13 @@ fn rebooted_between(c: &Cluster, node: &str, a: Timestamp, b: Timestamp) -> bool
 /// failure on their node are its stages; stalls of a gang whose rank was
 /// on the failed GPU are its evidence. What joins nothing stands alone.
 fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Event>, Vec<usize>) {
+    // Looked up once: a scan of the nodes per comparison was linear in the
+    // cluster's size.
+    let boots: FxHashMap<&str, Timestamp> = c
+        .nodes
+        .iter()
+        .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
+        .collect();
     let mut events: Vec<&Event> = c.events.iter().collect();
     events.sort_by_key(|e| (e.time, e.seq));
     let mut failures: Vec<Failure> = Vec::new();
@@ -311,7 +322,7 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
             f.node == e.node
                 && (f.gpu == e.gpu || f.gpu.is_none() || e.gpu.is_none())
                 && e.time - f.last() <= GROUP_GAP_S
-                && !rebooted_between(c, &e.node, f.last(), e.time)
+                && !rebooted_between(&boots, &e.node, f.last(), e.time)
         });
         match joins {
             Some(f) => {
@@ -333,7 +344,7 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
             f.node == e.node
                 && f.first() <= e.time
                 && e.time - f.last() <= super::health::XID_WINDOW_S
-                && !rebooted_between(c, &e.node, f.last(), e.time)
+                && !rebooted_between(&boots, &e.node, f.last(), e.time)
         });
         match of {
             Some(f) => f.stages.push(e),
