@@ -247,11 +247,9 @@ fn loss_then(
         .filter(|&i| c.jobs[i].state.holds_resources())
         .and_then(|i| restore(c, b, i, site));
     // Up to when it stopped, as the health numbers count it.
-    let stopped = job.zip(stopped_at).and_then(|(j, t)| {
-        let from = crate::engine::restore::unsaved_since(j)?;
-        let g = j.gpus_requested()?;
-        Some((t - from).max(0) as f64 / 3600.0 * f64::from(g))
-    });
+    let stopped = job
+        .zip(stopped_at)
+        .and_then(|(j, t)| crate::engine::restore::lost_gpu_hours(j, t));
     Loss {
         lost: stopped.or_else(|| r.as_ref().and_then(|r| r.lost_gpu_hours.value)),
         back: r.as_ref().and_then(|r| r.total_s.value),
@@ -430,17 +428,12 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
         });
     }
     // The hung jobs' unsaved work, as the health numbers count it: lost
-    // when they are requeued (one definition: restore::unsaved_since).
+    // when they are requeued (one definition: restore::lost_gpu_hours).
     let hung: f64 = base_end
         .stalls
         .iter()
-        .filter_map(|s| end.jobs.iter().position(|j| j.id == s.job))
-        .filter_map(|i| {
-            let j = &end.jobs[i];
-            let from = crate::engine::restore::unsaved_since(j)?;
-            let g = j.gpus_requested()?;
-            Some((end.time - from).max(0) as f64 / 3600.0 * f64::from(g))
-        })
+        .filter_map(|s| end.job(&s.job))
+        .filter_map(|j| crate::engine::restore::lost_gpu_hours(j, end.time))
         .sum::<f64>()
         + 0.0;
     let mut kpis = book.figures(to - from);

@@ -312,11 +312,7 @@ impl KpiBook {
             Change::Stopped(_) | Change::Requeued => {
                 // Work since its checkpoint (or its start) up to when it
                 // stopped; unknown when neither is known.
-                let end = j.end_time.unwrap_or(c.time);
-                let from = super::restore::unsaved_since(j);
-                let gpu_hours = from
-                    .zip(j.gpus_requested())
-                    .map(|(f, g)| (end - f).max(0) as f64 / 3600.0 * f64::from(g));
+                let gpu_hours = super::restore::lost_gpu_hours(j, j.end_time.unwrap_or(c.time));
                 losses.push_back(Loss {
                     time: c.time,
                     failed: change != Change::Requeued,

@@ -384,30 +384,30 @@ pub fn unsaved_since(job: &Job) -> Option<Timestamp> {
     }
 }
 
+/// GPU-hours lost by `job` if its work is thrown away at `until`: its GPUs
+/// × the time since [`unsaved_since`]. `None` when either is unknown.
+pub fn lost_gpu_hours(job: &Job, until: Timestamp) -> Option<f64> {
+    let from = unsaved_since(job)?;
+    let gpus = job.gpus_requested()?;
+    Some((until - from).max(0) as f64 / 3600.0 * f64::from(gpus))
+}
+
 /// What the restore model knows about a running job at `now`.
 fn input_for(job: &Job, now: i64) -> RestoreInput {
     let since = if job.state.holds_resources() {
-        match (job.checkpoint.last, job.start_time) {
-            // A job (re)started after its last checkpoint has lost only
-            // what it computed since it started: it restored from that
-            // checkpoint.
-            (Some(t), Some(s)) if s > t => Some((
-                (now - s).max(0),
+        // Which of the checkpoint and the (re)start [`unsaved_since`] chose.
+        let (provenance, note) = match (job.checkpoint.last, job.start_time) {
+            (Some(t), Some(s)) if s > t => (
                 Provenance::JobMetadata,
-                "since it (re)started from its last checkpoint".to_string(),
-            )),
-            (Some(t), _) => Some((
-                (now - t).max(0),
-                Provenance::JobMetadata,
-                "since the last checkpoint".to_string(),
-            )),
-            (None, Some(t)) => Some((
-                (now - t).max(0),
+                "since it (re)started from its last checkpoint",
+            ),
+            (Some(_), _) => (Provenance::JobMetadata, "since the last checkpoint"),
+            _ => (
                 Provenance::Assumption,
-                "no checkpoint known: counted from the job's start".to_string(),
-            )),
-            (None, None) => None,
-        }
+                "no checkpoint known: counted from the job's start",
+            ),
+        };
+        unsaved_since(job).map(|t| ((now - t).max(0), provenance, note.to_string()))
     } else {
         None
     };

@@ -88,13 +88,8 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
     }
 }
 
-/// The snapshot with `node` drained and its jobs (and their gangs) ended.
-pub fn drain(c: &Cluster, node: &str, requeue: bool) -> (Cluster, Vec<usize>) {
-    let (after, killed, _) = drain_keeping(c, node, requeue);
-    (after, killed)
-}
-
-/// A drain as the scheduler carries it out: with `requeue`, a job
+/// The snapshot with `node` drained and its jobs (and their gangs) ended,
+/// as the scheduler carries it out: with `requeue`, a job
 /// submitted with --no-requeue refuses its requeue and keeps running (the
 /// node stays draining until it ends). Returns the snapshot after, the
 /// jobs ended, and the jobs that keep running.
