@@ -63,6 +63,9 @@ pub struct HealthWatch {
     /// Xids in Prometheus's history, by node name and GPU: an Xid first
     /// read now but reported earlier is dated when it was first seen.
     history: HashMap<(String, u32), Vec<XidSeen>>,
+    /// Events read while the scheduler had no jobs to tell (before its
+    /// first answer): named once it has (see `name_victims`).
+    unnamed: Vec<u64>,
 }
 
 /// Endpoint incidents kept.
@@ -139,6 +142,9 @@ impl HealthWatch {
                     message,
                 };
                 redate(&mut e, &self.history);
+                if base.jobs.is_empty() {
+                    self.unnamed.push(e.seq);
+                }
                 self.events.push(e);
             }
             let mut recent = was.recent;
@@ -167,11 +173,17 @@ impl HealthWatch {
     /// Events read before the scheduler's data came (the console polls the
     /// endpoints and the scheduler side by side) name no job: they get the
     /// jobs the scheduler now has on their GPU that had started by then.
+    /// Each such event is looked at once, when the jobs come.
     fn name_victims(&mut self, base: &Cluster) {
-        if base.jobs.is_empty() {
+        if base.jobs.is_empty() || self.unnamed.is_empty() {
             return;
         }
-        for e in self.events.iter_mut().filter(|e| e.jobs.is_empty()) {
+        let unnamed = std::mem::take(&mut self.unnamed);
+        for e in self
+            .events
+            .iter_mut()
+            .filter(|e| e.jobs.is_empty() && unnamed.contains(&e.seq))
+        {
             e.jobs = base
                 .jobs_at(&e.node, e.gpu)
                 .into_iter()
