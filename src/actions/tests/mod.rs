@@ -1,0 +1,157 @@
+//! The guard on the simulated cluster: refusals send nothing, confirmed
+//! actions are executed, verified and audited, interrupted ones are found.
+//! The bench and its helpers here; the tests by what they hold the guard to:
+//! `execution` (confirmation, policies, execution), `previews` (what the
+//! operator reads before confirming), `audit_log` (the log it keeps).
+
+use crate::actions::Action;
+use crate::actions::audit::{AuditLog, Record};
+use crate::actions::executor::Executor;
+use crate::actions::guard::{self, Who};
+use crate::actions::policy::{Policy, Refusal};
+use crate::engine::SiteParams;
+use crate::model::{JobState, NodeState};
+use crate::sources::sim::{Sim, SimConfig};
+use std::sync::Mutex;
+use std::time::Duration;
+
+mod audit_log;
+mod execution;
+mod previews;
+
+struct Bench {
+    sim: Executor,
+    log: AuditLog,
+    _dir: tempfile::TempDir,
+}
+
+fn bench() -> Bench {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = Sim::new(SimConfig::default()).expect("sim");
+    Bench {
+        sim: Executor::LocalSim(Box::new(Mutex::new(sim))),
+        log: AuditLog::new(dir.path().join("audit.jsonl")),
+        _dir: dir,
+    }
+}
+
+fn snapshot(e: &Executor) -> crate::model::Cluster {
+    match e {
+        Executor::LocalSim(s) => s.lock().expect("sim").snapshot(),
+        _ => unreachable!("tests use a local sim"),
+    }
+}
+
+fn who() -> Who {
+    Who {
+        scheduler_user: Some("oncall".into()),
+        cluster: "sim-16".into(),
+        source: "sim".into(),
+    }
+}
+
+fn drain(node: &str) -> Action {
+    Action::Drain {
+        node: node.into(),
+        reason: "xid79 GPU3".into(),
+        requeue: true,
+    }
+}
+
+fn run(
+    b: &Bench,
+    a: &Action,
+    typed: &str,
+    policy: &Policy,
+    age: Duration,
+) -> Result<guard::Done, String> {
+    let c = snapshot(&b.sim);
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let p = guard::preview(
+        a,
+        &c,
+        &base,
+        age,
+        policy,
+        &b.log,
+        false,
+        Ok(&b.sim),
+        &SiteParams::default(),
+    );
+    execute(b, &p, typed, policy, age)
+}
+
+/// Runs a preview through the guard, checked against the sim as it is now.
+fn execute(
+    b: &Bench,
+    p: &guard::Preview,
+    typed: &str,
+    policy: &Policy,
+    age: Duration,
+) -> Result<guard::Done, String> {
+    let c = snapshot(&b.sim);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let now = guard::Check {
+        cluster: &c,
+        data_age: age,
+        policy,
+    };
+    rt.block_on(guard::run(
+        p,
+        typed,
+        &b.sim,
+        &b.log,
+        &who(),
+        Duration::from_secs(5),
+        now,
+    ))
+}
+
+fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Preview {
+    let c = snapshot(&b.sim);
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    guard::preview(
+        a,
+        &c,
+        &base,
+        age,
+        policy,
+        &b.log,
+        false,
+        Ok(&b.sim),
+        &SiteParams::default(),
+    )
+}
+
+fn intent(id: &str, target: &str, time: i64) -> Record {
+    Record {
+        id: id.into(),
+        phase: "intent".into(),
+        time,
+        operator: "oncall".into(),
+        scheduler_user: None,
+        host: "h".into(),
+        cluster: "c".into(),
+        source: "slurm".into(),
+        action: "drain".into(),
+        target: target.into(),
+        reason: None,
+        preview: "p".into(),
+        incident: None,
+        warnings: Vec::new(),
+        outcome: None,
+    }
+}

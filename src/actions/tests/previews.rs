@@ -1,0 +1,293 @@
+//! What the operator reads before confirming: no-ops refused, jobs that
+//! cannot be requeued, unresolved health, a remedy the catalog advises
+//! against, and what to do when only part is done.
+
+use super::*;
+
+#[test]
+fn draining_a_drained_node_is_refused_as_nothing_to_do() {
+    let b = bench();
+    let a = Action::Drain {
+        node: "a100-08".into(),
+        reason: "PSU replaced, burn-in pending".into(),
+        requeue: true,
+    };
+    let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.no_op && pv.undo.is_none() && pv.token.is_none(),
+        "{pv:?}"
+    );
+    assert!(pv.calls.is_empty());
+    let e = run(&b, &a, "a100-08", &Policy::default(), Duration::ZERO).expect_err("refused");
+    assert!(e.contains("nothing to do: a100-08 is drain already"), "{e}");
+    assert!(b.log.read().is_empty(), "nothing sent, nothing audited");
+}
+
+/// `R` on a pending job, `E` on a job that is not held, `T` on a job at
+/// the top, `U` on a node in service: refused at preview with the reason,
+/// nothing sent, nothing audited, no undo (they used to ask for the typed
+/// id, send the call and audit a failure, or offer an undo that would hold
+/// a running job).
+#[test]
+fn actions_that_change_nothing_are_refused_at_preview() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let pending = c
+        .jobs
+        .iter()
+        .find(|j| j.state.is_pending())
+        .expect("a pending job")
+        .id
+        .clone();
+    let running = c
+        .jobs
+        .iter()
+        .find(|j| j.state == crate::model::JobState::Running)
+        .expect("a running job");
+    let top = Action::Priority {
+        job: running.id.clone(),
+        value: running.priority.expect("a priority"),
+    };
+    for (a, why) in [
+        (
+            Action::Requeue {
+                job: pending.clone(),
+            },
+            format!("job {pending} is pending, not running: nothing to requeue"),
+        ),
+        (
+            Action::Release {
+                job: running.id.clone(),
+            },
+            format!(
+                "job {} is not held (running): nothing to release",
+                running.id
+            ),
+        ),
+        (top, "already".to_string()),
+        (
+            Action::Resume {
+                node: "h100-01".into(),
+            },
+            "h100-01 is in service already".to_string(),
+        ),
+    ] {
+        let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+        let refusal = pv
+            .refusal
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        assert!(
+            refusal.starts_with("nothing to do:") && refusal.contains(&why),
+            "{a:?}: {refusal}"
+        );
+        assert!(
+            pv.undo.is_none() && pv.token.is_none() && pv.calls.is_empty(),
+            "{pv:?}"
+        );
+        let e = execute(&b, &pv, "y", &Policy::default(), Duration::ZERO).expect_err("refused");
+        assert!(e.contains("nothing sent"), "{e}");
+    }
+    assert!(b.log.read().is_empty(), "nothing audited");
+}
+
+/// h100-06 runs a job submitted with --no-requeue: the preview, the blast
+/// radius and the outcome tell one story (it keeps running, the node stays
+/// draining); no requeue the scheduler would refuse is sent.
+#[test]
+fn a_drain_with_a_no_requeue_job_tells_one_story() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let sweep = c
+        .jobs
+        .iter()
+        .find(|j| j.name == "detr-sweep")
+        .expect("sweep")
+        .clone();
+    assert_eq!(sweep.requeueable, Some(false));
+    let node = sweep.nodes[0].clone();
+    let a = Action::Drain {
+        node: node.clone(),
+        reason: "ecc GPU5".into(),
+        requeue: true,
+    };
+    let pv = preview(&b, &a, &Policy::default(), Duration::ZERO);
+    let blast = pv.blast.clone().expect("blast").expect("blast");
+    assert_eq!(blast.keep_running, vec![sweep.id.clone()]);
+    assert!(
+        !blast.killed.iter().any(|k| k.id == sweep.id),
+        "not \"dies … back in\": {:?}",
+        blast.killed
+    );
+    assert!(
+        pv.summary
+            .contains("refuse a requeue (--no-requeue) and keep running"),
+        "{}",
+        pv.summary
+    );
+    assert!(
+        pv.warnings
+            .iter()
+            .any(|w| w.contains("--no-requeue") && w.contains("stays draining")),
+        "{:?}",
+        pv.warnings
+    );
+    assert!(
+        !pv.calls
+            .iter()
+            .any(|x| x.contains(&format!("requeue {}", sweep.id)))
+    );
+    let done = execute(&b, &pv, &node, &Policy::default(), Duration::ZERO).expect("ran");
+    let o = &done.outcome;
+    assert!(o.ok && !o.partial, "{o:?}");
+    assert_eq!(o.steps.len(), 2);
+    assert!(
+        o.steps[1].unchanged && o.steps[1].observed.contains("keeps running"),
+        "{o:?}"
+    );
+    assert_eq!(done.undo, Some(Action::Resume { node: node.clone() }));
+    // The audit keeps the preview the operator saw, its warnings with it.
+    let intent = b
+        .log
+        .read()
+        .into_iter()
+        .find(|r| r.phase == "intent")
+        .expect("intent");
+    assert!(
+        intent.preview.contains("keep running"),
+        "{}",
+        intent.preview
+    );
+    assert!(
+        intent.warnings.iter().any(|w| w.contains("--no-requeue")),
+        "{:?}",
+        intent.warnings
+    );
+    let after = snapshot(&b.sim);
+    assert_eq!(
+        after.node(&node).map(|n| n.state),
+        Some(NodeState::Draining),
+        "the job still runs on it"
+    );
+    assert_eq!(
+        after.job(&sweep.id).map(|j| j.state),
+        Some(crate::model::JobState::Running)
+    );
+    // A requeue of it alone is refused at preview, with what to do instead.
+    let pv = preview(
+        &b,
+        &Action::Requeue {
+            job: sweep.id.clone(),
+        },
+        &Policy::default(),
+        Duration::ZERO,
+    );
+    let r = pv.refusal.map(|r| r.to_string()).unwrap_or_default();
+    assert!(r.contains("--no-requeue") && r.contains("cancel"), "{r}");
+}
+
+/// A drain that comes back partly done says what to do next.
+#[test]
+fn a_partly_done_drain_says_what_to_do_next() {
+    let a = drain("h100-06");
+    let refused = crate::model::Step::failed(
+        "requeue 4702".into(),
+        format!("{} for job 4702", crate::sources::sim::NO_REQUEUE),
+    );
+    let next = guard::next_after(&a, &refused);
+    assert!(
+        next.contains("keeps running and h100-06 stays draining") && next.contains("cancel it"),
+        "{next}"
+    );
+    let timed_out = crate::model::Step::failed("requeue 4700".into(), "timed out".into());
+    assert_eq!(
+        guard::next_after(&a, &timed_out),
+        "retry it: nightshift requeue 4700"
+    );
+}
+
+#[test]
+fn resuming_a_node_with_unresolved_critical_health_needs_its_name_typed() {
+    let b = bench();
+    run(
+        &b,
+        &drain("h100-03"),
+        "h100-03",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect("drain");
+    let resume = Action::Resume {
+        node: "h100-03".into(),
+    };
+    let pv = preview(&b, &resume, &Policy::default(), Duration::ZERO);
+    assert_eq!(pv.token.as_deref(), Some("h100-03"));
+    assert!(
+        pv.warnings.iter().any(|w| w.contains("Xid 79")),
+        "the unresolved evidence is shown: {:?}",
+        pv.warnings
+    );
+    // The gang requeued by the drain would land on it again at once.
+    assert!(
+        pv.warnings
+            .iter()
+            .any(|w| w.contains("the scheduler would start") && w.contains("4700")),
+        "{:?}",
+        pv.warnings
+    );
+    assert!(
+        pv.summary.contains("16 GPUs back in service")
+            || pv.summary.contains("8 GPUs back in service"),
+        "not \"nothing changes\": {}",
+        pv.summary
+    );
+    assert_eq!(
+        pv.undo,
+        Some(Action::Drain {
+            node: "h100-03".into(),
+            reason: "xid79 GPU3".into(),
+            requeue: true,
+        }),
+        "undo drains it again with its old reason"
+    );
+    assert!(execute(&b, &pv, "y", &Policy::default(), Duration::ZERO).is_err());
+    let done = execute(&b, &pv, "h100-03", &Policy::default(), Duration::ZERO).expect("resume");
+    assert!(done.outcome.ok);
+    // A healthy drained node takes a plain y.
+    let pv = preview(
+        &b,
+        &Action::Resume {
+            node: "a100-08".into(),
+        },
+        &Policy::default(),
+        Duration::ZERO,
+    );
+    assert_eq!(pv.token, None);
+    assert!(pv.warnings.is_empty());
+}
+
+/// With the Xid 13 incident ("restart the job; the GPU is fine"), a drain
+/// of h100-07 says the catalog's remedy is not a drain and where it is.
+#[test]
+fn a_drain_the_catalog_advises_against_says_so() {
+    let b = bench();
+    if let Executor::LocalSim(s) = &b.sim {
+        s.lock().expect("sim").advance(100);
+    }
+    let pv = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.warnings.iter().any(|w| w.contains(
+            "the catalog's remedy for XID 13 on h100-07 is not a drain: restart the job"
+        ) && w.contains("options")),
+        "{:?}",
+        pv.warnings
+    );
+    // A drain the catalog asks for carries no such warning.
+    let pv = preview(&b, &drain("h100-03"), &Policy::default(), Duration::ZERO);
+    assert!(
+        !pv.warnings.iter().any(|w| w.contains("not a drain")),
+        "{:?}",
+        pv.warnings
+    );
+}
