@@ -7,21 +7,8 @@ use super::*;
 fn an_interrupted_action_is_found_at_the_next_start() {
     let b = bench();
     let intent = Record {
-        id: "x-1".into(),
-        phase: "intent".into(),
-        time: 1,
-        operator: "oncall".into(),
-        scheduler_user: None,
-        host: "h".into(),
-        cluster: "c".into(),
-        source: "slurm".into(),
-        action: "drain".into(),
-        target: "gpu07".into(),
         reason: Some("xid79".into()),
-        preview: "p".into(),
-        incident: None,
-        warnings: Vec::new(),
-        outcome: None,
+        ..intent("x-1", "gpu07", 1)
     };
     b.log.write(&intent).expect("write");
     let left = b.log.unfinished();

@@ -58,6 +58,7 @@ fn drain(node: &str) -> Action {
     }
 }
 
+/// Previews `a` and runs it through the guard with `typed`.
 fn run(
     b: &Bench,
     a: &Action,
@@ -65,25 +66,7 @@ fn run(
     policy: &Policy,
     age: Duration,
 ) -> Result<guard::Done, String> {
-    let c = snapshot(&b.sim);
-    let base = crate::engine::analysis::Base::compute(
-        &c,
-        None,
-        &SiteParams::default(),
-        &crate::engine::xid::XidCatalog::default(),
-    );
-    let p = guard::preview(
-        a,
-        &c,
-        &base,
-        age,
-        policy,
-        &b.log,
-        false,
-        Ok(&b.sim),
-        &SiteParams::default(),
-    );
-    execute(b, &p, typed, policy, age)
+    execute(b, &preview(b, a, policy, age), typed, policy, age)
 }
 
 /// Runs a preview through the guard, checked against the sim as it is now.
