@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
-"""Reads the imports of src/ and says which go against the layers, and
-which files import each other (a loop) inside one module.
+"""Reads the imports of every crate's src/ and says which go against the
+layers, and which files import each other (a loop) inside one module.
+
+The crates are the coarse layers (core ← backends ← console ← the
+program, a wrong-way import there does not compile); this also reads the
+finer layers inside each crate (app below views, the engine's base below
+its answers). Every crate names the modules below it by their own names
+(`crate::model` is the core's model everywhere), so a module is named the
+same in every crate.
 
     python3 scripts/layers.py          # the report; exit 1 on a violation
 
@@ -13,13 +20,24 @@ import os
 import re
 import sys
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# Each crate's src/, and the module its lib.rs stands for ("" : the crate's
+# own modules are top-level ones).
+SRCS = [
+    ("src", ""),
+    ("crates/core/src", ""),
+    ("crates/backends/src", ""),
+    ("crates/console/src", ""),
+    ("crates/agent/src", "agent"),
+]
 
 LAYERS = [
     {"model", "text", "limits", "host", "logging"},
     # report: the engine's answers in words (it reads the engine and text
     # alone); the views, the post-mortem and the command line print with it.
-    {"engine", "report"},
+    # sim: the seeded simulated cluster (it reads the engine's write-time
+    # model for its checkpoints).
+    {"engine", "report", "sim"},
     {"sources", "agent"},
     # The guard, its executors and the audit log.
     {"actions"},
@@ -36,25 +54,29 @@ LAYERS = [
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 
 
-def module_of(path):
+def module_of(path, src, prefix):
     """`engine/why.rs` → ["engine", "why"]."""
-    rel = os.path.relpath(path, SRC)[:-3].split(os.sep)
+    rel = os.path.relpath(path, src)[:-3].split(os.sep)
     if rel[-1] == "mod":
         rel = rel[:-1]
+    if prefix:
+        rel = [prefix] + ([] if rel == ["lib"] else rel)
     return rel
 
 
 def files():
-    for root, dirs, names in os.walk(SRC):
-        dirs[:] = [d for d in dirs if d != "tests"]
-        for n in names:
-            if n.endswith(".rs") and n != "tests.rs":
-                yield os.path.join(root, n)
+    for src, prefix in SRCS:
+        src = os.path.join(ROOT, src)
+        for root, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs if d != "tests"]
+            for n in names:
+                if n.endswith(".rs") and n != "tests.rs":
+                    yield os.path.join(root, n), src, prefix
 
 
-def imports(path):
+def imports(path, src, prefix):
     """The module paths a file names: crate::a::b, super::c (resolved)."""
-    me = module_of(path)
+    me = module_of(path, src, prefix)
     # A file's `super` is its parent module; mod.rs/x.rs with children alike.
     parent = me[:-1]
     text = open(path, encoding="utf-8").read()
@@ -70,7 +92,7 @@ def imports(path):
 def main():
     bad, edges = [], {}
     for f in sorted(files()):
-        me, names = imports(f)
+        me, names = imports(*f)
         top = me[0]
         for n in names:
             other = n[0]

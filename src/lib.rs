@@ -1,29 +1,24 @@
 //! nightshift: a terminal console for the engineer on call for a GPU cluster.
 //!
-//! Data flows one way: `sources` → `model` → `views`; `app` holds the state
-//! and the update loop; `tui` owns the terminal.
+//! Data flows one way: sources → model → engine → console; actions go back
+//! through one guard. The layers are crates (docs/architecture.md):
+//! `nightshift-core` (model, engine, sim, text), `nightshift-backends`
+//! (sources, actions, recording), `nightshift-console` (app, views,
+//! columns, analyst), `nightshift-agent` (the NVML node agent), and this
+//! one, the program: the command line, the config, the console's loop.
+//! Their modules are re-exported here under their own names.
+
+pub use nightshift_backends::{actions, postmortem, recording, sources};
+pub use nightshift_console::{analyst, app, columns, views};
+pub use nightshift_core::{engine, host, limits, model, report, text};
+
+#[cfg(feature = "agent")]
+pub use nightshift_agent as agent;
 
 pub mod action_commands;
-pub mod actions;
-pub mod agent;
-pub mod analyst;
-pub mod app;
 pub mod cli;
-pub mod columns;
 pub mod config;
-pub mod engine;
-#[cfg(test)]
-mod fuzzing;
-pub mod host;
-pub mod limits;
 pub mod logging;
-pub mod model;
 pub mod output;
-pub mod postmortem;
-pub mod recording;
 pub mod recording_commands;
-pub mod report;
-pub mod sources;
-pub mod text;
 pub mod tui;
-pub mod views;

@@ -149,6 +149,7 @@ fn run(cli: Cli) -> Result<(), String> {
             args.output,
         ),
         Some(Command::Audit { output }) => nightshift::action_commands::show(&settings, output),
+        #[cfg(feature = "agent")]
         Some(Command::Agent {
             listen,
             interval,
@@ -167,6 +168,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 nvml_lib,
             };
             runtime()?.block_on(nightshift::agent::server::run(cfg))
+        }
+        #[cfg(not(feature = "agent"))]
+        Some(Command::Agent { .. }) => {
+            Err("this nightshift was built without the node agent (cargo feature `agent`)".into())
         }
         Some(cmd) => nightshift::action_commands::run(&settings, &cmd),
     }

@@ -7,6 +7,33 @@ use crate::model::{Cluster, Gpu, GpuHealth, Job, Node, NodeState};
 use crate::text::sanitize;
 use serde::Serialize;
 
+/// Writes to stdout. A closed stdout (`nightshift get … | head -1`) ends
+/// the program quietly with status 141, as SIGPIPE ends every Unix tool;
+/// any other write error ends it with a one-line error.
+pub fn write_out(s: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("nightshift: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` for the command line's output: see `write_out`.
+#[macro_export]
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::output::write_out(&format!("{}\n", format_args!($($t)*))) };
+}
+
+/// `print!` for the command line's output: see `write_out`.
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::output::write_out(&format!($($t)*)) };
+}
+
 #[derive(Serialize)]
 struct Envelope<'a, T: Serialize> {
     kind: &'static str,

@@ -1,0 +1,521 @@
+//! Health verdicts for GPUs and nodes: what is wrong, what to do, and the
+//! evidence (counters and events) behind it.
+//!
+//! Rules: each Xid seen on the GPU (its last Xid and its Xid events in the
+//! window) maps to an action through the catalog; a secondary Xid (45)
+//! counts only when alone. An uncorrectable (DBE) error or a failed row
+//! remap → drain and reset; a pending remap → reset at the next drain; a
+//! correctable (SBE) rate above the site threshold → watch. The driver's
+//! recovery action, when known, can raise the verdict (node reboot → drain
+//! and reboot). The most drastic action wins.
+
+use super::SiteParams;
+use super::xid::{ActionClass, XidCatalog};
+use crate::model::{Cluster, Event, EventKind, FaultReport, Gpu, RecoveryAction};
+use crate::text;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Events older than this no longer drive a verdict.
+pub const XID_WINDOW_S: i64 = 24 * 3600;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub action: ActionClass,
+    /// One line: the action and its main reason.
+    pub summary: String,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuVerdict {
+    pub node: String,
+    pub gpu: u32,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeVerdict {
+    pub node: String,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The GPUs with anything to say, most drastic first.
+    pub gpus: Vec<GpuVerdict>,
+}
+
+/// The verdict for one GPU from its counters, its events, and (when known)
+/// its correctable-error rate per hour.
+pub fn gpu_verdict(
+    gpu: &Gpu,
+    events: &[&Event],
+    sbe_per_hour: Option<f64>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Verdict {
+    gpu_verdict_with(gpu, events, &[], sbe_per_hour, cat, site)
+}
+
+/// What a fault the cluster reports (a condition, a taint) calls for, and
+/// the evidence line: an Xid through the catalog, else drain and look.
+fn reported(r: &FaultReport, cat: &XidCatalog) -> (ActionClass, String) {
+    let since = r
+        .since
+        .map_or(String::new(), |t| format!(" since {}", text::clock(t)));
+    match r.xid {
+        Some(code) => (
+            cat.action(code),
+            format!(
+                "Xid {code} ({}) reported by {}{since}: still set",
+                cat.name(code),
+                r.source
+            ),
+        ),
+        None => (
+            ActionClass::DrainInvestigate,
+            format!("GPU fault reported by {}{since}: {}", r.source, r.message),
+        ),
+    }
+}
+
+/// [`gpu_verdict`] with the faults the cluster reports about the GPU: each
+/// is current evidence while it is set, however old.
+pub fn gpu_verdict_with(
+    gpu: &Gpu,
+    events: &[&Event],
+    reports: &[&FaultReport],
+    sbe_per_hour: Option<f64>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Verdict {
+    let mut found: Vec<(ActionClass, String)> = Vec::new();
+    for r in reports {
+        found.push(reported(r, cat));
+    }
+    let mut xids: Vec<(u32, Option<i64>)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Xid { code } => Some((code, Some(e.time))),
+            _ => None,
+        })
+        .collect();
+    if let Some(x) = &gpu.last_xid
+        && !xids
+            .iter()
+            .any(|(c, t)| *c == x.code && (*t == x.time || x.time.is_none()))
+    {
+        xids.push((x.code, x.time));
+    }
+    // An Xid a report says is still set is said once, by the report.
+    xids.retain(|(c, _)| !reports.iter().any(|r| r.xid == Some(*c)));
+    let primary = xids.iter().any(|(c, _)| !cat.is_secondary(*c))
+        || reports
+            .iter()
+            .any(|r| r.xid.is_some_and(|c| !cat.is_secondary(c)));
+    for (code, time) in &xids {
+        if primary && cat.is_secondary(*code) {
+            continue;
+        }
+        let at = time.map_or(String::new(), |t| format!(" at {}", text::clock(t)));
+        found.push((
+            cat.action(*code),
+            format!("Xid {code} ({}){at}", cat.name(*code)),
+        ));
+    }
+    let ecc = &gpu.ecc;
+    if let Some(d) = ecc.dbe_volatile.filter(|&d| d > 0) {
+        found.push((
+            ActionClass::DrainResetGpu,
+            format!(
+                "uncorrectable ECC errors: {d} volatile, {} aggregate",
+                text::opt(ecc.dbe_aggregate)
+            ),
+        ));
+    }
+    if gpu.row_remap_failed == Some(true) {
+        found.push((
+            ActionClass::DrainResetGpu,
+            "row remap failed: the GPU has no spare rows left (replace it)".into(),
+        ));
+    }
+    if gpu.row_remap_pending == Some(true) {
+        found.push((
+            ActionClass::ResetNextDrain,
+            "row remap pending: takes effect at the next GPU reset".into(),
+        ));
+    }
+    if let Some(rate) = sbe_per_hour.filter(|&r| r > site.sbe_watch_per_hour) {
+        found.push((
+            ActionClass::Watch,
+            format!(
+                "correctable ECC rate {rate:.0}/h above {:.0}/h",
+                site.sbe_watch_per_hour
+            ),
+        ));
+    }
+    match gpu.recovery_action {
+        Some(RecoveryAction::NodeReboot) => found.push((
+            ActionClass::DrainReboot,
+            "driver recovery action: node reboot".into(),
+        )),
+        Some(RecoveryAction::GpuReset) => found.push((
+            ActionClass::DrainResetGpu,
+            "driver recovery action: GPU reset".into(),
+        )),
+        Some(RecoveryAction::DrainAndReset) => found.push((
+            ActionClass::DrainResetGpu,
+            "driver recovery action: drain and reset".into(),
+        )),
+        Some(RecoveryAction::DrainP2p) => found.push((
+            ActionClass::DrainInvestigate,
+            "driver recovery action: drain peer-to-peer".into(),
+        )),
+        Some(RecoveryAction::None) | None => {}
+    }
+    // The first of the most drastic: an Xid before the counters it explains.
+    let Some((action, main)) = found.iter().rev().max_by_key(|(a, _)| *a).cloned() else {
+        return Verdict {
+            action: ActionClass::None,
+            summary: "healthy".into(),
+            evidence: Vec::new(),
+        };
+    };
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    Verdict {
+        action,
+        summary: format!("{}: {main}", action.advice()),
+        evidence: found.into_iter().map(|(_, e)| e).collect(),
+    }
+}
+
+/// Correctable errors per hour between two readings of the same GPU.
+fn sbe_rate(now: &Gpu, then: Option<u64>, dt_s: i64) -> Option<f64> {
+    if dt_s <= 0 {
+        return None;
+    }
+    let (a, b) = (now.ecc.sbe_aggregate?, then?);
+    Some(a.saturating_sub(b) as f64 * 3600.0 / dt_s as f64)
+}
+
+/// What the rates need of an earlier snapshot: its time and each GPU's
+/// aggregate correctable-error count. The analyst keeps this, not the
+/// whole earlier snapshot (a second copy of a 10,000-node cluster).
+#[derive(Debug, Clone, Default)]
+pub struct EccBaseline {
+    pub time: crate::model::Timestamp,
+    /// Per node: (GPU index, aggregate SBE count).
+    sbe: HashMap<String, Vec<(u32, Option<u64>)>>,
+}
+
+impl EccBaseline {
+    pub fn of(c: &Cluster) -> EccBaseline {
+        EccBaseline {
+            time: c.time,
+            sbe: c
+                .nodes
+                .iter()
+                .map(|n| {
+                    let gpus = n
+                        .gpus
+                        .iter()
+                        .map(|g| (g.index, g.ecc.sbe_aggregate))
+                        .collect();
+                    (n.name.clone(), gpus)
+                })
+                .collect(),
+        }
+    }
+
+    fn sbe(&self, node: &str, gpu: u32) -> Option<u64> {
+        self.sbe
+            .get(node)?
+            .iter()
+            .find(|(i, _)| *i == gpu)
+            .and_then(|(_, s)| *s)
+    }
+}
+
+/// Verdicts for every node with something to say, most drastic first.
+/// `prev` (an earlier snapshot's counters) gives correctable-error rates.
+pub fn verdicts(
+    c: &Cluster,
+    prev: Option<&EccBaseline>,
+    cat: &XidCatalog,
+    site: &SiteParams,
+) -> Vec<NodeVerdict> {
+    let boots: HashMap<&str, i64> = c
+        .nodes
+        .iter()
+        .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
+        .collect();
+    let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
+    // Reports that name the node but not the GPU (Kubernetes' node
+    // problem events, a driver message with only a PCI address).
+    let mut by_node: HashMap<&str, Vec<&Event>> = HashMap::new();
+    // Events from before a node's last boot were cleared by the reboot.
+    let current = |e: &&Event| {
+        e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
+    };
+    for e in c.events.iter().filter(current) {
+        match e.gpu {
+            Some(g) => by_gpu.entry((e.node.as_str(), g)).or_default().push(e),
+            None if matches!(e.kind, EventKind::Xid { .. }) => {
+                by_node.entry(e.node.as_str()).or_default().push(e)
+            }
+            None => {}
+        }
+    }
+    let dt = prev.map_or(0, |p| c.time - p.time);
+    let mut out = Vec::new();
+    for n in &c.nodes {
+        let boot = n.boot_time;
+        let mut gpus: Vec<GpuVerdict> = n
+            .gpus
+            .iter()
+            .map(|g| {
+                // A last Xid from before the node's last boot was cleared by it.
+                let cleared;
+                let g = match (&g.last_xid, boot) {
+                    (Some(x), Some(b)) if x.time.is_some_and(|t| t <= b) => {
+                        cleared = Gpu {
+                            last_xid: None,
+                            ..g.clone()
+                        };
+                        &cleared
+                    }
+                    _ => g,
+                };
+                let events = by_gpu
+                    .get(&(n.name.as_str(), g.index))
+                    .map_or(&[][..], Vec::as_slice);
+                let rate = prev.and_then(|p| sbe_rate(g, p.sbe(&n.name, g.index), dt));
+                let reports: Vec<&FaultReport> = n
+                    .fault_reports
+                    .iter()
+                    .filter(|r| r.gpu == Some(g.index))
+                    .collect();
+                GpuVerdict {
+                    node: n.name.clone(),
+                    gpu: g.index,
+                    verdict: gpu_verdict_with(g, events, &reports, rate, cat, site),
+                }
+            })
+            .filter(|v| v.verdict.action != ActionClass::None)
+            .collect();
+        gpus.sort_by(|a, b| {
+            b.verdict
+                .action
+                .cmp(&a.verdict.action)
+                .then(a.gpu.cmp(&b.gpu))
+        });
+        // Reports naming no GPU the node has (or none at all) are the node's.
+        let unplaced: Vec<&FaultReport> = n
+            .fault_reports
+            .iter()
+            .filter(|r| r.gpu.is_none_or(|g| !n.gpus.iter().any(|x| x.index == g)))
+            .collect();
+        let events = by_node.get(n.name.as_str()).map_or(&[][..], Vec::as_slice);
+        let node_level = (!events.is_empty() || !unplaced.is_empty())
+            .then(|| {
+                gpu_verdict_with(
+                    &Gpu::unknown(&n.name, 0),
+                    events,
+                    &unplaced,
+                    None,
+                    cat,
+                    site,
+                )
+            })
+            .filter(|v| v.action != ActionClass::None);
+        // The worst: a GPU's verdict, or the node-level report's when worse.
+        let (which, worst) = match (gpus.first(), &node_level) {
+            (Some(g), Some(v)) if v.action <= g.verdict.action => {
+                (format!("GPU {}", g.gpu), &g.verdict)
+            }
+            (_, Some(v)) => ("a GPU (the report does not say which)".to_string(), v),
+            (Some(g), None) => (format!("GPU {}", g.gpu), &g.verdict),
+            (None, None) => continue,
+        };
+        // A node already out of service needs its remedy, not a drain.
+        let summary = if !n.state.schedulable() && worst.action.needs_drain() {
+            format!(
+                "{which}: {} already; now {}, then resume it: {}",
+                match n.state {
+                    crate::model::NodeState::Cordoned => "cordoned (jobs still run: drain it)",
+                    crate::model::NodeState::Draining => "draining",
+                    _ => "out of service",
+                },
+                worst.action.remedy(),
+                worst.evidence.first().map_or("", String::as_str)
+            )
+        } else {
+            format!("{which}: {}", worst.summary)
+        };
+        let verdict = Verdict {
+            action: worst.action,
+            summary,
+            evidence: node_level
+                .iter()
+                .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}")))
+                .chain(gpus.iter().flat_map(|g| {
+                    g.verdict
+                        .evidence
+                        .iter()
+                        .map(move |e| format!("GPU {}: {e}", g.gpu))
+                }))
+                .collect(),
+        };
+        out.push(NodeVerdict {
+            node: n.name.clone(),
+            verdict,
+            gpus,
+        });
+    }
+    out.sort_by(|a, b| {
+        b.verdict
+            .action
+            .cmp(&a.verdict.action)
+            .then(a.node.cmp(&b.node))
+    });
+    out
+}
+
+/// Nodes whose health says they must be drained: their GPUs are not
+/// capacity anywhere in the engine (the queue plan, restore, why), and no
+/// suggestion points at them.
+pub fn critical_nodes(verdicts: &[NodeVerdict]) -> rustc_hash::FxHashSet<String> {
+    verdicts
+        .iter()
+        .filter(|v| v.verdict.action.needs_drain())
+        .map(|v| v.node.clone())
+        .collect()
+}
+
+/// How loudly to show an event: from the catalog's action for it; a node
+/// going down is critical.
+pub fn event_severity(e: &Event, cat: &XidCatalog) -> crate::model::GpuHealth {
+    match &e.kind {
+        EventKind::NodeState { to, .. } if to == "down" => crate::model::GpuHealth::Critical,
+        _ => event_action(e, cat).severity(),
+    }
+}
+
+/// The action an incident calls for, by itself.
+pub fn event_action(e: &Event, cat: &XidCatalog) -> ActionClass {
+    match &e.kind {
+        EventKind::Xid { code } => cat.action(*code),
+        EventKind::Ecc {
+            dbe,
+            remap_failed,
+            remap_pending,
+            ..
+        } => {
+            if dbe.unwrap_or(0) > 0 || *remap_failed == Some(true) {
+                ActionClass::DrainResetGpu
+            } else if *remap_pending == Some(true) {
+                ActionClass::ResetNextDrain
+            } else {
+                ActionClass::Watch
+            }
+        }
+        EventKind::NodeState { to, .. } if to == "down" => ActionClass::Investigate,
+        EventKind::NodeState { .. } => ActionClass::None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LastXid;
+    use crate::sim::{Sim, SimConfig};
+
+    fn verdict(g: &Gpu) -> Verdict {
+        gpu_verdict(g, &[], None, &XidCatalog::default(), &SiteParams::default())
+    }
+
+    #[test]
+    fn counters_and_xids_give_actions_with_evidence() {
+        let mut g = Gpu::unknown("n", 0);
+        assert_eq!(verdict(&g).action, ActionClass::None);
+        g.row_remap_pending = Some(true);
+        assert_eq!(verdict(&g).action, ActionClass::ResetNextDrain);
+        g.ecc.dbe_volatile = Some(2);
+        let v = verdict(&g);
+        assert_eq!(v.action, ActionClass::DrainResetGpu);
+        assert!(
+            v.evidence
+                .iter()
+                .any(|e| e.contains("uncorrectable ECC errors: 2"))
+        );
+        assert!(v.evidence.iter().any(|e| e.contains("row remap pending")));
+        g.last_xid = Some(LastXid {
+            code: 79,
+            time: Some(0),
+        });
+        assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
+    }
+
+    #[test]
+    fn unknown_xids_are_investigated_and_xid45_alone_restarts() {
+        let mut g = Gpu::unknown("n", 0);
+        g.last_xid = Some(LastXid {
+            code: 4242,
+            time: None,
+        });
+        let v = verdict(&g);
+        assert_eq!(v.action, ActionClass::Investigate);
+        assert!(v.summary.contains("unknown Xid"));
+        g.last_xid = Some(LastXid {
+            code: 45,
+            time: None,
+        });
+        assert_eq!(verdict(&g).action, ActionClass::RestartJob);
+    }
+
+    #[test]
+    fn recovery_action_node_reboot_means_drain_and_reboot() {
+        let mut g = Gpu::unknown("n", 0);
+        g.recovery_action = Some(RecoveryAction::NodeReboot);
+        assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
+    }
+
+    #[test]
+    fn a_high_sbe_rate_is_watched() {
+        let mut g = Gpu::unknown("n", 0);
+        let cat = XidCatalog::default();
+        let site = SiteParams::default();
+        g.ecc.sbe_aggregate = Some(10);
+        let mut later = g.clone();
+        later.ecc.sbe_aggregate = Some(510);
+        let rate = sbe_rate(&later, g.ecc.sbe_aggregate, 3600);
+        assert_eq!(rate, Some(500.0));
+        assert_eq!(
+            gpu_verdict(&later, &[], rate, &cat, &site).action,
+            ActionClass::Watch
+        );
+        assert_eq!(
+            gpu_verdict(&later, &[], Some(5.0), &cat, &site).action,
+            ActionClass::None
+        );
+    }
+
+    #[test]
+    fn the_sim_night_gets_the_right_verdicts() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(200);
+        let c = s.snapshot();
+        let v = verdicts(&c, None, &XidCatalog::default(), &SiteParams::default());
+        let of = |n: &str| v.iter().find(|x| x.node == n).map(|x| x.verdict.action);
+        assert_eq!(of("h100-03"), Some(ActionClass::DrainReboot));
+        assert_eq!(
+            of("h100-06"),
+            Some(ActionClass::DrainResetGpu),
+            "Xid 48 + DBE + remap pending"
+        );
+        assert_eq!(of("h100-07"), Some(ActionClass::RestartJob), "Xid 13");
+        assert_eq!(v[0].node, "h100-03", "most drastic first");
+        let n6 = v.iter().find(|x| x.node == "h100-06").expect("h100-06");
+        assert!(n6.verdict.evidence.iter().any(|e| e.contains("Xid 48")));
+        assert!(n6.verdict.evidence.iter().any(|e| e.contains("Xid 63")));
+    }
+}

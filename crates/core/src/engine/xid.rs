@@ -1,0 +1,233 @@
+//! The Xid catalog: what an Xid means and what the on-call should do.
+//! Shipped as config/xid.toml (compiled in); a user file may override it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What to do about a GPU, from mildest to most drastic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionClass {
+    /// Nothing is wrong.
+    None,
+    /// Keep running; watch the counters.
+    Watch,
+    /// Not known: look before acting.
+    Investigate,
+    /// The application faulted; restart the job, the GPU is fine.
+    RestartJob,
+    /// Keep running; reset the GPU at the next drain window.
+    ResetNextDrain,
+    /// Drain the node and investigate (NVLink, fabric).
+    DrainInvestigate,
+    /// Drain the node, then reset the GPU.
+    DrainResetGpu,
+    /// Drain the node, then reboot it.
+    DrainReboot,
+}
+
+impl ActionClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionClass::None => "none",
+            ActionClass::Watch => "watch",
+            ActionClass::Investigate => "investigate",
+            ActionClass::RestartJob => "restart_job",
+            ActionClass::ResetNextDrain => "reset_next_drain",
+            ActionClass::DrainInvestigate => "drain_investigate",
+            ActionClass::DrainResetGpu => "drain_reset_gpu",
+            ActionClass::DrainReboot => "drain_reboot",
+        }
+    }
+
+    /// What the on-call reads.
+    pub fn advice(self) -> &'static str {
+        match self {
+            ActionClass::None => "no action",
+            ActionClass::Watch => "watch the counters",
+            ActionClass::Investigate => "investigate before acting",
+            ActionClass::RestartJob => "restart the job; the GPU is fine",
+            ActionClass::ResetNextDrain => "reset the GPU at the next drain window",
+            ActionClass::DrainInvestigate => "drain the node and investigate",
+            ActionClass::DrainResetGpu => "drain the node, then reset the GPU",
+            ActionClass::DrainReboot => "drain the node, then reboot it",
+        }
+    }
+
+    /// What fixes the hardware once the node is out of service.
+    pub fn remedy(self) -> &'static str {
+        match self {
+            ActionClass::DrainReboot => "reboot the node",
+            ActionClass::DrainResetGpu => "reset the GPU (replace it if the remap failed)",
+            ActionClass::DrainInvestigate => "investigate (NVLink, fabric)",
+            ActionClass::ResetNextDrain => "reset the GPU",
+            ActionClass::RestartJob => "restart the job",
+            ActionClass::Investigate => "investigate",
+            ActionClass::Watch | ActionClass::None => "nothing yet",
+        }
+    }
+
+    /// What running on risks: the consequence of doing nothing for now.
+    pub fn running_on(self) -> &'static str {
+        match self {
+            ActionClass::None => "nothing known",
+            ActionClass::Watch => {
+                "correctable errors can precede an uncorrectable one, which kills the jobs on the GPU"
+            }
+            ActionClass::Investigate => "unknown: the cause is not in the catalog",
+            ActionClass::RestartJob => "none for the hardware: the GPU is fine",
+            ActionClass::ResetNextDrain => {
+                "the bad row stays in use until a reset; another error there can become uncorrectable"
+            }
+            ActionClass::DrainInvestigate => {
+                "NVLink or fabric errors slow or hang the collectives of every job on the node"
+            }
+            ActionClass::DrainResetGpu => {
+                "more uncorrectable errors kill the jobs on the GPU, and a checkpoint written now may hold corrupt state"
+            }
+            ActionClass::DrainReboot => {
+                "the GPU is gone: its jobs hang or die, and new work placed on the node fails"
+            }
+        }
+    }
+
+    /// A few characters for tables.
+    pub fn short(self) -> &'static str {
+        match self {
+            ActionClass::None => "-",
+            ActionClass::Watch => "watch",
+            ActionClass::Investigate => "investigate",
+            ActionClass::RestartJob => "restart job",
+            ActionClass::ResetNextDrain => "reset@drain",
+            ActionClass::DrainInvestigate => "drain+look",
+            ActionClass::DrainResetGpu => "drain+reset",
+            ActionClass::DrainReboot => "drain+reboot",
+        }
+    }
+
+    /// Whether the node should stop taking work now.
+    pub fn needs_drain(self) -> bool {
+        self >= ActionClass::DrainInvestigate
+    }
+
+    /// How loudly to show it: anything that needs a drain is critical (and
+    /// its node is not capacity for the engine), anything else to do is a
+    /// warning. This is the only severity rule: a site's catalog override
+    /// changes it everywhere.
+    pub fn severity(self) -> crate::model::GpuHealth {
+        use crate::model::GpuHealth;
+        if self.needs_drain() {
+            GpuHealth::Critical
+        } else if self == ActionClass::None {
+            GpuHealth::Ok
+        } else {
+            GpuHealth::Warn
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XidEntry {
+    pub code: u32,
+    pub name: String,
+    pub action: ActionClass,
+    /// Only a consequence of another Xid when one is present (Xid 45).
+    #[serde(default)]
+    pub secondary: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    xid: Vec<XidEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XidCatalog {
+    entries: BTreeMap<u32, XidEntry>,
+}
+
+const SHIPPED: &str = include_str!("../../../../config/xid.toml");
+
+impl Default for XidCatalog {
+    fn default() -> Self {
+        // The shipped file is tested to parse (see tests below), so this
+        // cannot fail at run time; fall back to empty rather than panic.
+        XidCatalog::parse(SHIPPED).unwrap_or(XidCatalog {
+            entries: BTreeMap::new(),
+        })
+    }
+}
+
+impl XidCatalog {
+    pub fn parse(text: &str) -> Result<XidCatalog, String> {
+        let file: CatalogFile = toml::from_str(text).map_err(|e| format!("xid catalog: {e}"))?;
+        Ok(XidCatalog {
+            entries: file.xid.into_iter().map(|e| (e.code, e)).collect(),
+        })
+    }
+
+    /// The shipped catalog with a user file's entries laid over it.
+    pub fn with_overrides(path: &Path) -> Result<XidCatalog, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read xid catalog {}: {e}", path.display()))?;
+        let user = XidCatalog::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut cat = XidCatalog::default();
+        cat.entries.extend(user.entries);
+        Ok(cat)
+    }
+
+    pub fn get(&self, code: u32) -> Option<&XidEntry> {
+        self.entries.get(&code)
+    }
+
+    /// The action for an Xid: unknown ones are `Investigate`, never ignored.
+    pub fn action(&self, code: u32) -> ActionClass {
+        self.get(code)
+            .map_or(ActionClass::Investigate, |e| e.action)
+    }
+
+    pub fn name(&self, code: u32) -> &str {
+        self.get(code).map_or("unknown Xid", |e| e.name.as_str())
+    }
+
+    pub fn is_secondary(&self, code: u32) -> bool {
+        self.get(code).is_some_and(|e| e.secondary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_catalog_parses_and_covers_the_required_classes() {
+        let cat = XidCatalog::parse(SHIPPED).expect("shipped catalog");
+        for code in [13, 31, 43, 45, 68, 69, 94] {
+            assert_eq!(cat.action(code), ActionClass::RestartJob, "xid {code}");
+        }
+        for code in [46, 62, 64, 95, 119, 120, 140, 143] {
+            assert_eq!(cat.action(code), ActionClass::DrainResetGpu, "xid {code}");
+        }
+        assert_eq!(cat.action(79), ActionClass::DrainReboot);
+        assert_eq!(cat.action(63), ActionClass::ResetNextDrain);
+        assert_eq!(cat.action(92), ActionClass::Watch);
+        assert_eq!(cat.action(74), ActionClass::DrainInvestigate);
+        assert_eq!(cat.action(9999), ActionClass::Investigate);
+        assert!(cat.is_secondary(45));
+    }
+
+    #[test]
+    fn a_user_file_overrides_and_extends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("xid.toml");
+        std::fs::write(&path, "[[xid]]\ncode = 13\nname = \"ours\"\naction = \"drain_reset_gpu\"\n[[xid]]\ncode = 999\nname = \"site\"\naction = \"watch\"\n").expect("write");
+        let cat = XidCatalog::with_overrides(&path).expect("catalog");
+        assert_eq!(cat.action(13), ActionClass::DrainResetGpu);
+        assert_eq!(cat.action(999), ActionClass::Watch);
+        assert_eq!(cat.action(79), ActionClass::DrainReboot);
+        std::fs::write(&path, "[[xid]]\ncode = 1\naction = \"panic\"\n").expect("write");
+        assert!(XidCatalog::with_overrides(&path).is_err());
+    }
+}

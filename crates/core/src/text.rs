@@ -1,0 +1,187 @@
+//! Text helpers shared by the TUI and the CLI: making source strings safe to
+//! draw, and formatting times, durations and sizes.
+
+use crate::model::Timestamp;
+use std::borrow::Cow;
+
+/// Makes a string from a source safe to put on a terminal: control
+/// characters (C0, DEL, C1) become visible stand-ins, so an escape sequence
+/// in a job name is shown, never obeyed. ESC shows as `␛`, others as `�`.
+pub fn sanitize(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| match c {
+                '\u{1b}' => '␛',
+                c if is_unsafe(c) => '\u{fffd}',
+                c => c,
+            })
+            .collect(),
+    )
+}
+
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        // Bidirectional overrides can reorder what is drawn around them.
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `2h05m`, `17m30s`, `45s`, `3d04h`; negative durations count as zero.
+pub fn duration(secs: i64) -> String {
+    let s = secs.max(0);
+    let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
+    if d > 0 {
+        format!("{d}d{h:02}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+/// `02:47:30` (UTC).
+pub fn clock(ts: Timestamp) -> String {
+    chrono::DateTime::from_timestamp(ts, 0)
+        .map(|t| t.format("%H:%M:%S").to_string())
+        .unwrap_or_else(|| "--:--:--".into())
+}
+
+/// `2026-11-30 02:47:30Z`.
+pub fn datetime(ts: Timestamp) -> String {
+    chrono::DateTime::from_timestamp(ts, 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%SZ").to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Decimal bytes: `1.2 TB`, `150 GB`.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    if v >= 100.0 || u == 0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A 0–1 fraction as a percentage, `-` when unknown.
+pub fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{:.0}%", v * 100.0))
+}
+
+/// Any value or `-` when unknown.
+pub fn opt<T: std::fmt::Display>(x: Option<T>) -> String {
+    x.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// At most `max` characters of the first line of `s`, sanitised, with `…`
+/// when cut: how an error body is quoted (never whole).
+pub fn one_line(s: &str, max: usize) -> String {
+    let first = s.trim().lines().next().unwrap_or("").trim();
+    let clean = sanitize(first);
+    let mut out: String = clean.chars().take(max).collect();
+    if clean.chars().count() > max || s.trim().lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// One warning line on stderr, sanitised.
+pub fn warn(s: &str) {
+    eprintln!("nightshift: warning: {}", sanitize(s));
+}
+
+/// `1 GPU`, `8 GPUs`, `? GPUs` when unknown.
+pub fn count<T: std::fmt::Display + PartialEq + From<u8>>(n: Option<T>, what: &str) -> String {
+    match n {
+        Some(n) if n == T::from(1) => format!("1 {what}"),
+        Some(n) => format!("{n} {what}s"),
+        None => format!("? {what}s"),
+    }
+}
+
+/// A quantity to one decimal, never `-0.0` (a loss rounds to `0.0`, not
+/// to a negative zero).
+pub fn tenths(v: f64) -> String {
+    let v = if v.abs() < 0.05 { 0.0 } else { v };
+    format!("{v:.1}")
+}
+
+/// JSON for people's terminals and scripts: serde_json escapes the C0
+/// controls, and this escapes what it leaves raw — DEL, the C1 controls
+/// (U+0080–U+009F: U+009B is a CSI to many terminals) and the bidirectional
+/// overrides — as `\uXXXX`. They can only stand inside strings, where the
+/// escape means the same character.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, String> {
+    let s = serde_json::to_string_pretty(v).map_err(|e| format!("cannot write JSON: {e}"))?;
+    if !s.chars().any(json_unsafe) {
+        return Ok(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if json_unsafe(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn json_unsafe(c: char) -> bool {
+    matches!(c, '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A cell cut to `max` characters with an ellipsis, for tables: a 10 KB
+/// node name must not pad every row to 10 KB.
+pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
+    if s.chars().count() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_made_inert() {
+        let s = sanitize("\u{1b}[31mpwn\u{1b}[0m\u{7}\r\n\u{9b}2J");
+        assert_eq!(s, "␛[31mpwn␛[0m\u{fffd}\u{fffd}\u{fffd}\u{fffd}2J");
+        assert!(!s.chars().any(|c| c.is_control()));
+        assert!(matches!(sanitize("plain-name_1"), Cow::Borrowed(_)));
+        assert_eq!(sanitize("a\u{202e}b"), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn durations_read_like_a_human_wrote_them() {
+        assert_eq!(duration(45), "45s");
+        assert_eq!(duration(1050), "17m30s");
+        assert_eq!(duration(7500), "2h05m");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3d04h");
+        assert_eq!(duration(-5), "0s");
+    }
+
+    #[test]
+    fn times_and_sizes() {
+        assert_eq!(clock(1_796_006_850), "02:47:30");
+        assert_eq!(datetime(1_796_006_850), "2026-11-30 02:47:30Z");
+        assert_eq!(bytes(1_200_000_000_000), "1.2 TB");
+        assert_eq!(bytes(150_000_000_000), "150 GB");
+        assert_eq!(bytes(12), "12 B");
+        assert_eq!(percent(Some(0.823)), "82%");
+        assert_eq!(percent(None), "-");
+    }
+}
