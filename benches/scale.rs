@@ -118,19 +118,20 @@ fn run(nodes: usize) -> Scale {
     }
 
     // The console on this snapshot, analysed as the analyst task does.
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let mut app = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     let now = Instant::now();
-    app.on_update(Update::Snapshot(c.clone()), now);
-    app.on_update(Update::ok(Origin::Scheduler), now);
+    let _ = app.update(Msg::Source(Update::Snapshot(c.clone())), now);
+    let _ = app.update(Msg::Source(Update::ok(Origin::Scheduler)), now);
     let mut render = Vec::new();
     println!("\n| view | 200×50 | 80×24 |");
     println!("|---|---|---|");
     for view in ["overview", "nodes", "gpus", "jobs", "queue", "incidents"] {
         if view != "overview" {
-            app.run_command(view);
+            let _ = app.run_command(view);
         }
         let a = Analysis::with_base(base.clone(), &app.cluster, &app.focus(), &site);
-        app.update(Msg::Analysis(Arc::new(a)), now);
+        let _ = app.update(Msg::Analysis(Arc::new(a)), now);
         let mut row = Vec::new();
         for (w, h) in [(200u16, 50u16), (80, 24)] {
             let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
@@ -208,8 +209,9 @@ fn terminal_bytes(sim: &mut Sim, site: &SiteParams, cat: &XidCatalog) {
         },
     )
     .expect("terminal");
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
-    app.update(Msg::Resize(w, h), Instant::now());
+    let mut app = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
+    let _ = app.update(Msg::Resize(w, h), Instant::now());
     let mut prev = ratatui::buffer::Buffer::empty(Rect::new(0, 0, w, h));
     let (mut sent, mut minimal, mut first) = (0usize, 0usize, 0usize);
     let secs = 60;
@@ -218,13 +220,13 @@ fn terminal_bytes(sim: &mut Sim, site: &SiteParams, cat: &XidCatalog) {
         sim.step();
         let c = Arc::new(sim.snapshot());
         let now = Instant::now();
-        app.on_update(Update::Snapshot(c.clone()), now);
-        app.on_update(Update::ok(Origin::Scheduler), now);
+        let _ = app.update(Msg::Source(Update::Snapshot(c.clone())), now);
+        let _ = app.update(Msg::Source(Update::ok(Origin::Scheduler)), now);
         if now >= next_analysis {
             let t = Instant::now();
             let a = Analysis::compute(&c, None, &app.focus(), site, cat);
             next_analysis = nightshift::analyst::next_analysis(t, t.elapsed());
-            app.update(Msg::Analysis(Arc::new(a)), now);
+            let _ = app.update(Msg::Analysis(Arc::new(a)), now);
         }
         let before = counter.0.get();
         let frame = term

@@ -3,7 +3,7 @@
 //! The loop waits on keys, source updates, a 1 s tick and signals; drawing
 //! happens only when something changed, at most ~60 frames a second.
 
-use crate::app::{App, Msg};
+use crate::app::{App, Effect, Msg};
 use crate::config::Settings;
 use crate::sources;
 use crossterm::event::{Event, EventStream};
@@ -174,7 +174,8 @@ async fn console(
         settings.read_only,
         settings.no_color,
         settings.stale_after,
-    );
+    )
+    .measured_by(crate::views::extent);
     app.catalog = settings.xid_catalog.clone();
     app.kpis = kpis;
     app.bell_on_critical = settings.bell_on_critical;
@@ -237,8 +238,10 @@ async fn event_loop(
     mouse: bool,
 ) -> Result<(), String> {
     let mut keys = EventStream::new();
+    // What the app asked for, carried out after each message.
+    let mut effects = Vec::new();
     if let Ok(size) = terminal.size() {
-        app.update(Msg::Resize(size.width, size.height), Instant::now());
+        effects = app.update(Msg::Resize(size.width, size.height), Instant::now());
     }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut updates_open = true;
@@ -275,8 +278,7 @@ async fn event_loop(
                 Some(r) => Some(Msg::Action(r)),
                 None => {
                     actions_open = false;
-                    app.flash = Some("the action runner stopped: actions are unavailable".into());
-                    Some(Msg::Tick)
+                    Some(Msg::RunnerStopped)
                 }
             },
             up = ch.updates.recv(), if updates_open => match up {
@@ -284,10 +286,10 @@ async fn event_loop(
                     // Take in what queued up, in order, then draw once; a
                     // bounded batch, so that a source that never pauses
                     // cannot keep keys (q) from being read.
-                    app.update(msg_of(u), Instant::now());
+                    effects.extend(app.update(msg_of(u), Instant::now()));
                     for _ in 0..MAX_BATCH {
                         let Ok(more) = ch.updates.try_recv() else { break };
-                        app.update(msg_of(more), Instant::now());
+                        effects.extend(app.update(msg_of(more), Instant::now()));
                     }
                     Some(Msg::Tick)
                 }
@@ -301,33 +303,36 @@ async fn event_loop(
             _ = sig.term.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
             _ = sig.hup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
             _ = sig.int.recv() => { tracing::info!("SIGINT: restoring the terminal"); return Ok(()); }
-            _ = sig.tstp.recv() => { app.suspend = true; Some(Msg::Tick) }
+            _ = sig.tstp.recv() => Some(Msg::StopSignal),
         };
         if let Some(m) = msg {
-            app.update(m, Instant::now());
+            effects.extend(app.update(m, Instant::now()));
             dirty = true;
         }
-        if app.quit {
-            return Ok(());
-        }
-        if std::mem::take(&mut app.suspend) {
-            suspend(terminal, mouse).map_err(|e| format!("cannot take the terminal back: {e}"))?;
-            dirty = true;
-            last_draw = None;
-        }
-        if std::mem::take(&mut app.pending_bell) {
-            use std::io::Write;
-            let mut out = io::stdout();
-            let _ = out.write_all(b"\x07").and_then(|()| out.flush());
-        }
-        if let Some(r) = &ch.replay {
-            for cmd in app.replay_outbox.drain(..) {
-                let _ = r.send(cmd).await;
-            }
-        }
-        for req in app.outbox.drain(..) {
-            if ch.runner.send(req).await.is_err() {
-                app.flash = Some("the action runner stopped: actions are unavailable".into());
+        for effect in std::mem::take(&mut effects) {
+            match effect {
+                Effect::Quit => return Ok(()),
+                Effect::Suspend => {
+                    suspend(terminal, mouse)
+                        .map_err(|e| format!("cannot take the terminal back: {e}"))?;
+                    dirty = true;
+                    last_draw = None;
+                }
+                Effect::Bell => {
+                    use std::io::Write;
+                    let mut out = io::stdout();
+                    let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+                }
+                Effect::Replay(cmd) => {
+                    if let Some(r) = &ch.replay {
+                        let _ = r.send(cmd).await;
+                    }
+                }
+                Effect::Run(req) => {
+                    if ch.runner.send(req).await.is_err() {
+                        effects.extend(app.update(Msg::RunnerStopped, Instant::now()));
+                    }
+                }
             }
         }
         let now_focus = app.focus();

@@ -4,7 +4,8 @@
 //! snapshot means a changed screen.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use nightshift::app::{App, Msg, View};
+use nightshift::actions::runner::Request;
+use nightshift::app::{App, Effect, Msg, View};
 use nightshift::engine::SiteParams;
 use nightshift::engine::analysis::Analysis;
 use nightshift::engine::xid::XidCatalog;
@@ -15,9 +16,32 @@ use ratatui::backend::TestBackend;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A source's update, as the loop hands it over.
+trait Feed {
+    fn on_update(&mut self, update: Update, now: Instant);
+}
+
+impl Feed for App {
+    fn on_update(&mut self, update: Update, now: Instant) {
+        let _ = self.update(Msg::Source(update), now);
+    }
+}
+
+/// The requests for the action runner among `effects`.
+fn sent(effects: &[Effect]) -> Vec<&Request> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Run(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
 fn app_after(seconds: u64) -> App {
     let mut sim = Sim::new(SimConfig::default()).expect("sim");
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let mut app = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     let t0 = Instant::now();
     // A few snapshots so that sparklines have history.
     for i in 0..=seconds.min(20) {
@@ -33,17 +57,22 @@ fn app_after(seconds: u64) -> App {
 /// Keys as a hand types them: an `enter` comes a moment after the key
 /// before it (one in the same instant is taken for a paste, and refused in
 /// a typed confirmation).
-fn keys(app: &mut App, codes: &[KeyCode]) {
+/// What they asked of the loop is returned.
+fn keys(app: &mut App, codes: &[KeyCode]) -> Vec<Effect> {
+    let mut effects = Vec::new();
     for &c in codes {
-        if c == KeyCode::Enter {
-            app.tick(app.now + Duration::from_millis(20));
-        }
-        app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
+        let now = if c == KeyCode::Enter {
+            app.now + Duration::from_millis(20)
+        } else {
+            app.now
+        };
+        effects.extend(app.update(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)), now));
     }
+    effects
 }
 
 fn command(app: &mut App, cmd: &str) {
-    app.run_command(cmd);
+    let _ = app.run_command(cmd);
 }
 
 fn screen(app: &App, w: u16, h: u16) -> String {
@@ -72,7 +101,7 @@ fn analyse(app: &mut App) {
         &XidCatalog::default(),
     );
     let now = app.now;
-    app.update(Msg::Analysis(Arc::new(a)), now);
+    let _ = app.update(Msg::Analysis(Arc::new(a)), now);
 }
 
 /// Each view at both sizes.
@@ -210,7 +239,7 @@ fn help_overlay() {
     check("help", &mut a);
     // At 80×24 it scrolls to its last line; a key up from there moves at once.
     let mut a = app_after(0);
-    a.update(Msg::Resize(80, 24), a.now);
+    let _ = a.update(Msg::Resize(80, 24), a.now);
     keys(&mut a, &[KeyCode::Char('?'), KeyCode::End]);
     let s = screen(&a, 80, 24);
     // Its end: the words, after the keys.
@@ -232,7 +261,8 @@ fn help_overlay() {
 /// message log too.
 #[test]
 fn before_the_first_answer_nothing_made_up_is_shown() {
-    let mut a = App::new("slurm", false, false, Duration::from_secs(10));
+    let mut a = App::new("slurm", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     let err = SourceError::Unreachable {
         what: "slurmrestd at http://127.0.0.1:6820".into(),
         detail: "tcp connect error: Connection refused (os error 111), asked again every 10 s; check that slurmrestd runs and listens there".into(),
@@ -420,7 +450,8 @@ fn drawing_at_scale_stays_within_the_screen() {
         jobs: Some(20_000),
     })
     .expect("sim");
-    let mut a = App::new("sim", false, false, Duration::from_secs(10));
+    let mut a = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     a.on_update(Update::Snapshot(Arc::new(sim.snapshot())), Instant::now());
     analyse(&mut a);
     for cmd in ["overview", "nodes", "gpus", "jobs", "queue", "incidents"] {
@@ -447,7 +478,8 @@ fn stale_gpu_readings_show_their_age() {
         g.reading_time = Some(c.time - 300);
         g.reading_source = Some("dcgm http://h100-05:9400/metrics".into());
     }
-    let mut a = App::new("sim", false, false, Duration::from_secs(10));
+    let mut a = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     a.on_update(Update::Snapshot(Arc::new(c)), Instant::now());
     command(&mut a, "nodes");
     keys(
@@ -606,7 +638,7 @@ fn open_dialog(
     use nightshift::actions::executor::Executor;
     use nightshift::actions::{audit::AuditLog, guard, policy::Policy, runner::Reply};
     use nightshift::engine::analysis::Base;
-    app.open_action(action.clone());
+    let _ = app.open_action(action.clone());
     let dir = tempfile::tempdir().expect("tempdir");
     let base = Base::compute(c, None, &SiteParams::default(), &XidCatalog::default());
     let exec = Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
@@ -622,7 +654,7 @@ fn open_dialog(
         &SiteParams::default(),
     );
     let now = app.now;
-    app.update(Msg::Action(Reply::Preview(Box::new(p.clone()))), now);
+    let _ = app.update(Msg::Action(Reply::Preview(Box::new(p.clone()))), now);
     p
 }
 
@@ -636,7 +668,8 @@ fn sim_app(
     let mut c = sim.snapshot();
     edit(&mut c);
     let c = Arc::new(c);
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let mut app = App::new("sim", false, false, Duration::from_secs(10))
+        .measured_by(nightshift::views::extent);
     let now = Instant::now();
     app.on_update(Update::Snapshot(c.clone()), now);
     app.on_update(Update::ok(Origin::Scheduler), now);
@@ -672,14 +705,14 @@ fn every_dialog_keeps_its_prompt() {
         &["type 4701 and press enter to confirm", "esc"],
     );
     // A wrong name is not sent: the dialog stays and says so.
-    let runs = |app: &App| {
-        app.outbox
+    let runs = |effects: &[Effect]| {
+        sent(effects)
             .iter()
-            .filter(|r| matches!(r, nightshift::actions::runner::Request::Run { .. }))
+            .filter(|r| matches!(r, Request::Run { .. }))
             .count()
     };
-    keys(&mut app, &[KeyCode::Char('4'), KeyCode::Enter]);
-    assert_eq!(runs(&app), 0, "nothing sent on a wrong name");
+    let fx = keys(&mut app, &[KeyCode::Char('4'), KeyCode::Enter]);
+    assert_eq!(runs(&fx), 0, "nothing sent on a wrong name");
     assert!(
         app.flash
             .as_deref()
@@ -688,7 +721,7 @@ fn every_dialog_keeps_its_prompt() {
         app.flash
     );
     // Typed right: sent, and the dialog waits for the outcome.
-    keys(
+    let fx = keys(
         &mut app,
         &[
             KeyCode::Char('4'),
@@ -698,7 +731,7 @@ fn every_dialog_keeps_its_prompt() {
             KeyCode::Enter,
         ],
     );
-    assert_eq!(runs(&app), 1, "sent once");
+    assert_eq!(runs(&fx), 1, "sent once");
     both(&app, "dialog_running", &["waiting for the outcome"]);
 
     // Resume a drained node whose GPU is still critical.
@@ -800,13 +833,13 @@ fn every_dialog_keeps_its_prompt() {
         ))
         .expect("drained");
     let now = app.now;
-    app.update(Msg::Action(Reply::Done(Box::new(done))), now);
+    let _ = app.update(Msg::Action(Reply::Done(Box::new(done))), now);
     both(&app, "dialog_drain_done", &["h100-06"]);
 
     // A failure says so and what was kept.
     let (mut app, _, _) = sim_app(0, |_| {});
     let now = app.now;
-    app.update(
+    let _ = app.update(
         Msg::Action(Reply::Failed(
             "drain failed: slurmrestd at http://127.0.0.1:6820 did not answer in 10s; nothing sent"
                 .into(),
@@ -845,7 +878,7 @@ fn every_dialog_keeps_its_prompt() {
 #[test]
 fn every_node_screen_fits_80x24() {
     let mut a = app_after(200);
-    a.update(Msg::Resize(80, 24), a.now);
+    let _ = a.update(Msg::Resize(80, 24), a.now);
     let names: Vec<String> = a.cluster.nodes.iter().map(|n| n.name.clone()).collect();
     for name in names {
         command(&mut a, &format!("node {name}"));
@@ -884,7 +917,7 @@ fn every_node_screen_fits_80x24() {
 #[test]
 fn the_job_screen_scrolls_to_its_last_line() {
     let mut a = app_after(200);
-    a.update(Msg::Resize(80, 18), a.now);
+    let _ = a.update(Msg::Resize(80, 18), a.now);
     command(&mut a, "job 4702");
     analyse(&mut a);
     let before = screen(&a, 80, 18);
@@ -908,7 +941,7 @@ fn the_job_screen_scrolls_to_its_last_line() {
     // A pending job: j scrolls.
     command(&mut a, "job 4722");
     analyse(&mut a);
-    a.update(Msg::Resize(80, 16), a.now);
+    let _ = a.update(Msg::Resize(80, 16), a.now);
     let top = screen(&a, 80, 16);
     keys(&mut a, &[KeyCode::Char('j'); 6]);
     let down = screen(&a, 80, 16);
@@ -930,8 +963,8 @@ fn the_job_screen_scrolls_to_its_last_line() {
 /// 48 / DBE the options use too), not the latest Xid's.
 #[test]
 fn one_drain_reason_whichever_way_the_node_is_reached() {
-    let drain_reason = |a: &App| {
-        a.outbox.iter().find_map(|r| match r {
+    let drain_reason = |effects: &[Effect]| {
+        sent(effects).into_iter().find_map(|r| match r {
             nightshift::actions::runner::Request::Preview {
                 action: nightshift::actions::Action::Drain { reason, .. },
                 ..
@@ -942,16 +975,14 @@ fn one_drain_reason_whichever_way_the_node_is_reached() {
     let mut a = app_after(200);
     command(&mut a, "node h100-06");
     analyse(&mut a);
-    a.outbox.clear();
-    keys(&mut a, &[KeyCode::Char('D')]);
-    let from_node = drain_reason(&a).expect("a drain preview");
+    let fx = keys(&mut a, &[KeyCode::Char('D')]);
+    let from_node = drain_reason(&fx).expect("a drain preview");
     keys(&mut a, &[KeyCode::Esc]);
     command(&mut a, "incidents");
     analyse(&mut a);
-    a.outbox.clear();
     // The newest incident: h100-06's Xid 63.
-    keys(&mut a, &[KeyCode::Char('D')]);
-    let from_row = drain_reason(&a).expect("a drain preview");
+    let fx = keys(&mut a, &[KeyCode::Char('D')]);
+    let from_row = drain_reason(&fx).expect("a drain preview");
     assert_eq!(from_node, from_row);
     assert!(!from_node.contains("xid63"), "{from_node}");
     let base = &a.analysis.as_ref().expect("analysis").base;
@@ -1011,7 +1042,7 @@ fn the_replay_header_fits_80_columns() {
 #[test]
 fn the_gpu_screen_scrolls_to_its_last_line() {
     let mut a = app_after(200);
-    a.update(Msg::Resize(80, 16), a.now);
+    let _ = a.update(Msg::Resize(80, 16), a.now);
     command(&mut a, "gpu h100-06/5");
     analyse(&mut a);
     let before = screen(&a, 80, 16);

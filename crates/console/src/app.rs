@@ -7,10 +7,12 @@ pub mod history;
 pub mod index;
 mod keys;
 mod rows;
+mod screens;
 mod update;
 
 pub use history::History;
 pub use index::Index;
+pub use rows::first_shown;
 
 use crate::actions::Action;
 use crate::actions::guard::Preview;
@@ -23,8 +25,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The one message type of the console's loop: everything that can change
-/// the app's state arrives as one of these.
+/// What happened, for the console: a key, the terminal, a source, the
+/// engine, the action runner. Everything that can change the app's state
+/// arrives as one of these through [`App::update`].
 #[derive(Debug, Clone)]
 pub enum Msg {
     Key(crossterm::event::KeyEvent),
@@ -45,6 +48,16 @@ pub enum Msg {
     Action(Reply),
     /// A source's channel closed: it will send nothing more.
     SourceStopped,
+    /// The action runner's channel closed: actions are unavailable.
+    RunnerStopped,
+    /// The terminal's stop signal (SIGTSTP) came.
+    StopSignal,
+}
+
+/// What a screen makes of a key it gives its own meaning to
+/// (`screens::on_key`); the app carries it out.
+#[derive(Debug, Clone)]
+pub enum Intent {
     /// Open a screen on top of this one.
     Open(Screen),
     /// Select the row at this position.
@@ -58,6 +71,37 @@ pub enum Msg {
     /// Say something on the status line (and in the message log).
     Flash(String),
 }
+
+/// What the console asks of the loop around it: [`App::update`] returns
+/// these and the loop (the program's `tui.rs`) carries them out. The app
+/// itself does no I/O.
+#[derive(Debug)]
+pub enum Effect {
+    /// A request for the action runner: a preview, a confirmed action.
+    Run(Request),
+    /// A command for the recording being played (seek, faster, pause…).
+    Replay(crate::recording::replay::ReplayCmd),
+    /// Ring the terminal bell: a new critical incident.
+    Bell,
+    /// ctrl-z or SIGTSTP: give the terminal back and stop until `fg`.
+    Suspend,
+    /// Leave the console.
+    Quit,
+}
+
+/// How far the screen's text and the open overlay reach past what the
+/// terminal shows, in rows: the keys that scroll stop there, so that a key
+/// back after the end moves at once. The views lay the text out, so they
+/// measure it ([`Measure`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Extent {
+    pub screen: u16,
+    pub overlay: u16,
+}
+
+/// The views' measure of the app as drawn now; given to the app by whoever
+/// builds the console (`App::measured_by`), as the app sits below the views.
+pub type Measure = fn(&App) -> Extent;
 
 /// What the TUI shows while an action is in hand.
 #[derive(Debug, Clone)]
@@ -253,10 +297,6 @@ pub struct App {
     pub stale_after: Duration,
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub flash: Option<String>,
-    pub quit: bool,
-    /// ctrl-z: the event loop gives the terminal back and stops the process
-    /// until `fg`.
-    pub suspend: bool,
     /// When the confirmation's text last changed by a key: an `enter` right
     /// behind it came with a (plain, unbracketed) paste.
     pub typed_at: Option<Instant>,
@@ -275,20 +315,19 @@ pub struct App {
     pub known: std::collections::HashSet<String>,
     /// Ring the terminal bell on a new critical incident (`ui.bell_on_critical`).
     pub bell_on_critical: bool,
-    /// A bell is due; the event loop rings it (rendering has no side effects).
-    pub pending_bell: bool,
-    /// Requests for the action runner, sent by the event loop.
-    pub outbox: Vec<Request>,
     /// How to undo the last action.
     pub last_undo: Option<Action>,
-    /// Playing a recording: the keys steer it (`replay_outbox`).
+    /// Playing a recording: the keys steer it (`Effect::Replay`).
     pub replay: bool,
     /// Playing a recording: where it is and how it plays (the header).
     pub playback: Option<crate::sources::Playback>,
     /// The first replayed snapshot's time (`:at +10m` counts from it).
     pub replay_start: Option<crate::model::Timestamp>,
-    /// Commands for the playback, sent by the event loop.
-    pub replay_outbox: Vec<crate::recording::replay::ReplayCmd>,
+    /// What the loop is to do, gathered while a message is taken in and
+    /// handed over by `update`.
+    effects: Vec<Effect>,
+    /// How far text reaches past the terminal (see [`Extent`]).
+    measure: Option<Measure>,
 }
 
 /// How far back the console's health numbers reach.
@@ -328,8 +367,6 @@ impl App {
             snapshot_at: None,
             stale_after,
             flash: None,
-            quit: false,
-            suspend: false,
             typed_at: None,
             modal: None,
             modal_scroll: 0,
@@ -338,14 +375,30 @@ impl App {
             seen: std::collections::HashSet::new(),
             known: std::collections::HashSet::new(),
             bell_on_critical: false,
-            pending_bell: false,
-            outbox: Vec::new(),
             last_undo: None,
             replay: source_name == "replay",
             playback: None,
             replay_start: None,
-            replay_outbox: Vec::new(),
+            effects: Vec::new(),
+            measure: None,
         }
+    }
+
+    /// The app measured by the views (see [`Extent`]): without it nothing
+    /// scrolls past the terminal.
+    pub fn measured_by(mut self, measure: Measure) -> App {
+        self.measure = Some(measure);
+        self
+    }
+
+    /// How far the text reaches past the terminal now.
+    pub(crate) fn extent(&self) -> Extent {
+        self.measure.map(|m| m(self)).unwrap_or_default()
+    }
+
+    /// Asks the loop to do something once this message is taken in.
+    pub(crate) fn emit(&mut self, effect: Effect) {
+        self.effects.push(effect);
     }
 
     /// A GPU's severity from the engine's verdicts (`ok` until the first

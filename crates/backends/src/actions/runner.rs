@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// What the app asks of the runner.
+#[derive(Debug)]
 pub enum Request {
     Preview {
         action: Action,

@@ -2,7 +2,7 @@
 //! and requeue, `C` cordon, `U` resume, `R` requeue, `T` top priority,
 //! `H` hold, `E` release. Each opens the guard's preview; `esc` cancels.
 
-use super::{App, Modal, Row, View};
+use super::{App, Effect, Modal, Row, View};
 use crate::actions::Action;
 use crate::actions::runner::Request;
 use crossterm::event::{KeyCode, KeyEvent};
@@ -99,7 +99,7 @@ impl App {
             _ => self.selected_job().map(|job| Action::Release { job }),
         };
         match action {
-            Some(action) => self.open_action(action),
+            Some(action) => self.preview_action(action),
             None => {
                 self.flash = Some(format!(
                     "{k}: select a {} first",
@@ -126,7 +126,7 @@ impl App {
             return;
         }
         match self.selected_node() {
-            Some((node, _)) => self.open_action(Action::SetReason {
+            Some((node, _)) => self.preview_action(Action::SetReason {
                 node,
                 reason: reason.to_string(),
             }),
@@ -134,7 +134,7 @@ impl App {
         }
     }
 
-    pub fn open_action(&mut self, action: Action) {
+    pub(crate) fn preview_action(&mut self, action: Action) {
         self.modal_scroll = 0;
         // Acting on an incident reads it.
         if let Some(Row::Incident(i)) = self.selected_row()
@@ -143,11 +143,11 @@ impl App {
             self.seen.insert(id);
         }
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
-        self.outbox.push(Request::Preview {
+        self.emit(Effect::Run(Request::Preview {
             action: action.clone(),
             cluster: self.cluster.clone(),
             data_age,
-        });
+        }));
         self.modal = Some(Modal::Confirm {
             action,
             preview: None,
@@ -299,7 +299,7 @@ impl App {
                                 choice.actions[1..].join(", then ")
                             ));
                         }
-                        self.open_action(first);
+                        self.preview_action(first);
                     }
                     None => self.flash = Some(format!("{}: nothing to send", choice.title)),
                 }
@@ -310,7 +310,7 @@ impl App {
                 if key.code == KeyCode::Char('u')
                     && let Some(undo) = self.last_undo.clone()
                 {
-                    self.open_action(undo);
+                    self.preview_action(undo);
                 }
                 return;
             }
@@ -357,12 +357,12 @@ impl App {
         }
         // The newest data goes with it: the guard checks it again.
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
-        self.outbox.push(Request::Run {
+        self.emit(Effect::Run(Request::Run {
             preview: p,
             typed,
             cluster: self.cluster.clone(),
             data_age,
-        });
+        }));
         self.modal = Some(Modal::Running { action });
     }
 }

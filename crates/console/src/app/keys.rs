@@ -1,7 +1,7 @@
 //! Keys, k9s style: `:view` to switch, `/` to filter, `enter` to drill down,
 //! `esc` to go back, `j`/`k` to move, `?` for help, `q` to quit.
 
-use super::{App, Input, Modal, Row, Screen, View};
+use super::{App, Effect, Input, Modal, Row, Screen, View};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Rows moved by page keys.
@@ -24,16 +24,16 @@ fn append_bounded(text: &mut String, more: &str) -> bool {
 }
 
 impl App {
-    pub fn on_key(&mut self, key: KeyEvent) {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) {
         if key.kind == KeyEventKind::Release {
             return;
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            self.quit = true;
+            self.emit(Effect::Quit);
             return;
         }
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('z') {
-            self.suspend = true;
+            self.emit(Effect::Suspend);
             return;
         }
         self.flash = None;
@@ -52,7 +52,7 @@ impl App {
             KeyCode::Esc => self.input = Input::Normal,
             KeyCode::Enter => {
                 self.input = Input::Normal;
-                self.run_command(&text);
+                self.command(&text);
             }
             KeyCode::Backspace => {
                 if text.pop().is_none() {
@@ -241,11 +241,11 @@ impl App {
         }
     }
 
-    pub fn run_command(&mut self, cmd: &str) {
+    pub(crate) fn command(&mut self, cmd: &str) {
         let cmd = cmd.trim();
         match cmd {
             "" => {}
-            "q" | "q!" | "quit" => self.quit = true,
+            "q" | "q!" | "quit" => self.emit(Effect::Quit),
             "help" | "?" => self.show_help = true,
             "kpis" | "kpi" => {
                 self.show_kpis = Some(3600);
@@ -267,8 +267,7 @@ impl App {
                 let start = self.history_start();
                 match crate::recording::parse_at(&cmd["at ".len()..], start) {
                     Ok(t) => {
-                        self.replay_outbox
-                            .push(crate::recording::replay::ReplayCmd::Seek(t));
+                        self.emit(Effect::Replay(crate::recording::replay::ReplayCmd::Seek(t)));
                         self.flash = Some(format!("replay: to {}", crate::text::clock(t)));
                     }
                     Err(e) => self.flash = Some(e),
@@ -306,7 +305,7 @@ impl App {
             KeyCode::Char('n') => (ReplayCmd::NextIncident, "to the next incident"),
             _ => return false,
         };
-        self.replay_outbox.push(cmd);
+        self.emit(Effect::Replay(cmd));
         self.flash = Some(format!("replay: {say}"));
         true
     }
@@ -361,7 +360,7 @@ impl App {
                 _ => None,
             };
             if let Some(d) = by {
-                let max = i32::from(crate::views::overlay_max_scroll(self));
+                let max = i32::from(self.extent().overlay);
                 self.overlay_scroll = (i32::from(self.overlay_scroll) + d).clamp(0, max) as u16;
                 return;
             }
@@ -370,7 +369,7 @@ impl App {
             self.show_messages = false;
             self.show_kpis = None;
             if key.code == KeyCode::Char('q') {
-                self.quit = true;
+                self.emit(Effect::Quit);
             }
             return;
         }
@@ -381,14 +380,13 @@ impl App {
             return;
         }
         // What this screen gives its own meaning to.
-        if let Some(msg) = crate::views::component::for_view(self.screen().view).on_key(self, key) {
-            let now = self.now;
-            return self.dispatch(msg, now);
+        if let Some(intent) = super::screens::on_key(self, key) {
+            return self.carry_out(intent);
         }
         let sel = self.screen().selected;
         let last = self.rows.len().saturating_sub(1);
         match key.code {
-            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('q') => self.emit(Effect::Quit),
             KeyCode::Char(':') => self.input = Input::Command(String::new()),
             KeyCode::Char('/') => {
                 let current = self.screen().filter.clone();
@@ -447,7 +445,7 @@ impl App {
                     return;
                 }
                 let height = self.size.1.saturating_sub(top + 2) as usize;
-                let first = crate::views::offset(sel, height);
+                let first = super::rows::first_shown(sel, height);
                 let row = first + usize::from(m.row - top);
                 if row == sel {
                     self.drill_down();
@@ -466,12 +464,11 @@ impl App {
 
     /// `enter` (or a second click): open what the selected row points at.
     pub fn drill_down(&mut self) {
-        let msg = match self.drill_target() {
-            Some(s) => crate::app::Msg::Open(s),
-            None => crate::app::Msg::Flash("nothing to open here".into()),
+        let intent = match self.drill_target() {
+            Some(s) => super::Intent::Open(s),
+            None => super::Intent::Flash("nothing to open here".into()),
         };
-        let now = self.now;
-        self.dispatch(msg, now);
+        self.carry_out(intent);
     }
 
     /// The screen the selected row points at.

@@ -189,3 +189,14 @@ impl App {
         self.refresh_rows();
     }
 }
+
+/// First row to show so that `selected` is on screen. A pure function of
+/// its inputs: drawing keeps no scroll state; the views draw from it and
+/// the mouse hit-tests with it.
+pub fn first_shown(selected: usize, height: usize) -> usize {
+    if height == 0 {
+        0
+    } else {
+        selected.saturating_sub(height - 1)
+    }
+}

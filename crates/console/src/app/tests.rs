@@ -3,15 +3,51 @@ use crate::engine::xid::XidCatalog;
 use crate::sources::sim::{Sim, SimConfig};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+impl App {
+    /// `update`, with what it asks of the loop kept in the app for the test
+    /// to read (the keys below reach the app the same way).
+    fn take_in(&mut self, msg: Msg, now: Instant) {
+        let fx = self.update(msg, now);
+        self.effects.extend(fx);
+    }
+
+    /// The requests for the action runner asked for so far.
+    fn sent(&self) -> Vec<&crate::actions::runner::Request> {
+        self.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Run(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The playback commands asked for so far.
+    fn replay_sent(&self) -> Vec<crate::recording::replay::ReplayCmd> {
+        self.effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Replay(r) => Some(*r),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn asked(&self, f: fn(&Effect) -> bool) -> bool {
+        self.effects.iter().any(f)
+    }
+}
+
 /// The app after the sim's first snapshot, its status and its analysis,
 /// as the loop delivers them.
 fn app() -> App {
-    let mut app = App::new("sim", false, false, Duration::from_secs(10));
+    let mut app =
+        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
     let sim = Sim::new(SimConfig::default()).expect("sim");
     let c = Arc::new(sim.snapshot());
     let now = Instant::now();
-    app.update(Msg::Source(Update::Snapshot(c.clone())), now);
-    app.update(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    app.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    app.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
     let a = Analysis::compute(
         &c,
         None,
@@ -19,7 +55,7 @@ fn app() -> App {
         &crate::engine::SiteParams::default(),
         &XidCatalog::default(),
     );
-    app.update(Msg::Analysis(Arc::new(a)), now);
+    app.take_in(Msg::Analysis(Arc::new(a)), now);
     app
 }
 
@@ -157,17 +193,17 @@ fn movement_is_bounded() {
 fn quit_keys() {
     let mut a = app();
     press(&mut a, "q");
-    assert!(a.quit);
+    assert!(a.asked(|e| matches!(e, Effect::Quit)));
     let mut a = app();
     a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
-    assert!(a.quit);
+    assert!(a.asked(|e| matches!(e, Effect::Quit)));
     let mut a = app();
     command(&mut a, "q");
-    assert!(a.quit);
+    assert!(a.asked(|e| matches!(e, Effect::Quit)));
     // q typed into a filter is text, not quit.
     let mut a = app();
     press(&mut a, "/q");
-    assert!(!a.quit);
+    assert!(!a.asked(|e| matches!(e, Effect::Quit)));
 }
 
 #[test]
@@ -273,7 +309,7 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
     // …then the scheduler stops answering for a minute before `enter`.
     let later = a.now + Duration::from_secs(60);
     a.tick(later - Duration::from_millis(200));
-    a.outbox.clear();
+    a.effects.clear();
     for c in "h100-03".chars() {
         a.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
     }
@@ -281,7 +317,7 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
     a.tick(later);
     key(&mut a, KeyCode::Enter);
     // The run request carries the data's age now, for the guard to check.
-    match a.outbox.last() {
+    match a.sent().last().copied() {
         Some(crate::actions::runner::Request::Run { data_age, .. }) => {
             assert_eq!(*data_age, Duration::from_secs(60))
         }
@@ -293,9 +329,9 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
 fn reason_command_previews_a_new_reason_for_the_selected_node() {
     let mut a = app();
     command(&mut a, "incidents");
-    a.outbox.clear();
+    a.effects.clear();
     command(&mut a, "reason xid79 GPU3, RMA 4411");
-    match a.outbox.last() {
+    match a.sent().last().copied() {
         Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
             action,
             &Action::SetReason {
@@ -308,9 +344,9 @@ fn reason_command_previews_a_new_reason_for_the_selected_node() {
     let mut ro = app();
     ro.read_only = true;
     command(&mut ro, "incidents");
-    ro.outbox.clear();
+    ro.effects.clear();
     command(&mut ro, "reason x");
-    assert!(ro.outbox.is_empty());
+    assert!(ro.sent().is_empty());
 }
 
 #[test]
@@ -331,26 +367,27 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
         undo: Some(undo.clone()),
         message: "done".into(),
     };
-    a.update(
+    a.take_in(
         Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
         a.now,
     );
     assert!(matches!(a.modal, Some(Modal::Done { ok: true, .. })));
-    a.outbox.clear();
+    a.effects.clear();
     press(&mut a, "u");
     assert!(
         matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == undo),
         "the undo is guarded like any action"
     );
     assert!(matches!(
-        a.outbox.last(),
+        a.sent().last().copied(),
         Some(crate::actions::runner::Request::Preview { .. })
     ));
 }
 
 #[test]
 fn an_endpoint_alone_does_not_make_a_silent_scheduler_look_fresh() {
-    let mut a = App::new("slurm", false, false, Duration::from_secs(10));
+    let mut a =
+        App::new("slurm", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
     let now = a.now;
     a.on_update(
         Update::ok(Origin::Endpoint("http://gpu01:9400/metrics".into())),
@@ -359,7 +396,8 @@ fn an_endpoint_alone_does_not_make_a_silent_scheduler_look_fresh() {
     assert_eq!(a.data_age(), None, "waiting for the scheduler");
     assert!(a.is_stale());
     // With no scheduler at all, the endpoints are what the data is.
-    let mut e = App::new("endpoints", false, false, Duration::from_secs(10));
+    let mut e = App::new("endpoints", false, false, Duration::from_secs(10))
+        .measured_by(crate::views::extent);
     e.on_update(
         Update::ok(Origin::Endpoint("http://gpu01:9400/metrics".into())),
         now,
@@ -376,9 +414,9 @@ fn the_first_screen_opens_on_its_incidents_and_d_drains_from_there() {
         Pane::First,
         "the open incidents have the keys"
     );
-    a.outbox.clear();
+    a.effects.clear();
     press(&mut a, "D");
-    match a.outbox.last() {
+    match a.sent().last().copied() {
         Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
             action,
             &Action::Drain {
@@ -395,7 +433,7 @@ fn the_first_screen_opens_on_its_incidents_and_d_drains_from_there() {
 #[test]
 fn the_grid_shows_problems_first_and_j_moves_a_row_down() {
     let mut a = app();
-    a.update(Msg::Resize(80, 24), a.now);
+    a.take_in(Msg::Resize(80, 24), a.now);
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.screen().pane, Pane::Second);
     let first: Vec<&str> = a.grid[..3]
@@ -517,7 +555,7 @@ fn unread_incidents_count_until_opened_and_a_new_critical_one_rings() {
     let open = a.unread();
     assert!(open >= 2, "everything is new at start: {open}");
     assert!(
-        !a.pending_bell,
+        !a.asked(|e| matches!(e, Effect::Bell)),
         "not for what was there when the console opened"
     );
     command(&mut a, "incidents");
@@ -534,9 +572,9 @@ fn unread_incidents_count_until_opened_and_a_new_critical_one_rings() {
         &crate::engine::SiteParams::default(),
         &XidCatalog::default(),
     );
-    a.update(Msg::Source(Update::Snapshot(c)), a.now);
-    a.update(Msg::Analysis(Arc::new(an)), a.now);
-    assert!(a.pending_bell);
+    a.take_in(Msg::Source(Update::Snapshot(c)), a.now);
+    a.take_in(Msg::Analysis(Arc::new(an)), a.now);
+    assert!(a.asked(|e| matches!(e, Effect::Bell)));
     assert!(a.unread() > open - 1);
 }
 
@@ -549,11 +587,11 @@ fn status_messages_are_kept_and_m_reopens_them() {
         } else {
             KeyCode::Char(c)
         };
-        a.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), a.now);
+        a.take_in(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)), a.now);
     }
     assert!(a.flash.as_deref().is_some_and(|f| f.contains("podz")));
     // The next key clears the status line; the log keeps the message.
-    a.update(
+    a.take_in(
         Msg::Key(KeyEvent::new(KeyCode::Char('m'), KeyModifiers::NONE)),
         a.now,
     );
@@ -572,20 +610,20 @@ fn the_wheel_moves_and_a_click_selects_then_opens() {
         modifiers: KeyModifiers::NONE,
     };
     let mut a = app();
-    a.update(Msg::Resize(100, 30), a.now);
+    a.take_in(Msg::Resize(100, 30), a.now);
     command(&mut a, "jobs");
-    a.update(Msg::Mouse(mouse(MouseEventKind::ScrollDown, 10)), a.now);
+    a.take_in(Msg::Mouse(mouse(MouseEventKind::ScrollDown, 10)), a.now);
     assert_eq!(a.screen().selected, 3);
-    a.update(Msg::Mouse(mouse(MouseEventKind::ScrollUp, 10)), a.now);
+    a.take_in(Msg::Mouse(mouse(MouseEventKind::ScrollUp, 10)), a.now);
     assert_eq!(a.screen().selected, 0);
     // Row 3 of the screen is the list's first row (header, border, header row).
-    a.update(
+    a.take_in(
         Msg::Mouse(mouse(MouseEventKind::Down(MouseButton::Left), 5)),
         a.now,
     );
     assert_eq!(a.screen().selected, 2);
     let id = a.selected_row().map(|r| a.row_key(r));
-    a.update(
+    a.take_in(
         Msg::Mouse(mouse(MouseEventKind::Down(MouseButton::Left), 5)),
         a.now,
     );
@@ -597,43 +635,43 @@ fn the_wheel_moves_and_a_click_selects_then_opens() {
     assert_eq!(a.screen().target, id);
 }
 
-/// Each screen's component says what its own keys mean, as messages,
-/// without changing anything; the app carries them out.
+/// Each screen says what its own keys mean, as intents, without changing
+/// anything; the app carries them out.
 #[test]
-fn components_answer_keys_with_messages_and_change_nothing() {
-    use crate::views::component::for_view;
+fn screens_answer_keys_with_intents_and_change_nothing() {
+    use super::screens::on_key;
     let k = |c: KeyCode| KeyEvent::new(c, KeyModifiers::NONE);
     let mut a = app();
     a.size = (120, 40);
     // The overview's grid: down is a row of the grid, not the next node.
-    a.dispatch(Msg::SwitchPane, a.now);
+    a.carry_out(Intent::SwitchPane);
     assert_eq!(a.screen().pane, Pane::Second);
     let cols = a.grid_columns();
     assert!(cols > 1);
     let before = a.screen().selected;
-    let msg = for_view(View::Overview).on_key(&a, k(KeyCode::Char('j')));
+    let msg = on_key(&a, k(KeyCode::Char('j')));
     assert!(
-        matches!(msg, Some(Msg::Select(i)) if i == before + cols),
+        matches!(msg, Some(Intent::Select(i)) if i == before + cols),
         "{msg:?}"
     );
     assert_eq!(a.screen().selected, before, "on_key changes nothing");
     // A list: digits sort; keys it leaves alone are the app's.
-    let list = for_view(View::Jobs);
+    command(&mut a, "jobs");
     assert!(matches!(
-        list.on_key(&a, k(KeyCode::Char('3'))),
-        Some(Msg::SortBy(2))
+        on_key(&a, k(KeyCode::Char('3'))),
+        Some(Intent::SortBy(2))
     ));
     assert!(matches!(
-        list.on_key(&a, k(KeyCode::Char('0'))),
-        Some(Msg::SortBy(9))
+        on_key(&a, k(KeyCode::Char('0'))),
+        Some(Intent::SortBy(9))
     ));
-    assert!(list.on_key(&a, k(KeyCode::Char('j'))).is_none());
+    assert!(on_key(&a, k(KeyCode::Char('j'))).is_none());
     // A GPU's enter opens its job.
     command(&mut a, "gpu h100-03/3");
     let job = a.gpu_detail_job().expect("a job on h100-03/3");
-    let msg = for_view(View::GpuDetail).on_key(&a, k(KeyCode::Enter));
+    let msg = on_key(&a, k(KeyCode::Enter));
     match msg {
-        Some(Msg::Open(s)) => {
+        Some(Intent::Open(s)) => {
             assert_eq!(s.view, View::JobDetail);
             assert_eq!(s.target.as_deref(), Some(job.as_str()));
         }
@@ -663,7 +701,7 @@ fn the_header_says_when_the_engine_trails_the_snapshot() {
     let mut sim = Sim::new(SimConfig::default()).expect("sim");
     sim.advance(7);
     let later = Arc::new(sim.snapshot());
-    a.update(Msg::Source(Update::Snapshot(later.clone())), Instant::now());
+    a.take_in(Msg::Source(Update::Snapshot(later.clone())), Instant::now());
     assert_eq!(a.analysis_lag_s(), Some(7));
     assert!(header(&a).contains("engine 7s behind"), "{}", header(&a));
     let caught_up = Analysis::compute(
@@ -673,7 +711,7 @@ fn the_header_says_when_the_engine_trails_the_snapshot() {
         &crate::engine::SiteParams::default(),
         &XidCatalog::default(),
     );
-    a.update(Msg::Analysis(Arc::new(caught_up)), Instant::now());
+    a.take_in(Msg::Analysis(Arc::new(caught_up)), Instant::now());
     assert_eq!(a.analysis_lag_s(), None);
     assert!(!header(&a).contains("behind"), "{}", header(&a));
 }
@@ -682,7 +720,7 @@ fn the_header_says_when_the_engine_trails_the_snapshot() {
 fn a_stopped_recording_is_said_on_screen_and_kept_in_the_log() {
     let mut a = app();
     let now = a.now;
-    a.update(
+    a.take_in(
         Msg::Source(Update::Notice(
             "RECORDING STOPPED: cannot write the recording: No space left on device".into(),
         )),
@@ -705,17 +743,18 @@ fn a_stopped_recording_is_said_on_screen_and_kept_in_the_log() {
 #[test]
 fn replay_keys_steer_the_playback_and_act_on_nothing() {
     use crate::recording::replay::ReplayCmd;
-    let mut a = App::new("replay", true, false, Duration::from_secs(10));
+    let mut a =
+        App::new("replay", true, false, Duration::from_secs(10)).measured_by(crate::views::extent);
     let sim = Sim::new(SimConfig::default()).expect("sim");
     let c = Arc::new(sim.snapshot());
     let now = Instant::now();
-    a.update(Msg::Source(Update::Snapshot(c.clone())), now);
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
     assert_eq!(a.replay_start, Some(c.time));
     press(&mut a, "> <n");
     a.on_key(KeyEvent::new(KeyCode::Char(' '), KeyModifiers::NONE));
-    a.run_command("at +10m");
+    a.command("at +10m");
     assert_eq!(
-        a.replay_outbox,
+        a.replay_sent(),
         vec![
             ReplayCmd::Faster,
             ReplayCmd::Pause,
@@ -726,11 +765,11 @@ fn replay_keys_steer_the_playback_and_act_on_nothing() {
         ]
     );
     press(&mut a, "D");
-    assert!(a.outbox.is_empty(), "read-only: nothing to the runner");
+    assert!(a.sent().is_empty(), "read-only: nothing to the runner");
     // A live console gives these keys no playback meaning.
     let mut live = app();
     press(&mut live, ">n");
-    assert!(live.replay_outbox.is_empty());
+    assert!(live.replay_sent().is_empty());
 }
 
 /// The confirmation of a drain: the dialog with its preview, as the runner
@@ -757,15 +796,15 @@ fn drain_dialog(a: &mut App) {
         incident: None,
         node_in_service: true,
     };
-    a.update(
+    a.take_in(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
         a.now,
     );
-    a.outbox.clear();
+    a.effects.clear();
 }
 
 fn sent_a_run(a: &App) -> bool {
-    a.outbox
+    a.sent()
         .iter()
         .any(|r| matches!(r, crate::actions::runner::Request::Run { .. }))
 }

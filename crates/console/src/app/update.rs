@@ -2,7 +2,7 @@
 //! updates (snapshots, each origin's status), the engine's analyses and
 //! the action runner's replies.
 
-use super::{App, Index, Modal, Msg};
+use super::{App, Effect, Index, Intent, Modal, Msg};
 use crate::actions::guard::Done;
 use crate::actions::runner::Reply;
 use crate::sources::{Origin, Update};
@@ -13,11 +13,33 @@ impl App {
         self.now = now;
     }
 
-    /// The loop's one entry point.
-    pub fn update(&mut self, msg: Msg, now: Instant) {
+    /// The loop's one entry point: takes in what happened and says what the
+    /// loop is to do about it.
+    #[must_use = "the effects are the loop's to carry out"]
+    pub fn update(&mut self, msg: Msg, now: Instant) -> Vec<Effect> {
         self.now = now;
         self.dispatch(msg, now);
         self.log_flash();
+        std::mem::take(&mut self.effects)
+    }
+
+    /// A `:` command, as if typed (`nodes`, `job 4700`, `kpis 1h`): for
+    /// scripts and tests; what it asks of the loop is returned as by
+    /// `update`.
+    #[must_use = "the effects are the loop's to carry out"]
+    pub fn run_command(&mut self, cmd: &str) -> Vec<Effect> {
+        self.command(cmd);
+        self.log_flash();
+        std::mem::take(&mut self.effects)
+    }
+
+    /// The guard's dialog for `action`, as its key opens it (the preview is
+    /// asked of the runner): for scripts and tests.
+    #[must_use = "the effects are the loop's to carry out"]
+    pub fn open_action(&mut self, action: crate::actions::Action) -> Vec<Effect> {
+        self.preview_action(action);
+        self.log_flash();
+        std::mem::take(&mut self.effects)
     }
 
     /// A line in the message log (m), not on the status line.
@@ -86,7 +108,7 @@ impl App {
                         && self.bell_on_critical
                         && i.severity == crate::model::GpuHealth::Critical
                     {
-                        self.pending_bell = true;
+                        self.emit(Effect::Bell);
                     }
                 }
                 self.analysis = Some(a);
@@ -98,7 +120,17 @@ impl App {
                 let s = self.origins.entry(Origin::Scheduler).or_default();
                 s.error = Some("the source stopped".into());
             }
-            Msg::Open(screen) => {
+            Msg::RunnerStopped => {
+                self.flash = Some("the action runner stopped: actions are unavailable".into());
+            }
+            Msg::StopSignal => self.emit(Effect::Suspend),
+        }
+    }
+
+    /// Carries out what a screen made of a key.
+    pub(crate) fn carry_out(&mut self, intent: Intent) {
+        match intent {
+            Intent::Open(screen) => {
                 // An incident opened is read.
                 if let Some(crate::app::Row::Incident(i)) = self.selected_row()
                     && let Some(id) = self.incident(i).map(|x| x.id.clone())
@@ -107,25 +139,25 @@ impl App {
                 }
                 self.push(screen);
             }
-            Msg::Select(i) => self.select(i),
-            Msg::Scroll(by) => {
-                let max = i32::from(crate::views::screen_max_scroll(self));
+            Intent::Select(i) => self.select(i),
+            Intent::Scroll(by) => {
+                let max = i32::from(self.extent().screen);
                 let s = self.screen_mut();
                 s.scroll = (i32::from(s.scroll) + by).clamp(0, max) as u16;
             }
-            Msg::SwitchPane => {
+            Intent::SwitchPane => {
                 let s = self.screen_mut();
                 s.pane = s.pane.other();
                 s.selected = 0;
                 s.selected_key = None;
                 self.refresh_rows();
             }
-            Msg::SortBy(k) => self.sort_by_column(k),
-            Msg::Flash(m) => self.flash = Some(m),
+            Intent::SortBy(k) => self.sort_by_column(k),
+            Intent::Flash(m) => self.flash = Some(m),
         }
     }
 
-    pub fn on_update(&mut self, update: Update, now: Instant) {
+    pub(crate) fn on_update(&mut self, update: Update, now: Instant) {
         self.now = now;
         match update {
             Update::Snapshot(cluster) => {

@@ -630,6 +630,16 @@ fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
 }
 
+/// How far the screen's text and the open overlay reach past the
+/// terminal: the app's [`crate::app::Measure`] (the console is built
+/// `App::new(…).measured_by(views::extent)`).
+pub fn extent(app: &App) -> crate::app::Extent {
+    crate::app::Extent {
+        screen: screen_max_scroll(app),
+        overlay: overlay_max_scroll(app),
+    }
+}
+
 /// How far the screen's own text scrolls (the job screen's): to its last
 /// line at the terminal's size.
 pub fn screen_max_scroll(app: &App) -> u16 {

@@ -7,15 +7,9 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Row, Table};
 
-/// First row to show so that `selected` is on screen. A pure function of
-/// its inputs: drawing keeps no scroll state.
-pub fn offset(selected: usize, height: usize) -> usize {
-    if height == 0 {
-        0
-    } else {
-        selected.saturating_sub(height - 1)
-    }
-}
+/// First row to show so that `selected` is on screen: the app's rule (the
+/// mouse hit-tests with it too).
+pub use crate::app::first_shown as offset;
 
 pub struct List<'a> {
     pub title: String,

@@ -10,7 +10,7 @@ use super::*;
 fn a_paste_never_confirms_a_drain() {
     let mut a = app();
     drain_dialog(&mut a);
-    a.update(Msg::Paste("h100-03\n".into()), a.now);
+    a.take_in(Msg::Paste("h100-03\n".into()), a.now);
     assert!(!sent_a_run(&a), "a bracketed paste confirmed");
     match &a.modal {
         Some(Modal::Confirm { typed, .. }) => assert_eq!(typed, "h100-03\n"),
@@ -42,7 +42,7 @@ fn a_huge_paste_into_the_filter_is_cut_and_applied_once() {
     press(&mut a, "/");
     let huge = "h100".repeat(25_000);
     let t = std::time::Instant::now();
-    a.update(Msg::Paste(huge.clone()), a.now);
+    a.take_in(Msg::Paste(huge.clone()), a.now);
     match &a.input {
         crate::app::Input::Filter(f) => assert_eq!(f.chars().count(), super::keys::MAX_INPUT),
         other => panic!("not filtering: {other:?}"),
@@ -64,7 +64,7 @@ fn a_huge_paste_into_the_filter_is_cut_and_applied_once() {
     // Pasted where nothing is being typed: ignored, never taken for keys.
     let mut a = app();
     command(&mut a, "incidents");
-    a.update(Msg::Paste("D".into()), a.now);
+    a.take_in(Msg::Paste("D".into()), a.now);
     assert!(a.modal.is_none(), "a pasted D opened a drain");
 }
 
@@ -140,7 +140,7 @@ fn the_source_clock_runs_on_between_snapshots_while_fresh() {
     let mut a = app();
     let t = a.cluster.time;
     let later = a.now + Duration::from_secs(5);
-    a.update(Msg::Source(Update::ok(Origin::Scheduler)), later);
+    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), later);
     assert_eq!(a.source_clock(), t + 5);
     a.tick(a.now + Duration::from_secs(120));
     assert!(a.is_stale());
