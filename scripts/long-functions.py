@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists the functions of src/ (tests left out) longer than a limit.
+"""Lists the functions of every crate's src/ (tests left out) longer than a limit.
 
     python3 scripts/long-functions.py [LIMIT]   # default 120 lines; exit 1 if any
 
@@ -10,12 +10,13 @@ import os
 import re
 import sys
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SRCS = [os.path.join(ROOT, d) for d in ("src", "crates/core/src", "crates/backends/src", "crates/console/src", "crates/agent/src")]
 FN = re.compile(r"^\s*(pub(\([^)]*\))?\s+)?(async\s+)?(const\s+)?fn\s+([a-z_0-9]+)")
 
 
 def long_functions(limit):
-    for root, dirs, names in os.walk(SRC):
+    for root, dirs, names in (w for src in SRCS for w in os.walk(src)):
         dirs[:] = [d for d in dirs if d != "tests"]
         for n in sorted(names):
             if not n.endswith(".rs") or n == "tests.rs":
@@ -39,7 +40,7 @@ def long_functions(limit):
                     j += 1
                 size = j - i + 1
                 if size > limit:
-                    yield os.path.relpath(path, SRC), i + 1, m.group(5), size
+                    yield os.path.relpath(path, ROOT), i + 1, m.group(5), size
                 i = j + 1 if opened else i + 1
 
 
@@ -47,7 +48,7 @@ def main():
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else 120
     found = sorted(long_functions(limit), key=lambda f: -f[3])
     for path, line, name, size in found:
-        print(f"{size:5} lines  src/{path}:{line}  {name}")
+        print(f"{size:5} lines  {path}:{line}  {name}")
     print(f"{len(found)} function(s) over {limit} lines")
     return 1 if found else 0
 
