@@ -458,6 +458,52 @@ fn no_fit(
 /// Plans the whole queue of a snapshot. `unusable` nodes give no capacity.
 pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
     let now = c.time;
+    let (mut slots, part_ix) = slots_of(c, params, unusable);
+    let mut quotas = quota_books(c, params);
+    let order = queue_order(c);
+    let (ahead, blocked, first_in_partition) = ahead_of_each(c, &order);
+    let mut estimates = vec![None; c.jobs.len()];
+    let mut no_fits: FxHashMap<(usize, u32, u32), Estimate> = FxHashMap::default();
+    let mut planner = Planner {
+        c,
+        params,
+        unusable,
+        slots: &mut slots,
+        quotas: &mut quotas,
+        no_fits: &mut no_fits,
+    };
+    for &i in &order {
+        let job = &c.jobs[i];
+        estimates[i] = Some(match job.reason.as_deref().filter(|_| blocked[i]) {
+            Some(r) => Estimate::Blocked {
+                reason: r.to_string(),
+            },
+            None => match part_ix.get(job.partition.as_str()) {
+                Some(&p) => planner.place(job, p),
+                None => Estimate::NoFit {
+                    reason: format!("partition {} is not in the scheduler's data", job.partition),
+                    waits_for: Vec::new(),
+                },
+            },
+        });
+    }
+    Plan {
+        now,
+        estimates,
+        order,
+        ahead,
+        first_in_partition,
+    }
+}
+
+/// Each node's GPU slots, by when they free (from the running jobs'
+/// limits), indexed per partition; and the partitions by name.
+fn slots_of<'c>(
+    c: &'c Cluster,
+    params: &SiteParams,
+    unusable: &Unusable,
+) -> (Slots, FxHashMap<&'c str, usize>) {
+    let now = c.time;
     let node_ix: FxHashMap<&str, usize> = c
         .nodes
         .iter()
@@ -542,7 +588,12 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
     for n in 0..c.nodes.len() {
         slots.index(n);
     }
+    (slots, part_ix)
+}
 
+/// Each account's GPU quota, with what its running jobs hold until when.
+fn quota_books<'c>(c: &'c Cluster, params: &SiteParams) -> FxHashMap<&'c str, QuotaBook> {
+    let now = c.time;
     let mut quotas: FxHashMap<&str, QuotaBook> = c
         .quotas
         .iter()
@@ -561,7 +612,11 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
             );
         }
     }
+    quotas
+}
 
+/// The pending jobs in the scheduler's order: priority, then submit time.
+fn queue_order(c: &Cluster) -> Vec<usize> {
     let mut order: Vec<usize> = (0..c.jobs.len())
         .filter(|&i| c.jobs[i].state.is_pending())
         .collect();
@@ -569,12 +624,25 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         let j = &c.jobs[i];
         (Reverse(j.priority), j.submit_time, i)
     });
+    order
+}
 
+/// What queues ahead of each pending job (jobs, GPUs) in its partition's
+/// queue, whether it is blocked, and the first three of each queue.
+#[allow(clippy::type_complexity)]
+fn ahead_of_each(
+    c: &Cluster,
+    order: &[usize],
+) -> (
+    Vec<(u32, u32)>,
+    Vec<bool>,
+    HashMap<(String, &'static str), Vec<usize>>,
+) {
     let mut ahead = vec![(0u32, 0u32); c.jobs.len()];
     let mut blocked = vec![false; c.jobs.len()];
     let mut first: FxHashMap<(&str, &'static str), Vec<usize>> = FxHashMap::default();
     let mut running_ahead: FxHashMap<(&str, &'static str), (u32, u32)> = FxHashMap::default();
-    for &i in &order {
+    for &i in order {
         let j = &c.jobs[i];
         let queue = (j.partition.as_str(), queue_of(j));
         let acc = running_ahead.entry(queue).or_default();
@@ -592,33 +660,33 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
             }
         }
     }
-    let first_in_partition: HashMap<(String, &'static str), Vec<usize>> = first
+    let first_in_partition = first
         .into_iter()
         .map(|((p, q), v)| ((p.to_string(), q), v))
         .collect();
+    (ahead, blocked, first_in_partition)
+}
 
-    let mut estimates = vec![None; c.jobs.len()];
-    let mut no_fits: FxHashMap<(usize, u32, u32), Estimate> = FxHashMap::default();
-    for &i in &order {
-        let job = &c.jobs[i];
-        if let Some(r) = job.reason.as_deref().filter(|_| blocked[i]) {
-            estimates[i] = Some(Estimate::Blocked {
-                reason: r.to_string(),
-            });
-            continue;
-        }
-        let Some(&p) = part_ix.get(job.partition.as_str()) else {
-            estimates[i] = Some(Estimate::NoFit {
-                reason: format!("partition {} is not in the scheduler's data", job.partition),
-                waits_for: Vec::new(),
-            });
-            continue;
-        };
-        let max_g = slots.parts[p].by_g.len() as u32;
+/// Places pending jobs one at a time, in queue order, into the slots and
+/// the quotas the jobs ahead of them left.
+struct Planner<'a, 'c> {
+    c: &'c Cluster,
+    params: &'a SiteParams,
+    unusable: &'a Unusable,
+    slots: &'a mut Slots,
+    quotas: &'a mut FxHashMap<&'c str, QuotaBook>,
+    /// Many jobs of one shape share the no-fit answer: computed once.
+    no_fits: &'a mut FxHashMap<(usize, u32, u32), Estimate>,
+}
+
+impl Planner<'_, '_> {
+    /// When and where `job` (of partition `p`) starts, taking its slots.
+    fn place(&mut self, job: &Job, p: usize) -> Estimate {
+        let (c, now) = (self.c, self.c.time);
+        let max_g = self.slots.parts[p].by_g.len() as u32;
         let (k, g) = shape(job, max_g);
         let need = job.gpus_requested().unwrap_or(k * g);
-        let book = job.account.as_deref().and_then(|a| quotas.get_mut(a));
-        let not_before = match book {
+        let not_before = match job.account.as_deref().and_then(|a| self.quotas.get_mut(a)) {
             Some(b) => b.earliest(need),
             None => now,
         };
@@ -626,58 +694,39 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
             Some(t) if not_before != NEVER => not_before.max(t),
             _ => not_before,
         };
-        let book = job.account.as_deref().and_then(|a| quotas.get(a));
         if not_before == NEVER
-            && let (Some(b), Some(a)) = (book, job.account.as_deref())
+            && let Some(e) = self.quota_never(job, need)
         {
-            let reason = if need > b.limit {
-                format!(
-                    "team {a}'s GPU quota ({}) is smaller than the {need} GPUs it needs",
-                    b.limit
-                )
-            } else {
-                format!(
-                    "team {a}'s GPU quota ({}) is held by jobs without a time limit: nothing says when {need} GPUs of it free",
-                    b.limit
-                )
-            };
-            estimates[i] = Some(Estimate::NoFit {
-                reason,
-                waits_for: Vec::new(),
-            });
-            continue;
+            return e;
         }
         let found = if g == 0 {
             // No GPUs asked: any schedulable node will do, now.
-            let any = slots.parts[p]
+            let any = self.slots.parts[p]
                 .nodes
                 .iter()
-                .find(|&&n| usable(&c.nodes[n], unusable))
+                .find(|&&n| usable(&c.nodes[n], self.unusable))
                 .copied();
             any.map(|n| (now, vec![n]))
         } else if g > max_g {
             None
         } else {
-            slots.earliest(p, k as usize, g as usize)
+            self.slots.earliest(p, k as usize, g as usize)
         };
         let Some((at, nodes)) = found.filter(|(t, _)| *t != NEVER) else {
-            // Many jobs of one shape share the answer: compute it once.
-            let e = no_fits
+            let (slots, unusable) = (&*self.slots, self.unusable);
+            return self
+                .no_fits
                 .entry((p, k, g))
-                .or_insert_with(|| {
-                    no_fit(c, &c.partitions[p], &slots.parts[p].nodes, k, g, unusable)
-                })
+                .or_insert_with(|| no_fit(c, &c.partitions[p], &slots.parts[p].nodes, k, g, unusable))
                 .clone();
-            estimates[i] = Some(e);
-            continue;
         };
         let plain = at.max(not_before).max(now);
-        let hold = hold_s(job, params);
+        let hold = hold_s(job, self.params);
         // Backfill: an idle window before a planned job's start, long
         // enough for this job's limit, starts it earlier without delaying
         // anyone ahead of it.
         let gap = match hold {
-            Some(h) if g > 0 && plain > not_before.max(now) => slots.gap_fit(
+            Some(h) if g > 0 && plain > not_before.max(now) => self.slots.gap_fit(
                 p,
                 k as usize,
                 g as usize,
@@ -691,7 +740,7 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
             Some((t, gap_nodes)) => {
                 let end = end_of(t, hold);
                 for &n in &gap_nodes {
-                    slots.take_gaps(n, g as usize, t, end);
+                    self.slots.take_gaps(n, g as usize, t, end);
                 }
                 (t, gap_nodes)
             }
@@ -699,27 +748,41 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
                 let end = end_of(plain, hold);
                 if g > 0 {
                     for &n in &nodes {
-                        slots.take(n, g as usize, plain, end);
+                        self.slots.take(n, g as usize, plain, end);
                     }
                 }
                 (plain, nodes)
             }
         };
         let end = end_of(start, hold);
-        if let Some(book) = job.account.as_deref().and_then(|a| quotas.get_mut(a)) {
+        if let Some(book) = job.account.as_deref().and_then(|a| self.quotas.get_mut(a)) {
             book.add(start, end, need);
         }
-        estimates[i] = Some(Estimate::Starts {
+        Estimate::Starts {
             start,
             nodes: nodes.iter().map(|&n| c.nodes[n].name.clone()).collect(),
-        });
+        }
     }
-    Plan {
-        now,
-        estimates,
-        order,
-        ahead,
-        first_in_partition,
+
+    /// A job its account's quota never lets start: why.
+    fn quota_never(&self, job: &Job, need: u32) -> Option<Estimate> {
+        let a = job.account.as_deref()?;
+        let b = self.quotas.get(a)?;
+        let reason = if need > b.limit {
+            format!(
+                "team {a}'s GPU quota ({}) is smaller than the {need} GPUs it needs",
+                b.limit
+            )
+        } else {
+            format!(
+                "team {a}'s GPU quota ({}) is held by jobs without a time limit: nothing says when {need} GPUs of it free",
+                b.limit
+            )
+        };
+        Some(Estimate::NoFit {
+            reason,
+            waits_for: Vec::new(),
+        })
     }
 }
 
