@@ -237,57 +237,150 @@ pub fn node_options_with(
     site: &SiteParams,
     b: Blast,
 ) -> Result<Options, String> {
-    let n = c
-        .node(node)
-        .ok_or_else(|| format!("no node {node} in the current data"))?;
-    let verdict = base.node_verdict(node);
-    let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
-    let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
-    let reason = base
-        .drain_reason(node)
-        .unwrap_or_else(|| "drained via nightshift".to_string());
-    let drain = Action::Drain {
-        node: node.to_string(),
-        reason: reason.clone(),
-        requeue: true,
+    let case = NodeCase::new(c, base, node, site, b)?;
+    let mut options = vec![case.drain_now()];
+    if let Some(choice) = case.wait_checkpoint() {
+        options.push(choice);
+    }
+    if let Some(choice) = case.reset_gpu()? {
+        options.push(choice);
+    }
+    if let Some(choice) = case.drain_reboot() {
+        options.push(choice);
+    }
+    if let Some(choice) = drain_broken(c, base, node, case.class, &case.hung, site)? {
+        options.insert(0, choice);
+    }
+    options.push(do_nothing(&case.hung, case.class));
+    let mut o = Options {
+        target: case.subject(),
+        time: c.time,
+        options,
     };
-    let hung = hung_in(base, &b);
-    let subject = Subject {
-        kind: "node",
-        name: node.to_string(),
-        action: class,
-        problem,
-        jobs: b.killed.iter().map(|k| k.id.clone()).collect(),
-        hung: hung.keys().cloned().collect(),
-    };
-    let in_service = n.state.schedulable();
-    let node_gpus = if in_service { n.gpu_count } else { 0 };
-    let remedy_s = |c: ActionClass| match c {
-        ActionClass::DrainReboot => Some(site.node_reboot_s as i64),
-        ActionClass::DrainResetGpu | ActionClass::ResetNextDrain => Some(site.gpu_reset_s as i64),
-        _ => None,
-    };
-    let problem_gpus: Vec<u32> = verdict
-        .map(|v| {
-            v.gpus
-                .iter()
-                .filter(|g| {
-                    matches!(
-                        g.verdict.action,
-                        ActionClass::DrainResetGpu | ActionClass::ResetNextDrain
-                    )
-                })
-                .map(|g| g.gpu)
-                .collect()
+    recommend_for_node(&mut o, &case.hung, site);
+    Ok(o)
+}
+
+/// What every option for one node reads: the node, its verdict, the blast
+/// radius of draining it and what that costs.
+struct NodeCase<'a> {
+    c: &'a Cluster,
+    base: &'a Base,
+    n: &'a crate::model::Node,
+    node: &'a str,
+    site: &'a SiteParams,
+    b: Blast,
+    class: ActionClass,
+    problem: String,
+    reason: String,
+    drain: Action,
+    hung: BTreeMap<String, f64>,
+    /// The GPUs a drain takes out of service (none when it is out already).
+    node_gpus: u32,
+    /// The GPUs whose own remedy is a reset.
+    problem_gpus: Vec<u32>,
+    remap_failed: bool,
+    /// What draining costs: GPU-hours lost, time back, what is unknown.
+    lost: Option<f64>,
+    back: Option<i64>,
+    unknowns: Vec<String>,
+}
+
+impl<'a> NodeCase<'a> {
+    fn new(
+        c: &'a Cluster,
+        base: &'a Base,
+        node: &'a str,
+        site: &'a SiteParams,
+        b: Blast,
+    ) -> Result<NodeCase<'a>, String> {
+        let n = c
+            .node(node)
+            .ok_or_else(|| format!("no node {node} in the current data"))?;
+        let verdict = base.node_verdict(node);
+        let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
+        let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
+        let reason = base
+            .drain_reason(node)
+            .unwrap_or_else(|| "drained via nightshift".to_string());
+        let drain = Action::Drain {
+            node: node.to_string(),
+            reason: reason.clone(),
+            requeue: true,
+        };
+        let hung = hung_in(base, &b);
+        let node_gpus = if n.state.schedulable() {
+            n.gpu_count
+        } else {
+            0
+        };
+        let problem_gpus: Vec<u32> = verdict
+            .map(|v| {
+                v.gpus
+                    .iter()
+                    .filter(|g| {
+                        matches!(
+                            g.verdict.action,
+                            ActionClass::DrainResetGpu | ActionClass::ResetNextDrain
+                        )
+                    })
+                    .map(|g| g.gpu)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let remap_failed = n
+            .gpus
+            .iter()
+            .any(|g| problem_gpus.contains(&g.index) && g.row_remap_failed == Some(true));
+        let (lost, back, unknowns) = kill_terms(c, &b);
+        Ok(NodeCase {
+            c,
+            base,
+            n,
+            node,
+            site,
+            b,
+            class,
+            problem,
+            reason,
+            drain,
+            hung,
+            node_gpus,
+            problem_gpus,
+            remap_failed,
+            lost,
+            back,
+            unknowns,
         })
-        .unwrap_or_default();
-    let remap_failed = n
-        .gpus
-        .iter()
-        .any(|g| problem_gpus.contains(&g.index) && g.row_remap_failed == Some(true));
-    let remedy_steps = |c: ActionClass| -> Vec<String> {
-        let gpus: Vec<String> = problem_gpus.iter().map(u32::to_string).collect();
-        match c {
+    }
+
+    fn subject(&self) -> Subject {
+        Subject {
+            kind: "node",
+            name: self.node.to_string(),
+            action: self.class,
+            problem: self.problem.clone(),
+            jobs: self.b.killed.iter().map(|k| k.id.clone()).collect(),
+            hung: self.hung.keys().cloned().collect(),
+        }
+    }
+
+    /// How long a remedy of `class` keeps the node out.
+    fn remedy_s(&self, class: ActionClass) -> Option<i64> {
+        match class {
+            ActionClass::DrainReboot => Some(self.site.node_reboot_s as i64),
+            ActionClass::DrainResetGpu | ActionClass::ResetNextDrain => {
+                Some(self.site.gpu_reset_s as i64)
+            }
+            _ => None,
+        }
+    }
+
+    /// The remedy of `class`, as the operator's steps by hand.
+    fn remedy_steps(&self, class: ActionClass) -> Vec<String> {
+        let node = self.node;
+        let gpus: Vec<String> = self.problem_gpus.iter().map(u32::to_string).collect();
+        match class {
             ActionClass::DrainReboot => vec![format!("reboot {node}")],
             ActionClass::DrainResetGpu | ActionClass::ResetNextDrain if !gpus.is_empty() => {
                 vec![format!(
@@ -298,52 +391,57 @@ pub fn node_options_with(
             ActionClass::DrainInvestigate => vec![format!("investigate {node} (NVLink, fabric)")],
             _ => Vec::new(),
         }
-    };
-    let (lost, back, unknowns) = kill_terms(c, &b);
-    let out_for = |c: ActionClass| match remedy_s(c) {
-        Some(s) => (
-            Some(s),
-            format!("until the remedy ({}) and a resume", c.remedy()),
-        ),
-        None => (None, "until someone resumes it".to_string()),
-    };
-    let resume = Action::Resume {
-        node: node.to_string(),
-    };
-    let mut options = Vec::new();
-
-    // Drain now and requeue (the catalog's remedy after).
-    let (for_s, note) = out_for(class);
-    let mut manual = remedy_steps(class);
-    if class.needs_drain() || !manual.is_empty() {
-        manual.push(format!("resume {node} once fixed"));
     }
-    options.push(Choice {
-        name: "drain_now",
-        title: "drain now and requeue".into(),
-        actions: vec![drain.command_line()],
-        steps: vec![drain.clone()],
-        manual,
-        gpu_hours_lost: lost,
-        resume_in_s: back,
-        capacity_out: CapacityOut {
-            gpus: node_gpus,
-            for_s: if node_gpus == 0 { Some(0) } else { for_s },
-            note,
-        },
-        queue_moves: Some(b.moved.len()),
-        unknowns: unknowns.clone(),
-        ..Choice::default()
-    });
 
-    // Cordon, wait for the next checkpoint(s), then drain.
-    if !b.killed.is_empty() {
+    /// How long the node is out after a drain, in words too.
+    fn out_for(&self, class: ActionClass) -> (Option<i64>, String) {
+        match self.remedy_s(class) {
+            Some(s) => (
+                Some(s),
+                format!("until the remedy ({}) and a resume", class.remedy()),
+            ),
+            None => (None, "until someone resumes it".to_string()),
+        }
+    }
+
+    /// Drain now and requeue (the catalog's remedy after).
+    fn drain_now(&self) -> Choice {
+        let (for_s, note) = self.out_for(self.class);
+        let mut manual = self.remedy_steps(self.class);
+        if self.class.needs_drain() || !manual.is_empty() {
+            manual.push(format!("resume {} once fixed", self.node));
+        }
+        Choice {
+            name: "drain_now",
+            title: "drain now and requeue".into(),
+            actions: vec![self.drain.command_line()],
+            steps: vec![self.drain.clone()],
+            manual,
+            gpu_hours_lost: self.lost,
+            resume_in_s: self.back,
+            capacity_out: CapacityOut {
+                gpus: self.node_gpus,
+                for_s: if self.node_gpus == 0 { Some(0) } else { for_s },
+                note,
+            },
+            queue_moves: Some(self.b.moved.len()),
+            unknowns: self.unknowns.clone(),
+            ..Choice::default()
+        }
+    }
+
+    /// Cordon, wait for the next checkpoint(s), then drain: when jobs run.
+    fn wait_checkpoint(&self) -> Option<Choice> {
+        if self.b.killed.is_empty() {
+            return None;
+        }
+        let c = self.c;
         let cordon = Action::Cordon {
-            node: node.to_string(),
-            reason: format!("{reason}: drain after checkpoint"),
+            node: self.node.to_string(),
+            reason: format!("{}: drain after checkpoint", self.reason),
         };
-        let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
-            Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),
+        let (wait, lost_w, unknowns_w) = match wait_terms(c, &self.b, &self.hung) {
+            Ok((w, l)) => (Some(w), Some(l), self.unknowns.clone()),
             Err(e) => (None, None, e),
         };
         let title = match wait {
@@ -354,53 +452,63 @@ pub fn node_options_with(
             ),
             None => "cordon, drain after the next checkpoint".into(),
         };
-        let (for_s, _) = out_for(class);
-        options.push(Choice {
+        let (for_s, _) = self.out_for(self.class);
+        Some(Choice {
             name: "wait_checkpoint",
             title,
-            actions: vec![cordon.command_line(), drain.command_line()],
-            steps: vec![cordon, drain.clone()],
-            manual: remedy_steps(class),
+            actions: vec![cordon.command_line(), self.drain.command_line()],
+            steps: vec![cordon, self.drain.clone()],
+            manual: self.remedy_steps(self.class),
             gpu_hours_lost: lost_w,
-            resume_in_s: wait.zip(back).map(|(w, b)| w + b),
+            resume_in_s: wait.zip(self.back).map(|(w, b)| w + b),
             capacity_out: CapacityOut {
-                gpus: node_gpus,
+                gpus: self.node_gpus,
                 for_s: wait.zip(for_s).map(|(w, f)| w + f),
                 note: "cordoned now, drained at the checkpoint".into(),
             },
-            queue_moves: Some(b.moved.len()),
+            queue_moves: Some(self.b.moved.len()),
             wait_s: wait,
             unknowns: unknowns_w,
-            risk: Some(class.running_on().to_string()),
+            risk: Some(self.class.running_on().to_string()),
             ..Choice::default()
-        });
+        })
     }
 
-    // Reset the GPU only: its jobs die, the node's others keep running.
-    // Not offered when a job on the GPU refuses a requeue (--no-requeue):
-    // the reset would have to cancel it.
-    let on_gpus: Vec<String> = {
-        let mut v: Vec<String> = n
-            .gpus
+    /// Reset the GPU only: its jobs die, the node's others keep running.
+    /// Not offered when a job on the GPU refuses a requeue (--no-requeue):
+    /// the reset would have to cancel it.
+    fn reset_gpu(&self) -> Result<Option<Choice>, String> {
+        let (c, node, site) = (self.c, self.node, self.site);
+        let on_gpus: Vec<String> = {
+            let mut v: Vec<String> = self
+                .n
+                .gpus
+                .iter()
+                .filter(|g| self.problem_gpus.contains(&g.index))
+                .filter_map(|g| g.job.clone())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let requeueable = on_gpus
             .iter()
-            .filter(|g| problem_gpus.contains(&g.index))
-            .filter_map(|g| g.job.clone())
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
-    let requeueable = on_gpus
-        .iter()
-        .all(|id| c.job(id).is_none_or(|j| j.requeueable != Some(false)));
-    if !problem_gpus.is_empty()
-        && !remap_failed
-        && class <= ActionClass::DrainResetGpu
-        && requeueable
-    {
+            .all(|id| c.job(id).is_none_or(|j| j.requeueable != Some(false)));
+        if self.problem_gpus.is_empty()
+            || self.remap_failed
+            || self.class > ActionClass::DrainResetGpu
+            || !requeueable
+        {
+            return Ok(None);
+        }
         let mut blasts = Vec::new();
         for id in &on_gpus {
-            blasts.push(blast(c, base, &Action::Requeue { job: id.clone() }, site)?);
+            blasts.push(blast(
+                c,
+                self.base,
+                &Action::Requeue { job: id.clone() },
+                site,
+            )?);
         }
         let (mut lost_r, mut back_r, mut unknowns_r) = (Some(0.0), Some(0), Vec::new());
         let mut moves = std::collections::BTreeSet::new();
@@ -416,76 +524,72 @@ pub fn node_options_with(
         }
         let cordon = Action::Cordon {
             node: node.to_string(),
-            reason: format!("{reason}: GPU reset"),
+            reason: format!("{}: GPU reset", self.reason),
         };
         let mut steps = vec![cordon];
         steps.extend(on_gpus.iter().map(|id| Action::Requeue { job: id.clone() }));
-        steps.push(resume.clone());
-        let gpus: Vec<String> = problem_gpus.iter().map(u32::to_string).collect();
-        options.push(Choice {
+        steps.push(Action::Resume {
+            node: node.to_string(),
+        });
+        let gpus: Vec<String> = self.problem_gpus.iter().map(u32::to_string).collect();
+        Ok(Some(Choice {
             name: "reset_gpu",
             title: format!("reset GPU {} only", gpus.join(",")),
             actions: steps.iter().map(Action::command_line).collect(),
             steps,
-            manual: remedy_steps(ActionClass::DrainResetGpu),
+            manual: self.remedy_steps(ActionClass::DrainResetGpu),
             gpu_hours_lost: lost_r,
             resume_in_s: back_r.map(|b| b.max(site.gpu_reset_s as i64)),
             capacity_out: CapacityOut {
-                gpus: problem_gpus.len() as u32,
+                gpus: self.problem_gpus.len() as u32,
                 for_s: Some(site.gpu_reset_s as i64),
                 note: format!(
                     "the GPU during its reset (the node cordoned meanwhile); {} other job(s) keep running",
-                    subject.jobs.len().saturating_sub(seen.len())
+                    self.b.killed.len().saturating_sub(seen.len())
                 ),
             },
             queue_moves: Some(moves.len()),
             unknowns: unknowns_r,
             ..Choice::default()
-        });
+        }))
     }
 
-    // Drain and reboot, where the catalog's remedy is something lighter.
-    if matches!(
-        class,
-        ActionClass::ResetNextDrain | ActionClass::DrainResetGpu | ActionClass::DrainInvestigate
-    ) {
-        let mut manual = vec![format!("reboot {node}")];
-        manual.push(format!("resume {node} once it is back"));
-        options.push(Choice {
+    /// Drain and reboot, where the catalog's remedy is something lighter.
+    fn drain_reboot(&self) -> Option<Choice> {
+        if !matches!(
+            self.class,
+            ActionClass::ResetNextDrain
+                | ActionClass::DrainResetGpu
+                | ActionClass::DrainInvestigate
+        ) {
+            return None;
+        }
+        let node = self.node;
+        Some(Choice {
             name: "drain_reboot",
             title: "drain now, reboot the node".into(),
-            actions: vec![drain.command_line()],
-            steps: vec![drain.clone()],
-            manual,
-            gpu_hours_lost: lost,
-            resume_in_s: back,
+            actions: vec![self.drain.command_line()],
+            steps: vec![self.drain.clone()],
+            manual: vec![
+                format!("reboot {node}"),
+                format!("resume {node} once it is back"),
+            ],
+            gpu_hours_lost: self.lost,
+            resume_in_s: self.back,
             capacity_out: CapacityOut {
-                gpus: node_gpus,
-                for_s: if node_gpus == 0 {
+                gpus: self.node_gpus,
+                for_s: if self.node_gpus == 0 {
                     Some(0)
                 } else {
-                    Some(site.node_reboot_s as i64)
+                    Some(self.site.node_reboot_s as i64)
                 },
                 note: "until the reboot and a resume".into(),
             },
-            queue_moves: Some(b.moved.len()),
-            unknowns: unknowns.clone(),
+            queue_moves: Some(self.b.moved.len()),
+            unknowns: self.unknowns.clone(),
             ..Choice::default()
-        });
+        })
     }
-
-    if let Some(choice) = drain_broken(c, base, node, class, &hung, site)? {
-        options.insert(0, choice);
-    }
-
-    options.push(do_nothing(&hung, class));
-    let mut o = Options {
-        target: subject,
-        time: c.time,
-        options,
-    };
-    recommend_for_node(&mut o, &hung, site);
-    Ok(o)
 }
 
 /// For a healthy node carrying ranks of a gang hung by another node's

@@ -717,7 +717,9 @@ impl Planner<'_, '_> {
             return self
                 .no_fits
                 .entry((p, k, g))
-                .or_insert_with(|| no_fit(c, &c.partitions[p], &slots.parts[p].nodes, k, g, unusable))
+                .or_insert_with(|| {
+                    no_fit(c, &c.partitions[p], &slots.parts[p].nodes, k, g, unusable)
+                })
                 .clone();
         };
         let plain = at.max(not_before).max(now);
