@@ -171,6 +171,21 @@ async fn slurm_step(
     sent: Result<Outcome, String>,
     check: Option<&Action>,
 ) -> Step {
+    let refused = sent
+        .as_ref()
+        .err()
+        .and_then(|e| crate::sources::slurm::exec::refusal(e));
+    slurm_step_sent(x, what, sent, check)
+        .await
+        .refused_for(refused)
+}
+
+async fn slurm_step_sent(
+    x: &SlurmExec,
+    what: String,
+    sent: Result<Outcome, String>,
+    check: Option<&Action>,
+) -> Step {
     match sent {
         Ok(o) => Step::sent(what, o),
         Err(e) => match match check {
@@ -184,6 +199,7 @@ async fn slurm_step(
                 observed: format!("{} (the call reported: {e})", o.observed),
                 error: None,
                 unchanged: false,
+                refused: None,
             },
             Ok(o) => Step {
                 what,
@@ -192,6 +208,7 @@ async fn slurm_step(
                 observed: o.observed,
                 error: Some(e),
                 unchanged: false,
+                refused: None,
             },
             Err(_) => unsent(what, e),
         },

@@ -11,7 +11,7 @@ use super::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::blast::{Blast, blast};
-use crate::model::Cluster;
+use crate::model::{Cluster, Refused};
 use std::time::Duration;
 
 /// What the operator sees before confirming.
@@ -418,11 +418,10 @@ fn message(p: &Preview, o: &AuditOutcome) -> String {
 
 /// What to do about a step that failed while the rest went through.
 pub(super) fn next_after(a: &Action, s: &Step) -> String {
-    let error = s.error.as_deref().unwrap_or_default();
     let (verb, target) = s.what.split_once(' ').unwrap_or((s.what.as_str(), ""));
     let node = if a.on_node() { a.target() } else { "" };
     match verb {
-        "requeue" if error.contains("presently disabled") || error.contains("no-requeue") => {
+        "requeue" if s.refused == Some(Refused::NoRequeue) => {
             format!(
                 "job {target} refuses a requeue (submitted with --no-requeue): it keeps running{}; cancel it to free its GPUs, and its owner resubmits it",
                 if node.is_empty() {
@@ -537,6 +536,7 @@ pub async fn run(
                         )),
                     },
                     unchanged: false,
+                    refused: None,
                 }])
             }
         }

@@ -363,6 +363,7 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
             observed: "h100-03 is drain".into(),
             error: None,
             unchanged: false,
+            refused: None,
         }]),
         undo: Some(undo.clone()),
         message: "done".into(),

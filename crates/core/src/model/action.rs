@@ -17,6 +17,19 @@ pub struct Step {
     /// so there is nothing of this action's to undo.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unchanged: bool,
+    /// The scheduler refused it for a reason nightshift knows (read from
+    /// its answer by the backend): what to do next depends on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refused>,
+}
+
+/// Why a scheduler refused a call, where nightshift knows the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refused {
+    /// A requeue of a job submitted with --no-requeue (Slurm: "Requested
+    /// operation is presently disabled").
+    NoRequeue,
 }
 
 /// What re-reading the scheduler showed after a change was sent.
@@ -38,6 +51,7 @@ impl Step {
             observed: o.observed,
             error: None,
             unchanged: false,
+            refused: None,
         }
     }
 
@@ -50,6 +64,15 @@ impl Step {
             observed: String::new(),
             error: Some(error),
             unchanged: false,
+            refused: None,
+        }
+    }
+
+    /// The same step, refused by the scheduler for this reason.
+    pub fn refused_for(self, why: Option<Refused>) -> Step {
+        Step {
+            refused: why,
+            ..self
         }
     }
 
@@ -65,6 +88,7 @@ impl Step {
             ),
             error: None,
             unchanged: true,
+            refused: None,
         }
     }
 

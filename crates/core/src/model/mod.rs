@@ -13,7 +13,7 @@ mod job;
 mod node;
 mod summary;
 
-pub use action::{Action, Outcome, Step};
+pub use action::{Action, Outcome, Refused, Step};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};

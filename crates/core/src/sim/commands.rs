@@ -6,7 +6,7 @@
 //! that.
 
 use super::Sim;
-use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Step};
+use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Refused, Step};
 use std::sync::Arc;
 
 /// What Slurm answers when asked to requeue a job submitted with
@@ -41,6 +41,7 @@ fn step(what: String, verified: bool, observed: String) -> Step {
         observed,
         error: None,
         unchanged: false,
+        refused: None,
     }
 }
 
@@ -52,6 +53,7 @@ fn failed(what: String, error: String, observed: String) -> Step {
         observed,
         error: Some(error),
         unchanged: false,
+        refused: None,
     }
 }
 
@@ -84,12 +86,12 @@ impl Sim {
     }
 
     /// Requeues (or cancels) one running job, as the scheduler would.
-    fn end_one(&mut self, k: usize, requeue: bool) -> Result<(), String> {
+    fn end_one(&mut self, k: usize, requeue: bool) -> Result<(), Refused> {
         if !self.jobs[k].job.state.holds_resources() {
             return Ok(());
         }
         if requeue && self.jobs[k].job.requeueable == Some(false) {
-            return Err(format!("{NO_REQUEUE} for job {}", self.jobs[k].job.id));
+            return Err(Refused::NoRequeue);
         }
         self.end_job(
             k,
@@ -130,7 +132,14 @@ impl Sim {
                     };
                     steps.push(step(what, seen, show_job(j)));
                 }
-                Err(e) => steps.push(failed(what, e, show_job(&self.jobs[k].job))),
+                Err(why) => steps.push(
+                    failed(
+                        what,
+                        format!("{NO_REQUEUE} for job {id}"),
+                        show_job(&self.jobs[k].job),
+                    )
+                    .refused_for(Some(why)),
+                ),
             }
         }
         steps

@@ -312,6 +312,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
             observed: String::new(),
             error: Some("refused".into()),
             unchanged: false,
+            refused: None,
         },
     ]));
     b.log.write(&intent).expect("write");

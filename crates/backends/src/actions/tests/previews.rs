@@ -191,10 +191,10 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
 #[test]
 fn a_partly_done_drain_says_what_to_do_next() {
     let a = drain("h100-06");
-    let refused = crate::model::Step::failed(
-        "requeue 4702".into(),
-        format!("{} for job 4702", crate::sources::sim::NO_REQUEUE),
-    );
+    // Slurm's answer, read by the Slurm executor into a typed refusal.
+    let said = format!("{} for job 4702", crate::sources::sim::NO_REQUEUE);
+    let refused = crate::model::Step::failed("requeue 4702".into(), said.clone())
+        .refused_for(crate::sources::slurm::exec::refusal(&said));
     let next = guard::next_after(&a, &refused);
     assert!(
         next.contains("keeps running and h100-06 stays draining") && next.contains("cancel it"),
@@ -204,6 +204,13 @@ fn a_partly_done_drain_says_what_to_do_next() {
     assert_eq!(
         guard::next_after(&a, &timed_out),
         "retry it: nightshift requeue 4700"
+    );
+    // The guard reads the refusal, not the text: the same words with no
+    // refusal behind them are a failure to retry.
+    let untyped = crate::model::Step::failed("requeue 4702".into(), said);
+    assert_eq!(
+        guard::next_after(&a, &untyped),
+        "retry it: nightshift requeue 4702"
     );
 }
 

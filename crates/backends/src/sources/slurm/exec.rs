@@ -535,3 +535,14 @@ impl Executor {
         .await
     }
 }
+
+/// What Slurm's answer to a refused call means, where nightshift knows:
+/// a requeue of a job submitted with --no-requeue is answered "Requested
+/// operation is presently disabled for job N" (scontrol and slurmrestd
+/// alike, seen on the 22.05 and 24.11 labs). Read here, where Slurm's text
+/// is parsed, so that nothing above matches it.
+pub fn refusal(error: &str) -> Option<crate::model::Refused> {
+    error
+        .contains("presently disabled")
+        .then_some(crate::model::Refused::NoRequeue)
+}
