@@ -135,7 +135,7 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
             crate::outln!("preview: {}", sanitize(&p.action.describe()));
             match &p.blast {
                 Some(Ok(b)) => crate::out!("{}", crate::report::blast(b)),
-                Some(Err(e)) => crate::outln!("  {}", sanitize(e)),
+                Some(Err(e)) => crate::outln!("  {}", sanitize(&e.to_string())),
                 None => crate::outln!("  {}", sanitize(&p.summary)),
             }
             for w in &p.warnings {

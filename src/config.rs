@@ -278,7 +278,7 @@ pub struct EngineFile {
 impl EngineFile {
     fn resolve(&self) -> Result<(SiteParams, XidCatalog), String> {
         let mut p = SiteParams::default();
-        fn ctx(k: &'static str) -> impl Fn(String) -> String {
+        fn ctx<E: std::fmt::Display>(k: &'static str) -> impl Fn(E) -> String {
             move |e| format!("config: engine.{k}: {e}")
         }
         if let Some(v) = &self.storage_read_bw {

@@ -91,7 +91,7 @@ fn envelope<T: Serialize>(
         time: c.time,
         items,
     };
-    crate::text::json_pretty(&env)
+    Ok(crate::text::json_pretty(&env)?)
 }
 
 fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {

@@ -116,13 +116,24 @@ pub fn tenths(v: f64) -> String {
     format!("{v:.1}")
 }
 
+/// A value that serde could not write as JSON.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write JSON: {0}")]
+pub struct JsonError(#[from] serde_json::Error);
+
+impl From<JsonError> for String {
+    fn from(e: JsonError) -> String {
+        e.to_string()
+    }
+}
+
 /// JSON for people's terminals and scripts: serde_json escapes the C0
 /// controls, and this escapes what it leaves raw — DEL, the C1 controls
 /// (U+0080–U+009F: U+009B is a CSI to many terminals) and the bidirectional
 /// overrides — as `\uXXXX`. They can only stand inside strings, where the
 /// escape means the same character.
-pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, String> {
-    let s = serde_json::to_string_pretty(v).map_err(|e| format!("cannot write JSON: {e}"))?;
+pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, JsonError> {
+    let s = serde_json::to_string_pretty(v)?;
     if !s.chars().any(json_unsafe) {
         return Ok(s);
     }

@@ -131,12 +131,14 @@ impl Executor {
                 }
                 match rx.await {
                     Ok(Ok(steps)) => steps,
-                    Ok(Err(e)) => vec![unsent(what, e)],
+                    Ok(Err(e)) => vec![unsent(what, e.to_string())],
                     Err(_) => vec![unsent(what, "the simulated cluster did not answer".into())],
                 }
             }
             Executor::LocalSim(sim) => match sim.lock() {
-                Ok(mut s) => s.apply(a).unwrap_or_else(|e| vec![unsent(what, e)]),
+                Ok(mut s) => s
+                    .apply(a)
+                    .unwrap_or_else(|e| vec![unsent(what, e.to_string())]),
                 Err(_) => vec![unsent(what, "the simulated cluster is unusable".into())],
             },
             Executor::Slurm(x) => slurm_steps(x, a).await,

@@ -11,6 +11,7 @@ use super::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::blast::{Blast, blast};
+use crate::engine::error::EngineError;
 use crate::model::{Cluster, Refused};
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Preview {
     pub action: Action,
-    pub blast: Option<Result<Blast, String>>,
+    pub blast: Option<Result<Blast, EngineError>>,
     /// One line: what it costs.
     pub summary: String,
     /// The exact scheduler calls, in the scheduler's words.
@@ -141,7 +142,7 @@ fn unresolved(node: &str, base: &Base) -> Vec<String> {
 fn engine_warnings(
     a: &Action,
     base: &Base,
-    blast: &Result<Blast, String>,
+    blast: &Result<Blast, EngineError>,
 ) -> (Vec<String>, Option<String>) {
     let mut warnings = Vec::new();
     let mut token = None;
@@ -214,19 +215,15 @@ pub fn preview(
     };
     // An action that changes nothing is refused here: nothing sent,
     // nothing audited, no undo offered.
-    let nothing = a.no_op_reason(c).or_else(|| match (&blast, a) {
-        // A requeue the scheduler refuses (--no-requeue).
-        (Err(e), Action::Requeue { job })
-            if c.job(job).is_some_and(|j| j.requeueable == Some(false)) =>
-        {
-            Some(e.clone())
-        }
+    let nothing = a.no_op_reason(c).or_else(|| match &blast {
+        // A requeue the scheduler refuses (--no-requeue; a bare pod).
+        Err(e @ (EngineError::NoRequeue(_) | EngineError::BarePod(_))) => Some(e.to_string()),
         _ => None,
     });
     let no_op = nothing.is_some();
     let summary = match (&blast, a) {
         (Ok(b), _) => b.summary.clone(),
-        (Err(e), _) => e.clone(),
+        (Err(e), _) => e.to_string(),
     };
     let (mut warnings, resume_token) = engine_warnings(a, base, &blast);
     let token = resume_token.or_else(|| a.is_destructive().then(|| a.target().to_string()));

@@ -8,7 +8,7 @@ pub use nightshift_core::sim::*;
 /// The reply: whether the change is visible, and what was seen.
 pub type CommandRequest = (
     crate::model::Action,
-    tokio::sync::oneshot::Sender<Result<Vec<crate::model::Step>, String>>,
+    tokio::sync::oneshot::Sender<Result<Vec<crate::model::Step>, SimError>>,
 );
 
 /// Drives the sim against wall time: `speed` sim seconds per wall second.

@@ -96,7 +96,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
             ..
         }) if name == node => Line::from(vec![
             label("if drained", theme),
-            Span::styled(sanitize(e).into_owned(), theme.warn()),
+            Span::styled(sanitize(&e.to_string()).into_owned(), theme.warn()),
         ]),
         _ => Line::from(vec![
             label("if drained", theme),

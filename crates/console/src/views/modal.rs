@@ -68,9 +68,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                                 lines.push(Line::raw(format!("  {}", sanitize(&b.summary))));
                             }
                         }
-                        Some(Err(e)) => {
-                            lines.push(Line::styled(format!("  {}", sanitize(e)), theme.warn()))
-                        }
+                        Some(Err(e)) => lines.push(Line::styled(
+                            format!("  {}", sanitize(&e.to_string())),
+                            theme.warn(),
+                        )),
                         None => lines.push(Line::raw(format!("  {}", sanitize(&p.summary)))),
                     }
                     for c in &p.calls {

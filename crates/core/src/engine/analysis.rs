@@ -33,7 +33,7 @@ pub enum FocusAnswer {
     },
     Node {
         name: String,
-        drain: Result<Box<Blast>, String>,
+        drain: Result<Box<Blast>, super::error::EngineError>,
         /// The remediation options, side by side.
         options: Option<Box<Options>>,
     },

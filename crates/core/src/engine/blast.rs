@@ -1,6 +1,7 @@
 //! The blast radius of an action: who dies, what it costs, who moves.
 
 use super::base::Base;
+use super::error::EngineError;
 use super::plan::{Estimate, Plan};
 use super::restore::{Restore, plan_after, restore_after, with_grace};
 use super::{SiteParams, whatif};
@@ -118,7 +119,7 @@ pub fn blast(
     base: &Base,
     target: &Target,
     site: &SiteParams,
-) -> Result<Blast, String> {
+) -> Result<Blast, EngineError> {
     if let Action::Preempt {
         job,
         grace_s: Some(g),
@@ -216,16 +217,16 @@ impl Scenario {
 }
 
 /// The what-if of `target` on `c`.
-fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario, String> {
+fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario, EngineError> {
     let find_job = |id: &str| {
         c.jobs
             .iter()
             .position(|j| j.id == id)
-            .ok_or_else(|| format!("no job {id} in the current data"))
+            .ok_or_else(|| EngineError::NoJob(id.to_string()))
     };
     let node_of = |name: &str| {
         c.node(name)
-            .ok_or_else(|| format!("no node {name} in the current data"))
+            .ok_or_else(|| EngineError::NoNode(name.to_string()))
     };
     Ok(match target {
         Action::Drain { node, requeue, .. } => {
@@ -294,31 +295,27 @@ fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario,
 
 /// Why job `j` cannot be ended by `target` (requeued or preempted), if it
 /// cannot.
-fn ends(c: &Cluster, target: &Target, j: usize) -> Result<(), String> {
+fn ends(c: &Cluster, target: &Target, j: usize) -> Result<(), EngineError> {
     let job = &c.jobs[j].id;
     if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
         // A pod with no Kueue workload or Volcano group (Kubernetes),
         // or a Slurm job submitted with --no-requeue.
         return Err(if c.jobs[j].pods.is_empty() {
-            format!(
-                "job {job} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
-            )
+            EngineError::NoRequeue(job.clone())
         } else {
-            format!(
-                "job {job} has no Kueue workload or Volcano group: it cannot be requeued, only evicted (drain its node; its owner recreates it)"
-            )
+            EngineError::BarePod(job.clone())
         });
     }
     if !c.jobs[j].state.holds_resources() {
-        return Err(format!(
-            "job {job} is {}, not running: nothing to {}",
-            c.jobs[j].state.as_str(),
-            if matches!(target, Action::Requeue { .. }) {
+        return Err(EngineError::NotRunning {
+            job: job.clone(),
+            state: c.jobs[j].state.as_str(),
+            verb: if matches!(target, Action::Requeue { .. }) {
                 "requeue"
             } else {
                 "preempt"
-            }
-        ));
+            },
+        });
     }
     Ok(())
 }

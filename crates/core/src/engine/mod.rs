@@ -7,6 +7,7 @@ pub mod action;
 pub mod analysis;
 pub mod base;
 pub mod blast;
+pub mod error;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod health;

@@ -11,6 +11,7 @@
 use super::SiteParams;
 use super::base::Base;
 use super::blast::{Blast, blast};
+use super::error::EngineError;
 use super::xid::ActionClass;
 use crate::model::{Action, Cluster, Timestamp};
 use crate::text;
@@ -155,26 +156,41 @@ pub(super) fn kill_terms(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, V
     (lost, back, unknowns)
 }
 
+/// Why a job's next checkpoint is not known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoCheckpoint {
+    #[error("job {0} is hung: it will not checkpoint")]
+    Hung(String),
+    #[error("job {0} is gone from the data")]
+    Gone(String),
+    #[error("job {0} reports no checkpoint interval (comment ckpt_every=…)")]
+    NoInterval(String),
+    #[error("job {job}'s checkpoint is overdue by {}: it may have stopped checkpointing", text::duration(*by_s))]
+    Overdue { job: String, by_s: i64 },
+}
+
 /// Seconds until a running job's next checkpoint, or why that is unknown.
-fn next_checkpoint(c: &Cluster, id: &str, hung: &BTreeMap<String, f64>) -> Result<i64, String> {
+fn next_checkpoint(
+    c: &Cluster,
+    id: &str,
+    hung: &BTreeMap<String, f64>,
+) -> Result<i64, NoCheckpoint> {
     if hung.contains_key(id) {
-        return Err(format!("job {id} is hung: it will not checkpoint"));
+        return Err(NoCheckpoint::Hung(id.to_string()));
     }
     let Some(j) = c.job(id) else {
-        return Err(format!("job {id} is gone from the data"));
+        return Err(NoCheckpoint::Gone(id.to_string()));
     };
     let (Some(every), Some(last)) = (j.checkpoint.interval_s, j.checkpoint.last.or(j.start_time))
     else {
-        return Err(format!(
-            "job {id} reports no checkpoint interval (comment ckpt_every=…)"
-        ));
+        return Err(NoCheckpoint::NoInterval(id.to_string()));
     };
     let next = last + every as i64;
     if next < c.time - 60 {
-        return Err(format!(
-            "job {id}'s checkpoint is overdue by {}: it may have stopped checkpointing",
-            text::duration(c.time - next)
-        ));
+        return Err(NoCheckpoint::Overdue {
+            job: id.to_string(),
+            by_s: c.time - next,
+        });
     }
     Ok((next - c.time).max(0))
 }
@@ -192,7 +208,7 @@ pub(super) fn wait_terms(
     for k in &b.killed {
         match next_checkpoint(c, &k.id, hung) {
             Ok(s) => next.push((s, k.gpus)),
-            Err(e) => errs.push(e),
+            Err(e) => errs.push(e.to_string()),
         }
     }
     if !errs.is_empty() {
@@ -219,7 +235,7 @@ pub fn node_options(
     base: &Base,
     node: &str,
     site: &SiteParams,
-) -> Result<Options, String> {
+) -> Result<Options, EngineError> {
     let drain = Action::Drain {
         node: node.to_string(),
         reason: String::new(),
@@ -236,7 +252,7 @@ pub fn node_options_with(
     node: &str,
     site: &SiteParams,
     b: Blast,
-) -> Result<Options, String> {
+) -> Result<Options, EngineError> {
     let case = NodeCase::new(c, base, node, site, b)?;
     let mut options = vec![case.drain_now()];
     if let Some(choice) = case.wait_checkpoint() {
@@ -293,10 +309,10 @@ impl<'a> NodeCase<'a> {
         node: &'a str,
         site: &'a SiteParams,
         b: Blast,
-    ) -> Result<NodeCase<'a>, String> {
+    ) -> Result<NodeCase<'a>, EngineError> {
         let n = c
             .node(node)
-            .ok_or_else(|| format!("no node {node} in the current data"))?;
+            .ok_or_else(|| EngineError::NoNode(node.to_string()))?;
         let verdict = base.node_verdict(node);
         let class = verdict.map_or(ActionClass::None, |v| v.verdict.action);
         let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
@@ -477,7 +493,7 @@ impl<'a> NodeCase<'a> {
     /// Reset the GPU only: its jobs die, the node's others keep running.
     /// Not offered when a job on the GPU refuses a requeue (--no-requeue):
     /// the reset would have to cancel it.
-    fn reset_gpu(&self) -> Result<Option<Choice>, String> {
+    fn reset_gpu(&self) -> Result<Option<Choice>, EngineError> {
         let (c, node, site) = (self.c, self.node, self.site);
         let on_gpus: Vec<String> = {
             let mut v: Vec<String> = self
@@ -601,7 +617,7 @@ fn drain_broken(
     class: ActionClass,
     hung: &BTreeMap<String, f64>,
     site: &SiteParams,
-) -> Result<Option<Choice>, String> {
+) -> Result<Option<Choice>, EngineError> {
     // A healthy node carrying ranks of a gang hung by another node's broken
     // GPU: the remedy is that node's. Draining this one takes healthy
     // capacity out for nothing.
@@ -848,13 +864,13 @@ pub fn options(
     target: &str,
     grace_s: Option<u64>,
     site: &SiteParams,
-) -> Result<Options, String> {
+) -> Result<Options, EngineError> {
     if c.node(target).is_some() {
         node_options(c, base, target, site)
     } else if c.job(target).is_some() {
         job_options(c, base, target, grace_s, site)
     } else {
-        Err(format!("no node or job {target} in the current data"))
+        Err(EngineError::NoTarget(target.to_string()))
     }
 }
 

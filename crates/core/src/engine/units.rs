@@ -2,43 +2,77 @@
 //! `25 Gbit/s`, `70B` parameters. Decimal prefixes are powers of 1000,
 //! binary ones (`KiB`, `MiB`, `GiB`, `TiB`, `PiB`) powers of 1024.
 
+/// Why a size, a rate, a count or a duration could not be read: one line
+/// for the user, naming the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("{0:?} does not start with a number")]
+    NotANumber(String),
+    #[error("{0:?} must be a number ≥ 0")]
+    Negative(String),
+    #[error("{0:?} is out of range")]
+    OutOfRange(String),
+    #[error(
+        "unknown size unit {unit:?} in {text:?} (try B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB)"
+    )]
+    SizeUnit { unit: String, text: String },
+    #[error("bandwidth {0:?} needs a rate unit such as GB/s or Gbit/s")]
+    NoRate(String),
+    #[error("unknown bandwidth unit {unit:?} in {text:?} (try MB/s, GB/s, GiB/s, Gbit/s)")]
+    RateUnit { unit: String, text: String },
+    #[error("bandwidth {0:?} must be more than zero")]
+    ZeroRate(String),
+    #[error("unknown count suffix {unit:?} in {text:?} (try K, M, B, T)")]
+    CountSuffix { unit: String, text: String },
+    #[error("unknown duration unit {unit:?} in {text:?} (try 90s, 30m, 1h06m, 2d)")]
+    DurationUnit { unit: String, text: String },
+}
+
+/// For the callers that still speak in strings (the command line's
+/// messages).
+impl From<UnitError> for String {
+    fn from(e: UnitError) -> String {
+        e.to_string()
+    }
+}
+
 /// Bytes in a size such as `1.2TB`, `512GiB`, `4096` (plain bytes).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub fn parse_bytes(s: &str) -> Result<u64, UnitError> {
     let (num, unit) = split(s)?;
-    let mult = byte_unit(unit).ok_or_else(|| {
-        format!(
-            "unknown size unit {unit:?} in {s:?} (try B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB)"
-        )
+    let mult = byte_unit(unit).ok_or_else(|| UnitError::SizeUnit {
+        unit: unit.to_string(),
+        text: s.to_string(),
     })?;
     to_u64(num * mult, s)
 }
 
 /// Bytes per second in a bandwidth such as `10GB/s`, `25Gbit/s`, `800MiB/s`.
-pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
+pub fn parse_bandwidth(s: &str) -> Result<f64, UnitError> {
     let t = s.trim();
     let body = t
         .strip_suffix("/s")
         .or_else(|| t.strip_suffix("ps"))
-        .ok_or_else(|| format!("bandwidth {s:?} needs a rate unit such as GB/s or Gbit/s"))?;
+        .ok_or_else(|| UnitError::NoRate(s.to_string()))?;
     let (num, unit) = split(body)?;
     let mult = if let Some(prefix) = unit.strip_suffix("bit") {
         byte_unit(&format!("{prefix}B")).map(|m| m / 8.0)
     } else {
         byte_unit(unit)
     }
-    .ok_or_else(|| {
-        format!("unknown bandwidth unit {unit:?} in {s:?} (try MB/s, GB/s, GiB/s, Gbit/s)")
+    .ok_or_else(|| UnitError::RateUnit {
+        unit: unit.to_string(),
+        text: s.to_string(),
     })?;
     let v = num * mult;
     if v > 0.0 && v.is_finite() {
         Ok(v)
     } else {
-        Err(format!("bandwidth {s:?} must be more than zero"))
+        Err(UnitError::ZeroRate(s.to_string()))
     }
 }
 
 /// A count such as `70B` (billion), `7e9`, `350M`.
-pub fn parse_count(s: &str) -> Result<u64, String> {
+pub fn parse_count(s: &str) -> Result<u64, UnitError> {
     let (num, unit) = split(s)?;
     let mult = match unit {
         "" => 1.0,
@@ -47,16 +81,17 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
         "B" | "G" => 1e9,
         "T" => 1e12,
         _ => {
-            return Err(format!(
-                "unknown count suffix {unit:?} in {s:?} (try K, M, B, T)"
-            ));
+            return Err(UnitError::CountSuffix {
+                unit: unit.to_string(),
+                text: s.to_string(),
+            });
         }
     };
     to_u64(num * mult, s)
 }
 
 /// A duration such as `30m`, `2h`, `90s`, `1d`, or plain seconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
+pub fn parse_duration(s: &str) -> Result<u64, UnitError> {
     // One number and one unit (`90s`, `1.5h`); else every duration
     // nightshift prints (`1h06m`, `9m58s`, `3d04h`) and humantime's forms.
     match one_unit(s) {
@@ -67,7 +102,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     }
 }
 
-fn one_unit(s: &str) -> Result<u64, String> {
+fn one_unit(s: &str) -> Result<u64, UnitError> {
     let (num, unit) = split(s)?;
     let mult = match unit {
         "" | "s" => 1.0,
@@ -75,16 +110,17 @@ fn one_unit(s: &str) -> Result<u64, String> {
         "h" => 3600.0,
         "d" => 86_400.0,
         _ => {
-            return Err(format!(
-                "unknown duration unit {unit:?} in {s:?} (try 90s, 30m, 1h06m, 2d)"
-            ));
+            return Err(UnitError::DurationUnit {
+                unit: unit.to_string(),
+                text: s.to_string(),
+            });
         }
     };
     to_u64(num * mult, s)
 }
 
 /// The longest leading number (`1.2`, `7e9`) and the unit after it.
-fn split(s: &str) -> Result<(f64, &str), String> {
+fn split(s: &str) -> Result<(f64, &str), UnitError> {
     let t = s.trim();
     let (num, rest) = (1..=t.len())
         .rev()
@@ -92,9 +128,9 @@ fn split(s: &str) -> Result<(f64, &str), String> {
             t.is_char_boundary(i) && t[..i].starts_with(|c: char| c.is_ascii_digit() || c == '.')
         })
         .find_map(|i| t[..i].parse::<f64>().ok().map(|n| (n, &t[i..])))
-        .ok_or_else(|| format!("{s:?} does not start with a number"))?;
+        .ok_or_else(|| UnitError::NotANumber(s.to_string()))?;
     if !num.is_finite() || num < 0.0 {
-        return Err(format!("{s:?} must be a number ≥ 0"));
+        return Err(UnitError::Negative(s.to_string()));
     }
     Ok((num, rest.trim()))
 }
@@ -116,11 +152,11 @@ fn byte_unit(u: &str) -> Option<f64> {
     })
 }
 
-fn to_u64(v: f64, s: &str) -> Result<u64, String> {
+fn to_u64(v: f64, s: &str) -> Result<u64, UnitError> {
     if v.is_finite() && v >= 0.0 && v < u64::MAX as f64 {
         Ok(v.round() as u64)
     } else {
-        Err(format!("{s:?} is out of range"))
+        Err(UnitError::OutOfRange(s.to_string()))
     }
 }
 
@@ -178,6 +214,6 @@ mod tests {
         }
         assert_eq!(parse_duration("1m30s"), Ok(90));
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5x").is_err_and(|e| e.contains("1h06m")));
+        assert!(parse_duration("5x").is_err_and(|e| e.to_string().contains("1h06m")));
     }
 }

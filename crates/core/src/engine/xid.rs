@@ -160,19 +160,47 @@ impl Default for XidCatalog {
     }
 }
 
+/// Why an Xid catalog could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot read xid catalog {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("xid catalog: {0}")]
+    Parse(toml::de::Error),
+    #[error("{}: {error}", path.display())]
+    In {
+        path: std::path::PathBuf,
+        error: Box<CatalogError>,
+    },
+}
+
+impl From<CatalogError> for String {
+    fn from(e: CatalogError) -> String {
+        e.to_string()
+    }
+}
+
 impl XidCatalog {
-    pub fn parse(text: &str) -> Result<XidCatalog, String> {
-        let file: CatalogFile = toml::from_str(text).map_err(|e| format!("xid catalog: {e}"))?;
+    pub fn parse(text: &str) -> Result<XidCatalog, CatalogError> {
+        let file: CatalogFile = toml::from_str(text).map_err(CatalogError::Parse)?;
         Ok(XidCatalog {
             entries: file.xid.into_iter().map(|e| (e.code, e)).collect(),
         })
     }
 
     /// The shipped catalog with a user file's entries laid over it.
-    pub fn with_overrides(path: &Path) -> Result<XidCatalog, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read xid catalog {}: {e}", path.display()))?;
-        let user = XidCatalog::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn with_overrides(path: &Path) -> Result<XidCatalog, CatalogError> {
+        let text = std::fs::read_to_string(path).map_err(|e| CatalogError::Read {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let user = XidCatalog::parse(&text).map_err(|e| CatalogError::In {
+            path: path.to_path_buf(),
+            error: Box::new(e),
+        })?;
         let mut cat = XidCatalog::default();
         cat.entries.extend(user.entries);
         Ok(cat)

@@ -93,10 +93,10 @@ impl Step {
     }
 
     /// A step from a call's result.
-    pub fn of(what: String, r: Result<Outcome, String>) -> Step {
+    pub fn of<E: std::fmt::Display>(what: String, r: Result<Outcome, E>) -> Step {
         match r {
             Ok(o) => Step::sent(what, o),
-            Err(e) => Step::failed(what, e),
+            Err(e) => Step::failed(what, e.to_string()),
         }
     }
 }

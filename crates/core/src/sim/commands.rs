@@ -57,19 +57,37 @@ fn failed(what: String, error: String, observed: String) -> Step {
     }
 }
 
+/// An action the simulated scheduler cannot apply at all, in its words
+/// (a job's as Slurm's: "Invalid job id specified").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("no node {0}")]
+    NoNode(String),
+    #[error("Invalid job id specified: {0}")]
+    NoJob(String),
+    #[error("the simulated cluster needs at least {min} nodes (asked for {asked})")]
+    TooFewNodes { min: usize, asked: usize },
+}
+
+impl From<SimError> for String {
+    fn from(e: SimError) -> String {
+        e.to_string()
+    }
+}
+
 impl Sim {
-    fn node_ix(&self, name: &str) -> Result<usize, String> {
+    fn node_ix(&self, name: &str) -> Result<usize, SimError> {
         self.nodes
             .iter()
             .position(|n| n.name == name)
-            .ok_or_else(|| format!("no node {name}"))
+            .ok_or_else(|| SimError::NoNode(name.to_string()))
     }
 
-    fn job_ix(&self, id: &str) -> Result<usize, String> {
+    fn job_ix(&self, id: &str) -> Result<usize, SimError> {
         self.jobs
             .iter()
             .position(|j| j.job.id == id)
-            .ok_or_else(|| format!("Invalid job id specified: {id}"))
+            .ok_or_else(|| SimError::NoJob(id.to_string()))
     }
 
     /// Job `i` and every running job of its gang.
@@ -177,7 +195,7 @@ impl Sim {
 
     /// Applies an action, step by step, and reads each step back. An error
     /// means the action was not applicable at all (no such node or job).
-    pub fn apply(&mut self, cmd: &Action) -> Result<Vec<Step>, String> {
+    pub fn apply(&mut self, cmd: &Action) -> Result<Vec<Step>, SimError> {
         let steps = self.apply_steps(cmd)?;
         // Requeued jobs wait for their begin time like Slurm's, then compete.
         if self.sched_dirty {
@@ -186,7 +204,7 @@ impl Sim {
         Ok(steps)
     }
 
-    fn apply_steps(&mut self, cmd: &Action) -> Result<Vec<Step>, String> {
+    fn apply_steps(&mut self, cmd: &Action) -> Result<Vec<Step>, SimError> {
         let what = format!("{} {}", cmd.verb(), cmd.target());
         Ok(match cmd {
             Action::Cordon { node, reason } => {

@@ -13,7 +13,7 @@
 //! seed gives the same night every time.
 
 mod commands;
-pub use commands::NO_REQUEUE;
+pub use commands::{NO_REQUEUE, SimError};
 mod layout;
 mod metrics;
 mod scheduler;
@@ -114,12 +114,12 @@ pub struct Sim {
 
 impl Sim {
     /// Lays out the cluster as it stands at [`START_TIME`].
-    pub fn new(cfg: SimConfig) -> Result<Sim, String> {
+    pub fn new(cfg: SimConfig) -> Result<Sim, SimError> {
         if cfg.nodes < MIN_NODES {
-            return Err(format!(
-                "the simulated cluster needs at least {MIN_NODES} nodes (asked for {})",
-                cfg.nodes
-            ));
+            return Err(SimError::TooFewNodes {
+                min: MIN_NODES,
+                asked: cfg.nodes,
+            });
         }
         let mut sim = Sim {
             cfg,

@@ -35,7 +35,7 @@ fn too_few_nodes_is_a_clear_error() {
     })
     .err()
     .expect("error");
-    assert!(err.contains("at least 16"), "{err}");
+    assert!(err.to_string().contains("at least 16"), "{err}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use super::{
 use crate::engine::SiteParams;
 use crate::engine::base::Base;
 use crate::engine::blast::{Blast, blast, with_grace_period};
+use crate::engine::error::EngineError;
 use crate::engine::restore::write_time;
 use crate::engine::xid::ActionClass;
 use crate::model::{Action, Cluster};
@@ -21,15 +22,15 @@ pub fn job_options(
     job: &str,
     grace_s: Option<u64>,
     site: &SiteParams,
-) -> Result<Options, String> {
+) -> Result<Options, EngineError> {
     let j = c
         .job(job)
-        .ok_or_else(|| format!("no job {job} in the current data"))?;
+        .ok_or_else(|| EngineError::NoJob(job.to_string()))?;
     if !j.state.holds_resources() {
-        return Err(format!(
-            "job {job} is {}, not running: nothing to preempt (nightshift why {job})",
-            j.state.as_str()
-        ));
+        return Err(EngineError::NoOptions {
+            job: job.to_string(),
+            state: j.state.as_str(),
+        });
     }
     let hard = Action::Preempt {
         job: job.to_string(),
@@ -48,10 +49,10 @@ pub fn job_options_with(
     grace_s: Option<u64>,
     site: &SiteParams,
     b: Blast,
-) -> Result<Options, String> {
+) -> Result<Options, EngineError> {
     let j = c
         .job(job)
-        .ok_or_else(|| format!("no job {job} in the current data"))?;
+        .ok_or_else(|| EngineError::NoJob(job.to_string()))?;
     let hard = Action::Preempt {
         job: job.to_string(),
         grace_s: None,

@@ -44,7 +44,7 @@ impl Executor {
                         Err(e) => format!("could not re-read the pod: {}", err_text(&e)),
                     };
                     let verified = observed.starts_with("pod ");
-                    return Step::of(what, Ok(Outcome { verified, observed }));
+                    return Step::sent(what, Outcome { verified, observed });
                 }
                 Err(e) if is_pdb_refusal(&e) && tokio::time::Instant::now() + wait < deadline => {
                     tracing::info!("evict {ns}/{pod}: {}", err_text(&e));
@@ -106,9 +106,9 @@ impl Executor {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        let first = Step::of(
+        let first = Step::sent(
             format!("deactivate workload {ns}/{name}"),
-            Ok(Outcome {
+            Outcome {
                 verified: evicted.is_some(),
                 observed: match &evicted {
                     Some(m) => format!("Kueue evicted it: {m}"),
@@ -117,7 +117,7 @@ impl Executor {
                         self.kueue_timeout.as_secs()
                     ),
                 },
-            }),
+            },
         );
         let on = workload_call(ns, name, json!({"active": true}));
         let second = match self.send(&on).await {
