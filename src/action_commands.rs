@@ -358,7 +358,8 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
     let log = AuditLog::new(settings.audit_log.clone());
     let reading = log.reading();
     if !reading.unreadable.is_empty() {
-        return Err(reading.unreadable.join("; "));
+        let each: Vec<String> = reading.unreadable.iter().map(|e| e.to_string()).collect();
+        return Err(each.join("; "));
     }
     let records = reading.records;
     match format {

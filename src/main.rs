@@ -262,7 +262,10 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
 /// readings laid over it.
 fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     if let Some(path) = &settings.replay {
-        return nightshift::recording::run::replayed(path, settings.at.as_deref());
+        return Ok(nightshift::recording::run::replayed(
+            path,
+            settings.at.as_deref(),
+        )?);
     }
     let base = match &settings.source {
         SourceConfig::Sim { sim, .. } => {

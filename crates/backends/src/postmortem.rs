@@ -11,7 +11,7 @@ use crate::engine::kpis::{Change, JobWatch, KpiBook, Kpis};
 use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
 use crate::model::{Cluster, JobState, Timestamp};
-use crate::recording::Recording;
+use crate::recording::{Recording, RecordingError};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::sync::Arc;
@@ -160,7 +160,7 @@ fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Acti
 fn capture(
     rec: &Recording,
     mut times: Vec<Timestamp>,
-) -> Result<std::collections::BTreeMap<Timestamp, Arc<Cluster>>, String> {
+) -> Result<std::collections::BTreeMap<Timestamp, Arc<Cluster>>, RecordingError> {
     times.sort_unstable();
     times.dedup();
     let mut out = std::collections::BTreeMap::new();
@@ -275,7 +275,11 @@ fn looks_every_few_minutes(rec: &Recording, from: Timestamp, to: Timestamp) -> V
 }
 
 /// The report of a recording.
-pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<NightReport, String> {
+pub fn report(
+    rec: &Recording,
+    site: &SiteParams,
+    cat: &XidCatalog,
+) -> Result<NightReport, RecordingError> {
     let (from, to) = rec.span();
     let mut book = KpiBook::new(to - from + 1);
     let mut fates = Fates::default();
@@ -286,7 +290,7 @@ pub fn report(rec: &Recording, site: &SiteParams, cat: &XidCatalog) -> Result<Ni
         fates.observe(&c);
         end = Some(c);
     }
-    let end = end.ok_or("the recording holds no snapshot")?;
+    let end = end.ok_or(RecordingError::Nothing)?;
     let base_end = Base::compute(&end, None, site, cat);
 
     let actions = actions_of(rec);

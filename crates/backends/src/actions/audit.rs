@@ -4,6 +4,7 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use crate::model::Step;
 
@@ -14,27 +15,88 @@ pub struct AuditLog {
     pub path: PathBuf,
 }
 
+/// Why the audit log could not be written, read or locked: one line for
+/// the user, naming the file.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuditError {
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("audit record: {0}")]
+    Encode(Arc<serde_json::Error>),
+    #[error("the audit log {} is a symbolic link: refused (nightshift does not follow one)", .0.display())]
+    Symlink(PathBuf),
+    #[error("cannot open the audit log {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("the audit log {} is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("cannot write the audit log {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot sync the audit log {}: {source}", path.display())]
+    Sync {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot read the audit log {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot open the audit lock {path:?}: {source}")]
+    LockOpen {
+        path: std::ffi::OsString,
+        source: Arc<std::io::Error>,
+    },
+    #[error("cannot lock the audit log: {0}")]
+    Lock(Arc<std::io::Error>),
+}
+
+/// Two errors are the same when they say the same.
+impl PartialEq for AuditError {
+    fn eq(&self, other: &AuditError) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl From<AuditError> for String {
+    fn from(e: AuditError) -> String {
+        e.to_string()
+    }
+}
+
+fn create_dir_of(path: &Path) -> Result<(), AuditError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| AuditError::CreateDir {
+            dir: dir.to_path_buf(),
+            source: Arc::new(e),
+        })?;
+    }
+    Ok(())
+}
+
 impl AuditLog {
     pub fn new(path: PathBuf) -> AuditLog {
         AuditLog { path }
     }
 
     /// Appends one record and syncs it to disk before returning.
-    pub fn write(&self, rec: &Record) -> Result<(), String> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let mut line = serde_json::to_string(rec).map_err(|e| format!("audit record: {e}"))?;
+    pub fn write(&self, rec: &Record) -> Result<(), AuditError> {
+        create_dir_of(&self.path)?;
+        let mut line = serde_json::to_string(rec).map_err(|e| AuditError::Encode(Arc::new(e)))?;
         line.push('\n');
         let mut f = no_follow(OpenOptions::new().create(true).append(true).read(true))
             .open(&self.path)
-            .map_err(|e| open_error(&self.path, &e))?;
+            .map_err(|e| open_error(&self.path, e))?;
         if !f.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(format!(
-                "the audit log {} is not a regular file",
-                self.path.display()
-            ));
+            return Err(AuditError::NotAFile(self.path.clone()));
         }
         // A crash mid-write leaves a torn last line: end it first, so that
         // this record is a line of its own and not glued onto it.
@@ -46,9 +108,14 @@ impl AuditLog {
             line.insert(0, '\n');
         }
         f.write_all(line.as_bytes())
-            .map_err(|e| format!("cannot write the audit log {}: {e}", self.path.display()))?;
-        f.sync_all()
-            .map_err(|e| format!("cannot sync the audit log {}: {e}", self.path.display()))
+            .map_err(|e| AuditError::Write {
+                path: self.path.clone(),
+                source: Arc::new(e),
+            })?;
+        f.sync_all().map_err(|e| AuditError::Sync {
+            path: self.path.clone(),
+            source: Arc::new(e),
+        })
     }
 
     /// Every record that can be read, oldest first, across rotated files
@@ -114,7 +181,7 @@ impl AuditLog {
     /// [`Reading::nodes_taken_out_since`]). Fails when a file of the log
     /// cannot be read at all: the breaker cannot count what it cannot read,
     /// and the caller refuses to act.
-    pub fn nodes_taken_out_since(&self, since: i64) -> Result<u32, String> {
+    pub fn nodes_taken_out_since(&self, since: i64) -> Result<u32, AuditError> {
         let reading = self.reading();
         match reading.unreadable.first() {
             Some(e) => Err(e.clone()),
@@ -125,18 +192,17 @@ impl AuditLog {
     /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
     /// policy check and the intent it allows are one step for every
     /// nightshift on this machine sharing the log.
-    pub fn locked<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
+    pub fn locked<T>(&self, f: impl FnOnce() -> T) -> Result<T, AuditError> {
+        create_dir_of(&self.path)?;
         let mut lock_path = self.path.clone().into_os_string();
         lock_path.push(".lock");
         let lock = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
             .open(&lock_path)
-            .map_err(|e| format!("cannot open the audit lock {lock_path:?}: {e}"))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock the audit log: {e}"))?;
+            .map_err(|e| AuditError::LockOpen {
+                path: lock_path.clone(),
+                source: Arc::new(e),
+            })?;
+        lock.lock().map_err(|e| AuditError::Lock(Arc::new(e)))?;
         let out = f();
         // Dropping the file releases the lock.
         drop(lock);
@@ -166,7 +232,7 @@ pub struct Reading {
     /// One line each: `FILE line N: why` for a line that is not a record.
     pub skipped: Vec<String>,
     /// One line each for a file that could not be read at all.
-    pub unreadable: Vec<String>,
+    pub unreadable: Vec<AuditError>,
 }
 
 impl Reading {
@@ -219,40 +285,42 @@ fn no_follow(o: &mut OpenOptions) -> &mut OpenOptions {
     o.custom_flags(libc::O_NOFOLLOW)
 }
 
-fn open_error(path: &Path, e: &std::io::Error) -> String {
+fn open_error(path: &Path, e: std::io::Error) -> AuditError {
     if e.raw_os_error() == Some(libc::ELOOP) {
-        format!(
-            "the audit log {} is a symbolic link: refused (nightshift does not follow one)",
-            path.display()
-        )
+        AuditError::Symlink(path.to_path_buf())
     } else {
-        format!("cannot open the audit log {}: {e}", path.display())
+        AuditError::Open {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        }
     }
 }
 
 /// Reads one file's records line by line from its bytes: a line that is not
 /// UTF-8 or not a record (a crash mid-write tears the last one) is skipped
 /// and named, and the rest are still read.
-fn read_path(path: &Path, out: &mut Vec<Record>, skipped: &mut Vec<String>) -> Result<(), String> {
+fn read_path(
+    path: &Path,
+    out: &mut Vec<Record>,
+    skipped: &mut Vec<String>,
+) -> Result<(), AuditError> {
     use std::io::Read;
     let mut f = match no_follow(OpenOptions::new().read(true)).open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(open_error(path, &e)),
+        Err(e) => return Err(open_error(path, e)),
+    };
+    let read = |e| AuditError::Read {
+        path: path.to_path_buf(),
+        source: Arc::new(e),
     };
     match f.metadata() {
         Ok(m) if m.is_file() => {}
-        Ok(_) => {
-            return Err(format!(
-                "the audit log {} is not a regular file",
-                path.display()
-            ));
-        }
-        Err(e) => return Err(format!("cannot read the audit log {}: {e}", path.display())),
+        Ok(_) => return Err(AuditError::NotAFile(path.to_path_buf())),
+        Err(e) => return Err(read(e)),
     }
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the audit log {}: {e}", path.display()))?;
+    f.read_to_end(&mut bytes).map_err(read)?;
     for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;

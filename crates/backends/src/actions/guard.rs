@@ -326,7 +326,7 @@ fn taken_meanwhile(p: &Preview, now: &Check<'_>, log: &audit::Reading) -> Option
 /// An audit log that cannot be read refuses every action: the breaker
 /// cannot count what it cannot read, and an action nobody can audit is not
 /// taken.
-fn unreadable_audit(e: String) -> Refusal {
+fn unreadable_audit(e: audit::AuditError) -> Refusal {
     Refusal::Unknown(format!(
         "{e}; nightshift acts only with an audit log it can read (fix it, or point --audit-log elsewhere)"
     ))

@@ -14,6 +14,8 @@
 //! the file every second, so a crash loses at most the last second: the
 //! reader stops at the first incomplete block and says so.
 
+mod error;
+pub use error::RecordingError;
 pub mod reader;
 pub mod replay;
 pub mod run;
@@ -159,14 +161,14 @@ pub fn delta(prev: &Cluster, c: &Cluster) -> Option<Delta> {
 }
 
 /// `c` after `d`. Refuses a delta that does not fit (a corrupt file).
-pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), String> {
+pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), RecordingError> {
     c.time = d.time;
     let count = c.nodes.len();
     for (i, n) in &d.nodes {
         let slot = c
             .nodes
             .get_mut(*i)
-            .ok_or_else(|| format!("a delta names node #{i} of {count}"))?;
+            .ok_or(RecordingError::DeltaNode { index: *i, count })?;
         *slot = n.clone();
     }
     match &d.job_order {
@@ -176,13 +178,13 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), String> {
             for j in &d.jobs {
                 by_id.insert(j.id.as_str(), j);
             }
-            let jobs: Result<Vec<Arc<Job>>, String> = order
+            let jobs: Result<Vec<Arc<Job>>, RecordingError> = order
                 .iter()
                 .map(|id| {
                     by_id
                         .get(id.as_str())
                         .map(|j| Arc::clone(j))
-                        .ok_or_else(|| format!("a delta orders job {id}, never recorded"))
+                        .ok_or_else(|| RecordingError::DeltaOrder(id.clone()))
                 })
                 .collect();
             c.jobs = jobs?;
@@ -193,7 +195,7 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), String> {
                     .jobs
                     .iter_mut()
                     .find(|x| x.id == j.id)
-                    .ok_or_else(|| format!("a delta changes job {}, never recorded", j.id))?;
+                    .ok_or_else(|| RecordingError::DeltaJob(j.id.clone()))?;
                 *slot = j.clone();
             }
         }
@@ -214,7 +216,7 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), String> {
 /// A time on the command line: Unix seconds, `+90m` from the recording's
 /// start, or `HH:MM[:SS]` (UTC) on the day the recording starts (the next
 /// day when that is before the start).
-pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, String> {
+pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, RecordingError> {
     let s = s.trim();
     if let Some(rest) = s.strip_prefix('+') {
         let d = crate::engine::units::parse_duration(rest)?;
@@ -240,9 +242,7 @@ pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, String> {
                 t
             })
         }
-        _ => Err(format!(
-            "--at {s:?}: give HH:MM[:SS] (UTC), +DURATION from the start, or Unix seconds"
-        )),
+        _ => Err(RecordingError::At(s.to_string())),
     }
 }
 

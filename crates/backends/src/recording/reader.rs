@@ -6,6 +6,7 @@
 //! audit records; states are streamed again from the file, parsing only the
 //! keyframe before the time asked for and the deltas after it.
 
+use super::error::RecordingError;
 use super::{Delta, Entry, FORMAT, Header, VERSION, WINDOW_LOG, apply};
 use crate::model::audit::Record;
 use crate::model::{Cluster, Timestamp};
@@ -72,24 +73,25 @@ struct Lines {
 impl Lines {
     /// Opens a recording for one pass. It must be a regular file: a FIFO or
     /// a terminal cannot be read twice (indexing, then replaying).
-    fn open(path: &Path) -> Result<Lines, String> {
+    fn open(path: &Path) -> Result<Lines, RecordingError> {
+        let cannot_open = |e| RecordingError::Open {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        };
         // Looked at before opening: opening a FIFO waits for a writer.
         match std::fs::metadata(path) {
             Ok(m) if m.is_file() => {}
-            Ok(_) => {
-                return Err(format!(
-                    "{}: a recording must be a regular file (it is read more than once; not a pipe, FIFO or terminal)",
-                    path.display()
-                ));
-            }
-            Err(e) => return Err(format!("cannot open the recording {}: {e}", path.display())),
+            Ok(_) => return Err(RecordingError::NotAFile(path.to_path_buf())),
+            Err(e) => return Err(cannot_open(e)),
         }
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot open the recording {}: {e}", path.display()))?;
-        let mut dec = zstd::stream::read::Decoder::new(file)
-            .map_err(|e| format!("{}: not a recording: {e}", path.display()))?;
+        let file = std::fs::File::open(path).map_err(cannot_open)?;
+        let mut dec =
+            zstd::stream::read::Decoder::new(file).map_err(|e| RecordingError::NotZstd {
+                path: path.to_path_buf(),
+                source: Arc::new(e),
+            })?;
         dec.window_log_max(WINDOW_LOG + 1)
-            .map_err(|e| format!("zstd: {e}"))?;
+            .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
         Ok(Lines {
             inner: std::io::BufReader::with_capacity(1 << 20, dec),
             buf: Vec::new(),
@@ -171,29 +173,31 @@ fn is_snapshot(line: &[u8]) -> bool {
 }
 
 impl Recording {
-    pub fn open(path: &Path) -> Result<Recording, String> {
+    pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         let mut lines = Lines::open(path)?;
-        let bad = |e: String| format!("{}: not a nightshift recording: {e}", path.display());
+        let bad = |why: String| RecordingError::NotOurs {
+            path: path.to_path_buf(),
+            why,
+        };
         let header: Header = match lines.next_line() {
             Some(l) => match serde_json::from_slice::<Entry>(l) {
                 Ok(Entry::Header(h)) => h,
-                Ok(_) => return Err(format!("{}: no recording header", path.display())),
+                Ok(_) => return Err(RecordingError::NoHeader(path.to_path_buf())),
                 Err(e) => return Err(bad(e.to_string())),
             },
             None => {
                 return Err(match lines.cut {
                     Some(e) => bad(e),
-                    None => format!("{}: empty recording", path.display()),
+                    None => RecordingError::Empty(path.to_path_buf()),
                 });
             }
         };
         if header.format != FORMAT || header.version > VERSION {
-            return Err(format!(
-                "{}: {} version {}, this nightshift reads {FORMAT} up to version {VERSION}",
-                path.display(),
-                header.format,
-                header.version
-            ));
+            return Err(RecordingError::Version {
+                path: path.to_path_buf(),
+                format: header.format,
+                version: header.version,
+            });
         }
         let mut marks = Vec::new();
         let mut audit = Vec::new();
@@ -240,13 +244,10 @@ impl Recording {
         skipped.append(&mut lines.too_long);
         skipped.sort_by_key(|w| line_of(w));
         if !marks.iter().any(|m| m.key) {
-            return Err(format!(
-                "{}: the recording holds no snapshot{}",
-                path.display(),
-                skipped
-                    .first()
-                    .map_or(String::new(), |w| format!(" that can be read ({w})"))
-            ));
+            return Err(RecordingError::NoSnapshot {
+                path: path.to_path_buf(),
+                first_skipped: skipped.first().cloned(),
+            });
         }
         Ok(Recording {
             path: path.to_path_buf(),
@@ -287,14 +288,10 @@ impl Recording {
     /// A cursor on the snapshot the source had delivered at `t` (the last
     /// one at or before it), replayed from the keyframe before it (an
     /// earlier one when that keyframe cannot be parsed).
-    pub fn cursor_at(&self, t: Timestamp) -> Result<Cursor, String> {
+    pub fn cursor_at(&self, t: Timestamp) -> Result<Cursor, RecordingError> {
         let (lo, _) = self.span();
         if t < lo {
-            return Err(format!(
-                "{} is before the recording starts ({})",
-                crate::text::datetime(t),
-                crate::text::datetime(lo)
-            ));
+            return Err(RecordingError::BeforeStart { at: t, start: lo });
         }
         let keys = self
             .marks
@@ -303,17 +300,22 @@ impl Recording {
             .filter(|(_, m)| m.key && m.time <= t)
             .map(|(i, _)| i)
             .rev();
-        let mut last_error = "no keyframe before that time".to_string();
+        let mut last_error = RecordingError::NoKeyframe;
         for key in keys {
             let mut lines = Lines::open(&self.path)?;
             let Some(l) = lines.seek_line(self.marks[key].line) else {
-                return Err(lines.cut.unwrap_or_else(|| "the recording changed".into()));
+                return Err(RecordingError::Cut(
+                    lines.cut.unwrap_or_else(|| "the recording changed".into()),
+                ));
             };
             let cluster = match parse(l) {
                 Ok(Entry::Key { cluster }) => cluster,
-                Ok(_) => return Err("the index and the file disagree".into()),
+                Ok(_) => return Err(RecordingError::IndexDisagrees),
                 Err(e) => {
-                    last_error = format!("line {}: {e}", self.marks[key].line);
+                    last_error = RecordingError::Line {
+                        line: self.marks[key].line,
+                        error: Box::new(e),
+                    };
                     tracing::warn!("recording {}: {last_error}; skipped", self.path.display());
                     continue;
                 }
@@ -334,7 +336,7 @@ impl Recording {
     }
 
     /// The snapshot the source had delivered at `t`.
-    pub fn state_at(&self, t: Timestamp) -> Result<Cluster, String> {
+    pub fn state_at(&self, t: Timestamp) -> Result<Cluster, RecordingError> {
         Ok(self.cursor_at(t)?.current)
     }
 
@@ -364,8 +366,8 @@ struct KeyLine {
 /// A snapshot line. Its struct is read straight from the line (the `kind`
 /// tag ignored): serde's tagged-enum path buffers every value first, which
 /// cost a third of reading a big recording.
-fn parse(line: &[u8]) -> Result<Entry, String> {
-    let bad = |e: serde_json::Error| format!("an unreadable snapshot line: {e}");
+fn parse(line: &[u8]) -> Result<Entry, RecordingError> {
+    let bad = |e: serde_json::Error| RecordingError::BadLine(Arc::new(e));
     if line.starts_with(br#"{"kind":"delta""#) {
         serde_json::from_slice::<Delta>(line)
             .map(|d| Entry::Delta(Box::new(d)))
@@ -420,7 +422,7 @@ impl Cursor {
     }
 
     /// The next snapshot entry, read ahead without applying it.
-    pub fn peek(&mut self) -> Result<Option<&Entry>, String> {
+    pub fn peek(&mut self) -> Result<Option<&Entry>, RecordingError> {
         if self.ahead.is_none() {
             self.ahead = read_mark(&mut self.lines, &self.marks, &mut self.next_mark);
         }
@@ -428,7 +430,7 @@ impl Cursor {
     }
 
     /// Applies the next snapshot entry; false at the end.
-    pub fn step(&mut self) -> Result<bool, String> {
+    pub fn step(&mut self) -> Result<bool, RecordingError> {
         self.peek()?;
         let Some(e) = self.ahead.take() else {
             return Ok(false);
@@ -464,7 +466,7 @@ impl Cursor {
 
 /// The snapshots of a recording in order (see `Recording::states`).
 pub struct States {
-    lines: Result<Lines, String>,
+    lines: Result<Lines, RecordingError>,
     marks: Arc<[Mark]>,
     next_mark: usize,
     current: Option<Cluster>,
@@ -472,7 +474,7 @@ pub struct States {
 }
 
 impl Iterator for States {
-    type Item = Result<Arc<Cluster>, String>;
+    type Item = Result<Arc<Cluster>, RecordingError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {

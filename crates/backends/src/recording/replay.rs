@@ -2,6 +2,7 @@
 //! with seeking, every view and the engine working on it as they would live.
 
 use super::Recording;
+use super::RecordingError;
 use super::reader::Cursor;
 use crate::model::{Cluster, EventKind, Timestamp};
 use crate::sources::{Origin, Playback, Update};
@@ -34,7 +35,7 @@ struct Player {
 }
 
 impl Player {
-    fn new(rec: Recording) -> Result<Player, String> {
+    fn new(rec: Recording) -> Result<Player, RecordingError> {
         let (start, _) = rec.span();
         let cur = rec.cursor_at(start)?;
         Ok(Player { rec, cur })
@@ -45,7 +46,7 @@ impl Player {
     }
 
     /// Applies the next snapshot entry; false at the end.
-    fn step(&mut self) -> Result<bool, String> {
+    fn step(&mut self) -> Result<bool, RecordingError> {
         self.cur.step()
     }
 
@@ -53,7 +54,7 @@ impl Player {
         self.cur.next_time()
     }
 
-    fn seek(&mut self, t: Timestamp) -> Result<(), String> {
+    fn seek(&mut self, t: Timestamp) -> Result<(), RecordingError> {
         let (start, end) = self.rec.span();
         self.cur = self.rec.cursor_at(t.clamp(start, end))?;
         Ok(())
@@ -61,7 +62,7 @@ impl Player {
 
     /// Plays on to the next entry that brings an incident's event; with
     /// none ahead, stays where it was and says false.
-    fn next_incident(&mut self) -> Result<bool, String> {
+    fn next_incident(&mut self) -> Result<bool, RecordingError> {
         let here = self.current().time;
         if self.play_to_next_incident()? {
             return Ok(true);
@@ -70,7 +71,7 @@ impl Player {
         Ok(false)
     }
 
-    fn play_to_next_incident(&mut self) -> Result<bool, String> {
+    fn play_to_next_incident(&mut self) -> Result<bool, RecordingError> {
         loop {
             let brings = self.cur.next_delta().is_some_and(|d| {
                 d.events.iter().any(|e| {
@@ -121,7 +122,7 @@ pub fn spawn(
     rec: Recording,
     speed: f64,
     kpis: crate::engine::kpis::SharedKpis,
-) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), String> {
+) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), RecordingError> {
     let damage = rec.damage();
     let mut p = Player::new(rec)?;
     let (tx, rx) = mpsc::channel(16);

@@ -1,6 +1,7 @@
 //! The console's recording (`--record`) and the state of a recording at a
 //! time (`--replay FILE --at`).
 
+use super::RecordingError;
 use super::{Recorder, Recording, parse_at};
 use crate::actions::audit::AuditLog;
 use crate::model::Cluster;
@@ -11,7 +12,7 @@ use tokio::sync::mpsc;
 
 /// `--replay FILE [--at TIME]`: the recorded state the printing commands
 /// answer for (the end of the recording by default).
-pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, String> {
+pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, RecordingError> {
     let rec = Recording::open(path)?;
     for w in rec.damage() {
         crate::text::warn(&w);
@@ -42,7 +43,7 @@ pub fn tap(
     file: &Path,
     source: &str,
     log: AuditLog,
-) -> Result<(mpsc::Receiver<Update>, Tap), String> {
+) -> Result<(mpsc::Receiver<Update>, Tap), RecordingError> {
     let mut r = Recorder::create(file, source)?;
     r.follow_audit(log);
     let (tx, out) = mpsc::channel(16);
@@ -54,7 +55,7 @@ pub fn tap(
     let writer = std::thread::Builder::new()
         .name("recording".into())
         .spawn(move || write_all(r, &snaps_rx, &notices))
-        .map_err(|e| format!("cannot start the recording's writer: {e}"))?;
+        .map_err(|e| RecordingError::Thread(Arc::new(e)))?;
     let done = tokio::spawn(async move {
         let mut skipped = 0u64;
         loop {

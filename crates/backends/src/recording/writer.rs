@@ -1,5 +1,6 @@
 //! Writing a recording: a header, keyframes, deltas, audit records.
 
+use super::RecordingError;
 use super::{Entry, FORMAT, Header, KEY_EVERY_S, VERSION, WINDOW_LOG, delta};
 use crate::actions::audit::AuditLog;
 use crate::model::audit::Record;
@@ -32,17 +33,20 @@ pub struct Recorder {
 
 impl Recorder {
     /// A new recording at `path`; an existing file is never overwritten.
-    pub fn create(path: &Path, source: &str) -> Result<Recorder, String> {
+    pub fn create(path: &Path, source: &str) -> Result<Recorder, RecordingError> {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|e| format!("cannot create the recording {}: {e}", path.display()))?;
+            .map_err(|e| RecordingError::Create {
+                path: path.to_path_buf(),
+                source: Arc::new(e),
+            })?;
         let mut enc = zstd::stream::write::Encoder::new(BufWriter::new(file), 3)
-            .map_err(|e| format!("zstd: {e}"))?;
+            .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
         enc.long_distance_matching(true)
             .and_then(|()| enc.window_log(WINDOW_LOG))
-            .map_err(|e| format!("zstd: {e}"))?;
+            .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
         Ok(Recorder {
             enc,
             path: path.to_path_buf(),
@@ -58,20 +62,23 @@ impl Recorder {
         })
     }
 
-    fn line(&mut self, e: &Entry) -> Result<(), String> {
-        let mut text = serde_json::to_vec(e).map_err(|e| format!("recording: {e}"))?;
+    fn line(&mut self, e: &Entry) -> Result<(), RecordingError> {
+        let mut text = serde_json::to_vec(e).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
         text.push(b'\n');
         self.raw_bytes += text.len() as u64;
         self.enc
             .write_all(&text)
-            .map_err(|e| format!("cannot write the recording {}: {e}", self.path.display()))?;
+            .map_err(|e| RecordingError::WriteTo {
+                path: self.path.clone(),
+                source: Arc::new(e),
+            })?;
         self.dirty = true;
         Ok(())
     }
 
     /// Records a snapshot: a keyframe when due (or when only a keyframe can
     /// say what changed), else what changed.
-    pub fn snapshot(&mut self, c: &Arc<Cluster>) -> Result<(), String> {
+    pub fn snapshot(&mut self, c: &Arc<Cluster>) -> Result<(), RecordingError> {
         if self.prev.is_none() {
             self.line(&Entry::Header(Header {
                 format: FORMAT.into(),
@@ -110,7 +117,7 @@ impl Recorder {
     }
 
     /// The followed log's new records; it is read again only when it grew.
-    fn audit_since(&mut self) -> Result<(), String> {
+    fn audit_since(&mut self) -> Result<(), RecordingError> {
         let Some((log, len)) = &mut self.audit_log else {
             return Ok(());
         };
@@ -125,7 +132,7 @@ impl Recorder {
 
     /// Records the audit records not written yet, stamped with the newest
     /// snapshot's clock.
-    fn audit(&mut self, records: &[Record]) -> Result<(), String> {
+    fn audit(&mut self, records: &[Record]) -> Result<(), RecordingError> {
         let time = self.prev.as_ref().map_or(0, |c| c.time);
         for r in records {
             if self.seen.insert((r.id.clone(), r.phase.clone())) {
@@ -145,7 +152,7 @@ impl Recorder {
         }
     }
 
-    fn flush_if_due(&mut self) -> Result<(), String> {
+    fn flush_if_due(&mut self) -> Result<(), RecordingError> {
         if self.dirty && self.last_flush.elapsed() >= FLUSH_EVERY {
             self.flush()?;
         }
@@ -154,8 +161,8 @@ impl Recorder {
 
     /// Ends the current zstd block and syncs the file: what is written so
     /// far survives a crash.
-    pub fn flush(&mut self) -> Result<(), String> {
-        let err = |e: std::io::Error| format!("cannot write the recording: {e}");
+    pub fn flush(&mut self) -> Result<(), RecordingError> {
+        let err = |e: std::io::Error| RecordingError::Write(Arc::new(e));
         self.enc.flush().map_err(err)?;
         self.enc.get_mut().flush().map_err(err)?;
         self.enc.get_ref().get_ref().sync_data().map_err(err)?;
@@ -165,8 +172,8 @@ impl Recorder {
     }
 
     /// Ends the stream cleanly.
-    pub fn finish(self) -> Result<(), String> {
-        let err = |e: std::io::Error| format!("cannot finish the recording: {e}");
+    pub fn finish(self) -> Result<(), RecordingError> {
+        let err = |e: std::io::Error| RecordingError::Finish(Arc::new(e));
         let mut w = self.enc.finish().map_err(err)?;
         w.flush().map_err(err)?;
         w.get_ref().sync_data().map_err(err)

@@ -270,7 +270,7 @@ impl App {
                         self.emit(Effect::Replay(crate::recording::replay::ReplayCmd::Seek(t)));
                         self.flash = Some(format!("replay: to {}", crate::text::clock(t)));
                     }
-                    Err(e) => self.flash = Some(e),
+                    Err(e) => self.flash = Some(e.to_string()),
                 }
             }
             _ if cmd == "at" || cmd.starts_with("at ") => {

@@ -136,7 +136,7 @@ fn an_audit_log_that_is_a_symlink_is_refused() {
         .log
         .write(&intent("a", "h100-07", 1))
         .expect_err("refused");
-    assert!(err.contains("symbolic link"), "{err}");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
     assert_eq!(
         std::fs::read(&target).expect("read"),
         b"",
