@@ -71,7 +71,7 @@ pub fn action_of<'a>(
             let v = if value == "top" {
                 match top_priority(c, job) {
                     Ok(v) => v,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.to_string())),
                 }
             } else {
                 match value.parse::<u64>() {

@@ -167,7 +167,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 host: host.unwrap_or_else(nightshift::agent::server::hostname),
                 nvml_lib,
             };
-            runtime()?.block_on(nightshift::agent::server::run(cfg))
+            Ok(runtime()?.block_on(nightshift::agent::server::run(cfg))?)
         }
         #[cfg(not(feature = "agent"))]
         Some(Command::Agent { .. }) => {

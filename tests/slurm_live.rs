@@ -428,10 +428,19 @@ fn live_slurm_reads_agree_and_executors_act() {
     let err = rt
         .block_on(exec.set_priority("999999", 5))
         .expect_err("no such job");
+    assert!(
+        matches!(
+            err,
+            nightshift::sources::slurm::exec::CallError::Refused { .. }
+        ),
+        "scontrol said no: {err:?}"
+    );
+    let err = err.to_string();
     assert!(err.contains("Invalid job id specified"), "{err}");
     let err = rt
         .block_on(exec.drain("nosuchnode", "x"))
-        .expect_err("no such node");
+        .expect_err("no such node")
+        .to_string();
     assert!(err.contains("scontrol update nodename=nosuchnode"), "{err}");
 }
 
@@ -632,11 +641,13 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
     // Slurm's own error text, verbatim, from REST.
     let err = rt
         .block_on(exec.drain("nosuchnode", "x"))
-        .expect_err("no such node");
+        .expect_err("no such node")
+        .to_string();
     assert!(err.contains("/node/nosuchnode"), "{err}");
     let err = rt
         .block_on(exec.set_priority("999999", 5))
-        .expect_err("no such job");
+        .expect_err("no such job")
+        .to_string();
     assert!(err.contains("/job/999999"), "{err}");
 }
 

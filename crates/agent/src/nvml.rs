@@ -21,20 +21,41 @@ const FI_REMAPPED_PENDING: u32 = 144;
 const FI_REMAPPED_FAILURE: u32 = 145;
 const FI_RECOVERY_ACTION: u32 = 230;
 
-/// One line for the operator: why NVML cannot be used here.
-pub fn explain(e: &NvmlError) -> String {
+/// Why NVML cannot be used here, one line for the operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NvmlProblem {
+    #[error(
+        "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver is installed on this machine (or --nvml-lib names no library)"
+    )]
+    NoLibrary,
+    #[error("the NVIDIA driver is not loaded")]
+    DriverNotLoaded,
+    #[error("no permission to use NVML")]
+    NoPermission,
+    #[error("NVML failed: {0}")]
+    Failed(String),
+    #[error("cannot watch GPU {gpu} for events: {why}")]
+    Watch { gpu: u32, why: String },
+}
+
+impl From<NvmlProblem> for String {
+    fn from(e: NvmlProblem) -> String {
+        e.to_string()
+    }
+}
+
+/// What an NVML error means for the operator.
+pub fn explain(e: &NvmlError) -> NvmlProblem {
     match e {
-        NvmlError::LibloadingError(_) => {
-            "NVML library not found (libnvidia-ml.so.1): no NVIDIA driver is installed on this machine (or --nvml-lib names no library)".into()
-        }
-        NvmlError::DriverNotLoaded => "the NVIDIA driver is not loaded".into(),
-        NvmlError::NoPermission => "no permission to use NVML".into(),
-        other => format!("NVML failed: {other}"),
+        NvmlError::LibloadingError(_) => NvmlProblem::NoLibrary,
+        NvmlError::DriverNotLoaded => NvmlProblem::DriverNotLoaded,
+        NvmlError::NoPermission => NvmlProblem::NoPermission,
+        other => NvmlProblem::Failed(other.to_string()),
     }
 }
 
 /// NVML from the system's library, or from `lib` when given.
-pub fn init(lib: Option<&std::path::Path>) -> Result<Nvml, String> {
+pub fn init(lib: Option<&std::path::Path>) -> Result<Nvml, NvmlProblem> {
     match lib {
         Some(path) => Nvml::builder().lib_path(path.as_os_str()).init(),
         None => Nvml::init(),
@@ -56,7 +77,7 @@ fn as_u64(v: &SampleValue) -> u64 {
 pub fn read_all(
     nvml: &Nvml,
     last_xid: &dyn Fn(u32) -> Option<u64>,
-) -> Result<Vec<GpuReadout>, String> {
+) -> Result<Vec<GpuReadout>, NvmlProblem> {
     let count = nvml.device_count().map_err(|e| explain(&e))?;
     let mut out = Vec::with_capacity(count as usize);
     for i in 0..count {
@@ -143,7 +164,7 @@ fn sm_occupancy(nvml: &Nvml, d: &nvml_wrapper::Device) -> Option<f64> {
 
 /// Waits for Xid and ECC events on every GPU, for ever, logging each: the
 /// event set delivers every one, where the exporter's gauge keeps the last.
-pub fn watch_events(nvml: &Nvml, log: &Arc<Mutex<EventLog>>) -> Result<(), String> {
+pub fn watch_events(nvml: &Nvml, log: &Arc<Mutex<EventLog>>) -> Result<(), NvmlProblem> {
     let mut set = nvml.create_event_set().map_err(|e| explain(&e))?;
     let count = nvml.device_count().map_err(|e| explain(&e))?;
     for i in 0..count {
@@ -153,7 +174,10 @@ pub fn watch_events(nvml: &Nvml, log: &Arc<Mutex<EventLog>>) -> Result<(), Strin
             | EventTypes::DOUBLE_BIT_ECC_ERROR;
         set = d
             .register_events(want, set)
-            .map_err(|e| format!("cannot watch GPU {i} for events: {}", e.error))?;
+            .map_err(|e| NvmlProblem::Watch {
+                gpu: i,
+                why: e.error.to_string(),
+            })?;
     }
     loop {
         match set.wait(1000) {

@@ -61,22 +61,56 @@ pub fn hostname() -> String {
     crate::host::name()
 }
 
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Nvml(#[from] super::nvml::NvmlProblem),
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Recorded {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("{0} poisoned")]
+    Poisoned(&'static str),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+impl From<AgentError> for String {
+    fn from(e: AgentError) -> String {
+        e.to_string()
+    }
+}
+
 /// Runs until killed. Fails at once, in one line, when NVML is missing.
-pub async fn run(cfg: AgentConfig) -> Result<(), String> {
+pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     let state = Arc::new(Mutex::new(State::default()));
     let log = Arc::new(Mutex::new(EventLog::default()));
     match &cfg.recorded {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let rec: Recorded =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(path).map_err(|e| AgentError::Read {
+                path: path.clone(),
+                source: e,
+            })?;
+            let rec: Recorded = serde_json::from_str(&text).map_err(|e| AgentError::Recorded {
+                path: path.clone(),
+                source: e,
+            })?;
             let now = crate::host::now();
-            let mut l = log.lock().map_err(|_| "event log poisoned")?;
+            let mut l = log.lock().map_err(|_| AgentError::Poisoned("event log"))?;
             for e in &rec.events {
                 l.push(now, e.gpu, &e.kind, e.xid);
             }
-            let mut s = state.lock().map_err(|_| "state poisoned")?;
+            let mut s = state.lock().map_err(|_| AgentError::Poisoned("state"))?;
             s.readouts = rec.gpus;
             s.read_at = now;
         }
@@ -100,7 +134,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
                                 s.read_at = crate::host::now();
                                 s.error = None;
                             }
-                            Err(e) => s.error = Some(e),
+                            Err(e) => s.error = Some(e.to_string()),
                         }
                     }
                     std::thread::sleep(every);
@@ -110,9 +144,13 @@ pub async fn run(cfg: AgentConfig) -> Result<(), String> {
     }
     let listener = TcpListener::bind(cfg.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", cfg.listen))?;
+        .map_err(|e| AgentError::Listen {
+            addr: cfg.listen,
+            source: e,
+        })?;
     tracing::info!("agent listening on {}", cfg.listen);
-    serve(listener, state, log, cfg.host).await
+    serve(listener, state, log, cfg.host).await;
+    Ok(())
 }
 
 /// Accepts and serves connections until the listener fails for good.
@@ -121,7 +159,7 @@ async fn serve(
     state: Arc<Mutex<State>>,
     log: Arc<Mutex<EventLog>>,
     host: String,
-) -> Result<(), String> {
+) {
     use http_body_util::Full;
     use hyper::body::Bytes;
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));

@@ -6,7 +6,9 @@
 use super::Action;
 use crate::model::Step;
 use crate::sources::sim::{CommandRequest, Sim};
-use crate::sources::slurm::exec::{Call, Executor as SlurmExec, Outcome};
+use crate::sources::slurm::exec::{
+    Call, CallError as SlurmCallError, Executor as SlurmExec, Outcome,
+};
 use std::sync::Mutex;
 
 use tokio::sync::{mpsc, oneshot};
@@ -48,7 +50,7 @@ impl Executor {
     }
 
     /// Why the backend cannot carry `a` out at all (known once prepared).
-    pub fn cannot(&self, a: &Action) -> Option<String> {
+    pub fn cannot(&self, a: &Action) -> Option<crate::sources::kube::exec::Cannot> {
         match self {
             Executor::Kube(x) => x.cannot(a),
             _ => None,
@@ -148,21 +150,34 @@ impl Executor {
     }
 
     /// Re-reads the state an action should have left, changing nothing.
-    pub async fn observe(&self, a: &Action) -> Result<Outcome, String> {
+    pub async fn observe(&self, a: &Action) -> Result<Outcome, ObserveError> {
         match self {
-            Executor::Sim(_) => Err("the simulated cluster is busy".into()),
+            Executor::Sim(_) => Err(ObserveError::SimBusy),
             Executor::LocalSim(sim) => {
-                let s = sim
-                    .lock()
-                    .map_err(|_| "the simulated cluster is unusable".to_string())?;
+                let s = sim.lock().map_err(|_| ObserveError::SimUnusable)?;
                 let (verified, observed) = s.observe(a);
                 Ok(Outcome { verified, observed })
             }
-            Executor::Slurm(x) => x.observe(a).await,
-            Executor::Kube(x) => x.observe(a).await,
-            Executor::Replay => Err("a recording cannot be acted on".into()),
+            Executor::Slurm(x) => Ok(x.observe(a).await?),
+            Executor::Kube(x) => Ok(x.observe(a).await?),
+            Executor::Replay => Err(ObserveError::Replay),
         }
     }
+}
+
+/// Why the state an action should have left could not be re-read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ObserveError {
+    #[error("the simulated cluster is busy")]
+    SimBusy,
+    #[error("the simulated cluster is unusable")]
+    SimUnusable,
+    #[error("a recording cannot be acted on")]
+    Replay,
+    #[error(transparent)]
+    Slurm(#[from] crate::sources::slurm::exec::CallError),
+    #[error(transparent)]
+    Kube(#[from] crate::sources::kube::exec::CallError),
 }
 
 /// One Slurm call as a step; a failed call is re-read before it is
@@ -170,13 +185,13 @@ impl Executor {
 async fn slurm_step(
     x: &SlurmExec,
     what: String,
-    sent: Result<Outcome, String>,
+    sent: Result<Outcome, SlurmCallError>,
     check: Option<&Action>,
 ) -> Step {
     let refused = sent
         .as_ref()
         .err()
-        .and_then(|e| crate::sources::slurm::exec::refusal(e));
+        .and_then(crate::sources::slurm::exec::refusal);
     slurm_step_sent(x, what, sent, check)
         .await
         .refused_for(refused)
@@ -185,13 +200,13 @@ async fn slurm_step(
 async fn slurm_step_sent(
     x: &SlurmExec,
     what: String,
-    sent: Result<Outcome, String>,
+    sent: Result<Outcome, SlurmCallError>,
     check: Option<&Action>,
 ) -> Step {
-    match sent {
+    match sent.map_err(|e| e.to_string()) {
         Ok(o) => Step::sent(what, o),
         Err(e) => match match check {
-            Some(a) => x.observe(a).await,
+            Some(a) => x.observe(a).await.map_err(|e| e.to_string()),
             None => Err(e.clone()),
         } {
             Ok(o) if o.verified => Step {

@@ -439,6 +439,32 @@ pub(super) fn next_after(a: &Action, s: &Step) -> String {
     }
 }
 
+/// Why a confirmed action was not sent: nothing of it reached the
+/// scheduler.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotSent {
+    #[error("refused: {0}; nothing sent")]
+    Refused(Refusal),
+    #[error("not confirmed ({0}); nothing sent")]
+    NotConfirmed(String),
+    /// A policy refuses on the newest data (or the audit log cannot be
+    /// read to count with).
+    #[error("refused at execute time: {0}; nothing sent")]
+    RefusedNow(Refusal),
+    /// Another operator took the node out since the preview.
+    #[error("refused at execute time: {0}; nothing sent")]
+    TakenMeanwhile(String),
+    /// The intent could not be written (or the log locked).
+    #[error("{0}; nothing sent")]
+    Audit(#[from] audit::AuditError),
+}
+
+impl From<NotSent> for String {
+    fn from(e: NotSent) -> String {
+        e.to_string()
+    }
+}
+
 /// Executes a confirmed preview. Refuses when a policy refuses now (on
 /// `now`, the newest data), the confirmation does not match, or the
 /// intent cannot be written.
@@ -450,21 +476,18 @@ pub async fn run(
     who: &Who,
     timeout: Duration,
     now: Check<'_>,
-) -> Result<Done, String> {
+) -> Result<Done, NotSent> {
     let answer = p.answer(typed);
     if answer == Answer::No {
         if let Some(r) = &p.refusal {
-            return Err(format!("refused: {r}; nothing sent"));
+            return Err(NotSent::Refused(r.clone()));
         }
-        return Err(format!(
-            "not confirmed ({}); nothing sent",
-            p.confirm_prompt()
-        ));
+        return Err(NotSent::NotConfirmed(p.confirm_prompt()));
     }
     if let Some(r) = &p.refusal
         && !matches!(r, Refusal::Breaker(_))
     {
-        return Err(format!("refused: {r}; nothing sent"));
+        return Err(NotSent::Refused(r.clone()));
     }
     let force = answer == Answer::Force || p.forced;
     let id = audit::new_id();
@@ -476,23 +499,20 @@ pub async fn run(
         // flight.
         let reading = log.reading();
         if let Some(e) = reading.unreadable.first() {
-            return Err(format!(
-                "refused at execute time: {}; nothing sent",
-                unreadable_audit(e.clone())
-            ));
+            return Err(NotSent::RefusedNow(unreadable_audit(e.clone())));
         }
         let recent = reading.nodes_taken_out_since(since);
         if let Err(r) = now
             .policy
             .check(&p.action, now.cluster, now.data_age, recent, force)
         {
-            return Err(format!("refused at execute time: {r}; nothing sent"));
+            return Err(NotSent::RefusedNow(r));
         }
         if let Some(why) = taken_meanwhile(p, &now, &reading) {
-            return Err(format!("refused at execute time: {why}; nothing sent"));
+            return Err(NotSent::TakenMeanwhile(why));
         }
         log.write(&record(p, who, &id, "intent", None))
-            .map_err(|e| format!("{e}; nothing sent"))
+            .map_err(NotSent::from)
     })??;
     let outcome = if p.no_op {
         AuditOutcome {

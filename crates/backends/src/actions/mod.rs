@@ -12,10 +12,10 @@ pub use crate::model::Action;
 use crate::model::Cluster;
 
 /// "Top of its partition": one above the highest pending priority there.
-pub fn top_priority(c: &Cluster, job: &str) -> Result<u64, String> {
+pub fn top_priority(c: &Cluster, job: &str) -> Result<u64, crate::engine::error::EngineError> {
     let j = c
         .job(job)
-        .ok_or_else(|| format!("no job {job} in the current data"))?;
+        .ok_or_else(|| crate::engine::error::EngineError::NoJob(job.to_string()))?;
     let max = c
         .jobs
         .iter()

@@ -17,6 +17,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// Why no executor could be had for an action.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoExecutor {
+    #[error("no scheduler source: actions need --source sim, slurm or kube")]
+    NoScheduler,
+    #[error(transparent)]
+    Slurm(#[from] crate::sources::slurm::exec::CallError),
+    #[error(transparent)]
+    Kube(#[from] crate::sources::kube::exec::CallError),
+}
+
 /// What the app asks of the runner.
 #[derive(Debug)]
 pub enum Request {
@@ -56,7 +67,7 @@ pub struct Runner {
 }
 
 impl Runner {
-    async fn executor(&self) -> Result<Executor, String> {
+    async fn executor(&self) -> Result<Executor, NoExecutor> {
         Ok(match &self.control {
             Control::Sim(tx) => Executor::Sim(tx.clone()),
             Control::Slurm(cfg) => Executor::Slurm(Box::new(
@@ -65,9 +76,7 @@ impl Runner {
             Control::Kube(cfg) => Executor::Kube(Box::new(
                 crate::sources::kube::exec::Executor::connect(cfg).await?,
             )),
-            Control::None => {
-                return Err("no scheduler source: actions need --source sim, slurm or kube".into());
-            }
+            Control::None => return Err(NoExecutor::NoScheduler),
         })
     }
 
@@ -95,7 +104,7 @@ impl Runner {
                 if executor.is_none() {
                     match self.executor().await {
                         Ok(x) => executor = Some(x),
-                        Err(e) => unreachable = e,
+                        Err(e) => unreachable = e.to_string(),
                     }
                 }
                 let x = executor.as_ref().ok_or(unreachable.as_str());
@@ -143,7 +152,7 @@ impl Runner {
                             .await
                         {
                             Ok(done) => Reply::Done(Box::new(done)),
-                            Err(e) => Reply::Failed(e),
+                            Err(e) => Reply::Failed(e.to_string()),
                         }
                     }
                 };

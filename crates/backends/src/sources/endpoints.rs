@@ -7,6 +7,7 @@ use super::dcgm::scrape::Scraper;
 use super::prometheus::Prometheus;
 use super::{Origin, SourceError, Update};
 use crate::model::{Backfill, Cluster, HISTORY_SLOTS, HISTORY_STEP};
+use crate::sources::error::StartError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -56,7 +57,7 @@ pub struct Poll {
 }
 
 impl Poller {
-    pub fn new(e: &Endpoints) -> Result<Poller, String> {
+    pub fn new(e: &Endpoints) -> Result<Poller, StartError> {
         Ok(Poller {
             scraper: if e.dcgm.is_empty() {
                 None
@@ -94,7 +95,7 @@ impl Poller {
                     out.notes.extend(warnings);
                     out.polled.push((origin, None));
                 }
-                Err(e) => out.polled.push((origin, Some(SourceError::Other(e)))),
+                Err(e) => out.polled.push((origin, Some(SourceError::from(e)))),
             }
             out.readings.extend(self.last_prom.iter().cloned());
         }
@@ -127,7 +128,7 @@ pub fn merged(
 pub fn spawn(
     mut sched: Option<mpsc::Receiver<Update>>,
     e: Endpoints,
-) -> Result<mpsc::Receiver<Update>, String> {
+) -> Result<mpsc::Receiver<Update>, StartError> {
     let (tx, rx) = mpsc::channel(16);
     let mut poller = Poller::new(&e)?;
     // The charts' last hour, read once at start beside the first rounds.

@@ -53,3 +53,61 @@ impl From<SourceError> for String {
         e.to_string()
     }
 }
+
+/// Text from outside — a record, a line, a hostlist, a label — that
+/// nightshift cannot read, and why, in one line. The caller skips what it
+/// names (and says so) or refuses the answer; nobody reads its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl From<String> for Invalid {
+    fn from(why: String) -> Invalid {
+        Invalid(why)
+    }
+}
+
+impl From<&str> for Invalid {
+    fn from(why: &str) -> Invalid {
+        Invalid(why.to_string())
+    }
+}
+
+impl From<Invalid> for String {
+    fn from(e: Invalid) -> String {
+        e.0
+    }
+}
+
+impl From<Invalid> for SourceError {
+    fn from(e: Invalid) -> SourceError {
+        SourceError::Other(e.0)
+    }
+}
+
+/// `Invalid(format!(…))`.
+macro_rules! invalid {
+    ($($t:tt)*) => {
+        $crate::sources::error::Invalid(format!($($t)*))
+    };
+}
+pub(crate) use invalid;
+
+/// Why a source could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot build the HTTP client: {0}")]
+    Http(String),
+    #[error("--source none needs node endpoints: --dcgm URL or --prometheus URL")]
+    NoEndpoints,
+    #[error(transparent)]
+    Sim(#[from] crate::sources::sim::SimError),
+    #[error(transparent)]
+    Prometheus(#[from] crate::sources::prometheus::PromError),
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> String {
+        e.to_string()
+    }
+}

@@ -159,14 +159,12 @@ pub enum Control {
 pub fn spawn(
     cfg: SourceConfig,
     endpoints: &endpoints::Endpoints,
-) -> Result<(mpsc::Receiver<Update>, Control), String> {
+) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
     let (tx, rx) = mpsc::channel(16);
     let control = match cfg {
         SourceConfig::None => {
             if endpoints.is_empty() {
-                return Err(
-                    "--source none needs node endpoints: --dcgm URL or --prometheus URL".into(),
-                );
+                return Err(error::StartError::NoEndpoints);
             }
             return Ok((endpoints::spawn(None, endpoints.clone())?, Control::None));
         }

@@ -8,6 +8,7 @@
 use super::dcgm::Reading;
 use super::dcgm::textformat::Sample;
 use crate::model::{Backfill, GpuBackfill, Timestamp, XidSeen};
+use crate::sources::SourceError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -28,8 +29,55 @@ pub struct Prometheus {
     timeout: Duration,
 }
 
+/// What can go wrong asking Prometheus, in one line each.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromError {
+    /// Prometheus answered with `status: error`.
+    #[error("Prometheus query failed ({kind}): {message}")]
+    Failed { kind: String, message: String },
+    #[error("Prometheus answered without data.result")]
+    NoResult,
+    #[error("Prometheus answered a range (matrix) to an instant query")]
+    MatrixToInstant,
+    #[error("Prometheus answered a range query without a matrix")]
+    NoMatrix,
+    #[error("Prometheus's history holds more than {0} series (limits.max_series_per_scrape)")]
+    TooManySeries(u64),
+    #[error("cannot build the HTTP client: {0}")]
+    Http(String),
+    #[error("bad Prometheus URL {base}: {why}")]
+    Url { base: String, why: String },
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("{what}: HTTP {status}, not JSON ({why}): {start}")]
+    NotJson {
+        what: String,
+        status: u16,
+        why: String,
+        start: String,
+    },
+    #[error("Prometheus answer not parsed: {0}")]
+    Parse(String),
+}
+
+/// As the console's freshness line shows it: an HTTP failure as itself.
+impl From<PromError> for SourceError {
+    fn from(e: PromError) -> SourceError {
+        match e {
+            PromError::Source(s) => s,
+            other => SourceError::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<PromError> for String {
+    fn from(e: PromError) -> String {
+        e.to_string()
+    }
+}
+
 /// Samples from an instant-query response; `warnings` come back beside.
-pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> {
+pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), PromError> {
     let status = body.get("status").and_then(Value::as_str).unwrap_or("");
     if status != "success" {
         let kind = body
@@ -40,11 +88,10 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("no error text");
-        return Err(format!(
-            "Prometheus query failed ({}): {}",
-            crate::text::one_line(kind, 40),
-            crate::text::one_line(msg, 300)
-        ));
+        return Err(PromError::Failed {
+            kind: crate::text::one_line(kind, 40),
+            message: crate::text::one_line(msg, 300),
+        });
     }
     let warnings = body
         .get("warnings")
@@ -60,9 +107,9 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), String> 
     let result = body
         .pointer("/data/result")
         .and_then(Value::as_array)
-        .ok_or("Prometheus answered without data.result")?;
+        .ok_or(PromError::NoResult)?;
     if body.pointer("/data/resultType").and_then(Value::as_str) == Some("matrix") {
-        return Err("Prometheus answered a range (matrix) to an instant query".into());
+        return Err(PromError::MatrixToInstant);
     }
     let mut out = Vec::with_capacity(result.len());
     for series in result {
@@ -184,7 +231,7 @@ impl BackfillBuilder {
 
     /// Adds one answer (a matrix). An error answer is an error with
     /// Prometheus's text; series nightshift does not read are skipped.
-    pub fn add(&mut self, body: &Value) -> Result<(), String> {
+    pub fn add(&mut self, body: &Value) -> Result<(), PromError> {
         let status = body.get("status").and_then(Value::as_str).unwrap_or("");
         if status != "success" {
             // The same wording as an instant query's error.
@@ -199,20 +246,18 @@ impl BackfillBuilder {
             );
         }
         if body.pointer("/data/resultType").and_then(Value::as_str) != Some("matrix") {
-            return Err("Prometheus answered a range query without a matrix".into());
+            return Err(PromError::NoMatrix);
         }
         let result = body
             .pointer("/data/result")
             .and_then(Value::as_array)
-            .ok_or("Prometheus answered without data.result")?;
+            .ok_or(PromError::NoResult)?;
         let max_series = crate::limits::get().max_series_per_scrape;
         let max_gpu = crate::limits::get().max_gpus_per_node;
         for series in result {
             self.series += 1;
             if self.series > max_series {
-                return Err(format!(
-                    "Prometheus's history holds more than {max_series} series (limits.max_series_per_scrape)"
-                ));
+                return Err(PromError::TooManySeries(max_series));
             }
             let Some(metric) = series.get("metric").and_then(Value::as_object) else {
                 continue;
@@ -308,11 +353,11 @@ impl BackfillBuilder {
 }
 
 impl Prometheus {
-    pub fn new(url: &str, timeout: Duration) -> Result<Prometheus, String> {
+    pub fn new(url: &str, timeout: Duration) -> Result<Prometheus, PromError> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| PromError::Http(e.to_string()))?;
         Ok(Prometheus {
             http,
             base: url.trim_end_matches('/').to_string(),
@@ -322,7 +367,7 @@ impl Prometheus {
 
     /// One refresh: the readings, and warnings. Errors quote at most a
     /// line of what the server said.
-    pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), String> {
+    pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), PromError> {
         let body = self
             .get_json("query", &[("query", QUERY.to_string())])
             .await?;
@@ -375,33 +420,33 @@ impl Prometheus {
     }
 
     /// GET `/api/v1/{path}` as JSON.
-    async fn get_json(&self, path: &str, params: &[(&str, String)]) -> Result<Value, String> {
+    async fn get_json(&self, path: &str, params: &[(&str, String)]) -> Result<Value, PromError> {
         let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/{path}", self.base), params)
-            .map_err(|e| format!("bad Prometheus URL {}: {e}", self.base))?;
+            .map_err(|e| PromError::Url {
+                base: self.base.clone(),
+                why: e.to_string(),
+            })?;
         let resp = self.http.get(url.clone()).send().await.map_err(|e| {
             crate::sources::http::http_error(
                 &format!("Prometheus at {}", self.base),
                 &e,
                 self.timeout,
             )
-            .to_string()
         })?;
         let status = resp.status().as_u16();
         let what = format!("Prometheus at {}", self.base);
-        let text = crate::sources::http::text(resp, &what, self.timeout)
-            .await
-            .map_err(|e| e.to_string())?;
+        let text = crate::sources::http::text(resp, &what, self.timeout).await?;
         // Up to limits.max_body_bytes of JSON: parsed off the async workers.
         tokio::task::spawn_blocking(move || {
-            serde_json::from_str(&text).map_err(|e| {
-                format!(
-                    "{what}: HTTP {status}, not JSON ({e}): {}",
-                    crate::text::one_line(&text, 120)
-                )
+            serde_json::from_str(&text).map_err(|e| PromError::NotJson {
+                what,
+                status,
+                why: e.to_string(),
+                start: crate::text::one_line(&text, 120),
             })
         })
         .await
-        .map_err(|e| format!("Prometheus answer not parsed: {e}"))?
+        .map_err(|e| PromError::Parse(e.to_string()))?
     }
 }
 
@@ -413,7 +458,7 @@ mod tests {
     fn error_partial_and_stale_answers() {
         let err = samples_from(&serde_json::json!({"status": "error", "errorType": "bad_data", "error": "parse error at char 3"})).expect_err("error");
         assert!(
-            err.contains("bad_data") && err.contains("parse error"),
+            err.to_string().contains("bad_data") && err.to_string().contains("parse error"),
             "{err}"
         );
         let body = serde_json::json!({
@@ -508,10 +553,10 @@ mod tests {
         let err = b
             .add(&serde_json::json!({"status": "error", "errorType": "execution", "error": "query processing would load too many samples"}))
             .expect_err("error");
-        assert!(err.contains("too many samples"), "{err}");
+        assert!(err.to_string().contains("too many samples"), "{err}");
         let err = b
             .add(&serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}}))
             .expect_err("vector");
-        assert!(err.contains("matrix"), "{err}");
+        assert!(err.to_string().contains("matrix"), "{err}");
     }
 }

@@ -266,6 +266,8 @@ fn data_age_is_checked_again_at_execute_time() {
     assert!(pv.refusal.is_none(), "fresh when the preview opened");
     // The operator reads for a minute while the scheduler stops answering.
     let err = execute(&b, &pv, "y", &p, Duration::from_secs(61)).expect_err("stale now");
+    assert!(matches!(err, guard::NotSent::RefusedNow(_)), "{err:?}");
+    let err = err.to_string();
     assert!(
         err.contains("refused at execute time") && err.contains("61s old"),
         "{err}"
@@ -386,7 +388,7 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
     )
     .expect("someone else's cordon");
     let err = execute(&b, &p, "h100-07", &Policy::default(), Duration::ZERO).expect_err("refused");
-    assert!(err.contains("since the preview"), "{err}");
+    assert!(err.to_string().contains("since the preview"), "{err}");
     let c = snapshot(&b.sim);
     assert_eq!(
         c.node("h100-07").and_then(|n| n.reason.clone()).as_deref(),

@@ -66,7 +66,7 @@ fn run(
     policy: &Policy,
     age: Duration,
 ) -> Result<guard::Done, String> {
-    execute(b, &preview(b, a, policy, age), typed, policy, age)
+    execute(b, &preview(b, a, policy, age), typed, policy, age).map_err(String::from)
 }
 
 /// Runs a preview through the guard, checked against the sim as it is now.
@@ -76,7 +76,7 @@ fn execute(
     typed: &str,
     policy: &Policy,
     age: Duration,
-) -> Result<guard::Done, String> {
+) -> Result<guard::Done, guard::NotSent> {
     let c = snapshot(&b.sim);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

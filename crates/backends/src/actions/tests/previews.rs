@@ -87,7 +87,7 @@ fn actions_that_change_nothing_are_refused_at_preview() {
             "{pv:?}"
         );
         let e = execute(&b, &pv, "y", &Policy::default(), Duration::ZERO).expect_err("refused");
-        assert!(e.contains("nothing sent"), "{e}");
+        assert!(e.to_string().contains("nothing sent"), "{e}");
     }
     assert!(b.log.read().is_empty(), "nothing audited");
 }
@@ -193,8 +193,12 @@ fn a_partly_done_drain_says_what_to_do_next() {
     let a = drain("h100-06");
     // Slurm's answer, read by the Slurm executor into a typed refusal.
     let said = format!("{} for job 4702", crate::sources::sim::NO_REQUEUE);
-    let refused = crate::model::Step::failed("requeue 4702".into(), said.clone())
-        .refused_for(crate::sources::slurm::exec::refusal(&said));
+    let answer = crate::sources::slurm::exec::CallError::Refused {
+        call: "scontrol requeue 4702".into(),
+        said: said.clone(),
+    };
+    let refused = crate::model::Step::failed("requeue 4702".into(), answer.to_string())
+        .refused_for(crate::sources::slurm::exec::refusal(&answer));
     let next = guard::next_after(&a, &refused);
     assert!(
         next.contains("keeps running and h100-06 stays draining") && next.contains("cancel it"),

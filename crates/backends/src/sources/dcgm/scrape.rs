@@ -115,12 +115,12 @@ impl Scraper {
         urls: Vec<String>,
         interval: Duration,
         timeout: Duration,
-    ) -> Result<Scraper, String> {
+    ) -> Result<Scraper, crate::sources::error::StartError> {
         let http = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(|e| crate::sources::error::StartError::Http(e.to_string()))?;
         Ok(Scraper {
             http,
             urls,

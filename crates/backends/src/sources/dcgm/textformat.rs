@@ -8,6 +8,7 @@
 //! raw. This one keeps going past a bad line (reporting it), unescapes
 //! labels, and is measured against `prometheus-parse` in
 //! `cargo bench --bench scrape`.
+use crate::sources::error::{Invalid, invalid};
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +49,7 @@ pub fn parse(text: &str) -> (Vec<Sample>, Vec<LineError>) {
             Ok(s) => samples.push(s),
             Err(message) => errors.push(LineError {
                 line: i + 1,
-                message,
+                message: message.to_string(),
             }),
         }
     }
@@ -59,7 +60,7 @@ fn is_name_char(c: char, first: bool) -> bool {
     c.is_ascii_alphabetic() || c == '_' || c == ':' || (!first && c.is_ascii_digit())
 }
 
-pub fn parse_line(line: &str) -> Result<Sample, String> {
+pub fn parse_line(line: &str) -> Result<Sample, Invalid> {
     let mut chars = line.char_indices().peekable();
     let mut end = 0;
     while let Some(&(i, c)) = chars.peek() {
@@ -70,7 +71,7 @@ pub fn parse_line(line: &str) -> Result<Sample, String> {
         chars.next();
     }
     if end == 0 {
-        return Err(format!("no metric name in {:?}", head(line)));
+        return Err(invalid!("no metric name in {:?}", head(line)));
     }
     let name = line[..end].to_string();
     let mut rest = &line[end..];
@@ -81,18 +82,18 @@ pub fn parse_line(line: &str) -> Result<Sample, String> {
         rest = remaining;
     }
     let mut parts = rest.split_whitespace();
-    let value_text = parts.next().ok_or_else(|| format!("{name}: no value"))?;
+    let value_text = parts.next().ok_or_else(|| invalid!("{name}: no value"))?;
     let value =
-        parse_value(value_text).ok_or_else(|| format!("{name}: bad value {value_text:?}"))?;
+        parse_value(value_text).ok_or_else(|| invalid!("{name}: bad value {value_text:?}"))?;
     let timestamp_ms = match parts.next() {
         Some(t) => Some(
             t.parse()
-                .map_err(|_| format!("{name}: bad timestamp {t:?}"))?,
+                .map_err(|_| invalid!("{name}: bad timestamp {t:?}"))?,
         ),
         None => None,
     };
     if parts.next().is_some() {
-        return Err(format!("{name}: trailing text after the value"));
+        return Err(invalid!("{name}: trailing text after the value"));
     }
     Ok(Sample {
         name,
@@ -114,7 +115,7 @@ fn parse_value(s: &str) -> Option<f64> {
 /// Parses `k="v",k2="v2"}` and returns the labels and what follows `}`.
 type Labels = Vec<(String, String)>;
 
-fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
+fn parse_labels(s: &str) -> Result<(Labels, &str), Invalid> {
     let mut labels = Vec::new();
     let bytes = s.as_bytes();
     let mut i = 0;
@@ -133,21 +134,21 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
             i += 1;
         }
         if i == start {
-            return Err(format!("bad label name at {:?}", head(&s[start..])));
+            return Err(invalid!("bad label name at {:?}", head(&s[start..])));
         }
         let key = s[start..i].to_string();
         while i < bytes.len() && bytes[i] == b' ' {
             i += 1;
         }
         if i >= bytes.len() || bytes[i] != b'=' {
-            return Err(format!("label {key}: expected '='"));
+            return Err(invalid!("label {key}: expected '='"));
         }
         i += 1;
         while i < bytes.len() && bytes[i] == b' ' {
             i += 1;
         }
         if i >= bytes.len() || bytes[i] != b'"' {
-            return Err(format!("label {key}: expected a quoted value"));
+            return Err(invalid!("label {key}: expected a quoted value"));
         }
         i += 1;
         let mut value = String::new();
@@ -175,7 +176,7 @@ fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
             }
         }
         if !closed {
-            return Err(format!("label {key}: unclosed value"));
+            return Err(invalid!("label {key}: unclosed value"));
         }
         labels.push((key, value));
     }

@@ -24,10 +24,12 @@ use crate::model::{Action, Step};
 use serde_json::{Value, json};
 
 mod calls;
+mod error;
 mod evict;
 mod preview;
 
 pub use calls::*;
+pub use error::{CallError, Cannot};
 use preview::Prepared;
 use std::time::Duration;
 
@@ -84,9 +86,11 @@ fn err_text(e: &kube::Error) -> String {
 }
 
 impl Executor {
-    pub async fn connect(cfg: &KubeConfig) -> Result<Executor, String> {
+    pub async fn connect(cfg: &KubeConfig) -> Result<Executor, CallError> {
         Ok(Executor {
-            conn: super::connect(cfg).await.map_err(|e| e.to_string())?,
+            conn: super::connect(cfg)
+                .await
+                .map_err(|e| CallError::Connect(e.to_string()))?,
             prepared: std::sync::Mutex::new(None),
             evict_timeout: cfg.evict_timeout,
             kueue_timeout: Duration::from_secs(20),
@@ -115,8 +119,10 @@ impl Executor {
         self.conn.client.request::<Value>(req).await
     }
 
-    async fn get(&self, path: &str) -> Result<Value, String> {
-        self.get_typed(path).await.map_err(|e| err_text(&e))
+    async fn get(&self, path: &str) -> Result<Value, CallError> {
+        self.get_typed(path)
+            .await
+            .map_err(|e| CallError::Api(err_text(&e)))
     }
 
     /// A GET whose error the caller matches on (a 404 is an answer).
@@ -129,7 +135,7 @@ impl Executor {
 
     /// The pods `kubectl drain` would evict from `node`: not DaemonSet's,
     /// not mirror pods, not finished.
-    pub async fn pods_to_evict(&self, node: &str) -> Result<Vec<(String, String)>, String> {
+    pub async fn pods_to_evict(&self, node: &str) -> Result<Vec<(String, String)>, CallError> {
         Ok(self
             .evictable_pods(node)
             .await?
@@ -139,7 +145,7 @@ impl Executor {
     }
 
     /// The pods objects `kubectl drain` would evict from `node`.
-    pub(super) async fn evictable_pods(&self, node: &str) -> Result<Vec<Value>, String> {
+    pub(super) async fn evictable_pods(&self, node: &str) -> Result<Vec<Value>, CallError> {
         let list = self
             .get(&format!(
                 "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
@@ -164,10 +170,10 @@ impl Executor {
     }
 
     /// What a job id (`ns/name`) names now.
-    pub async fn target(&self, job: &str) -> Result<Target, String> {
+    pub async fn target(&self, job: &str) -> Result<Target, CallError> {
         let (ns, name) = job
             .split_once('/')
-            .ok_or_else(|| format!("{job:?} is not a Kubernetes job id (NAMESPACE/NAME)"))?;
+            .ok_or_else(|| CallError::NotAJobId(job.to_string()))?;
         if let Ok(wls) = self
             .get(&format!("{KUEUE}/namespaces/{ns}/workloads"))
             .await
@@ -223,7 +229,7 @@ impl Executor {
         }
         let bare = pod_names(&|p: &Value| p["metadata"]["name"] == name);
         if bare.is_empty() {
-            return Err(format!("no Kueue workload, Volcano group or pod {job}"));
+            return Err(CallError::NoJob(job.to_string()));
         }
         Ok(Target::Pods {
             ns: ns.into(),
@@ -301,7 +307,10 @@ impl Executor {
                             )];
                         }
                         let call = workload_call(&ns, &name, spec.clone());
-                        let sent = self.send(&call).await.map_err(|e| err_text(&e));
+                        let sent = self
+                            .send(&call)
+                            .await
+                            .map_err(|e| CallError::Api(err_text(&e)));
                         let r = match sent {
                             Ok(_) => self.observe(a).await,
                             Err(e) => Err(e),
@@ -343,7 +352,10 @@ impl Executor {
     }
 
     async fn node_step(&self, what: String, call: &Call, check: &Action) -> Step {
-        let sent = self.send(call).await.map_err(|e| err_text(&e));
+        let sent = self
+            .send(call)
+            .await
+            .map_err(|e| CallError::Api(err_text(&e)));
         let r = match sent {
             Ok(_) => self.observe(check).await,
             // A call that failed may still have been applied: re-read.
@@ -359,7 +371,7 @@ impl Executor {
     }
 
     /// Re-reads what an action should have changed.
-    pub async fn observe(&self, a: &Action) -> Result<Outcome, String> {
+    pub async fn observe(&self, a: &Action) -> Result<Outcome, CallError> {
         match a {
             Action::Cordon { node, .. }
             | Action::Resume { node }
@@ -419,7 +431,7 @@ impl Executor {
                         ),
                     })
                 }
-                _ => Err(format!("{job} is not a Kueue workload")),
+                _ => Err(CallError::NotAWorkload(job.to_string())),
             },
         }
     }

@@ -26,6 +26,7 @@ use crate::model::{
     Checkpoint, Cluster, Event, EventKind, FaultReport, Gpu, Job, JobState, LastXid, Node,
     NodeState, Partition, Quota, TimeLimit, Timestamp,
 };
+use crate::sources::error::{Invalid, invalid};
 use serde_json::Value;
 
 mod jobs;
@@ -129,24 +130,24 @@ fn count(v: &Value) -> Option<u32> {
 /// when absent, an error saying what is wrong with it otherwise (negative,
 /// fractional, not a quantity, over `max`). Never clamped: a count nightshift
 /// cannot believe is reported, not shown as something else.
-fn bounded(v: &Value, max: u64) -> Result<Option<u32>, String> {
+fn bounded(v: &Value, max: u64) -> Result<Option<u32>, Invalid> {
     let n = match v {
         Value::Null => return Ok(None),
         Value::Number(n) => n
             .as_u64()
-            .ok_or_else(|| format!("{n} is not a whole count ≥ 0"))?,
+            .ok_or_else(|| invalid!("{n} is not a whole count ≥ 0"))?,
         Value::String(t) => match t.trim().parse::<u64>() {
             Ok(n) => n,
-            Err(_) => units::parse_count(t)?,
+            Err(_) => units::parse_count(t).map_err(|e| Invalid(e.to_string()))?,
         },
-        other => return Err(format!("{other} is not a quantity")),
+        other => return Err(invalid!("{other} is not a quantity")),
     };
     if n > max {
-        return Err(format!("{n} is more than {max}"));
+        return Err(invalid!("{n} is more than {max}"));
     }
     u32::try_from(n)
         .map(Some)
-        .map_err(|_| format!("{n} is out of range"))
+        .map_err(|_| invalid!("{n} is out of range"))
 }
 
 /// Whole GPUs and MIG slices a pod asks for (limits, else requests),
@@ -157,7 +158,7 @@ pub fn pod_gpus(pod: &Value) -> (u32, u32) {
 
 /// Whole GPUs and MIG slices a pod asks for; an error naming the container
 /// and key when one is not a count up to `limits.max_gpus_per_node`.
-fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), String> {
+fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), Invalid> {
     let max = u64::from(crate::limits::get().max_gpus_per_node);
     let mut whole = 0u32;
     let mut mig = 0u32;
@@ -176,7 +177,7 @@ fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), String> {
                 continue;
             }
             let n = bounded(v, max).map_err(|e| {
-                format!(
+                invalid!(
                     "container {} resources.{which}.{k}: {e} (limits.max_gpus_per_node)",
                     c["name"].as_str().unwrap_or("?")
                 )
@@ -186,7 +187,7 @@ fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), String> {
         }
     }
     if u64::from(whole) > max {
-        return Err(format!(
+        return Err(invalid!(
             "asks for {whole} GPUs in all, more than {max} (limits.max_gpus_per_node)"
         ));
     }

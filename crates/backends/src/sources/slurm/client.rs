@@ -3,6 +3,7 @@
 //! answers HTTP 200 with errors.
 
 use super::SlurmConfig;
+use super::error::SetupError;
 use super::wire;
 use crate::sources::SourceError;
 use crate::text;
@@ -42,9 +43,9 @@ impl ApiVersion {
 }
 
 impl std::str::FromStr for ApiVersion {
-    type Err = String;
+    type Err = SetupError;
     /// `v0.0.42`, `0.0.42` or `42`; only versions nightshift reads.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, SetupError> {
         let t = s.trim();
         let n = t
             .strip_prefix("v0.0.")
@@ -52,37 +53,24 @@ impl std::str::FromStr for ApiVersion {
             .unwrap_or(t);
         match n.parse::<u32>() {
             Ok(v) if KNOWN.contains(&v) => Ok(ApiVersion(v)),
-            _ => Err(format!(
-                "slurm API version {s:?} is not one nightshift reads ({})",
-                KNOWN
-                    .iter()
-                    .map(|v| format!("v0.0.{v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            _ => Err(SetupError::Version {
+                given: s.to_string(),
+                known: &KNOWN,
+            }),
         }
     }
 }
 
 /// The newest version both sides know, or an error naming both lists.
-pub fn choose(served: &[u32]) -> Result<ApiVersion, String> {
+pub fn choose(served: &[u32]) -> Result<ApiVersion, SetupError> {
     served
         .iter()
         .filter(|v| KNOWN.contains(v))
         .max()
         .map(|&v| ApiVersion(v))
-        .ok_or_else(|| {
-            let seen: Vec<String> = served.iter().map(|v| format!("v0.0.{v}")).collect();
-            let known: Vec<String> = KNOWN.iter().map(|v| format!("v0.0.{v}")).collect();
-            format!(
-                "slurmrestd serves {} but nightshift reads {}",
-                if seen.is_empty() {
-                    "no API version it could see".to_string()
-                } else {
-                    seen.join(", ")
-                },
-                known.join(", ")
-            )
+        .ok_or_else(|| SetupError::NoCommonVersion {
+            served: served.to_vec(),
+            known: &KNOWN,
         })
 }
 
@@ -116,7 +104,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(cfg: &SlurmConfig) -> Result<Client, String> {
+    pub fn new(cfg: &SlurmConfig) -> Result<Client, SetupError> {
         let mut b = reqwest::Client::builder()
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout);
@@ -126,14 +114,9 @@ impl Client {
         } else if cfg.url.starts_with("http://") || cfg.url.starts_with("https://") {
             cfg.url.trim_end_matches('/').to_string()
         } else {
-            return Err(format!(
-                "slurm url {:?} must start with http://, https:// or unix:",
-                cfg.url
-            ));
+            return Err(SetupError::Url(cfg.url.clone()));
         };
-        let http = b
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let http = b.build().map_err(|e| SetupError::Http(e.to_string()))?;
         Ok(Client {
             http,
             base,
@@ -302,7 +285,7 @@ impl Client {
                 Ok(v) => {
                     let served = versions_in_openapi(&v);
                     if !served.is_empty() {
-                        return choose(&served).map_err(SourceError::Other);
+                        return Ok(choose(&served)?);
                     }
                 }
                 // Nobody there, or not allowed: pinging will not help.
@@ -332,7 +315,7 @@ impl Client {
         {
             return Err(e);
         }
-        choose(&served).map_err(SourceError::Other)
+        Ok(choose(&served)?)
     }
 }
 
@@ -357,7 +340,7 @@ mod tests {
         assert_eq!(choose(&[40, 41, 42, 45]), Ok(ApiVersion(42)));
         let err = choose(&[36, 37]).expect_err("unknown");
         assert!(
-            err.contains("v0.0.36, v0.0.37") && err.contains("v0.0.38"),
+            err.to_string().contains("v0.0.36, v0.0.37") && err.to_string().contains("v0.0.38"),
             "{err}"
         );
     }
@@ -374,7 +357,7 @@ mod tests {
         assert_eq!("0.0.40".parse(), Ok(ApiVersion(40)));
         assert_eq!("42".parse(), Ok(ApiVersion(42)));
         let err = "v0.0.37".parse::<ApiVersion>().expect_err("too old");
-        assert!(err.contains("v0.0.38"), "{err}");
+        assert!(err.to_string().contains("v0.0.38"), "{err}");
         assert!("v0.1.0".parse::<ApiVersion>().is_err());
     }
 }

@@ -5,8 +5,10 @@
 //! the state afterwards and says whether the change is visible.
 
 use super::client::{ApiVersion, Client};
+pub use super::error::CallError;
 use super::{SlurmConfig, map, wire};
 use crate::model::{JobState, NodeState};
+use crate::sources::SourceError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -73,7 +75,7 @@ fn scancel_beside(scontrol: &str) -> String {
 }
 
 impl Executor {
-    pub async fn connect(cfg: &SlurmConfig) -> Result<Executor, String> {
+    pub async fn connect(cfg: &SlurmConfig) -> Result<Executor, CallError> {
         let client = Client::new(cfg)?;
         let version = client.discover().await?;
         Ok(Executor {
@@ -202,7 +204,7 @@ impl Executor {
         }
     }
 
-    async fn send(&self, call: &Call) -> Result<(), String> {
+    async fn send(&self, call: &Call) -> Result<(), CallError> {
         match call {
             Call::Rest {
                 method: "DELETE",
@@ -213,13 +215,13 @@ impl Executor {
                 .delete(path)
                 .await
                 .map(|_| ())
-                .map_err(String::from),
+                .map_err(CallError::from),
             Call::Rest { path, body, .. } => self
                 .client
                 .post(path, body)
                 .await
                 .map(|_| ())
-                .map_err(String::from),
+                .map_err(CallError::from),
             Call::Scontrol(args) | Call::Scancel(args) => {
                 let program = match call {
                     Call::Scancel(_) => scancel_beside(&self.cfg.scontrol),
@@ -233,8 +235,14 @@ impl Executor {
                 let run = cmd.output();
                 let out = tokio::time::timeout(self.cfg.timeout, run)
                     .await
-                    .map_err(|_| format!("{call} timed out after {:?}", self.cfg.timeout))?
-                    .map_err(|e| format!("cannot run {program}: {e}"))?;
+                    .map_err(|_| CallError::Timeout {
+                        call: call.to_string(),
+                        after: self.cfg.timeout,
+                    })?
+                    .map_err(|e| CallError::Spawn {
+                        program: program.clone(),
+                        source: std::sync::Arc::new(e),
+                    })?;
                 if out.status.success() {
                     Ok(())
                 } else {
@@ -244,34 +252,43 @@ impl Executor {
                     } else {
                         err.trim().to_string()
                     };
-                    Err(format!("{call}: {msg}"))
+                    Err(CallError::Refused {
+                        call: call.to_string(),
+                        said: msg,
+                    })
                 }
             }
         }
     }
 
-    pub async fn node_now(&self, node: &str) -> Result<crate::model::Node, String> {
+    pub async fn node_now(&self, node: &str) -> Result<crate::model::Node, CallError> {
         let v = self
             .client
             .get(&format!("/slurm/{}/node/{node}", self.version))
             .await?;
-        let (nodes, _) = wire::list::<wire::Node>(v, "nodes", "node")
-            .map_err(|e| format!("node {node}: {e}"))?;
+        let (nodes, _) =
+            wire::list::<wire::Node>(v, "nodes", "node").map_err(|why| CallError::Read {
+                what: format!("node {node}"),
+                why,
+            })?;
         let c = map::cluster(&self.cfg.fallback_name(), 0, &nodes, &[], &[]).cluster;
         c.nodes
             .into_iter()
             .find(|n| n.name == node)
             .map(std::sync::Arc::unwrap_or_clone)
-            .ok_or_else(|| format!("node {node} not found"))
+            .ok_or_else(|| CallError::NoNode(node.to_string()))
     }
 
-    async fn jobs_now(&self) -> Result<Vec<crate::model::Job>, String> {
+    async fn jobs_now(&self) -> Result<Vec<crate::model::Job>, CallError> {
         let v = self
             .client
             .get(&format!("/slurm/{}/jobs", self.version))
             .await?;
         let (jobs, _) =
-            wire::list::<wire::Job>(v, "jobs", "job").map_err(|e| format!("jobs: {e}"))?;
+            wire::list::<wire::Job>(v, "jobs", "job").map_err(|why| CallError::Read {
+                what: "jobs".into(),
+                why,
+            })?;
         Ok(map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
             .cluster
             .jobs
@@ -283,15 +300,18 @@ impl Executor {
     /// One job as Slurm has it now: its own record (`GET /job/ID`) for a
     /// plain id — verifying re-reads it every 250 ms, and every job's
     /// record costs slurmrestd seconds on a big queue — else from the list.
-    async fn job_now(&self, job: &str) -> Result<crate::model::Job, String> {
+    async fn job_now(&self, job: &str) -> Result<crate::model::Job, CallError> {
         let jobs = match Self::numeric(job) {
             Some(id) => {
                 let v = self
                     .client
                     .get(&format!("/slurm/{}/job/{id}", self.version))
                     .await?;
-                let (jobs, _) = wire::list::<wire::Job>(v, "jobs", "job")
-                    .map_err(|e| format!("job {job}: {e}"))?;
+                let (jobs, _) =
+                    wire::list::<wire::Job>(v, "jobs", "job").map_err(|why| CallError::Read {
+                        what: format!("job {job}"),
+                        why,
+                    })?;
                 map::cluster(&self.cfg.fallback_name(), 0, &[], &jobs, &[])
                     .cluster
                     .jobs
@@ -303,7 +323,7 @@ impl Executor {
         };
         jobs.into_iter()
             .find(|j| j.id == job)
-            .ok_or_else(|| format!("job {job} not found"))
+            .ok_or_else(|| CallError::NoJob(job.to_string()))
     }
 
     /// Sends a call about `job`, then re-reads until `check` holds.
@@ -312,7 +332,7 @@ impl Executor {
         call: Call,
         job: &str,
         check: impl Fn(&crate::model::Job) -> bool,
-    ) -> Result<Outcome, String> {
+    ) -> Result<Outcome, CallError> {
         self.send(&call).await?;
         Ok(self
             .verify(|| self.job_now(job), check, Self::show_job)
@@ -328,7 +348,7 @@ impl Executor {
     ) -> Outcome
     where
         F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, String>>,
+        Fut: std::future::Future<Output = Result<T, CallError>>,
     {
         let start = Instant::now();
         loop {
@@ -340,7 +360,7 @@ impl Executor {
                     };
                 }
                 Ok(t) => show(&t),
-                Err(e) => e,
+                Err(e) => e.to_string(),
             };
             if start.elapsed() > VERIFY_FOR {
                 return Outcome {
@@ -372,7 +392,7 @@ impl Executor {
         )
     }
 
-    pub async fn drain(&self, node: &str, reason: &str) -> Result<Outcome, String> {
+    pub async fn drain(&self, node: &str, reason: &str) -> Result<Outcome, CallError> {
         self.send(&self.drain_call(node, reason)).await?;
         Ok(self
             .verify(
@@ -388,7 +408,7 @@ impl Executor {
 
     /// Reads back what an action should have left, changing nothing: for
     /// re-reading after a call that failed or timed out.
-    pub async fn observe(&self, a: &crate::model::Action) -> Result<Outcome, String> {
+    pub async fn observe(&self, a: &crate::model::Action) -> Result<Outcome, CallError> {
         use crate::model::Action;
         let node_is = |n: &crate::model::Node| match a {
             Action::Cordon { reason, .. } => {
@@ -427,7 +447,7 @@ impl Executor {
         }
     }
 
-    pub async fn set_reason(&self, node: &str, reason: &str) -> Result<Outcome, String> {
+    pub async fn set_reason(&self, node: &str, reason: &str) -> Result<Outcome, CallError> {
         self.send(&self.reason_call(node, reason)).await?;
         Ok(self
             .verify(
@@ -438,7 +458,7 @@ impl Executor {
             .await)
     }
 
-    pub async fn resume(&self, node: &str) -> Result<Outcome, String> {
+    pub async fn resume(&self, node: &str) -> Result<Outcome, CallError> {
         self.send(&self.resume_call(node)).await?;
         Ok(self
             .verify(
@@ -451,7 +471,7 @@ impl Executor {
 
     /// Requeues a job; verified when it is pending again and its restart
     /// count went up.
-    pub async fn requeue(&self, job: &str) -> Result<Outcome, String> {
+    pub async fn requeue(&self, job: &str) -> Result<Outcome, CallError> {
         let before = self
             .job_now(job)
             .await
@@ -466,7 +486,7 @@ impl Executor {
 
     /// The job's last checkpoint as Slurm shows it (its comment's
     /// `ckpt_last`), and whether it still holds resources.
-    pub async fn checkpoint_of(&self, job: &str) -> Result<(Option<i64>, bool), String> {
+    pub async fn checkpoint_of(&self, job: &str) -> Result<(Option<i64>, bool), CallError> {
         let j = self.job_now(job).await?;
         Ok((j.checkpoint.last, j.state.holds_resources()))
     }
@@ -478,7 +498,7 @@ impl Executor {
 
     /// Tells a running job to checkpoint: verified when Slurm accepted it
     /// (the job keeps running; its checkpoint shows later).
-    pub async fn signal(&self, job: &str, signal: &str) -> Result<Outcome, String> {
+    pub async fn signal(&self, job: &str, signal: &str) -> Result<Outcome, CallError> {
         self.send(&self.signal_call(job, signal)).await?;
         Ok(Outcome {
             verified: true,
@@ -486,7 +506,7 @@ impl Executor {
         })
     }
 
-    pub async fn set_priority(&self, job: &str, value: u64) -> Result<Outcome, String> {
+    pub async fn set_priority(&self, job: &str, value: u64) -> Result<Outcome, CallError> {
         self.act_on_job(self.priority_call(job, value), job, |j| {
             j.priority == Some(value)
         })
@@ -494,7 +514,7 @@ impl Executor {
     }
 
     /// Cancels a job; verified when Slurm no longer runs or queues it.
-    pub async fn cancel(&self, job: &str) -> Result<Outcome, String> {
+    pub async fn cancel(&self, job: &str) -> Result<Outcome, CallError> {
         self.act_on_job(self.cancel_call(job), job, |j| {
             !j.state.holds_resources() && !j.state.is_pending()
         })
@@ -504,7 +524,7 @@ impl Executor {
     /// Jobs holding resources on `node` now, by id.
     /// The jobs holding resources on `node`, each with whether it may be
     /// requeued (`false`: submitted with --no-requeue).
-    pub async fn jobs_on(&self, node: &str) -> Result<Vec<(String, bool)>, String> {
+    pub async fn jobs_on(&self, node: &str) -> Result<Vec<(String, bool)>, CallError> {
         Ok(self
             .jobs_now()
             .await?
@@ -514,7 +534,7 @@ impl Executor {
             .collect())
     }
 
-    pub async fn hold(&self, job: &str) -> Result<Outcome, String> {
+    pub async fn hold(&self, job: &str) -> Result<Outcome, CallError> {
         self.act_on_job(self.hold_call(job), job, |j| {
             j.reason
                 .as_deref()
@@ -523,7 +543,7 @@ impl Executor {
         .await
     }
 
-    pub async fn release(&self, job: &str) -> Result<Outcome, String> {
+    pub async fn release(&self, job: &str) -> Result<Outcome, CallError> {
         let held = |j: &crate::model::Job| {
             j.reason
                 .as_deref()
@@ -541,8 +561,16 @@ impl Executor {
 /// operation is presently disabled for job N" (scontrol and slurmrestd
 /// alike, seen on the 22.05 and 24.11 labs). Read here, where Slurm's text
 /// is parsed, so that nothing above matches it.
-pub fn refusal(error: &str) -> Option<crate::model::Refused> {
-    error
-        .contains("presently disabled")
-        .then_some(crate::model::Refused::NoRequeue)
+pub fn refusal(error: &CallError) -> Option<crate::model::Refused> {
+    match error {
+        CallError::Refused { said, .. } if said.contains("presently disabled") => {
+            Some(crate::model::Refused::NoRequeue)
+        }
+        CallError::Source(SourceError::Api { errors, .. })
+            if errors.iter().any(|e| e.contains("presently disabled")) =>
+        {
+            Some(crate::model::Refused::NoRequeue)
+        }
+        _ => None,
+    }
 }

@@ -1,11 +1,12 @@
 //! Slurm hostlist expressions: `gpu[01-04,07]`, `a[1-2]b[3-4]`, `n1,n2`.
+use crate::sources::error::{Invalid, invalid};
 
 /// Expands a hostlist into host names, in order. Zero padding of a range's
 /// first number is kept (`gpu[01-03]` → gpu01 gpu02 gpu03).
 /// Expansion stops at `limits.max_hosts_per_list` names: nested ranges
 /// (`a[0-99999]b[0-99999]`) multiply, and a hostile or broken answer must
 /// not exhaust memory.
-pub fn expand(expr: &str) -> Result<Vec<String>, String> {
+pub fn expand(expr: &str) -> Result<Vec<String>, Invalid> {
     let max = crate::limits::get().max_hosts_per_list;
     let mut out = Vec::new();
     for part in split_top(expr) {
@@ -16,7 +17,7 @@ pub fn expand(expr: &str) -> Result<Vec<String>, String> {
         // Count before building: the product of the ranges' sizes.
         let n = count_one(part)?;
         if n.saturating_add(out.len() as u64) > max {
-            return Err(format!(
+            return Err(invalid!(
                 "hostlist {:?} names more than {max} hosts (limits.max_hosts_per_list)",
                 crate::text::one_line(expr, 60)
             ));
@@ -27,20 +28,20 @@ pub fn expand(expr: &str) -> Result<Vec<String>, String> {
 }
 
 /// How many names `s` expands to, without building them.
-fn count_one(s: &str) -> Result<u64, String> {
+fn count_one(s: &str) -> Result<u64, Invalid> {
     let Some(open) = s.find('[') else {
         return Ok(1);
     };
     let close = s[open..]
         .find(']')
         .map(|c| open + c)
-        .ok_or_else(|| format!("unclosed '[' in hostlist {s:?}"))?;
+        .ok_or_else(|| invalid!("unclosed '[' in hostlist {s:?}"))?;
     let mut here: u64 = 0;
     for range in s[open + 1..close].split(',') {
         let (lo, hi) = range.split_once('-').unwrap_or((range, range));
         let (a, b): (u64, u64) = match (lo.trim().parse(), hi.trim().parse()) {
             (Ok(a), Ok(b)) if b >= a => (a, b),
-            _ => return Err(format!("bad range {range:?} in hostlist {s:?}")),
+            _ => return Err(invalid!("bad range {range:?} in hostlist {s:?}")),
         };
         here = here.saturating_add(b - a + 1);
     }
@@ -66,14 +67,14 @@ fn split_top(s: &str) -> Vec<&str> {
     parts
 }
 
-fn expand_one(s: &str) -> Result<Vec<String>, String> {
+fn expand_one(s: &str) -> Result<Vec<String>, Invalid> {
     let Some(open) = s.find('[') else {
         return Ok(vec![s.to_string()]);
     };
     let close = s[open..]
         .find(']')
         .map(|c| open + c)
-        .ok_or_else(|| format!("unclosed '[' in hostlist {s:?}"))?;
+        .ok_or_else(|| invalid!("unclosed '[' in hostlist {s:?}"))?;
     let (prefix, body, rest) = (&s[..open], &s[open + 1..close], &s[close + 1..]);
     let tails = expand_one(rest)?;
     let mut out = Vec::new();
@@ -85,12 +86,12 @@ fn expand_one(s: &str) -> Result<Vec<String>, String> {
         let width = lo.len();
         let a: u64 = lo
             .parse()
-            .map_err(|_| format!("bad range {range:?} in hostlist {s:?}"))?;
+            .map_err(|_| invalid!("bad range {range:?} in hostlist {s:?}"))?;
         let b: u64 = hi
             .parse()
-            .map_err(|_| format!("bad range {range:?} in hostlist {s:?}"))?;
+            .map_err(|_| invalid!("bad range {range:?} in hostlist {s:?}"))?;
         if b < a || b - a > 100_000 {
-            return Err(format!("bad range {range:?} in hostlist {s:?}"));
+            return Err(invalid!("bad range {range:?} in hostlist {s:?}"));
         }
         for n in a..=b {
             for t in &tails {
@@ -126,9 +127,9 @@ mod tests {
     fn nested_ranges_that_multiply_past_the_limit_are_refused_before_building() {
         // 10^10 names: refused at once, naming the key, without allocating.
         let err = expand("a[0-99999]b[0-99999]").expect_err("too many");
-        assert!(err.contains("limits.max_hosts_per_list"), "{err}");
+        assert!(err.0.contains("limits.max_hosts_per_list"), "{err}");
         let err = expand("a[0-1048576]").expect_err("one over");
-        assert!(err.contains("limits.max_hosts_per_list"), "{err}");
+        assert!(err.0.contains("limits.max_hosts_per_list"), "{err}");
         assert_eq!(expand("a[1-1000]b[1-1000]").map(|v| v.len()), Ok(1_000_000));
     }
 

@@ -7,6 +7,7 @@ use crate::engine::units;
 use crate::model::{
     Checkpoint, Cluster, Gpu, Job, JobState, Node, NodeState, Partition, TimeLimit,
 };
+use crate::sources::error::{Invalid, invalid};
 use std::collections::{BTreeMap, HashMap};
 
 /// Node state from Slurm's base state and flags.
@@ -86,30 +87,30 @@ pub fn job_id(j: &wire::Job) -> Option<String> {
 }
 
 /// A count that must fit a u32, or the record is unreadable.
-fn count(v: i64, what: &str) -> Result<u32, String> {
-    u32::try_from(v).map_err(|_| format!("{what} {v} is out of range"))
+fn count(v: i64, what: &str) -> Result<u32, Invalid> {
+    u32::try_from(v).map_err(|_| invalid!("{what} {v} is out of range"))
 }
 
-fn job(j: &wire::Job) -> Result<Job, String> {
+fn job(j: &wire::Job) -> Result<Job, Invalid> {
     let id = job_id(j).ok_or_else(|| {
-        format!(
+        invalid!(
             "a job named {:?} with no job id",
             crate::text::one_line(&j.name, 40)
         )
     })?;
-    let nodes = hostlist::expand(&j.nodes).map_err(|e| format!("job {id}: {e}"))?;
+    let nodes = hostlist::expand(&j.nodes).map_err(|e| invalid!("job {id}: {e}"))?;
     let state = job_state(&j.job_state.0);
     let node_count = match j.node_count.positive() {
-        Some(n) => Some(count(n, "node_count").map_err(|e| format!("job {id}: {e}"))?),
+        Some(n) => Some(count(n, "node_count").map_err(|e| invalid!("job {id}: {e}"))?),
         None if nodes.is_empty() => None,
-        None => Some(u32::try_from(nodes.len()).map_err(|_| format!("job {id}: too many nodes"))?),
+        None => Some(u32::try_from(nodes.len()).map_err(|_| invalid!("job {id}: too many nodes"))?),
     };
     let per_node = gres::tres_gpus(&j.tres_per_node);
     let per_job = gres::tres_gpus(&j.tres_per_job);
     let max = crate::limits::get().max_gpus_per_node;
     if per_node.is_some_and(|g| g > max) || per_job.is_some_and(|g| g > max.saturating_mul(65_536))
     {
-        return Err(format!(
+        return Err(invalid!(
             "job {id}: asks for more GPUs than {max} per node (limits.max_gpus_per_node)"
         ));
     }
@@ -118,11 +119,11 @@ fn job(j: &wire::Job) -> Result<Job, String> {
         .iter()
         .filter_map(|d| gres::parse(d))
         .try_fold(0u32, |acc, g| acc.checked_add(g.count))
-        .ok_or_else(|| format!("job {id}: GPU count in gres_detail out of range"))?;
+        .ok_or_else(|| invalid!("job {id}: GPU count in gres_detail out of range"))?;
     let per_node_total = match per_node {
         Some(g) => Some(
             g.checked_mul(node_count.unwrap_or(1))
-                .ok_or_else(|| format!("job {id}: GPUs per node × nodes out of range"))?,
+                .ok_or_else(|| invalid!("job {id}: GPUs per node × nodes out of range"))?,
         ),
         None => None,
     };
@@ -142,7 +143,7 @@ fn job(j: &wire::Job) -> Result<Job, String> {
                 u64::try_from(m)
                     .ok()
                     .and_then(|m| m.checked_mul(60))
-                    .ok_or_else(|| format!("job {id}: time_limit {m} min out of range"))?,
+                    .ok_or_else(|| invalid!("job {id}: time_limit {m} min out of range"))?,
             )),
             // null (no limit set: the partition's, here unlimited) and -1.
             _ => Some(TimeLimit::Unlimited),
@@ -191,14 +192,14 @@ fn job(j: &wire::Job) -> Result<Job, String> {
     })
 }
 
-fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Node, String> {
+fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Node, Invalid> {
     if n.name.is_empty() {
         return Err("a node without a name".into());
     }
     let g = gres::parse(&n.gres).unwrap_or_default();
     let max = crate::limits::get().max_gpus_per_node;
     if g.count > max {
-        return Err(format!(
+        return Err(invalid!(
             "node {}: gres {:?} claims {} GPUs, more than {max} (limits.max_gpus_per_node)",
             n.name,
             crate::text::one_line(&n.gres, 40),

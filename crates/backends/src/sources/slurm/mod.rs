@@ -3,6 +3,7 @@
 //! requeue, priority) for the guarded actions.
 
 pub mod client;
+pub mod error;
 pub mod exec;
 pub mod gres;
 pub mod hostlist;
@@ -105,7 +106,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 ) -> Result<(Vec<T>, Vec<String>), SourceError> {
     wire::list(value, what, kind).map_err(|e| SourceError::Decode {
         what: format!("GET {base}/{what}"),
-        detail: crate::text::one_line(&e, 200),
+        detail: crate::text::one_line(&e.0, 200),
     })
 }
 
@@ -212,7 +213,7 @@ pub async fn fetch(
 
 /// The cluster once, for the command line.
 pub async fn fetch_once(cfg: &SlurmConfig) -> Result<map::Mapped, SourceError> {
-    let client = Client::new(cfg).map_err(SourceError::Other)?;
+    let client = Client::new(cfg)?;
     let v = client.discover().await?;
     fetch(&client, v, cfg).await
 }
@@ -355,7 +356,7 @@ impl Poller {
         )?;
         let fresh = poll::states(&states).map_err(|e| SourceError::Decode {
             what: format!("GET {sp}"),
-            detail: e,
+            detail: e.to_string(),
         })?;
         let mut quick = tn + tp + ts;
         let at = std::time::Instant::now();
@@ -432,7 +433,7 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
         Ok(c) => c,
         Err(e) => {
             let _ = tx
-                .send(Update::failed(Origin::Scheduler, SourceError::Other(e)))
+                .send(Update::failed(Origin::Scheduler, SourceError::from(e)))
                 .await;
             return;
         }

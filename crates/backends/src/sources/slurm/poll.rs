@@ -11,6 +11,7 @@
 //!   (pending reasons and start estimates change without a state change).
 
 use super::wire;
+use crate::sources::error::Invalid;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -136,7 +137,7 @@ pub struct JobBook {
 }
 
 /// `jobs/state`'s answer as id → state words (`RUNNING`, `PENDING,REQUEUED`).
-pub fn states(value: &serde_json::Value) -> Result<BTreeMap<String, String>, String> {
+pub fn states(value: &serde_json::Value) -> Result<BTreeMap<String, String>, Invalid> {
     let jobs = value
         .get("jobs")
         .and_then(serde_json::Value::as_array)

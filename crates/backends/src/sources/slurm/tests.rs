@@ -291,7 +291,7 @@ fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
 
     // `{}` is not an empty cluster.
     let err = wire::list::<wire::Node>(json!({}), "nodes", "node").expect_err("no list");
-    assert!(err.contains("no `nodes` list"), "{err}");
+    assert!(err.0.contains("no `nodes` list"), "{err}");
 }
 
 /// Real Slurm 24.11 answers (recorded from the lab): a gang with its GPUs

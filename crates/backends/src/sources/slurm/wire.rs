@@ -3,6 +3,7 @@
 //! `null`, `-1`, or `{"set", "infinite", "number"}`; states may be a string
 //! with flags beside it or an array.
 
+use crate::sources::error::{Invalid, invalid};
 use serde::Deserialize;
 use serde::de::{Deserializer, Error as _};
 use serde_json::Value;
@@ -33,7 +34,7 @@ const SENTINELS: [u64; 4] = [
     0xFFFF_FFFF_FFFF_FFFF,
 ];
 
-fn num_from(v: &Value) -> Result<Num, String> {
+fn num_from(v: &Value) -> Result<Num, Invalid> {
     Ok(match v {
         Value::Null => Num::default(),
         Value::Number(n) => {
@@ -94,7 +95,7 @@ fn num_from(v: &Value) -> Result<Num, String> {
             value: s.trim().parse().ok(),
             infinite: false,
         },
-        other => return Err(format!("expected a number, got {other}")),
+        other => return Err(invalid!("expected a number, got {other}")),
     })
 }
 
@@ -302,15 +303,15 @@ pub fn list<T: serde::de::DeserializeOwned>(
     value: Value,
     key: &str,
     kind: &str,
-) -> Result<(Vec<T>, Vec<String>), String> {
+) -> Result<(Vec<T>, Vec<String>), Invalid> {
     let env: Envelope =
-        serde_json::from_value(value).map_err(|e| format!("not slurmrestd's envelope: {e}"))?;
+        serde_json::from_value(value).map_err(|e| invalid!("not slurmrestd's envelope: {e}"))?;
     let list = match key {
         "nodes" => env.nodes,
         "jobs" => env.jobs,
         _ => env.partitions,
     };
-    let list = list.ok_or_else(|| format!("the answer has no `{key}` list"))?;
+    let list = list.ok_or_else(|| invalid!("the answer has no `{key}` list"))?;
     Ok(records(&list, kind))
 }
 

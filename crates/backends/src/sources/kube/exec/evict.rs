@@ -135,10 +135,10 @@ impl Executor {
                 }),
                 Err(e) => Err(e),
             },
-            Err(e) => Err(format!(
+            Err(e) => Err(CallError::Api(format!(
                 "{}: the workload is left inactive; reactivate it with kubectl patch workload {name} -n {ns} --type merge -p '{{\"spec\":{{\"active\":true}}}}'",
                 err_text(&e)
-            )),
+            ))),
         };
         vec![
             first,

@@ -7,7 +7,7 @@ use super::*;
 pub(super) struct Prepared {
     action: Action,
     /// Its calls, or why it cannot be done.
-    calls: Result<Vec<String>, String>,
+    calls: Result<Vec<String>, Cannot>,
     /// What will go wrong (PDBs that refuse evictions).
     warnings: Vec<String>,
 }
@@ -107,7 +107,7 @@ impl Executor {
     }
 
     /// Why `a` cannot be done, when preparing it found out.
-    pub fn cannot(&self, a: &Action) -> Option<String> {
+    pub fn cannot(&self, a: &Action) -> Option<Cannot> {
         let p = self.prepared.lock().ok()?;
         match p.as_ref()? {
             Prepared {
@@ -122,54 +122,63 @@ impl Executor {
     pub(super) async fn read_calls(
         &self,
         a: &Action,
-        drained: Option<&Result<Vec<Value>, String>>,
-    ) -> Result<Vec<String>, String> {
-        let calls: Result<Vec<Call>, String> = match a {
+        drained: Option<&Result<Vec<Value>, CallError>>,
+    ) -> Result<Vec<String>, Cannot> {
+        let calls: Result<Vec<Call>, Cannot> = match a {
             Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
             Action::Resume { node } => Ok(vec![uncordon_call(node)]),
             Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
             Action::Drain { node, reason, .. } => match drained {
                 Some(Ok(pods)) => Ok(std::iter::once(cordon_call(node, reason))
-                    .chain(pods.iter().filter_map(name_of).map(|(ns, p)| evict_call(&ns, &p)))
+                    .chain(
+                        pods.iter()
+                            .filter_map(name_of)
+                            .map(|(ns, p)| evict_call(&ns, &p)),
+                    )
                     .collect()),
-                Some(Err(e)) => Err(e.clone()),
-                None => Err(format!("the pods on {node} were not read")),
+                Some(Err(e)) => Err(e.clone().into()),
+                None => Err(Cannot::PodsNotRead(node.clone())),
             },
-            Action::Requeue { job } | Action::Preempt { job, .. } => {
-                self.target(job).await.and_then(|t| match t {
+            Action::Requeue { job } | Action::Preempt { job, .. } => self
+                .target(job)
+                .await
+                .map_err(Cannot::from)
+                .and_then(|t| match t {
                     Target::Workload { ns, name, .. } => Ok(vec![
                         workload_call(&ns, &name, json!({"active": false})),
                         workload_call(&ns, &name, json!({"active": true})),
                     ]),
-                    Target::Gang { ns, pods } => Ok(pods.iter().map(|p| evict_call(&ns, p)).collect()),
-                    Target::Pods { bare: true, .. } => Err(format!(
-                        "{job} is a bare pod: it cannot be requeued, only evicted (drain its node)"
-                    )),
-                    Target::Pods { .. } => Err(format!(
-                        "{job} has no Kueue workload or Volcano group to requeue it through: evicting its pods leaves the restart to its controller"
-                    )),
-                })
-            }
+                    Target::Gang { ns, pods } => {
+                        Ok(pods.iter().map(|p| evict_call(&ns, p)).collect())
+                    }
+                    Target::Pods { bare: true, .. } => Err(Cannot::BarePod(job.clone())),
+                    Target::Pods { .. } => Err(Cannot::NoRequeuePath(job.clone())),
+                }),
             Action::Hold { job } | Action::Release { job } => {
                 let active = matches!(a, Action::Release { .. });
-                self.target(job).await.and_then(|t| match t {
-                    Target::Workload { ns, name, .. } => {
-                        Ok(vec![workload_call(&ns, &name, json!({"active": active}))])
-                    }
-                    _ => Err(format!("{job} is not a Kueue workload: only those can be held (spec.active)")),
-                })
+                self.target(job)
+                    .await
+                    .map_err(Cannot::from)
+                    .and_then(|t| match t {
+                        Target::Workload { ns, name, .. } => {
+                            Ok(vec![workload_call(&ns, &name, json!({"active": active}))])
+                        }
+                        _ => Err(Cannot::NotHoldable(job.clone())),
+                    })
             }
-            Action::Priority { job, value } => self.target(job).await.and_then(|t| match t {
-                Target::Workload { ns, name, wpc: true } => {
-                    Ok(vec![workload_call(&ns, &name, json!({"priority": value}))])
-                }
-                Target::Workload { .. } => Err(format!(
-                    "{job}'s priority comes from its pods' PriorityClass, and a pod's priority is immutable: give its workload a WorkloadPriorityClass"
-                )),
-                _ => Err(format!(
-                    "a pod's priority is immutable; {job} has no Kueue workload whose priority could change"
-                )),
-            }),
+            Action::Priority { job, value } => self
+                .target(job)
+                .await
+                .map_err(Cannot::from)
+                .and_then(|t| match t {
+                    Target::Workload {
+                        ns,
+                        name,
+                        wpc: true,
+                    } => Ok(vec![workload_call(&ns, &name, json!({"priority": value}))]),
+                    Target::Workload { .. } => Err(Cannot::PriorityFromClass(job.clone())),
+                    _ => Err(Cannot::PodPriority(job.clone())),
+                }),
         };
         calls.map(|c| c.iter().map(ToString::to_string).collect())
     }
