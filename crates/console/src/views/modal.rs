@@ -26,86 +26,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             ));
             match preview {
                 None => lines.push(Line::styled("computing the blast radius…", theme.dim())),
-                Some(p) => {
-                    match &p.blast {
-                        Some(Ok(b)) => {
-                            for k in &b.killed {
-                                lines.push(Line::from(vec![
-                                    Span::styled("  dies: ", theme.critical()),
-                                    Span::raw(format!(
-                                        "{} {} ({}, {} on {}{}) — {} GPU-h lost, back in {}",
-                                        sanitize(&k.id),
-                                        sanitize(&k.name),
-                                        sanitize(&k.user),
-                                        text::count(k.gpus, "GPU"),
-                                        text::count(Some(k.nodes.len()), "node"),
-                                        if k.via_gang { ", via its gang" } else { "" },
-                                        k.restore
-                                            .lost_gpu_hours
-                                            .value
-                                            .map_or("?".into(), |v| format!("{v:.1}")),
-                                        crate::report::back_in(&k.restore),
-                                    )),
-                                ]));
-                            }
-                            if let Some(part) = &b.partition {
-                                lines.push(Line::raw(format!(
-                                    "  capacity: {} GPUs out of service ({:.0}% of {}), {} GPUs freed",
-                                    b.gpus_out_of_service,
-                                    part.share * 100.0,
-                                    sanitize(&part.name),
-                                    b.gpus_freed
-                                )));
-                            }
-                            if !b.moved.is_empty() || !b.jumped.is_empty() {
-                                lines.push(Line::raw(format!(
-                                    "  queue: {} job(s) move, {} jumped",
-                                    b.moved.len(),
-                                    b.jumped.len()
-                                )));
-                            }
-                            if b.killed.is_empty() && b.partition.is_none() {
-                                lines.push(Line::raw(format!("  {}", sanitize(&b.summary))));
-                            }
-                        }
-                        Some(Err(e)) => lines.push(Line::styled(
-                            format!("  {}", sanitize(&e.to_string())),
-                            theme.warn(),
-                        )),
-                        None => lines.push(Line::raw(format!("  {}", sanitize(&p.summary)))),
-                    }
-                    for c in &p.calls {
-                        lines.push(Line::from(vec![
-                            Span::styled("  will send: ", theme.dim()),
-                            Span::raw(sanitize(c).into_owned()),
-                        ]));
-                    }
-                    if let Some(u) = &p.undo {
-                        lines.push(Line::from(vec![
-                            Span::styled("  undo: ", theme.dim()),
-                            Span::raw(sanitize(&u.command_line()).into_owned()),
-                        ]));
-                    }
-                    for w in &p.warnings {
-                        lines.push(Line::styled(format!("  {}", sanitize(w)), theme.critical()));
-                    }
-                    match &p.refusal {
-                        Some(r) if p.force_token().is_some() => {
-                            prompt.push(Line::styled(format!("REFUSED BY {r}"), theme.alarm()));
-                            prompt.push(Line::from(vec![
-                                Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
-                                Span::raw(format!("{}▏", sanitize(typed))),
-                            ]));
-                        }
-                        Some(r) => {
-                            prompt.push(Line::styled(format!("REFUSED: {r}"), theme.alarm()))
-                        }
-                        None => prompt.push(Line::from(vec![
-                            Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
-                            Span::raw(format!("{}▏", sanitize(typed))),
-                        ])),
-                    }
-                }
+                Some(p) => preview_lines(p, typed, theme, &mut lines, &mut prompt),
             }
             // What the last key did (a wrong name, a refusal), under the prompt.
             if let Some(msg) = &app.flash {
@@ -154,6 +75,108 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if *ok { " done " } else { " failed " }
         }
     };
+    popup(f, area, app, theme, title, lines, prompt);
+}
+
+/// A preview's lines: what dies, what it costs, what will be sent, the
+/// undo, the warnings; and the prompt under them (what to type, or why it
+/// is refused).
+fn preview_lines(
+    p: &crate::actions::guard::Preview,
+    typed: &str,
+    theme: Theme,
+    lines: &mut Vec<Line<'static>>,
+    prompt: &mut Vec<Line<'static>>,
+) {
+    match &p.blast {
+        Some(Ok(b)) => {
+            for k in &b.killed {
+                lines.push(Line::from(vec![
+                    Span::styled("  dies: ", theme.critical()),
+                    Span::raw(format!(
+                        "{} {} ({}, {} on {}{}) — {} GPU-h lost, back in {}",
+                        sanitize(&k.id),
+                        sanitize(&k.name),
+                        sanitize(&k.user),
+                        text::count(k.gpus, "GPU"),
+                        text::count(Some(k.nodes.len()), "node"),
+                        if k.via_gang { ", via its gang" } else { "" },
+                        k.restore
+                            .lost_gpu_hours
+                            .value
+                            .map_or("?".into(), |v| format!("{v:.1}")),
+                        crate::report::back_in(&k.restore),
+                    )),
+                ]));
+            }
+            if let Some(part) = &b.partition {
+                lines.push(Line::raw(format!(
+                    "  capacity: {} GPUs out of service ({:.0}% of {}), {} GPUs freed",
+                    b.gpus_out_of_service,
+                    part.share * 100.0,
+                    sanitize(&part.name),
+                    b.gpus_freed
+                )));
+            }
+            if !b.moved.is_empty() || !b.jumped.is_empty() {
+                lines.push(Line::raw(format!(
+                    "  queue: {} job(s) move, {} jumped",
+                    b.moved.len(),
+                    b.jumped.len()
+                )));
+            }
+            if b.killed.is_empty() && b.partition.is_none() {
+                lines.push(Line::raw(format!("  {}", sanitize(&b.summary))));
+            }
+        }
+        Some(Err(e)) => lines.push(Line::styled(
+            format!("  {}", sanitize(&e.to_string())),
+            theme.warn(),
+        )),
+        None => lines.push(Line::raw(format!("  {}", sanitize(&p.summary)))),
+    }
+    for c in &p.calls {
+        lines.push(Line::from(vec![
+            Span::styled("  will send: ", theme.dim()),
+            Span::raw(sanitize(c).into_owned()),
+        ]));
+    }
+    if let Some(u) = &p.undo {
+        lines.push(Line::from(vec![
+            Span::styled("  undo: ", theme.dim()),
+            Span::raw(sanitize(&u.command_line()).into_owned()),
+        ]));
+    }
+    for w in &p.warnings {
+        lines.push(Line::styled(format!("  {}", sanitize(w)), theme.critical()));
+    }
+    match &p.refusal {
+        Some(r) if p.force_token().is_some() => {
+            prompt.push(Line::styled(format!("REFUSED BY {r}"), theme.alarm()));
+            prompt.push(Line::from(vec![
+                Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
+                Span::raw(format!("{}▏", sanitize(typed))),
+            ]));
+        }
+        Some(r) => prompt.push(Line::styled(format!("REFUSED: {r}"), theme.alarm())),
+        None => prompt.push(Line::from(vec![
+            Span::styled(format!("{}: ", p.confirm_prompt()), theme.warn()),
+            Span::raw(format!("{}▏", sanitize(typed))),
+        ])),
+    }
+}
+
+/// The dialog over `area`, sized to its lines: the body scrolls, the
+/// prompt under it stays.
+fn popup(
+    f: &mut Frame,
+    area: Rect,
+    app: &App,
+    theme: Theme,
+    title: &'static str,
+    lines: Vec<Line<'static>>,
+    prompt: Vec<Line<'static>>,
+) {
     let w = area.width.saturating_sub(4).min(100);
     let inner_w = w.saturating_sub(2).max(1) as usize;
     // Wrapped continuing under their own text, not at the dialog's edge.

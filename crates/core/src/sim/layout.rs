@@ -66,8 +66,24 @@ pub(crate) fn build(sim: &mut Sim) {
     sim.quotas.push(("vision".into(), 16));
     let hn: Vec<usize> = sim.partitions[0].nodes.clone();
     let an: Vec<usize> = sim.partitions[1].nodes.clone();
+    // The story, in the order it is told (the seeded draws follow it).
+    hung_gang(sim, &hn);
+    vision_team(sim, &hn);
+    fragmented_a100s(sim, &an);
+    never_starting(sim);
+    // Events were recorded as the story was told; keep them in time order.
+    sim.events.sort_by_key(|e| e.time);
+    for (i, e) in sim.events.iter_mut().enumerate() {
+        e.seq = i as u64 + 1;
+    }
+    sim.next_seq = sim.events.len() as u64 + 1;
 
-    // The 4-node gang that the Xid 79 hung.
+    background_load(sim, &hn, &an);
+    extra_queue(sim);
+}
+
+/// The 4-node gang that the Xid 79 hung.
+fn hung_gang(sim: &mut Sim, hn: &[usize]) {
     let gang = start(
         sim,
         &Spec {
@@ -108,8 +124,10 @@ pub(crate) fn build(sim: &mut Sim) {
         EventKind::Xid { code: 79 },
         "GPU has fallen off the bus",
     );
+}
 
-    // The vision team at its quota of 16 GPUs, and its queue.
+/// The vision team at its quota of 16 GPUs, and its queue.
+fn vision_team(sim: &mut Sim, hn: &[usize]) {
     for (i, (name, user)) in [("vit-h-finetune", "bob"), ("detr-sweep", "carol")]
         .into_iter()
         .enumerate()
@@ -156,8 +174,10 @@ pub(crate) fn build(sim: &mut Sim) {
         };
         queue(sim, &spec, 40 * 60, false);
     }
+}
 
-    // The A100 partition: fragmented, one node drained for burn-in.
+/// The A100 partition: fragmented, one node drained for burn-in.
+fn fragmented_a100s(sim: &mut Sim, an: &[usize]) {
     for (k, sizes) in FRAGMENTS.iter().enumerate() {
         for &g in sizes.iter() {
             let (user, account) = USERS[3 + (k + g as usize) % 5];
@@ -206,8 +226,10 @@ pub(crate) fn build(sim: &mut Sim) {
         };
         queue(sim, &spec, 42 * 60, false);
     }
+}
 
-    // Jobs no scheduler pass will start.
+/// Jobs no scheduler pass will start.
+fn never_starting(sim: &mut Sim) {
     let eval = queue(
         sim,
         &Spec {
@@ -253,15 +275,10 @@ pub(crate) fn build(sim: &mut Sim) {
         10 * 60,
         false,
     );
+}
 
-    // Events were recorded as the story was told; keep them in time order.
-    sim.events.sort_by_key(|e| e.time);
-    for (i, e) in sim.events.iter_mut().enumerate() {
-        e.seq = i as u64 + 1;
-    }
-    sim.next_seq = sim.events.len() as u64 + 1;
-
-    // Background load on every node the scenario does not use.
+/// Background load on every node the scenario does not use.
+fn background_load(sim: &mut Sim, hn: &[usize], an: &[usize]) {
     let busy: Vec<usize> = hn[6..].iter().chain(an[8..].iter()).copied().collect();
     for n in busy {
         let mut free = 8u32;
@@ -276,6 +293,10 @@ pub(crate) fn build(sim: &mut Sim) {
             free -= g;
         }
     }
+}
+
+/// `sim.cfg.jobs`: queued jobs up to that many jobs in all.
+fn extra_queue(sim: &mut Sim) {
     if let Some(total) = sim.cfg.jobs {
         while sim.jobs.len() < total {
             let part = if sim.rng.random_bool(0.5) {

@@ -247,8 +247,34 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         .iter()
         .map(|n| (n.name.clone(), n.labels.clone()))
         .collect();
+    let (partitions, node_parts) = partitions_of(o, &nodes);
+    for n in &mut nodes {
+        n.partitions = node_parts.get(&n.name).cloned().unwrap_or_default();
+    }
+    let gangs = gangs_of(o, &mut warnings);
+    let jobs = jobs_of(o, &gangs, &partitions, &node_parts, &node_labels);
+    attribute_gpus(&mut nodes, &jobs);
+    let quotas = quotas_of(o, &jobs, &mut warnings);
+    let mut c = Cluster {
+        name: name.to_string(),
+        source: "kube".into(),
+        time: now,
+        partitions,
+        nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),
+        jobs: jobs.into_iter().map(std::sync::Arc::new).collect(),
+        events: Vec::new(),
+        quotas,
+    };
+    c.events = events(o, &c);
+    Mapped {
+        cluster: c,
+        warnings,
+    }
+}
 
-    // Partitions: Kueue flavors with node labels, else GPU products.
+/// Partitions: Kueue flavors with node labels, else GPU products; and each
+/// node's partitions.
+fn partitions_of(o: &Objects, nodes: &[Node]) -> (Vec<Partition>, HashMap<String, Vec<String>>) {
     let mut partitions: Vec<Partition> = Vec::new();
     let mut node_parts: HashMap<String, Vec<String>> = HashMap::new();
     for f in o.of("resourceflavors") {
@@ -286,7 +312,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
     }
     // Nodes no flavor selects: one partition per GPU product.
     let mut by_product: HashMap<String, usize> = HashMap::new();
-    for n in &nodes {
+    for n in nodes {
         if node_parts.contains_key(&n.name) {
             continue;
         }
@@ -305,13 +331,15 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
             }
         }
     }
-    for n in &mut nodes {
-        n.partitions = node_parts.get(&n.name).cloned().unwrap_or_default();
-    }
-    let partition_of_node =
-        |node: &str| -> Option<String> { node_parts.get(node).and_then(|p| p.first()).cloned() };
+    (partitions, node_parts)
+}
 
-    // Gangs.
+/// The gangs: pods grouped by what owns them (a Volcano PodGroup, a Kueue
+/// workload's owner, a controller), with the group's objects.
+fn gangs_of<'a>(
+    o: &'a Objects,
+    warnings: &mut Vec<String>,
+) -> BTreeMap<(String, String, String), Gang<'a>> {
     let mut gangs: BTreeMap<(String, String, String), Gang> = BTreeMap::new();
     for p in o.of("pods") {
         match pod_gpus_checked(p) {
@@ -379,6 +407,19 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
             .workload = Some(wl);
     }
 
+    gangs
+}
+
+/// One job per gang, with where it waits in Kueue's queues.
+fn jobs_of(
+    o: &Objects,
+    gangs: &BTreeMap<(String, String, String), Gang<'_>>,
+    partitions: &[Partition],
+    node_parts: &HashMap<String, Vec<String>>,
+    node_labels: &HashMap<String, BTreeMap<String, String>>,
+) -> Vec<Job> {
+    let partition_of_node =
+        |node: &str| -> Option<String> { node_parts.get(node).and_then(|p| p.first()).cloned() };
     let sched = scheduling_messages(o);
     let positions: HashMap<String, (String, u64)> = o
         .of("pendingworkloads")
@@ -418,15 +459,19 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
                 &lqs,
                 &partition_of_node,
                 &largest,
-                &node_labels,
+                node_labels,
             )
         })
         .collect();
     jobs.sort_by(|a, b| a.submit_time.cmp(&b.submit_time).then(a.id.cmp(&b.id)));
 
-    // GPUs on nodes: the device plugin does not say which index a pod got,
-    // so a node's pods fill its GPUs in order (node-level attribution is
-    // exact; per-GPU is not, until dcgm-exporter's pod labels say).
+    jobs
+}
+
+/// GPUs on nodes: the device plugin does not say which index a pod got,
+/// so a node's pods fill its GPUs in order (node-level attribution is
+/// exact; per-GPU is not, until dcgm-exporter's pod labels say).
+fn attribute_gpus(nodes: &mut [Node], jobs: &[Job]) {
     let node_ix: HashMap<String, usize> = nodes
         .iter()
         .enumerate()
@@ -448,7 +493,11 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
             }
         }
     }
+}
 
+/// GPU quotas: Kueue ClusterQueues' nominal quotas and usage, Volcano
+/// Queues' capability.
+fn quotas_of(o: &Objects, jobs: &[Job], warnings: &mut Vec<String>) -> Vec<Quota> {
     let mut quotas: Vec<Quota> = Vec::new();
     let mut quota_count = |obj: &str, field: &str, v: &Value| -> Option<Option<u32>> {
         match bounded(v, u64::from(u32::MAX)) {
@@ -520,21 +569,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         });
     }
 
-    let mut c = Cluster {
-        name: name.to_string(),
-        source: "kube".into(),
-        time: now,
-        partitions,
-        nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),
-        jobs: jobs.into_iter().map(std::sync::Arc::new).collect(),
-        events: Vec::new(),
-        quotas,
-    };
-    c.events = events(o, &c);
-    Mapped {
-        cluster: c,
-        warnings,
-    }
+    quotas
 }
 
 #[cfg(test)]

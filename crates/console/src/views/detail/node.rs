@@ -4,6 +4,7 @@
 use super::{bars, kv, missing};
 use crate::app::{App, Pane};
 use crate::columns::shape;
+use crate::model::Node;
 use crate::text::{self, sanitize};
 use crate::views::ago;
 use crate::views::table::{self, List};
@@ -25,6 +26,82 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         crate::views::answers::node(app, &node.name, theme),
         area.width,
     );
+    let [l1, l2, l3, l4] = facts(app, node, theme);
+    // Heights at this size, in the order of what matters at 3am: the
+    // engine's words whole (they wrap, never cut), the node's facts
+    // wrapped at word boundaries, at least three of its jobs, and the GPUs
+    // in the rest (their table scrolls to the selected one).
+    let wide = area.width >= 110;
+    let text_w = if wide { area.width - 32 } else { area.width };
+    // On a short screen (80×24) the facts take two lines and leave the
+    // labels to `get nodes -o json` and bigger screens.
+    let info_lines = if area.height < 30 {
+        let mut first = l1;
+        first.extend(l2);
+        vec![Line::from(first), Line::from(l3)]
+    } else {
+        vec![
+            Line::from(l1),
+            Line::from(l2),
+            Line::from(l3),
+            Line::from(l4),
+        ]
+    };
+    let info_h = crate::views::wrapped_height(&info_lines, text_w).clamp(2, 6);
+    let answers_h = crate::views::wrapped_height(&answers, area.width);
+    let on_node = app.index.jobs_on(&app.cluster, &node.name);
+    let jobs_h = on_node.len().clamp(1, 3) as u16 + 3;
+    let gpu_full = node.gpus.len() as u16 + 3;
+    let left = area
+        .height
+        .saturating_sub(info_h + answers_h + jobs_h)
+        .max(4);
+    let gpu_h = gpu_full.min(left);
+    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
+        Constraint::Length(info_h),
+        Constraint::Length(answers_h),
+        Constraint::Length(gpu_h),
+        Constraint::Min(jobs_h.min(4)),
+    ])
+    .areas(area);
+    f.render_widget(
+        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
+        engine,
+    );
+    let [text_area, spark_area] = if wide {
+        Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info)
+    } else {
+        [info, Rect::default()]
+    };
+    f.render_widget(
+        Paragraph::new(info_lines).wrap(ratatui::widgets::Wrap { trim: true }),
+        text_area,
+    );
+    occupancy_chart(f, spark_area, app, node, theme);
+
+    let pane = app.screen().pane;
+    let sel = app.screen().selected;
+    let gpus = table::Columns {
+        title: "gpus (enter: gpu detail, tab: jobs)".into(),
+        cols: crate::columns::GPUS,
+        skip: &["NODE"],
+        len: node.gpus.len(),
+        selected: (pane == Pane::First).then_some(sel),
+        focused: pane == Pane::First,
+        sort: None,
+        emphasis: None,
+    };
+    table::draw_columns(f, gpus_area, theme, &app.columns_ctx(), gpus, |i| {
+        node.gpus.get(i)
+    });
+
+    jobs_table(f, jobs_area, app, node, on_node, theme);
+}
+
+/// The node's facts, a line each: name, state, partition, topology; model
+/// and GPUs; its reason; its labels.
+fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
+    let c = &app.cluster;
     let mut l1 = vec![Span::styled(
         format!(" {} ", sanitize(&node.name)),
         theme.title(),
@@ -93,56 +170,11 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         },
         theme,
     ));
-    // Heights at this size, in the order of what matters at 3am: the
-    // engine's words whole (they wrap, never cut), the node's facts
-    // wrapped at word boundaries, at least three of its jobs, and the GPUs
-    // in the rest (their table scrolls to the selected one).
-    let wide = area.width >= 110;
-    let text_w = if wide { area.width - 32 } else { area.width };
-    // On a short screen (80×24) the facts take two lines and leave the
-    // labels to `get nodes -o json` and bigger screens.
-    let info_lines = if area.height < 30 {
-        let mut first = l1;
-        first.extend(l2);
-        vec![Line::from(first), Line::from(l3)]
-    } else {
-        vec![
-            Line::from(l1),
-            Line::from(l2),
-            Line::from(l3),
-            Line::from(l4),
-        ]
-    };
-    let info_h = crate::views::wrapped_height(&info_lines, text_w).clamp(2, 6);
-    let answers_h = crate::views::wrapped_height(&answers, area.width);
-    let on_node = app.index.jobs_on(&app.cluster, &node.name);
-    let jobs_h = on_node.len().clamp(1, 3) as u16 + 3;
-    let gpu_full = node.gpus.len() as u16 + 3;
-    let left = area
-        .height
-        .saturating_sub(info_h + answers_h + jobs_h)
-        .max(4);
-    let gpu_h = gpu_full.min(left);
-    let [info, engine, gpus_area, jobs_area] = Layout::vertical([
-        Constraint::Length(info_h),
-        Constraint::Length(answers_h),
-        Constraint::Length(gpu_h),
-        Constraint::Min(jobs_h.min(4)),
-    ])
-    .areas(area);
-    f.render_widget(
-        Paragraph::new(answers).wrap(ratatui::widgets::Wrap { trim: false }),
-        engine,
-    );
-    let [text_area, spark_area] = if wide {
-        Layout::horizontal([Constraint::Min(40), Constraint::Length(32)]).areas(info)
-    } else {
-        [info, Rect::default()]
-    };
-    f.render_widget(
-        Paragraph::new(info_lines).wrap(ratatui::widgets::Wrap { trim: true }),
-        text_area,
-    );
+    [l1, l2, l3, l4]
+}
+
+/// The node's SM occupancy over the charts' window.
+fn occupancy_chart(f: &mut Frame, spark_area: Rect, app: &App, node: &Node, theme: Theme) {
     let occ = bars(
         app.history.node_occ.get(&node.name),
         spark_area.width.saturating_sub(2),
@@ -165,23 +197,20 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             .style(theme.ok()),
         spark_area,
     );
+}
 
+/// The jobs with a rank on the node.
+fn jobs_table(
+    f: &mut Frame,
+    jobs_area: Rect,
+    app: &App,
+    node: &Node,
+    on_node: &[usize],
+    theme: Theme,
+) {
+    let c = &app.cluster;
     let pane = app.screen().pane;
     let sel = app.screen().selected;
-    let gpus = table::Columns {
-        title: "gpus (enter: gpu detail, tab: jobs)".into(),
-        cols: crate::columns::GPUS,
-        skip: &["NODE"],
-        len: node.gpus.len(),
-        selected: (pane == Pane::First).then_some(sel),
-        focused: pane == Pane::First,
-        sort: None,
-        emphasis: None,
-    };
-    table::draw_columns(f, gpus_area, theme, &app.columns_ctx(), gpus, |i| {
-        node.gpus.get(i)
-    });
-
     let jobs = List {
         title: "jobs on this node (enter: job detail, tab: gpus)".into(),
         header: &[

@@ -77,66 +77,7 @@ pub fn job_options_with(
         ..Choice::default()
     }];
 
-    // Soft: the grace given, else the slowest killed job's write with a
-    // quarter to spare, in whole minutes.
-    let writes: Vec<Option<f64>> = b
-        .killed
-        .iter()
-        .filter_map(|k| c.job(&k.id))
-        .map(|kj| write_time(kj, site).value)
-        .collect();
-    let grace = grace_s.or_else(|| {
-        let w: Option<Vec<f64>> = writes.iter().copied().collect();
-        w.map(|w| {
-            let m = w.into_iter().fold(0.0, f64::max) * 1.25;
-            ((m / 60.0).ceil().max(1.0) * 60.0) as u64
-        })
-    });
-    if let Some(g) = grace {
-        let soft = Action::Preempt {
-            job: job.to_string(),
-            grace_s: Some(g),
-        };
-        let sb = with_grace_period(&b, c, base, g, site);
-        let (l, bk, mut u) = kill_terms(c, &sb);
-        for k in &sb.killed {
-            if let Some(gr) = &k.restore.grace
-                && gr.fits != Some(true)
-            {
-                u.push(gr.note.clone());
-            }
-        }
-        let fits = sb.killed.iter().all(|k| {
-            k.restore
-                .grace
-                .as_ref()
-                .is_some_and(|g| g.fits == Some(true))
-        });
-        options.push(Choice {
-            name: "soft_preempt",
-            title: format!(
-                "preempt with a {} grace period (checkpoint on the way out)",
-                text::duration(g as i64)
-            ),
-            actions: vec![soft.command_line()],
-            steps: vec![soft],
-            gpu_hours_lost: l,
-            resume_in_s: bk,
-            capacity_out: CapacityOut {
-                gpus: 0,
-                for_s: Some(0),
-                note: format!("{gpus} GPUs freed within {}", text::duration(g as i64)),
-            },
-            queue_moves: Some(sb.moved.len()),
-            wait_s: Some(g as i64),
-            unknowns: if fits { Vec::new() } else { u },
-            risk: Some(
-                "a job that does not handle SIGUSR1 dies of it at once (its default): for jobs that checkpoint on the signal"
-                    .into(),
-            ),
-            ..Choice::default()
-        });
-    }
+    options.extend(soft_preempt(c, base, job, grace_s, site, &b));
 
     let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
         Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),
@@ -190,18 +131,104 @@ pub fn job_options_with(
         time: c.time,
         options,
     };
-    let soft = index_of(&o, "soft_preempt");
+    let (pick, why) = recommend_for_job(&o, &hung, wait, lost_w, lost, site);
+    finish(&mut o, pick, why);
+    Ok(o)
+}
+
+/// Soft preemption: the grace given, else the slowest killed job's write
+/// with a quarter to spare, in whole minutes; none when that is unknown.
+fn soft_preempt(
+    c: &Cluster,
+    base: &Base,
+    job: &str,
+    grace_s: Option<u64>,
+    site: &SiteParams,
+    b: &Blast,
+) -> Option<Choice> {
+    let gpus = b.gpus_freed;
+    let writes: Vec<Option<f64>> = b
+        .killed
+        .iter()
+        .filter_map(|k| c.job(&k.id))
+        .map(|kj| write_time(kj, site).value)
+        .collect();
+    let grace = grace_s.or_else(|| {
+        let w: Option<Vec<f64>> = writes.iter().copied().collect();
+        w.map(|w| {
+            let m = w.into_iter().fold(0.0, f64::max) * 1.25;
+            ((m / 60.0).ceil().max(1.0) * 60.0) as u64
+        })
+    });
+    let g = grace?;
+    let soft = Action::Preempt {
+        job: job.to_string(),
+        grace_s: Some(g),
+    };
+    let sb = with_grace_period(b, c, base, g, site);
+    let (l, bk, mut u) = kill_terms(c, &sb);
+    for k in &sb.killed {
+        if let Some(gr) = &k.restore.grace
+            && gr.fits != Some(true)
+        {
+            u.push(gr.note.clone());
+        }
+    }
+    let fits = sb.killed.iter().all(|k| {
+        k.restore
+            .grace
+            .as_ref()
+            .is_some_and(|g| g.fits == Some(true))
+    });
+    Some(Choice {
+        name: "soft_preempt",
+        title: format!(
+            "preempt with a {} grace period (checkpoint on the way out)",
+            text::duration(g as i64)
+        ),
+        actions: vec![soft.command_line()],
+        steps: vec![soft],
+        gpu_hours_lost: l,
+        resume_in_s: bk,
+        capacity_out: CapacityOut {
+            gpus: 0,
+            for_s: Some(0),
+            note: format!("{gpus} GPUs freed within {}", text::duration(g as i64)),
+        },
+        queue_moves: Some(sb.moved.len()),
+        wait_s: Some(g as i64),
+        unknowns: if fits { Vec::new() } else { u },
+        risk: Some(
+            "a job that does not handle SIGUSR1 dies of it at once (its default): for jobs that checkpoint on the signal"
+                .into(),
+        ),
+        ..Choice::default()
+    })
+}
+
+/// Which option to take, and why: hard when the gang is hung, else after
+/// its next checkpoint when that is soon and loses less, else a grace
+/// period long enough for its write, else now.
+fn recommend_for_job(
+    o: &Options,
+    hung: &std::collections::BTreeMap<String, f64>,
+    wait: Option<i64>,
+    lost_w: Option<f64>,
+    lost: Option<f64>,
+    site: &SiteParams,
+) -> (Option<usize>, String) {
+    let soft = index_of(o, "soft_preempt");
     let soft_ok = soft.filter(|&s| o.options[s].unknowns.is_empty());
-    let (pick, why) = if !hung.is_empty() {
+    if !hung.is_empty() {
         (
-            index_of(&o, "hard_preempt"),
+            index_of(o, "hard_preempt"),
             format!(
                 "job(s) {} hung: no checkpoint will come, every hour burns {:.0} GPU-hours",
                 hung.keys().cloned().collect::<Vec<_>>().join(","),
-                burning(&hung)
+                burning(hung)
             ),
         )
-    } else if let (Some(w), Some(ws)) = (index_of(&o, "wait_checkpoint"), wait)
+    } else if let (Some(w), Some(ws)) = (index_of(o, "wait_checkpoint"), wait)
         && lost_w.is_some()
         && soft_ok.is_none_or(|s| o.options[s].wait_s.is_some_and(|g| ws <= g))
         && ws <= site.checkpoint_wait_max_s as i64
@@ -226,10 +253,8 @@ pub fn job_options_with(
         )
     } else {
         (
-            index_of(&o, "hard_preempt"),
+            index_of(o, "hard_preempt"),
             "no checkpoint can be taken on the way out in time: preempt now".to_string(),
         )
-    };
-    finish(&mut o, pick, why);
-    Ok(o)
+    }
 }

@@ -116,45 +116,8 @@ pub(super) fn job_of(
         .iter()
         .filter(|p| p["status"]["phase"] == "Running")
         .collect();
-    let phases = |ph: &str| pods.iter().filter(|p| p["status"]["phase"] == ph).count();
 
-    // Shape: Kueue pod sets, else the pods, else Volcano's minMember.
-    let (node_count, gpus_per_node, gpus_total) =
-        if let Some(sets) = wl.and_then(|w| w["spec"]["podSets"].as_array()) {
-            let mut pods_n = 0u32;
-            let mut total = 0u32;
-            let mut per = 0u32;
-            for set in sets {
-                let n = count(&set["count"]).unwrap_or(1);
-                let (w, m) = pod_gpus(&set["template"]);
-                pods_n += n;
-                total += n * (w + m);
-                per = per.max(w + m);
-            }
-            (pods_n, per, total)
-        } else if !pods.is_empty() {
-            let per: Vec<u32> = pods
-                .iter()
-                .map(|p| {
-                    let (w, m) = pod_gpus(p);
-                    w + m
-                })
-                .collect();
-            let min_member = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(0);
-            let n = (pods.len() as u32).max(min_member);
-            let max = per.iter().copied().max().unwrap_or(0);
-            (
-                n,
-                max,
-                per.iter().sum::<u32>() + (n - pods.len() as u32) * max,
-            )
-        } else {
-            let n = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(1);
-            let total = pg
-                .and_then(|p| count(&p["spec"]["minResources"][GPU]))
-                .unwrap_or(0);
-            (n, total.div_ceil(n.max(1)), total)
-        };
+    let (node_count, gpus_per_node, gpus_total) = shape_of(g);
 
     let mut nodes: Vec<String> = running
         .iter()
@@ -198,7 +161,113 @@ pub(super) fn job_of(
         })
         .unwrap_or_else(|| largest.to_string());
 
-    // State and the scheduler's words.
+    let (state, reason) = state_of(g, sched, positions, node_count, &running);
+
+    let priority = wl
+        .and_then(|w| w["spec"]["priority"].as_i64())
+        .or_else(|| first.and_then(|p| p["spec"]["priority"].as_i64()))
+        .map(|p| p.max(0) as u64);
+    let created = |v: &Value| time(&v["metadata"]["creationTimestamp"]);
+    let submit_time = wl
+        .and_then(created)
+        .or_else(|| pg.and_then(created))
+        .or_else(|| pods.iter().filter_map(|p| created(p)).min());
+    let start_time = if state.holds_resources() {
+        running
+            .iter()
+            .filter_map(|p| time(&p["status"]["startTime"]))
+            .min()
+    } else {
+        None
+    };
+    let deadline = first
+        .and_then(|p| p["spec"]["activeDeadlineSeconds"].as_u64())
+        .or_else(|| wl.and_then(|w| w["spec"]["maximumExecutionTimeSeconds"].as_u64()));
+    let mut ck_sources: Vec<&Value> = pods.to_vec();
+    ck_sources.extend(wl);
+    let user = user_of(&ck_sources).unwrap_or(&g.ns).to_string();
+    let restarts = restarts_of(pods);
+    Job {
+        id: format!("{}/{}", g.ns, g.name),
+        name: g.name.clone(),
+        user,
+        account,
+        partition,
+        qos: local_queue.or(volcano_queue).map(str::to_string),
+        priority,
+        state,
+        reason,
+        gpus_per_node: Some(gpus_per_node),
+        node_count: Some(node_count.max(1)),
+        gpus_total: Some(gpus_total),
+        nodes,
+        submit_time,
+        eligible_time: None,
+        start_time,
+        end_time: None,
+        // Kubernetes jobs without a deadline run until they finish.
+        time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
+        gang: (node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)),
+        checkpoint: checkpoint(&ck_sources),
+        restarts: Some(restarts),
+        requeueable: Some(wl.is_some() || pg.is_some()),
+        pods: pods.iter().map(|p| key(p)).collect(),
+    }
+}
+
+/// Shape: Kueue pod sets, else the pods, else Volcano's minMember — as
+/// (nodes, GPUs per node, GPUs in all).
+fn shape_of(g: &Gang) -> (u32, u32, u32) {
+    let (wl, pg, pods) = (g.workload, g.podgroup, &g.pods);
+    if let Some(sets) = wl.and_then(|w| w["spec"]["podSets"].as_array()) {
+        let mut pods_n = 0u32;
+        let mut total = 0u32;
+        let mut per = 0u32;
+        for set in sets {
+            let n = count(&set["count"]).unwrap_or(1);
+            let (w, m) = pod_gpus(&set["template"]);
+            pods_n += n;
+            total += n * (w + m);
+            per = per.max(w + m);
+        }
+        (pods_n, per, total)
+    } else if !pods.is_empty() {
+        let per: Vec<u32> = pods
+            .iter()
+            .map(|p| {
+                let (w, m) = pod_gpus(p);
+                w + m
+            })
+            .collect();
+        let min_member = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(0);
+        let n = (pods.len() as u32).max(min_member);
+        let max = per.iter().copied().max().unwrap_or(0);
+        (
+            n,
+            max,
+            per.iter().sum::<u32>() + (n - pods.len() as u32) * max,
+        )
+    } else {
+        let n = pg.and_then(|p| count(&p["spec"]["minMember"])).unwrap_or(1);
+        let total = pg
+            .and_then(|p| count(&p["spec"]["minResources"][GPU]))
+            .unwrap_or(0);
+        (n, total.div_ceil(n.max(1)), total)
+    }
+}
+
+/// State and the scheduler's words: Kueue's conditions (inactive,
+/// evicted, waiting for quota with its place in line), the pods' phases,
+/// Volcano's gang condition, the newest FailedScheduling event.
+fn state_of(
+    g: &Gang,
+    sched: &HashMap<String, (Timestamp, String)>,
+    positions: &HashMap<String, (String, u64)>,
+    node_count: u32,
+    running: &[&&Value],
+) -> (JobState, Option<String>) {
+    let (wl, pg, pods) = (g.workload, g.podgroup, &g.pods);
+    let phases = |ph: &str| pods.iter().filter(|p| p["status"]["phase"] == ph).count();
     let cond_true = |w: &Value, t: &str| condition(w, t).is_some_and(|c| c["status"] == "True");
     let min_member = pg
         .and_then(|p| count(&p["spec"]["minMember"]))
@@ -209,7 +278,7 @@ pub(super) fn job_of(
         .filter_map(|p| sched.get(&key(p)))
         .max_by_key(|(t, _)| *t)
         .map(|(_, m)| m.clone());
-    let (state, reason) = if wl.is_some_and(|w| w["spec"]["active"] == false) {
+    if wl.is_some_and(|w| w["spec"]["active"] == false) {
         (JobState::Pending, Some("WorkloadInactive".to_string()))
     } else if let Some(w) = wl.filter(|w| cond_true(w, "Evicted") && running.is_empty()) {
         let m = condition(w, "Evicted")
@@ -246,40 +315,12 @@ pub(super) fn job_of(
             JobState::Pending,
             gang.or(sched_msg).or(Some("Pending".into())),
         )
-    };
+    }
+}
 
-    let priority = wl
-        .and_then(|w| w["spec"]["priority"].as_i64())
-        .or_else(|| first.and_then(|p| p["spec"]["priority"].as_i64()))
-        .map(|p| p.max(0) as u64);
-    let created = |v: &Value| time(&v["metadata"]["creationTimestamp"]);
-    let submit_time = wl
-        .and_then(created)
-        .or_else(|| pg.and_then(created))
-        .or_else(|| pods.iter().filter_map(|p| created(p)).min());
-    let start_time = if state.holds_resources() {
-        running
-            .iter()
-            .filter_map(|p| time(&p["status"]["startTime"]))
-            .min()
-    } else {
-        None
-    };
-    let deadline = first
-        .and_then(|p| p["spec"]["activeDeadlineSeconds"].as_u64())
-        .or_else(|| wl.and_then(|w| w["spec"]["maximumExecutionTimeSeconds"].as_u64()));
-    let mut ck_sources: Vec<&Value> = pods.to_vec();
-    ck_sources.extend(wl);
-    let user = ck_sources
-        .iter()
-        .find_map(|v| {
-            s(v, &["metadata", "labels", ANN_USER])
-                .or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
-        })
-        .unwrap_or(&g.ns)
-        .to_string();
-    let restarts: u32 = pods
-        .iter()
+/// Restarts of the gang's containers, in all.
+fn restarts_of(pods: &[&Value]) -> u32 {
+    pods.iter()
         .flat_map(|p| {
             p["status"]["containerStatuses"]
                 .as_array()
@@ -288,31 +329,13 @@ pub(super) fn job_of(
         })
         .filter_map(|c| c["restartCount"].as_u64())
         .map(|n| n as u32)
-        .sum();
-    Job {
-        id: format!("{}/{}", g.ns, g.name),
-        name: g.name.clone(),
-        user,
-        account,
-        partition,
-        qos: local_queue.or(volcano_queue).map(str::to_string),
-        priority,
-        state,
-        reason,
-        gpus_per_node: Some(gpus_per_node),
-        node_count: Some(node_count.max(1)),
-        gpus_total: Some(gpus_total),
-        nodes,
-        submit_time,
-        eligible_time: None,
-        start_time,
-        end_time: None,
-        // Kubernetes jobs without a deadline run until they finish.
-        time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
-        gang: (node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)),
-        checkpoint: checkpoint(&ck_sources),
-        restarts: Some(restarts),
-        requeueable: Some(wl.is_some() || pg.is_some()),
-        pods: pods.iter().map(|p| key(p)).collect(),
-    }
+        .sum::<u32>()
+}
+
+/// Who owns the job: the user label or annotation of a pod or the workload.
+fn user_of<'a>(objects: &[&'a Value]) -> Option<&'a str> {
+    objects.iter().find_map(|v| {
+        s(v, &["metadata", "labels", ANN_USER])
+            .or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
+    })
 }
