@@ -301,17 +301,8 @@ pub fn report(
     // every few minutes, just before each action, and at the end. Jobs'
     // losses are read just before they stopped. The states at those times
     // are caught in one more pass over the file each (never held whole).
-    let mut looks = looks_every_few_minutes(rec, from, to);
-    looks.extend(actions.iter().map(|a| a.time));
-    let stops: Vec<Timestamp> = fates
-        .ended
-        .values()
-        .chain(fates.requeued.values())
-        .map(|t| t.saturating_sub(1).max(from))
-        .collect();
-    let mut wanted = looks.clone();
-    wanted.extend(stops);
-    let states = capture(rec, wanted)?;
+    let looks = look_times(rec, &actions, from, to);
+    let states = capture(rec, with_stops(&looks, &fates, from))?;
     let mut bases: FxHashMap<Timestamp, Option<(Arc<Cluster>, Base)>> = FxHashMap::default();
     // The state at `t` (the last at or before it) and its base.
     let mut at = |t: Timestamp| -> Option<(Arc<Cluster>, Base)> {
@@ -332,24 +323,7 @@ pub fn report(
             }
         }
     }
-    // The end's view of each, keeping what only earlier looks saw (the
-    // gang its failure stalled before the drain requeued it).
-    for i in &base_end.incidents {
-        let mut now = i.clone();
-        if let Some(before) = found.get(&i.id) {
-            now.burning_gpu_hours_per_hour = now
-                .burning_gpu_hours_per_hour
-                .or(before.burning_gpu_hours_per_hour);
-            let earlier: Vec<String> = before
-                .evidence
-                .iter()
-                .filter(|e| !now.evidence.contains(e))
-                .cloned()
-                .collect();
-            now.evidence.extend(earlier);
-        }
-        found.insert(i.id.clone(), now);
-    }
+    keep_earlier_views(&mut found, &base_end.incidents);
     let at_end: rustc_hash::FxHashSet<&str> =
         base_end.incidents.iter().map(|i| i.id.as_str()).collect();
     let mut ordered: Vec<&Incident> = found.values().collect();
@@ -370,27 +344,12 @@ pub fn report(
                 Some(t) => at(t),
                 None => None,
             };
-            // When its work was thrown away: a failed job at its end time.
-            let stopped_at = stopped.map(|t| {
-                end.job(&j.id)
-                    .and_then(|x| x.end_time)
-                    .filter(|_| !fate.starts_with("requeued"))
-                    .unwrap_or(t)
-            });
             let Loss {
                 lost,
                 back,
                 name,
                 user,
-            } = match state {
-                Some((c, b)) => loss_then(&c, &b, &j.id, stopped_at, site),
-                None => Loss {
-                    lost: Some(0.0),
-                    back: None,
-                    name: None,
-                    user: None,
-                },
-            };
+            } = loss_at(state, &end, &j.id, stopped, &fate, site);
             if let Some(l) = lost {
                 lost_of_job.insert(j.id.clone(), l);
             }
@@ -404,52 +363,20 @@ pub fn report(
                 restore_s: back,
             });
         }
-        let first_action = first_action(&actions, inc);
-        let meaning = match inc.xid {
-            Some(x) => cat.name(x).to_string(),
-            None => inc.message.clone(),
-        };
-        incidents.push(IncidentEntry {
-            id: inc.id.clone(),
-            time: inc.time,
-            node: inc.node.clone(),
-            gpu: inc.gpu,
-            label: inc.full_label(),
-            kind: inc.kind.to_string(),
-            xid: inc.xid,
-            meaning,
-            advice: inc.action.advice().to_string(),
+        incidents.push(entry_of(
+            inc,
             jobs,
-            time_to_action_s: first_action.as_ref().map(|a| a.time - inc.time),
-            first_action,
-            stage_at_end: if at_end.contains(inc.id.as_str()) {
-                inc.stage.as_str().to_string()
-            } else {
-                "over: no longer seen at the end".to_string()
-            },
-            burning_gpu_hours_per_hour: inc.burning_gpu_hours_per_hour,
-            evidence: inc.evidence.clone(),
-        });
+            &actions,
+            cat,
+            at_end.contains(inc.id.as_str()),
+        ));
     }
-    // The hung jobs' unsaved work, as the health numbers count it: lost
-    // when they are requeued (one definition: restore::lost_gpu_hours).
-    let hung: f64 = base_end
-        .stalls
-        .iter()
-        .filter_map(|s| end.job(&s.job))
-        .filter_map(|j| crate::engine::restore::lost_gpu_hours(j, end.time))
-        .sum::<f64>()
-        + 0.0;
+    let hung = hung_lost(&base_end, &end);
     let mut kpis = book.figures(to - from);
     if let Some(k) = &mut kpis {
         k.lost_gpu_hours_hung = Some(hung);
     }
-    let open_at_end = base_end
-        .incidents
-        .iter()
-        .filter(|i| i.is_open())
-        .map(|i| format!("{} {} on {}", i.id, i.full_label(), i.node))
-        .collect();
+    let open_at_end = open_incidents(&base_end);
     Ok(NightReport {
         cluster: end.name.clone(),
         source: rec.header.source.clone(),
@@ -462,6 +389,144 @@ pub fn report(
         kpis,
         truncated: rec.truncated.clone(),
     })
+}
+
+/// When to look for incidents: every few minutes, and just before each
+/// action.
+fn look_times(
+    rec: &Recording,
+    actions: &[Action],
+    from: Timestamp,
+    to: Timestamp,
+) -> Vec<Timestamp> {
+    let mut looks = looks_every_few_minutes(rec, from, to);
+    looks.extend(actions.iter().map(|a| a.time));
+    looks
+}
+
+/// The looks, and the moment before each job stopped (its losses are read
+/// there).
+fn with_stops(looks: &[Timestamp], fates: &Fates, from: Timestamp) -> Vec<Timestamp> {
+    let mut wanted = looks.to_vec();
+    wanted.extend(
+        fates
+            .ended
+            .values()
+            .chain(fates.requeued.values())
+            .map(|t| t.saturating_sub(1).max(from)),
+    );
+    wanted
+}
+
+/// What a job an incident hit lost, read from `state` (the state just
+/// before it stopped; a hung one: the end). Its work was thrown away when
+/// it stopped: a failed job at its end time, a requeued one when requeued.
+fn loss_at(
+    state: Option<(Arc<Cluster>, Base)>,
+    end: &Cluster,
+    job: &str,
+    stopped: Option<Timestamp>,
+    fate: &str,
+    site: &SiteParams,
+) -> Loss {
+    // When its work was thrown away: a failed job at its end time.
+    let stopped_at = stopped.map(|t| {
+        end.job(job)
+            .and_then(|x| x.end_time)
+            .filter(|_| !fate.starts_with("requeued"))
+            .unwrap_or(t)
+    });
+    match state {
+        Some((c, b)) => loss_then(&c, &b, job, stopped_at, site),
+        None => Loss {
+            lost: Some(0.0),
+            back: None,
+            name: None,
+            user: None,
+        },
+    }
+}
+
+/// The end's view of each incident, keeping what only earlier looks saw
+/// (the gang its failure stalled before the drain requeued it).
+fn keep_earlier_views(
+    found: &mut std::collections::BTreeMap<String, Incident>,
+    at_end: &[Incident],
+) {
+    for i in at_end {
+        let mut now = i.clone();
+        if let Some(before) = found.get(&i.id) {
+            now.burning_gpu_hours_per_hour = now
+                .burning_gpu_hours_per_hour
+                .or(before.burning_gpu_hours_per_hour);
+            let earlier: Vec<String> = before
+                .evidence
+                .iter()
+                .filter(|e| !now.evidence.contains(e))
+                .cloned()
+                .collect();
+            now.evidence.extend(earlier);
+        }
+        found.insert(i.id.clone(), now);
+    }
+}
+
+/// One incident of the report: what it was, whom it hit, what was done.
+fn entry_of(
+    inc: &Incident,
+    jobs: Vec<HitJob>,
+    actions: &[Action],
+    cat: &XidCatalog,
+    still_open: bool,
+) -> IncidentEntry {
+    let first_action = first_action(actions, inc);
+    let meaning = match inc.xid {
+        Some(x) => cat.name(x).to_string(),
+        None => inc.message.clone(),
+    };
+    IncidentEntry {
+        id: inc.id.clone(),
+        time: inc.time,
+        node: inc.node.clone(),
+        gpu: inc.gpu,
+        label: inc.full_label(),
+        kind: inc.kind.to_string(),
+        xid: inc.xid,
+        meaning,
+        advice: inc.action.advice().to_string(),
+        jobs,
+        time_to_action_s: first_action.as_ref().map(|a| a.time - inc.time),
+        first_action,
+        stage_at_end: if still_open {
+            inc.stage.as_str().to_string()
+        } else {
+            "over: no longer seen at the end".to_string()
+        },
+        burning_gpu_hours_per_hour: inc.burning_gpu_hours_per_hour,
+        evidence: inc.evidence.clone(),
+    }
+}
+
+/// The hung jobs' unsaved work, as the health numbers count it: lost when
+/// they are requeued (one definition: restore::lost_gpu_hours).
+fn hung_lost(base_end: &Base, end: &Cluster) -> f64 {
+    base_end
+        .stalls
+        .iter()
+        .filter_map(|s| end.job(&s.job))
+        .filter_map(|j| crate::engine::restore::lost_gpu_hours(j, end.time))
+        .sum::<f64>()
+        + 0.0
+}
+
+/// The incidents still open at the end, a line each.
+fn open_incidents(base_end: &Base) -> Vec<String> {
+    base_end
+        .incidents
+        .iter()
+        .filter(|i| i.is_open())
+        .map(|i| format!("{} {} on {}", i.id, i.full_label(), i.node))
+        .collect()
 }
 
 mod markdown;

@@ -395,28 +395,51 @@ fn shape_causes(
             }
         }
     }
-    // Nodes in service whose health says drain them: their free GPUs
-    // would only start a job on a broken GPU.
+    causes.extend(unhealthy_capacity(part, unusable));
+    if !fits_now {
+        drained_capacity(part, (k, g), fit_nodes, unusable, causes, suggestions);
+    }
+    // Other partitions with room for its shape now.
+    if !fits_now {
+        other_partitions(c, j, (k, g), unusable, suggestions);
+    }
+}
+
+/// Nodes in service whose health says drain them: their free GPUs would
+/// only start a job on a broken GPU.
+fn unhealthy_capacity(part: &PartitionView, unusable: &Unusable) -> Option<Reason> {
     let sick: Vec<&&crate::model::Node> = part
         .nodes
         .iter()
         .filter(|n| n.state.schedulable() && unusable.contains(&n.name) && n.gpus_free() > 0)
         .collect();
-    if !sick.is_empty() {
-        let gpus_free = sick.iter().map(|n| n.gpus_free()).sum();
-        let names: Vec<String> = sick.iter().map(|n| n.name.clone()).collect();
-        causes.push(Reason {
-            message: format!(
-                "{gpus_free} free GPUs not counted: their node's health says drain it ({})",
-                names.join(", ")
-            ),
-            cause: Cause::UnhealthyCapacity {
-                nodes: names,
-                gpus_free,
-            },
-        });
+    if sick.is_empty() {
+        return None;
     }
-    // Drained capacity that would fit it.
+    let gpus_free = sick.iter().map(|n| n.gpus_free()).sum();
+    let names: Vec<String> = sick.iter().map(|n| n.name.clone()).collect();
+    Some(Reason {
+        message: format!(
+            "{gpus_free} free GPUs not counted: their node's health says drain it ({})",
+            names.join(", ")
+        ),
+        cause: Cause::UnhealthyCapacity {
+            nodes: names,
+            gpus_free,
+        },
+    })
+}
+
+/// Drained capacity that would fit the job (only healthy nodes would let it
+/// start if they came back).
+fn drained_capacity(
+    part: &PartitionView,
+    (k, g): (u32, u32),
+    fit_nodes: u32,
+    unusable: &Unusable,
+    causes: &mut Vec<Reason>,
+    suggestions: &mut Vec<String>,
+) {
     let out: Vec<&&crate::model::Node> = part
         .nodes
         .iter()
@@ -427,7 +450,7 @@ fn shape_causes(
             )
         })
         .collect();
-    if !out.is_empty() && !fits_now {
+    if !out.is_empty() {
         // Only healthy nodes would let it start if they came back.
         let fitting: Vec<&&crate::model::Node> = out
             .iter()
@@ -476,31 +499,38 @@ fn shape_causes(
             suggestions.push(format!("resuming {} would let it start", n.name));
         }
     }
-    // Other partitions with room for its shape now.
-    if !fits_now {
-        for p in c.partitions.iter().filter(|p| p.name != j.partition) {
-            let other = partition_nodes(c, &p.name);
-            let fit = other
-                .nodes
-                .iter()
-                .filter(|n| free_on(n, unusable) >= g)
-                .count() as u32;
-            if fit >= k {
-                let what = if k == 1 {
-                    format!(
-                        "{} free on one node",
-                        other
-                            .nodes
-                            .iter()
-                            .map(|n| free_on(n, unusable))
-                            .max()
-                            .unwrap_or(0)
-                    )
-                } else {
-                    format!("{fit} nodes with {g} free")
-                };
-                suggestions.push(format!("partition {} has {what}", p.name));
-            }
+}
+
+/// Other partitions with room for the job's shape now.
+fn other_partitions(
+    c: &Cluster,
+    j: &Job,
+    (k, g): (u32, u32),
+    unusable: &Unusable,
+    suggestions: &mut Vec<String>,
+) {
+    for p in c.partitions.iter().filter(|p| p.name != j.partition) {
+        let other = partition_nodes(c, &p.name);
+        let fit = other
+            .nodes
+            .iter()
+            .filter(|n| free_on(n, unusable) >= g)
+            .count() as u32;
+        if fit >= k {
+            let what = if k == 1 {
+                format!(
+                    "{} free on one node",
+                    other
+                        .nodes
+                        .iter()
+                        .map(|n| free_on(n, unusable))
+                        .max()
+                        .unwrap_or(0)
+                )
+            } else {
+                format!("{fit} nodes with {g} free")
+            };
+            suggestions.push(format!("partition {} has {what}", p.name));
         }
     }
 }

@@ -204,6 +204,98 @@ impl Sim {
         Ok(steps)
     }
 
+    /// A drain: the node, then its jobs' gangs requeued (or cancelled);
+    /// a requeue the scheduler would refuse is not sent.
+    fn drain_steps(
+        &mut self,
+        what: String,
+        node: &str,
+        reason: &str,
+        requeue: bool,
+    ) -> Result<Vec<Step>, SimError> {
+        let n = self.node_ix(node)?;
+        self.set_node_state(n, NodeState::Drain, Some(reason.to_string()));
+        let mut victims: Vec<usize> = Vec::new();
+        for k in self.jobs_on(node) {
+            for g in self.gang_of(k) {
+                if !victims.contains(&g) {
+                    victims.push(g);
+                }
+            }
+        }
+        // A requeue the scheduler would refuse is not sent.
+        let (refusing, victims): (Vec<usize>, Vec<usize>) = victims
+            .into_iter()
+            .partition(|&k| requeue && self.jobs[k].job.requeueable == Some(false));
+        let mut job_steps = self.end_jobs_steps(&victims, requeue);
+        job_steps.extend(
+            refusing
+                .iter()
+                .map(|&k| Step::refuses_requeue(&self.jobs[k].job.id, node)),
+        );
+        // Jobs that would not go keep running: the node is draining.
+        if !self.jobs_on(node).is_empty() {
+            Arc::make_mut(&mut self.nodes[n]).state = NodeState::Draining;
+        }
+        let x = &self.nodes[n];
+        let seen = matches!(x.state, NodeState::Drain | NodeState::Draining)
+            && x.reason.as_deref() == Some(reason);
+        Ok(std::iter::once(step(what, seen, show_node(x)))
+            .chain(job_steps)
+            .collect())
+    }
+
+    /// A requeue or a preemption of a running job's gang; a soft
+    /// preemption signals it first, and a job that can checkpoint writes
+    /// one within the grace period.
+    fn requeue_steps(
+        &mut self,
+        what: String,
+        cmd: &Action,
+        job: &str,
+    ) -> Result<Vec<Step>, SimError> {
+        let i = self.job_ix(job)?;
+        if !self.jobs[i].job.state.holds_resources() {
+            return Ok(vec![failed(
+                what,
+                format!(
+                    "job {job} is {}: only running jobs can be requeued",
+                    self.jobs[i].job.state.as_str()
+                ),
+                show_job(&self.jobs[i].job),
+            )]);
+        }
+        let gang = self.gang_of(i);
+        let mut steps = Vec::new();
+        if let Action::Preempt {
+            grace_s: Some(g), ..
+        } = cmd
+        {
+            // The sim models soft preemption: a job that can
+            // checkpoint (not hung, with a checkpoint it reports)
+            // writes one on the signal, within the grace period.
+            let site = crate::engine::SiteParams::default();
+            let now = self.now;
+            for &k in &gang {
+                let j = &self.jobs[k];
+                let write = crate::engine::restore::write_time(&j.job, &site).value;
+                let id = j.job.id.clone();
+                let fits = write.is_some_and(|w| w <= *g as f64);
+                let seen = if j.hung {
+                    format!("job {id} is hung: no checkpoint")
+                } else if fits && j.job.checkpoint.interval_s.is_some() {
+                    self.jobs[k].job_mut().checkpoint.last = Some(now);
+                    format!("job {id} wrote its checkpoint")
+                } else {
+                    format!("job {id} wrote no checkpoint within the grace period")
+                };
+                steps.push(step(format!("signal {id} SIGUSR1"), true, seen));
+            }
+        }
+        steps.extend(self.end_jobs_steps(&gang, true));
+        Ok(steps)
+    }
+
     fn apply_steps(&mut self, cmd: &Action) -> Result<Vec<Step>, SimError> {
         let what = format!("{} {}", cmd.verb(), cmd.target());
         Ok(match cmd {
@@ -219,38 +311,7 @@ impl Sim {
                 node,
                 reason,
                 requeue,
-            } => {
-                let n = self.node_ix(node)?;
-                self.set_node_state(n, NodeState::Drain, Some(reason.clone()));
-                let mut victims: Vec<usize> = Vec::new();
-                for k in self.jobs_on(node) {
-                    for g in self.gang_of(k) {
-                        if !victims.contains(&g) {
-                            victims.push(g);
-                        }
-                    }
-                }
-                // A requeue the scheduler would refuse is not sent.
-                let (refusing, victims): (Vec<usize>, Vec<usize>) = victims
-                    .into_iter()
-                    .partition(|&k| *requeue && self.jobs[k].job.requeueable == Some(false));
-                let mut job_steps = self.end_jobs_steps(&victims, *requeue);
-                job_steps.extend(
-                    refusing
-                        .iter()
-                        .map(|&k| Step::refuses_requeue(&self.jobs[k].job.id, node)),
-                );
-                // Jobs that would not go keep running: the node is draining.
-                if !self.jobs_on(node).is_empty() {
-                    Arc::make_mut(&mut self.nodes[n]).state = NodeState::Draining;
-                }
-                let x = &self.nodes[n];
-                let seen = matches!(x.state, NodeState::Drain | NodeState::Draining)
-                    && x.reason.as_ref() == Some(reason);
-                std::iter::once(step(what, seen, show_node(x)))
-                    .chain(job_steps)
-                    .collect()
-            }
+            } => self.drain_steps(what, node, reason, *requeue)?,
             Action::Resume { node } => {
                 let n = self.node_ix(node)?;
                 self.set_node_state(n, NodeState::Up, None);
@@ -274,46 +335,7 @@ impl Sim {
                 vec![step(what, true, show_node(x))]
             }
             Action::Requeue { job } | Action::Preempt { job, .. } => {
-                let i = self.job_ix(job)?;
-                if !self.jobs[i].job.state.holds_resources() {
-                    return Ok(vec![failed(
-                        what,
-                        format!(
-                            "job {job} is {}: only running jobs can be requeued",
-                            self.jobs[i].job.state.as_str()
-                        ),
-                        show_job(&self.jobs[i].job),
-                    )]);
-                }
-                let gang = self.gang_of(i);
-                let mut steps = Vec::new();
-                if let Action::Preempt {
-                    grace_s: Some(g), ..
-                } = cmd
-                {
-                    // The sim models soft preemption: a job that can
-                    // checkpoint (not hung, with a checkpoint it reports)
-                    // writes one on the signal, within the grace period.
-                    let site = crate::engine::SiteParams::default();
-                    let now = self.now;
-                    for &k in &gang {
-                        let j = &self.jobs[k];
-                        let write = crate::engine::restore::write_time(&j.job, &site).value;
-                        let id = j.job.id.clone();
-                        let fits = write.is_some_and(|w| w <= *g as f64);
-                        let seen = if j.hung {
-                            format!("job {id} is hung: no checkpoint")
-                        } else if fits && j.job.checkpoint.interval_s.is_some() {
-                            self.jobs[k].job_mut().checkpoint.last = Some(now);
-                            format!("job {id} wrote its checkpoint")
-                        } else {
-                            format!("job {id} wrote no checkpoint within the grace period")
-                        };
-                        steps.push(step(format!("signal {id} SIGUSR1"), true, seen));
-                    }
-                }
-                steps.extend(self.end_jobs_steps(&gang, true));
-                steps
+                self.requeue_steps(what, cmd, job)?
             }
             Action::Priority { job, value } => {
                 let i = self.job_ix(job)?;

@@ -408,29 +408,8 @@ enum Msg {
 /// resumed after a 410 Gone re-lists, and the old objects stand until the
 /// new list is complete.
 pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
-    // Connected and discovered, or said why not and tried again: a server
-    // that is down at start is asked again until it answers, and only then
-    // is it known whether Kueue and Volcano are there.
-    let (conn, watched) = loop {
-        let found = match connect(&cfg).await {
-            Ok(conn) => resources(&conn).await.map(|(w, notes)| (conn, w, notes)),
-            Err(e) => Err(e),
-        };
-        match found {
-            Ok((conn, watched, notes)) => {
-                for n in &notes {
-                    tracing::info!("kube: {n}");
-                }
-                break (conn, watched);
-            }
-            Err(e) => {
-                tracing::warn!("kube: {e}");
-                if tx.send(Update::failed(Origin::Scheduler, e)).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_secs(5)).await;
-            }
-        }
+    let Some((conn, watched)) = connect_until_up(&cfg, &tx).await else {
+        return;
     };
     let conn = Arc::new(conn);
     let kinds: Vec<&str> = watched.iter().map(|w| w.kind).collect();
@@ -439,65 +418,19 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
     let mut tasks = Vec::new();
     let cfg_timeout = cfg.request_timeout;
     for w in watched.clone() {
-        let (conn, mtx) = (conn.clone(), mtx.clone());
-        tasks.push(tokio::spawn(async move {
-            // The server ends each watch before the client's read deadline.
-            let wc = watcher::Config::default().timeout(watch_timeout_s(cfg_timeout));
-            let stream = watcher(api(&conn, &w), wc).default_backoff();
-            futures_util::pin_mut!(stream);
-            while let Some(ev) = stream.next().await {
-                let msg = match ev {
-                    Ok(watcher::Event::Init) => Msg::Init(w.kind),
-                    Ok(watcher::Event::InitApply(o)) => Msg::InitApply(w.kind, value(&o, &w)),
-                    Ok(watcher::Event::InitDone) => Msg::InitDone(w.kind),
-                    Ok(watcher::Event::Apply(o)) => Msg::Apply(w.kind, value(&o, &w)),
-                    Ok(watcher::Event::Delete(o)) => Msg::Delete(w.kind, map::key(&value(&o, &w))),
-                    Err(e) => Msg::Failed(w.kind, format!("{}: {}", conn.url, causes(&e))),
-                };
-                if mtx.send(msg).await.is_err() {
-                    return;
-                }
-            }
-        }));
+        tasks.push(spawn_watch(conn.clone(), w, cfg_timeout, mtx.clone()));
     }
     // Kueue's queue positions are not watchable: polled, when served.
     if visibility_served(&conn.client).await {
-        let (conn, mtx) = (conn.clone(), mtx.clone());
-        let every = cfg.interval.max(Duration::from_secs(1));
-        let cqs_kind = watched.iter().find(|w| w.kind == "clusterqueues").cloned();
-        tasks.push(tokio::spawn(async move {
-            let Some(cq_watch) = cqs_kind else { return };
-            loop {
-                let cqs: Vec<String> =
-                    match api(&conn, &cq_watch).list(&ListParams::default()).await {
-                        Ok(l) => l
-                            .items
-                            .iter()
-                            .filter_map(|c| c.metadata.name.clone())
-                            .collect(),
-                        Err(_) => Vec::new(),
-                    };
-                let pos = queue_positions(&conn.client, &cqs).await;
-                if mtx
-                    .send(Msg::Replace("pendingworkloads", pos))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-                tokio::time::sleep(every).await;
-            }
-        }));
+        tasks.push(spawn_positions(
+            conn.clone(),
+            &watched,
+            cfg.interval,
+            mtx.clone(),
+        ));
     }
     drop(mtx);
-    let mut objects = Objects::default();
-    let mut buffers: std::collections::HashMap<
-        &'static str,
-        std::collections::BTreeMap<String, Value>,
-    > = Default::default();
-    let mut listed: std::collections::HashSet<&'static str> = Default::default();
-    let mut failing: std::collections::HashMap<&'static str, String> = Default::default();
-    let mut dirty = false;
+    let mut lists = Lists::default();
     let mut warned: std::collections::HashSet<String> = Default::default();
     let began = tokio::time::Instant::now();
     let mut said_waiting = false;
@@ -508,60 +441,31 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
         tokio::select! {
             m = mrx.recv() => {
                 let Some(m) = m else { break };
-                match m {
-                    Msg::Init(k) => { buffers.insert(k, Default::default()); }
-                    Msg::InitApply(k, v) => { buffers.entry(k).or_default().insert(map::key(&v), v); }
-                    Msg::InitDone(k) => {
-                        let fresh = buffers.remove(&k).unwrap_or_default();
-                        objects.by_kind.insert(k, fresh);
-                        listed.insert(k);
-                        failing.remove(k);
-                        dirty = true;
-                    }
-                    Msg::Apply(k, v) => {
-                        objects.by_kind.entry(k).or_default().insert(map::key(&v), v);
-                        failing.remove(k);
-                        dirty = true;
-                    }
-                    Msg::Delete(k, key) => {
-                        if let Some(m) = objects.by_kind.get_mut(k) { m.remove(&key); }
-                        failing.remove(k);
-                        dirty = true;
-                    }
-                    Msg::Replace(k, values) => {
-                        let fresh: std::collections::BTreeMap<String, Value> =
-                            values.into_iter().map(|v| (map::key(&v), v)).collect();
-                        if objects.by_kind.get(k) != Some(&fresh) {
-                            objects.by_kind.insert(k, fresh);
-                            dirty = true;
-                        }
-                    }
-                    Msg::Failed(k, e) => {
-                        tracing::warn!("kube watch {k}: {e}");
-                        let first = failing.is_empty();
-                        failing.insert(k, e.clone());
-                        if first {
-                            let err = SourceError::Unreachable { what: format!("kubernetes ({k} watch)"), detail: e };
-                            if tx.send(Update::failed(Origin::Scheduler, err)).await.is_err() { break; }
-                        }
+                if let Some((k, e)) = lists.take(m) {
+                    tracing::warn!("kube watch {k}: {e}");
+                    let first = lists.failing.is_empty();
+                    lists.failing.insert(k, e.clone());
+                    if first {
+                        let err = SourceError::Unreachable { what: format!("kubernetes ({k} watch)"), detail: e };
+                        if tx.send(Update::failed(Origin::Scheduler, err)).await.is_err() { break; }
                     }
                 }
             }
             _ = tick.tick() => {
-                let ready = watched.iter().all(|w| listed.contains(w.kind));
+                let ready = watched.iter().all(|w| lists.listed.contains(w.kind));
                 if !ready && !said_waiting && began.elapsed() >= Duration::from_secs(3) {
                     // The first list is slow: say what it waits for.
                     said_waiting = true;
-                    let missing: Vec<&str> = watched.iter().map(|w| w.kind).filter(|k| !listed.contains(k)).collect();
+                    let missing: Vec<&str> = watched.iter().map(|w| w.kind).filter(|k| !lists.listed.contains(k)).collect();
                     let note = format!("kubernetes at {}: waiting for the first list of {}", conn.url, missing.join(", "));
                     tracing::info!("{note}");
                     if tx.send(Update::Notice(note)).await.is_err() { break; }
                 }
                 let mut just_sent = false;
-                if ready && dirty {
-                    dirty = false;
+                if ready && lists.dirty {
+                    lists.dirty = false;
                     just_sent = true;
-                    let m = map::cluster(&conn.cluster, &objects, crate::host::now());
+                    let m = map::cluster(&conn.cluster, &lists.objects, crate::host::now());
                     // Each skipped object is logged once, not every snapshot.
                     for w in m.warnings.iter().filter(|w| !warned.contains(*w)) {
                         tracing::warn!("kube: {w}");
@@ -569,16 +473,16 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
                     warned = m.warnings.into_iter().collect();
                     if tx.send(Update::Snapshot(Arc::new(m.cluster))).await.is_err() { break; }
                 }
-                if !failing.is_empty() && last_ok.elapsed() >= heartbeat {
+                if !lists.failing.is_empty() && last_ok.elapsed() >= heartbeat {
                     // A watch that resumed quietly says nothing: ask the
                     // server whether it answers again.
                     last_ok = tokio::time::Instant::now();
                     let probe = tokio::time::timeout(Duration::from_secs(2), conn.client.apiserver_version()).await;
                     if matches!(probe, Ok(Ok(_))) {
-                        failing.clear();
+                        lists.failing.clear();
                     }
                 }
-                if ready && failing.is_empty() && (last_ok.elapsed() >= heartbeat || just_sent) {
+                if ready && lists.failing.is_empty() && (last_ok.elapsed() >= heartbeat || just_sent) {
                     last_ok = tokio::time::Instant::now();
                     if tx.send(Update::ok(Origin::Scheduler)).await.is_err() { break; }
                 }
@@ -587,5 +491,156 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
     }
     for t in tasks {
         t.abort();
+    }
+}
+
+/// Connected and discovered, or said why not and tried again: a server
+/// that is down at start is asked again until it answers, and only then
+/// is it known whether Kueue and Volcano are there. `None`: nobody listens.
+async fn connect_until_up(
+    cfg: &KubeConfig,
+    tx: &mpsc::Sender<Update>,
+) -> Option<(Connection, Vec<Watched>)> {
+    loop {
+        let found = match connect(cfg).await {
+            Ok(conn) => resources(&conn).await.map(|(w, notes)| (conn, w, notes)),
+            Err(e) => Err(e),
+        };
+        match found {
+            Ok((conn, watched, notes)) => {
+                for n in &notes {
+                    tracing::info!("kube: {n}");
+                }
+                return Some((conn, watched));
+            }
+            Err(e) => {
+                tracing::warn!("kube: {e}");
+                if tx.send(Update::failed(Origin::Scheduler, e)).await.is_err() {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    }
+}
+
+/// One kind's watch, its events as messages.
+fn spawn_watch(
+    conn: Arc<Connection>,
+    w: Watched,
+    cfg_timeout: Duration,
+    mtx: mpsc::Sender<Msg>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // The server ends each watch before the client's read deadline.
+        let wc = watcher::Config::default().timeout(watch_timeout_s(cfg_timeout));
+        let stream = watcher(api(&conn, &w), wc).default_backoff();
+        futures_util::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            let msg = match ev {
+                Ok(watcher::Event::Init) => Msg::Init(w.kind),
+                Ok(watcher::Event::InitApply(o)) => Msg::InitApply(w.kind, value(&o, &w)),
+                Ok(watcher::Event::InitDone) => Msg::InitDone(w.kind),
+                Ok(watcher::Event::Apply(o)) => Msg::Apply(w.kind, value(&o, &w)),
+                Ok(watcher::Event::Delete(o)) => Msg::Delete(w.kind, map::key(&value(&o, &w))),
+                Err(e) => Msg::Failed(w.kind, format!("{}: {}", conn.url, causes(&e))),
+            };
+            if mtx.send(msg).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Kueue's queue positions, polled every `interval` (at most every second).
+fn spawn_positions(
+    conn: Arc<Connection>,
+    watched: &[Watched],
+    interval: Duration,
+    mtx: mpsc::Sender<Msg>,
+) -> tokio::task::JoinHandle<()> {
+    let every = interval.max(Duration::from_secs(1));
+    let cqs_kind = watched.iter().find(|w| w.kind == "clusterqueues").cloned();
+    tokio::spawn(async move {
+        let Some(cq_watch) = cqs_kind else { return };
+        loop {
+            let cqs: Vec<String> = match api(&conn, &cq_watch).list(&ListParams::default()).await {
+                Ok(l) => l
+                    .items
+                    .iter()
+                    .filter_map(|c| c.metadata.name.clone())
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            let pos = queue_positions(&conn.client, &cqs).await;
+            if mtx
+                .send(Msg::Replace("pendingworkloads", pos))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    })
+}
+
+/// The objects as the watches list them: each kind's first list is
+/// buffered until it is complete (a re-list after a 410 Gone leaves the
+/// old objects standing until then).
+#[derive(Default)]
+struct Lists {
+    objects: Objects,
+    buffers: std::collections::HashMap<&'static str, std::collections::BTreeMap<String, Value>>,
+    listed: std::collections::HashSet<&'static str>,
+    failing: std::collections::HashMap<&'static str, String>,
+    /// Changed since the last snapshot.
+    dirty: bool,
+}
+
+impl Lists {
+    /// Takes in one watch message; a watch's failure is handed back.
+    fn take(&mut self, m: Msg) -> Option<(&'static str, String)> {
+        match m {
+            Msg::Init(k) => {
+                self.buffers.insert(k, Default::default());
+            }
+            Msg::InitApply(k, v) => {
+                self.buffers.entry(k).or_default().insert(map::key(&v), v);
+            }
+            Msg::InitDone(k) => {
+                let fresh = self.buffers.remove(&k).unwrap_or_default();
+                self.objects.by_kind.insert(k, fresh);
+                self.listed.insert(k);
+                self.failing.remove(k);
+                self.dirty = true;
+            }
+            Msg::Apply(k, v) => {
+                self.objects
+                    .by_kind
+                    .entry(k)
+                    .or_default()
+                    .insert(map::key(&v), v);
+                self.failing.remove(k);
+                self.dirty = true;
+            }
+            Msg::Delete(k, key) => {
+                if let Some(m) = self.objects.by_kind.get_mut(k) {
+                    m.remove(&key);
+                }
+                self.failing.remove(k);
+                self.dirty = true;
+            }
+            Msg::Replace(k, values) => {
+                let fresh: std::collections::BTreeMap<String, Value> =
+                    values.into_iter().map(|v| (map::key(&v), v)).collect();
+                if self.objects.by_kind.get(k) != Some(&fresh) {
+                    self.objects.by_kind.insert(k, fresh);
+                    self.dirty = true;
+                }
+            }
+            Msg::Failed(k, e) => return Some((k, e)),
+        }
+        None
     }
 }
