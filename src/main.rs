@@ -55,18 +55,7 @@ fn run(cli: Cli) -> Result<(), String> {
             nightshift::out!("{}", output::plain_overview(&c, &b));
             Ok(())
         }
-        None | Some(Command::Tui) => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            let result = rt.block_on(nightshift::tui::run(settings));
-            // Quitting never waits for a worker still busy with a big merge
-            // or a hung request: the terminal is restored already.
-            rt.shutdown_timeout(std::time::Duration::from_millis(500));
-            result
-        }
+        None | Some(Command::Tui) => console(settings),
         Some(Command::Get(args)) if args.what == nightshift::cli::GetWhat::Kpis => {
             let window = units::parse_duration(&args.window)? as i64;
             let k = nightshift::recording_commands::kpis(&settings, window)?;
@@ -87,24 +76,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let w = why(&c, j, &base).ok_or_else(|| format!("no job {}", args.job))?;
             emit(args.output, &w, report::why)
         }
-        Some(Command::Blast(args)) => {
-            let c = snapshot(&settings)?;
-            let target = match args.action {
-                BlastAction::Drain { node, kill } => Target::Drain {
-                    reason: String::new(),
-                    node,
-                    requeue: !kill,
-                },
-                BlastAction::Requeue { job } => Target::Requeue { job },
-                BlastAction::Preempt { job, grace } => Target::Preempt {
-                    job,
-                    grace_s: grace.as_deref().map(units::parse_duration).transpose()?,
-                },
-                BlastAction::Priority { job, value } => Target::Priority { job, value },
-            };
-            let b = blast(&c, &base(&c, &settings), &target, &settings.site)?;
-            emit(args.output, &b, report::blast)
-        }
+        Some(Command::Blast(args)) => blast_command(&settings, args),
         Some(Command::Restore(args)) => {
             // The what-if reads no cluster: a --nodes there was meant for
             // the nodes reading in parallel.
@@ -115,22 +87,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             restore_command(&settings, &args)
         }
-        Some(Command::Report(args)) => {
-            let rec = nightshift::recording::Recording::open(&args.file)?;
-            for w in rec.damage() {
-                nightshift::text::warn(&w);
-            }
-            let r = nightshift::postmortem::report(&rec, &settings.site, &settings.xid_catalog)?;
-            match args.output {
-                nightshift::cli::ReportFormat::Markdown => {
-                    nightshift::out!("{}", nightshift::postmortem::markdown(&r))
-                }
-                nightshift::cli::ReportFormat::Json => {
-                    nightshift::outln!("{}", nightshift::text::json_pretty(&r)?)
-                }
-            }
-            Ok(())
-        }
+        Some(Command::Report(args)) => report_command(&settings, &args),
         Some(Command::Record(args)) => nightshift::recording_commands::record(
             &settings,
             &args.file,
@@ -156,25 +113,87 @@ fn run(cli: Cli) -> Result<(), String> {
             recorded,
             host,
             nvml_lib,
-        }) => {
-            if !(interval.is_finite() && interval > 0.0) {
-                return Err(format!("--interval must be > 0, got {interval}"));
-            }
-            let cfg = nightshift::agent::server::AgentConfig {
-                listen,
-                interval: std::time::Duration::from_secs_f64(interval),
-                recorded,
-                host: host.unwrap_or_else(nightshift::agent::server::hostname),
-                nvml_lib,
-            };
-            Ok(runtime()?.block_on(nightshift::agent::server::run(cfg))?)
-        }
+        }) => agent(listen, interval, recorded, host, nvml_lib),
         #[cfg(not(feature = "agent"))]
         Some(Command::Agent { .. }) => {
             Err("this nightshift was built without the node agent (cargo feature `agent`)".into())
         }
         Some(cmd) => nightshift::action_commands::run(&settings, &cmd),
     }
+}
+
+/// The console on the terminal, on a runtime of its own.
+fn console(settings: Settings) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let result = rt.block_on(nightshift::tui::run(settings));
+    // Quitting never waits for a worker still busy with a big merge
+    // or a hung request: the terminal is restored already.
+    rt.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
+}
+
+/// `nightshift blast …`: what an action would cost.
+fn blast_command(settings: &Settings, args: nightshift::cli::BlastArgs) -> Result<(), String> {
+    let c = snapshot(settings)?;
+    let target = match args.action {
+        BlastAction::Drain { node, kill } => Target::Drain {
+            reason: String::new(),
+            node,
+            requeue: !kill,
+        },
+        BlastAction::Requeue { job } => Target::Requeue { job },
+        BlastAction::Preempt { job, grace } => Target::Preempt {
+            job,
+            grace_s: grace.as_deref().map(units::parse_duration).transpose()?,
+        },
+        BlastAction::Priority { job, value } => Target::Priority { job, value },
+    };
+    let b = blast(&c, &base(&c, settings), &target, &settings.site)?;
+    emit(args.output, &b, report::blast)
+}
+
+/// `nightshift report FILE`: the night of a recording.
+fn report_command(settings: &Settings, args: &nightshift::cli::ReportArgs) -> Result<(), String> {
+    let rec = nightshift::recording::Recording::open(&args.file)?;
+    for w in rec.damage() {
+        nightshift::text::warn(&w);
+    }
+    let r = nightshift::postmortem::report(&rec, &settings.site, &settings.xid_catalog)?;
+    match args.output {
+        nightshift::cli::ReportFormat::Markdown => {
+            nightshift::out!("{}", nightshift::postmortem::markdown(&r))
+        }
+        nightshift::cli::ReportFormat::Json => {
+            nightshift::outln!("{}", nightshift::text::json_pretty(&r)?)
+        }
+    }
+    Ok(())
+}
+
+/// `nightshift agent`: NVML readings served as dcgm-exporter metrics.
+#[cfg(feature = "agent")]
+fn agent(
+    listen: std::net::SocketAddr,
+    interval: f64,
+    recorded: Option<std::path::PathBuf>,
+    host: Option<String>,
+    nvml_lib: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    if !(interval.is_finite() && interval > 0.0) {
+        return Err(format!("--interval must be > 0, got {interval}"));
+    }
+    let cfg = nightshift::agent::server::AgentConfig {
+        listen,
+        interval: std::time::Duration::from_secs_f64(interval),
+        recorded,
+        host: host.unwrap_or_else(nightshift::agent::server::hostname),
+        nvml_lib,
+    };
+    Ok(runtime()?.block_on(nightshift::agent::server::run(cfg))?)
 }
 
 fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String> {

@@ -17,43 +17,12 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
     let gpu = &c.nodes[n].gpus[g];
     let health = app.gpu_severity(&gpu.node, gpu.index);
     let verdict = crate::views::hang(crate::views::answers::gpu(app, gpu, theme), width);
-    // Xids Prometheus saw in the hour before nightshift opened.
-    let earlier = app
-        .history
-        .xids
-        .get(&(c.nodes[n].name.clone(), gpu.index))
-        .map(|xs| {
-            xs.iter()
-                .map(|x| {
-                    if x.at_window_start {
-                        format!("{} (by {})", x.code, text::clock(x.first_seen))
-                    } else {
-                        format!("{} at {}", x.code, text::clock(x.first_seen))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
+    let earlier = earlier_xids(app, &c.nodes[n].name, gpu.index);
     let unknown = || "- (not reported)".to_string();
     let pair = |a: Option<u64>, b: Option<u64>| format!("{} / {}", text::opt(a), text::opt(b));
     let yn =
         |b: Option<bool>| b.map_or_else(unknown, |b| if b { "YES".into() } else { "no".into() });
-    let age = gpu.reading_time.map(|t| (c.time - t).max(0));
-    let stale = age.is_some_and(|a| a as u64 > app.stale_after.as_secs());
-    let readings = match (&gpu.reading_source, age) {
-        (Some(src), Some(a)) => format!(
-            "{}, {} old{}",
-            sanitize(src),
-            text::duration(a),
-            if stale {
-                " — STALE: its endpoint is not answering"
-            } else {
-                ""
-            }
-        ),
-        (Some(src), None) => sanitize(src).into_owned(),
-        _ => "- (no node endpoint)".into(),
-    };
+    let (readings, stale) = readings_from(app, gpu);
     let mut rows: Vec<(&str, String, Style)> = vec![
         (
             "readings from",
@@ -160,6 +129,45 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
     }));
     lines.extend(verdict);
     lines
+}
+
+/// Xids Prometheus saw in the hour before nightshift opened, in a line.
+fn earlier_xids(app: &App, node: &str, gpu: u32) -> Option<String> {
+    app.history.xids.get(&(node.to_string(), gpu)).map(|xs| {
+        xs.iter()
+            .map(|x| {
+                if x.at_window_start {
+                    format!("{} (by {})", x.code, text::clock(x.first_seen))
+                } else {
+                    format!("{} at {}", x.code, text::clock(x.first_seen))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+/// Where the GPU's readings come from and how old they are; whether they
+/// are stale.
+fn readings_from(app: &App, gpu: &crate::model::Gpu) -> (String, bool) {
+    let c = &app.cluster;
+    let age = gpu.reading_time.map(|t| (c.time - t).max(0));
+    let stale = age.is_some_and(|a| a as u64 > app.stale_after.as_secs());
+    let readings = match (&gpu.reading_source, age) {
+        (Some(src), Some(a)) => format!(
+            "{}, {} old{}",
+            sanitize(src),
+            text::duration(a),
+            if stale {
+                " — STALE: its endpoint is not answering"
+            } else {
+                ""
+            }
+        ),
+        (Some(src), None) => sanitize(src).into_owned(),
+        _ => "- (no node endpoint)".into(),
+    };
+    (readings, stale)
 }
 
 /// The text's area and the charts' (at least four rows).
