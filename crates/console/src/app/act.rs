@@ -175,6 +175,41 @@ impl App {
     }
 
     /// Keys while a modal is open. `esc` always cancels.
+    /// A key in the options dialog: a digit (or enter: the recommended one)
+    /// opens that option's first step's guarded preview.
+    fn on_options_key(&mut self, key: KeyEvent, target: String) {
+        let n = match key.code {
+            KeyCode::Char(c @ '1'..='9') => c as usize - '1' as usize,
+            KeyCode::Enter => match self.options_of(&target) {
+                Some(o) => o.options.iter().position(|c| c.recommended).unwrap_or(0),
+                None => 0,
+            },
+            _ => return self.modal = Some(Modal::Options { target }),
+        };
+        let Some(choice) = self.options_of(&target).and_then(|o| o.options.get(n)) else {
+            self.flash = Some("the options are not computed yet".into());
+            return self.modal = Some(Modal::Options { target });
+        };
+        if self.read_only {
+            self.flash = Some("read-only mode: action keys are off".into());
+            return self.modal = Some(Modal::Options { target });
+        }
+        match choice.steps.first().cloned() {
+            Some(first) => {
+                if choice.steps.len() > 1 {
+                    self.flash = Some(format!(
+                        "{}: step 1 of {}; then {}",
+                        choice.title,
+                        choice.steps.len(),
+                        choice.actions[1..].join(", then ")
+                    ));
+                }
+                self.preview_action(first);
+            }
+            None => self.flash = Some(format!("{}: nothing to send", choice.title)),
+        }
+    }
+
     pub(super) fn on_modal_key(&mut self, key: KeyEvent) {
         let Some(modal) = self.modal.take() else {
             return;
@@ -272,39 +307,7 @@ impl App {
                 }
             }
             Modal::Running { action } => Modal::Running { action },
-            Modal::Options { target } => {
-                let n = match key.code {
-                    KeyCode::Char(c @ '1'..='9') => c as usize - '1' as usize,
-                    KeyCode::Enter => match self.options_of(&target) {
-                        Some(o) => o.options.iter().position(|c| c.recommended).unwrap_or(0),
-                        None => 0,
-                    },
-                    _ => return self.modal = Some(Modal::Options { target }),
-                };
-                let Some(choice) = self.options_of(&target).and_then(|o| o.options.get(n)) else {
-                    self.flash = Some("the options are not computed yet".into());
-                    return self.modal = Some(Modal::Options { target });
-                };
-                if self.read_only {
-                    self.flash = Some("read-only mode: action keys are off".into());
-                    return self.modal = Some(Modal::Options { target });
-                }
-                match choice.steps.first().cloned() {
-                    Some(first) => {
-                        if choice.steps.len() > 1 {
-                            self.flash = Some(format!(
-                                "{}: step 1 of {}; then {}",
-                                choice.title,
-                                choice.steps.len(),
-                                choice.actions[1..].join(", then ")
-                            ));
-                        }
-                        self.preview_action(first);
-                    }
-                    None => self.flash = Some(format!("{}: nothing to send", choice.title)),
-                }
-                return;
-            }
+            Modal::Options { target } => return self.on_options_key(key, target),
             Modal::Done { .. } => {
                 // `u` opens the undo's own guarded preview; any other key closes.
                 if key.code == KeyCode::Char('u')

@@ -243,28 +243,7 @@ pub fn verdicts(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
-    let boots: HashMap<&str, i64> = c
-        .nodes
-        .iter()
-        .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
-        .collect();
-    let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
-    // Reports that name the node but not the GPU (Kubernetes' node
-    // problem events, a driver message with only a PCI address).
-    let mut by_node: HashMap<&str, Vec<&Event>> = HashMap::new();
-    // Events from before a node's last boot were cleared by the reboot.
-    let current = |e: &&Event| {
-        e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
-    };
-    for e in c.events.iter().filter(current) {
-        match e.gpu {
-            Some(g) => by_gpu.entry((e.node.as_str(), g)).or_default().push(e),
-            None if matches!(e.kind, EventKind::Xid { .. }) => {
-                by_node.entry(e.node.as_str()).or_default().push(e)
-            }
-            None => {}
-        }
-    }
+    let (by_gpu, by_node) = current_events(c);
     let dt = prev.map_or(0, |p| c.time - p.time);
     let mut out = Vec::new();
     for n in &c.nodes {
@@ -336,21 +315,7 @@ pub fn verdicts(
             (Some(g), None) => (format!("GPU {}", g.gpu), &g.verdict),
             (None, None) => continue,
         };
-        // A node already out of service needs its remedy, not a drain.
-        let summary = if !n.state.schedulable() && worst.action.needs_drain() {
-            format!(
-                "{which}: {} already; now {}, then resume it: {}",
-                match n.state {
-                    crate::model::NodeState::Cordoned => "cordoned (jobs still run: drain it)",
-                    crate::model::NodeState::Draining => "draining",
-                    _ => "out of service",
-                },
-                worst.action.remedy(),
-                worst.evidence.first().map_or("", String::as_str)
-            )
-        } else {
-            format!("{which}: {}", worst.summary)
-        };
+        let summary = node_summary(n, &which, worst);
         let verdict = Verdict {
             action: worst.action,
             summary,
@@ -378,6 +343,60 @@ pub fn verdicts(
             .then(a.node.cmp(&b.node))
     });
     out
+}
+
+/// The events since each node's last boot, within the Xid window: by GPU,
+/// and — reports that name the node but not the GPU (Kubernetes' node
+/// problem events, a driver message with only a PCI address) — by node.
+#[allow(clippy::type_complexity)]
+fn current_events(
+    c: &Cluster,
+) -> (
+    HashMap<(&str, u32), Vec<&Event>>,
+    HashMap<&str, Vec<&Event>>,
+) {
+    let boots: HashMap<&str, i64> = c
+        .nodes
+        .iter()
+        .filter_map(|n| n.boot_time.map(|b| (n.name.as_str(), b)))
+        .collect();
+    let mut by_gpu: HashMap<(&str, u32), Vec<&Event>> = HashMap::new();
+    // Reports that name the node but not the GPU (Kubernetes' node
+    // problem events, a driver message with only a PCI address).
+    let mut by_node: HashMap<&str, Vec<&Event>> = HashMap::new();
+    // Events from before a node's last boot were cleared by the reboot.
+    let current = |e: &&Event| {
+        e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
+    };
+    for e in c.events.iter().filter(current) {
+        match e.gpu {
+            Some(g) => by_gpu.entry((e.node.as_str(), g)).or_default().push(e),
+            None if matches!(e.kind, EventKind::Xid { .. }) => {
+                by_node.entry(e.node.as_str()).or_default().push(e)
+            }
+            None => {}
+        }
+    }
+    (by_gpu, by_node)
+}
+
+/// A node's verdict in a line. A node already out of service needs its
+/// remedy, not a drain.
+fn node_summary(n: &crate::model::Node, which: &str, worst: &Verdict) -> String {
+    if !n.state.schedulable() && worst.action.needs_drain() {
+        format!(
+            "{which}: {} already; now {}, then resume it: {}",
+            match n.state {
+                crate::model::NodeState::Cordoned => "cordoned (jobs still run: drain it)",
+                crate::model::NodeState::Draining => "draining",
+                _ => "out of service",
+            },
+            worst.action.remedy(),
+            worst.evidence.first().map_or("", String::as_str)
+        )
+    } else {
+        format!("{which}: {}", worst.summary)
+    }
 }
 
 /// Nodes whose health says they must be drained: their GPUs are not

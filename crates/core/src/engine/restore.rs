@@ -128,57 +128,9 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
         ),
         None => Quantity::unknown(Provenance::SiteDefault, "GPU-hours unknown"),
     });
-    let state_bytes = match (input.state_bytes, input.params) {
-        (Some(b), _) => Quantity::known(b as f64, input.state_source, text::bytes(b)),
-        (None, Some(p)) => {
-            let b = p.saturating_mul(site.bytes_per_param);
-            Quantity::known(
-                b as f64,
-                Provenance::Model,
-                format!(
-                    "{} parameters × {} bytes (mixed-precision Adam) = {}",
-                    p,
-                    site.bytes_per_param,
-                    text::bytes(b)
-                ),
-            )
-        }
-        (None, None) => Quantity::unknown(
-            Provenance::Assumption,
-            "unknown: the job reports no checkpoint size or parameter count (comment ckpt_bytes=… or ckpt_params=…)",
-        ),
-    };
-    let (storage, storage_src) = match input.storage_bw {
-        Some(b) => (b, Provenance::Given),
-        None => (site.storage_read_bw, Provenance::SiteDefault),
-    };
-    let (per_node, node_src) = match input.node_bw {
-        Some(b) => (b, Provenance::Given),
-        None => (site.node_read_bw, Provenance::SiteDefault),
-    };
+    let state_bytes = state_size(input, site);
     let nodes = input.nodes.max(1);
-    let node_total = per_node * f64::from(nodes);
-    let read_bw = if storage <= node_total {
-        Quantity::known(
-            storage,
-            storage_src,
-            format!(
-                "storage read {}/s is the bottleneck (nodes could take {}/s)",
-                text::bytes(storage as u64),
-                text::bytes(node_total as u64)
-            ),
-        )
-    } else {
-        Quantity::known(
-            node_total,
-            node_src,
-            format!(
-                "{nodes} nodes × {}/s is the bottleneck (storage gives {}/s)",
-                text::bytes(per_node as u64),
-                text::bytes(storage as u64)
-            ),
-        )
-    };
+    let (read_bw, storage) = read_bandwidth(input, site, nodes);
     let bw = read_bw.value.unwrap_or(storage);
     let load_s = match state_bytes.value {
         Some(b) => Quantity::known(
@@ -202,7 +154,89 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
         "container start, NCCL init",
     );
     // A total with an unknown term is unknown, never a smaller number.
-    let total_s = match (&input.requeue_wait, requeue_wait_s.value, load_s.value) {
+    let total_s = total(&input.requeue_wait, &requeue_wait_s, &load_s, site);
+    Restore {
+        job: None,
+        gpus: input.gpus,
+        nodes,
+        lost_work_s,
+        lost_gpu_hours,
+        lost_cost,
+        state_bytes,
+        read_bw,
+        load_s,
+        requeue_wait_s,
+        startup_s,
+        total_s,
+        grace: None,
+    }
+}
+
+/// The checkpoint's size: reported, else the parameter count × bytes per
+/// parameter, else unknown.
+fn state_size(input: &RestoreInput, site: &SiteParams) -> Quantity {
+    match (input.state_bytes, input.params) {
+        (Some(b), _) => Quantity::known(b as f64, input.state_source, text::bytes(b)),
+        (None, Some(p)) => {
+            let b = p.saturating_mul(site.bytes_per_param);
+            Quantity::known(
+                b as f64,
+                Provenance::Model,
+                format!(
+                    "{} parameters × {} bytes (mixed-precision Adam) = {}",
+                    p,
+                    site.bytes_per_param,
+                    text::bytes(b)
+                ),
+            )
+        }
+        (None, None) => Quantity::unknown(
+            Provenance::Assumption,
+            "unknown: the job reports no checkpoint size or parameter count (comment ckpt_bytes=… or ckpt_params=…)",
+        ),
+    }
+}
+
+/// The read bandwidth: the bottleneck of storage and the nodes' network
+/// (given, else the site's); and the storage's.
+fn read_bandwidth(input: &RestoreInput, site: &SiteParams, nodes: u32) -> (Quantity, f64) {
+    let (storage, storage_src) = match input.storage_bw {
+        Some(b) => (b, Provenance::Given),
+        None => (site.storage_read_bw, Provenance::SiteDefault),
+    };
+    let (per_node, node_src) = match input.node_bw {
+        Some(b) => (b, Provenance::Given),
+        None => (site.node_read_bw, Provenance::SiteDefault),
+    };
+    let node_total = per_node * f64::from(nodes);
+    let read_bw = if storage <= node_total {
+        Quantity::known(
+            storage,
+            storage_src,
+            format!(
+                "storage read {}/s is the bottleneck (nodes could take {}/s)",
+                text::bytes(storage as u64),
+                text::bytes(node_total as u64)
+            ),
+        )
+    } else {
+        Quantity::known(
+            node_total,
+            node_src,
+            format!(
+                "{nodes} nodes × {}/s is the bottleneck (storage gives {}/s)",
+                text::bytes(per_node as u64),
+                text::bytes(storage as u64)
+            ),
+        )
+    };
+    (read_bw, storage)
+}
+
+/// Requeue wait + start-up + state load; a total with an unknown term is
+/// unknown, never a smaller number.
+fn total(wait: &Wait, requeue_wait_s: &Quantity, load_s: &Quantity, site: &SiteParams) -> Quantity {
+    match (wait, requeue_wait_s.value, load_s.value) {
         (Wait::Unknown(note), _, _) => Quantity::unknown(Provenance::Model, note.clone()),
         (_, Some(w), Some(l)) => Quantity::known(
             w + site.startup_s as f64 + l,
@@ -222,21 +256,6 @@ pub fn compute(input: &RestoreInput, site: &SiteParams) -> Restore {
             ),
         ),
         (_, None, _) => Quantity::unknown(Provenance::Assumption, "the checkpoint size is unknown"),
-    };
-    Restore {
-        job: None,
-        gpus: input.gpus,
-        nodes,
-        lost_work_s,
-        lost_gpu_hours,
-        lost_cost,
-        state_bytes,
-        read_bw,
-        load_s,
-        requeue_wait_s,
-        startup_s,
-        total_s,
-        grace: None,
     }
 }
 

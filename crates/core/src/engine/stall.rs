@@ -173,19 +173,7 @@ pub fn stalls(
 ) -> Vec<Stall> {
     // Only jobs with a GPU that has a drain verdict, or with the signature
     // in the history, can be stalled: group the GPUs of those alone.
-    let mut wanted: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
-    for (n, g) in c.gpus() {
-        if let Some(id) = g.job.as_deref()
-            && verdicts.get(n.name.as_str()).is_some_and(|v| {
-                v.gpus
-                    .iter()
-                    .any(|gv| gv.gpu == g.index && gv.verdict.action.needs_drain())
-            })
-        {
-            wanted.insert(id);
-        }
-    }
-    wanted.extend(history.since.keys().map(String::as_str));
+    let wanted = candidates(c, verdicts, history);
     let job_ix: HashMap<&str, usize> = c
         .jobs
         .iter()
@@ -218,24 +206,7 @@ pub fn stalls(
                 continue;
             }
             // The Xid that broke it: the GPU's events since the job started.
-            let xid = c
-                .events
-                .iter()
-                .filter(|e| e.node == g.node && e.gpu == Some(g.index) && e.time >= started)
-                .filter_map(|e| match e.kind {
-                    EventKind::Xid { code } if cat.action(code).needs_drain() => {
-                        Some((e.time, code))
-                    }
-                    _ => None,
-                })
-                .next()
-                .or_else(|| {
-                    g.last_xid
-                        .as_ref()
-                        .filter(|x| cat.action(x.code).needs_drain())
-                        .filter(|x| x.time.is_none_or(|t| t >= started))
-                        .map(|x| (x.time.unwrap_or(c.time), x.code))
-                });
+            let xid = xid_since(c, g, started, cat);
             if let Some((t, code)) = xid.filter(|_| !still_working) {
                 let evidence = vec![format!(
                     "rank on {} GPU {} hit Xid {code} ({}) at {}: the other ranks wait in a collective that never completes",
@@ -303,6 +274,54 @@ pub fn stalls(
     }
     out.sort_by(|a, b| a.since.cmp(&b.since).then(a.job.cmp(&b.job)));
     out
+}
+
+/// The jobs that can be stalled: with a GPU that has a drain verdict, or
+/// with the signature in the history.
+fn candidates<'c>(
+    c: &'c Cluster,
+    verdicts: &HashMap<&str, &NodeVerdict>,
+    history: &'c StallHistory,
+) -> rustc_hash::FxHashSet<&'c str> {
+    let mut wanted: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    for (n, g) in c.gpus() {
+        if let Some(id) = g.job.as_deref()
+            && verdicts.get(n.name.as_str()).is_some_and(|v| {
+                v.gpus
+                    .iter()
+                    .any(|gv| gv.gpu == g.index && gv.verdict.action.needs_drain())
+            })
+        {
+            wanted.insert(id);
+        }
+    }
+    wanted.extend(history.since.keys().map(String::as_str));
+    wanted
+}
+
+/// The first Xid that needs a drain on GPU `g` since `started` (its events,
+/// else its last Xid): when, and which.
+fn xid_since(
+    c: &Cluster,
+    g: &crate::model::Gpu,
+    started: Timestamp,
+    cat: &XidCatalog,
+) -> Option<(Timestamp, u32)> {
+    c.events
+        .iter()
+        .filter(|e| e.node == g.node && e.gpu == Some(g.index) && e.time >= started)
+        .filter_map(|e| match e.kind {
+            EventKind::Xid { code } if cat.action(code).needs_drain() => Some((e.time, code)),
+            _ => None,
+        })
+        .next()
+        .or_else(|| {
+            g.last_xid
+                .as_ref()
+                .filter(|x| cat.action(x.code).needs_drain())
+                .filter(|x| x.time.is_none_or(|t| t >= started))
+                .map(|x| (x.time.unwrap_or(c.time), x.code))
+        })
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
