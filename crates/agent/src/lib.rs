@@ -116,116 +116,120 @@ fn labels(host: &str, g: &GpuReadout) -> String {
     )
 }
 
+/// A reading as one of dcgm-exporter's families.
+type Field = fn(&GpuReadout) -> Option<f64>;
+
+/// dcgm-exporter's families the agent writes: name, type, help, value.
+const FAMILIES: [(&str, &str, &str, Field); 17] = [
+    (
+        "DCGM_FI_DEV_GPU_UTIL",
+        "gauge",
+        "GPU utilization (in %).",
+        |g| g.gpu_util.map(f64::from),
+    ),
+    (
+        "DCGM_FI_DEV_FB_USED",
+        "gauge",
+        "Framebuffer memory used (in MiB).",
+        |g| g.mem_used_bytes.map(|b| (b >> 20) as f64),
+    ),
+    (
+        "DCGM_FI_DEV_FB_FREE",
+        "gauge",
+        "Framebuffer memory free (in MiB).",
+        |g| Some(((g.mem_total_bytes? - g.mem_used_bytes?) >> 20) as f64),
+    ),
+    (
+        "DCGM_FI_DEV_GPU_TEMP",
+        "gauge",
+        "GPU temperature (in C).",
+        |g| g.temp_c.map(f64::from),
+    ),
+    (
+        "DCGM_FI_DEV_POWER_USAGE",
+        "gauge",
+        "Power draw (in W).",
+        |g| g.power_mw.map(|p| f64::from(p) / 1000.0),
+    ),
+    (
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "counter",
+        "Total number of single-bit volatile ECC errors.",
+        |g| g.sbe_volatile.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "counter",
+        "Total number of double-bit volatile ECC errors.",
+        |g| g.dbe_volatile.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+        "counter",
+        "Total number of single-bit persistent ECC errors.",
+        |g| g.sbe_aggregate.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+        "counter",
+        "Total number of double-bit persistent ECC errors.",
+        |g| g.dbe_aggregate.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_RETIRED_SBE",
+        "counter",
+        "Total number of retired pages due to single-bit errors.",
+        |g| g.retired_pages_sbe.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_RETIRED_DBE",
+        "counter",
+        "Total number of retired pages due to double-bit errors.",
+        |g| g.retired_pages_dbe.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for correctable errors.",
+        |g| g.remapped_rows_correctable.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors.",
+        |g| g.remapped_rows_uncorrectable.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "gauge",
+        "Whether remapping of rows is pending.",
+        |g| g.remap_pending.map(|b| f64::from(u8::from(b))),
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "gauge",
+        "Whether remapping of rows has failed.",
+        |g| g.remap_failure.map(|b| f64::from(u8::from(b))),
+    ),
+    (
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "gauge",
+        "The ratio of number of warps resident on an SM.",
+        |g| g.sm_occupancy,
+    ),
+    (
+        "DCGM_FI_DEV_XID_ERRORS",
+        "gauge",
+        "Value of the last XID error encountered.",
+        |g| Some(g.last_xid.unwrap_or(0) as f64),
+    ),
+];
+
 /// The readouts as dcgm-exporter would write them. A value NVML could not
 /// read is left out, so the family reads as unknown downstream.
 pub fn to_metrics(host: &str, gpus: &[GpuReadout]) -> String {
-    type Field = fn(&GpuReadout) -> Option<f64>;
-    let families: [(&str, &str, &str, Field); 17] = [
-        (
-            "DCGM_FI_DEV_GPU_UTIL",
-            "gauge",
-            "GPU utilization (in %).",
-            |g| g.gpu_util.map(f64::from),
-        ),
-        (
-            "DCGM_FI_DEV_FB_USED",
-            "gauge",
-            "Framebuffer memory used (in MiB).",
-            |g| g.mem_used_bytes.map(|b| (b >> 20) as f64),
-        ),
-        (
-            "DCGM_FI_DEV_FB_FREE",
-            "gauge",
-            "Framebuffer memory free (in MiB).",
-            |g| Some(((g.mem_total_bytes? - g.mem_used_bytes?) >> 20) as f64),
-        ),
-        (
-            "DCGM_FI_DEV_GPU_TEMP",
-            "gauge",
-            "GPU temperature (in C).",
-            |g| g.temp_c.map(f64::from),
-        ),
-        (
-            "DCGM_FI_DEV_POWER_USAGE",
-            "gauge",
-            "Power draw (in W).",
-            |g| g.power_mw.map(|p| f64::from(p) / 1000.0),
-        ),
-        (
-            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-            "counter",
-            "Total number of single-bit volatile ECC errors.",
-            |g| g.sbe_volatile.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-            "counter",
-            "Total number of double-bit volatile ECC errors.",
-            |g| g.dbe_volatile.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
-            "counter",
-            "Total number of single-bit persistent ECC errors.",
-            |g| g.sbe_aggregate.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
-            "counter",
-            "Total number of double-bit persistent ECC errors.",
-            |g| g.dbe_aggregate.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_RETIRED_SBE",
-            "counter",
-            "Total number of retired pages due to single-bit errors.",
-            |g| g.retired_pages_sbe.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_RETIRED_DBE",
-            "counter",
-            "Total number of retired pages due to double-bit errors.",
-            |g| g.retired_pages_dbe.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-            "counter",
-            "Number of remapped rows for correctable errors.",
-            |g| g.remapped_rows_correctable.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-            "counter",
-            "Number of remapped rows for uncorrectable errors.",
-            |g| g.remapped_rows_uncorrectable.map(|v| v as f64),
-        ),
-        (
-            "DCGM_FI_DEV_ROW_REMAP_PENDING",
-            "gauge",
-            "Whether remapping of rows is pending.",
-            |g| g.remap_pending.map(|b| f64::from(u8::from(b))),
-        ),
-        (
-            "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-            "gauge",
-            "Whether remapping of rows has failed.",
-            |g| g.remap_failure.map(|b| f64::from(u8::from(b))),
-        ),
-        (
-            "DCGM_FI_PROF_SM_OCCUPANCY",
-            "gauge",
-            "The ratio of number of warps resident on an SM.",
-            |g| g.sm_occupancy,
-        ),
-        (
-            "DCGM_FI_DEV_XID_ERRORS",
-            "gauge",
-            "Value of the last XID error encountered.",
-            |g| Some(g.last_xid.unwrap_or(0) as f64),
-        ),
-    ];
     let mut out = String::new();
-    for (name, kind, help, get) in families {
+    for &(name, kind, help, get) in FAMILIES.iter() {
         let values: Vec<(String, f64)> = gpus
             .iter()
             .filter_map(|g| get(g).map(|v| (labels(host, g), v)))

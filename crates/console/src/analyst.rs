@@ -92,18 +92,10 @@ pub fn spawn(
                     // A new focus is answered at once, on the last base.
                     if let Some((c, base)) = done.clone() {
                         let f = focus.borrow().clone();
-                        let s = site.clone();
-                        let answer = tokio::task::spawn_blocking(move || {
-                            Analysis::with_base(base, &c, &f, &s)
-                        })
-                        .await;
-                        match answer {
-                            Ok(a) => {
-                                if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
-                                    return;
-                                }
-                            }
-                            Err(e) => tracing::error!("engine task failed: {e}"),
+                        if let Some(a) = refocus(c, base, f, site.clone()).await
+                            && tx.send(Out::Analysis(Arc::new(a))).await.is_err()
+                        {
+                            return;
                         }
                         continue;
                     }
@@ -133,19 +125,13 @@ pub fn spawn(
                 continue;
             }
             deferred = false;
-            let (b, f, s, k, h) = (
+            let f = focus.borrow().clone();
+            let analysis = analyse(
+                c.clone(),
                 baseline.clone(),
-                focus.borrow().clone(),
-                site.clone(),
-                catalog.clone(),
-                history.clone(),
-            );
-            let c2 = c.clone();
-            let analysis = tokio::task::spawn_blocking(move || {
-                let base = Arc::new(Base::compute_on(&c2, b.as_deref(), &s, &k, &h));
-                let next = Arc::new(EccBaseline::of(&c2));
-                (Analysis::with_base(base, &c2, &f, &s), next)
-            })
+                f,
+                (site.clone(), catalog.clone(), history.clone()),
+            )
             .await;
             earliest = next_analysis(began, began.elapsed());
             match analysis {
@@ -161,6 +147,30 @@ pub fn spawn(
         }
     });
     rx
+}
+
+/// The focus's answers on the last base, off the async workers.
+async fn refocus(c: Arc<Cluster>, base: Arc<Base>, f: Focus, s: SiteParams) -> Option<Analysis> {
+    let answer = tokio::task::spawn_blocking(move || Analysis::with_base(base, &c, &f, &s)).await;
+    answer
+        .map_err(|e| tracing::error!("engine task failed: {e}"))
+        .ok()
+}
+
+/// A full analysis of `c`, off the async workers: the base, the answers
+/// for the focus, and the correctable-error counters for the next rates.
+async fn analyse(
+    c: Arc<Cluster>,
+    baseline: Option<Arc<EccBaseline>>,
+    f: Focus,
+    (s, k, h): (SiteParams, XidCatalog, crate::engine::stall::StallHistory),
+) -> Result<(Analysis, Arc<EccBaseline>), tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || {
+        let base = Arc::new(Base::compute_on(&c, baseline.as_deref(), &s, &k, &h));
+        let next = Arc::new(EccBaseline::of(&c));
+        (Analysis::with_base(base, &c, &f, &s), next)
+    })
+    .await
 }
 
 #[cfg(test)]

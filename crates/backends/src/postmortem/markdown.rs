@@ -35,79 +35,103 @@ pub fn markdown(r: &NightReport) -> String {
     }
     let _ = writeln!(out, "## Timeline\n");
     for i in &r.incidents {
-        let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
+        incident(&mut out, i);
+    }
+    actions(&mut out, r);
+    let _ = writeln!(out, "## Still open at the end\n");
+    if r.open_at_end.is_empty() {
+        let _ = writeln!(out, "Nothing.\n");
+    }
+    for o in &r.open_at_end {
+        let _ = writeln!(out, "- {}", md(o));
+    }
+    if let Some(k) = &r.kpis {
+        let _ = writeln!(out, "\n## Scheduler health\n\n```");
+        out.push_str(&crate::report::kpis(k));
+        let _ = writeln!(out, "```");
+    }
+    out
+}
+
+/// One incident of the timeline: what, where, the evidence, whom it hit
+/// and what they lost, the first action, how it stood at the end.
+fn incident(out: &mut String, i: &super::IncidentEntry) {
+    let gpu = i.gpu.map_or(String::new(), |g| format!(" GPU {g}"));
+    let _ = writeln!(
+        out,
+        "### {} {} on {}{} — {}\n",
+        text::clock(i.time),
+        md(&i.label),
+        md(&i.node),
+        gpu,
+        md(&i.meaning)
+    );
+    let _ = writeln!(out, "- catalog: {}", md(&i.advice));
+    if i.evidence.len() > 1 {
+        for e in &i.evidence {
+            let _ = writeln!(out, "- evidence: {}", md(e));
+        }
+    }
+    if let Some(b) = i.burning_gpu_hours_per_hour {
         let _ = writeln!(
             out,
-            "### {} {} on {}{} — {}\n",
-            text::clock(i.time),
-            md(&i.label),
-            md(&i.node),
-            gpu,
-            md(&i.meaning)
+            "- stalled: burning {b:.0} GPU-hours per hour while hung"
         );
-        let _ = writeln!(out, "- catalog: {}", md(&i.advice));
-        if i.evidence.len() > 1 {
-            for e in &i.evidence {
-                let _ = writeln!(out, "- evidence: {}", md(e));
-            }
+    }
+    for j in &i.jobs {
+        let who = format!(
+            "- job {} {} ({}){}: **{}**",
+            md(&j.id),
+            md(j.name.as_deref().unwrap_or("-")),
+            md(j.user.as_deref().unwrap_or("-")),
+            if j.via_gang { ", via its gang" } else { "" },
+            md(&j.fate),
+        );
+        // A job that kept running lost nothing: no "0.0 lost" line.
+        if matches!(j.fate.as_str(), "still running" | "completed") {
+            let _ = writeln!(out, "{who} — nothing lost");
+            continue;
         }
-        if let Some(b) = i.burning_gpu_hours_per_hour {
+        let lost = j.gpu_hours_lost.map_or("unknown".into(), |h| {
+            if h > 0.0 && h < 0.1 {
+                format!("{h:.2}")
+            } else {
+                format!("{h:.1}")
+            }
+        });
+        let back = match j.restore_s {
+            Some(s) => format!("back in {}", text::duration(s.round() as i64)),
+            None => "restore time unknown".into(),
+        };
+        let since = if j.fate.starts_with("stalled") {
+            "unsaved (lost when it is requeued)"
+        } else {
+            "lost since its checkpoint or restart"
+        };
+        let _ = writeln!(out, "{who} — {lost} GPU-hours {since}, {back}");
+    }
+    match (&i.first_action, i.time_to_action_s) {
+        (Some(a), Some(s)) => {
             let _ = writeln!(
                 out,
-                "- stalled: burning {b:.0} GPU-hours per hour while hung"
+                "- action: {} {} by {} at {}, {} after the incident — {}",
+                md(&a.action),
+                md(&a.target),
+                md(&a.operator),
+                text::clock(a.time),
+                text::duration(s),
+                md(&a.outcome)
             );
         }
-        for j in &i.jobs {
-            let who = format!(
-                "- job {} {} ({}){}: **{}**",
-                md(&j.id),
-                md(j.name.as_deref().unwrap_or("-")),
-                md(j.user.as_deref().unwrap_or("-")),
-                if j.via_gang { ", via its gang" } else { "" },
-                md(&j.fate),
-            );
-            // A job that kept running lost nothing: no "0.0 lost" line.
-            if matches!(j.fate.as_str(), "still running" | "completed") {
-                let _ = writeln!(out, "{who} — nothing lost");
-                continue;
-            }
-            let lost = j.gpu_hours_lost.map_or("unknown".into(), |h| {
-                if h > 0.0 && h < 0.1 {
-                    format!("{h:.2}")
-                } else {
-                    format!("{h:.1}")
-                }
-            });
-            let back = match j.restore_s {
-                Some(s) => format!("back in {}", text::duration(s.round() as i64)),
-                None => "restore time unknown".into(),
-            };
-            let since = if j.fate.starts_with("stalled") {
-                "unsaved (lost when it is requeued)"
-            } else {
-                "lost since its checkpoint or restart"
-            };
-            let _ = writeln!(out, "{who} — {lost} GPU-hours {since}, {back}");
+        _ => {
+            let _ = writeln!(out, "- action: none recorded");
         }
-        match (&i.first_action, i.time_to_action_s) {
-            (Some(a), Some(s)) => {
-                let _ = writeln!(
-                    out,
-                    "- action: {} {} by {} at {}, {} after the incident — {}",
-                    md(&a.action),
-                    md(&a.target),
-                    md(&a.operator),
-                    text::clock(a.time),
-                    text::duration(s),
-                    md(&a.outcome)
-                );
-            }
-            _ => {
-                let _ = writeln!(out, "- action: none recorded");
-            }
-        }
-        let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
     }
+    let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
+}
+
+/// The actions of the night as a table, then each one's preview.
+fn actions(out: &mut String, r: &NightReport) {
     let _ = writeln!(out, "## Actions\n");
     if r.actions.is_empty() {
         let _ = writeln!(out, "None recorded.\n");
@@ -132,17 +156,4 @@ pub fn markdown(r: &NightReport) -> String {
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(out, "## Still open at the end\n");
-    if r.open_at_end.is_empty() {
-        let _ = writeln!(out, "Nothing.\n");
-    }
-    for o in &r.open_at_end {
-        let _ = writeln!(out, "- {}", md(o));
-    }
-    if let Some(k) = &r.kpis {
-        let _ = writeln!(out, "\n## Scheduler health\n\n```");
-        out.push_str(&crate::report::kpis(k));
-        let _ = writeln!(out, "```");
-    }
-    out
 }

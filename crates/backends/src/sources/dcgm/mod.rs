@@ -118,19 +118,7 @@ pub fn readings_checked(
         if let Some(ms) = s.timestamp_ms {
             r.time = r.time.min(ms / 1000);
         }
-        if r.uuid.is_none() {
-            r.uuid = s.label("UUID").map(str::to_string);
-        }
-        if r.model.is_none() {
-            r.model = s.label("modelName").map(str::to_string);
-        }
-        if r.pod.is_none() {
-            r.pod = s.label("pod").filter(|p| !p.is_empty()).map(str::to_string);
-            r.namespace = s
-                .label("namespace")
-                .filter(|p| !p.is_empty())
-                .map(str::to_string);
-        }
+        take_labels(r, s);
         if s.name == "DCGM_EXP_XID_ERRORS_COUNT" || s.name == "DCGM_FI_DEV_XID_ERRORS_ACTIVE" {
             if let Some(x) = s.label("xid").and_then(|x| x.parse().ok())
                 && s.value > 0.0
@@ -144,25 +132,7 @@ pub fn readings_checked(
             continue;
         }
         let v = s.value;
-        let field: Option<&'static str> = match s.name.as_str() {
-            "DCGM_FI_PROF_SM_OCCUPANCY" => Some("sm_occupancy"),
-            "DCGM_FI_PROF_SM_ACTIVE" => Some("sm_active"),
-            "DCGM_FI_DEV_GPU_UTIL" => Some("util"),
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => Some("gr_active"),
-            "DCGM_FI_DEV_GPU_TEMP" => Some("temp"),
-            "DCGM_FI_DEV_POWER_USAGE" => Some("power"),
-            "DCGM_FI_DEV_FB_USED" => Some("fb_used"),
-            "DCGM_FI_DEV_FB_FREE" => Some("fb_free"),
-            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" => Some("sbe_vol"),
-            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" => Some("dbe_vol"),
-            "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL" => Some("sbe_agg"),
-            "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL" => Some("dbe_agg"),
-            "DCGM_FI_DEV_ROW_REMAP_PENDING" => Some("remap_pending"),
-            "DCGM_FI_DEV_ROW_REMAP_FAILURE" => Some("remap_failed"),
-            "DCGM_FI_DEV_XID_ERRORS" => Some("xid"),
-            "nightshift_gpu_recovery_action" => Some("recovery"),
-            _ => None,
-        };
+        let field = field_of(&s.name);
         let Some(field) = field else { continue };
         if field == "xid" && v > 0.0 && v < 1e9 {
             // Every non-zero Xid counts, whichever line it came on.
@@ -190,21 +160,68 @@ pub fn readings_checked(
     }
     let readings = by_gpu
         .into_values()
-        .map(|(mut r, mig)| {
-            if r.time == i64::MAX {
-                r.time = time;
-            }
-            for (field, (sum, n)) in mig {
-                if !is_set(&r, field) {
-                    // Per-GPU fields repeat on every instance; activity is
-                    // per instance: the mean is the GPU's.
-                    set(&mut r, field, sum / f64::from(n));
-                }
-            }
-            r
-        })
+        .map(|(r, mig)| finish(r, mig, time))
         .collect();
     (readings, warnings)
+}
+
+/// What a sample's labels say of its GPU, where the reading has nothing
+/// yet: UUID, model, the pod on it.
+fn take_labels(r: &mut Reading, s: &Sample) {
+    if r.uuid.is_none() {
+        r.uuid = s.label("UUID").map(str::to_string);
+    }
+    if r.model.is_none() {
+        r.model = s.label("modelName").map(str::to_string);
+    }
+    if r.pod.is_none() {
+        r.pod = s.label("pod").filter(|p| !p.is_empty()).map(str::to_string);
+        r.namespace = s
+            .label("namespace")
+            .filter(|p| !p.is_empty())
+            .map(str::to_string);
+    }
+}
+
+/// The reading's field a family fills, where nightshift reads it.
+fn field_of(name: &str) -> Option<&'static str> {
+    match name {
+        "DCGM_FI_PROF_SM_OCCUPANCY" => Some("sm_occupancy"),
+        "DCGM_FI_PROF_SM_ACTIVE" => Some("sm_active"),
+        "DCGM_FI_DEV_GPU_UTIL" => Some("util"),
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => Some("gr_active"),
+        "DCGM_FI_DEV_GPU_TEMP" => Some("temp"),
+        "DCGM_FI_DEV_POWER_USAGE" => Some("power"),
+        "DCGM_FI_DEV_FB_USED" => Some("fb_used"),
+        "DCGM_FI_DEV_FB_FREE" => Some("fb_free"),
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" => Some("sbe_vol"),
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" => Some("dbe_vol"),
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL" => Some("sbe_agg"),
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL" => Some("dbe_agg"),
+        "DCGM_FI_DEV_ROW_REMAP_PENDING" => Some("remap_pending"),
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE" => Some("remap_failed"),
+        "DCGM_FI_DEV_XID_ERRORS" => Some("xid"),
+        "nightshift_gpu_recovery_action" => Some("recovery"),
+        _ => None,
+    }
+}
+
+/// A GPU's reading completed: the scrape's time when no sample had its
+/// own, and the MIG instances' means where the GPU's series said nothing
+/// (per-GPU fields repeat on every instance; activity is per instance:
+/// the mean is the GPU's).
+fn finish(mut r: Reading, mig: MigSums, time: Timestamp) -> Reading {
+    if r.time == i64::MAX {
+        r.time = time;
+    }
+    for (field, (sum, n)) in mig {
+        if !is_set(&r, field) {
+            // Per-GPU fields repeat on every instance; activity is
+            // per instance: the mean is the GPU's.
+            set(&mut r, field, sum / f64::from(n));
+        }
+    }
+    r
 }
 
 /// A repeated series: counters keep their highest value, flags stay set, a

@@ -238,45 +238,12 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         return None;
     }
     let ready = condition(v, "Ready");
-    let unschedulable = v["spec"]["unschedulable"].as_bool() == Some(true);
     let reports = fault_reports(v);
     let taint = reports
         .iter()
         .find(|r| r.source.starts_with("taint "))
         .map(|r| r.source.clone());
-    let (state, reason, reason_time) = if ready.is_none_or(|c| c["status"] != "True") {
-        let msg = ready
-            .map(|c| {
-                format!(
-                    "NotReady: {}",
-                    c["message"].as_str().unwrap_or("no Ready condition")
-                )
-            })
-            .unwrap_or_else(|| "NotReady: no Ready condition".into());
-        (
-            NodeState::Down,
-            Some(msg),
-            ready.and_then(|c| time(&c["lastTransitionTime"])),
-        )
-    } else if unschedulable {
-        let t = v["spec"]["taints"].as_array().and_then(|ts| {
-            ts.iter()
-                .find(|t| t["key"] == "node.kubernetes.io/unschedulable")
-                .and_then(|t| time(&t["timeAdded"]))
-        });
-        (
-            NodeState::Cordoned,
-            v["metadata"]["annotations"][crate::sources::kube::exec::REASON]
-                .as_str()
-                .map(str::to_string)
-                .or(taint),
-            t,
-        )
-    } else if let Some(t) = taint {
-        (NodeState::Cordoned, Some(t), None)
-    } else {
-        (NodeState::Up, None, None)
-    };
+    let (state, reason, reason_time) = state_of(v, ready, taint);
     let model = labels.get("nvidia.com/gpu.product").cloned();
     let mem = labels
         .get("nvidia.com/gpu.memory")
@@ -310,6 +277,50 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         gpus,
         fault_reports: reports,
     })
+}
+
+/// The node's state, the reason for it and since when: NotReady is down; a
+/// cordon keeps nightshift's (or the operator's) reason, else the taint
+/// that keeps it out; a fault taint alone keeps it out too.
+fn state_of(
+    v: &Value,
+    ready: Option<&Value>,
+    taint: Option<String>,
+) -> (NodeState, Option<String>, Option<Timestamp>) {
+    let unschedulable = v["spec"]["unschedulable"].as_bool() == Some(true);
+    if ready.is_none_or(|c| c["status"] != "True") {
+        let msg = ready
+            .map(|c| {
+                format!(
+                    "NotReady: {}",
+                    c["message"].as_str().unwrap_or("no Ready condition")
+                )
+            })
+            .unwrap_or_else(|| "NotReady: no Ready condition".into());
+        (
+            NodeState::Down,
+            Some(msg),
+            ready.and_then(|c| time(&c["lastTransitionTime"])),
+        )
+    } else if unschedulable {
+        let t = v["spec"]["taints"].as_array().and_then(|ts| {
+            ts.iter()
+                .find(|t| t["key"] == "node.kubernetes.io/unschedulable")
+                .and_then(|t| time(&t["timeAdded"]))
+        });
+        (
+            NodeState::Cordoned,
+            v["metadata"]["annotations"][crate::sources::kube::exec::REASON]
+                .as_str()
+                .map(str::to_string)
+                .or(taint),
+            t,
+        )
+    } else if let Some(t) = taint {
+        (NodeState::Cordoned, Some(t), None)
+    } else {
+        (NodeState::Up, None, None)
+    }
 }
 
 /// Xid events (node events and GPU health conditions naming an Xid) and
