@@ -130,7 +130,7 @@ fn run(nodes: usize) -> Scale {
         if view != "overview" {
             let _ = app.run_command(view);
         }
-        let a = Analysis::with_base(base.clone(), &app.cluster, &app.focus(), &site);
+        let a = Analysis::with_base(base.clone(), app.cluster(), &app.focus(), &site);
         let _ = app.update(Msg::Analysis(Arc::new(a)), now);
         let mut row = Vec::new();
         for (w, h) in [(200u16, 50u16), (80, 24)] {

@@ -165,6 +165,9 @@ async fn console(
     };
     let mut terminal =
         setup(settings.mouse).map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let warnings = crate::actions::audit::warn_unfinished(&crate::actions::audit::AuditLog::new(
+        settings.audit_log.clone(),
+    ));
     let mut app = App::new(
         if replay.is_some() {
             "replay"
@@ -175,16 +178,13 @@ async fn console(
         settings.no_color,
         settings.stale_after,
     )
-    .measured_by(crate::views::extent);
-    app.catalog = settings.xid_catalog.clone();
-    app.kpis = kpis;
-    app.bell_on_critical = settings.bell_on_critical;
-    let warnings = crate::actions::audit::warn_unfinished(&crate::actions::audit::AuditLog::new(
-        settings.audit_log.clone(),
-    ));
+    .measured_by(crate::views::extent)
+    .with_catalog(settings.xid_catalog.clone())
+    .with_kpis(kpis)
+    .with_bell_on_critical(settings.bell_on_critical);
     if let Some(w) = warnings.first() {
         tracing::warn!("{w}");
-        app.flash = Some(format!("WARNING: {w}"));
+        app = app.with_warning(format!("WARNING: {w}"));
     }
     let mut channels = Channels {
         updates,

@@ -39,8 +39,14 @@ fn sent(effects: &[Effect]) -> Vec<&Request> {
 }
 
 fn app_after(seconds: u64) -> App {
+    app_as("sim", false, false, seconds)
+}
+
+/// The same, as the console of `source` ("replay": playing a recording),
+/// read-only or without colours when asked.
+fn app_as(source: &str, read_only: bool, no_color: bool, seconds: u64) -> App {
     let mut sim = Sim::new(SimConfig::default()).expect("sim");
-    let mut app = App::new("sim", false, false, Duration::from_secs(10))
+    let mut app = App::new(source, read_only, no_color, Duration::from_secs(10))
         .measured_by(nightshift::views::extent);
     let t0 = Instant::now();
     // A few snapshots so that sparklines have history.
@@ -62,9 +68,9 @@ fn keys(app: &mut App, codes: &[KeyCode]) -> Vec<Effect> {
     let mut effects = Vec::new();
     for &c in codes {
         let now = if c == KeyCode::Enter {
-            app.now + Duration::from_millis(20)
+            app.now() + Duration::from_millis(20)
         } else {
-            app.now
+            app.now()
         };
         effects.extend(app.update(Msg::Key(KeyEvent::new(c, KeyModifiers::NONE)), now));
     }
@@ -94,13 +100,13 @@ fn screen(app: &App, w: u16, h: u16) -> String {
 /// send them.
 fn analyse(app: &mut App) {
     let a = Analysis::compute(
-        &app.cluster,
+        &app.cluster(),
         None,
         &app.focus(),
         &SiteParams::default(),
         &XidCatalog::default(),
     );
-    let now = app.now;
+    let now = app.now();
     let _ = app.update(Msg::Analysis(Arc::new(a)), now);
 }
 
@@ -239,7 +245,7 @@ fn help_overlay() {
     check("help", &mut a);
     // At 80×24 it scrolls to its last line; a key up from there moves at once.
     let mut a = app_after(0);
-    let _ = a.update(Msg::Resize(80, 24), a.now);
+    let _ = a.update(Msg::Resize(80, 24), a.now());
     keys(&mut a, &[KeyCode::Char('?'), KeyCode::End]);
     let s = screen(&a, 80, 24);
     // Its end: the words, after the keys.
@@ -248,12 +254,12 @@ fn help_overlay() {
         "{s}"
     );
     insta::assert_snapshot!("help_80x24_end", s);
-    let end = a.overlay_scroll;
+    let end = a.overlay().1;
     assert!(end > 0, "it had to scroll");
     keys(&mut a, &[KeyCode::Char('k')]);
-    assert_eq!(a.overlay_scroll, end - 1);
+    assert_eq!(a.overlay().1, end - 1);
     keys(&mut a, &[KeyCode::Char('x')]);
-    assert!(!a.show_help, "any other key closes it");
+    assert!(!a.overlay().0, "any other key closes it");
 }
 
 /// Started against a dead slurmrestd: no zero that was not read, no empty
@@ -290,7 +296,12 @@ fn before_the_first_answer_nothing_made_up_is_shown() {
     assert!(s.contains("Connection refused"), "in the message log:\n{s}");
     // The same error again is not logged twice; answering again is.
     a.on_update(Update::failed(Origin::Scheduler, err), Instant::now());
-    let logged = |a: &App, what: &str| a.messages.iter().filter(|(_, m)| m.contains(what)).count();
+    let logged = |a: &App, what: &str| {
+        a.messages()
+            .iter()
+            .filter(|(_, m)| m.contains(what))
+            .count()
+    };
     assert_eq!(logged(&a, "Connection refused"), 1);
     a.on_update(Update::ok(Origin::Scheduler), Instant::now());
     assert_eq!(logged(&a, "slurm answers again"), 1);
@@ -353,8 +364,7 @@ fn the_readme_key_table_matches_the_help() {
 
 #[test]
 fn stale_data_and_read_only_are_shown() {
-    let mut a = app_after(0);
-    a.read_only = true;
+    let mut a = app_as("sim", true, false, 0);
     let later = Instant::now() + Duration::from_secs(42);
     a.on_update(
         Update::failed(
@@ -421,8 +431,7 @@ fn escape_sequences_in_job_names_are_drawn_inert() {
 
 #[test]
 fn no_color_draws_without_colours() {
-    let mut a = app_after(200);
-    a.no_color = true;
+    let mut a = app_as("sim", false, true, 200);
     // The critical glyph comes from the engine's verdicts, as in the app.
     analyse(&mut a);
     let mut term = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
@@ -576,7 +585,7 @@ fn drain_dialog_with_many_victims_keeps_its_prompt_at_80x24() {
 fn gpu_history_back_filled_from_prometheus() {
     use nightshift::model::{Backfill, GpuBackfill, XidSeen};
     let mut a = app_after(0);
-    let t = a.cluster.time;
+    let t = a.cluster().time;
     let mut gpus = std::collections::BTreeMap::new();
     gpus.insert(
         ("h100-06".to_string(), 5),
@@ -619,11 +628,11 @@ fn gpu_history_back_filled_from_prometheus() {
     assert!(s.contains("Xids in the last hour"), "{s}");
     insta::assert_snapshot!("gpu_detail_back_filled_80x24", s);
     assert!(
-        a.messages
+        a.messages()
             .iter()
             .any(|(_, m)| m.contains("last hour for 1 GPUs read from Prometheus")),
         "{:?}",
-        a.messages
+        a.messages()
     );
 }
 
@@ -653,7 +662,7 @@ fn open_dialog(
         Ok(&exec),
         &SiteParams::default(),
     );
-    let now = app.now;
+    let now = app.now();
     let _ = app.update(Msg::Action(Reply::Preview(Box::new(p.clone()))), now);
     p
 }
@@ -714,11 +723,9 @@ fn every_dialog_keeps_its_prompt() {
     let fx = keys(&mut app, &[KeyCode::Char('4'), KeyCode::Enter]);
     assert_eq!(runs(&fx), 0, "nothing sent on a wrong name");
     assert!(
-        app.flash
-            .as_deref()
-            .is_some_and(|f| f.contains("does not match")),
+        app.flash().is_some_and(|f| f.contains("does not match")),
         "{:?}",
-        app.flash
+        app.flash()
     );
     // Typed right: sent, and the dialog waits for the outcome.
     let fx = keys(
@@ -832,13 +839,13 @@ fn every_dialog_keeps_its_prompt() {
             },
         ))
         .expect("drained");
-    let now = app.now;
+    let now = app.now();
     let _ = app.update(Msg::Action(Reply::Done(Box::new(done))), now);
     both(&app, "dialog_drain_done", &["h100-06"]);
 
     // A failure says so and what was kept.
     let (mut app, _, _) = sim_app(0, |_| {});
-    let now = app.now;
+    let now = app.now();
     let _ = app.update(
         Msg::Action(Reply::Failed(
             "drain failed: slurmrestd at http://127.0.0.1:6820 did not answer in 10s; nothing sent"
@@ -878,13 +885,13 @@ fn every_dialog_keeps_its_prompt() {
 #[test]
 fn every_node_screen_fits_80x24() {
     let mut a = app_after(200);
-    let _ = a.update(Msg::Resize(80, 24), a.now);
-    let names: Vec<String> = a.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    let _ = a.update(Msg::Resize(80, 24), a.now());
+    let names: Vec<String> = a.cluster().nodes.iter().map(|n| n.name.clone()).collect();
     for name in names {
         command(&mut a, &format!("node {name}"));
         analyse(&mut a);
         let s = screen(&a, 80, 24);
-        let jobs = a.index.jobs_on(&a.cluster, &name).len();
+        let jobs = a.index().jobs_on(&a.cluster(), &name).len();
         // The jobs pane is the last box: its range `1-k of n`.
         let range = s
             .lines()
@@ -917,7 +924,7 @@ fn every_node_screen_fits_80x24() {
 #[test]
 fn the_job_screen_scrolls_to_its_last_line() {
     let mut a = app_after(200);
-    let _ = a.update(Msg::Resize(80, 18), a.now);
+    let _ = a.update(Msg::Resize(80, 18), a.now());
     command(&mut a, "job 4702");
     analyse(&mut a);
     let before = screen(&a, 80, 18);
@@ -941,7 +948,7 @@ fn the_job_screen_scrolls_to_its_last_line() {
     // A pending job: j scrolls.
     command(&mut a, "job 4722");
     analyse(&mut a);
-    let _ = a.update(Msg::Resize(80, 16), a.now);
+    let _ = a.update(Msg::Resize(80, 16), a.now());
     let top = screen(&a, 80, 16);
     keys(&mut a, &[KeyCode::Char('j'); 6]);
     let down = screen(&a, 80, 16);
@@ -985,7 +992,7 @@ fn one_drain_reason_whichever_way_the_node_is_reached() {
     let from_row = drain_reason(&fx).expect("a drain preview");
     assert_eq!(from_node, from_row);
     assert!(!from_node.contains("xid63"), "{from_node}");
-    let base = &a.analysis.as_ref().expect("analysis").base;
+    let base = &a.analysis().expect("analysis").base;
     assert_eq!(
         Some(from_node),
         base.drain_reason("h100-06"),
@@ -998,10 +1005,8 @@ fn one_drain_reason_whichever_way_the_node_is_reached() {
 #[test]
 fn the_replay_header_fits_80_columns() {
     use nightshift::sources::Playback;
-    let mut a = app_after(0);
-    a.replay = true;
-    a.read_only = true;
-    let start = a.cluster.time;
+    let mut a = app_as("replay", true, false, 0);
+    let start = a.cluster().time;
     let p = Playback {
         paused: false,
         speed: 2.0,
@@ -1010,7 +1015,7 @@ fn the_replay_header_fits_80_columns() {
         end: start + 600,
         ended: false,
     };
-    a.on_update(Update::Playback(p), a.now);
+    a.on_update(Update::Playback(p), a.now());
     let header = |a: &App| {
         screen(a, 80, 24)
             .lines()
@@ -1020,7 +1025,7 @@ fn the_replay_header_fits_80_columns() {
     };
     let h = header(&a);
     assert!(h.contains("▶ 2× 02:53:00 / 02:57:30 (55 %)"), "{h}");
-    a.on_update(Update::Playback(Playback { paused: true, ..p }), a.now);
+    a.on_update(Update::Playback(Playback { paused: true, ..p }), a.now());
     assert!(
         header(&a).contains("⏸ 02:53:00 / 02:57:30"),
         "{}",
@@ -1032,7 +1037,7 @@ fn the_replay_header_fits_80_columns() {
             at: start + 600,
             ..p
         }),
-        a.now,
+        a.now(),
     );
     assert!(header(&a).contains("■ end 02:57:30"), "{}", header(&a));
     insta::assert_snapshot!("replay_header_80x24", screen(&a, 80, 24));
@@ -1042,7 +1047,7 @@ fn the_replay_header_fits_80_columns() {
 #[test]
 fn the_gpu_screen_scrolls_to_its_last_line() {
     let mut a = app_after(200);
-    let _ = a.update(Msg::Resize(80, 16), a.now);
+    let _ = a.update(Msg::Resize(80, 16), a.now());
     command(&mut a, "gpu h100-06/5");
     analyse(&mut a);
     let before = screen(&a, 80, 16);
@@ -1077,10 +1082,10 @@ fn the_readme_words_are_the_helps() {
 #[test]
 fn the_kpis_panel_draws_what_was_computed_without_the_book() {
     let mut a = app_after(200);
-    a.kpis.lock().expect("book").observe(&a.cluster.clone());
+    let book = a.kpis().0.clone();
+    book.lock().expect("book").observe(&a.cluster().clone());
     command(&mut a, "kpis 1h");
-    assert!(a.kpi_figures.is_some(), "computed when it opened");
-    let book = a.kpis.clone();
+    assert!(a.kpis().1.is_some(), "computed when it opened");
     let held = book.lock().expect("book");
     let s = screen(&a, 100, 30);
     drop(held);

@@ -258,71 +258,71 @@ pub enum Input {
 }
 
 pub struct App {
-    pub cluster: Arc<Cluster>,
+    pub(crate) cluster: Arc<Cluster>,
     /// The engine's answers, for this or a slightly older snapshot.
-    pub analysis: Option<Arc<Analysis>>,
-    pub catalog: XidCatalog,
-    pub index: Index,
-    pub source_name: String,
-    pub stack: Vec<Screen>,
-    pub input: Input,
-    pub show_help: bool,
+    pub(crate) analysis: Option<Arc<Analysis>>,
+    pub(crate) catalog: XidCatalog,
+    pub(crate) index: Index,
+    pub(crate) source_name: String,
+    pub(crate) stack: Vec<Screen>,
+    pub(crate) input: Input,
+    pub(crate) show_help: bool,
     /// How far help, the message log or the numbers are scrolled.
-    pub overlay_scroll: u16,
+    pub(crate) overlay_scroll: u16,
     /// The `:kpis` panel, over this window (seconds).
-    pub show_kpis: Option<i64>,
+    pub(crate) show_kpis: Option<i64>,
     /// The scheduler's health numbers, fed every snapshot by the analyst
     /// (off this thread).
-    pub kpis: crate::engine::kpis::SharedKpis,
+    pub(crate) kpis: crate::engine::kpis::SharedKpis,
     /// The `:kpis` panel's figures: computed when a snapshot, an analysis
     /// or a key comes while it is open, never while drawing.
-    pub kpi_figures: Option<crate::engine::kpis::Kpis>,
+    pub(crate) kpi_figures: Option<crate::engine::kpis::Kpis>,
     /// The message log is open (`m`, `:messages`).
-    pub show_messages: bool,
+    pub(crate) show_messages: bool,
     /// Every status message, oldest first (the newest 200), with its wall
     /// time: a message that scrolled away can be read again.
-    pub messages: std::collections::VecDeque<(Said, String)>,
-    pub read_only: bool,
-    pub no_color: bool,
+    pub(crate) messages: std::collections::VecDeque<(Said, String)>,
+    pub(crate) read_only: bool,
+    pub(crate) no_color: bool,
     /// The rows of the current list, filtered and ordered.
-    pub rows: Vec<Row>,
-    pub history: History,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) history: History,
     /// Freshness per origin: the scheduler and each node endpoint.
-    pub origins: BTreeMap<Origin, OriginState>,
+    pub(crate) origins: BTreeMap<Origin, OriginState>,
     /// The clock the UI last looked at.
-    pub now: Instant,
+    pub(crate) now: Instant,
     /// When the snapshot shown arrived (the header's clock runs on from
     /// its time while the source is fresh).
-    pub snapshot_at: Option<Instant>,
-    pub stale_after: Duration,
+    pub(crate) snapshot_at: Option<Instant>,
+    pub(crate) stale_after: Duration,
     /// A one-line message in the footer (unknown command, nothing to open…).
-    pub flash: Option<String>,
+    pub(crate) flash: Option<String>,
     /// When the confirmation's text last changed by a key: an `enter` right
     /// behind it came with a (plain, unbracketed) paste.
-    pub typed_at: Option<Instant>,
+    pub(crate) typed_at: Option<Instant>,
     /// An action being previewed, confirmed, run, or its result.
-    pub modal: Option<Modal>,
+    pub(crate) modal: Option<Modal>,
     /// How far the dialog's body is scrolled (its prompt never scrolls).
-    pub modal_scroll: u16,
+    pub(crate) modal_scroll: u16,
     /// The terminal's size, as last told (views draw to it; keys that move
     /// by a grid row need its width).
-    pub size: (u16, u16),
+    pub(crate) size: (u16, u16),
     /// The overview's node grid: node indices, nodes with problems first.
-    pub grid: Vec<usize>,
+    pub(crate) grid: Vec<usize>,
     /// Incidents the operator has opened (enter, or an action on them).
-    pub seen: std::collections::HashSet<String>,
+    pub(crate) seen: std::collections::HashSet<String>,
     /// Every incident id ever shown, to tell a new one.
-    pub known: std::collections::HashSet<String>,
+    pub(crate) known: std::collections::HashSet<String>,
     /// Ring the terminal bell on a new critical incident (`ui.bell_on_critical`).
-    pub bell_on_critical: bool,
+    pub(crate) bell_on_critical: bool,
     /// How to undo the last action.
-    pub last_undo: Option<Action>,
+    pub(crate) last_undo: Option<Action>,
     /// Playing a recording: the keys steer it (`Effect::Replay`).
-    pub replay: bool,
+    pub(crate) replay: bool,
     /// Playing a recording: where it is and how it plays (the header).
-    pub playback: Option<crate::sources::Playback>,
+    pub(crate) playback: Option<crate::sources::Playback>,
     /// The first replayed snapshot's time (`:at +10m` counts from it).
-    pub replay_start: Option<crate::model::Timestamp>,
+    pub(crate) replay_start: Option<crate::model::Timestamp>,
     /// What the loop is to do, gathered while a message is taken in and
     /// handed over by `update`.
     effects: Vec<Effect>,
@@ -382,6 +382,77 @@ impl App {
             effects: Vec::new(),
             measure: None,
         }
+    }
+
+    /// The Xid catalog the console names Xids by (`--xid-catalog`).
+    pub fn with_catalog(mut self, catalog: XidCatalog) -> App {
+        self.catalog = catalog;
+        self
+    }
+
+    /// The health numbers' book, shared with the analyst that feeds it.
+    pub fn with_kpis(mut self, kpis: crate::engine::kpis::SharedKpis) -> App {
+        self.kpis = kpis;
+        self
+    }
+
+    /// Ring the terminal bell on a new critical incident.
+    pub fn with_bell_on_critical(mut self, ring: bool) -> App {
+        self.bell_on_critical = ring;
+        self
+    }
+
+    /// A warning on the status line from the start (an interrupted action
+    /// found in the audit log).
+    pub fn with_warning(mut self, warning: String) -> App {
+        self.flash = Some(warning);
+        self
+    }
+
+    /// The snapshot shown.
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+
+    /// The engine's answers for it (or a slightly older snapshot).
+    pub fn analysis(&self) -> Option<&Arc<Analysis>> {
+        self.analysis.as_ref()
+    }
+
+    /// The snapshot's lookups (nodes by name, jobs on a node).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The clock the console last looked at.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The status line's message.
+    pub fn flash(&self) -> Option<&str> {
+        self.flash.as_deref()
+    }
+
+    /// Every status message kept, oldest first, with when it was said.
+    pub fn messages(&self) -> &std::collections::VecDeque<(Said, String)> {
+        &self.messages
+    }
+
+    /// Whether help is open, and how far help, the message log or the
+    /// numbers are scrolled.
+    pub fn overlay(&self) -> (bool, u16) {
+        (self.show_help, self.overlay_scroll)
+    }
+
+    /// The health numbers' book, and the `:kpis` panel's figures.
+    pub fn kpis(
+        &self,
+    ) -> (
+        &crate::engine::kpis::SharedKpis,
+        Option<&crate::engine::kpis::Kpis>,
+    ) {
+        (&self.kpis, self.kpi_figures.as_ref())
     }
 
     /// The app measured by the views (see [`Extent`]): without it nothing
