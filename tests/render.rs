@@ -100,7 +100,7 @@ fn screen(app: &App, w: u16, h: u16) -> String {
 /// send them.
 fn analyse(app: &mut App) {
     let a = Analysis::compute(
-        &app.cluster(),
+        app.cluster(),
         None,
         &app.focus(),
         &SiteParams::default(),
