@@ -891,7 +891,7 @@ fn every_node_screen_fits_80x24() {
         command(&mut a, &format!("node {name}"));
         analyse(&mut a);
         let s = screen(&a, 80, 24);
-        let jobs = a.index().jobs_on(&a.cluster(), &name).len();
+        let jobs = a.index().jobs_on(a.cluster(), &name).len();
         // The jobs pane is the last box: its range `1-k of n`.
         let range = s
             .lines()
