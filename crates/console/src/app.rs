@@ -6,6 +6,7 @@ mod freshness;
 pub mod history;
 pub mod index;
 mod keys;
+mod overlays;
 mod rows;
 mod screens;
 mod update;
@@ -102,6 +103,19 @@ pub struct Extent {
 /// The views' measure of the app as drawn now; given to the app by whoever
 /// builds the console (`App::measured_by`), as the app sits below the views.
 pub type Measure = fn(&App) -> Extent;
+
+/// A panel over the screen, a component like the screens (its keys in
+/// `app/overlays.rs`, its drawing in the views): while open it takes the
+/// keys — arrows and pages scroll it, any other closes it, `q` quits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlay {
+    /// The keys and commands (`?`, `:help`).
+    Help,
+    /// Every status message kept (`m`, `:messages`).
+    Messages,
+    /// The scheduler's health numbers over this window (`:kpis [WINDOW]`).
+    Kpis { window_s: i64 },
+}
 
 /// What the TUI shows while an action is in hand.
 #[derive(Debug, Clone)]
@@ -266,19 +280,16 @@ pub struct App {
     pub(crate) source_name: String,
     pub(crate) stack: Vec<Screen>,
     pub(crate) input: Input,
-    pub(crate) show_help: bool,
     /// How far help, the message log or the numbers are scrolled.
     pub(crate) overlay_scroll: u16,
-    /// The `:kpis` panel, over this window (seconds).
-    pub(crate) show_kpis: Option<i64>,
     /// The scheduler's health numbers, fed every snapshot by the analyst
     /// (off this thread).
     pub(crate) kpis: crate::engine::kpis::SharedKpis,
     /// The `:kpis` panel's figures: computed when a snapshot, an analysis
     /// or a key comes while it is open, never while drawing.
     pub(crate) kpi_figures: Option<crate::engine::kpis::Kpis>,
-    /// The message log is open (`m`, `:messages`).
-    pub(crate) show_messages: bool,
+    /// The panel over the screen, when one is open.
+    pub(crate) overlay: Option<Overlay>,
     /// Every status message, oldest first (the newest 200), with its wall
     /// time: a message that scrolled away can be read again.
     pub(crate) messages: std::collections::VecDeque<(Said, String)>,
@@ -349,14 +360,12 @@ impl App {
             source_name: source_name.to_string(),
             stack: vec![Screen::new(View::Overview, None)],
             input: Input::Normal,
-            show_help: false,
             overlay_scroll: 0,
-            show_kpis: None,
             kpi_figures: None,
             kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
                 KPI_KEEP_S,
             ))),
-            show_messages: false,
+            overlay: None,
             messages: std::collections::VecDeque::new(),
             read_only,
             no_color,
@@ -439,10 +448,9 @@ impl App {
         &self.messages
     }
 
-    /// Whether help is open, and how far help, the message log or the
-    /// numbers are scrolled.
-    pub fn overlay(&self) -> (bool, u16) {
-        (self.show_help, self.overlay_scroll)
+    /// The panel over the screen, and how far it is scrolled.
+    pub fn overlay(&self) -> (Option<Overlay>, u16) {
+        (self.overlay, self.overlay_scroll)
     }
 
     /// The health numbers' book, and the `:kpis` panel's figures.

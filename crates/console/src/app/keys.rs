@@ -1,7 +1,7 @@
 //! Keys, k9s style: `:view` to switch, `/` to filter, `enter` to drill down,
 //! `esc` to go back, `j`/`k` to move, `?` for help, `q` to quit.
 
-use super::{App, Effect, Input, Modal, Row, Screen, View};
+use super::{App, Effect, Input, Modal, Overlay, Row, Screen, View};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Rows moved by page keys.
@@ -246,22 +246,20 @@ impl App {
         match cmd {
             "" => {}
             "q" | "q!" | "quit" => self.emit(Effect::Quit),
-            "help" | "?" => self.show_help = true,
+            "help" | "?" => self.open_overlay(Overlay::Help),
             "kpis" | "kpi" => {
-                self.show_kpis = Some(3600);
-                self.refresh_kpi_figures();
+                self.open_overlay(Overlay::Kpis { window_s: 3600 });
             }
             _ if cmd.starts_with("kpis ") => {
                 match crate::engine::units::parse_duration(&cmd["kpis ".len()..]) {
                     Ok(w) if w > 0 => {
-                        self.show_kpis = Some(w as i64);
-                        self.refresh_kpi_figures();
+                        self.open_overlay(Overlay::Kpis { window_s: w as i64 });
                     }
                     Ok(_) => self.flash = Some(":kpis WINDOW: a window above zero".into()),
                     Err(e) => self.flash = Some(format!(":kpis WINDOW: {e}")),
                 }
             }
-            "messages" | "msg" | "log" => self.show_messages = true,
+            "messages" | "msg" | "log" => self.open_overlay(Overlay::Messages),
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             _ if cmd.starts_with("at ") && self.replay => {
                 let start = self.history_start();
@@ -343,35 +341,8 @@ impl App {
     }
 
     fn on_normal_key(&mut self, key: KeyEvent) {
-        if self.show_help || self.show_messages || self.show_kpis.is_some() {
-            // Scroll keys scroll help, the log or the numbers; any other
-            // key closes them; q still quits.
-            let page = self.size.1.saturating_sub(6).max(1);
-            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-            let by: Option<i32> = match key.code {
-                KeyCode::Down | KeyCode::Char('j') if !ctrl => Some(1),
-                KeyCode::Up | KeyCode::Char('k') if !ctrl => Some(-1),
-                KeyCode::PageDown => Some(i32::from(page)),
-                KeyCode::Char('d') if ctrl => Some(i32::from(page)),
-                KeyCode::PageUp => Some(-i32::from(page)),
-                KeyCode::Char('u') if ctrl => Some(-i32::from(page)),
-                KeyCode::Home | KeyCode::Char('g') => Some(-10_000),
-                KeyCode::End | KeyCode::Char('G') => Some(10_000),
-                _ => None,
-            };
-            if let Some(d) = by {
-                let max = i32::from(self.extent().overlay);
-                self.overlay_scroll = (i32::from(self.overlay_scroll) + d).clamp(0, max) as u16;
-                return;
-            }
-            self.overlay_scroll = 0;
-            self.show_help = false;
-            self.show_messages = false;
-            self.show_kpis = None;
-            if key.code == KeyCode::Char('q') {
-                self.emit(Effect::Quit);
-            }
-            return;
+        if self.overlay.is_some() {
+            return self.on_overlay_key(key);
         }
         if self.on_action_key(key) {
             return;
@@ -392,8 +363,8 @@ impl App {
                 let current = self.screen().filter.clone();
                 self.input = Input::Filter(current);
             }
-            KeyCode::Char('?') => self.show_help = true,
-            KeyCode::Char('m') => self.show_messages = true,
+            KeyCode::Char('?') => self.open_overlay(Overlay::Help),
+            KeyCode::Char('m') => self.open_overlay(Overlay::Messages),
             KeyCode::Esc => {
                 if !self.screen().filter.is_empty() {
                     self.set_filter(String::new());
@@ -421,8 +392,7 @@ impl App {
     /// it (and a click on the selected row opens it, as `enter`).
     pub fn on_mouse(&mut self, m: crossterm::event::MouseEvent) {
         use crossterm::event::{MouseButton, MouseEventKind};
-        if self.modal.is_some() || self.show_help || self.show_messages || self.show_kpis.is_some()
-        {
+        if self.modal.is_some() || self.overlay.is_some() {
             return;
         }
         let sel = self.screen().selected;

@@ -597,7 +597,7 @@ fn status_messages_are_kept_and_m_reopens_them() {
         a.now,
     );
     assert!(a.flash.is_none());
-    assert!(a.show_messages);
+    assert_eq!(a.overlay, Some(Overlay::Messages));
     assert!(a.messages.iter().any(|(_, m)| m.contains("podz")));
 }
 

@@ -82,9 +82,12 @@ impl App {
 
     /// The `:kpis` figures for its window, while it is open.
     pub(crate) fn refresh_kpi_figures(&mut self) {
-        self.kpi_figures = self
-            .show_kpis
-            .and_then(|w| self.kpis.lock().ok().and_then(|k| k.figures(w)));
+        self.kpi_figures = match self.overlay {
+            Some(super::Overlay::Kpis { window_s }) => {
+                self.kpis.lock().ok().and_then(|k| k.figures(window_s))
+            }
+            _ => None,
+        };
     }
 
     fn dispatch_one(&mut self, msg: Msg, now: Instant) {

@@ -14,7 +14,7 @@ pub(crate) use wrap::hang;
 pub use table::offset;
 pub use theme::Theme;
 
-use crate::app::{App, Input, View};
+use crate::app::{App, Input, Overlay, View};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -77,14 +77,11 @@ pub fn render(f: &mut Frame, app: &App) {
         component::for_view(app.screen().view).draw(f, body, app, theme);
     }
     draw_footer(f, footer, app, theme);
-    if app.show_help {
-        draw_help(f, body, app, theme);
-    }
-    if app.show_messages {
-        draw_messages(f, body, app, theme);
-    }
-    if let Some(w) = app.show_kpis {
-        draw_kpis(f, body, app, w, theme);
+    match app.overlay {
+        Some(Overlay::Help) => draw_help(f, body, app, theme),
+        Some(Overlay::Messages) => draw_messages(f, body, app, theme),
+        Some(Overlay::Kpis { window_s }) => draw_kpis(f, body, app, window_s, theme),
+        None => {}
     }
     modal::draw(f, body, app, theme);
 }
@@ -661,13 +658,13 @@ pub fn overlay_max_scroll(app: &App) -> u16 {
     // borders take two more rows and columns.
     let body = Rect::new(0, 0, w, h.saturating_sub(2));
     let theme = Theme { color: false };
-    let (popup, lines) = if app.show_help {
+    let (popup, lines) = if app.overlay == Some(Overlay::Help) {
         let p = full_height_popup(body, 100);
         (
             p,
             help_lines(p.width.saturating_sub(2), app.read_only, theme),
         )
-    } else if app.show_messages {
+    } else if app.overlay == Some(Overlay::Messages) {
         let p = full_height_popup(body, 120);
         (p, message_lines(app, p.width.saturating_sub(2), theme))
     } else {
