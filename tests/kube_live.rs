@@ -556,16 +556,12 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.expect(" kube │ gpu-lab │ ");
     t.expect("XID 79");
     t.expect("team-a/llm-pretrain");
-    t.keys(&[":"]);
-    t.keys(&["-l", "queue"]);
-    t.keys(&["Enter"]);
+    t.command("queue");
     t.expect("team-a/finetune-7b");
     // A pending workload's screen at 80×24: the scheduler's sentence once
     // (in the why, not on the state's line too), the estimate in view.
     t.resize(80, 24);
-    t.keys(&[":"]);
-    t.keys(&["-l", "job team-a/finetune-7b"]);
-    t.keys(&["Enter"]);
+    t.command("job team-a/finetune-7b");
     let s = t.expect("why it waits");
     let why = s
         .lines()
@@ -582,9 +578,7 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     assert!(s.contains("est. start"), "the estimate in view:\n{s}");
     t.escape();
     t.resize(140, 40);
-    t.keys(&[":"]);
-    t.keys(&["-l", "nodes"]);
-    t.keys(&["Enter"]);
+    t.command("nodes");
     t.keys(&["/"]);
     t.keys(&["-l", "gpu-06"]);
     t.keys(&["Enter"]);

@@ -133,6 +133,17 @@ impl Tmux {
         self.keys(&["Enter"]);
     }
 
+    /// Types a `:` command as a hand does: the prompt, the text once the
+    /// prompt shows, enter once the text shows (keys sent in one burst
+    /// right after a resize were lost under load).
+    pub fn command(&self, text: &str) {
+        self.keys(&[":"]);
+        self.expect(":▏");
+        self.keys(&["-l", text]);
+        self.expect(&format!(":{text}▏"));
+        self.keys(&["Enter"]);
+    }
+
     /// Waits until the screen contains `text`; panics with the screen if not.
     pub fn expect(&self, text: &str) -> String {
         self.expect_within(text, Duration::from_secs(15))
