@@ -7,6 +7,7 @@ use crate::actions::guard::{self, Preview, Who};
 use crate::actions::{Action, top_priority};
 use crate::cli::{ActArgs, Command, Format};
 use crate::config::Settings;
+use crate::error::CommandError;
 use crate::model::Cluster;
 use crate::sources::SourceConfig;
 use crate::sources::sim::Sim;
@@ -18,7 +19,7 @@ use std::time::Duration;
 pub fn action_of<'a>(
     cmd: &'a Command,
     c: &Cluster,
-) -> Option<Result<(Action, &'a ActArgs), String>> {
+) -> Option<Result<(Action, &'a ActArgs), CommandError>> {
     Some(Ok(match cmd {
         Command::Drain {
             node,
@@ -28,9 +29,7 @@ pub fn action_of<'a>(
             act,
         } => {
             if !requeue && !kill {
-                return Some(Err(
-                    "say what happens to the node's jobs: --requeue or --kill".into(),
-                ));
+                return Some(Err(CommandError::JobsFate));
             }
             (
                 Action::Drain {
@@ -61,7 +60,7 @@ pub fn action_of<'a>(
             Action::Preempt {
                 job: job.clone(),
                 grace_s: match grace.as_deref().map(crate::engine::units::parse_duration) {
-                    Some(Err(e)) => return Some(Err(format!("--grace: {e}"))),
+                    Some(Err(e)) => return Some(Err(CommandError::Grace(e))),
                     g => g.and_then(Result::ok),
                 },
             },
@@ -71,15 +70,13 @@ pub fn action_of<'a>(
             let v = if value == "top" {
                 match top_priority(c, job) {
                     Ok(v) => v,
-                    Err(e) => return Some(Err(e.to_string())),
+                    Err(e) => return Some(Err(e.into())),
                 }
             } else {
                 match value.parse::<u64>() {
                     Ok(v) => v,
                     Err(_) => {
-                        return Some(Err(format!(
-                            "priority must be a number or `top`, got {value:?}"
-                        )));
+                        return Some(Err(CommandError::Priority(value.clone())));
                     }
                 }
             };
@@ -113,7 +110,7 @@ struct PreviewJson<'a> {
     undo_command: Option<String>,
 }
 
-fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
+fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
     match format {
         Format::Json => {
             let j = PreviewJson {
@@ -155,17 +152,17 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), String> {
     Ok(())
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))
+        .map_err(CommandError::Runtime)
 }
 
 /// Runs one action command end to end.
-pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
+pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     if settings.replay.is_some() {
-        return Err("--replay plays a recording: nothing in it can be acted on".into());
+        return Err(CommandError::Replay);
     }
     let log = AuditLog::new(settings.audit_log.clone());
     for w in warn_unfinished(&log) {
@@ -173,7 +170,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     }
     let rt = runtime()?;
     let (cluster, executor, who) = connect(settings, &rt)?;
-    let (action, act) = action_of(cmd, &cluster).ok_or("not an action")??;
+    let (action, act) = action_of(cmd, &cluster).ok_or(CommandError::NotAnAction)??;
     let base = crate::engine::analysis::Base::compute(
         &cluster,
         None,
@@ -204,16 +201,16 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     let typed = match (&p.token, &act.confirm) {
         (Some(_), Some(t)) => t.clone(),
         (Some(t), None) if matches!(action, Action::Resume { .. }) && !p.warnings.is_empty() => {
-            return Err(format!(
-                "{} has unresolved critical health (see the warnings): add --confirm {t} to resume it anyway",
-                sanitize(t)
-            ));
+            return Err(CommandError::ResumeBroken {
+                node: sanitize(t).into_owned(),
+                token: t.clone(),
+            });
         }
         (Some(t), None) => {
-            return Err(format!(
-                "{} is destructive: add --confirm {t} to send it",
-                action.verb()
-            ));
+            return Err(CommandError::Destructive {
+                verb: action.verb(),
+                token: t.clone(),
+            });
         }
         (None, _) => "y".into(),
     };
@@ -233,16 +230,17 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
     ))?;
     crate::outln!("{}", sanitize(&done.message));
     if done.outcome.partial {
-        return Err(format!(
-            "only part of it was done: {}",
-            done.outcome.error.unwrap_or_default()
+        return Err(CommandError::Partial(
+            done.outcome.error.unwrap_or_default(),
         ));
     }
     if !done.outcome.ok {
-        return Err(done.outcome.error.unwrap_or_else(|| "failed".into()));
+        return Err(CommandError::Failed(
+            done.outcome.error.unwrap_or_else(|| "failed".into()),
+        ));
     }
     if !done.outcome.verified {
-        return Err("sent, but the change is not visible in the scheduler's state".into());
+        return Err(CommandError::NotVisible);
     }
     Ok(())
 }
@@ -252,7 +250,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), String> {
 fn connect(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
-) -> Result<(Cluster, Executor, Who), String> {
+) -> Result<(Cluster, Executor, Who), CommandError> {
     if let Some(path) = &settings.replay {
         // The options of a recorded moment: shown, never sent.
         let c = crate::recording::run::replayed(path, settings.at.as_deref())?;
@@ -304,7 +302,7 @@ fn connect(
             (c, Executor::Kube(Box::new(x)), who)
         }
         SourceConfig::None => {
-            return Err("no scheduler source: actions need --source sim, slurm or kube".into());
+            return Err(CommandError::NoScheduler);
         }
     })
 }
@@ -316,7 +314,7 @@ pub fn options(
     target: &str,
     grace_s: Option<u64>,
     format: Format,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let rt = runtime()?;
     let (cluster, executor, _) = connect(settings, &rt)?;
     let base = crate::engine::analysis::Base::compute(
@@ -354,12 +352,11 @@ pub fn exact_calls(executor: &Executor, steps: &[Action], jobs: &[String]) -> Ve
 }
 
 /// `nightshift audit`.
-pub fn show(settings: &Settings, format: Format) -> Result<(), String> {
+pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
     let log = AuditLog::new(settings.audit_log.clone());
     let reading = log.reading();
     if !reading.unreadable.is_empty() {
-        let each: Vec<String> = reading.unreadable.iter().map(|e| e.to_string()).collect();
-        return Err(each.join("; "));
+        return Err(CommandError::AuditUnreadable(reading.unreadable));
     }
     let records = reading.records;
     match format {

@@ -55,12 +55,85 @@ pub struct LimitsFile {
     pub max_recording_line_bytes: Option<u64>,
 }
 
+/// A setting nightshift cannot take, one line naming it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("config: limits.{0} must be > 0")]
+    LimitZero(&'static str),
+    #[error("slurm.checkpoint_signal is {0:?}: a signal name such as SIGUSR1")]
+    Signal(String),
+    #[error("cannot read the Slurm token file {}: {source}", path.display())]
+    Token {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--source slurm needs --slurm-url URL (or [slurm] url in the config)")]
+    NoSlurmUrl,
+    #[error("no Slurm user name: pass --slurm-user or set USER")]
+    NoSlurmUser,
+    #[error("slurm.rest_budget is {0}: a fraction of one core, above 0 and at most 1 (0.03 is 3%)")]
+    RestBudget(f64),
+    #[error(transparent)]
+    SlurmApi(#[from] crate::sources::slurm::error::SetupError),
+    #[error("config: engine.{key}: {source}")]
+    Unit {
+        key: &'static str,
+        source: units::UnitError,
+    },
+    #[error("config: engine.{key} must be at most {MAX_SECONDS:e} seconds, got {given:?}")]
+    TooLong { key: &'static str, given: String },
+    #[error("config: engine.gpu_hour_price must be ≥ 0, got {0}")]
+    Price(f64),
+    /// `key` with its section: `engine.stall_util_min`.
+    #[error("config: {key} must be in 0..1, got {value}")]
+    Fraction { key: String, value: f64 },
+    #[error("config: {key} must be a number of seconds in (0, {MAX_SECONDS:e}], got {value}")]
+    Seconds { key: String, value: f64 },
+    #[error(transparent)]
+    Catalog(#[from] XidCatalogError),
+    #[error("config: unknown source {0:?} (known: sim, slurm, kube, none)")]
+    Source(String),
+    #[error("--speed (sim.speed) must be a number from 0 to {MAX_SPEED}, got {0}")]
+    Speed(f64),
+    #[error("--nodes (sim.nodes) must be at most {MAX_SIM_NODES}, got {0}")]
+    Nodes(usize),
+    #[error("--jobs (sim.jobs) must be at most {MAX_SIM_JOBS}, got {0}")]
+    Jobs(usize),
+    #[error("--sim-seconds must be at most {MAX_SIM_SECONDS} (30 days), got {0}")]
+    SimSeconds(u64),
+}
+
+/// Two errors are the same when they say the same.
+impl PartialEq for ConfigError {
+    fn eq(&self, other: &ConfigError) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
+use crate::engine::xid::CatalogError as XidCatalogError;
+
 impl LimitsFile {
-    fn resolve(&self) -> Result<crate::limits::Limits, String> {
+    fn resolve(&self) -> Result<crate::limits::Limits, ConfigError> {
         let mut l = crate::limits::Limits::default();
-        let positive = |v: u64, key: &str| {
+        let positive = |v: u64, key: &'static str| {
             if v == 0 {
-                Err(format!("config: limits.{key} must be > 0"))
+                Err(ConfigError::LimitZero(key))
             } else {
                 Ok(v)
             }
@@ -121,16 +194,14 @@ pub struct SlurmFile {
 
 /// `[slurm] checkpoint_signal`: a signal name as scancel takes it
 /// (`SIGUSR1`, `USR2`, `SIGTERM`); `SIGUSR1` by default.
-fn checkpoint_signal(v: Option<&str>) -> Result<String, String> {
+fn checkpoint_signal(v: Option<&str>) -> Result<String, ConfigError> {
     let Some(v) = v else {
         return Ok("SIGUSR1".into());
     };
     let name = v.trim().to_ascii_uppercase();
     let bare = name.strip_prefix("SIG").unwrap_or(&name);
     if bare.is_empty() || !bare.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(format!(
-            "slurm.checkpoint_signal is {v:?}: a signal name such as SIGUSR1"
-        ));
+        return Err(ConfigError::Signal(v.to_string()));
     }
     Ok(format!("SIG{bare}"))
 }
@@ -150,7 +221,7 @@ pub struct KubeFile {
 fn kube_config(
     args: &GlobalArgs,
     file: &KubeFile,
-) -> Result<crate::sources::kube::KubeConfig, String> {
+) -> Result<crate::sources::kube::KubeConfig, ConfigError> {
     let evict_timeout = match file.evict_timeout_s {
         Some(s) => seconds(s, "kube.evict_timeout_s")?,
         None => Duration::from_secs(30),
@@ -169,9 +240,11 @@ fn kube_config(
     })
 }
 
-fn read_token(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the Slurm token file {}: {e}", path.display()))?;
+fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Token {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
     // Accept the file as `scontrol token` prints it, or the bare token.
     let t = text.trim();
     Ok(t.strip_prefix("SLURM_JWT=").unwrap_or(t).to_string())
@@ -183,12 +256,12 @@ fn slurm_config(
     args: &GlobalArgs,
     file: &SlurmFile,
     max_data_age: Duration,
-) -> Result<SlurmConfig, String> {
+) -> Result<SlurmConfig, ConfigError> {
     let url = args
         .slurm_url
         .clone()
         .or_else(|| file.url.clone())
-        .ok_or("--source slurm needs --slurm-url URL (or [slurm] url in the config)")?;
+        .ok_or(ConfigError::NoSlurmUrl)?;
     let token = match (
         &args.slurm_token_file,
         std::env::var("SLURM_JWT").ok().filter(|t| !t.is_empty()),
@@ -210,8 +283,8 @@ fn slurm_config(
         .or_else(|| file.user.clone())
         .or_else(|| std::env::var("USER").ok())
         .or_else(|| std::env::var("LOGNAME").ok())
-        .ok_or("no Slurm user name: pass --slurm-user or set USER")?;
-    let secs = |v: Option<f64>, default: f64, key: &str| -> Result<Duration, String> {
+        .ok_or(ConfigError::NoSlurmUser)?;
+    let secs = |v: Option<f64>, default: f64, key: &str| -> Result<Duration, ConfigError> {
         match v {
             None => Ok(Duration::from_secs_f64(default)),
             Some(s) => seconds(s, &format!("slurm.{key}")),
@@ -236,9 +309,7 @@ fn slurm_config(
             None => 0.03,
             Some(b) if b > 0.0 && b <= 1.0 => b,
             Some(b) => {
-                return Err(format!(
-                    "slurm.rest_budget is {b}: a fraction of one core, above 0 and at most 1 (0.03 is 3%)"
-                ));
+                return Err(ConfigError::RestBudget(b));
             }
         },
         full_jobs_interval: secs(file.full_jobs_interval_s, 30.0, "full_jobs_interval_s")?,
@@ -276,10 +347,10 @@ pub struct EngineFile {
 }
 
 impl EngineFile {
-    fn resolve(&self) -> Result<(SiteParams, XidCatalog), String> {
+    fn resolve(&self) -> Result<(SiteParams, XidCatalog), ConfigError> {
         let mut p = SiteParams::default();
-        fn ctx<E: std::fmt::Display>(k: &'static str) -> impl Fn(E) -> String {
-            move |e| format!("config: engine.{k}: {e}")
+        fn ctx(key: &'static str) -> impl Fn(units::UnitError) -> ConfigError {
+            move |source| ConfigError::Unit { key, source }
         }
         if let Some(v) = &self.storage_read_bw {
             p.storage_read_bw = units::parse_bandwidth(v).map_err(ctx("storage_read_bw"))?;
@@ -291,12 +362,13 @@ impl EngineFile {
             p.node_read_bw = units::parse_bandwidth(v).map_err(ctx("node_read_bw"))?;
         }
         // A duration in words, at most MAX_SECONDS.
-        let dur = |v: &str, key: &'static str| -> Result<u64, String> {
+        let dur = |v: &str, key: &'static str| -> Result<u64, ConfigError> {
             let s = units::parse_duration(v).map_err(ctx(key))?;
             if s as f64 > MAX_SECONDS {
-                return Err(format!(
-                    "config: engine.{key} must be at most {MAX_SECONDS:e} seconds, got {v:?}"
-                ));
+                return Err(ConfigError::TooLong {
+                    key,
+                    given: v.to_string(),
+                });
             }
             Ok(s)
         };
@@ -311,9 +383,7 @@ impl EngineFile {
         }
         if let Some(v) = self.gpu_hour_price {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!(
-                    "config: engine.gpu_hour_price must be ≥ 0, got {v}"
-                ));
+                return Err(ConfigError::Price(v));
             }
             p.gpu_hour_price = Some(v);
         }
@@ -348,7 +418,10 @@ impl EngineFile {
         ] {
             if let Some(v) = v {
                 if !(0.0..=1.0).contains(&v) {
-                    return Err(format!("config: engine.{key} must be in 0..1, got {v}"));
+                    return Err(ConfigError::Fraction {
+                        key: format!("engine.{key}"),
+                        value: v,
+                    });
                 }
                 *slot = v;
             }
@@ -387,13 +460,14 @@ pub const MAX_SECONDS: f64 = 1e9;
 
 /// A duration in seconds from the configuration: finite, > 0 and at most
 /// `MAX_SECONDS`, or a one-line error naming the key.
-pub fn seconds(v: f64, key: &str) -> Result<Duration, String> {
+pub fn seconds(v: f64, key: &str) -> Result<Duration, ConfigError> {
     if v.is_finite() && v > 0.0 && v <= MAX_SECONDS {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(format!(
-            "config: {key} must be a number of seconds in (0, {MAX_SECONDS:e}], got {v}"
-        ))
+        Err(ConfigError::Seconds {
+            key: key.to_string(),
+            value: v,
+        })
     }
 }
 
@@ -413,7 +487,7 @@ pub struct ActionsFile {
 }
 
 impl ActionsFile {
-    pub fn resolve(&self, read_only: bool) -> Result<Policy, String> {
+    pub fn resolve(&self, read_only: bool) -> Result<Policy, ConfigError> {
         let mut p = Policy {
             read_only,
             ..Policy::default()
@@ -426,9 +500,10 @@ impl ActionsFile {
         }
         if let Some(v) = self.max_partition_share_out {
             if !(0.0..=1.0).contains(&v) {
-                return Err(format!(
-                    "config: actions.max_partition_share_out must be in 0..1, got {v}"
-                ));
+                return Err(ConfigError::Fraction {
+                    key: "actions.max_partition_share_out".into(),
+                    value: v,
+                });
             }
             p.max_partition_share_out = v;
         }
@@ -470,15 +545,20 @@ pub struct Settings {
 }
 
 impl FileConfig {
-    pub fn load(path: &Path) -> Result<FileConfig, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("config {}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source: e,
+        })
     }
 }
 
 impl Settings {
-    pub fn resolve(args: &GlobalArgs, file: FileConfig) -> Result<Settings, String> {
+    pub fn resolve(args: &GlobalArgs, file: FileConfig) -> Result<Settings, ConfigError> {
         let source = match (args.source, file.source.as_deref()) {
             (Some(k), _) => k,
             (None, None | Some("sim")) => SourceKind::Sim,
@@ -486,37 +566,27 @@ impl Settings {
             (None, Some("kube")) => SourceKind::Kube,
             (None, Some("none")) => SourceKind::None,
             (None, Some(other)) => {
-                return Err(format!(
-                    "config: unknown source {other:?} (known: sim, slurm, kube, none)"
-                ));
+                return Err(ConfigError::Source(other.to_string()));
             }
         };
         let speed = args.speed.or(file.sim.speed).unwrap_or(1.0);
         if !(speed.is_finite() && (0.0..=MAX_SPEED).contains(&speed)) {
-            return Err(format!(
-                "--speed (sim.speed) must be a number from 0 to {MAX_SPEED}, got {speed}"
-            ));
+            return Err(ConfigError::Speed(speed));
         }
         let nodes = args
             .nodes
             .or(file.sim.nodes)
             .unwrap_or(crate::sources::sim::MIN_NODES);
         if nodes > MAX_SIM_NODES {
-            return Err(format!(
-                "--nodes (sim.nodes) must be at most {MAX_SIM_NODES}, got {nodes}"
-            ));
+            return Err(ConfigError::Nodes(nodes));
         }
         let jobs = args.jobs.or(file.sim.jobs);
         if let Some(j) = jobs.filter(|&j| j > MAX_SIM_JOBS) {
-            return Err(format!(
-                "--jobs (sim.jobs) must be at most {MAX_SIM_JOBS}, got {j}"
-            ));
+            return Err(ConfigError::Jobs(j));
         }
         let sim_seconds = args.sim_seconds.unwrap_or(0);
         if sim_seconds > MAX_SIM_SECONDS {
-            return Err(format!(
-                "--sim-seconds must be at most {MAX_SIM_SECONDS} (30 days), got {sim_seconds}"
-            ));
+            return Err(ConfigError::SimSeconds(sim_seconds));
         }
         let limits = file.limits.resolve()?;
         // A recording is history: nothing in it can be acted on.
@@ -638,10 +708,10 @@ mod tests {
         assert!(err.to_string().contains("colour"), "{err}");
         let file: FileConfig = toml::from_str("source = \"slurm\"").expect("toml");
         let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("slurm without a url");
-        assert!(err.contains("--slurm-url"), "{err}");
+        assert!(err.to_string().contains("--slurm-url"), "{err}");
         let file: FileConfig = toml::from_str("source = \"pbs\"").expect("toml");
         let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("unknown source");
-        assert!(err.contains("pbs"));
+        assert!(err.to_string().contains("pbs"));
     }
 
     #[test]
@@ -658,7 +728,7 @@ mod tests {
         let file: FileConfig =
             toml::from_str("[engine]\nstorage_read_bw = \"fast\"\n").expect("toml");
         let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("bad bandwidth");
-        assert!(err.contains("engine.storage_read_bw"), "{err}");
+        assert!(err.to_string().contains("engine.storage_read_bw"), "{err}");
     }
 
     #[test]
@@ -719,7 +789,7 @@ mod tests {
                 if let Ok(file) = toml::from_str::<FileConfig>(&text)
                     && let Err(e) = Settings::resolve(&GlobalArgs::default(), file)
                 {
-                    prop_assert_eq!(e.lines().count(), 1, "{}", e);
+                    prop_assert_eq!(e.to_string().lines().count(), 1, "{}", e);
                 }
             }
 

@@ -18,6 +18,7 @@ pub use nightshift_agent as agent;
 pub mod action_commands;
 pub mod cli;
 pub mod config;
+pub mod error;
 pub mod logging;
 pub mod output;
 pub mod recording_commands;

@@ -31,13 +31,35 @@ pub struct LogFile {
 pub const MAX_LOG_BYTES: u64 = 10 << 20;
 pub const KEEP_LOGS: u32 = 3;
 
+/// Why there is no log (the console runs on without one).
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("cannot open log {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no log file: neither XDG_STATE_HOME nor HOME is set")]
+    NoPath,
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("logging already started: {0}")]
+    Started(String),
+}
+
 impl LogFile {
-    pub fn open(path: &Path, max_bytes: u64, keep: u32) -> Result<LogFile, String> {
+    pub fn open(path: &Path, max_bytes: u64, keep: u32) -> Result<LogFile, LogError> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| format!("cannot open log {}: {e}", path.display()))?;
+            .map_err(|e| LogError::Open {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(LogFile {
             path: path.to_path_buf(),
@@ -96,14 +118,16 @@ impl std::io::Write for LogFile {
 
 /// Starts logging to `path` (or the default). Returns where logs go, or why
 /// there is no log: a failure here must not stop the console.
-pub fn init(path: Option<&Path>) -> Result<PathBuf, String> {
+pub fn init(path: Option<&Path>) -> Result<PathBuf, LogError> {
     let path = match path {
         Some(p) => p.to_path_buf(),
-        None => default_path().ok_or("no log file: neither XDG_STATE_HOME nor HOME is set")?,
+        None => default_path().ok_or(LogError::NoPath)?,
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| LogError::CreateDir {
+            dir: dir.to_path_buf(),
+            source: e,
+        })?;
     }
     let file = LogFile::open(&path, MAX_LOG_BYTES, KEEP_LOGS)?;
     let filter =
@@ -113,7 +137,7 @@ pub fn init(path: Option<&Path>) -> Result<PathBuf, String> {
         .with_ansi(false)
         .with_writer(Mutex::new(file))
         .try_init()
-        .map_err(|e| format!("logging already started: {e}"))?;
+        .map_err(|e| LogError::Started(e.to_string()))?;
     Ok(path)
 }
 

@@ -44,7 +44,7 @@ fn run(cli: Cli) -> Result<(), String> {
     if let Err(e) = nightshift::logging::init(settings.log_file.as_deref()) {
         eprintln!(
             "nightshift: logging off: {}",
-            nightshift::text::sanitize(&e)
+            nightshift::text::sanitize(&e.to_string())
         );
     }
     match cli.command {
@@ -88,15 +88,15 @@ fn run(cli: Cli) -> Result<(), String> {
             restore_command(&settings, &args)
         }
         Some(Command::Report(args)) => report_command(&settings, &args),
-        Some(Command::Record(args)) => nightshift::recording_commands::record(
+        Some(Command::Record(args)) => Ok(nightshift::recording_commands::record(
             &settings,
             &args.file,
             args.duration
                 .as_deref()
                 .map(units::parse_duration)
                 .transpose()?,
-        ),
-        Some(Command::Options(args)) => nightshift::action_commands::options(
+        )?),
+        Some(Command::Options(args)) => Ok(nightshift::action_commands::options(
             &settings,
             &args.target,
             args.grace
@@ -104,8 +104,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 .map(units::parse_duration)
                 .transpose()?,
             args.output,
-        ),
-        Some(Command::Audit { output }) => nightshift::action_commands::show(&settings, output),
+        )?),
+        Some(Command::Audit { output }) => {
+            Ok(nightshift::action_commands::show(&settings, output)?)
+        }
         #[cfg(feature = "agent")]
         Some(Command::Agent {
             listen,
@@ -118,7 +120,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Agent { .. }) => {
             Err("this nightshift was built without the node agent (cargo feature `agent`)".into())
         }
-        Some(cmd) => nightshift::action_commands::run(&settings, &cmd),
+        Some(cmd) => Ok(nightshift::action_commands::run(&settings, &cmd)?),
     }
 }
 
@@ -133,7 +135,7 @@ fn console(settings: Settings) -> Result<(), String> {
     // Quitting never waits for a worker still busy with a big merge
     // or a hung request: the terminal is restored already.
     rt.shutdown_timeout(std::time::Duration::from_millis(500));
-    result
+    Ok(result?)
 }
 
 /// `nightshift blast …`: what an action would cost.

@@ -72,7 +72,28 @@ struct GpuItem<'a> {
     age_s: Option<i64>,
 }
 
-pub fn render(c: &Cluster, base: &Base, what: GetWhat, format: Format) -> Result<String, String> {
+/// Why `get` has nothing to print.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error(transparent)]
+    Json(#[from] crate::text::JsonError),
+    /// `get kpis` is answered over a window by its own command.
+    #[error("kpis are figures over a window: nightshift get kpis")]
+    Kpis,
+}
+
+impl From<OutputError> for String {
+    fn from(e: OutputError) -> String {
+        e.to_string()
+    }
+}
+
+pub fn render(
+    c: &Cluster,
+    base: &Base,
+    what: GetWhat,
+    format: Format,
+) -> Result<String, OutputError> {
     match format {
         Format::Json => json(c, base, what),
         Format::Table => Ok(table(c, base, what)),
@@ -83,7 +104,7 @@ fn envelope<T: Serialize>(
     c: &Cluster,
     kind: &'static str,
     items: Vec<T>,
-) -> Result<String, String> {
+) -> Result<String, OutputError> {
     let env = Envelope {
         kind,
         cluster: &c.name,
@@ -94,7 +115,7 @@ fn envelope<T: Serialize>(
     Ok(crate::text::json_pretty(&env)?)
 }
 
-fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
+fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> {
     match what {
         GetWhat::Nodes => {
             // Asking each node for its jobs was nodes × jobs (17 s at 10k × 100k).
@@ -140,7 +161,7 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, String> {
         }
         GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect()),
         // Figures over a window, not items of a snapshot (main answers them).
-        GetWhat::Kpis => Err("kpis are figures over a window: nightshift get kpis".into()),
+        GetWhat::Kpis => Err(OutputError::Kpis),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::actions::audit::AuditLog;
 use crate::config::Settings;
+use crate::error::CommandError;
 use crate::recording::{Recorder, Recording, parse_at};
 use crate::sources::{SourceConfig, Update};
 use std::path::Path;
@@ -11,15 +12,12 @@ use std::sync::Arc;
 /// `nightshift record FILE`: the sim for `--sim-seconds` of its own time,
 /// at full speed and without a terminal; a live source until ctrl-c or
 /// `--for`.
-pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), String> {
+pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), CommandError> {
     let log = AuditLog::new(settings.audit_log.clone());
     match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             if settings.sim_seconds == 0 {
-                return Err(
-                    "recording the sim needs its length: --sim-seconds S (e.g. 28800 for a night)"
-                        .into(),
-                );
+                return Err(CommandError::SimLength);
             }
             let mut s = crate::sources::sim::Sim::new(*sim)?;
             let mut r = Recorder::create(file, "sim")?;
@@ -39,7 +37,7 @@ pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result
                 .worker_threads(2)
                 .enable_all()
                 .build()
-                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+                .map_err(CommandError::Runtime)?;
             rt.block_on(record_live(settings, file, duration, log))
         }
     }
@@ -61,7 +59,7 @@ async fn record_live(
     file: &Path,
     duration: Option<u64>,
     log: AuditLog,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let (mut rx, _control) = crate::sources::spawn(settings.source.clone(), &settings.endpoints)?;
     let mut r = Recorder::create(file, settings.source.name())?;
     r.follow_audit(log);
@@ -97,7 +95,7 @@ async fn record_live(
 /// The scheduler's health numbers for `get kpis`: over a recording (up to
 /// `--at`), over `--sim-seconds` of the sim (observed every second), or —
 /// a live source — over its one snapshot (rates need history).
-pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::Kpis, String> {
+pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::Kpis, CommandError> {
     use crate::engine::kpis::KpiBook;
     let mut book = KpiBook::new(window_s);
     if let Some(path) = &settings.replay {
@@ -125,11 +123,7 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
             book.observe(&s.snapshot());
         }
     } else {
-        return Err(
-            "kpis need history: record the source (nightshift record FILE) and use --replay FILE, or open the console's :kpis"
-                .into(),
-        );
+        return Err(CommandError::KpisNeedHistory);
     }
-    book.figures(window_s)
-        .ok_or_else(|| "no snapshot to compute figures from".to_string())
+    book.figures(window_s).ok_or(CommandError::NoSnapshot)
 }

@@ -5,6 +5,7 @@
 
 use crate::app::{App, Effect, Msg};
 use crate::config::Settings;
+use crate::error::CommandError;
 use crate::sources;
 use crossterm::event::{Event, EventStream};
 use crossterm::{cursor, execute, terminal};
@@ -90,7 +91,7 @@ fn setup(mouse: bool) -> io::Result<Term> {
     }
 }
 
-pub async fn run(settings: Settings) -> Result<(), String> {
+pub async fn run(settings: Settings) -> Result<(), CommandError> {
     // The health numbers: fed by the analyst, rebuilt by a replay's jumps.
     let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
         crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
@@ -137,7 +138,7 @@ async fn console(
     control: sources::Control,
     replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
     kpis: crate::engine::kpis::SharedKpis,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
     let runner = crate::actions::runner::Runner {
@@ -157,14 +158,27 @@ async fn console(
         kpis.clone(),
     );
     let mut signals = Signals {
-        term: signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?,
-        hup: signal(SignalKind::hangup()).map_err(|e| format!("SIGHUP handler: {e}"))?,
-        int: signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?,
-        tstp: signal(SignalKind::from_raw(libc::SIGTSTP))
-            .map_err(|e| format!("SIGTSTP handler: {e}"))?,
+        term: signal(SignalKind::terminate()).map_err(|e| CommandError::Terminal {
+            what: "SIGTERM handler",
+            source: e,
+        })?,
+        hup: signal(SignalKind::hangup()).map_err(|e| CommandError::Terminal {
+            what: "SIGHUP handler",
+            source: e,
+        })?,
+        int: signal(SignalKind::interrupt()).map_err(|e| CommandError::Terminal {
+            what: "SIGINT handler",
+            source: e,
+        })?,
+        tstp: signal(SignalKind::from_raw(libc::SIGTSTP)).map_err(|e| CommandError::Terminal {
+            what: "SIGTSTP handler",
+            source: e,
+        })?,
     };
-    let mut terminal =
-        setup(settings.mouse).map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut terminal = setup(settings.mouse).map_err(|e| CommandError::Terminal {
+        what: "cannot set up the terminal",
+        source: e,
+    })?;
     let warnings = crate::actions::audit::warn_unfinished(&crate::actions::audit::AuditLog::new(
         settings.audit_log.clone(),
     ));
@@ -236,7 +250,7 @@ async fn event_loop(
     ch: &mut Channels,
     sig: &mut Signals,
     mouse: bool,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let mut keys = EventStream::new();
     // What the app asked for, carried out after each message.
     let mut effects = Vec::new();
@@ -253,7 +267,10 @@ async fn event_loop(
         if dirty && since >= FRAME {
             terminal
                 .draw(|f| crate::views::render(f, app))
-                .map_err(|e| format!("drawing failed: {e}"))?;
+                .map_err(|e| CommandError::Terminal {
+                    what: "drawing failed",
+                    source: e,
+                })?;
             dirty = false;
             last_draw = Some(Instant::now());
         }
@@ -271,7 +288,7 @@ async fn event_loop(
                 Some(Ok(Event::Mouse(m))) => Some(Msg::Mouse(m)),
                 Some(Ok(Event::Paste(text))) => Some(Msg::Paste(text)),
                 Some(Ok(_)) => None,
-                Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(format!("terminal input failed: {e}")); }
+                Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(CommandError::Terminal { what: "terminal input failed", source: e }); }
                 None => return Ok(()),
             },
             done = ch.actions.recv(), if actions_open => match done {
@@ -313,8 +330,10 @@ async fn event_loop(
             match effect {
                 Effect::Quit => return Ok(()),
                 Effect::Suspend => {
-                    suspend(terminal, mouse)
-                        .map_err(|e| format!("cannot take the terminal back: {e}"))?;
+                    suspend(terminal, mouse).map_err(|e| CommandError::Terminal {
+                        what: "cannot take the terminal back",
+                        source: e,
+                    })?;
                     dirty = true;
                     last_draw = None;
                 }

@@ -53,12 +53,48 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Why the lab cannot start: one line naming the file, the object or the
+/// address.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// A file that is not YAML or JSON objects.
+    #[error("{}: {why}", path.display())]
+    Parse {
+        path: std::path::PathBuf,
+        why: String,
+    },
+    /// An object the lab refuses, as `kubectl apply` would.
+    #[error("{what}: {why}")]
+    Object { what: String, why: String },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
 /// Every object in the directory's `.yaml`, `.yml` and `.json` files, in
 /// file-name order: one object, several YAML documents, or a `List` per
 /// file (what `kubectl get -o yaml` prints).
-pub fn load_dir(dir: &Path) -> Result<Vec<Value>, String> {
+pub fn load_dir(dir: &Path) -> Result<Vec<Value>, LabError> {
+    let read = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LabError::Read { path, source }
+    };
+    let parse = |path: &Path| {
+        let path = path.to_path_buf();
+        move |e: &dyn std::fmt::Display| LabError::Parse {
+            path,
+            why: e.to_string(),
+        }
+    };
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(read(dir))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| {
@@ -71,11 +107,11 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Value>, String> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let text = std::fs::read_to_string(&f).map_err(read(&f))?;
         let docs: Vec<Value> = if f.extension().and_then(|e| e.to_str()) == Some("json") {
-            vec![serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?]
+            vec![serde_json::from_str(&text).map_err(|e| parse(&f)(&e))?]
         } else {
-            serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: {e}", f.display()))?
+            serde_saphyr::from_multiple(&text).map_err(|e| parse(&f)(&e))?
         };
         for d in docs {
             if d.is_null() {
@@ -107,16 +143,15 @@ pub fn kubeconfig(server: &str, cluster: &str) -> String {
 
 /// Loads `dir`, listens on `addr` and serves in the background on the
 /// current runtime; returns the server URL and the lab (for its switches).
-pub async fn start(dir: &Path, addr: &str) -> Result<(String, Arc<Lab>), String> {
+pub async fn start(dir: &Path, addr: &str) -> Result<(String, Arc<Lab>), LabError> {
     let store = Store::new(load_dir(dir)?)?;
     let lab = Lab::new(store);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().map_err(|e| e.to_string())?
-    );
+    let listen = |source| LabError::Listen {
+        addr: addr.to_string(),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(listen)?;
+    let url = format!("http://{}", listener.local_addr().map_err(listen)?);
     tokio::spawn(serve(listener, lab.clone()));
     Ok((url, lab))
 }

@@ -102,7 +102,7 @@ impl Store {
     /// Loads objects (CRDs first, so their kinds are served); an object of
     /// a kind no resource serves is refused with its name, as `kubectl
     /// apply` would be.
-    pub fn new(objects: Vec<Value>) -> Result<Store, String> {
+    pub fn new(objects: Vec<Value>) -> Result<Store, crate::LabError> {
         let mut resources = builtin_resources();
         for o in &objects {
             if o["kind"] == "CustomResourceDefinition" {
@@ -121,7 +121,10 @@ impl Store {
         };
         for o in objects {
             let what = format!("{} {}", o["kind"], o["metadata"]["name"]);
-            s.put(o).map_err(|f| format!("{what}: {}", f.message))?;
+            s.put(o).map_err(|f| crate::LabError::Object {
+                what,
+                why: f.message,
+            })?;
         }
         s.pdb_status();
         s.history.clear();
