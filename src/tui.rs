@@ -236,6 +236,14 @@ struct Channels {
     replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
 }
 
+/// The terminal bell (a new critical incident); a terminal that cannot
+/// ring is no error.
+fn ring_bell() {
+    use std::io::Write;
+    let mut out = io::stdout();
+    let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+}
+
 fn msg_of(out: crate::analyst::Out) -> Msg {
     match out {
         crate::analyst::Out::Source(u) => Msg::Source(u),
@@ -337,11 +345,7 @@ async fn event_loop(
                     dirty = true;
                     last_draw = None;
                 }
-                Effect::Bell => {
-                    use std::io::Write;
-                    let mut out = io::stdout();
-                    let _ = out.write_all(b"\x07").and_then(|()| out.flush());
-                }
+                Effect::Bell => ring_bell(),
                 Effect::Replay(cmd) => {
                     if let Some(r) = &ch.replay {
                         let _ = r.send(cmd).await;
