@@ -334,6 +334,7 @@ pub struct EngineFile {
     pub gpu_hour_price: Option<f64>,
     pub bytes_per_param: Option<u64>,
     pub sbe_watch_per_hour: Option<f64>,
+    pub nvlink_watch_per_hour: Option<f64>,
     pub default_time_limit: Option<String>,
     pub limit_overrun: Option<String>,
     pub preempt_requeues: Option<bool>,
@@ -392,6 +393,9 @@ impl EngineFile {
         }
         if let Some(v) = self.sbe_watch_per_hour {
             p.sbe_watch_per_hour = v;
+        }
+        if let Some(v) = self.nvlink_watch_per_hour {
+            p.nvlink_watch_per_hour = v;
         }
         if let Some(v) = self.preempt_requeues {
             p.preempt_requeues = v;

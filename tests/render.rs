@@ -1092,3 +1092,29 @@ fn the_kpis_panel_draws_what_was_computed_without_the_book() {
     assert!(s.contains("scheduler health"), "{s}");
     assert!(s.contains("mean SM occupancy"), "{s}");
 }
+
+/// A GPU whose exporter reports NVLink error counters shows them on its
+/// screen, each by name; one whose exporter does not has no such row.
+#[test]
+fn the_gpu_screen_shows_nvlink_errors_where_reported() {
+    let (mut a, _, _) = sim_app(0, |c| {
+        if let Some(n) = c.nodes.iter_mut().find(|n| n.name == "h100-05") {
+            std::sync::Arc::make_mut(n).gpus[2].nvlink = nightshift::model::NvLinkErrors {
+                crc_flit: Some(4150),
+                crc_data: Some(7),
+                replay: Some(1050),
+                recovery: None,
+            };
+        }
+    });
+    command(&mut a, "gpu h100-05/2");
+    let s = screen(&a, 120, 40);
+    assert!(
+        s.contains("NVLink errors (all links)")
+            && s.contains("CRC flit 4150, CRC data 7, replay 1050, recovery -"),
+        "{s}"
+    );
+    command(&mut a, "gpu h100-05/3");
+    let s = screen(&a, 120, 40);
+    assert!(!s.contains("NVLink errors"), "{s}");
+}

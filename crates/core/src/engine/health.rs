@@ -53,7 +53,22 @@ pub fn gpu_verdict(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Verdict {
-    gpu_verdict_with(gpu, events, &[], sbe_per_hour, cat, site)
+    let rates = Rates {
+        sbe_per_hour,
+        ..Rates::default()
+    };
+    gpu_verdict_with(gpu, events, &[], rates, cat, site)
+}
+
+/// A GPU's error rates between two snapshots, per hour; `None`: unknown
+/// (no earlier snapshot, or the counter is not reported). Rates, not
+/// totals, decide: a counter that stands still is history.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    /// Correctable ECC errors.
+    pub sbe_per_hour: Option<f64>,
+    /// NVLink errors of every kind, over all the GPU's links.
+    pub nvlink_per_hour: Option<f64>,
 }
 
 /// What a fault the cluster reports (a condition, a taint) calls for, and
@@ -84,7 +99,7 @@ pub fn gpu_verdict_with(
     gpu: &Gpu,
     events: &[&Event],
     reports: &[&FaultReport],
-    sbe_per_hour: Option<f64>,
+    rates: Rates,
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Verdict {
@@ -144,7 +159,7 @@ pub fn gpu_verdict_with(
             "row remap pending: takes effect at the next GPU reset".into(),
         ));
     }
-    if let Some(rate) = sbe_per_hour.filter(|&r| r > site.sbe_watch_per_hour) {
+    if let Some(rate) = rates.sbe_per_hour.filter(|&r| r > site.sbe_watch_per_hour) {
         found.push((
             ActionClass::Watch,
             format!(
@@ -153,6 +168,7 @@ pub fn gpu_verdict_with(
             ),
         ));
     }
+    found.extend(nvlink_finding(gpu, rates, site));
     match gpu.recovery_action {
         Some(RecoveryAction::NodeReboot) => found.push((
             ActionClass::DrainReboot,
@@ -188,24 +204,47 @@ pub fn gpu_verdict_with(
     }
 }
 
-/// Correctable errors per hour between two readings of the same GPU.
-fn sbe_rate(now: &Gpu, then: Option<u64>, dt_s: i64) -> Option<f64> {
+/// NVLink errors at a rate above the site's: watch the links.
+fn nvlink_finding(gpu: &Gpu, rates: Rates, site: &SiteParams) -> Option<(ActionClass, String)> {
+    let rate = rates
+        .nvlink_per_hour
+        .filter(|&r| r > site.nvlink_watch_per_hour)?;
+    let n = &gpu.nvlink;
+    Some((
+        ActionClass::Watch,
+        format!(
+            "NVLink errors {rate:.0}/h above {:.0}/h (CRC flit {}, CRC data {}, replay {}, recovery {} in all): a link or its NVSwitch, not the GPU's memory; drain and investigate the fabric if it persists",
+            site.nvlink_watch_per_hour,
+            text::opt(n.crc_flit),
+            text::opt(n.crc_data),
+            text::opt(n.replay),
+            text::opt(n.recovery)
+        ),
+    ))
+}
+
+/// Errors per hour between two readings of a counter (`now`, `then`).
+fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
     if dt_s <= 0 {
         return None;
     }
-    let (a, b) = (now.ecc.sbe_aggregate?, then?);
+    let (a, b) = (now?, then?);
     Some(a.saturating_sub(b) as f64 * 3600.0 / dt_s as f64)
 }
 
 /// What the rates need of an earlier snapshot: its time and each GPU's
-/// aggregate correctable-error count. The analyst keeps this, not the
-/// whole earlier snapshot (a second copy of a 10,000-node cluster).
+/// aggregate correctable-error count and NVLink error total. The analyst
+/// keeps this, not the whole earlier snapshot (a second copy of a
+/// 10,000-node cluster).
 #[derive(Debug, Clone, Default)]
 pub struct EccBaseline {
     pub time: crate::model::Timestamp,
-    /// Per node: (GPU index, aggregate SBE count).
-    sbe: HashMap<String, Vec<(u32, Option<u64>)>>,
+    /// Per node: each GPU's counters.
+    sbe: HashMap<String, Vec<Counters>>,
 }
+
+/// A GPU's counters in a baseline: (index, aggregate SBE, NVLink errors).
+type Counters = (u32, Option<u64>, Option<u64>);
 
 impl EccBaseline {
     pub fn of(c: &Cluster) -> EccBaseline {
@@ -218,7 +257,7 @@ impl EccBaseline {
                     let gpus = n
                         .gpus
                         .iter()
-                        .map(|g| (g.index, g.ecc.sbe_aggregate))
+                        .map(|g| (g.index, g.ecc.sbe_aggregate, g.nvlink.total()))
                         .collect();
                     (n.name.clone(), gpus)
                 })
@@ -226,12 +265,22 @@ impl EccBaseline {
         }
     }
 
-    fn sbe(&self, node: &str, gpu: u32) -> Option<u64> {
+    /// The GPU's counters then: (aggregate SBE, NVLink errors).
+    fn counters(&self, node: &str, gpu: u32) -> (Option<u64>, Option<u64>) {
         self.sbe
-            .get(node)?
-            .iter()
-            .find(|(i, _)| *i == gpu)
-            .and_then(|(_, s)| *s)
+            .get(node)
+            .and_then(|gs| gs.iter().find(|(i, _, _)| *i == gpu))
+            .map_or((None, None), |(_, s, l)| (*s, *l))
+    }
+
+    /// The GPU's error rates since then.
+    fn rates(&self, g: &Gpu, node: &str, now: crate::model::Timestamp) -> Rates {
+        let (sbe, nvlink) = self.counters(node, g.index);
+        let dt = now - self.time;
+        Rates {
+            sbe_per_hour: rate(g.ecc.sbe_aggregate, sbe, dt),
+            nvlink_per_hour: rate(g.nvlink.total(), nvlink, dt),
+        }
     }
 }
 
@@ -244,7 +293,6 @@ pub fn verdicts(
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
     let (by_gpu, by_node) = current_events(c);
-    let dt = prev.map_or(0, |p| c.time - p.time);
     let mut out = Vec::new();
     for n in &c.nodes {
         let boot = n.boot_time;
@@ -267,7 +315,7 @@ pub fn verdicts(
                 let events = by_gpu
                     .get(&(n.name.as_str(), g.index))
                     .map_or(&[][..], Vec::as_slice);
-                let rate = prev.and_then(|p| sbe_rate(g, p.sbe(&n.name, g.index), dt));
+                let rates = prev.map_or(Rates::default(), |p| p.rates(g, &n.name, c.time));
                 let reports: Vec<&FaultReport> = n
                     .fault_reports
                     .iter()
@@ -276,7 +324,7 @@ pub fn verdicts(
                 GpuVerdict {
                     node: n.name.clone(),
                     gpu: g.index,
-                    verdict: gpu_verdict_with(g, events, &reports, rate, cat, site),
+                    verdict: gpu_verdict_with(g, events, &reports, rates, cat, site),
                 }
             })
             .filter(|v| v.verdict.action != ActionClass::None)
@@ -300,7 +348,7 @@ pub fn verdicts(
                     &Gpu::unknown(&n.name, 0),
                     events,
                     &unplaced,
-                    None,
+                    Rates::default(),
                     cat,
                     site,
                 )
@@ -506,7 +554,7 @@ mod tests {
         g.ecc.sbe_aggregate = Some(10);
         let mut later = g.clone();
         later.ecc.sbe_aggregate = Some(510);
-        let rate = sbe_rate(&later, g.ecc.sbe_aggregate, 3600);
+        let rate = rate(later.ecc.sbe_aggregate, g.ecc.sbe_aggregate, 3600);
         assert_eq!(rate, Some(500.0));
         assert_eq!(
             gpu_verdict(&later, &[], rate, &cat, &site).action,
@@ -516,6 +564,53 @@ mod tests {
             gpu_verdict(&later, &[], Some(5.0), &cat, &site).action,
             ActionClass::None
         );
+    }
+
+    /// NVLink errors: the rate between two snapshots decides, not the
+    /// total — a link with 5,000 errors from last week that stands still is
+    /// history; 200 more in ten minutes is a failing link.
+    #[test]
+    fn a_rising_nvlink_error_count_is_watched_and_a_still_one_is_not() {
+        use crate::engine::fixture::{add_node, cluster};
+        let mut c = cluster();
+        add_node(&mut c, "gpu01", "p", 8);
+        let set = |c: &mut Cluster, flit: u64, replay: u64| {
+            let n = std::sync::Arc::make_mut(&mut c.nodes[0]);
+            n.gpus[3].nvlink = crate::model::NvLinkErrors {
+                crc_flit: Some(flit),
+                crc_data: Some(0),
+                replay: Some(replay),
+                recovery: None,
+            };
+        };
+        set(&mut c, 4000, 1000);
+        let cat = XidCatalog::default();
+        let site = SiteParams::default();
+        let before = EccBaseline::of(&c);
+        let mut later = c.clone();
+        later.time += 600;
+        assert!(
+            verdicts(&later, Some(&before), &cat, &site).is_empty(),
+            "a high total that stands still is no verdict"
+        );
+        set(&mut later, 4150, 1050);
+        let v = verdicts(&later, Some(&before), &cat, &site);
+        let gpu = v
+            .iter()
+            .find(|n| n.node == "gpu01")
+            .and_then(|n| n.gpus.iter().find(|g| g.gpu == 3))
+            .expect("GPU 3 has a verdict");
+        assert_eq!(gpu.verdict.action, ActionClass::Watch);
+        let said = gpu.verdict.evidence.join(" | ");
+        assert!(
+            said.contains("NVLink errors 1200/h above 60/h")
+                && said.contains("CRC flit 4150")
+                && said.contains("replay 1050")
+                && said.contains("recovery -"),
+            "{said}"
+        );
+        // Without an earlier snapshot there is no rate, whatever the total.
+        assert!(verdicts(&later, None, &cat, &site).is_empty());
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub struct SiteParams {
     pub bytes_per_param: u64,
     /// Correctable ECC errors per hour above which a GPU is watched.
     pub sbe_watch_per_hour: f64,
+    /// NVLink errors (CRC, replays, recoveries) per hour above which a
+    /// GPU's links are watched.
+    pub nvlink_watch_per_hour: f64,
     /// Time limit assumed for a job that reports none, seconds.
     pub default_time_limit_s: u64,
     /// How long past its time limit a job that reaches it still holds its
@@ -98,6 +101,7 @@ impl Default for SiteParams {
             gpu_hour_price: None,
             bytes_per_param: 16,
             sbe_watch_per_hour: 100.0,
+            nvlink_watch_per_hour: 60.0,
             default_time_limit_s: 24 * 3600,
             limit_overrun_s: 0,
             preempt_requeues: true,

@@ -15,6 +15,35 @@ pub struct EccCounts {
     pub dbe_aggregate: Option<u64>,
 }
 
+/// NVLink error counters of a GPU, over all its links, since the driver
+/// loaded (dcgm-exporter's `DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL`, which
+/// sites enable in its counters file). `None`: not reported. Their rate,
+/// not their total, says whether a link is failing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvLinkErrors {
+    /// Flow-control (flit) CRC errors.
+    pub crc_flit: Option<u64>,
+    /// Data CRC errors.
+    pub crc_data: Option<u64>,
+    /// Retries (replays) of a transfer.
+    pub replay: Option<u64>,
+    /// Link recoveries.
+    pub recovery: Option<u64>,
+}
+
+impl NvLinkErrors {
+    /// The errors of every kind reported, summed; `None` when none is.
+    pub fn total(&self) -> Option<u64> {
+        let known = [self.crc_flit, self.crc_data, self.replay, self.recovery];
+        known.iter().any(Option::is_some).then(|| {
+            known
+                .iter()
+                .flatten()
+                .fold(0u64, |a, b| a.saturating_add(*b))
+        })
+    }
+}
+
 /// The last Xid a GPU reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastXid {
@@ -41,6 +70,10 @@ pub struct Gpu {
     pub temperature_c: Option<f64>,
     pub power_w: Option<f64>,
     pub ecc: EccCounts,
+    /// NVLink error counters (recordings made before they were read have
+    /// none).
+    #[serde(default)]
+    pub nvlink: NvLinkErrors,
     pub row_remap_pending: Option<bool>,
     pub row_remap_failed: Option<bool>,
     pub last_xid: Option<LastXid>,
@@ -93,6 +126,7 @@ impl Gpu {
             temperature_c: None,
             power_w: None,
             ecc: EccCounts::default(),
+            nvlink: NvLinkErrors::default(),
             row_remap_pending: None,
             row_remap_failed: None,
             last_xid: None,

@@ -16,7 +16,7 @@ mod summary;
 pub use action::{Action, Outcome, Refused, Step};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
-pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, RecoveryAction};
+pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, NvLinkErrors, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{FaultReport, Node, NodeState};
 pub use summary::Summary;

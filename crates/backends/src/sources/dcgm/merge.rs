@@ -406,6 +406,9 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
     {
         g.ecc = *e;
     }
+    if r.nvlink.total().is_some() {
+        g.nvlink = r.nvlink;
+    }
     if let Some(x) = r.last_xid.filter(|x| *x > 0) {
         let same = g.last_xid.as_ref().is_some_and(|l| l.code == x);
         if !same {

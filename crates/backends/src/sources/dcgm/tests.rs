@@ -233,6 +233,48 @@ fn duplicate_series_keep_the_worst_and_are_reported() {
     assert!(xids.contains(&79) && xids.contains(&13), "{xids:?}");
 }
 
+/// dcgm-exporter's NVLink error counters (the names of its
+/// `etc/default-counters.csv`, commented out there until a site enables
+/// them) reach the GPU; a repeated series keeps its highest count; a GPU
+/// whose exporter does not report them stays unknown, never zero.
+#[test]
+fn nvlink_error_counters_reach_the_gpu() {
+    let text = "\
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu=\"3\",Hostname=\"gpu01\"} 4150
+DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{gpu=\"3\",Hostname=\"gpu01\"} 7
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{gpu=\"3\",Hostname=\"gpu01\"} 1050
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{gpu=\"3\",Hostname=\"gpu01\"} 1049
+DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL{gpu=\"3\",Hostname=\"gpu01\"} 2
+DCGM_FI_DEV_GPU_UTIL{gpu=\"4\",Hostname=\"gpu01\"} 90
+";
+    let (samples, bad) = parse(text);
+    assert!(bad.is_empty(), "{bad:?}");
+    let (r, _) = super::readings_checked(&samples, "gpu01", 1000);
+    let g3 = r.iter().find(|x| x.index == 3).expect("gpu 3");
+    assert_eq!(
+        g3.nvlink,
+        crate::model::NvLinkErrors {
+            crc_flit: Some(4150),
+            crc_data: Some(7),
+            replay: Some(1050),
+            recovery: Some(2),
+        },
+        "the highest of a repeated count"
+    );
+    let mut c = Cluster {
+        name: "t".into(),
+        time: 1000,
+        ..Cluster::default()
+    };
+    let mut watch = HealthWatch::default();
+    watch.observe(&r, &c, &HostMap::default());
+    merge(&mut c, &r, "dcgm", &HostMap::default(), &watch);
+    let n = c.node("gpu01").expect("the endpoint's node");
+    let gpu = |i: u32| n.gpus.iter().find(|g| g.index == i).expect("gpu");
+    assert_eq!(gpu(3).nvlink.total(), Some(4150 + 7 + 1050 + 2));
+    assert_eq!(gpu(4).nvlink.total(), None, "not reported: unknown");
+}
+
 /// An Xid nightshift first reads at 03:05 that Prometheus saw at 02:47 is
 /// dated 02:47 — whether the history comes before or after the reading.
 #[test]

@@ -111,6 +111,7 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
             theme.health(health),
         ),
     ];
+    rows.extend(nvlink_errors(gpu).map(|v| ("NVLink errors (all links)", v, Style::default())));
     if let Some(e) = earlier {
         rows.push(("Xids in the last hour", e, theme.health(health)));
     }
@@ -168,6 +169,21 @@ fn readings_from(app: &App, gpu: &crate::model::Gpu) -> (String, bool) {
         _ => "- (no node endpoint)".into(),
     };
     (readings, stale)
+}
+
+/// NVLink's error counters in a line, where the exporter reports them
+/// (they are off in dcgm-exporter until a site turns them on): a row of
+/// "not reported" would cost an 80×24 screen a chart.
+fn nvlink_errors(gpu: &crate::model::Gpu) -> Option<String> {
+    let n = &gpu.nvlink;
+    n.total()?;
+    Some(format!(
+        "CRC flit {}, CRC data {}, replay {}, recovery {}",
+        text::opt(n.crc_flit),
+        text::opt(n.crc_data),
+        text::opt(n.replay),
+        text::opt(n.recovery)
+    ))
 }
 
 /// The text's area and the charts' (at least four rows).
