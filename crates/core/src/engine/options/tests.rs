@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::blast::blast;
 use crate::engine::fixture::*;
 use crate::engine::xid::XidCatalog;
 use crate::model::LastXid;

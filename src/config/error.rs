@@ -1,0 +1,78 @@
+//! Why a setting cannot be taken: one line naming it.
+
+use super::{MAX_SECONDS, MAX_SIM_JOBS, MAX_SIM_NODES, MAX_SIM_SECONDS, MAX_SPEED};
+use crate::engine::units;
+use std::path::PathBuf;
+
+/// A setting nightshift cannot take, one line naming it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("config: limits.{0} must be > 0")]
+    LimitZero(&'static str),
+    #[error("slurm.checkpoint_signal is {0:?}: a signal name such as SIGUSR1")]
+    Signal(String),
+    #[error("cannot read the Slurm token file {}: {source}", path.display())]
+    Token {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--source slurm needs --slurm-url URL (or [slurm] url in the config)")]
+    NoSlurmUrl,
+    #[error("no Slurm user name: pass --slurm-user or set USER")]
+    NoSlurmUser,
+    #[error("slurm.rest_budget is {0}: a fraction of one core, above 0 and at most 1 (0.03 is 3%)")]
+    RestBudget(f64),
+    #[error(transparent)]
+    SlurmApi(#[from] crate::sources::slurm::error::SetupError),
+    #[error("config: engine.{key}: {source}")]
+    Unit {
+        key: &'static str,
+        source: units::UnitError,
+    },
+    #[error("config: engine.{key} must be at most {MAX_SECONDS:e} seconds, got {given:?}")]
+    TooLong { key: &'static str, given: String },
+    #[error("config: engine.gpu_hour_price must be ≥ 0, got {0}")]
+    Price(f64),
+    /// `key` with its section: `engine.stall_util_min`.
+    #[error("config: {key} must be in 0..1, got {value}")]
+    Fraction { key: String, value: f64 },
+    #[error("config: {key} must be a number of seconds in (0, {MAX_SECONDS:e}], got {value}")]
+    Seconds { key: String, value: f64 },
+    #[error(transparent)]
+    Catalog(#[from] XidCatalogError),
+    #[error("config: unknown source {0:?} (known: sim, slurm, kube, none)")]
+    Source(String),
+    #[error("--speed (sim.speed) must be a number from 0 to {MAX_SPEED}, got {0}")]
+    Speed(f64),
+    #[error("--nodes (sim.nodes) must be at most {MAX_SIM_NODES}, got {0}")]
+    Nodes(usize),
+    #[error("--jobs (sim.jobs) must be at most {MAX_SIM_JOBS}, got {0}")]
+    Jobs(usize),
+    #[error("--sim-seconds must be at most {MAX_SIM_SECONDS} (30 days), got {0}")]
+    SimSeconds(u64),
+}
+
+/// Two errors are the same when they say the same.
+impl PartialEq for ConfigError {
+    fn eq(&self, other: &ConfigError) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
+use crate::engine::xid::CatalogError as XidCatalogError;
