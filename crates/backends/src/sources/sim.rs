@@ -21,17 +21,7 @@ pub async fn run(
 ) {
     use std::sync::Arc;
     const TICK: std::time::Duration = std::time::Duration::from_millis(200);
-    if tx
-        .send(crate::sources::Update::Snapshot(Arc::new(sim.snapshot())))
-        .await
-        .is_err()
-        || tx
-            .send(crate::sources::Update::ok(
-                crate::sources::Origin::Scheduler,
-            ))
-            .await
-            .is_err()
-    {
+    if !deliver(&tx, Arc::new(sim.snapshot())).await {
         return;
     }
     let mut owed = 0.0f64;
@@ -64,19 +54,19 @@ pub async fn run(
             },
         }
         let snap = tokio::task::block_in_place(|| Arc::new(sim.snapshot()));
-        if tx
-            .send(crate::sources::Update::Snapshot(snap))
-            .await
-            .is_err()
-            || tx
-                .send(crate::sources::Update::ok(
-                    crate::sources::Origin::Scheduler,
-                ))
-                .await
-                .is_err()
-        {
+        if !deliver(&tx, snap).await {
             tracing::debug!("sim source: receiver gone, stopping");
             return;
         }
     }
+}
+
+/// A snapshot and the scheduler's "answered"; false when nobody listens.
+async fn deliver(
+    tx: &tokio::sync::mpsc::Sender<crate::sources::Update>,
+    snap: std::sync::Arc<crate::model::Cluster>,
+) -> bool {
+    use crate::sources::{Origin, Update};
+    tx.send(Update::Snapshot(snap)).await.is_ok()
+        && tx.send(Update::ok(Origin::Scheduler)).await.is_ok()
 }

@@ -31,6 +31,20 @@ fn blocks() -> Vec<String> {
     out
 }
 
+/// `r` merged, as an endpoint alone gives it, into an empty snapshot at
+/// time 1000; and the health watch that saw it.
+fn merged_alone(r: &[Reading]) -> (Cluster, HealthWatch) {
+    let mut c = Cluster {
+        name: "t".into(),
+        time: 1000,
+        ..Cluster::default()
+    };
+    let mut watch = HealthWatch::default();
+    watch.observe(r, &c, &HostMap::default());
+    merge(&mut c, r, "dcgm", &HostMap::default(), &watch);
+    (c, watch)
+}
+
 fn read(text: &str, host: &str) -> Vec<Reading> {
     let (samples, errors) = parse(text);
     assert!(errors.is_empty(), "{errors:?}");
@@ -117,14 +131,7 @@ fn readings_merge_into_the_scheduler_snapshot() {
     assert_eq!(g5.memory_total_mib(), Some(81559));
     assert_eq!(g5.utilization, Some(0.95));
     // A scheduler that knows gpu01.cluster as gpu01, and one more node.
-    let mut c = Cluster {
-        name: "t".into(),
-        time: 1000,
-        ..Cluster::default()
-    };
-    let mut watch = HealthWatch::default();
-    watch.observe(&r, &c, &HostMap::default());
-    merge(&mut c, &r, "dcgm", &HostMap::default(), &watch);
+    let (c, mut watch) = merged_alone(&r);
     let n = c.node("gpu01").expect("an endpoint-only node appears");
     assert_eq!(
         n.labels.get(ENDPOINT_ONLY).map(String::as_str),
@@ -261,14 +268,7 @@ DCGM_FI_DEV_GPU_UTIL{gpu=\"4\",Hostname=\"gpu01\"} 90
         },
         "the highest of a repeated count"
     );
-    let mut c = Cluster {
-        name: "t".into(),
-        time: 1000,
-        ..Cluster::default()
-    };
-    let mut watch = HealthWatch::default();
-    watch.observe(&r, &c, &HostMap::default());
-    merge(&mut c, &r, "dcgm", &HostMap::default(), &watch);
+    let (c, _) = merged_alone(&r);
     let n = c.node("gpu01").expect("the endpoint's node");
     let gpu = |i: u32| n.gpus.iter().find(|g| g.index == i).expect("gpu");
     assert_eq!(gpu(3).nvlink.total(), Some(4150 + 7 + 1050 + 2));
