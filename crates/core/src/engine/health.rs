@@ -240,7 +240,7 @@ fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
 pub struct EccBaseline {
     pub time: crate::model::Timestamp,
     /// Per node: each GPU's counters.
-    sbe: HashMap<String, Vec<Counters>>,
+    counters: HashMap<String, Vec<Counters>>,
 }
 
 /// A GPU's counters in a baseline: (index, aggregate SBE, NVLink errors).
@@ -250,7 +250,7 @@ impl EccBaseline {
     pub fn of(c: &Cluster) -> EccBaseline {
         EccBaseline {
             time: c.time,
-            sbe: c
+            counters: c
                 .nodes
                 .iter()
                 .map(|n| {
@@ -267,7 +267,7 @@ impl EccBaseline {
 
     /// The GPU's counters then: (aggregate SBE, NVLink errors).
     fn counters(&self, node: &str, gpu: u32) -> (Option<u64>, Option<u64>) {
-        self.sbe
+        self.counters
             .get(node)
             .and_then(|gs| gs.iter().find(|(i, _, _)| *i == gpu))
             .map_or((None, None), |(_, s, l)| (*s, *l))
