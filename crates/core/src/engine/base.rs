@@ -71,7 +71,7 @@ impl Base {
         let by_node: HashMap<&str, &NodeVerdict> =
             verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
         let stalls = stalls(c, &by_node, history, cat, site);
-        let incidents = incidents(c, &by_node, &unusable, &stalls, cat);
+        let incidents = incidents(c, &by_node, &unusable, &stalls, cat, site);
         drop(by_node);
         let verdict_of_node = verdicts
             .iter()

@@ -137,6 +137,14 @@ pub fn gpu_verdict_with(
             format!("Xid {code} ({}){at}", cat.name(*code)),
         ));
     }
+    for e in events {
+        if let EventKind::NvLink { .. } = e.kind {
+            found.push((
+                ActionClass::DrainInvestigate,
+                format!("{} at {}", e.message, text::clock(e.time)),
+            ));
+        }
+    }
     let ecc = &gpu.ecc;
     if let Some(d) = ecc.dbe_volatile.filter(|&d| d > 0) {
         found.push((
@@ -210,11 +218,15 @@ fn nvlink_finding(gpu: &Gpu, rates: Rates, site: &SiteParams) -> Option<(ActionC
         .nvlink_per_hour
         .filter(|&r| r > site.nvlink_watch_per_hour)?;
     let n = &gpu.nvlink;
+    let (action, limit) = if rate > site.nvlink_drain_per_hour {
+        (ActionClass::DrainInvestigate, site.nvlink_drain_per_hour)
+    } else {
+        (ActionClass::Watch, site.nvlink_watch_per_hour)
+    };
     Some((
-        ActionClass::Watch,
+        action,
         format!(
-            "NVLink errors {rate:.0}/h above {:.0}/h (CRC flit {}, CRC data {}, replay {}, recovery {} in all): a link or its NVSwitch, not the GPU's memory; drain and investigate the fabric if it persists",
-            site.nvlink_watch_per_hour,
+            "NVLink errors {rate:.0}/h above {limit:.0}/h (CRC flit {}, CRC data {}, replay {}, recovery {} in all): a link or its NVSwitch, not the GPU's memory; drain and investigate the fabric if it persists",
             text::opt(n.crc_flit),
             text::opt(n.crc_data),
             text::opt(n.replay),
@@ -292,7 +304,8 @@ pub fn verdicts(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
-    let (by_gpu, by_node) = current_events(c);
+    let (by_gpu, by_node, links) = current_events(c);
+    let failing = super::fabric::failing_domains(c, site);
     let mut out = Vec::new();
     for n in &c.nodes {
         let boot = n.boot_time;
@@ -354,22 +367,37 @@ pub fn verdicts(
                 )
             })
             .filter(|v| v.action != ActionClass::None);
-        // The worst: a GPU's verdict, or the node-level report's when worse.
-        let (which, worst) = match (gpus.first(), &node_level) {
-            (Some(g), Some(v)) if v.action <= g.verdict.action => {
-                (format!("GPU {}", g.gpu), &g.verdict)
+        let links = links.get(n.name.as_str()).map_or(&[][..], Vec::as_slice);
+        let fabric = super::fabric::port_verdict(n, links, failing.get(n.name.as_str()));
+        // The worst: a GPU's verdict, the node-level report's or its
+        // ports' when worse.
+        let mut worst: Option<(String, &Verdict)> =
+            gpus.first().map(|g| (format!("GPU {}", g.gpu), &g.verdict));
+        for (which, v) in [
+            ("a GPU (the report does not say which)", node_level.as_ref()),
+            ("its network", fabric.as_ref()),
+        ] {
+            if let Some(v) = v
+                && worst.as_ref().is_none_or(|(_, w)| v.action > w.action)
+            {
+                worst = Some((which.to_string(), v));
             }
-            (_, Some(v)) => ("a GPU (the report does not say which)".to_string(), v),
-            (Some(g), None) => (format!("GPU {}", g.gpu), &g.verdict),
-            (None, None) => continue,
+        }
+        let Some((which, worst)) = worst else {
+            continue;
         };
         let summary = node_summary(n, &which, worst);
         let verdict = Verdict {
             action: worst.action,
             summary,
-            evidence: node_level
+            evidence: fabric
                 .iter()
-                .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}")))
+                .flat_map(|v| v.evidence.iter().cloned())
+                .chain(
+                    node_level
+                        .iter()
+                        .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}"))),
+                )
                 .chain(gpus.iter().flat_map(|g| {
                     g.verdict
                         .evidence
@@ -396,11 +424,14 @@ pub fn verdicts(
 /// The events since each node's last boot, within the Xid window: by GPU,
 /// and — reports that name the node but not the GPU (Kubernetes' node
 /// problem events, a driver message with only a PCI address) — by node.
+/// And its network ports' events ([`super::fabric::QUIET_S`]: a link
+/// quiet that long is history).
 #[allow(clippy::type_complexity)]
 fn current_events(
     c: &Cluster,
 ) -> (
     HashMap<(&str, u32), Vec<&Event>>,
+    HashMap<&str, Vec<&Event>>,
     HashMap<&str, Vec<&Event>>,
 ) {
     let boots: HashMap<&str, i64> = c
@@ -416,7 +447,16 @@ fn current_events(
     let current = |e: &&Event| {
         e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
     };
+    let mut links: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in c.events.iter().filter(current) {
+        let fabric = e.is_link();
+        if fabric && e.time <= c.time - super::fabric::QUIET_S {
+            continue;
+        }
+        if let EventKind::Link { .. } = e.kind {
+            links.entry(e.node.as_str()).or_default().push(e);
+            continue;
+        }
         match e.gpu {
             Some(g) => by_gpu.entry((e.node.as_str(), g)).or_default().push(e),
             None if matches!(e.kind, EventKind::Xid { .. }) => {
@@ -425,7 +465,7 @@ fn current_events(
             None => {}
         }
     }
-    (by_gpu, by_node)
+    (by_gpu, by_node, links)
 }
 
 /// A node's verdict in a line. A node already out of service needs its
@@ -487,6 +527,9 @@ pub fn event_action(e: &Event, cat: &XidCatalog) -> ActionClass {
         }
         EventKind::NodeState { to, .. } if to == "down" => ActionClass::Investigate,
         EventKind::NodeState { .. } => ActionClass::None,
+        // A node's own port or a GPU's links: drain it and look (reseat
+        // the cable, check the HCA); a domain's is grouped elsewhere.
+        EventKind::Link { .. } | EventKind::NvLink { .. } => ActionClass::DrainInvestigate,
     }
 }
 
@@ -626,7 +669,7 @@ mod tests {
             Some(ActionClass::DrainResetGpu),
             "Xid 48 + DBE + remap pending"
         );
-        assert_eq!(of("h100-07"), Some(ActionClass::RestartJob), "Xid 13");
+        assert_eq!(of("a100-07"), Some(ActionClass::RestartJob), "Xid 13");
         assert_eq!(v[0].node, "h100-03", "most drastic first");
         let n6 = v.iter().find(|x| x.node == "h100-06").expect("h100-06");
         assert!(n6.verdict.evidence.iter().any(|e| e.contains("Xid 48")));

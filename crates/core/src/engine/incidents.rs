@@ -64,7 +64,8 @@ pub struct IncidentJob {
 pub struct Incident {
     /// `e<seq>` for an event, `stall-<job>` for a stall.
     pub id: String,
-    /// `xid`, `ecc`, `node` or `stall`.
+    /// `xid`, `ecc`, `nvlink`, `link` (a node's network port), `node`,
+    /// `stall` or `domain` (several nodes' links: a switch, a rack).
     pub kind: &'static str,
     pub seq: Option<u64>,
     pub time: Timestamp,
@@ -90,6 +91,12 @@ pub struct Incident {
     pub evidence: Vec<String>,
     /// For a stall: GPU-hours burnt per hour while it lasts.
     pub burning_gpu_hours_per_hour: Option<f64>,
+    /// For a domain's incident: the domain (its `node` is the domain's
+    /// name) and the nodes whose events it gathers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<crate::model::Domain>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
 }
 
 impl Incident {
@@ -100,6 +107,12 @@ impl Incident {
             "xid" => format!("{}{gpu}", self.label.to_lowercase().replace(' ', "")),
             "ecc" => format!("ecc{gpu}"),
             "stall" => format!("stalled gang{gpu}"),
+            "nvlink" => format!("nvlink errors{gpu}"),
+            "link" => match self.evidence.first() {
+                Some(_) => format!("ib link: {}", self.message),
+                None => "ib link".into(),
+            },
+            "domain" => format!("{} failing (fabric)", self.node),
             _ if self.message.is_empty() => "drained via nightshift".into(),
             _ => self.message.clone(),
         }
@@ -273,7 +286,11 @@ struct Failure<'a> {
     events: Vec<&'a Event>,
     /// Node state changes done while it was open (its drain, its resume).
     stages: Vec<&'a Event>,
-    stall: Option<usize>,
+    /// The stalls it explains: one gang for a GPU, every gang spanning the
+    /// node for a network port.
+    stalls: Vec<usize>,
+    /// A network port's failure (its events join no GPU's).
+    port: bool,
 }
 
 impl Failure<'_> {
@@ -318,8 +335,10 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
             node_events.push(e);
             continue;
         }
+        let port = matches!(e.kind, EventKind::Link { .. });
         let joins = failures.iter_mut().rev().find(|f| {
             f.node == e.node
+                && f.port == port
                 && (f.gpu == e.gpu || f.gpu.is_none() || e.gpu.is_none())
                 && e.time - f.last() <= GROUP_GAP_S
                 && !rebooted_between(&boots, &e.node, f.last(), e.time)
@@ -334,7 +353,8 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
                 gpu: e.gpu,
                 events: vec![e],
                 stages: Vec::new(),
-                stall: None,
+                stalls: Vec::new(),
+                port,
             }),
         }
     }
@@ -355,12 +375,13 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
     for (i, s) in stalls.iter().enumerate().filter(|(_, s)| !s.via_gang) {
         let of = failures.iter_mut().rev().find(|f| {
             f.node == s.node
-                && f.stall.is_none()
+                && (f.stalls.is_empty() || f.port)
+                && f.port == s.fabric
                 && (s.gpu.is_none() || f.gpu.is_none() || s.gpu == f.gpu)
                 && f.first() <= s.since + GROUP_GAP_S
         });
         match of {
-            Some(f) => f.stall = Some(i),
+            Some(f) => f.stalls.push(i),
             None => lone_stalls.push(i),
         }
     }
@@ -456,7 +477,7 @@ fn failure_incident(
         )
     }));
     let mut burning = None;
-    if let Some(s) = f.stall.and_then(|i| stalls.get(i)) {
+    for s in f.stalls.iter().filter_map(|&i| stalls.get(i)) {
         let (b, gang) = stall_parts(c, stalls, s);
         join_jobs(&mut jobs, gang);
         story.push((
@@ -474,7 +495,7 @@ fn failure_incident(
                 text::clock(s.since)
             );
         }
-        burning = Some(b);
+        burning = Some(burning.unwrap_or(0.0) + b);
     }
     story.sort_by_key(|(t, _)| *t);
     let evidence: Vec<String> = story.into_iter().map(|(_, l)| l).collect();
@@ -482,6 +503,8 @@ fn failure_incident(
         id: format!("e{}", first.seq),
         kind: match primary.kind {
             EventKind::Xid { .. } => "xid",
+            EventKind::Link { .. } => "link",
+            EventKind::NvLink { .. } => "nvlink",
             _ => "ecc",
         },
         seq: Some(first.seq),
@@ -506,6 +529,8 @@ fn failure_incident(
         jobs,
         evidence,
         burning_gpu_hours_per_hour: burning,
+        domain: None,
+        nodes: Vec::new(),
     })
 }
 
@@ -572,6 +597,8 @@ fn node_incident(c: &Cluster, e: &Event, cat: &XidCatalog) -> Option<Incident> {
         jobs: victims(c, e),
         evidence: Vec::new(),
         burning_gpu_hours_per_hour: None,
+        domain: None,
+        nodes: Vec::new(),
     })
 }
 
@@ -624,6 +651,8 @@ fn stall_incident(
         jobs,
         evidence: s.evidence.clone(),
         burning_gpu_hours_per_hour: Some(burning),
+        domain: None,
+        nodes: Vec::new(),
     }
 }
 
@@ -635,6 +664,7 @@ pub fn incidents(
     unusable: &Unusable,
     stalls: &[Stall],
     cat: &XidCatalog,
+    site: &super::SiteParams,
 ) -> Vec<Incident> {
     let (failures, alone, lone_stalls) = gather(c, stalls);
     let mut out: Vec<Incident> = failures
@@ -648,6 +678,7 @@ pub fn incidents(
             .filter_map(|i| stalls.get(i))
             .map(|s| stall_incident(c, s, verdicts, stalls)),
     );
+    let mut out = super::domains::gather(c, out, verdicts, site);
     // Newest first; at the same time the event before the stall it causes.
     out.sort_by(|a, b| {
         b.time
@@ -803,11 +834,13 @@ mod tests {
         assert_eq!(h5[0].related, vec!["ECC"]);
         // h100-03 GPU 3: the Xid 79 and the stall of its gang.
         assert_eq!(on("h100-03").len(), 1);
-        // Four GPU failures by then (79, 13, 63, 48), and the node drained
-        // before the night began.
+        // Four GPU failures by then (79, 13, 63, 48), the NVLink storm on
+        // a100-03, the leaf switch's flap (its four nodes' links: one
+        // incident, see engine::domains) and the node drained before the
+        // night began.
         assert_eq!(
             b.incidents.len(),
-            5,
+            7,
             "{:?}",
             b.incidents
                 .iter()

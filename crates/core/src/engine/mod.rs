@@ -7,7 +7,9 @@ pub mod action;
 pub mod analysis;
 pub mod base;
 pub mod blast;
+pub mod domains;
 pub mod error;
+pub mod fabric;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod health;
@@ -67,6 +69,14 @@ pub struct SiteParams {
     /// NVLink errors (CRC, replays, recoveries) per hour above which a
     /// GPU's links are watched.
     pub nvlink_watch_per_hour: f64,
+    /// NVLink errors per hour above which a GPU's links are drained and
+    /// investigated (a storm).
+    pub nvlink_drain_per_hour: f64,
+    /// Fabric events (IB links lost, nodes down) on several nodes of one
+    /// failure domain starting within this many seconds are one incident.
+    pub domain_window_s: u64,
+    /// Fewest nodes whose events make a domain's incident.
+    pub domain_min_nodes: u32,
     /// Time limit assumed for a job that reports none, seconds.
     pub default_time_limit_s: u64,
     /// How long past its time limit a job that reaches it still holds its
@@ -102,6 +112,9 @@ impl Default for SiteParams {
             bytes_per_param: 16,
             sbe_watch_per_hour: 100.0,
             nvlink_watch_per_hour: 60.0,
+            nvlink_drain_per_hour: 3600.0,
+            domain_window_s: 60,
+            domain_min_nodes: 3,
             default_time_limit_s: 24 * 3600,
             limit_overrun_s: 0,
             preempt_requeues: true,

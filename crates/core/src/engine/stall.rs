@@ -43,6 +43,9 @@ pub struct Stall {
     pub via_gang: bool,
     /// The job whose own GPUs show the stall (itself, or its gang's).
     pub cause_job: String,
+    /// Stalled by a lost network link, not a broken GPU.
+    #[serde(default)]
+    pub fabric: bool,
     pub evidence: Vec<String>,
 }
 
@@ -160,8 +163,27 @@ fn gpus_by_job<'a>(
     out
 }
 
-/// What explains a stall: (since, node, GPU, evidence).
-type Found = (Timestamp, String, Option<u32>, Vec<String>);
+/// What explains a stall: (since, node, GPU, evidence, by the fabric).
+type Found = (Timestamp, String, Option<u32>, Vec<String>, bool);
+
+/// The first network link lost since `started` on a node of a multi-node
+/// job: (time, node, port).
+fn link_lost_since<'c>(
+    c: &'c Cluster,
+    job: &crate::model::Job,
+    started: Timestamp,
+) -> Option<(Timestamp, &'c str, &'c str)> {
+    if job.nodes.len() < 2 {
+        return None;
+    }
+    c.events
+        .iter()
+        .filter(|e| e.time >= started && job.nodes.contains(&e.node))
+        .find_map(|e| match &e.kind {
+            EventKind::Link { port, .. } => Some((e.time, e.node.as_str(), port.as_str())),
+            _ => None,
+        })
+}
 
 /// Every stalled running job of the snapshot, gangs included, oldest first.
 pub fn stalls(
@@ -216,9 +238,24 @@ pub fn stalls(
                     text::clock(t)
                 )];
                 if found.as_ref().is_none_or(|f| t < f.0) {
-                    found = Some((t, g.node.clone(), Some(g.index), evidence));
+                    found = Some((t, g.node.clone(), Some(g.index), evidence, false));
                 }
             }
+        }
+        if found.is_none()
+            && !still_working
+            && let Some((t, node, port)) = link_lost_since(c, job, started)
+        {
+            found = Some((
+                t,
+                node.to_string(),
+                None,
+                vec![format!(
+                    "its rank on {node} lost its network link ({port}) at {}: the other ranks wait in a collective that never completes",
+                    text::clock(t)
+                )],
+                true,
+            ));
         }
         if found.is_none()
             && let Some(since) = history.since(id)
@@ -239,6 +276,7 @@ pub fn stalls(
                     text::percent(occ),
                     text::duration(c.time - since)
                 )],
+                false,
             ));
         }
         if let Some(f) = found {
@@ -247,7 +285,7 @@ pub fn stalls(
     }
     let mut out: Vec<Stall> = Vec::new();
     let mut done: rustc_hash::FxHashSet<usize> = rustc_hash::FxHashSet::default();
-    for (j, (since, node, gpu, evidence)) in direct {
+    for (j, (since, node, gpu, evidence, fabric)) in direct {
         for k in gang_closure(c, &[j]) {
             if !done.insert(k) {
                 continue;
@@ -268,6 +306,7 @@ pub fn stalls(
                 burning_gpu_hours_per_hour: f64::from(gpus),
                 via_gang,
                 cause_job: c.jobs[j].id.clone(),
+                fabric,
                 evidence: ev,
             });
         }
@@ -296,6 +335,28 @@ fn candidates<'c>(
         }
     }
     wanted.extend(history.since.keys().map(String::as_str));
+    // Multi-node jobs on a node that lost a network link since they started.
+    let lost: rustc_hash::FxHashMap<&str, Timestamp> = c
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Link { .. }))
+        .fold(rustc_hash::FxHashMap::default(), |mut m, e| {
+            let t = m.entry(e.node.as_str()).or_insert(e.time);
+            *t = (*t).max(e.time);
+            m
+        });
+    if !lost.is_empty() {
+        for j in c.jobs.iter().filter(|j| {
+            j.state.holds_resources()
+                && j.nodes.len() > 1
+                && j.nodes.iter().any(|n| {
+                    lost.get(n.as_str())
+                        .is_some_and(|&t| t >= j.start_time.unwrap_or(Timestamp::MIN))
+                })
+        }) {
+            wanted.insert(j.id.as_str());
+        }
+    }
     wanted
 }
 

@@ -360,8 +360,8 @@ fn shape_causes(
     } else if !fits_now {
         let mut by_group: BTreeMap<String, u32> = BTreeMap::new();
         for n in &part.nodes {
-            if let Some(t) = &n.topology {
-                *by_group.entry(t.clone()).or_default() += free_on(n, unusable);
+            if let Some(t) = n.topology() {
+                *by_group.entry(t.to_string()).or_default() += free_on(n, unusable);
             }
         }
         let per = if k == 1 {

@@ -19,6 +19,9 @@ pub enum ActionClass {
     RestartJob,
     /// Keep running; reset the GPU at the next drain window.
     ResetNextDrain,
+    /// The fabric failed under several nodes (a switch, its cables): keep
+    /// the GPUs, stop new multi-node work there, page the network owner.
+    CordonDomain,
     /// Drain the node and investigate (NVLink, fabric).
     DrainInvestigate,
     /// Drain the node, then reset the GPU.
@@ -35,6 +38,7 @@ impl ActionClass {
             ActionClass::Investigate => "investigate",
             ActionClass::RestartJob => "restart_job",
             ActionClass::ResetNextDrain => "reset_next_drain",
+            ActionClass::CordonDomain => "cordon_domain",
             ActionClass::DrainInvestigate => "drain_investigate",
             ActionClass::DrainResetGpu => "drain_reset_gpu",
             ActionClass::DrainReboot => "drain_reboot",
@@ -49,6 +53,9 @@ impl ActionClass {
             ActionClass::Investigate => "investigate before acting",
             ActionClass::RestartJob => "restart the job; the GPU is fine",
             ActionClass::ResetNextDrain => "reset the GPU at the next drain window",
+            ActionClass::CordonDomain => {
+                "the fabric, not the GPUs: cordon the domain's nodes for new multi-node work and page the network owner"
+            }
             ActionClass::DrainInvestigate => "drain the node and investigate",
             ActionClass::DrainResetGpu => "drain the node, then reset the GPU",
             ActionClass::DrainReboot => "drain the node, then reboot it",
@@ -62,6 +69,7 @@ impl ActionClass {
             ActionClass::DrainResetGpu => "reset the GPU (replace it if the remap failed)",
             ActionClass::DrainInvestigate => "investigate (NVLink, fabric)",
             ActionClass::ResetNextDrain => "reset the GPU",
+            ActionClass::CordonDomain => "the network owner fixes the switch or its cables",
             ActionClass::RestartJob => "restart the job",
             ActionClass::Investigate => "investigate",
             ActionClass::Watch | ActionClass::None => "nothing yet",
@@ -79,6 +87,9 @@ impl ActionClass {
             ActionClass::RestartJob => "none for the hardware: the GPU is fine",
             ActionClass::ResetNextDrain => {
                 "the bad row stays in use until a reset; another error there can become uncorrectable"
+            }
+            ActionClass::CordonDomain => {
+                "multi-node jobs under it stall and die on collective timeouts; draining its nodes takes good GPUs out and fixes nothing"
             }
             ActionClass::DrainInvestigate => {
                 "NVLink or fabric errors slow or hang the collectives of every job on the node"
@@ -100,6 +111,7 @@ impl ActionClass {
             ActionClass::Investigate => "investigate",
             ActionClass::RestartJob => "restart job",
             ActionClass::ResetNextDrain => "reset@drain",
+            ActionClass::CordonDomain => "cordon domain",
             ActionClass::DrainInvestigate => "drain+look",
             ActionClass::DrainResetGpu => "drain+reset",
             ActionClass::DrainReboot => "drain+reboot",

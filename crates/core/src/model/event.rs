@@ -23,6 +23,11 @@ pub enum EventKind {
     },
     /// A node changed scheduling state.
     NodeState { from: String, to: String },
+    /// A network port of the node went down (`down`: it is down now) or
+    /// flapped (its link-downed counter moved; it is up again).
+    Link { port: String, down: bool },
+    /// A GPU's NVLink error counters rose fast (a CRC storm).
+    NvLink { errors: u64 },
 }
 
 /// One incident-worthy event: an Xid, an ECC error, a node state change.
@@ -58,7 +63,16 @@ impl Event {
                 }
             }
             EventKind::NodeState { to, .. } => format!("NODE {}", to.to_uppercase()),
+            EventKind::Link { down: true, .. } => "IB DOWN".to_string(),
+            EventKind::Link { down: false, .. } => "IB FLAP".to_string(),
+            EventKind::NvLink { .. } => "NVLINK".to_string(),
         }
+    }
+
+    /// Whether it is the fabric's (a network port, NVLink), not a GPU's
+    /// memory or engine.
+    pub fn is_link(&self) -> bool {
+        matches!(self.kind, EventKind::Link { .. } | EventKind::NvLink { .. })
     }
 
     pub fn xid(&self) -> Option<u32> {

@@ -1,4 +1,4 @@
-use super::{Gpu, Timestamp};
+use super::{Domain, Gpu, IbPort, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -66,8 +66,13 @@ pub struct Node {
     #[serde(default)]
     pub boot_time: Option<Timestamp>,
     pub gpu_model: Option<String>,
-    /// NVLink domain or topology group (rack, NVL72 domain, switch).
-    pub topology: Option<String>,
+    /// The failure domains it shares with other nodes, narrowest first
+    /// (its leaf switch before the spine, its NVLink domain, rack, power).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<Domain>,
+    /// Its network (InfiniBand/RoCE) ports, where a source reports them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ib_ports: Vec<IbPort>,
     pub labels: BTreeMap<String, String>,
     /// GPUs the scheduler says the node has; `gpus` may hold fewer when an
     /// endpoint reports fewer (a GPU fallen off the bus).
@@ -95,6 +100,22 @@ pub struct FaultReport {
 }
 
 impl Node {
+    /// Its narrowest failure domain's name (the group the node grid and
+    /// `why` count free GPUs by).
+    pub fn topology(&self) -> Option<&str> {
+        self.domains.first().map(|d| d.name.as_str())
+    }
+
+    /// Its domain at `level`, if it has one.
+    pub fn domain(&self, level: &str) -> Option<&Domain> {
+        self.domains.iter().find(|d| d.level == level)
+    }
+
+    /// Whether it is in the domain `name` (at any level).
+    pub fn in_domain(&self, name: &str) -> bool {
+        self.domains.iter().any(|d| d.name == name)
+    }
+
     /// GPUs held by jobs on this node, counted from the per-GPU allocation.
     pub fn gpus_allocated(&self) -> u32 {
         self.gpus.iter().filter(|g| g.job.is_some()).count() as u32

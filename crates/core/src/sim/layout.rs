@@ -71,6 +71,7 @@ pub(crate) fn build(sim: &mut Sim) {
     vision_team(sim, &hn);
     fragmented_a100s(sim, &an);
     never_starting(sim);
+    fabric_gangs(sim, &hn);
     // Events were recorded as the story was told; keep them in time order.
     sim.events.sort_by_key(|e| e.time);
     for (i, e) in sim.events.iter_mut().enumerate() {
@@ -277,11 +278,33 @@ fn never_starting(sim: &mut Sim) {
     );
 }
 
+/// Two 2-node gangs on the last two H100 nodes of the second leaf switch,
+/// 2 GPUs a node each: the jobs the leaf's flap stalls.
+fn fabric_gangs(sim: &mut Sim, hn: &[usize]) {
+    for (name, user, account, ran) in [
+        ("megatron-moe-2n", "erin", "rl", 2 * 3600),
+        ("dist-eval-2n", "frank", "research", 3600),
+    ] {
+        let spec = Spec {
+            name,
+            user,
+            account,
+            partition: "h100",
+            priority: 4000,
+            gpus_per_node: 2,
+            nodes: 2,
+        };
+        let j = start(sim, &spec, &hn[6..8], ran, 12 * 3600);
+        sim.jobs[j].base_occ = 0.7;
+        sim.jobs[j].mem_frac = 0.8;
+    }
+}
+
 /// Background load on every node the scenario does not use.
 fn background_load(sim: &mut Sim, hn: &[usize], an: &[usize]) {
     let busy: Vec<usize> = hn[6..].iter().chain(an[8..].iter()).copied().collect();
     for n in busy {
-        let mut free = 8u32;
+        let mut free = 8u32.saturating_sub(sim.nodes[n].gpus_allocated());
         while free > 0 && sim.rng.random_bool(0.8) {
             let g = [1u32, 2, 4, 8][sim.rng.random_range(0..4)].min(free);
             let part = sim.nodes[n].partitions[0].clone();
@@ -313,12 +336,57 @@ fn extra_queue(sim: &mut Sim) {
     }
 }
 
+/// Nodes under one leaf switch (and in one rack).
+pub(crate) const NODES_PER_LEAF: usize = 4;
+/// Leaf switches under one spine.
+const LEAVES_PER_SPINE: usize = 8;
+
+/// A node's failure domains: its leaf switch (numbered across the
+/// cluster), its rack, its spine.
+fn domains_of(sim: &Sim, partition: &str, i: usize) -> Vec<crate::model::Domain> {
+    use crate::model::Domain;
+    // Leaves before this partition's, plus its own.
+    let before: usize = sim
+        .partitions
+        .iter()
+        .map(|p| p.nodes.len().div_ceil(NODES_PER_LEAF))
+        .sum();
+    let leaf = before + (i - 1) / NODES_PER_LEAF + 1;
+    vec![
+        Domain::new("leaf", &format!("ib-leaf-{leaf}")),
+        Domain::new(
+            "rack",
+            &format!("rack-{partition}-{}", (i - 1) / NODES_PER_LEAF + 1),
+        ),
+        Domain::new(
+            "spine",
+            &format!("ib-spine-{}", (leaf - 1) / LEAVES_PER_SPINE + 1),
+        ),
+    ]
+}
+
+/// The node's one compute HCA port, up at 400 Gb/s (NDR) with clean counters.
+fn healthy_port() -> crate::model::IbPort {
+    crate::model::IbPort {
+        device: "mlx5_0".into(),
+        port: 1,
+        state: Some(crate::model::IB_STATE_ACTIVE),
+        physical_state: Some(crate::model::IB_PHYS_LINK_UP),
+        rate_bytes_per_second: Some(50e9),
+        link_downed: Some(0),
+        link_error_recovery: Some(0),
+        symbol_errors: Some(0),
+        receive_errors: Some(0),
+    }
+}
+
 fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: usize) {
     let width = count.to_string().len().max(2);
     let mut members = Vec::with_capacity(count);
     for i in 1..=count {
         let node_name = format!("{name}-{i:0width$}");
-        let rack = format!("rack-{name}-{}", (i - 1) / 4 + 1);
+        let domains = domains_of(sim, name, i);
+        let rack = domains[1].name.clone();
         let mut labels = BTreeMap::new();
         labels.insert(
             "nvidia.com/gpu.product".to_string(),
@@ -337,6 +405,12 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
                 gpu.ecc.dbe_aggregate = Some(0);
                 gpu.row_remap_pending = Some(false);
                 gpu.row_remap_failed = Some(false);
+                gpu.nvlink = crate::model::NvLinkErrors {
+                    crc_flit: Some(0),
+                    crc_data: Some(0),
+                    replay: Some(0),
+                    recovery: Some(0),
+                };
                 gpu.recovery_action = Some(RecoveryAction::None);
                 gpu
             })
@@ -352,7 +426,8 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             boot_time: None,
             fault_reports: Vec::new(),
             gpu_model: Some(model.to_string()),
-            topology: Some(rack),
+            domains,
+            ib_ports: vec![healthy_port()],
             labels,
             gpu_count: 8,
             gpus,

@@ -145,6 +145,7 @@ impl Sim {
     pub fn step(&mut self) {
         self.now += 1;
         timeline::fire_due(self);
+        timeline::fabric_step(self);
         self.finish_jobs();
         self.checkpoint_jobs();
         self.repair_drained();

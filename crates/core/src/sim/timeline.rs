@@ -15,20 +15,48 @@ pub(crate) enum Incident {
     /// A burst of correctable errors on a GPU whose job keeps running:
     /// Xid 63, a row remap pending until the next reset. Warning-level.
     SbeRemap,
+    /// NVLink CRC errors on one GPU's links, fast, for `STORM_S`: no Xid,
+    /// the job on it runs on (slower).
+    NvLinkStorm,
+    /// The node's leaf switch flaps: every node under it loses its IB link
+    /// within seconds, for a while, then gets it back. Multi-node jobs with
+    /// a rank there hang in their collectives, then fail on the timeout.
+    LeafFlap,
 }
+
+/// How long the NVLink storm lasts.
+pub(crate) const STORM_S: i64 = 1500;
+/// A storm still going says so again this often.
+const STORM_REPORT_S: i64 = 600;
+/// A hung collective gives up (NCCL's timeout) this long after the flap.
+pub(crate) const COLLECTIVE_TIMEOUT_S: i64 = 600;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Timeline {
     fired: usize,
+    /// (node, GPU, started, last reported) of the NVLink storm going on.
+    storm: Option<(usize, u32, Timestamp, Timestamp)>,
+    /// Port changes to come: (time, node, down).
+    ports: Vec<(Timestamp, usize, bool)>,
+    /// Hung gangs' jobs and when their collective times out.
+    timeouts: Vec<(Timestamp, String)>,
 }
 
 /// (seconds after start, node by partition and position, GPU, incident)
-const SCRIPT: [(i64, usize, usize, u32, Incident); 4] = [
-    (40, 0, 6, 2, Incident::Xid13),
+const SCRIPT: [(i64, usize, usize, u32, Incident); 7] = [
+    (40, 1, 6, 6, Incident::Xid13),
     (70, 0, 4, 1, Incident::SbeRemap),
     (100, 0, 5, 5, Incident::Xid48Dbe),
     (160, 0, 5, 5, Incident::Xid63Remap),
+    (900, 1, 2, 1, Incident::NvLinkStorm),
+    (1200, 0, 4, 0, Incident::LeafFlap),
+    (1500, 0, 4, 0, Incident::LeafFlap),
 ];
+
+/// A leaf flap's nodes lose their links this many seconds apart, and stay
+/// down this long (the first flap; the second is shorter).
+const FLAP_OFFSETS_S: [i64; 4] = [0, 4, 9, 15];
+const FLAP_DOWN_S: [i64; 2] = [45, 30];
 
 pub(crate) fn fire_due(sim: &mut Sim) {
     while let Some(&(at, part, pos, gpu, incident)) = SCRIPT.get(sim.timeline.fired) {
@@ -37,7 +65,151 @@ pub(crate) fn fire_due(sim: &mut Sim) {
         }
         sim.timeline.fired += 1;
         let node = sim.partitions[part].nodes[pos];
-        fire(sim, node, gpu, incident, START_TIME + at);
+        match incident {
+            Incident::NvLinkStorm => start_storm(sim, node, gpu),
+            Incident::LeafFlap => flap(sim, node),
+            _ => fire(sim, node, gpu, incident, START_TIME + at),
+        }
+    }
+}
+
+/// The fabric's second by second: the storm's counters, ports going down
+/// and up, hung collectives timing out.
+pub(crate) fn fabric_step(sim: &mut Sim) {
+    let now = sim.now;
+    if let Some((node, gpu, started, reported)) = sim.timeline.storm {
+        if now - started >= STORM_S {
+            sim.timeline.storm = None;
+        } else {
+            let g = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
+            let add = |x: &mut Option<u64>, n: u64| *x = Some(x.unwrap_or(0) + n);
+            add(&mut g.nvlink.crc_flit, 37);
+            add(&mut g.nvlink.crc_data, 5);
+            add(&mut g.nvlink.replay, 2);
+            if (now - started) % 60 == 0 {
+                add(&mut g.nvlink.recovery, 1);
+            }
+            if now - reported >= STORM_REPORT_S {
+                let total = g.nvlink.total().unwrap_or(0);
+                let name = sim.nodes[node].name.clone();
+                sim.timeline.storm = Some((node, gpu, started, now));
+                sim.push_event(
+                    &name,
+                    Some(gpu),
+                    EventKind::NvLink { errors: total },
+                    &format!(
+                        "NVLink CRC storm goes on: {total} errors on its links since {}",
+                        crate::text::clock(started)
+                    ),
+                );
+            }
+        }
+    }
+    let due: Vec<(Timestamp, usize, bool)> = sim
+        .timeline
+        .ports
+        .iter()
+        .filter(|(t, _, _)| *t <= now)
+        .copied()
+        .collect();
+    sim.timeline.ports.retain(|(t, _, _)| *t > now);
+    for (_, node, down) in due {
+        set_port(sim, node, down);
+    }
+    let timed_out: Vec<String> = sim
+        .timeline
+        .timeouts
+        .iter()
+        .filter(|(t, _)| *t <= now)
+        .map(|(_, id)| id.clone())
+        .collect();
+    sim.timeline.timeouts.retain(|(t, _)| *t > now);
+    for id in timed_out {
+        if let Some(idx) = sim
+            .jobs
+            .iter()
+            .position(|j| j.job.id == id && j.hung && j.job.state == JobState::Running)
+        {
+            sim.jobs[idx].set_reason(Some("collective timeout (NCCL watchdog)"));
+            sim.end_job(idx, JobState::Failed);
+        }
+    }
+}
+
+fn start_storm(sim: &mut Sim, node: usize, gpu: u32) {
+    let now = sim.now;
+    sim.timeline.storm = Some((node, gpu, now, now));
+    let name = sim.nodes[node].name.clone();
+    sim.push_event(
+        &name,
+        Some(gpu),
+        EventKind::NvLink { errors: 0 },
+        "NVLink CRC storm: flit and data CRC errors and replays rising fast on its links",
+    );
+}
+
+/// The leaf switch of `node` flaps: its nodes' ports go down a few seconds
+/// apart and come back; the first flap hangs the multi-node jobs there.
+fn flap(sim: &mut Sim, node: usize) {
+    let now = sim.now;
+    let Some(leaf) = sim.nodes[node].domain("leaf").cloned() else {
+        return;
+    };
+    let first = !sim
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Link { .. }));
+    let down_s = FLAP_DOWN_S[usize::from(!first)];
+    let under: Vec<usize> = (0..sim.nodes.len())
+        .filter(|&i| sim.nodes[i].domains.contains(&leaf))
+        .collect();
+    for (k, &n) in under.iter().enumerate() {
+        let at = now + FLAP_OFFSETS_S.get(k).copied().unwrap_or(15);
+        sim.timeline.ports.push((at, n, true));
+        sim.timeline.ports.push((at + down_s, n, false));
+    }
+    sim.timeline.ports.sort_by_key(|(t, n, _)| (*t, *n));
+    if !first {
+        return;
+    }
+    let names: Vec<&str> = under.iter().map(|&n| sim.nodes[n].name.as_str()).collect();
+    let mut hung = Vec::new();
+    for j in sim.jobs.iter_mut().filter(|j| {
+        j.job.state == JobState::Running
+            && j.job.nodes.len() > 1
+            && j.job.nodes.iter().any(|n| names.contains(&n.as_str()))
+    }) {
+        j.hung = true;
+        hung.push((now + COLLECTIVE_TIMEOUT_S, j.job.id.clone()));
+    }
+    sim.timeline.timeouts.extend(hung);
+}
+
+/// Takes node `n`'s port down (an event, its link-downed counter up) or
+/// brings it back up.
+fn set_port(sim: &mut Sim, n: usize, down: bool) {
+    let node = Arc::make_mut(&mut sim.nodes[n]);
+    let Some(port) = node.ib_ports.first_mut() else {
+        return;
+    };
+    if down {
+        port.state = Some(crate::model::IB_STATE_DOWN);
+        port.physical_state = Some(2);
+        port.link_downed = Some(port.link_downed.unwrap_or(0) + 1);
+        port.symbol_errors = Some(port.symbol_errors.unwrap_or(0) + 17);
+        let (name, pname) = (node.name.clone(), port.name());
+        sim.push_event(
+            &name,
+            None,
+            EventKind::Link {
+                port: pname.clone(),
+                down: true,
+            },
+            &format!("IB port {pname} went DOWN (physical state Polling): link lost"),
+        );
+    } else {
+        port.state = Some(crate::model::IB_STATE_ACTIVE);
+        port.physical_state = Some(crate::model::IB_PHYS_LINK_UP);
     }
 }
 
@@ -58,6 +230,8 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             63,
             "Row remapping event: correctable errors, remap pending until the GPU is reset",
         ),
+        // Not Xids: told by fire_due to their own functions.
+        Incident::NvLinkStorm | Incident::LeafFlap => return,
     };
     Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(LastXid {
         code,
@@ -89,7 +263,7 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
             (0, 120),
             "correctable ECC errors; row remap pending",
         ),
-        Incident::Xid63Remap => {}
+        Incident::Xid63Remap | Incident::NvLinkStorm | Incident::LeafFlap => {}
     }
 }
 

@@ -117,9 +117,15 @@ fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
     ));
     l1.extend(kv(
         "topology",
-        node.topology
-            .as_deref()
-            .map_or("-".into(), |t| sanitize(t).into_owned()),
+        if node.domains.is_empty() {
+            "-".into()
+        } else {
+            node.domains
+                .iter()
+                .map(|d| format!("{} {}", d.level, sanitize(&d.name)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         theme,
     ));
     let mut l2 = vec![Span::raw(" ")];

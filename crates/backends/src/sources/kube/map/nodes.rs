@@ -263,7 +263,8 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         })
         .collect();
     Some(Node {
-        topology: labels.get("topology.kubernetes.io/zone").cloned(),
+        domains: domains_from_labels(&labels),
+        ib_ports: Vec::new(),
         boot_time: None,
         reason_set_by: None,
         name,
@@ -400,4 +401,32 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
         e.seq = i as u64 + 1;
     }
     out
+}
+
+/// Node labels that name a failure domain, narrowest first, with the
+/// level each names: NVIDIA GPU feature discovery's NVLink clique (GB200
+/// NVL72), AWS's network layers (3 nearest the node), GKE's topology
+/// sub-block and block, and the zone.
+pub const DOMAIN_LABELS: [(&str, &str); 7] = [
+    ("nvidia.com/gpu.clique", "nvlink"),
+    ("topology.k8s.aws/network-node-layer-3", "leaf"),
+    ("topology.k8s.aws/network-node-layer-2", "spine"),
+    ("topology.k8s.aws/network-node-layer-1", "core"),
+    ("cloud.google.com/gce-topology-subblock", "subblock"),
+    ("cloud.google.com/gce-topology-block", "block"),
+    ("topology.kubernetes.io/zone", "zone"),
+];
+
+/// The failure domains a node's labels name (see [`DOMAIN_LABELS`]).
+pub fn domains_from_labels(
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Vec<crate::model::Domain> {
+    DOMAIN_LABELS
+        .iter()
+        .filter_map(|(label, level)| {
+            labels
+                .get(*label)
+                .map(|v| crate::model::Domain::new(level, v))
+        })
+        .collect()
 }

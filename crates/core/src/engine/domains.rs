@@ -1,0 +1,433 @@
+//! Domain incidents: the fabric events of several nodes of one failure
+//! domain (see [`super::fabric`]) told as one incident of the domain, with
+//! the nodes' incidents as its evidence.
+
+use super::SiteParams;
+use super::fabric::{Candidate, QUIET_S, group, what_failed};
+use super::health::NodeVerdict;
+use super::incidents::{Incident, IncidentJob, Stage};
+use super::xid::ActionClass;
+use crate::model::{Cluster, Domain, EventKind, GpuHealth, NodeState};
+use crate::text;
+use std::collections::{BTreeSet, HashMap};
+
+/// Whether an incident can be part of a domain's: a node's network link,
+/// a node gone down.
+fn is_candidate(i: &Incident) -> bool {
+    i.kind == "link" || (i.kind == "node" && i.label == "NODE DOWN")
+}
+
+/// `incidents` with the ones that are one domain's failure replaced by
+/// that domain's incident.
+pub fn gather(
+    c: &Cluster,
+    incidents: Vec<Incident>,
+    _verdicts: &HashMap<&str, &NodeVerdict>,
+    site: &SiteParams,
+) -> Vec<Incident> {
+    let candidates: Vec<Candidate> = incidents
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| is_candidate(i))
+        .map(|(index, i)| Candidate {
+            index,
+            node: i.node.as_str(),
+            time: i.time,
+        })
+        .collect();
+    let groups = group(
+        c,
+        &candidates,
+        site.domain_window_s as i64,
+        site.domain_min_nodes as usize,
+    );
+    if groups.is_empty() {
+        return incidents;
+    }
+    let absorbed: BTreeSet<usize> = groups.iter().flat_map(|(_, m)| m.iter().copied()).collect();
+    let mut out: Vec<Incident> = groups
+        .iter()
+        .map(|(d, members)| {
+            let ms: Vec<&Incident> = members.iter().filter_map(|&i| incidents.get(i)).collect();
+            domain_incident(c, d, &ms)
+        })
+        .collect();
+    out.extend(
+        incidents
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !absorbed.contains(i))
+            .map(|(_, x)| x),
+    );
+    out
+}
+
+/// Whether a node's links are still failing: a port down now, or a link
+/// lost in the last [`QUIET_S`]; for a node-down failure, the node still
+/// down.
+fn still_failing(c: &Cluster, node: &str) -> bool {
+    let Some(n) = c.node(node) else {
+        return false;
+    };
+    n.state == NodeState::Down
+        || n.ib_ports.iter().any(|p| p.is_down() == Some(true))
+        || c.events.iter().any(|e| {
+            e.node == node && matches!(e.kind, EventKind::Link { .. }) && c.time - e.time < QUIET_S
+        })
+}
+
+fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
+    let mut nodes: Vec<String> = members.iter().map(|m| m.node.clone()).collect();
+    nodes.sort();
+    nodes.dedup();
+    let first = members.iter().map(|m| m.time).min().unwrap_or(c.time);
+    let last_start = members.iter().map(|m| m.time).max().unwrap_or(first);
+    let links = members.iter().any(|m| m.kind == "link");
+    let still = nodes.iter().any(|n| still_failing(c, n));
+    let down_now = nodes.iter().any(|n| {
+        c.node(n)
+            .is_some_and(|x| x.ib_ports.iter().any(|p| p.is_down() == Some(true)))
+    });
+    let what = what_failed(&d.level);
+    let lost = if links {
+        "lost their network link"
+    } else {
+        "went down"
+    };
+    let message = format!(
+        "{} {}: {} nodes {lost} within {} ({}): the {what}, not the GPUs",
+        d.level,
+        d.name,
+        nodes.len(),
+        text::duration(last_start - first),
+        nodes.join(", ")
+    );
+    let mut related: Vec<String> = Vec::new();
+    for m in members {
+        if !related.contains(&m.label) {
+            related.push(m.label.clone());
+        }
+    }
+    // The jobs it hurts: those spanning nodes (a single-node job keeps
+    // its GPUs and needs no switch), whole gangs.
+    let mut jobs: Vec<IncidentJob> = Vec::new();
+    for m in members {
+        for j in &m.jobs {
+            let multi = c.job(&j.id).is_none_or(|x| x.nodes.len() > 1);
+            if multi && !jobs.iter().any(|x| x.id == j.id) {
+                jobs.push(j.clone());
+            }
+        }
+    }
+    let mut evidence: Vec<String> = Vec::new();
+    let mut sorted: Vec<&&Incident> = members.iter().collect();
+    sorted.sort_by_key(|m| (m.time, m.node.clone()));
+    for m in sorted {
+        evidence.extend(m.evidence.iter().map(|e| format!("{}: {e}", m.node)));
+        if m.evidence.is_empty() {
+            evidence.push(format!(
+                "{}: {} {}: {}",
+                m.node,
+                text::clock(m.time),
+                m.label,
+                m.message
+            ));
+        }
+    }
+    let burning: f64 = members
+        .iter()
+        .filter_map(|m| m.burning_gpu_hours_per_hour)
+        .sum();
+    let out_of_service: Vec<&String> = nodes
+        .iter()
+        .filter(|n| c.node(n).is_some_and(|x| !x.state.schedulable()))
+        .collect();
+    let action = ActionClass::CordonDomain;
+    let (stage, status) = match (still, out_of_service.len() == nodes.len()) {
+        (true, false) => (
+            Stage::Open,
+            format!(
+                "{}{}",
+                action.advice(),
+                if burning > 0.0 {
+                    format!(
+                        "; its gangs burn {burning:.0} GPU-hours per hour: requeue them from their checkpoints"
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        (true, true) => (
+            Stage::AwaitingRemedy,
+            format!(
+                "its {} nodes are out of new work; now {}, then resume them",
+                nodes.len(),
+                action.remedy()
+            ),
+        ),
+        (false, _) if !out_of_service.is_empty() => (
+            Stage::Remedied,
+            format!(
+                "links quiet for {}; {} of its nodes still out of service: resume them",
+                text::duration(QUIET_S),
+                out_of_service.len()
+            ),
+        ),
+        (false, _) => (
+            Stage::Resolved,
+            format!(
+                "resolved: links quiet for {} and every node in service",
+                text::duration(QUIET_S)
+            ),
+        ),
+    };
+    Incident {
+        id: format!(
+            "dom-{}-{}",
+            d.name,
+            members.first().map_or(String::new(), |m| m.id.clone())
+        ),
+        kind: "domain",
+        seq: None,
+        time: first,
+        node: d.name.clone(),
+        gpu: None,
+        label: format!(
+            "{} {}",
+            d.level.to_uppercase(),
+            if !links || down_now { "DOWN" } else { "FLAP" }
+        ),
+        related,
+        xid: None,
+        message,
+        severity: GpuHealth::Critical,
+        action,
+        stage,
+        status,
+        drained_by: None,
+        drained_at: None,
+        jobs,
+        evidence,
+        burning_gpu_hours_per_hour: (burning > 0.0).then_some(burning),
+        domain: Some(d.clone()),
+        nodes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::analysis::Base;
+    use crate::engine::xid::XidCatalog;
+    use crate::model::{Event, IB_STATE_DOWN, JobState};
+    use crate::sim::{Sim, SimConfig};
+    use std::sync::Arc;
+
+    fn base(c: &Cluster) -> Base {
+        Base::compute(c, None, &SiteParams::default(), &XidCatalog::default())
+    }
+
+    const LEAF_NODES: [&str; 4] = ["h100-05", "h100-06", "h100-07", "h100-08"];
+
+    #[test]
+    fn the_leaf_flap_is_one_domain_incident_naming_its_nodes_and_gangs() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(1230);
+        let c = s.snapshot();
+        let b = base(&c);
+        let dom: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        assert_eq!(dom.len(), 1, "{:?}", b.incidents);
+        let d = dom[0];
+        assert_eq!(d.node, "ib-leaf-2");
+        assert_eq!(d.nodes, LEAF_NODES);
+        assert_eq!(d.action, ActionClass::CordonDomain);
+        assert_eq!(d.stage, Stage::Open);
+        assert!(
+            d.message
+                .contains("4 nodes lost their network link within 15s"),
+            "{}",
+            d.message
+        );
+        assert!(
+            d.message.contains("the switch, not the GPUs"),
+            "{}",
+            d.message
+        );
+        assert!(
+            d.status.contains("cordon the domain's nodes"),
+            "{}",
+            d.status
+        );
+        // Not four node incidents asking for four drains.
+        assert!(
+            !b.incidents.iter().any(|i| i.kind == "link"),
+            "{:?}",
+            b.incidents
+        );
+        // The two gangs under it, stalled; no single-node job.
+        let names: Vec<&str> = d.jobs.iter().filter_map(|j| j.name.as_deref()).collect();
+        assert!(
+            names.contains(&"megatron-moe-2n") && names.contains(&"dist-eval-2n"),
+            "{names:?}"
+        );
+        assert_eq!(d.jobs.len(), 2, "{:?}", d.jobs);
+        assert_eq!(
+            d.burning_gpu_hours_per_hour,
+            Some(8.0),
+            "two gangs of 4 GPUs"
+        );
+        assert!(
+            d.evidence
+                .iter()
+                .any(|e| e.contains("lost its network link")),
+            "{:?}",
+            d.evidence
+        );
+        // Its nodes' verdicts say the domain's remedy, not a drain, and
+        // their GPUs stay capacity.
+        let v = b.node_verdict("h100-07").expect("verdict");
+        assert_eq!(
+            v.verdict.action,
+            ActionClass::CordonDomain,
+            "{}",
+            v.verdict.summary
+        );
+        assert!(
+            v.verdict.summary.contains("leaf ib-leaf-2 is failing"),
+            "{}",
+            v.verdict.summary
+        );
+        assert!(!b.unusable.contains("h100-07") && !b.unusable.contains("h100-08"));
+
+        // The collective timeout: the gangs fail; the second flap joins
+        // the same incident.
+        s.advance(600);
+        let b = base(&s.snapshot());
+        let d = b
+            .incidents
+            .iter()
+            .find(|i| i.kind == "domain")
+            .expect("domain");
+        assert_eq!(b.incidents.iter().filter(|i| i.kind == "domain").count(), 1);
+        assert!(
+            d.jobs.iter().all(|j| j.state_now == Some(JobState::Failed)),
+            "{:?}",
+            d.jobs
+        );
+        // Quiet for 15 minutes after the second flap: resolved.
+        s.advance(900);
+        let b = base(&s.snapshot());
+        let d = b
+            .incidents
+            .iter()
+            .find(|i| i.kind == "domain")
+            .expect("domain");
+        assert_eq!(d.stage, Stage::Resolved, "{}", d.status);
+        assert!(
+            b.node_verdict("h100-07")
+                .is_none_or(|v| v.verdict.action < ActionClass::CordonDomain)
+        );
+    }
+
+    /// The sim at start with `down` nodes' links lost `apart` seconds apart.
+    fn with_links_lost(down: &[&str], apart: i64) -> Cluster {
+        let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+        let mut seq = c.events.iter().map(|e| e.seq).max().unwrap_or(0);
+        for (k, name) in down.iter().enumerate() {
+            let n = c.nodes.iter_mut().find(|n| n.name == *name).expect("node");
+            let n = Arc::make_mut(n);
+            n.ib_ports[0].state = Some(IB_STATE_DOWN);
+            seq += 1;
+            c.events.push(Event {
+                seq,
+                time: c.time - 30 + k as i64 * apart,
+                node: name.to_string(),
+                gpu: None,
+                kind: EventKind::Link {
+                    port: "mlx5_0/1".into(),
+                    down: true,
+                },
+                message: "IB port mlx5_0/1 went DOWN".into(),
+                jobs: Vec::new(),
+            });
+        }
+        c
+    }
+
+    #[test]
+    fn one_nodes_port_is_that_nodes_incident_and_asks_for_its_drain() {
+        let c = with_links_lost(&["h100-07"], 0);
+        let b = base(&c);
+        let i = b
+            .incidents
+            .iter()
+            .find(|i| i.kind == "link")
+            .expect("link incident");
+        assert_eq!((i.node.as_str(), i.label.as_str()), ("h100-07", "IB DOWN"));
+        assert_eq!(i.action, ActionClass::DrainInvestigate);
+        assert!(!b.incidents.iter().any(|i| i.kind == "domain"));
+        let v = b.node_verdict("h100-07").expect("verdict");
+        assert_eq!(v.verdict.action, ActionClass::DrainInvestigate);
+        assert!(
+            v.verdict.summary.contains("IB port mlx5_0/1 is DOWN"),
+            "{}",
+            v.verdict.summary
+        );
+        // Two nodes are not a domain's failure (domain_min_nodes is 3).
+        let b = base(&with_links_lost(&["h100-07", "h100-08"], 5));
+        assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 2);
+    }
+
+    #[test]
+    fn links_lost_under_two_leaves_at_once_are_the_spines_and_far_apart_are_not_one() {
+        let all = ["h100-01", "h100-02", "h100-05", "h100-06", "h100-07"];
+        let b = base(&with_links_lost(&all, 3));
+        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        assert_eq!(d.len(), 1, "{:?}", b.incidents);
+        assert_eq!(d[0].node, "ib-spine-1");
+        assert_eq!(d[0].nodes.len(), 5);
+        // The same losses a minute apart each: no window holds three.
+        let b = base(&with_links_lost(&all, 61));
+        assert!(
+            !b.incidents.iter().any(|i| i.kind == "domain"),
+            "{:?}",
+            b.incidents
+        );
+        assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 5);
+    }
+
+    #[test]
+    fn the_nvlink_storm_is_an_incident_of_its_gpu() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(960);
+        let before = s.snapshot();
+        s.advance(60);
+        let c = s.snapshot();
+        let b = Base::compute(
+            &c,
+            Some(&before),
+            &SiteParams::default(),
+            &XidCatalog::default(),
+        );
+        let i = b
+            .incidents
+            .iter()
+            .find(|i| i.kind == "nvlink")
+            .expect("nvlink incident");
+        assert_eq!((i.node.as_str(), i.gpu), ("a100-03", Some(1)));
+        assert_eq!(i.action, ActionClass::DrainInvestigate);
+        assert!(!i.jobs.is_empty(), "the job on the GPU");
+        let g = b.gpu_verdict("a100-03", 1).expect("GPU verdict");
+        assert_eq!(g.verdict.action, ActionClass::DrainInvestigate);
+        // The rate between the two snapshots is the storm's: 44 a second.
+        assert!(
+            g.verdict
+                .evidence
+                .iter()
+                .any(|e| e.contains("NVLink errors 15") && e.contains("/h above 3600/h")),
+            "{:?}",
+            g.verdict.evidence
+        );
+    }
+}

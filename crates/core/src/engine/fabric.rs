@@ -1,0 +1,288 @@
+//! The fabric: a node's network ports in its verdict, and the failure
+//! domains that fail together.
+//!
+//! Rules (docs/decision-engine.md, "The fabric"):
+//! - a node's port that is down now, or that lost its link in the last
+//!   [`QUIET_S`], is the node's finding: drain and investigate (reseat the
+//!   cable, look at the HCA);
+//! - fabric events (an IB link lost, a node down) on at least
+//!   `domain_min_nodes` nodes of one failure domain, starting within
+//!   `domain_window_s` of the first, are one incident of the narrowest
+//!   domain that holds them all: the switch (or rack, or feed), not the
+//!   nodes. Its remedy is the domain's: keep the GPUs, cordon the domain's
+//!   nodes for new multi-node work, page the network owner. Draining its
+//!   nodes takes good GPUs out and fixes nothing.
+
+use super::health::Verdict;
+use super::xid::ActionClass;
+use crate::model::{Cluster, Domain, Event, EventKind, Node, Timestamp};
+use crate::text;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A link quiet this long after its last loss is history.
+pub const QUIET_S: i64 = 900;
+
+/// A node's ports' verdict: a port down now, a link lost recently. In a
+/// failing domain (`failing`), the domain's remedy, not the node's.
+pub fn port_verdict(n: &Node, links: &[&Event], failing: Option<&Domain>) -> Option<Verdict> {
+    let mut evidence = Vec::new();
+    for p in n.ib_ports.iter().filter(|p| p.is_down() == Some(true)) {
+        evidence.push(format!(
+            "IB port {} is {} (physical {}){}",
+            p.name(),
+            p.state_word(),
+            p.physical_word(),
+            p.link_downed
+                .map_or(String::new(), |d| format!(", link downed {d} times"))
+        ));
+    }
+    let mut lost: BTreeMap<&str, (usize, Timestamp)> = BTreeMap::new();
+    for e in links {
+        if let EventKind::Link { port, .. } = &e.kind {
+            let x = lost.entry(port.as_str()).or_insert((0, e.time));
+            x.0 += 1;
+            x.1 = x.1.max(e.time);
+        }
+    }
+    for (port, (times, last)) in lost {
+        let up = n
+            .ib_ports
+            .iter()
+            .find(|p| p.name() == port)
+            .is_none_or(|p| p.is_down() != Some(true));
+        if up {
+            evidence.push(format!(
+                "IB port {port} lost its link {times} time(s), last at {}: flapping (quiet for {} clears it)",
+                text::clock(last),
+                text::duration(QUIET_S)
+            ));
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    if let Some(d) = failing {
+        let action = ActionClass::CordonDomain;
+        return Some(Verdict {
+            action,
+            summary: format!(
+                "{} {} is failing under several nodes at once: {}",
+                d.level,
+                d.name,
+                action.advice()
+            ),
+            evidence,
+        });
+    }
+    let action = ActionClass::DrainInvestigate;
+    Some(Verdict {
+        action,
+        summary: format!(
+            "{}: {} (reseat the cable, check the HCA and its switch port)",
+            action.advice(),
+            evidence[0]
+        ),
+        evidence,
+    })
+}
+
+/// A failure domain as the console shows it: its nodes and their health.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DomainView {
+    pub level: String,
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub gpus_total: u32,
+    pub gpus_free: u32,
+    /// Nodes out of service (drained, down, cordoned).
+    pub nodes_out: u32,
+    /// Nodes with a port down now.
+    pub ports_down: u32,
+}
+
+/// Every failure domain of the snapshot, by level then name.
+pub fn domains(c: &Cluster) -> Vec<DomainView> {
+    let mut by: BTreeMap<(&str, &str), DomainView> = BTreeMap::new();
+    for n in &c.nodes {
+        for d in &n.domains {
+            let v = by
+                .entry((d.level.as_str(), d.name.as_str()))
+                .or_insert_with(|| DomainView {
+                    level: d.level.clone(),
+                    name: d.name.clone(),
+                    nodes: Vec::new(),
+                    gpus_total: 0,
+                    gpus_free: 0,
+                    nodes_out: 0,
+                    ports_down: 0,
+                });
+            v.nodes.push(n.name.clone());
+            v.gpus_total += n.gpu_count;
+            v.gpus_free += n.gpus_free();
+            v.nodes_out += u32::from(!n.state.schedulable());
+            v.ports_down += u32::from(n.ib_ports.iter().any(|p| p.is_down() == Some(true)));
+        }
+    }
+    by.into_values().collect()
+}
+
+/// The nodes of domain `name` (at any level).
+pub fn domain_nodes<'c>(c: &'c Cluster, name: &str) -> Vec<&'c Node> {
+    c.nodes
+        .iter()
+        .filter(|n| n.in_domain(name))
+        .map(|n| &**n)
+        .collect()
+}
+
+/// What the grouping reads of an incident: its node, first time, whether
+/// it is a fabric event that can be a domain's.
+pub struct Candidate<'a> {
+    pub index: usize,
+    pub node: &'a str,
+    pub time: Timestamp,
+}
+
+/// The groups of candidates that are one domain's failure: (the domain,
+/// the candidates' indices), by the rule in the module's note.
+pub fn group(
+    c: &Cluster,
+    candidates: &[Candidate<'_>],
+    window_s: i64,
+    min_nodes: usize,
+) -> Vec<(Domain, Vec<usize>)> {
+    let node_domains: BTreeMap<&str, &[Domain]> = c
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.domains.as_slice()))
+        .collect();
+    let size: BTreeMap<&Domain, usize> =
+        c.nodes
+            .iter()
+            .flat_map(|n| n.domains.iter())
+            .fold(BTreeMap::new(), |mut m, d| {
+                *m.entry(d).or_insert(0) += 1;
+                m
+            });
+    // Widest domains first: a group found in a spine is given to the
+    // narrowest domain that holds all its nodes.
+    let mut order: Vec<(&Domain, usize)> = size.iter().map(|(d, n)| (*d, *n)).collect();
+    order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut taken: BTreeSet<usize> = BTreeSet::new();
+    let mut out: Vec<(Domain, Vec<usize>)> = Vec::new();
+    for (d, _) in order {
+        let mut inside: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|k| !taken.contains(&k.index))
+            .filter(|k| node_domains.get(k.node).is_some_and(|ds| ds.contains(d)))
+            .collect();
+        inside.sort_by_key(|k| (k.time, k.index));
+        let mut i = 0;
+        while i < inside.len() {
+            let start = inside[i].time;
+            let run: Vec<&Candidate> = inside[i..]
+                .iter()
+                .take_while(|k| k.time - start <= window_s)
+                .copied()
+                .collect();
+            let nodes: BTreeSet<&str> = run.iter().map(|k| k.node).collect();
+            if nodes.len() >= min_nodes.max(2) {
+                let home = narrowest_common(&nodes, &node_domains, &size).unwrap_or(d);
+                taken.extend(run.iter().map(|k| k.index));
+                out.push((home.clone(), run.iter().map(|k| k.index).collect()));
+                i += run.len();
+            } else {
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The domain with the fewest nodes that all of `nodes` share; on a tie
+/// the one their first node lists first (its leaf before its rack).
+fn narrowest_common<'d>(
+    nodes: &BTreeSet<&str>,
+    node_domains: &BTreeMap<&str, &'d [Domain]>,
+    size: &BTreeMap<&Domain, usize>,
+) -> Option<&'d Domain> {
+    let first = nodes.iter().next()?;
+    let theirs = node_domains.get(first)?;
+    theirs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| {
+            nodes
+                .iter()
+                .all(|n| node_domains.get(n).is_some_and(|ds| ds.contains(d)))
+        })
+        .min_by_key(|(i, d)| (size.get(d).copied().unwrap_or(usize::MAX), *i))
+        .map(|(_, d)| d)
+}
+
+/// Whether `e` is a fabric event a domain's failure is made of: a network
+/// link lost, a node gone down.
+pub fn is_domain_event(e: &Event) -> bool {
+    match &e.kind {
+        EventKind::Link { .. } => true,
+        EventKind::NodeState { to, .. } => to == "down",
+        _ => false,
+    }
+}
+
+/// The domains failing now, by node: fabric events of the last
+/// [`QUIET_S`] grouped as incidents are (each node's first such event
+/// since it was last quiet for [`super::incidents::GROUP_GAP_S`]).
+pub fn failing_domains(
+    c: &Cluster,
+    site: &super::SiteParams,
+) -> rustc_hash::FxHashMap<String, Domain> {
+    let mut firsts: BTreeMap<&str, (Timestamp, Timestamp)> = BTreeMap::new();
+    let mut events: Vec<&Event> = c.events.iter().filter(|e| is_domain_event(e)).collect();
+    events.sort_by_key(|e| (e.time, e.seq));
+    for e in events {
+        let f = firsts.entry(e.node.as_str()).or_insert((e.time, e.time));
+        if e.time - f.1 > super::incidents::GROUP_GAP_S {
+            *f = (e.time, e.time);
+        } else {
+            f.1 = e.time;
+        }
+    }
+    let recent: Vec<(&str, Timestamp)> = firsts
+        .into_iter()
+        .filter(|(_, (_, last))| c.time - last < QUIET_S)
+        .map(|(n, (first, _))| (n, first))
+        .collect();
+    let candidates: Vec<Candidate> = recent
+        .iter()
+        .enumerate()
+        .map(|(index, (node, time))| Candidate {
+            index,
+            node,
+            time: *time,
+        })
+        .collect();
+    let mut out = rustc_hash::FxHashMap::default();
+    for (d, members) in group(
+        c,
+        &candidates,
+        site.domain_window_s as i64,
+        site.domain_min_nodes as usize,
+    ) {
+        for i in members {
+            out.insert(recent[i].0.to_string(), d.clone());
+        }
+    }
+    out
+}
+
+/// A failing domain's word for what failed: the switch, the rack.
+pub fn what_failed(level: &str) -> &str {
+    match level {
+        "leaf" | "spine" | "core" | "switch" => "switch",
+        "nvlink" => "NVLink domain",
+        "power" | "pdu" => "power feed",
+        other => other,
+    }
+}
