@@ -3,7 +3,7 @@
 mod common;
 
 use common::nightshift;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn json(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -823,7 +823,7 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
         "- catalog: drain the node, then reboot it",
         "- evidence: 02:47:00 the gang stalled: rank on h100-03 GPU 3 hit Xid 79",
         "- stalled: burning 32 GPU-hours per hour while hung",
-        "### 02:48:10 XID 13 on h100-07 GPU 2 — Graphics Engine Exception",
+        "### 02:48:10 XID 13 on a100-07 GPU 6 — Graphics Engine Exception",
         "### 02:49:10 XID 48 (+ECC DBE, XID 63) on h100-06 GPU 5 — Double Bit ECC Error",
         "- action: none recorded",
         "## Still open at the end",
@@ -869,6 +869,62 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
         r["to"].as_i64().expect("to") - r["from"].as_i64().expect("from"),
         300
     );
+}
+
+/// The fabric's part of the night (issue 27): 25 minutes recorded hold the
+/// NVLink CRC storm (+15 min) and the leaf switch's flap (+20 min); the
+/// report tells the flap once, as its domain's incident, with its four
+/// nodes and the two gangs it killed, and the storm as its GPU's.
+#[test]
+fn the_report_tells_the_leaf_flap_once_as_the_switchs_and_the_nvlink_storm_as_its_gpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("fabric.nsrec");
+    let f = file.to_str().expect("path");
+    stdout(dir.path(), &["--sim-seconds", "1500", "record", f]);
+    let r: Value =
+        serde_json::from_str(&stdout(dir.path(), &["report", f, "-o", "json"])).expect("json");
+    let incidents = r["incidents"].as_array().expect("incidents");
+    let domain: Vec<&Value> = incidents.iter().filter(|i| i["kind"] == "domain").collect();
+    assert_eq!(domain.len(), 1, "{r:#}");
+    let d = domain[0];
+    assert_eq!(d["node"], "ib-leaf-2");
+    assert_eq!(
+        d["nodes"],
+        json!(["h100-05", "h100-06", "h100-07", "h100-08"])
+    );
+    assert!(
+        d["advice"]
+            .as_str()
+            .is_some_and(|a| a.contains("cordon the domain's nodes")),
+        "{d:#}"
+    );
+    let msg = d["meaning"].as_str().expect("meaning");
+    assert!(
+        msg.contains("4 nodes lost their network link")
+            && msg.contains("h100-05, h100-06, h100-07, h100-08"),
+        "{msg}"
+    );
+    let names: Vec<&str> = d["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter_map(|j| j["name"].as_str())
+        .collect();
+    assert_eq!(names, ["megatron-moe-2n", "dist-eval-2n"], "{d:#}");
+    // Its nodes' links are not told again as four incidents of their own.
+    assert!(!incidents.iter().any(|i| i["kind"] == "link"), "{r:#}");
+    let storm: Vec<&Value> = incidents.iter().filter(|i| i["kind"] == "nvlink").collect();
+    assert_eq!(storm.len(), 1, "{r:#}");
+    assert_eq!(
+        (storm[0]["node"].as_str(), storm[0]["gpu"].as_u64()),
+        (Some("a100-03"), Some(1))
+    );
+    let md = stdout(dir.path(), &["report", f]);
+    assert!(
+        md.contains("(+IB DOWN) on ib-leaf-2 — leaf ib-leaf-2: 4 nodes"),
+        "{md}"
+    );
+    assert!(md.contains("NVLINK on a100-03 GPU 1"), "{md}");
 }
 
 /// The sim's options work after the subcommand too (`why 4700 --seed 3`

@@ -56,6 +56,9 @@ pub struct IncidentEntry {
     pub gpu: Option<u32>,
     pub label: String,
     pub kind: String,
+    /// For a domain's incident (`node` is the domain): its nodes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
     pub xid: Option<u32>,
     /// The catalog's name for the Xid, or the event's message.
     pub meaning: String,
@@ -221,6 +224,7 @@ fn first_action(actions: &[Action], inc: &Incident) -> Option<Action> {
                     .as_deref()
                     .is_some_and(|x| x.split_whitespace().next() == Some(inc.id.as_str()))
                     || a.target == inc.node
+                    || inc.nodes.contains(&a.target)
                     || job_ids.contains(&a.target.as_str()))
         })
         .cloned()
@@ -319,11 +323,28 @@ pub fn report(
     for t in looks {
         if let Some((_, b)) = at(t) {
             for i in b.incidents {
-                found.entry(i.id.clone()).or_insert(i);
+                match found.get(&i.id) {
+                    // A domain's incident gathers nodes as their links
+                    // go: its widest view is the one to tell.
+                    Some(x) if i.kind == "domain" && i.nodes.len() > x.nodes.len() => {
+                        found.insert(i.id.clone(), i);
+                    }
+                    Some(_) => {}
+                    None => {
+                        found.insert(i.id.clone(), i);
+                    }
+                }
             }
         }
     }
     keep_earlier_views(&mut found, &base_end.incidents);
+    // A node's incident seen before it was known to be part of its
+    // domain's is told by the domain's.
+    let absorbed: rustc_hash::FxHashSet<String> = found
+        .values()
+        .flat_map(|i| i.absorbed.iter().cloned())
+        .collect();
+    found.retain(|id, _| !absorbed.contains(id));
     let at_end: rustc_hash::FxHashSet<&str> =
         base_end.incidents.iter().map(|i| i.id.as_str()).collect();
     let mut ordered: Vec<&Incident> = found.values().collect();
@@ -491,6 +512,7 @@ fn entry_of(
         gpu: inc.gpu,
         label: inc.full_label(),
         kind: inc.kind.to_string(),
+        nodes: inc.nodes.clone(),
         xid: inc.xid,
         meaning,
         advice: inc.action.advice().to_string(),

@@ -195,6 +195,30 @@ fn engine_warnings(
     (warnings, token)
 }
 
+/// The breaker's refusal of a drain whose node's only trouble is its
+/// failing domain (a switch flapping under several nodes): draining the
+/// domain node by node takes good GPUs out and fixes nothing.
+fn failing_domain_drain(a: &Action, base: &Base) -> Option<Refusal> {
+    let Action::Drain { node, .. } = a else {
+        return None;
+    };
+    let d = base
+        .incidents
+        .iter()
+        .find(|i| i.kind == "domain" && i.is_open() && i.nodes.contains(node))?;
+    let only_fabric = base
+        .node_verdict(node)
+        .is_none_or(|v| v.verdict.action <= crate::engine::xid::ActionClass::CordonDomain);
+    only_fabric.then(|| {
+        Refusal::Breaker(format!(
+            "{node} is one of the {} nodes of {} failing at once ({}): the fabric, not this node's GPUs; draining them takes good GPUs out and fixes nothing — cordon the domain's nodes for new multi-node work instead",
+            d.nodes.len(),
+            d.node,
+            d.id
+        ))
+    })
+}
+
 /// Builds the preview: blast radius, calls, policy verdict, undo.
 #[allow(clippy::too_many_arguments)]
 pub fn preview(
@@ -240,6 +264,7 @@ pub fn preview(
                 .check(a, c, data_age, *recent.as_ref().unwrap_or(&0), force)
                 .err()
         })
+        .or_else(|| (!force).then(|| failing_domain_drain(a, base)).flatten())
         .or_else(|| recent.err().map(unreadable_audit))
         .or_else(|| {
             executor

@@ -109,11 +109,24 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
         }
     }
     // The jobs it hurts: those spanning nodes (a single-node job keeps
-    // its GPUs and needs no switch), whole gangs.
+    // its GPUs and needs no switch), whole gangs. A job gone from the data
+    // counts when two of the nodes' events named it.
     let mut jobs: Vec<IncidentJob> = Vec::new();
+    let named = |id: &str| {
+        let mut on: Vec<&str> = members
+            .iter()
+            .filter(|m| m.jobs.iter().any(|j| j.id == id))
+            .map(|m| m.node.as_str())
+            .collect();
+        on.dedup();
+        on.len()
+    };
     for m in members {
         for j in &m.jobs {
-            let multi = c.job(&j.id).is_none_or(|x| x.nodes.len() > 1);
+            let multi = match c.job(&j.id) {
+                Some(x) => x.nodes.len() > 1,
+                None => j.via_gang || named(&j.id) > 1,
+            };
             if multi && !jobs.iter().any(|x| x.id == j.id) {
                 jobs.push(j.clone());
             }
@@ -212,6 +225,7 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
         burning_gpu_hours_per_hour: (burning > 0.0).then_some(burning),
         domain: Some(d.clone()),
         nodes,
+        absorbed: members.iter().map(|m| m.id.clone()).collect(),
     }
 }
 
@@ -333,12 +347,11 @@ mod tests {
     /// The sim at start with `down` nodes' links lost `apart` seconds apart.
     fn with_links_lost(down: &[&str], apart: i64) -> Cluster {
         let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
-        let mut seq = c.events.iter().map(|e| e.seq).max().unwrap_or(0);
-        for (k, name) in down.iter().enumerate() {
+        let last = c.events.iter().map(|e| e.seq).max().unwrap_or(0);
+        for (seq, (k, name)) in (last + 1..).zip(down.iter().enumerate()) {
             let n = c.nodes.iter_mut().find(|n| n.name == *name).expect("node");
             let n = Arc::make_mut(n);
             n.ib_ports[0].state = Some(IB_STATE_DOWN);
-            seq += 1;
             c.events.push(Event {
                 seq,
                 time: c.time - 30 + k as i64 * apart,

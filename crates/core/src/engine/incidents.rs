@@ -97,6 +97,10 @@ pub struct Incident {
     pub domain: Option<crate::model::Domain>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<String>,
+    /// For a domain's incident: the ids its nodes' incidents had before
+    /// they were seen to be one (a report over time drops those).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub absorbed: Vec<String>,
 }
 
 impl Incident {
@@ -480,10 +484,15 @@ fn failure_incident(
     for s in f.stalls.iter().filter_map(|&i| stalls.get(i)) {
         let (b, gang) = stall_parts(c, stalls, s);
         join_jobs(&mut jobs, gang);
+        let whose = if f.stalls.len() > 1 {
+            format!(" of job {}", s.job)
+        } else {
+            String::new()
+        };
         story.push((
             s.since,
             format!(
-                "{} the gang stalled: {}",
+                "{} the gang{whose} stalled: {}",
                 text::clock(s.since),
                 s.evidence.first().map_or("", String::as_str)
             ),
@@ -531,6 +540,7 @@ fn failure_incident(
         burning_gpu_hours_per_hour: burning,
         domain: None,
         nodes: Vec::new(),
+        absorbed: Vec::new(),
     })
 }
 
@@ -599,6 +609,7 @@ fn node_incident(c: &Cluster, e: &Event, cat: &XidCatalog) -> Option<Incident> {
         burning_gpu_hours_per_hour: None,
         domain: None,
         nodes: Vec::new(),
+        absorbed: Vec::new(),
     })
 }
 
@@ -653,6 +664,7 @@ fn stall_incident(
         burning_gpu_hours_per_hour: Some(burning),
         domain: None,
         nodes: Vec::new(),
+        absorbed: Vec::new(),
     }
 }
 

@@ -300,9 +300,11 @@ fn fabric_gangs(sim: &mut Sim, hn: &[usize]) {
     }
 }
 
-/// Background load on every node the scenario does not use.
+/// Background load on every node the scenario does not use (the last two
+/// H100 nodes of the default night hold the fabric gangs and room for
+/// arrivals).
 fn background_load(sim: &mut Sim, hn: &[usize], an: &[usize]) {
-    let busy: Vec<usize> = hn[6..].iter().chain(an[8..].iter()).copied().collect();
+    let busy: Vec<usize> = hn[8..].iter().chain(an[8..].iter()).copied().collect();
     for n in busy {
         let mut free = 8u32.saturating_sub(sim.nodes[n].gpus_allocated());
         while free > 0 && sim.rng.random_bool(0.8) {

@@ -286,10 +286,10 @@ fn a_drain_the_catalog_advises_against_says_so() {
     if let Executor::LocalSim(s) = &b.sim {
         s.lock().expect("sim").advance(100);
     }
-    let pv = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    let pv = preview(&b, &drain("a100-07"), &Policy::default(), Duration::ZERO);
     assert!(
         pv.warnings.iter().any(|w| w.contains(
-            "the catalog's remedy for XID 13 on h100-07 is not a drain: restart the job"
+            "the catalog's remedy for XID 13 on a100-07 is not a drain: restart the job"
         ) && w.contains("options")),
         "{:?}",
         pv.warnings
@@ -301,4 +301,37 @@ fn a_drain_the_catalog_advises_against_says_so() {
         "{:?}",
         pv.warnings
     );
+}
+
+#[test]
+fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_is_not() {
+    let b = bench();
+    if let Executor::LocalSim(s) = &b.sim {
+        // ib-leaf-2 flaps under h100-05..08 at +20 min.
+        s.lock().expect("sim").advance(1230);
+    }
+    let pv = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
+    let why = pv
+        .refusal
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "circuit breaker: h100-07 is one of the 4 nodes of ib-leaf-2 failing at once"
+        ) && why.contains("fixes nothing")
+            && why.contains("type `force NODE`"),
+        "{why}"
+    );
+    // The domain's own remedy passes the guard.
+    let cordon = Action::Cordon {
+        node: "h100-07".into(),
+        reason: "ib-leaf-2 flapping".into(),
+    };
+    let pv = preview(&b, &cordon, &Policy::default(), Duration::ZERO);
+    assert!(pv.refusal.is_none(), "{:?}", pv.refusal);
+    // A node of the domain with a broken GPU of its own (h100-06's Xid 48)
+    // is still drained for that.
+    let pv = preview(&b, &drain("h100-06"), &Policy::default(), Duration::ZERO);
+    assert!(pv.refusal.is_none(), "{:?}", pv.refusal);
 }

@@ -98,8 +98,9 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     jobs_table(f, jobs_area, app, node, on_node, theme);
 }
 
-/// The node's facts, a line each: name, state, partition, topology; model
-/// and GPUs; its reason; its labels.
+/// The node's facts, a line each: name, state, partition, failure domains
+/// (narrowest first); model and GPUs; its reason and network ports; its
+/// labels.
 fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
     let c = &app.cluster;
     let mut l1 = vec![Span::styled(
@@ -116,13 +117,13 @@ fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
         theme,
     ));
     l1.extend(kv(
-        "topology",
+        "domains",
         if node.domains.is_empty() {
             "-".into()
         } else {
             node.domains
                 .iter()
-                .map(|d| format!("{} {}", d.level, sanitize(&d.name)))
+                .map(|d| sanitize(&d.name).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -161,6 +162,19 @@ fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
         }
         None => l3.extend(kv("reason", "-".into(), theme)),
     }
+    if !node.ib_ports.is_empty() {
+        let ports: Vec<String> = node.ib_ports.iter().map(port_words).collect();
+        let down = node.ib_ports.iter().any(|p| p.is_down() == Some(true));
+        l3.push(Span::styled("network ", theme.dim()));
+        l3.push(Span::styled(
+            format!("{}  ", ports.join(", ")),
+            if down {
+                theme.critical()
+            } else {
+                Style::default()
+            },
+        ));
+    }
     let labels: Vec<String> = node
         .labels
         .iter()
@@ -177,6 +191,25 @@ fn facts(app: &App, node: &Node, theme: Theme) -> [Vec<Span<'static>>; 4] {
         theme,
     ));
     [l1, l2, l3, l4]
+}
+
+/// A port in a few words: `mlx5_0/1 ACTIVE 400G downed 2`.
+fn port_words(p: &crate::model::IbPort) -> String {
+    let mut s = format!("{} {}", sanitize(&p.name()), p.state_word());
+    if p.is_down() == Some(true) {
+        s.push_str(&format!(" ({})", p.physical_word()));
+    }
+    if let Some(g) = p.gbit_per_second() {
+        s.push_str(&format!(" {g:.0}G"));
+    }
+    if let Some(d) = p.link_downed.filter(|d| *d > 0) {
+        s.push_str(&format!(" downed {d}"));
+    }
+    let errors = p.symbol_errors.unwrap_or(0) + p.receive_errors.unwrap_or(0);
+    if errors > 0 {
+        s.push_str(&format!(" errors {errors}"));
+    }
+    s
 }
 
 /// The node's SM occupancy over the charts' window.
