@@ -74,7 +74,10 @@ pub struct GlobalArgs {
     /// Node endpoint /metrics to scrape (dcgm-exporter, nightshift agent); repeatable
     #[arg(long, global = true, value_name = "URL")]
     pub dcgm: Vec<String>,
-    /// A Prometheus server to query for the DCGM metrics
+    /// Prometheus node exporter /metrics to scrape for the nodes' InfiniBand ports; repeatable
+    #[arg(long, global = true, value_name = "URL")]
+    pub node_exporter: Vec<String>,
+    /// A Prometheus server to query for the DCGM metrics (and node exporters' InfiniBand ports)
     #[arg(long, global = true, value_name = "URL")]
     pub prometheus: Option<String>,
     /// Where the audit log goes [default: $XDG_STATE_HOME/nightshift/audit.jsonl]

@@ -96,6 +96,9 @@ impl LimitsFile {
 pub struct EndpointsFile {
     #[serde(default)]
     pub dcgm: Vec<String>,
+    /// Prometheus node exporters (their infiniband collector).
+    #[serde(default)]
+    pub node_exporter: Vec<String>,
     pub prometheus: Option<String>,
     pub interval_s: Option<f64>,
     pub timeout_s: Option<f64>,
@@ -547,6 +550,11 @@ impl Settings {
                 ep.dcgm.clone()
             } else {
                 args.dcgm.clone()
+            },
+            node_exporter: if args.node_exporter.is_empty() {
+                ep.node_exporter.clone()
+            } else {
+                args.node_exporter.clone()
             },
             prometheus: args.prometheus.clone().or_else(|| ep.prometheus.clone()),
             interval: match ep.interval_s {

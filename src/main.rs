@@ -306,7 +306,7 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
         }
         SourceConfig::None if settings.endpoints.is_empty() => {
             return Err(
-                "--source none needs node endpoints: --dcgm URL or --prometheus URL".into(),
+                "--source none needs node endpoints: --dcgm URL, --node-exporter URL or --prometheus URL".into(),
             );
         }
         SourceConfig::None => Cluster::default(),
@@ -335,12 +335,17 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     for f in &failed {
         nightshift::text::warn(f);
     }
-    let readings = poll.readings;
+    let (readings, ports) = (poll.readings, poll.ports);
     let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&readings, &base, &e.hosts);
+    xids.observe_ports(&ports, &base, &e.hosts);
     let now = nightshift::host::now();
     Ok(nightshift::sources::endpoints::merged(
-        &base, &readings, e, &xids, now,
+        &base,
+        (&readings, &ports),
+        e,
+        &xids,
+        now,
     ))
 }
 

@@ -227,7 +227,8 @@ fn exporters_directly_and_through_a_real_prometheus() {
 /// HTTP GET with std only; returns the body.
 fn http_get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
         .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
@@ -346,4 +347,288 @@ fn the_tui_shows_exporter_gpus_with_no_scheduler() {
     t.expect("known only to a node endpoint");
     t.keys(&["q"]);
     t.expect("EXIT=0");
+}
+
+/// A generated sysfs tree of HCA ports for the real node exporter's
+/// infiniband collector (`--path.sysfs`): the test changes its counters.
+struct Sysfs(tempfile::TempDir);
+
+impl Sysfs {
+    fn new() -> Sysfs {
+        let s = Sysfs(tempfile::tempdir().expect("tempdir"));
+        for dev in ["mlx5_0", "mlx5_1"] {
+            let d = s.0.path().join("class/infiniband").join(dev);
+            std::fs::create_dir_all(d.join("ports/1/counters")).expect("mkdir");
+            for (f, v) in [
+                ("hca_type", "MT4129"),
+                ("fw_ver", "28.39.1002"),
+                ("board_id", "MT_0000000838"),
+            ] {
+                std::fs::write(d.join(f), format!("{v}\n")).expect("write");
+            }
+            for c in [
+                "link_downed",
+                "link_error_recovery",
+                "symbol_error",
+                "port_rcv_errors",
+                "port_xmit_discards",
+                "port_rcv_data",
+                "port_xmit_data",
+                "port_rcv_packets",
+                "port_xmit_packets",
+                "local_link_integrity_errors",
+                "excessive_buffer_overrun_errors",
+            ] {
+                std::fs::write(d.join("ports/1/counters").join(c), "0\n").expect("write");
+            }
+            std::fs::write(d.join("ports/1/rate"), "400 Gb/sec (4X NDR)\n").expect("write");
+        }
+        s.set("mlx5_0", true, 0);
+        s.set("mlx5_1", true, 0);
+        s
+    }
+
+    /// Port 1 of `dev` up (ACTIVE, LinkUp) or down (DOWN, Polling), with
+    /// its link-downed counter at `downed`.
+    fn set(&self, dev: &str, up: bool, downed: u64) {
+        let p = self
+            .0
+            .path()
+            .join("class/infiniband")
+            .join(dev)
+            .join("ports/1");
+        let (state, phys) = if up {
+            ("4: ACTIVE", "5: LinkUp")
+        } else {
+            ("1: DOWN", "2: Polling")
+        };
+        std::fs::write(p.join("state"), format!("{state}\n")).expect("write");
+        std::fs::write(p.join("phys_state"), format!("{phys}\n")).expect("write");
+        std::fs::write(p.join("counters/link_downed"), format!("{downed}\n")).expect("write");
+    }
+}
+
+/// The node exporter serving `sysfs` on a free port (killed on drop).
+fn node_exporter(sysfs: &Sysfs) -> (Prom, u16) {
+    let port = free_port();
+    let child = Command::new("prometheus-node-exporter")
+        .arg(format!("--path.sysfs={}", sysfs.0.path().display()))
+        .args(["--collector.disable-defaults", "--collector.infiniband"])
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus-node-exporter");
+    let up = wait_for(Duration::from_secs(20), || {
+        http_get(port, "/metrics").filter(|b| b.contains("node_infiniband_state_id"))
+    });
+    assert!(up.is_some(), "the node exporter never served its ports");
+    (Prom(child), port)
+}
+
+fn get_nodes(args: &[&str], dir: &std::path::Path) -> Vec<Value> {
+    let out = Command::new(common::bin())
+        .args(["--source", "none", "--log-file"])
+        .arg(dir.join("ns.log"))
+        .args(args)
+        .args(["get", "nodes", "-o", "json"])
+        .output()
+        .expect("nightshift");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+/// The real node exporter (Debian's prometheus-node-exporter) reading a
+/// generated sysfs: its ports reach `get nodes` directly and through the
+/// real Prometheus; in the console's own endpoint loop a port that goes
+/// down, and one that flaps between two scrapes, each become the node's
+/// incident within two scrapes.
+#[test]
+fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrapes() {
+    if !require(
+        "prometheus-node-exporter",
+        "apt-get install prometheus-node-exporter",
+    ) || !require("prometheus", "apt-get install prometheus")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sysfs = Sysfs::new();
+    sysfs.set("mlx5_1", false, 3);
+    let (_exporter, port) = node_exporter(&sysfs);
+    let url = format!("http://127.0.0.1:{port}/metrics");
+
+    // 1. Scraped directly: no scheduler names the host, so the node is
+    // the endpoint's own; its two ports as the exporter read them.
+    let nodes = get_nodes(&["--node-exporter", &url], dir.path());
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let ports = nodes[0]["ib_ports"].as_array().cloned().unwrap_or_default();
+    assert_eq!(ports.len(), 2, "{nodes:?}");
+    assert_eq!(ports[0]["device"], "mlx5_0");
+    assert_eq!(ports[0]["state"], 4);
+    assert_eq!(ports[0]["physical_state"], 5);
+    assert_eq!(ports[0]["rate_bytes_per_second"], 50_000_000_000.0);
+    assert_eq!(ports[1]["state"], 1);
+    assert_eq!(ports[1]["link_downed"], 3);
+
+    // 2. Through the real Prometheus scraping it every second.
+    let pport = free_port();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
+    )
+    .expect("config");
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _prom = Prom(child);
+    let purl = format!("http://127.0.0.1:{pport}");
+    let through = wait_for(Duration::from_secs(40), || {
+        let out = Command::new(common::bin())
+            .args([
+                "--source",
+                "none",
+                "--prometheus",
+                &purl,
+                "get",
+                "nodes",
+                "-o",
+                "json",
+            ])
+            .output()
+            .ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let items = v["items"].as_array()?.clone();
+        (items.len() == 1
+            && items[0]["ib_ports"]
+                .as_array()
+                .is_some_and(|p| p.len() == 2))
+        .then_some(items)
+    })
+    .expect("Prometheus never served the exporter's ports");
+    assert_eq!(through[0]["name"], "127.0.0.1", "the instance's host");
+    assert_eq!(through[0]["ib_ports"][1]["state"], 1);
+
+    // 3. The console's endpoint loop beside a scheduler that names the
+    // host gpu01 ([endpoints] hosts by the exporter's address).
+    use nightshift::engine::analysis::Base;
+    use nightshift::sources::Update;
+    sysfs.set("mlx5_1", true, 3);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (stx, srx) = tokio::sync::mpsc::channel(8);
+        let mut hosts = std::collections::BTreeMap::new();
+        hosts.insert(format!("127.0.0.1:{port}"), "gpu01".to_string());
+        let e = nightshift::sources::endpoints::Endpoints {
+            dcgm: Vec::new(),
+            node_exporter: vec![url.clone()],
+            prometheus: None,
+            interval: Duration::from_millis(300),
+            timeout: Duration::from_secs(2),
+            hosts: nightshift::sources::dcgm::merge::HostMap(hosts),
+        };
+        let mut out = nightshift::sources::endpoints::spawn(Some(srx), e).expect("spawn");
+        let mut c = nightshift::model::Cluster {
+            name: "t".into(),
+            source: "slurm".into(),
+            time: nightshift::host::now(),
+            ..Default::default()
+        };
+        nightshift::engine::fixture::add_node(&mut c, "gpu01", "p", 8);
+        stx.send(Update::Snapshot(std::sync::Arc::new(c)))
+            .await
+            .expect("send");
+        // Snapshots as the console gets them: each after one scrape round.
+        async fn next(
+            out: &mut tokio::sync::mpsc::Receiver<Update>,
+        ) -> std::sync::Arc<nightshift::model::Cluster> {
+            loop {
+                match tokio::time::timeout(Duration::from_secs(10), out.recv()).await {
+                    Ok(Some(Update::Snapshot(c))) => return c,
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
+                }
+            }
+        }
+        let incidents = |c: &nightshift::model::Cluster| {
+            Base::compute(c, None, &Default::default(), &Default::default()).incidents
+        };
+        // Both ports up first.
+        let mut seen = None;
+        for _ in 0..20 {
+            let c = next(&mut out).await;
+            let n = c.node("gpu01").expect("gpu01");
+            if n.ib_ports.len() == 2 && n.ib_ports.iter().all(|p| p.state == Some(4)) {
+                seen = Some(c);
+                break;
+            }
+        }
+        let c = seen.expect("gpu01's two ports up");
+        assert!(incidents(&c).is_empty(), "{:?}", incidents(&c));
+
+        // mlx5_0 goes down: an incident of gpu01 within two scrapes.
+        sysfs.set("mlx5_0", false, 1);
+        let mut found = None;
+        for _ in 0..2 {
+            let c = next(&mut out).await;
+            if let Some(i) = incidents(&c).into_iter().find(|i| i.kind == "link") {
+                found = Some(i);
+                break;
+            }
+        }
+        let i = found.expect("the port's incident within two scrapes");
+        assert_eq!((i.node.as_str(), i.label.as_str()), ("gpu01", "IB DOWN"));
+        assert!(
+            i.message
+                .contains("IB port mlx5_0/1 is DOWN (physical Polling)"),
+            "{}",
+            i.message
+        );
+        assert_eq!(
+            i.action,
+            nightshift::engine::xid::ActionClass::DrainInvestigate
+        );
+
+        // mlx5_1 flaps between two scrapes (never seen down): its
+        // link-downed counter moved.
+        sysfs.set("mlx5_0", true, 1);
+        sysfs.set("mlx5_1", true, 4);
+        let mut flap = None;
+        for _ in 0..2 {
+            let c = next(&mut out).await;
+            if let Some(i) = incidents(&c)
+                .into_iter()
+                .find(|i| i.kind == "link" && i.evidence.iter().any(|e| e.contains("mlx5_1/1")))
+            {
+                flap = Some(i);
+                break;
+            }
+        }
+        let i = flap.expect("the flap's incident within two scrapes");
+        assert!(
+            i.evidence
+                .iter()
+                .any(|e| e.contains("mlx5_1/1 lost its link and got it back: link downed 4 times")),
+            "{:?}",
+            i.evidence
+        );
+    });
 }

@@ -3,6 +3,7 @@
 
 use super::dcgm::Reading;
 use super::dcgm::merge::{HealthWatch, HostMap, merge};
+use super::dcgm::ports::{PortReading, merge_ports};
 use super::dcgm::scrape::Scraper;
 use super::prometheus::Prometheus;
 use super::{Origin, SourceError, Update};
@@ -16,6 +17,8 @@ use tokio::sync::mpsc;
 pub struct Endpoints {
     /// dcgm-exporter or nightshift-agent `/metrics` URLs.
     pub dcgm: Vec<String>,
+    /// Prometheus node exporter `/metrics` URLs (its infiniband collector).
+    pub node_exporter: Vec<String>,
     /// A Prometheus-compatible server.
     pub prometheus: Option<String>,
     pub interval: Duration,
@@ -25,11 +28,14 @@ pub struct Endpoints {
 
 impl Endpoints {
     pub fn is_empty(&self) -> bool {
-        self.dcgm.is_empty() && self.prometheus.is_none()
+        self.dcgm.is_empty() && self.node_exporter.is_empty() && self.prometheus.is_none()
     }
 
     fn source_name(&self) -> String {
-        match (&self.prometheus, self.dcgm.is_empty()) {
+        match (
+            &self.prometheus,
+            self.dcgm.is_empty() && self.node_exporter.is_empty(),
+        ) {
             (Some(p), true) => format!("prometheus {p}"),
             (Some(p), false) => format!("prometheus {p} + dcgm"),
             (None, _) => "dcgm".into(),
@@ -42,6 +48,7 @@ pub struct Poller {
     scraper: Option<Scraper>,
     prometheus: Option<(String, Prometheus)>,
     last_prom: Vec<Reading>,
+    last_prom_ports: Vec<PortReading>,
 }
 
 /// What one poll found.
@@ -49,6 +56,8 @@ pub struct Poller {
 pub struct Poll {
     /// Every endpoint's newest readings (old ones where a scrape failed).
     pub readings: Vec<Reading>,
+    /// Every node exporter's newest network ports.
+    pub ports: Vec<PortReading>,
     /// Each endpoint polled this time: answered (`None`) or its error.
     pub polled: Vec<(Origin, Option<SourceError>)>,
     /// Warnings that lose nothing: lines that did not parse, Prometheus
@@ -59,10 +68,11 @@ pub struct Poll {
 impl Poller {
     pub fn new(e: &Endpoints) -> Result<Poller, StartError> {
         Ok(Poller {
-            scraper: if e.dcgm.is_empty() {
+            scraper: if e.dcgm.is_empty() && e.node_exporter.is_empty() {
                 None
             } else {
-                Some(Scraper::new(e.dcgm.clone(), e.interval, e.timeout)?)
+                let urls = e.dcgm.iter().chain(&e.node_exporter).cloned().collect();
+                Some(Scraper::new(urls, e.interval, e.timeout)?)
             },
             prometheus: e
                 .prometheus
@@ -70,6 +80,7 @@ impl Poller {
                 .map(|u| Prometheus::new(u, e.timeout).map(|p| (u.to_string(), p)))
                 .transpose()?,
             last_prom: Vec::new(),
+            last_prom_ports: Vec::new(),
         })
     }
 
@@ -78,6 +89,7 @@ impl Poller {
         if let Some(s) = &mut self.scraper {
             let round = s.round().await;
             out.readings.extend(round.readings);
+            out.ports.extend(round.ports);
             out.polled.extend(
                 round
                     .polled
@@ -98,15 +110,25 @@ impl Poller {
                 Err(e) => out.polled.push((origin, Some(SourceError::from(e)))),
             }
             out.readings.extend(self.last_prom.iter().cloned());
+            // The ports' query failing alone is a note: the GPUs stand.
+            match p.ports().await {
+                Ok((ports, warnings)) => {
+                    self.last_prom_ports = ports;
+                    out.notes.extend(warnings);
+                }
+                Err(e) => out.notes.push(format!("{url}: no network ports: {e}")),
+            }
+            out.ports.extend(self.last_prom_ports.iter().cloned());
         }
         out
     }
 }
 
-/// The scheduler's snapshot with the endpoints' readings laid over it.
+/// The scheduler's snapshot with the endpoints' readings (GPUs and
+/// network ports) laid over it.
 pub fn merged(
     base: &Cluster,
-    readings: &[Reading],
+    (readings, ports): (&[Reading], &[PortReading]),
     e: &Endpoints,
     watch: &HealthWatch,
     now: i64,
@@ -118,6 +140,7 @@ pub fn merged(
     }
     c.time = c.time.max(now);
     merge(&mut c, readings, &e.source_name(), &e.hosts, watch);
+    merge_ports(&mut c, ports, &e.hosts);
     c
 }
 
@@ -160,6 +183,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut base: Arc<Cluster> = Arc::default();
         let mut readings: Arc<Vec<Reading>> = Arc::default();
+        let mut ports: Arc<Vec<PortReading>> = Arc::default();
         let mut watch = Arc::new(HealthWatch::default());
         let e = Arc::new(e);
         // Waits for the scheduler's first snapshot to name its hosts.
@@ -205,12 +229,20 @@ pub fn spawn(
                             tracing::warn!("node endpoints: {n}");
                         }
                         readings = Arc::new(p.readings);
-                        let (b, r, mut w, hosts) =
-                            (base.clone(), readings.clone(), watch.clone(), e.clone());
+                        ports = Arc::new(p.ports);
+                        let (b, r, pr, mut w, hosts) = (
+                            base.clone(),
+                            readings.clone(),
+                            ports.clone(),
+                            watch.clone(),
+                            e.clone(),
+                        );
                         // Observing and merging are linear in readings but
                         // big at scale: off the async workers.
                         let observed = tokio::task::spawn_blocking(move || {
-                            Arc::make_mut(&mut w).observe(&r, &b, &hosts.hosts);
+                            let w2 = Arc::make_mut(&mut w);
+                            w2.observe(&r, &b, &hosts.hosts);
+                            w2.observe_ports(&pr, &b, &hosts.hosts);
                             w
                         });
                         match observed.await {
@@ -226,10 +258,17 @@ pub fn spawn(
                     None => return,
                 },
             }
-            let (b, r, w, e2) = (base.clone(), readings.clone(), watch.clone(), e.clone());
-            let merged =
-                tokio::task::spawn_blocking(move || merged(&b, &r, &e2, &w, crate::host::now()))
-                    .await;
+            let (b, r, pr, w, e2) = (
+                base.clone(),
+                readings.clone(),
+                ports.clone(),
+                watch.clone(),
+                e.clone(),
+            );
+            let merged = tokio::task::spawn_blocking(move || {
+                merged(&b, (&r, &pr), &e2, &w, crate::host::now())
+            })
+            .await;
             match merged {
                 Ok(c) => {
                     if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {
@@ -262,6 +301,7 @@ mod tests {
         let (stx, srx) = mpsc::channel(8);
         let e = Endpoints {
             dcgm: vec![good.clone(), dead.clone()],
+            node_exporter: Vec::new(),
             prometheus: None,
             interval: Duration::from_millis(50),
             timeout: Duration::from_secs(1),
@@ -356,6 +396,7 @@ mod tests {
         let (stx, srx) = mpsc::channel(8);
         let e = Endpoints {
             dcgm: Vec::new(),
+            node_exporter: Vec::new(),
             prometheus: Some(url.trim_end_matches("/metrics").to_string()),
             interval: Duration::from_secs(60),
             timeout: Duration::from_secs(2),

@@ -16,6 +16,9 @@ use std::time::Duration;
 /// Every family nightshift reads, in one selector.
 pub const QUERY: &str = r#"{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*|DCGM_EXP_XID_ERRORS_COUNT"}"#;
 
+/// The node exporter's InfiniBand families and its host names, by name.
+pub const PORTS_QUERY: &str = r#"{__name__=~"node_infiniband_(state_id|physical_state_id|rate_bytes_per_second|link_downed_total|link_error_recovery_total|symbol_error_total|port_errors_received_total)|node_uname_info"}"#;
+
 /// The back-fill's activity series, over the last hour.
 pub const RANGE_ACTIVITY: &str = r#"{__name__=~"DCGM_FI_PROF_SM_OCCUPANCY|DCGM_FI_DEV_GPU_UTIL"}"#;
 /// The back-fill's Xids: only GPUs that reported one, so the answer stays
@@ -376,6 +379,20 @@ impl Prometheus {
             crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());
         warnings.extend(w);
         Ok((r, warnings))
+    }
+
+    /// The network ports the node exporters it scrapes report.
+    pub async fn ports(
+        &self,
+    ) -> Result<(Vec<crate::sources::dcgm::ports::PortReading>, Vec<String>), PromError> {
+        let body = self
+            .get_json("query", &[("query", PORTS_QUERY.to_string())])
+            .await?;
+        let (samples, warnings) = samples_from(&body)?;
+        Ok((
+            crate::sources::dcgm::ports::ports_from(&samples, "unknown", crate::host::now()),
+            warnings,
+        ))
     }
 
     /// The last `slots` × `step` seconds up to `end`, for the charts.

@@ -39,6 +39,28 @@ impl HostMap {
 /// Label on nodes that only a node endpoint knows.
 pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
 
+/// A node only a node endpoint knows (no scheduler names it), marked.
+pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
+    let mut labels = BTreeMap::new();
+    labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
+    Node {
+        name: name.to_string(),
+        partitions: Vec::new(),
+        state: NodeState::Unknown,
+        reason: Some("known only to a node endpoint".into()),
+        reason_set_by: None,
+        reason_time: None,
+        boot_time: None,
+        fault_reports: Vec::new(),
+        gpu_model,
+        domains: Vec::new(),
+        ib_ports: Vec::new(),
+        labels,
+        gpu_count: 0,
+        gpus: Vec::new(),
+    }
+}
+
 /// What the health watch remembers of one GPU between readings.
 #[derive(Debug, Default, Clone)]
 struct Seen {
@@ -66,6 +88,8 @@ pub struct HealthWatch {
     /// Events read while the scheduler had no jobs to tell (before its
     /// first answer): named once it has (see `name_victims`).
     unnamed: Vec<u64>,
+    /// Each (node, port)'s last reading: down, link-downed count.
+    pub(super) ports_seen: HashMap<(String, String), (Option<bool>, Option<u64>)>,
 }
 
 /// Endpoint incidents kept.
@@ -164,6 +188,17 @@ impl HealthWatch {
                 },
             );
         }
+        if self.events.len() > KEEP_EVENTS {
+            let cut = self.events.len() - KEEP_EVENTS;
+            self.events.drain(..cut);
+        }
+    }
+
+    /// Records an event, numbered, and keeps the newest [`KEEP_EVENTS`].
+    pub(super) fn push(&mut self, mut e: Event) {
+        self.seq += 1;
+        e.seq = self.seq;
+        self.events.push(e);
         if self.events.len() > KEEP_EVENTS {
             let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);
@@ -306,24 +341,10 @@ pub fn merge(
         let n = match index.get(&name) {
             Some(&n) => n,
             None => {
-                let mut labels = BTreeMap::new();
-                labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
-                c.nodes.push(std::sync::Arc::new(Node {
-                    name: name.clone(),
-                    partitions: Vec::new(),
-                    state: NodeState::Unknown,
-                    reason: Some("known only to a node endpoint".into()),
-                    reason_set_by: None,
-                    reason_time: None,
-                    boot_time: None,
-                    fault_reports: Vec::new(),
-                    gpu_model: r.model.clone(),
-                    domains: Vec::new(),
-                    ib_ports: Vec::new(),
-                    labels,
-                    gpu_count: 0,
-                    gpus: Vec::new(),
-                }));
+                c.nodes.push(std::sync::Arc::new(endpoint_only_node(
+                    &name,
+                    r.model.clone(),
+                )));
                 index.insert(name.clone(), c.nodes.len() - 1);
                 c.nodes.len() - 1
             }

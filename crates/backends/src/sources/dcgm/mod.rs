@@ -5,6 +5,7 @@
 //! still appears, marked as such).
 
 pub mod merge;
+pub mod ports;
 pub mod scrape;
 pub mod textformat;
 

@@ -17,6 +17,8 @@ const CONCURRENCY: usize = 32;
 #[derive(Debug, Clone, Default)]
 pub struct Round {
     pub readings: Vec<Reading>,
+    /// Network ports (node exporters' infiniband collector).
+    pub ports: Vec<super::ports::PortReading>,
     /// Endpoints scraped this round: answered (`None`) or failed.
     pub polled: Vec<(String, Option<SourceError>)>,
     /// (endpoint, note) about lines that did not parse: warnings, the
@@ -32,10 +34,23 @@ pub fn host_of(url: &str) -> String {
     rest.split(['/', ':']).next().unwrap_or(rest).to_string()
 }
 
+/// The `host:port` a URL points at (a node exporter's `instance`).
+pub fn authority_of(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split('/').next().unwrap_or(rest).to_string()
+}
+
 use crate::host::now;
 
+/// What one endpoint's scrape held: GPU readings, network ports.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    pub readings: Vec<Reading>,
+    pub ports: Vec<super::ports::PortReading>,
+}
+
 /// An endpoint's readings and the notes about lines that did not parse.
-type Scraped = Result<(Vec<Reading>, Vec<String>), SourceError>;
+type Scraped = Result<(Scrape, Vec<String>), SourceError>;
 
 async fn scrape_one(http: &reqwest::Client, url: &str, timeout: Duration) -> Scraped {
     let resp = http
@@ -95,16 +110,18 @@ fn parse_scrape(url: &str, text: &str) -> Scraped {
     if bad.len() > 3 {
         notes.push(format!("{} more lines did not parse", bad.len() - 3));
     }
-    let (r, warnings) = super::readings_checked(&samples, &host_of(url), now());
+    let time = now();
+    let (readings, warnings) = super::readings_checked(&samples, &host_of(url), time);
     notes.extend(warnings);
-    Ok((r, notes))
+    let ports = super::ports::ports_from(&samples, &authority_of(url), time);
+    Ok((Scrape { readings, ports }, notes))
 }
 
 /// Keeps each endpoint's last good readings and when to try it next.
 pub struct Scraper {
     http: reqwest::Client,
     urls: Vec<String>,
-    last: HashMap<String, Vec<Reading>>,
+    last: HashMap<String, Scrape>,
     retry_at: HashMap<String, (Instant, Duration)>,
     interval: Duration,
     timeout: Duration,
@@ -171,10 +188,25 @@ impl Scraper {
                 }
             }
         }
-        let mut readings: Vec<Reading> = self.last.values().flatten().cloned().collect();
+        let mut readings: Vec<Reading> = self
+            .last
+            .values()
+            .flat_map(|s| s.readings.iter().cloned())
+            .collect();
         readings.sort_by(|a, b| a.host.cmp(&b.host).then(a.index.cmp(&b.index)));
+        let mut ports: Vec<super::ports::PortReading> = self
+            .last
+            .values()
+            .flat_map(|s| s.ports.iter().cloned())
+            .collect();
+        ports.sort_by(|a, b| {
+            a.endpoint
+                .cmp(&b.endpoint)
+                .then(a.port.name().cmp(&b.port.name()))
+        });
         Round {
             readings,
+            ports,
             polled,
             notes: notes_out,
         }

@@ -1,0 +1,215 @@
+//! Network (InfiniBand/RoCE) ports from the Prometheus node exporter's
+//! infiniband collector: its metric names, scraped directly or read through
+//! Prometheus. A port down now, or whose link-downed counter moved, is an
+//! event of its node.
+
+use super::merge::{HealthWatch, HostMap, node_index};
+use super::textformat::Sample;
+use crate::model::{Cluster, Event, EventKind, IbPort, Timestamp};
+use std::collections::BTreeMap;
+
+/// The node exporter's families nightshift reads (labels `device`, `port`).
+pub const FAMILIES: [&str; 7] = [
+    "node_infiniband_state_id",
+    "node_infiniband_physical_state_id",
+    "node_infiniband_rate_bytes_per_second",
+    "node_infiniband_link_downed_total",
+    "node_infiniband_link_error_recovery_total",
+    "node_infiniband_symbol_error_total",
+    "node_infiniband_port_errors_received_total",
+];
+
+/// The exporter's own name for its host (`--collector.uname`).
+pub const UNAME: &str = "node_uname_info";
+
+/// What one exporter says about one port of its host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortReading {
+    /// The host: the exporter's `nodename`, else the endpoint's host.
+    pub host: String,
+    /// The endpoint it came from (`10.0.0.5:9100`): a `[endpoints] hosts`
+    /// key may name it when hosts share an address.
+    pub endpoint: String,
+    pub port: IbPort,
+    pub time: Timestamp,
+}
+
+/// The ports in a scrape (or a Prometheus answer, where each series' own
+/// `instance` is its endpoint). `endpoint`: the scrape's `host:port`.
+pub fn ports_from(samples: &[Sample], endpoint: &str, time: Timestamp) -> Vec<PortReading> {
+    // instance → nodename, from node_uname_info.
+    let names: BTreeMap<&str, &str> = samples
+        .iter()
+        .filter(|s| s.name == UNAME)
+        .filter_map(|s| {
+            Some((
+                s.label("instance").unwrap_or(endpoint),
+                s.label("nodename")?,
+            ))
+        })
+        .collect();
+    let mut by: BTreeMap<(String, String, u32), PortReading> = BTreeMap::new();
+    for s in samples
+        .iter()
+        .filter(|s| FAMILIES.contains(&s.name.as_str()))
+    {
+        let (Some(device), Some(port)) = (
+            s.label("device"),
+            s.label("port").and_then(|p| p.parse::<u32>().ok()),
+        ) else {
+            continue;
+        };
+        if !s.value.is_finite() || s.value < 0.0 {
+            continue;
+        }
+        let ep = s.label("instance").unwrap_or(endpoint);
+        let host = names
+            .get(ep)
+            .map_or_else(|| super::scrape::host_of(ep), |n| n.to_string());
+        let r = by
+            .entry((ep.to_string(), device.to_string(), port))
+            .or_insert_with(|| PortReading {
+                host,
+                endpoint: ep.to_string(),
+                port: IbPort {
+                    device: device.to_string(),
+                    port,
+                    ..IbPort::default()
+                },
+                time,
+            });
+        if let Some(ms) = s.timestamp_ms {
+            r.time = r.time.min(ms / 1000);
+        }
+        let v = s.value;
+        let p = &mut r.port;
+        match s.name.as_str() {
+            "node_infiniband_state_id" => p.state = Some(v as u32),
+            "node_infiniband_physical_state_id" => p.physical_state = Some(v as u32),
+            "node_infiniband_rate_bytes_per_second" => p.rate_bytes_per_second = Some(v),
+            "node_infiniband_link_downed_total" => p.link_downed = Some(v as u64),
+            "node_infiniband_link_error_recovery_total" => p.link_error_recovery = Some(v as u64),
+            "node_infiniband_symbol_error_total" => p.symbol_errors = Some(v as u64),
+            _ => p.receive_errors = Some(v as u64),
+        }
+    }
+    by.into_values().collect()
+}
+
+/// The scheduler's node a port reading belongs to: `[endpoints] hosts`
+/// by endpoint, then by host, then the node of that (short) name.
+pub fn node_of<'a>(
+    r: &'a PortReading,
+    hosts: &'a HostMap,
+    known: &std::collections::HashMap<&str, usize>,
+) -> &'a str {
+    match hosts.0.get(&r.endpoint) {
+        Some(n) => n,
+        None => hosts.node_for(&r.host, known),
+    }
+}
+
+/// Lays the port readings over the snapshot's nodes (a port a node's
+/// exporter reports replaces the snapshot's). A host the scheduler does
+/// not know becomes a node of its own, marked as known only to an
+/// endpoint (as a GPU reading's does); returns how many were.
+pub fn merge_ports(c: &mut Cluster, ports: &[PortReading], hosts: &HostMap) -> usize {
+    let known = node_index(c);
+    let mut by_node: BTreeMap<usize, Vec<&PortReading>> = BTreeMap::new();
+    let mut unknown: BTreeMap<String, Vec<&PortReading>> = BTreeMap::new();
+    for r in ports {
+        let name = node_of(r, hosts, &known);
+        match known.get(name) {
+            Some(&i) => by_node.entry(i).or_default().push(r),
+            None => unknown.entry(name.to_string()).or_default().push(r),
+        }
+    }
+    drop(known);
+    let added = unknown.len();
+    for (name, rs) in unknown {
+        c.nodes
+            .push(std::sync::Arc::new(super::merge::endpoint_only_node(
+                &name, None,
+            )));
+        by_node.insert(c.nodes.len() - 1, rs);
+    }
+    for (i, rs) in by_node {
+        let n = std::sync::Arc::make_mut(&mut c.nodes[i]);
+        for r in rs {
+            match n
+                .ib_ports
+                .iter_mut()
+                .find(|p| p.device == r.port.device && p.port == r.port.port)
+            {
+                Some(p) => *p = r.port.clone(),
+                None => n.ib_ports.push(r.port.clone()),
+            }
+        }
+        n.ib_ports
+            .sort_by(|a, b| a.device.cmp(&b.device).then(a.port.cmp(&b.port)));
+    }
+    added
+}
+
+impl HealthWatch {
+    /// Port events: a port seen down (first seen so, or gone down since
+    /// the last reading), or whose link went down and came back between
+    /// two readings (its link-downed counter moved, it is up now).
+    pub fn observe_ports(&mut self, ports: &[PortReading], base: &Cluster, hosts: &HostMap) {
+        let known = node_index(base);
+        for r in ports {
+            let node = node_of(r, hosts, &known).to_string();
+            let key = (node.clone(), r.port.name());
+            let was = self.ports_seen.get(&key).copied();
+            let down = r.port.is_down() == Some(true);
+            let was_down = was.and_then(|(d, _)| d);
+            let rose = match (r.port.link_downed, was.and_then(|(_, l)| l)) {
+                (Some(now), Some(then)) => now > then,
+                _ => false,
+            };
+            let event = if down && was_down != Some(true) {
+                Some((
+                    true,
+                    format!(
+                        "IB port {} is {} (physical {}) (node exporter)",
+                        r.port.name(),
+                        r.port.state_word(),
+                        r.port.physical_word()
+                    ),
+                ))
+            } else if !down && rose && was_down != Some(true) {
+                Some((
+                    false,
+                    format!(
+                        "IB port {} lost its link and got it back: link downed {} times (node exporter)",
+                        r.port.name(),
+                        r.port.link_downed.unwrap_or(0)
+                    ),
+                ))
+            } else {
+                None
+            };
+            if let Some((down, message)) = event {
+                self.push(Event {
+                    seq: 0,
+                    time: r.time,
+                    jobs: base.jobs_at(&node, None),
+                    node: node.clone(),
+                    gpu: None,
+                    kind: EventKind::Link {
+                        port: r.port.name(),
+                        down,
+                    },
+                    message,
+                });
+            }
+            self.ports_seen.insert(
+                key,
+                (
+                    r.port.is_down().or(was_down),
+                    r.port.link_downed.or(was.and_then(|(_, l)| l)),
+                ),
+            );
+        }
+    }
+}
