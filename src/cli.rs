@@ -312,6 +312,13 @@ pub enum BlastAction {
         #[arg(long)]
         kill: bool,
     },
+    /// Take a failure domain out (a switch, a rack: every node under it
+    /// drained; --kill to cancel their jobs instead of requeueing them)
+    Domain {
+        name: String,
+        #[arg(long)]
+        kill: bool,
+    },
     /// Requeue a running job (and its gang)
     Requeue { job: String },
     /// Preempt a running job (requeued or cancelled per the site's PreemptMode)

@@ -36,6 +36,46 @@ pub struct FileConfig {
     pub endpoints: EndpointsFile,
     #[serde(default)]
     pub limits: LimitsFile,
+    #[serde(default)]
+    pub topology: TopologyFile,
+}
+
+/// `[topology]`: failure domains neither the scheduler nor the node labels
+/// say (a power feed, a rack, an NVLink domain):
+/// `domains = [{ level = "power", name = "pdu-a", nodes = "gpu[01-04]" }]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    #[serde(default)]
+    pub domains: Vec<DomainFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainFile {
+    pub level: String,
+    pub name: String,
+    /// A Slurm host list: `gpu[01-04],gpu07`.
+    pub nodes: String,
+}
+
+impl TopologyFile {
+    fn resolve(&self) -> Result<crate::sources::site_topology::SiteDomains, ConfigError> {
+        let mut out = Vec::new();
+        for d in &self.domains {
+            let nodes = crate::sources::slurm::hostlist::expand(&d.nodes).map_err(|e| {
+                ConfigError::Topology(format!("{} {}: nodes {:?}: {e}", d.level, d.name, d.nodes))
+            })?;
+            if d.level.trim().is_empty() || d.name.trim().is_empty() || nodes.is_empty() {
+                return Err(ConfigError::Topology(format!(
+                    "{:?} {:?}: a domain needs a level, a name and nodes",
+                    d.level, d.name
+                )));
+            }
+            out.push((crate::model::Domain::new(&d.level, &d.name), nodes));
+        }
+        Ok(crate::sources::site_topology::SiteDomains(out))
+    }
 }
 
 /// The fastest the sim may run: sim seconds per wall second.
@@ -473,6 +513,8 @@ pub struct Settings {
     pub mouse: bool,
     pub audit_log: PathBuf,
     pub endpoints: crate::sources::endpoints::Endpoints,
+    /// `[topology]`: domains laid over every snapshot.
+    pub topology: crate::sources::site_topology::SiteDomains,
     /// Play this recording instead of the source (`--replay`).
     pub replay: Option<PathBuf>,
     /// With `replay`: the time the printing commands answer for.
@@ -601,6 +643,7 @@ impl Settings {
             policy,
             audit_log,
             endpoints,
+            topology: file.topology.resolve()?,
             action_timeout: match file.actions.timeout_s {
                 Some(v) => seconds(v, "actions.timeout_s")?,
                 None => Duration::from_secs(60),

@@ -142,6 +142,16 @@ fn console(settings: Settings) -> Result<(), String> {
 fn blast_command(settings: &Settings, args: nightshift::cli::BlastArgs) -> Result<(), String> {
     let c = snapshot(settings)?;
     let target = match args.action {
+        BlastAction::Domain { name, kill } => {
+            let b = nightshift::engine::blast::blast_domain(
+                &c,
+                &base(&c, settings),
+                &name,
+                !kill,
+                &settings.site,
+            )?;
+            return emit(args.output, &b, report::blast);
+        }
         BlastAction::Drain { node, kill } => Target::Drain {
             reason: String::new(),
             node,
@@ -288,6 +298,14 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
             settings.at.as_deref(),
         )?);
     }
+    let mut c = live_snapshot(settings)?;
+    // [topology]: the domains the source does not say.
+    settings.topology.apply(&mut c);
+    Ok(c)
+}
+
+/// The source's snapshot now, with the node endpoints' readings.
+fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
     let base = match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             let mut sim = Sim::new(*sim)?;

@@ -60,7 +60,11 @@ async fn record_live(
     duration: Option<u64>,
     log: AuditLog,
 ) -> Result<(), CommandError> {
-    let (mut rx, _control) = crate::sources::spawn(settings.source.clone(), &settings.endpoints)?;
+    let (mut rx, _control) = crate::sources::spawn(
+        settings.source.clone(),
+        &settings.endpoints,
+        &settings.topology,
+    )?;
     let mut r = Recorder::create(file, settings.source.name())?;
     r.follow_audit(log);
     let began = std::time::Instant::now();

@@ -107,7 +107,11 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
             (rx, sources::Control::None, Some(ctl))
         }
         None => {
-            let (rx, control) = sources::spawn(settings.source.clone(), &settings.endpoints)?;
+            let (rx, control) = sources::spawn(
+                settings.source.clone(),
+                &settings.endpoints,
+                &settings.topology,
+            )?;
             (rx, control, None)
         }
     };

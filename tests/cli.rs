@@ -927,6 +927,136 @@ fn the_report_tells_the_leaf_flap_once_as_the_switchs_and_the_nvlink_storm_as_it
     assert!(md.contains("NVLINK on a100-03 GPU 1"), "{md}");
 }
 
+/// The fabric from the command line: `[topology]` adds the domains the
+/// source does not say (a power feed) and a bad host list is refused with
+/// its key; `options` and `blast domain` answer for the failing leaf.
+#[test]
+fn topology_config_and_a_domains_options_and_blast() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("ns.toml");
+    std::fs::write(
+        &cfg,
+        "[topology]\ndomains = [{ level = \"power\", name = \"pdu-a\", nodes = \"h100-[01-04]\" }]\n",
+    )
+    .expect("config");
+    let c = cfg.to_str().expect("path");
+    let v: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &["--config", c, "get", "nodes", "-o", "json"],
+    ))
+    .expect("json");
+    let node = |name: &str| {
+        v["items"]
+            .as_array()
+            .and_then(|a| a.iter().find(|n| n["name"] == name))
+            .cloned()
+            .expect("node")
+    };
+    let levels = |n: &Value| -> Vec<String> {
+        n["domains"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["level"].as_str().unwrap_or(""),
+                    d["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        levels(&node("h100-02")),
+        [
+            "leaf ib-leaf-1",
+            "rack rack-h100-1",
+            "spine ib-spine-1",
+            "power pdu-a"
+        ]
+    );
+    assert!(
+        !levels(&node("h100-05"))
+            .iter()
+            .any(|l| l.starts_with("power"))
+    );
+    assert_eq!(node("h100-02")["ib_ports"][0]["state"], 4);
+    std::fs::write(
+        &cfg,
+        "[topology]\ndomains = [{ level = \"power\", name = \"pdu-a\", nodes = \"h100-[04-01\" }]\n",
+    )
+    .expect("config");
+    let out = nightshift(dir.path(), &["--config", c, "get", "nodes"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("topology.domains: power pdu-a: nodes"),
+        "{err}"
+    );
+
+    // The leaf's flap: its options recommend the cordon, and say what
+    // draining all of it would cost.
+    let o: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &[
+            "--sim-seconds",
+            "1230",
+            "options",
+            "ib-leaf-2",
+            "-o",
+            "json",
+        ],
+    ))
+    .expect("json");
+    assert_eq!(o["target"]["kind"], "domain");
+    let names: Vec<&str> = o["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["cordon_domain", "drain_domain", "do_nothing"]);
+    assert_eq!(o["options"][0]["recommended"], true);
+    assert_eq!(o["options"][0]["capacity_out"]["gpus"], 32);
+    assert!(
+        o["options"][1]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("fixes nothing")),
+        "{o:#}"
+    );
+    let b: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &[
+            "--sim-seconds",
+            "1230",
+            "blast",
+            "domain",
+            "ib-leaf-2",
+            "-o",
+            "json",
+        ],
+    ))
+    .expect("json");
+    assert_eq!(b["gpus_out_of_service"], 32);
+    let killed: Vec<&str> = b["killed"]
+        .as_array()
+        .expect("killed")
+        .iter()
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    assert!(
+        killed.contains(&"megatron-moe-2n") && killed.contains(&"dist-eval-2n"),
+        "{killed:?}"
+    );
+    assert!(
+        b["summary"]
+            .as_str()
+            .is_some_and(|s| s
+                .starts_with("take ib-leaf-2 out (4 nodes: h100-05, h100-06, h100-07, h100-08)")),
+        "{b:#}"
+    );
+}
+
 /// The sim's options work after the subcommand too (`why 4700 --seed 3`
 /// and `get nodes --nodes 64` failed with clap's `-- --seed` tip), and mean
 /// the same as before it. restore's nodes reading in parallel are

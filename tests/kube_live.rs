@@ -103,6 +103,41 @@ fn nightshift_sees_the_cluster_kubectl_sees_node_by_node_and_pod_by_pod() {
             .sum();
         assert_eq!(o["gpus_allocated"].as_u64(), Some(held), "{name}");
     }
+    // Failure domains as Kueue's Topology names them: its levels' node
+    // labels, narrowest first (the hostname level is the node itself), then
+    // the zone; read back with kubectl.
+    let topo = lab.kubectl_json(&["get", "topologies.kueue.x-k8s.io", "default", "-o", "json"]);
+    let levels: Vec<String> = topo["spec"]["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .filter_map(|l| l["nodeLabel"].as_str())
+        .filter(|l| *l != "kubernetes.io/hostname")
+        .map(str::to_string)
+        .collect();
+    assert_eq!(levels.len(), 2, "{topo}");
+    for n in &nodes {
+        let name = n["metadata"]["name"].as_str().unwrap();
+        let labels = &n["metadata"]["labels"];
+        let mut want: Vec<String> = levels
+            .iter()
+            .rev()
+            .filter_map(|l| labels[l.as_str()].as_str().map(str::to_string))
+            .collect();
+        want.extend(
+            labels["topology.kubernetes.io/zone"]
+                .as_str()
+                .map(str::to_string),
+        );
+        let got: Vec<String> = ours[name]["domains"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d["name"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(ours[name]["domains"][0]["level"], "rack", "{name}");
+    }
     // Pod by pod: each GPU pod is in exactly one job, in its namespace,
     // running on its node when kubectl says it runs there.
     let jobs = get(&lab, "jobs");

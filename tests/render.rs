@@ -1121,3 +1121,41 @@ fn the_gpu_screen_shows_nvlink_errors_where_reported() {
     let s = screen(&a, 120, 40);
     assert!(!s.contains("NVLink errors"), "{s}");
 }
+
+/// The leaf switch's flap on the sim night (+20 min): one incident of the
+/// switch at the top of the list, the grid's domain line marks it failing,
+/// `O` on it compares the domain's choices (cordon it, drain it all, wait)
+/// with the cordon recommended, and enter opens its first node.
+#[test]
+fn the_leaf_flap_is_one_incident_with_its_domains_options() {
+    let mut a = app_after(1230);
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    assert!(s.contains("LEAF DOWN"), "{s}");
+    assert!(s.contains("ib-leaf-2 FAILING 4 link(s) down"), "{s}");
+    assert_eq!(
+        s.matches("IB DOWN").count(),
+        s.matches("+IB DOWN").count(),
+        "no node's own link incident, only the switch's: {s}"
+    );
+    keys(&mut a, &[KeyCode::Char('O')]);
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    assert!(
+        s.contains("cordon ib-leaf-2's 4 nodes for new work, page the network owner"),
+        "{s}"
+    );
+    assert!(s.contains("drain all 4 nodes of ib-leaf-2"), "{s}");
+    assert!(s.contains("the fabric failed, not the GPUs"), "{s}");
+    keys(&mut a, &[KeyCode::Esc, KeyCode::Enter]);
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    assert!(
+        s.contains("h100-05 up partition h100  domains ib-leaf-2"),
+        "{s}"
+    );
+    assert!(
+        s.contains("leaf ib-leaf-2 is failing under several nodes at once"),
+        "{s}"
+    );
+}

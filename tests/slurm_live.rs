@@ -71,9 +71,18 @@ fn get_via(lab: &Lab, via: Via, what: &str) -> Vec<Value> {
     if let Some(api) = via.api {
         cmd.args(["--slurm-api", api]);
     }
+    // The lab's scontrol (for the switch topology): 22.05 reads the lab's
+    // slurm.conf; 24.11's is the wrapper into its chroot.
+    let path = format!(
+        "{}:{}",
+        lab.dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = cmd
         .args(["get", what, "-o", "json"])
         .env("SLURM_JWT", &lab.token)
+        .env("SLURM_CONF", lab.conf())
+        .env("PATH", path)
         .output()
         .expect("nightshift");
     assert!(
@@ -160,6 +169,54 @@ fn check_nodes_agree(lab: &Lab, via: Via) {
         seen.insert(name.to_string());
     }
     assert_eq!(seen.len(), ours.len(), "same nodes");
+    check_domains_agree(lab, &ours);
+}
+
+/// Each node's failure domains are its switches as `scontrol show
+/// topology` prints them (the labs' topology.conf: two leaves under a
+/// spine), lowest level first; ranges expanded by `scontrol show hostnames`.
+fn check_domains_agree(lab: &Lab, ours: &BTreeMap<String, Value>) {
+    let topo = lab.run("scontrol", &["show", "topology"]);
+    let mut want: BTreeMap<String, Vec<(u32, String)>> = BTreeMap::new();
+    for line in topo.lines() {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|f| f.strip_prefix(&format!("{k}=")[..]))
+                .map(str::to_string)
+        };
+        let (Some(name), Some(level), Some(nodes)) =
+            (field("SwitchName"), field("Level"), field("Nodes"))
+        else {
+            continue;
+        };
+        for n in lab.run("scontrol", &["show", "hostnames", &nodes]).lines() {
+            want.entry(n.trim().to_string())
+                .or_default()
+                .push((level.parse().expect("level"), name.clone()));
+        }
+    }
+    assert_eq!(want.len(), 4, "the labs' topology names every node: {topo}");
+    for (node, mut switches) in want {
+        switches.sort();
+        let got: Vec<(String, String)> = ours[&node]["domains"]
+            .as_array()
+            .map(|ds| {
+                ds.iter()
+                    .map(|d| {
+                        (
+                            d["level"].as_str().unwrap_or("").to_string(),
+                            d["name"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let expect: Vec<(String, String)> = switches
+            .into_iter()
+            .map(|(l, n)| ((if l == 0 { "leaf" } else { "spine" }).to_string(), n))
+            .collect();
+        assert_eq!(got, expect, "{node}: scontrol show topology says\n{topo}");
+    }
 }
 
 fn check_jobs_agree(lab: &Lab, via: Via) {
@@ -654,6 +711,8 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
         .expect_err("no such job")
         .to_string();
     assert!(err.contains("/job/999999"), "{err}");
+    // Last: the job it submits stays in Slurm's list after its cancel.
+    why_bound_to_one_switch(&lab);
 }
 
 #[test]
@@ -995,6 +1054,38 @@ fn live_drain_and_requeue_through_the_guard() {
 }
 
 /// nightshift's stdout alone, for JSON.
+/// A job that must run under one leaf switch (`--switches=1`, read from
+/// REST's `required_switches`, v0.0.40 on) and cannot (3 nodes; the labs'
+/// leaves hold 2): `why` names each leaf's free GPUs and the plan says
+/// it cannot start, instead of promising nodes under two switches.
+fn why_bound_to_one_switch(lab: &Lab) {
+    let out = lab.sbatch(&["-N", "3", "--gres=gpu:8", "--switches=1@30:00"]);
+    let id = out.trim().rsplit(' ').next().expect("job id").to_string();
+    let w: Value =
+        serde_json::from_str(&nightshift_stdout(lab, &["why", &id, "-o", "json"])).expect("json");
+    let t = w["causes"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["kind"] == "topology"))
+        .unwrap_or_else(|| panic!("no topology cause: {w:#}"));
+    let msg = t["message"].as_str().expect("message");
+    assert!(
+        msg.starts_with("needs 24 under one leaf (3 × 8): leaf-") && msg.contains("free"),
+        "{msg}"
+    );
+    assert_eq!(
+        t["free_by_domain"].as_object().map(|o| o.len()),
+        Some(2),
+        "{t:#}"
+    );
+    assert!(
+        w["estimate_note"].as_str().is_some_and(
+            |n| n.contains("needs 3 nodes under one leaf; the largest leaf of gpu holds 2")
+        ),
+        "{w:#}"
+    );
+    lab.run("scancel", &[&id]);
+}
+
 fn nightshift_stdout(lab: &Lab, args: &[&str]) -> String {
     let out = Command::new(common::bin())
         .args([
@@ -1010,6 +1101,14 @@ fn nightshift_stdout(lab: &Lab, args: &[&str]) -> String {
         .args(args)
         .env("SLURM_JWT", &lab.token)
         .env("SLURM_CONF", lab.conf())
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                lab.dir.path().join("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
         .output()
         .expect("nightshift");
     assert!(

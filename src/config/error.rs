@@ -17,6 +17,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    #[error("config: topology.domains: {0}")]
+    Topology(String),
     #[error("config: limits.{0} must be > 0")]
     LimitZero(&'static str),
     #[error("slurm.checkpoint_signal is {0:?}: a signal name such as SIGUSR1")]

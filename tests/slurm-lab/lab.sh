@@ -3,7 +3,8 @@
 # down-24.11.sh) share. Sourced.
 #
 #   lab_files LAB IN CLUSTER EXTRA   directories, fake GPU device files, the
-#                                    JWT key, slurm.conf and gres.conf
+#                                    JWT key, slurm.conf, topology.conf and
+#                                    gres.conf
 #   stop_daemons LAB                 every daemon, by its pid file
 #
 # LAB: the lab on this host; IN: the same directory as the daemons see it
@@ -52,6 +53,7 @@ SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=4096
 PriorityType=priority/basic
 GresTypes=gpu
+TopologyPlugin=topology/tree
 SlurmctldTimeout=30
 SlurmdTimeout=60
 InactiveLimit=0
@@ -60,6 +62,13 @@ MinJobAge=600
 NodeName=gpu[01-04] NodeHostname=localhost NodeAddr=127.0.0.1 Port=$NODE_PORT0-$last_port Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 State=UNKNOWN
 PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=INFINITE State=UP
 PartitionName=pair Nodes=gpu[03-04] MaxTime=INFINITE State=UP
+CONF
+  # Two leaf switches under a spine (scontrol show topology; nightshift's
+  # failure domains). Letter ranges are refused: names listed.
+  cat > "$LAB/etc/topology.conf" <<CONF
+SwitchName=leaf-a Nodes=gpu[01-02]
+SwitchName=leaf-b Nodes=gpu[03-04]
+SwitchName=spine-0 Switches=leaf-a,leaf-b
 CONF
   cat > "$LAB/etc/gres.conf" <<CONF
 AutoDetect=off

@@ -37,6 +37,9 @@ pub struct Preview {
     /// The circuit breaker was overridden when the preview was made
     /// (`--force` on the command line).
     pub forced: bool,
+    /// A cordon of a node of a failing domain: the domain's remedy, not
+    /// counted against the circuit breaker (checked when previewed).
+    pub domain_remedy: bool,
     /// The open incident on the node this acts on, for the audit.
     pub incident: Option<String>,
     /// The node acted on was in service when the preview was made (a drain
@@ -195,6 +198,16 @@ fn engine_warnings(
     (warnings, token)
 }
 
+/// Whether `a` cordons a node of a domain whose incident is open.
+fn cordons_failing_domain(a: &Action, base: &Base) -> bool {
+    let Action::Cordon { node, .. } = a else {
+        return false;
+    };
+    base.incidents
+        .iter()
+        .any(|i| i.kind == "domain" && i.is_open() && i.nodes.contains(node))
+}
+
 /// The breaker's refusal of a drain whose node's only trouble is its
 /// failing domain (a switch flapping under several nodes): draining the
 /// domain node by node takes good GPUs out and fixes nothing.
@@ -255,13 +268,22 @@ pub fn preview(
         warnings.extend(x.warnings(a));
     }
     let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
+    let remedy = cordons_failing_domain(a, base);
     // The policies first (stale data says more than a dead connection),
     // then the audit, then whether there is anyone to send to.
     let refusal = nothing
         .map(Refusal::Nothing)
         .or_else(|| {
+            // Cordoning a failing domain's nodes is its remedy: the
+            // breaker's count does not stop it at the third.
             policy
-                .check(a, c, data_age, *recent.as_ref().unwrap_or(&0), force)
+                .check(
+                    a,
+                    c,
+                    data_age,
+                    *recent.as_ref().unwrap_or(&0),
+                    force || remedy,
+                )
                 .err()
         })
         .or_else(|| (!force).then(|| failing_domain_drain(a, base)).flatten())
@@ -292,6 +314,7 @@ pub fn preview(
         token: if no_op { None } else { token },
         warnings,
         forced: force,
+        domain_remedy: remedy,
         node_in_service: a
             .on_node()
             .then(|| c.node(a.target()))
@@ -514,7 +537,7 @@ pub async fn run(
     {
         return Err(NotSent::Refused(r.clone()));
     }
-    let force = answer == Answer::Force || p.forced;
+    let force = answer == Answer::Force || p.forced || p.domain_remedy;
     let id = audit::new_id();
     // The policies again, on the data as it is now, and the intent, under
     // one lock: two operators cannot both pass the breaker's count.

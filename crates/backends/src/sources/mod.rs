@@ -10,6 +10,7 @@ pub mod http;
 pub mod kube;
 pub mod prometheus;
 pub mod sim;
+pub mod site_topology;
 pub mod slurm;
 #[cfg(test)]
 pub(crate) mod testserver;
@@ -157,6 +158,19 @@ pub enum Control {
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
 pub fn spawn(
+    cfg: SourceConfig,
+    endpoints: &endpoints::Endpoints,
+    site: &site_topology::SiteDomains,
+) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
+    let (rx, control) = spawn_source(cfg, endpoints)?;
+    if site.is_empty() {
+        Ok((rx, control))
+    } else {
+        Ok((site_topology::spawn(rx, site.clone()), control))
+    }
+}
+
+fn spawn_source(
     cfg: SourceConfig,
     endpoints: &endpoints::Endpoints,
 ) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {

@@ -25,6 +25,9 @@ pub struct Index {
     /// unavailable (not allocated, on nodes out of service: the header's
     /// `unavail`) — summed once per snapshot, not per frame.
     pub partition_gpus: Vec<PartitionGpus>,
+    /// The narrowest failure domains (each node's first: its leaf switch,
+    /// NVLink domain or rack), for the node grid's domain line.
+    pub domains: Vec<crate::engine::fabric::DomainView>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,6 +58,7 @@ impl Index {
                 .unwrap_or(0),
             most_gpus_on_a_node: c.nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0),
             partition_gpus: partition_gpus(c),
+            domains: narrowest_domains(c),
         }
     }
 
@@ -87,6 +91,22 @@ fn job_table(c: &Cluster) -> hashbrown::HashTable<u32> {
         t.insert_unique(FxBuildHasher.hash_one(j.id.as_str()), i as u32, hash);
     }
     t
+}
+
+/// The domains at the level most nodes list first.
+fn narrowest_domains(c: &Cluster) -> Vec<crate::engine::fabric::DomainView> {
+    let Some(level) = c
+        .nodes
+        .iter()
+        .find_map(|n| n.domains.first())
+        .map(|d| d.level.clone())
+    else {
+        return Vec::new();
+    };
+    crate::engine::fabric::domains(c)
+        .into_iter()
+        .filter(|d| d.level == level)
+        .collect()
 }
 
 fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {

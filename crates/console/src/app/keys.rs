@@ -471,9 +471,12 @@ impl App {
                 .get(j)
                 .map(|job| Screen::new(View::JobDetail, Some(job.id.clone()))),
             (_, Some(Row::Incident(i))) => self.incident(i).map(|inc| {
-                let mut s = Screen::new(View::NodeDetail, Some(inc.node.clone()));
+                // A domain's incident opens its first node (its screen
+                // shows the domain, its verdict and the incident).
+                let node = inc.nodes.first().unwrap_or(&inc.node);
+                let mut s = Screen::new(View::NodeDetail, Some(node.clone()));
                 if let Some(g) = inc.gpu {
-                    s.selected_key = Some(format!("{}/{}", inc.node, g));
+                    s.selected_key = Some(format!("{node}/{g}"));
                 }
                 s
             }),

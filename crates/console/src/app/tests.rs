@@ -794,6 +794,7 @@ fn drain_dialog(a: &mut App) {
         token: Some("h100-03".into()),
         warnings: Vec::new(),
         forced: false,
+        domain_remedy: false,
         incident: None,
         node_in_service: true,
     };

@@ -15,9 +15,11 @@ const MARK_W: usize = crate::app::GRID_MARK_W;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let cols = grid_columns(app, area.width.saturating_sub(2));
-    // The grid: its rows plus a partition line and borders; the incidents
-    // panel keeps at least 7 lines (5 incidents), first on the screen.
-    let grid_rows = app.grid.len().div_ceil(cols).max(1) as u16 + 3;
+    // The grid: its rows plus a partition line, a domain line (when nodes
+    // have domains) and borders; the incidents panel keeps at least 7
+    // lines (5 incidents), first on the screen.
+    let grid_rows =
+        app.grid.len().div_ceil(cols).max(1) as u16 + 3 + u16::from(!app.index.domains.is_empty());
     let incidents_h = (open_incidents(app) as u16 + 3).clamp(5, 9);
     // The selected incident's words whole, under its row (the table cuts
     // its last column at 80 and 120 columns).
@@ -83,6 +85,42 @@ fn open_incidents(app: &App) -> usize {
 /// Per partition, in the header's words: GPUs in all, allocated, critical
 /// (GPUs whose own health says take them out: one bad GPU is one, not its
 /// node's eight) and unavailable (not allocated, on nodes out of service).
+/// The narrowest failure domains (leaf switches, racks), a failing one
+/// first and marked, each with its free GPUs: `ib-leaf-2 FAILING 4 links
+/// down │ ib-leaf-1 0 free │ …`. None when no node has a domain.
+fn domain_line(app: &App, theme: Theme) -> Option<Line<'static>> {
+    let ds = &app.index.domains;
+    let first = ds.first()?;
+    let failing = |name: &str| {
+        app.analysis.as_ref().is_some_and(|a| {
+            a.base
+                .incidents
+                .iter()
+                .any(|i| i.kind == "domain" && i.is_open() && i.node == name)
+        })
+    };
+    let mut order: Vec<&crate::engine::fabric::DomainView> = ds.iter().collect();
+    order.sort_by_key(|d| (!failing(&d.name), d.ports_down == 0));
+    let mut spans = vec![Span::styled(format!("{} ", first.level), theme.dim())];
+    for (k, d) in order.iter().enumerate() {
+        if k > 0 {
+            spans.push(Span::styled(" │ ", theme.dim()));
+        }
+        spans.push(Span::styled(sanitize(&d.name).into_owned(), theme.title()));
+        if failing(&d.name) {
+            spans.push(Span::styled(" FAILING", theme.critical()));
+        }
+        if d.ports_down > 0 {
+            spans.push(Span::styled(
+                format!(" {} link(s) down", d.ports_down),
+                theme.critical(),
+            ));
+        }
+        spans.push(Span::raw(format!(" {}/{} free", d.gpus_free, d.gpus_total)));
+    }
+    Some(Line::from(spans))
+}
+
 fn partition_line(app: &App, theme: Theme) -> Line<'static> {
     let c = &app.cluster;
     let base = app.analysis.as_ref().map(|a| &a.base);
@@ -210,8 +248,10 @@ fn draw_summary(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let inner_w = area.width.saturating_sub(2);
-    // One line for the partitions, the rest for the grid.
-    let visible_rows = area.height.saturating_sub(3) as usize;
+    // One line for the partitions, one for the domains (when nodes have
+    // them), the rest for the grid.
+    let domains = domain_line(app, theme);
+    let visible_rows = area.height.saturating_sub(3 + u16::from(domains.is_some())) as usize;
     let (name_w, gpus_w) = cell_widths(app);
     let cols = grid_columns(app, inner_w);
     let focused = app.screen().pane == crate::app::Pane::Second;
@@ -241,8 +281,9 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let mut lines = Vec::with_capacity(visible_rows + 1);
+    let mut lines = Vec::with_capacity(visible_rows + 2);
     lines.push(partition_line(app, theme));
+    lines.extend(domains);
     for r in first_row..first_row + visible_rows {
         let mut spans = Vec::new();
         for k in 0..cols {

@@ -76,6 +76,20 @@ impl Analysis {
                     restore: running.as_ref().and_then(|(r, _)| r.clone()).map(Box::new),
                     options: running.and_then(|(_, o)| o).map(Box::new),
                 }),
+            // A failure domain's incident: the domain's blast and options.
+            Focus::Node(name)
+                if c.node(name).is_none() && c.nodes.iter().any(|n| n.in_domain(name)) =>
+            {
+                let drain = super::blast::blast_domain(c, &base, name, true, site);
+                let options = super::options::domain_options(c, &base, name, site)
+                    .ok()
+                    .map(Box::new);
+                Some(FocusAnswer::Node {
+                    name: name.clone(),
+                    drain: drain.map(Box::new),
+                    options,
+                })
+            }
             Focus::Node(name) => {
                 let drain = blast(
                     c,

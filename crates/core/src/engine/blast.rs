@@ -138,6 +138,71 @@ pub fn blast(
         ));
     }
     let s = scenario(c, target, site)?;
+    Ok(finish(c, base, target, s, site))
+}
+
+/// The blast radius of taking a failure domain's nodes out at once (a
+/// switch, a rack: `name` at any level): every gang with a rank under it
+/// dies (requeued when `requeue`), its nodes' GPUs leave service, the
+/// queue moves. What draining a failing switch's nodes one by one costs.
+pub fn blast_domain(
+    c: &Cluster,
+    base: &Base,
+    name: &str,
+    requeue: bool,
+    site: &SiteParams,
+) -> Result<Blast, EngineError> {
+    let nodes: Vec<&str> = c
+        .nodes
+        .iter()
+        .filter(|n| n.in_domain(name))
+        .map(|n| n.name.as_str())
+        .collect();
+    if nodes.is_empty() {
+        return Err(EngineError::NoNode(name.to_string()));
+    }
+    let mut after = c.clone();
+    let (mut killed, mut seeds, mut kept) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut out_of_service = 0;
+    for n in &nodes {
+        seeds.extend(whatif::jobs_on_node(&after, n));
+        let (a, k, kp) = whatif::drain_keeping(&after, n, requeue);
+        killed.extend(k);
+        kept.extend(kp);
+        after = a;
+        out_of_service += c
+            .node(n)
+            .filter(|x| x.state.schedulable())
+            .map_or(0, |x| x.gpu_count);
+    }
+    let s = Scenario {
+        after,
+        killed: killed.into_iter().collect(),
+        seeds: seeds.into_iter().collect(),
+        requeue,
+        out_of_service,
+        partition: c.node(nodes[0]).and_then(|n| n.partitions.first().cloned()),
+        keep_running: kept.iter().map(|&i| c.jobs[i].id.clone()).collect(),
+    };
+    let target = Action::Drain {
+        node: name.to_string(),
+        reason: String::new(),
+        requeue,
+    };
+    let mut b = finish(c, base, &target, s, site);
+    b.summary = format!(
+        "take {name} out ({} nodes: {}){}",
+        nodes.len(),
+        nodes.join(", "),
+        b.summary
+            .split_once(':')
+            .map_or(String::new(), |(_, rest)| format!(":{rest}"))
+    );
+    Ok(b)
+}
+
+/// The blast of a scenario already played out on the snapshot.
+fn finish(c: &Cluster, base: &Base, target: &Target, s: Scenario, site: &SiteParams) -> Blast {
     let plan_before = &base.plan;
     let (plan_after, start_on_broken) = plan_after_for(c, base, target, &s.after, site);
     let gpus_back_in_service = match target {
@@ -185,7 +250,7 @@ pub fn blast(
         teams,
     };
     b.summary = summary(&b);
-    Ok(b)
+    b
 }
 
 /// The snapshot as it would be after the action, and what it does.

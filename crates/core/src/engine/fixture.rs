@@ -68,6 +68,7 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         checkpoint: Checkpoint::default(),
         restarts: None,
         requeueable: None,
+        same_domain: None,
         pods: Vec::new(),
     }
 }

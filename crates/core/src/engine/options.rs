@@ -337,7 +337,8 @@ pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
     }
 }
 
-/// The options for `target`: a node by name, else a job by id.
+/// The options for `target`: a node by name, else a job by id, else a
+/// failure domain (a switch, a rack) by name.
 pub fn options(
     c: &Cluster,
     base: &Base,
@@ -349,13 +350,17 @@ pub fn options(
         node_options(c, base, target, site)
     } else if c.job(target).is_some() {
         job_options(c, base, target, grace_s, site)
+    } else if c.nodes.iter().any(|n| n.in_domain(target)) {
+        domain_options(c, base, target, site)
     } else {
         Err(EngineError::NoTarget(target.to_string()))
     }
 }
 
+mod domain;
 mod job;
 mod node;
+pub use domain::domain_options;
 pub use job::{job_options, job_options_with};
 pub use node::{node_options, node_options_with};
 

@@ -392,6 +392,9 @@ impl Planner<'_, '_> {
         {
             return e;
         }
+        if let Some(e) = self.domain_never(job, p, k) {
+            return e;
+        }
         let found = if g == 0 {
             // No GPUs asked: any schedulable node will do, now.
             let any = self.slots.parts[p]
@@ -415,6 +418,19 @@ impl Planner<'_, '_> {
                 })
                 .clone();
         };
+        // Bound to one domain (Slurm --switches=1): the slots are kept
+        // per partition, not per switch; nodes under two switches are no
+        // estimate, said so rather than promised.
+        if let Some(level) = job.same_domain.as_deref() {
+            let first = c.nodes[nodes[0]].domain(level);
+            if first.is_none() || nodes.iter().any(|&n| c.nodes[n].domain(level) != first) {
+                return Estimate::Blocked {
+                    reason: format!(
+                        "it must run under one {level} and the nodes free soonest are under several (the plan does not place by {level})"
+                    ),
+                };
+            }
+        }
         let plain = at.max(not_before).max(now);
         let hold = hold_s(job, self.params);
         // Backfill: an idle window before a planned job's start, long
@@ -457,6 +473,27 @@ impl Planner<'_, '_> {
             start,
             nodes: nodes.iter().map(|&n| c.nodes[n].name.clone()).collect(),
         }
+    }
+
+    /// A job bound to one domain of a level that no domain of its
+    /// partition has enough nodes for: why.
+    fn domain_never(&self, job: &Job, p: usize, k: u32) -> Option<Estimate> {
+        let level = job.same_domain.as_deref()?;
+        let c = self.c;
+        let mut count: std::collections::BTreeMap<&str, u32> = Default::default();
+        for &n in &self.slots.parts[p].nodes {
+            if let Some(d) = c.nodes[n].domain(level) {
+                *count.entry(d.name.as_str()).or_default() += 1;
+            }
+        }
+        let most = count.values().copied().max().unwrap_or(0);
+        (most < k).then(|| Estimate::NoFit {
+            reason: format!(
+                "needs {k} nodes under one {level}; the largest {level} of {} holds {most}",
+                c.partitions[p].name
+            ),
+            waits_for: Vec::new(),
+        })
     }
 
     /// A job its account's quota never lets start: why.

@@ -46,6 +46,15 @@ pub enum Cause {
         ahead_gpus: u32,
         first_ahead: Vec<String>,
     },
+    /// It must run under one failure domain (Slurm `--switches=1`, Kueue's
+    /// required topology) and none has room for it.
+    Topology {
+        level: String,
+        nodes_needed: u32,
+        gpus_per_node: u32,
+        /// Per domain at that level: (free GPUs, nodes with room for its shape).
+        free_by_domain: BTreeMap<String, (u32, u32)>,
+    },
     /// Its team is at its GPU quota.
     Quota {
         account: String,
@@ -206,6 +215,7 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
         &mut causes,
         &mut suggestions,
     );
+    topology_cause(j, &part, (k, g), unusable, &mut causes);
     priority_cause(c, j, job, plan, &mut causes);
 
     // The estimate in words: its own field, not one of the suggestions
@@ -328,6 +338,58 @@ fn free_on(n: &crate::model::Node, unusable: &Unusable) -> u32 {
     } else {
         0
     }
+}
+
+/// A job that must run under one domain of a level: each domain's free
+/// GPUs and nodes with room, when none has room for the whole job.
+fn topology_cause(
+    j: &Job,
+    part: &PartitionView,
+    (k, g): (u32, u32),
+    unusable: &Unusable,
+    causes: &mut Vec<Reason>,
+) {
+    let Some(level) = j.same_domain.as_deref() else {
+        return;
+    };
+    let mut by: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for n in &part.nodes {
+        if let Some(d) = n.domain(level) {
+            let free = free_on(n, unusable);
+            let e = by.entry(d.name.clone()).or_default();
+            e.0 += free;
+            e.1 += u32::from(free >= g);
+        }
+    }
+    if by.is_empty() || by.values().any(|(_, fit)| *fit >= k) {
+        return;
+    }
+    let mut each: Vec<(&String, &(u32, u32))> = by.iter().collect();
+    each.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let listed: Vec<String> = each
+        .iter()
+        .map(|(d, (free, _))| format!("{} {free}", crate::text::sanitize(d)))
+        .collect();
+    let first = listed
+        .first()
+        .map_or(String::new(), |f| f.replacen(' ', " has ", 1) + " free");
+    let rest = if listed.len() > 1 {
+        format!(", {}", listed[1..].join(", "))
+    } else {
+        String::new()
+    };
+    causes.push(Reason {
+        message: format!(
+            "needs {} under one {level} ({k} × {g}): {first}{rest}",
+            k * g
+        ),
+        cause: Cause::Topology {
+            level: level.to_string(),
+            nodes_needed: k,
+            gpus_per_node: g,
+            free_by_domain: by,
+        },
+    });
 }
 
 fn shape_causes(

@@ -103,6 +103,10 @@ pub struct Job {
     /// jobs cannot be); `None` when it does not say.
     #[serde(default)]
     pub requeueable: Option<bool>,
+    /// The failure-domain level all its nodes must share (Slurm
+    /// `--switches=1`: `leaf`; Kueue's required topology: that level).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_domain: Option<String>,
     /// Kubernetes: the job's pods, `NAMESPACE/NAME` (for linking a GPU
     /// reading that names its pod). Empty elsewhere.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -170,6 +174,7 @@ mod tests {
             checkpoint: Checkpoint::default(),
             restarts: None,
             requeueable: None,
+            same_domain: None,
             pods: Vec::new(),
         }
     }

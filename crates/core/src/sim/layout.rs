@@ -541,6 +541,7 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
             },
             restarts: Some(0),
             requeueable: Some(true),
+            same_domain: None,
             pods: Vec::new(),
         }),
         duration_s: limit_s,

@@ -330,6 +330,38 @@ fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_
     };
     let pv = preview(&b, &cordon, &Policy::default(), Duration::ZERO);
     assert!(pv.refusal.is_none(), "{:?}", pv.refusal);
+    // All four of them, past the breaker's three nodes in ten minutes.
+    for n in ["h100-05", "h100-06", "h100-07", "h100-08"] {
+        let cordon = Action::Cordon {
+            node: n.into(),
+            reason: "ib-leaf-2 flapping".into(),
+        };
+        let token = preview(&b, &cordon, &Policy::default(), Duration::ZERO)
+            .token
+            .unwrap_or_else(|| "y".into());
+        run(&b, &cordon, &token, &Policy::default(), Duration::ZERO).expect("cordoned");
+    }
+    let c = snapshot(&b.sim);
+    assert!(
+        ["h100-05", "h100-06", "h100-07", "h100-08"]
+            .iter()
+            .all(|n| c
+                .node(n)
+                .is_some_and(|x| x.state == crate::model::NodeState::Cordoned))
+    );
+    // Another node's cordon is counted as ever: the breaker refuses it.
+    let other = Action::Cordon {
+        node: "a100-01".into(),
+        reason: "t".into(),
+    };
+    let pv = preview(&b, &other, &Policy::default(), Duration::ZERO);
+    assert!(
+        pv.refusal
+            .as_ref()
+            .is_some_and(|r| r.to_string().contains("already taken out")),
+        "{:?}",
+        pv.refusal
+    );
     // A node of the domain with a broken GPU of its own (h100-06's Xid 48)
     // is still drained for that.
     let pv = preview(&b, &drain("h100-06"), &Policy::default(), Duration::ZERO);

@@ -33,7 +33,7 @@ mod jobs;
 mod nodes;
 
 use jobs::{Gang, gang_of, job_of, scheduling_messages};
-use nodes::{events, node_of};
+use nodes::{add_topology_domains, events, node_of, topology_levels};
 pub use nodes::{gpu_named, taint_text, xid_code};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -57,6 +57,8 @@ pub const KINDS: &[&str] = &[
     "localqueues",
     "resourceflavors",
     "workloadpriorityclasses",
+    // Kueue's Topology Aware Scheduling: the node labels naming its levels.
+    "topologies",
     "podgroups",
     "queues",
     // Kueue's visibility API (polled, not watched): one object per pending
@@ -243,6 +245,10 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         .filter_map(|v| node_of(v, &mut warnings))
         .collect();
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let levels = topology_levels(o);
+    for n in &mut nodes {
+        add_topology_domains(n, &levels);
+    }
     let node_labels: HashMap<String, BTreeMap<String, String>> = nodes
         .iter()
         .map(|n| (n.name.clone(), n.labels.clone()))

@@ -188,6 +188,8 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
             .get()
             .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
         requeueable: j.requeue,
+        // --switches=1: every node under one leaf switch.
+        same_domain: (j.required_switches.positive() == Some(1)).then(|| "leaf".to_string()),
         pods: Vec::new(),
     })
 }

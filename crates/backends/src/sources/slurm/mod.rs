@@ -9,6 +9,7 @@ pub mod gres;
 pub mod hostlist;
 pub mod map;
 pub mod poll;
+pub mod topology;
 pub mod wire;
 
 use super::{Origin, SourceError, Update};
@@ -211,11 +212,50 @@ pub async fn fetch(
     assemble(base, cfg, a).await
 }
 
-/// The cluster once, for the command line.
+/// The cluster once, for the command line, with its switches.
 pub async fn fetch_once(cfg: &SlurmConfig) -> Result<map::Mapped, SourceError> {
     let client = Client::new(cfg)?;
     let v = client.discover().await?;
-    fetch(&client, v, cfg).await
+    let (m, switches) = tokio::join!(fetch(&client, v, cfg), topology::fetch(cfg));
+    let mut m = m?;
+    match switches {
+        Ok(s) => topology::apply(&mut m.cluster, &topology::domains(&s)),
+        Err(e) => m.warnings.push(format!("no switch topology: {e}")),
+    }
+    Ok(m)
+}
+
+/// The switches' domains, read at start and every [`topology::REFRESH`];
+/// a failed read keeps the last and says so once.
+#[derive(Default)]
+struct Topology {
+    read_at: Option<std::time::Instant>,
+    by_node: std::collections::BTreeMap<String, Vec<crate::model::Domain>>,
+    failing: bool,
+}
+
+impl Topology {
+    async fn refresh(&mut self, cfg: &SlurmConfig) {
+        if self
+            .read_at
+            .is_some_and(|t| t.elapsed() < topology::REFRESH)
+        {
+            return;
+        }
+        self.read_at = Some(std::time::Instant::now());
+        match topology::fetch(cfg).await {
+            Ok(s) => {
+                self.by_node = topology::domains(&s);
+                self.failing = false;
+            }
+            Err(e) => {
+                if !self.failing {
+                    tracing::warn!("slurm: no switch topology: {e}");
+                }
+                self.failing = true;
+            }
+        }
+    }
 }
 
 /// Turns node state changes between polls into incidents. Nodes already
@@ -442,8 +482,10 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
     let mut backoff: Option<Duration> = None;
     let mut told: Option<(Duration, bool, String)> = None;
     let mut watch = NodeWatch::default();
+    let mut topo = Topology::default();
     loop {
         let result = poller.poll().await;
+        topo.refresh(&cfg).await;
         let mut updates = Vec::new();
         let wait = match result {
             Ok(m) => {
@@ -452,6 +494,7 @@ pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
                 }
                 let mut c = m.cluster;
                 backoff = None;
+                topology::apply(&mut c, &topo.by_node);
                 watch.observe(&mut c);
                 let refresh = poller.refresh();
                 if told.as_ref() != Some(&refresh) {

@@ -221,6 +221,9 @@ pub struct Job {
     pub comment: String,
     #[serde(deserialize_with = "opt_bool")]
     pub requeue: Option<bool>,
+    /// `--switches`: the most leaf switches its nodes may span (v0.0.40
+    /// on; 0 or absent: no limit).
+    pub required_switches: Num,
 }
 
 /// A boolean, or nothing for `null` or any other shape.

@@ -201,3 +201,45 @@ fn a_requeued_job_is_planned_from_its_begin_time() {
         Some(crate::engine::plan::Estimate::Blocked { .. })
     ));
 }
+
+/// A job bound to one leaf switch (Slurm `--switches=1`) hears each
+/// leaf's free GPUs when none has room for it; one that fits under a leaf
+/// hears nothing of it.
+#[test]
+fn a_job_bound_to_one_leaf_hears_each_leafs_free_gpus() {
+    let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let mut job = (*c.jobs[0]).clone();
+    job.id = "9001".into();
+    job.name = "moe-2x8".into();
+    job.partition = "a100".into();
+    job.state = crate::model::JobState::Pending;
+    job.nodes = Vec::new();
+    job.reason = Some("Resources".into());
+    job.gpus_per_node = Some(8);
+    job.node_count = Some(2);
+    job.gpus_total = Some(16);
+    job.same_domain = Some("leaf".into());
+    c.jobs.push(std::sync::Arc::new(job.clone()));
+    let w = why_of(&c, c.jobs.len() - 1);
+    let t = w
+        .causes
+        .iter()
+        .find(|r| matches!(r.cause, Cause::Topology { .. }))
+        .expect("the topology cause");
+    // The A100s under ib-leaf-3 (a100-01..04) have 3+3+3+2 free, those
+    // under ib-leaf-4 2+2+1 (a100-08 drained).
+    assert_eq!(
+        t.message,
+        "needs 16 under one leaf (2 × 8): ib-leaf-3 has 11 free, ib-leaf-4 5"
+    );
+    // Not bound: no such cause.
+    job.same_domain = None;
+    let last = c.jobs.len() - 1;
+    c.jobs[last] = std::sync::Arc::new(job);
+    let w = why_of(&c, last);
+    assert!(
+        !w.causes
+            .iter()
+            .any(|r| matches!(r.cause, Cause::Topology { .. }))
+    );
+}

@@ -211,6 +211,7 @@ pub(super) fn job_of(
         checkpoint: checkpoint(&ck_sources),
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
+        same_domain: None,
         pods: pods.iter().map(|p| key(p)).collect(),
     }
 }

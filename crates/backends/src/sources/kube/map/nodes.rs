@@ -403,6 +403,55 @@ pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
     out
 }
 
+/// The node labels Kueue's Topology objects name as levels (broadest
+/// first in each), the hostname level left out: a node is no domain.
+pub fn topology_levels(o: &super::Objects) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in o.of("topologies") {
+        for l in t["spec"]["levels"].as_array().into_iter().flatten() {
+            if let Some(label) = l["nodeLabel"].as_str()
+                && label != "kubernetes.io/hostname"
+                && !out.iter().any(|x| x == label)
+            {
+                out.push(label.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A level's word from its label: `cloud.provider.com/topology-rack` →
+/// `rack`, `example.com/leaf` → `leaf`.
+pub fn level_of_label(label: &str) -> String {
+    let last = label.rsplit('/').next().unwrap_or(label);
+    last.strip_prefix("topology-").unwrap_or(last).to_string()
+}
+
+/// The node's domains from Kueue's levels (narrowest first) ahead of the
+/// well-known labels' (see [`DOMAIN_LABELS`]).
+pub fn add_topology_domains(n: &mut crate::model::Node, levels: &[String]) {
+    let mut ds: Vec<crate::model::Domain> = levels
+        .iter()
+        .rev()
+        .filter_map(|label| {
+            n.labels
+                .get(label)
+                .map(|v| crate::model::Domain::new(&level_of_label(label), v))
+        })
+        .collect();
+    if ds.is_empty() {
+        return;
+    }
+    let known: Vec<String> = ds.iter().map(|d| d.name.clone()).collect();
+    ds.extend(
+        n.domains
+            .iter()
+            .filter(|d| !known.contains(&d.name))
+            .cloned(),
+    );
+    n.domains = ds;
+}
+
 /// Node labels that name a failure domain, narrowest first, with the
 /// level each names: NVIDIA GPU feature discovery's NVLink clique (GB200
 /// NVL72), AWS's network layers (3 nearest the node), GKE's topology

@@ -1,0 +1,179 @@
+//! A failure domain's options (a switch, a rack): cordon its nodes for new
+//! multi-node work, drain them all, or wait, each with its cost. When the
+//! domain is failing (its incident is open), cordoning is the remedy:
+//! draining kills every job under it and fixes nothing.
+
+use super::super::SiteParams;
+use super::super::base::Base;
+use super::super::blast::{Target, blast, blast_domain};
+use super::super::error::EngineError;
+use super::super::xid::ActionClass;
+use super::{
+    CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hung_in, index_of,
+    kill_terms,
+};
+use crate::model::{Action, Cluster};
+
+/// The options for domain `name` (at any level).
+pub fn domain_options(
+    c: &Cluster,
+    base: &Base,
+    name: &str,
+    site: &SiteParams,
+) -> Result<Options, EngineError> {
+    let nodes: Vec<&crate::model::Node> = c
+        .nodes
+        .iter()
+        .filter(|n| n.in_domain(name))
+        .map(|n| &**n)
+        .collect();
+    if nodes.is_empty() {
+        return Err(EngineError::NoTarget(name.to_string()));
+    }
+    let incident = base
+        .incidents
+        .iter()
+        .find(|i| i.kind == "domain" && i.node == name && i.is_open());
+    let drain = blast_domain(c, base, name, true, site)?;
+    let hung = hung_in(base, &drain);
+    // Multi-node jobs with a rank under it (whole gangs): what the fabric
+    // takes down with it.
+    let jobs: Vec<String> = drain
+        .killed
+        .iter()
+        .filter(|k| k.nodes.len() > 1)
+        .map(|k| k.id.clone())
+        .collect();
+    let in_service: u32 = nodes
+        .iter()
+        .filter(|n| n.state.schedulable())
+        .map(|n| n.gpu_count)
+        .sum();
+    // Cordon: nothing running dies; the stalled gangs are requeued from
+    // their checkpoints (they are lost either way).
+    let mut requeue_lost = Some(0.0);
+    let mut requeue_back = Some(0);
+    let mut unknowns = Vec::new();
+    let mut steps: Vec<Action> = nodes
+        .iter()
+        .filter(|n| n.state.schedulable())
+        .map(|n| Action::Cordon {
+            node: n.name.clone(),
+            reason: format!("{name} failing: fabric, not the GPUs"),
+        })
+        .collect();
+    for id in hung.keys() {
+        if let Ok(b) = blast(c, base, &Target::Requeue { job: id.clone() }, site) {
+            let (l, r, u) = kill_terms(c, &b);
+            requeue_lost = requeue_lost.zip(l).map(|(a, b)| a + b);
+            requeue_back = requeue_back.zip(r).map(|(a, b): (i64, i64)| a.max(b));
+            unknowns.extend(u);
+            steps.push(Action::Requeue { job: id.clone() });
+        }
+    }
+    let cordon = Choice {
+        name: "cordon_domain",
+        title: format!(
+            "cordon {name}'s {} nodes for new work, page the network owner{}",
+            nodes.len(),
+            if hung.is_empty() {
+                String::new()
+            } else {
+                ", requeue its stalled gangs".into()
+            }
+        ),
+        actions: steps.iter().map(Action::command_line).collect(),
+        steps,
+        manual: vec![format!(
+            "page the network owner: {name} ({}) — check the switch and its cables",
+            nodes
+                .first()
+                .and_then(|n| n.domains.iter().find(|d| d.name == name))
+                .map_or("domain", |d| d.level.as_str())
+        )],
+        gpu_hours_lost: requeue_lost,
+        resume_in_s: requeue_back,
+        capacity_out: CapacityOut {
+            gpus: in_service,
+            for_s: None,
+            note:
+                "no new work there until the network owner fixes it; running jobs keep their GPUs"
+                    .into(),
+        },
+        queue_moves: None,
+        unknowns,
+        risk: None,
+        ..Choice::default()
+    };
+    let (lost, back, unknowns) = kill_terms(c, &drain);
+    let drain_all = Choice {
+        name: "drain_domain",
+        title: format!("drain all {} nodes of {name}", nodes.len()),
+        actions: nodes
+            .iter()
+            .map(|n| {
+                Action::Drain {
+                    node: n.name.clone(),
+                    reason: format!("{name} failing"),
+                    requeue: true,
+                }
+                .command_line()
+            })
+            .collect(),
+        steps: Vec::new(),
+        gpu_hours_lost: lost,
+        resume_in_s: back,
+        capacity_out: CapacityOut {
+            gpus: drain.gpus_out_of_service,
+            for_s: None,
+            note: "until each node is resumed".into(),
+        },
+        queue_moves: Some(drain.moved.len()),
+        unknowns,
+        risk: Some(format!(
+            "kills {} job(s) under it, single-node ones whose GPUs are fine included",
+            drain.killed.len()
+        )),
+        ..Choice::default()
+    };
+    let class = if incident.is_some() {
+        ActionClass::CordonDomain
+    } else {
+        ActionClass::None
+    };
+    let wait = do_nothing(&hung, class);
+    let mut o = Options {
+        target: Subject {
+            kind: "domain",
+            name: name.to_string(),
+            action: class,
+            problem: incident.map_or_else(
+                || format!("{name}: no fabric failure seen"),
+                |i| i.message.clone(),
+            ),
+            jobs,
+            hung: hung.keys().cloned().collect(),
+        },
+        time: c.time,
+        options: vec![cordon, drain_all, wait],
+    };
+    if incident.is_some() {
+        let why = format!(
+            "the fabric failed, not the GPUs: stop new multi-node work there and get the switch fixed; {}",
+            if hung.is_empty() {
+                "nothing running is lost".to_string()
+            } else {
+                format!(
+                    "its stalled gangs ({:.0} GPU-hours per hour burning) restart from their checkpoints",
+                    burning(&hung)
+                )
+            }
+        );
+        let pick = index_of(&o, "cordon_domain");
+        finish(&mut o, pick, why);
+        if let Some(d) = o.options.iter_mut().find(|c| c.name == "drain_domain") {
+            d.why = "drains good GPUs and fixes nothing: the switch is at fault".into();
+        }
+    }
+    Ok(o)
+}
