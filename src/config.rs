@@ -308,6 +308,9 @@ pub struct EngineFile {
     pub bytes_per_param: Option<u64>,
     pub sbe_watch_per_hour: Option<f64>,
     pub nvlink_watch_per_hour: Option<f64>,
+    pub nvlink_drain_per_hour: Option<f64>,
+    pub domain_window: Option<String>,
+    pub domain_min_nodes: Option<u32>,
     pub default_time_limit: Option<String>,
     pub limit_overrun: Option<String>,
     pub preempt_requeues: Option<bool>,
@@ -369,6 +372,18 @@ impl EngineFile {
         }
         if let Some(v) = self.nvlink_watch_per_hour {
             p.nvlink_watch_per_hour = v;
+        }
+        if let Some(v) = self.nvlink_drain_per_hour {
+            p.nvlink_drain_per_hour = v;
+        }
+        if let Some(v) = &self.domain_window {
+            p.domain_window_s = dur(v, "domain_window")?;
+        }
+        if let Some(v) = self.domain_min_nodes {
+            if v < 2 {
+                return Err(ConfigError::DomainMinNodes(v));
+            }
+            p.domain_min_nodes = v;
         }
         if let Some(v) = self.preempt_requeues {
             p.preempt_requeues = v;
