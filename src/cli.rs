@@ -224,6 +224,10 @@ pub enum Command {
         /// system's loader finds it] (a driver installed off the usual path)
         #[arg(long, value_name = "PATH")]
         nvml_lib: Option<PathBuf>,
+        /// Where sysfs is: the node's InfiniBand ports are read from
+        /// PATH/class/infiniband and served under the node exporter's names
+        #[arg(long, value_name = "PATH", default_value = "/sys")]
+        sysfs: PathBuf,
     },
     /// Show the audit log of actions
     Audit {

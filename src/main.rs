@@ -115,7 +115,8 @@ fn run(cli: Cli) -> Result<(), String> {
             recorded,
             host,
             nvml_lib,
-        }) => agent(listen, interval, recorded, host, nvml_lib),
+            sysfs,
+        }) => agent(listen, interval, recorded, host, (nvml_lib, sysfs)),
         #[cfg(not(feature = "agent"))]
         Some(Command::Agent { .. }) => {
             Err("this nightshift was built without the node agent (cargo feature `agent`)".into())
@@ -193,7 +194,7 @@ fn agent(
     interval: f64,
     recorded: Option<std::path::PathBuf>,
     host: Option<String>,
-    nvml_lib: Option<std::path::PathBuf>,
+    (nvml_lib, sysfs): (Option<std::path::PathBuf>, std::path::PathBuf),
 ) -> Result<(), String> {
     if !(interval.is_finite() && interval > 0.0) {
         return Err(format!("--interval must be > 0, got {interval}"));
@@ -204,6 +205,7 @@ fn agent(
         recorded,
         host: host.unwrap_or_else(nightshift::agent::server::hostname),
         nvml_lib,
+        sysfs,
     };
     Ok(runtime()?.block_on(nightshift::agent::server::run(cfg))?)
 }

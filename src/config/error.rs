@@ -43,7 +43,9 @@ pub enum ConfigError {
     },
     #[error("config: engine.{key} must be at most {MAX_SECONDS:e} seconds, got {given:?}")]
     TooLong { key: &'static str, given: String },
-    #[error("config: engine.domain_min_nodes must be at least 2 (one node is its own incident), got {0}")]
+    #[error(
+        "config: engine.domain_min_nodes must be at least 2 (one node is its own incident), got {0}"
+    )]
     DomainMinNodes(u32),
     #[error("config: engine.gpu_hour_price must be ≥ 0, got {0}")]
     Price(f64),

@@ -6,6 +6,7 @@
 
 use nightshift_core::host;
 
+pub mod fabric;
 pub mod nvml;
 pub mod server;
 
@@ -43,6 +44,11 @@ pub struct GpuReadout {
     pub sm_occupancy: Option<f64>,
     /// The last Xid the event set delivered for this GPU.
     pub last_xid: Option<u64>,
+    /// NVLink error counters summed over the GPU's active links.
+    pub nvlink_crc_flit: Option<u64>,
+    pub nvlink_crc_data: Option<u64>,
+    pub nvlink_replay: Option<u64>,
+    pub nvlink_recovery: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,7 +126,7 @@ fn labels(host: &str, g: &GpuReadout) -> String {
 type Field = fn(&GpuReadout) -> Option<f64>;
 
 /// dcgm-exporter's families the agent writes: name, type, help, value.
-const FAMILIES: [(&str, &str, &str, Field); 17] = [
+const FAMILIES: [(&str, &str, &str, Field); 21] = [
     (
         "DCGM_FI_DEV_GPU_UTIL",
         "gauge",
@@ -216,6 +222,30 @@ const FAMILIES: [(&str, &str, &str, Field); 17] = [
         "gauge",
         "The ratio of number of warps resident on an SM.",
         |g| g.sm_occupancy,
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink flow-control CRC errors.",
+        |g| g.nvlink_crc_flit.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink data CRC errors.",
+        |g| g.nvlink_crc_data.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink retries.",
+        |g| g.nvlink_replay.map(|v| v as f64),
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink recovery errors.",
+        |g| g.nvlink_recovery.map(|v| v as f64),
     ),
     (
         "DCGM_FI_DEV_XID_ERRORS",

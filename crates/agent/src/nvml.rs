@@ -140,9 +140,43 @@ pub fn read_all(
             }
         }
         r.sm_occupancy = sm_occupancy(nvml, &d);
+        let [flit, data, replay, recovery] = nvlink_errors(&d);
+        r.nvlink_crc_flit = flit;
+        r.nvlink_crc_data = data;
+        r.nvlink_replay = replay;
+        r.nvlink_recovery = recovery;
         out.push(r);
     }
     Ok(out)
+}
+
+/// NVLink links a GPU may have (NVML_NVLINK_MAX_LINKS on Blackwell).
+const MAX_LINKS: u32 = 18;
+
+/// The GPU's NVLink error counters summed over its active links: CRC
+/// flit, CRC data, replay, recovery. A counter no link reports stays
+/// `None` (no NVLink, or a GPU that does not count it).
+fn nvlink_errors(d: &nvml_wrapper::Device) -> [Option<u64>; 4] {
+    use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+    let kinds = [
+        ErrorCounter::DlCrcFlit,
+        ErrorCounter::DlCrcData,
+        ErrorCounter::DlReplay,
+        ErrorCounter::DlRecovery,
+    ];
+    let mut sums = [None; 4];
+    for link in 0..MAX_LINKS {
+        let l = d.link_wrapper_for(link);
+        if !matches!(l.is_active(), Ok(true)) {
+            continue;
+        }
+        for (sum, kind) in sums.iter_mut().zip(kinds.iter()) {
+            if let Ok(v) = l.error_counter(kind.clone()) {
+                *sum = Some(sum.unwrap_or(0u64).saturating_add(v));
+            }
+        }
+    }
+    sums
 }
 
 /// SM occupancy over ~100 ms through GPM; `None` where GPM is unsupported

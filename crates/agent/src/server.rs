@@ -31,6 +31,8 @@ pub struct AgentConfig {
     pub host: String,
     /// The NVML library to load; else the system's libnvidia-ml.so.1.
     pub nvml_lib: Option<PathBuf>,
+    /// Where sysfs is (`/sys`): the HCA ports under `class/infiniband`.
+    pub sysfs: PathBuf,
 }
 
 #[derive(Debug, Default)]
@@ -149,7 +151,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
             source: e,
         })?;
     tracing::info!("agent listening on {}", cfg.listen);
-    serve(listener, state, log, cfg.host).await;
+    serve(listener, state, log, (cfg.host, Arc::new(cfg.sysfs))).await;
     Ok(())
 }
 
@@ -158,7 +160,7 @@ async fn serve(
     listener: TcpListener,
     state: Arc<Mutex<State>>,
     log: Arc<Mutex<EventLog>>,
-    host: String,
+    (host, sysfs): (String, Arc<PathBuf>),
 ) {
     use http_body_util::Full;
     use hyper::body::Bytes;
@@ -177,7 +179,7 @@ async fn serve(
             drop(conn);
             continue;
         };
-        let (state, log, host) = (state.clone(), log.clone(), host.clone());
+        let (state, log, host, sysfs) = (state.clone(), log.clone(), host.clone(), sysfs.clone());
         tokio::spawn(async move {
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -187,7 +189,7 @@ async fn serve(
                             .path_and_query()
                             .map_or("/", |p| p.as_str())
                             .to_string();
-                        respond(&path, &state, &log, &host)
+                        respond(&path, &state, &log, &host, &sysfs)
                     } else {
                         (405, "text/plain", "only GET\n".to_string())
                     };
@@ -219,6 +221,7 @@ fn respond(
     state: &Mutex<State>,
     log: &Mutex<EventLog>,
     host: &str,
+    sysfs: &std::path::Path,
 ) -> (u16, &'static str, String) {
     let (route, query) = path.split_once('?').unwrap_or((path, ""));
     match route {
@@ -226,7 +229,9 @@ fn respond(
             Ok(s) => (
                 200,
                 "text/plain; version=0.0.4",
-                to_metrics(host, &s.readouts),
+                // The ports are read as asked: a few small files.
+                to_metrics(host, &s.readouts)
+                    + &super::fabric::to_metrics(host, &super::fabric::read_ports(sysfs)),
             ),
             Err(_) => (500, "text/plain", "state unavailable\n".into()),
         },

@@ -25,6 +25,10 @@ fn readouts() -> Vec<GpuReadout> {
             remap_failure: Some(false),
             recovery_action: Some(0),
             sm_occupancy: Some(0.81),
+            nvlink_crc_flit: Some(4150),
+            nvlink_crc_data: Some(7),
+            nvlink_replay: Some(1050),
+            nvlink_recovery: Some(0),
             ..GpuReadout::default()
         },
         GpuReadout {
@@ -65,6 +69,18 @@ fn metrics_read_back_like_a_dcgm_scrape() {
         (Some(1), Some(true), Some(48))
     );
     assert_eq!(g5.sm_occupancy, None, "left out, so unknown downstream");
+    // NVLink counters under dcgm-exporter's names reach the GPU's reading;
+    // a GPU NVML gave none for stays unknown.
+    assert_eq!(
+        (
+            g0.nvlink.crc_flit,
+            g0.nvlink.crc_data,
+            g0.nvlink.replay,
+            g0.nvlink.recovery
+        ),
+        (Some(4150), Some(7), Some(1050), Some(0))
+    );
+    assert_eq!(g5.nvlink.total(), None);
     assert_eq!(g5.temperature_c, None);
     assert!(text.contains("nightshift_gpu_recovery_action{gpu=\"5\""));
 }

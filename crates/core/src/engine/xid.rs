@@ -253,7 +253,13 @@ mod tests {
         assert_eq!(cat.action(79), ActionClass::DrainReboot);
         assert_eq!(cat.action(63), ActionClass::ResetNextDrain);
         assert_eq!(cat.action(92), ActionClass::Watch);
-        assert_eq!(cat.action(74), ActionClass::DrainInvestigate);
+        for code in [74, 155] {
+            assert_eq!(
+                cat.action(code),
+                ActionClass::DrainInvestigate,
+                "NVLink xid {code}"
+            );
+        }
         assert_eq!(cat.action(9999), ActionClass::Investigate);
         assert!(cat.is_secondary(45));
     }

@@ -63,9 +63,13 @@ pub fn ports_from(samples: &[Sample], endpoint: &str, time: Timestamp) -> Vec<Po
             continue;
         }
         let ep = s.label("instance").unwrap_or(endpoint);
-        let host = names
-            .get(ep)
-            .map_or_else(|| super::scrape::host_of(ep), |n| n.to_string());
+        // nightshift's agent names its host; the node exporter does not.
+        let host = match s.label("Hostname") {
+            Some(h) => h.to_string(),
+            None => names
+                .get(ep)
+                .map_or_else(|| super::scrape::host_of(ep), |n| n.to_string()),
+        };
         let r = by
             .entry((ep.to_string(), device.to_string(), port))
             .or_insert_with(|| PortReading {
