@@ -171,7 +171,7 @@ fn nvlink_errors(d: &nvml_wrapper::Device) -> [Option<u64>; 4] {
             continue;
         }
         for (sum, kind) in sums.iter_mut().zip(kinds.iter()) {
-            if let Ok(v) = l.error_counter(kind.clone()) {
+            if let Ok(v) = l.error_counter(*kind) {
                 *sum = Some(sum.unwrap_or(0u64).saturating_add(v));
             }
         }
