@@ -597,7 +597,11 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     // (in the why, not on the state's line too), the estimate in view.
     t.resize(80, 24);
     t.command("job team-a/finetune-7b");
-    let s = t.expect("why it waits");
+    t.expect("why it waits");
+    // The whole screen drawn (the estimate is its last part): a capture
+    // taken mid-redraw can hold the queue's row beside the new screen.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let s = t.expect("est. start");
     let why = s
         .lines()
         .find(|l| l.contains("1. "))

@@ -322,19 +322,7 @@ pub fn report(
     let mut found: std::collections::BTreeMap<String, Incident> = Default::default();
     for t in looks {
         if let Some((_, b)) = at(t) {
-            for i in b.incidents {
-                match found.get(&i.id) {
-                    // A domain's incident gathers nodes as their links
-                    // go: its widest view is the one to tell.
-                    Some(x) if i.kind == "domain" && i.nodes.len() > x.nodes.len() => {
-                        found.insert(i.id.clone(), i);
-                    }
-                    Some(_) => {}
-                    None => {
-                        found.insert(i.id.clone(), i);
-                    }
-                }
-            }
+            seen(&mut found, b.incidents);
         }
     }
     keep_earlier_views(&mut found, &base_end.incidents);
@@ -470,6 +458,19 @@ fn loss_at(
 
 /// The end's view of each incident, keeping what only earlier looks saw
 /// (the gang its failure stalled before the drain requeued it).
+/// Keeps each incident's first view; a domain's incident gathers nodes as
+/// their links go: its widest view is the one to tell.
+fn seen(found: &mut std::collections::BTreeMap<String, Incident>, now: Vec<Incident>) {
+    for i in now {
+        let wider = found
+            .get(&i.id)
+            .is_none_or(|x| i.kind == "domain" && i.nodes.len() > x.nodes.len());
+        if wider {
+            found.insert(i.id.clone(), i);
+        }
+    }
+}
+
 fn keep_earlier_views(
     found: &mut std::collections::BTreeMap<String, Incident>,
     at_end: &[Incident],

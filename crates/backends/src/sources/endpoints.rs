@@ -144,6 +144,34 @@ pub fn merged(
     c
 }
 
+/// The newest round's readings: GPUs and network ports.
+type Latest = (Vec<Reading>, Vec<PortReading>);
+
+/// The health watch after a round: observing is linear in readings but big
+/// at scale, so off the async workers. A failed observation keeps the
+/// watch as it was.
+async fn observe(
+    base: &Arc<Cluster>,
+    latest: &Arc<Latest>,
+    watch: Arc<HealthWatch>,
+    e: &Arc<Endpoints>,
+) -> Arc<HealthWatch> {
+    let (b, l, mut w, hosts) = (base.clone(), latest.clone(), watch.clone(), e.clone());
+    let observed = tokio::task::spawn_blocking(move || {
+        let w2 = Arc::make_mut(&mut w);
+        w2.observe(&l.0, &b, &hosts.hosts);
+        w2.observe_ports(&l.1, &b, &hosts.hosts);
+        w
+    });
+    match observed.await {
+        Ok(w) => w,
+        Err(err) => {
+            tracing::error!("endpoint health watch failed: {err}");
+            watch
+        }
+    }
+}
+
 /// Runs the endpoints beside the scheduler source `sched` (none: `None`)
 /// and sends merged snapshots. The scheduler's status messages pass
 /// through untouched: an endpoint's answer never makes the scheduler's
@@ -182,8 +210,7 @@ pub fn spawn(
     });
     tokio::spawn(async move {
         let mut base: Arc<Cluster> = Arc::default();
-        let mut readings: Arc<Vec<Reading>> = Arc::default();
-        let mut ports: Arc<Vec<PortReading>> = Arc::default();
+        let mut latest: Arc<Latest> = Arc::default();
         let mut watch = Arc::new(HealthWatch::default());
         let e = Arc::new(e);
         // Waits for the scheduler's first snapshot to name its hosts.
@@ -228,27 +255,8 @@ pub fn spawn(
                         for n in &p.notes {
                             tracing::warn!("node endpoints: {n}");
                         }
-                        readings = Arc::new(p.readings);
-                        ports = Arc::new(p.ports);
-                        let (b, r, pr, mut w, hosts) = (
-                            base.clone(),
-                            readings.clone(),
-                            ports.clone(),
-                            watch.clone(),
-                            e.clone(),
-                        );
-                        // Observing and merging are linear in readings but
-                        // big at scale: off the async workers.
-                        let observed = tokio::task::spawn_blocking(move || {
-                            let w2 = Arc::make_mut(&mut w);
-                            w2.observe(&r, &b, &hosts.hosts);
-                            w2.observe_ports(&pr, &b, &hosts.hosts);
-                            w
-                        });
-                        match observed.await {
-                            Ok(w) => watch = w,
-                            Err(err) => tracing::error!("endpoint health watch failed: {err}"),
-                        }
+                        latest = Arc::new((p.readings, p.ports));
+                        watch = observe(&base, &latest, watch, &e).await;
                         for (origin, err) in p.polled {
                             if tx.send(Update::Status { origin, error: err }).await.is_err() {
                                 return;
@@ -258,15 +266,9 @@ pub fn spawn(
                     None => return,
                 },
             }
-            let (b, r, pr, w, e2) = (
-                base.clone(),
-                readings.clone(),
-                ports.clone(),
-                watch.clone(),
-                e.clone(),
-            );
+            let (b, l, w, e2) = (base.clone(), latest.clone(), watch.clone(), e.clone());
             let merged = tokio::task::spawn_blocking(move || {
-                merged(&b, (&r, &pr), &e2, &w, crate::host::now())
+                merged(&b, (&l.0, &l.1), &e2, &w, crate::host::now())
             })
             .await;
             match merged {

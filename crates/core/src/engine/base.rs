@@ -71,7 +71,21 @@ impl Base {
         let by_node: HashMap<&str, &NodeVerdict> =
             verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
         let stalls = stalls(c, &by_node, history, cat, site);
-        let incidents = incidents(c, &by_node, &unusable, &stalls, cat, site);
+        let mut incidents = incidents(c, &by_node, &unusable, &stalls, cat);
+        // Several nodes' fabric events that are one domain's failure: its
+        // incident instead of theirs, newest first still.
+        if incidents
+            .iter()
+            .any(|i| i.kind == "link" || i.kind == "node")
+        {
+            incidents = super::domains::gather(c, incidents, site);
+            incidents.sort_by(|a, b| {
+                b.time
+                    .cmp(&a.time)
+                    .then((a.kind == "stall").cmp(&(b.kind == "stall")))
+                    .then(b.id.cmp(&a.id))
+            });
+        }
         drop(by_node);
         let verdict_of_node = verdicts
             .iter()

@@ -4,12 +4,11 @@
 
 use super::SiteParams;
 use super::fabric::{Candidate, QUIET_S, group, what_failed};
-use super::health::NodeVerdict;
 use super::incidents::{Incident, IncidentJob, Stage};
 use super::xid::ActionClass;
 use crate::model::{Cluster, Domain, EventKind, GpuHealth, NodeState};
 use crate::text;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// Whether an incident can be part of a domain's: a node's network link,
 /// a node gone down.
@@ -19,12 +18,7 @@ fn is_candidate(i: &Incident) -> bool {
 
 /// `incidents` with the ones that are one domain's failure replaced by
 /// that domain's incident.
-pub fn gather(
-    c: &Cluster,
-    incidents: Vec<Incident>,
-    _verdicts: &HashMap<&str, &NodeVerdict>,
-    site: &SiteParams,
-) -> Vec<Incident> {
+pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<Incident> {
     let candidates: Vec<Candidate> = incidents
         .iter()
         .enumerate()
@@ -108,9 +102,51 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
             related.push(m.label.clone());
         }
     }
-    // The jobs it hurts: those spanning nodes (a single-node job keeps
-    // its GPUs and needs no switch), whole gangs. A job gone from the data
-    // counts when two of the nodes' events named it.
+    let jobs = jobs_hurt(c, members);
+    let evidence = evidence_of(members);
+    let burning: f64 = members
+        .iter()
+        .filter_map(|m| m.burning_gpu_hours_per_hour)
+        .sum();
+    let (stage, status) = stage_of(c, &nodes, still, burning);
+    Incident {
+        id: format!(
+            "dom-{}-{}",
+            d.name,
+            members.first().map_or(String::new(), |m| m.id.clone())
+        ),
+        kind: "domain",
+        seq: None,
+        time: first,
+        node: d.name.clone(),
+        gpu: None,
+        label: format!(
+            "{} {}",
+            d.level.to_uppercase(),
+            if !links || down_now { "DOWN" } else { "FLAP" }
+        ),
+        related,
+        xid: None,
+        message,
+        severity: GpuHealth::Critical,
+        action: ActionClass::CordonDomain,
+        stage,
+        status,
+        drained_by: None,
+        drained_at: None,
+        jobs,
+        evidence,
+        burning_gpu_hours_per_hour: (burning > 0.0).then_some(burning),
+        domain: Some(d.clone()),
+        nodes,
+        absorbed: members.iter().map(|m| m.id.clone()).collect(),
+    }
+}
+
+/// The jobs a domain's failure hurts: those spanning nodes (a single-node
+/// job keeps its GPUs and needs no switch), whole gangs. A job gone from
+/// the data counts when two of the nodes' events named it.
+fn jobs_hurt(c: &Cluster, members: &[&Incident]) -> Vec<IncidentJob> {
     let mut jobs: Vec<IncidentJob> = Vec::new();
     let named = |id: &str| {
         let mut on: Vec<&str> = members
@@ -132,6 +168,11 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
             }
         }
     }
+    jobs
+}
+
+/// The nodes' incidents' evidence, each line with its node, oldest first.
+fn evidence_of(members: &[&Incident]) -> Vec<String> {
     let mut evidence: Vec<String> = Vec::new();
     let mut sorted: Vec<&&Incident> = members.iter().collect();
     sorted.sort_by_key(|m| (m.time, m.node.clone()));
@@ -147,16 +188,17 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
             ));
         }
     }
-    let burning: f64 = members
-        .iter()
-        .filter_map(|m| m.burning_gpu_hours_per_hour)
-        .sum();
+    evidence
+}
+
+/// Where a domain's incident stands, and its status line.
+fn stage_of(c: &Cluster, nodes: &[String], still: bool, burning: f64) -> (Stage, String) {
     let out_of_service: Vec<&String> = nodes
         .iter()
         .filter(|n| c.node(n).is_some_and(|x| !x.state.schedulable()))
         .collect();
     let action = ActionClass::CordonDomain;
-    let (stage, status) = match (still, out_of_service.len() == nodes.len()) {
+    match (still, out_of_service.len() == nodes.len()) {
         (true, false) => (
             Stage::Open,
             format!(
@@ -194,38 +236,6 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
                 text::duration(QUIET_S)
             ),
         ),
-    };
-    Incident {
-        id: format!(
-            "dom-{}-{}",
-            d.name,
-            members.first().map_or(String::new(), |m| m.id.clone())
-        ),
-        kind: "domain",
-        seq: None,
-        time: first,
-        node: d.name.clone(),
-        gpu: None,
-        label: format!(
-            "{} {}",
-            d.level.to_uppercase(),
-            if !links || down_now { "DOWN" } else { "FLAP" }
-        ),
-        related,
-        xid: None,
-        message,
-        severity: GpuHealth::Critical,
-        action,
-        stage,
-        status,
-        drained_by: None,
-        drained_at: None,
-        jobs,
-        evidence,
-        burning_gpu_hours_per_hour: (burning > 0.0).then_some(burning),
-        domain: Some(d.clone()),
-        nodes,
-        absorbed: members.iter().map(|m| m.id.clone()).collect(),
     }
 }
 

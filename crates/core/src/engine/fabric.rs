@@ -13,7 +13,6 @@
 //!   nodes for new multi-node work, page the network owner. Draining its
 //!   nodes takes good GPUs out and fixes nothing.
 
-use super::health::Verdict;
 use super::xid::ActionClass;
 use crate::model::{Cluster, Domain, Event, EventKind, Node, Timestamp};
 use crate::text;
@@ -23,9 +22,17 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A link quiet this long after its last loss is history.
 pub const QUIET_S: i64 = 900;
 
+/// Events of one GPU (or one port) closer in time than this belong to one
+/// failure (the Xid, the ECC counters it moved, the remap it left pending;
+/// a link's repeated losses).
+pub const GROUP_GAP_S: i64 = 3600;
+
+/// A node's ports' finding: the action, its line, the evidence.
+pub type PortFinding = (ActionClass, String, Vec<String>);
+
 /// A node's ports' verdict: a port down now, a link lost recently. In a
 /// failing domain (`failing`), the domain's remedy, not the node's.
-pub fn port_verdict(n: &Node, links: &[&Event], failing: Option<&Domain>) -> Option<Verdict> {
+pub fn port_verdict(n: &Node, links: &[&Event], failing: Option<&Domain>) -> Option<PortFinding> {
     let mut evidence = Vec::new();
     for p in n.ib_ports.iter().filter(|p| p.is_down() == Some(true)) {
         evidence.push(format!(
@@ -64,27 +71,21 @@ pub fn port_verdict(n: &Node, links: &[&Event], failing: Option<&Domain>) -> Opt
     }
     if let Some(d) = failing {
         let action = ActionClass::CordonDomain;
-        return Some(Verdict {
-            action,
-            summary: format!(
-                "{} {} is failing under several nodes at once: {}",
-                d.level,
-                d.name,
-                action.advice()
-            ),
-            evidence,
-        });
+        let summary = format!(
+            "{} {} is failing under several nodes at once: {}",
+            d.level,
+            d.name,
+            action.advice()
+        );
+        return Some((action, summary, evidence));
     }
     let action = ActionClass::DrainInvestigate;
-    Some(Verdict {
-        action,
-        summary: format!(
-            "{}: {} (reseat the cable, check the HCA and its switch port)",
-            action.advice(),
-            evidence[0]
-        ),
-        evidence,
-    })
+    let summary = format!(
+        "{}: {} (reseat the cable, check the HCA and its switch port)",
+        action.advice(),
+        evidence[0]
+    );
+    Some((action, summary, evidence))
 }
 
 /// A failure domain as the console shows it: its nodes and their health.
@@ -233,7 +234,7 @@ pub fn is_domain_event(e: &Event) -> bool {
 
 /// The domains failing now, by node: fabric events of the last
 /// [`QUIET_S`] grouped as incidents are (each node's first such event
-/// since it was last quiet for [`super::incidents::GROUP_GAP_S`]).
+/// since it was last quiet for [`GROUP_GAP_S`]).
 pub fn failing_domains(
     c: &Cluster,
     site: &super::SiteParams,
@@ -243,7 +244,7 @@ pub fn failing_domains(
     events.sort_by_key(|e| (e.time, e.seq));
     for e in events {
         let f = firsts.entry(e.node.as_str()).or_insert((e.time, e.time));
-        if e.time - f.1 > super::incidents::GROUP_GAP_S {
+        if e.time - f.1 > GROUP_GAP_S {
             *f = (e.time, e.time);
         } else {
             f.1 = e.time;

@@ -368,49 +368,14 @@ pub fn verdicts(
             })
             .filter(|v| v.action != ActionClass::None);
         let links = links.get(n.name.as_str()).map_or(&[][..], Vec::as_slice);
-        let fabric = super::fabric::port_verdict(n, links, failing.get(n.name.as_str()));
-        // The worst: a GPU's verdict, the node-level report's or its
-        // ports' when worse.
-        let mut worst: Option<(String, &Verdict)> =
-            gpus.first().map(|g| (format!("GPU {}", g.gpu), &g.verdict));
-        for (which, v) in [
-            ("a GPU (the report does not say which)", node_level.as_ref()),
-            ("its network", fabric.as_ref()),
-        ] {
-            if let Some(v) = v
-                && worst.as_ref().is_none_or(|(_, w)| v.action > w.action)
-            {
-                worst = Some((which.to_string(), v));
-            }
-        }
-        let Some((which, worst)) = worst else {
-            continue;
-        };
-        let summary = node_summary(n, &which, worst);
-        let verdict = Verdict {
-            action: worst.action,
-            summary,
-            evidence: fabric
-                .iter()
-                .flat_map(|v| v.evidence.iter().cloned())
-                .chain(
-                    node_level
-                        .iter()
-                        .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}"))),
-                )
-                .chain(gpus.iter().flat_map(|g| {
-                    g.verdict
-                        .evidence
-                        .iter()
-                        .map(move |e| format!("GPU {}: {e}", g.gpu))
-                }))
-                .collect(),
-        };
-        out.push(NodeVerdict {
-            node: n.name.clone(),
-            verdict,
-            gpus,
-        });
+        let fabric = super::fabric::port_verdict(n, links, failing.get(n.name.as_str())).map(
+            |(action, summary, evidence)| Verdict {
+                action,
+                summary,
+                evidence,
+            },
+        );
+        out.extend(node_verdict(n, gpus, node_level, fabric));
     }
     out.sort_by(|a, b| {
         b.verdict
@@ -419,6 +384,54 @@ pub fn verdicts(
             .then(a.node.cmp(&b.node))
     });
     out
+}
+
+/// A node's verdict from its GPUs' (most drastic first), the node-level
+/// reports' and its ports': the worst says what to do, every one's
+/// evidence is listed. `None` when none has anything to say.
+fn node_verdict(
+    n: &crate::model::Node,
+    gpus: Vec<GpuVerdict>,
+    node_level: Option<Verdict>,
+    fabric: Option<Verdict>,
+) -> Option<NodeVerdict> {
+    let mut worst: Option<(String, &Verdict)> =
+        gpus.first().map(|g| (format!("GPU {}", g.gpu), &g.verdict));
+    for (which, v) in [
+        ("a GPU (the report does not say which)", node_level.as_ref()),
+        ("its network", fabric.as_ref()),
+    ] {
+        if let Some(v) = v
+            && worst.as_ref().is_none_or(|(_, w)| v.action > w.action)
+        {
+            worst = Some((which.to_string(), v));
+        }
+    }
+    let (which, worst) = worst?;
+    let verdict = Verdict {
+        action: worst.action,
+        summary: node_summary(n, &which, worst),
+        evidence: fabric
+            .iter()
+            .flat_map(|v| v.evidence.iter().cloned())
+            .chain(
+                node_level
+                    .iter()
+                    .flat_map(|v| v.evidence.iter().map(|e| format!("GPU unknown: {e}"))),
+            )
+            .chain(gpus.iter().flat_map(|g| {
+                g.verdict
+                    .evidence
+                    .iter()
+                    .map(move |e| format!("GPU {}: {e}", g.gpu))
+            }))
+            .collect(),
+    };
+    Some(NodeVerdict {
+        node: n.name.clone(),
+        verdict,
+        gpus,
+    })
 }
 
 /// The events since each node's last boot, within the Xid window: by GPU,

@@ -279,9 +279,7 @@ fn lifecycle(
     }
 }
 
-/// Events of one GPU closer in time than this belong to one failure (the
-/// Xid, the ECC counters it moved, the remap it left pending).
-pub const GROUP_GAP_S: i64 = 3600;
+pub use super::fabric::GROUP_GAP_S;
 
 /// One failure's events, oldest first, as they are being gathered.
 struct Failure<'a> {
@@ -676,7 +674,6 @@ pub fn incidents(
     unusable: &Unusable,
     stalls: &[Stall],
     cat: &XidCatalog,
-    site: &super::SiteParams,
 ) -> Vec<Incident> {
     let (failures, alone, lone_stalls) = gather(c, stalls);
     let mut out: Vec<Incident> = failures
@@ -690,7 +687,6 @@ pub fn incidents(
             .filter_map(|i| stalls.get(i))
             .map(|s| stall_incident(c, s, verdicts, stalls)),
     );
-    let mut out = super::domains::gather(c, out, verdicts, site);
     // Newest first; at the same time the event before the stall it causes.
     out.sort_by(|a, b| {
         b.time

@@ -166,6 +166,22 @@ fn gpus_by_job<'a>(
 /// What explains a stall: (since, node, GPU, evidence, by the fabric).
 type Found = (Timestamp, String, Option<u32>, Vec<String>, bool);
 
+/// A multi-node job whose node lost its network link since it started (and
+/// whose GPUs do not compute): stalled from that moment.
+fn link_stall(c: &Cluster, job: &crate::model::Job, started: Timestamp) -> Option<Found> {
+    let (t, node, port) = link_lost_since(c, job, started)?;
+    Some((
+        t,
+        node.to_string(),
+        None,
+        vec![format!(
+            "its rank on {node} lost its network link ({port}) at {}: the other ranks wait in a collective that never completes",
+            text::clock(t)
+        )],
+        true,
+    ))
+}
+
 /// The first network link lost since `started` on a node of a multi-node
 /// job: (time, node, port).
 fn link_lost_since<'c>(
@@ -242,20 +258,8 @@ pub fn stalls(
                 }
             }
         }
-        if found.is_none()
-            && !still_working
-            && let Some((t, node, port)) = link_lost_since(c, job, started)
-        {
-            found = Some((
-                t,
-                node.to_string(),
-                None,
-                vec![format!(
-                    "its rank on {node} lost its network link ({port}) at {}: the other ranks wait in a collective that never completes",
-                    text::clock(t)
-                )],
-                true,
-            ));
+        if found.is_none() && !still_working {
+            found = link_stall(c, job, started);
         }
         if found.is_none()
             && let Some(since) = history.since(id)

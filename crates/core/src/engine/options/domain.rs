@@ -49,62 +49,7 @@ pub fn domain_options(
         .filter(|n| n.state.schedulable())
         .map(|n| n.gpu_count)
         .sum();
-    // Cordon: nothing running dies; the stalled gangs are requeued from
-    // their checkpoints (they are lost either way).
-    let mut requeue_lost = Some(0.0);
-    let mut requeue_back = Some(0);
-    let mut unknowns = Vec::new();
-    let mut steps: Vec<Action> = nodes
-        .iter()
-        .filter(|n| n.state.schedulable())
-        .map(|n| Action::Cordon {
-            node: n.name.clone(),
-            reason: format!("{name} failing: fabric, not the GPUs"),
-        })
-        .collect();
-    for id in hung.keys() {
-        if let Ok(b) = blast(c, base, &Target::Requeue { job: id.clone() }, site) {
-            let (l, r, u) = kill_terms(c, &b);
-            requeue_lost = requeue_lost.zip(l).map(|(a, b)| a + b);
-            requeue_back = requeue_back.zip(r).map(|(a, b): (i64, i64)| a.max(b));
-            unknowns.extend(u);
-            steps.push(Action::Requeue { job: id.clone() });
-        }
-    }
-    let cordon = Choice {
-        name: "cordon_domain",
-        title: format!(
-            "cordon {name}'s {} nodes for new work, page the network owner{}",
-            nodes.len(),
-            if hung.is_empty() {
-                String::new()
-            } else {
-                ", requeue its stalled gangs".into()
-            }
-        ),
-        actions: steps.iter().map(Action::command_line).collect(),
-        steps,
-        manual: vec![format!(
-            "page the network owner: {name} ({}) — check the switch and its cables",
-            nodes
-                .first()
-                .and_then(|n| n.domains.iter().find(|d| d.name == name))
-                .map_or("domain", |d| d.level.as_str())
-        )],
-        gpu_hours_lost: requeue_lost,
-        resume_in_s: requeue_back,
-        capacity_out: CapacityOut {
-            gpus: in_service,
-            for_s: None,
-            note:
-                "no new work there until the network owner fixes it; running jobs keep their GPUs"
-                    .into(),
-        },
-        queue_moves: None,
-        unknowns,
-        risk: None,
-        ..Choice::default()
-    };
+    let cordon = cordon_choice(c, base, name, &nodes, &hung, in_service, site);
     let (lost, back, unknowns) = kill_terms(c, &drain);
     let drain_all = Choice {
         name: "drain_domain",
@@ -176,4 +121,74 @@ pub fn domain_options(
         }
     }
     Ok(o)
+}
+
+/// Cordon the domain's nodes in service for new work, page the network
+/// owner, requeue its stalled gangs (they are lost either way): nothing
+/// running dies.
+fn cordon_choice(
+    c: &Cluster,
+    base: &Base,
+    name: &str,
+    nodes: &[&crate::model::Node],
+    hung: &std::collections::BTreeMap<String, f64>,
+    in_service: u32,
+    site: &SiteParams,
+) -> Choice {
+    // Cordon: nothing running dies; the stalled gangs are requeued from
+    // their checkpoints (they are lost either way).
+    let mut requeue_lost = Some(0.0);
+    let mut requeue_back = Some(0);
+    let mut unknowns = Vec::new();
+    let mut steps: Vec<Action> = nodes
+        .iter()
+        .filter(|n| n.state.schedulable())
+        .map(|n| Action::Cordon {
+            node: n.name.clone(),
+            reason: format!("{name} failing: fabric, not the GPUs"),
+        })
+        .collect();
+    for id in hung.keys() {
+        if let Ok(b) = blast(c, base, &Target::Requeue { job: id.clone() }, site) {
+            let (l, r, u) = kill_terms(c, &b);
+            requeue_lost = requeue_lost.zip(l).map(|(a, b)| a + b);
+            requeue_back = requeue_back.zip(r).map(|(a, b): (i64, i64)| a.max(b));
+            unknowns.extend(u);
+            steps.push(Action::Requeue { job: id.clone() });
+        }
+    }
+    Choice {
+        name: "cordon_domain",
+        title: format!(
+            "cordon {name}'s {} nodes for new work, page the network owner{}",
+            nodes.len(),
+            if hung.is_empty() {
+                String::new()
+            } else {
+                ", requeue its stalled gangs".into()
+            }
+        ),
+        actions: steps.iter().map(Action::command_line).collect(),
+        steps,
+        manual: vec![format!(
+            "page the network owner: {name} ({}) — check the switch and its cables",
+            nodes
+                .first()
+                .and_then(|n| n.domains.iter().find(|d| d.name == name))
+                .map_or("domain", |d| d.level.as_str())
+        )],
+        gpu_hours_lost: requeue_lost,
+        resume_in_s: requeue_back,
+        capacity_out: CapacityOut {
+            gpus: in_service,
+            for_s: None,
+            note:
+                "no new work there until the network owner fixes it; running jobs keep their GPUs"
+                    .into(),
+        },
+        queue_moves: None,
+        unknowns,
+        risk: None,
+        ..Choice::default()
+    }
 }
