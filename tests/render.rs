@@ -1158,4 +1158,11 @@ fn the_leaf_flap_is_one_incident_with_its_domains_options() {
         s.contains("leaf ib-leaf-2 is failing under several nodes at once"),
         "{s}"
     );
+    // The NVLink storm (+15 min) names its link on the GPU's screen.
+    command(&mut a, "gpu a100-03/1");
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    assert!(s.contains("NVLink errors by link"), "{s}");
+    assert!(s.contains("L3: CRC flit "), "{s}");
+    assert!(!s.contains("L2:"), "clean links are not listed: {s}");
 }

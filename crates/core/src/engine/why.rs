@@ -349,7 +349,8 @@ fn topology_cause(
     unusable: &Unusable,
     causes: &mut Vec<Reason>,
 ) {
-    let Some(level) = j.same_domain.as_deref() else {
+    // One node is always under one domain: the node's causes say it all.
+    let Some(level) = j.same_domain.as_deref().filter(|_| k > 1) else {
         return;
     };
     let mut by: BTreeMap<String, (u32, u32)> = BTreeMap::new();

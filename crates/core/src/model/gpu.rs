@@ -32,6 +32,24 @@ pub struct NvLinkErrors {
 }
 
 impl NvLinkErrors {
+    /// The counters summed over `links` (a counter no link reports stays
+    /// unknown).
+    pub fn sum<'a>(links: impl IntoIterator<Item = &'a NvLinkErrors>) -> NvLinkErrors {
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.saturating_add(y)),
+            (x, None) => x,
+            (None, y) => y,
+        };
+        links
+            .into_iter()
+            .fold(NvLinkErrors::default(), |s, l| NvLinkErrors {
+                crc_flit: add(s.crc_flit, l.crc_flit),
+                crc_data: add(s.crc_data, l.crc_data),
+                replay: add(s.replay, l.replay),
+                recovery: add(s.recovery, l.recovery),
+            })
+    }
+
     /// The errors of every kind reported, summed; `None` when none is.
     pub fn total(&self) -> Option<u64> {
         let known = [self.crc_flit, self.crc_data, self.replay, self.recovery];
@@ -74,6 +92,10 @@ pub struct Gpu {
     /// none).
     #[serde(default)]
     pub nvlink: NvLinkErrors,
+    /// The same counters per link, where the exporter reports them (DCGM's
+    /// `…_ERROR_COUNT_L<n>` fields): which link is failing.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub nvlink_links: std::collections::BTreeMap<u32, NvLinkErrors>,
     pub row_remap_pending: Option<bool>,
     pub row_remap_failed: Option<bool>,
     pub last_xid: Option<LastXid>,
@@ -127,6 +149,7 @@ impl Gpu {
             power_w: None,
             ecc: EccCounts::default(),
             nvlink: NvLinkErrors::default(),
+            nvlink_links: std::collections::BTreeMap::new(),
             row_remap_pending: None,
             row_remap_failed: None,
             last_xid: None,

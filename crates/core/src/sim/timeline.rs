@@ -24,6 +24,8 @@ pub(crate) enum Incident {
     LeafFlap,
 }
 
+/// The link the NVLink storm is on.
+const STORM_LINK: u32 = 3;
 /// How long the NVLink storm lasts.
 pub(crate) const STORM_S: i64 = 1500;
 /// A storm still going says so again this often.
@@ -83,12 +85,15 @@ pub(crate) fn fabric_step(sim: &mut Sim) {
         } else {
             let g = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
             let add = |x: &mut Option<u64>, n: u64| *x = Some(x.unwrap_or(0) + n);
-            add(&mut g.nvlink.crc_flit, 37);
-            add(&mut g.nvlink.crc_data, 5);
-            add(&mut g.nvlink.replay, 2);
+            // One link (L3) storms; the GPU's totals are its links' sum.
+            let l = g.nvlink_links.entry(STORM_LINK).or_default();
+            add(&mut l.crc_flit, 37);
+            add(&mut l.crc_data, 5);
+            add(&mut l.replay, 2);
             if (now - started) % 60 == 0 {
-                add(&mut g.nvlink.recovery, 1);
+                add(&mut l.recovery, 1);
             }
+            g.nvlink = crate::model::NvLinkErrors::sum(g.nvlink_links.values());
             if now - reported >= STORM_REPORT_S {
                 let total = g.nvlink.total().unwrap_or(0);
                 let name = sim.nodes[node].name.clone();
@@ -138,13 +143,26 @@ pub(crate) fn fabric_step(sim: &mut Sim) {
 
 fn start_storm(sim: &mut Sim, node: usize, gpu: u32) {
     let now = sim.now;
+    // The GPU reports its links one by one from now: all clean but L3.
+    let g = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
+    for l in 0..18 {
+        g.nvlink_links.insert(
+            l,
+            crate::model::NvLinkErrors {
+                crc_flit: Some(0),
+                crc_data: Some(0),
+                replay: Some(0),
+                recovery: Some(0),
+            },
+        );
+    }
     sim.timeline.storm = Some((node, gpu, now, now));
     let name = sim.nodes[node].name.clone();
     sim.push_event(
         &name,
         Some(gpu),
         EventKind::NvLink { errors: 0 },
-        "NVLink CRC storm: flit and data CRC errors and replays rising fast on its links",
+        "NVLink CRC storm: flit and data CRC errors and replays rising fast on link 3",
     );
 }
 

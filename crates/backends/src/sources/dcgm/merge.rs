@@ -431,6 +431,9 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
     if r.nvlink.total().is_some() {
         g.nvlink = r.nvlink;
     }
+    if !r.nvlink_links.is_empty() {
+        g.nvlink_links = r.nvlink_links.clone();
+    }
     if let Some(x) = r.last_xid.filter(|x| *x > 0) {
         let same = g.last_xid.as_ref().is_some_and(|l| l.code == x);
         if !same {

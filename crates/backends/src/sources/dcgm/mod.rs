@@ -31,6 +31,8 @@ pub struct Reading {
     pub ecc: EccCounts,
     /// NVLink error counters, over all the GPU's links.
     pub nvlink: crate::model::NvLinkErrors,
+    /// The same per link, where the exporter gives them.
+    pub nvlink_links: BTreeMap<u32, crate::model::NvLinkErrors>,
     pub row_remap_pending: Option<bool>,
     pub row_remap_failed: Option<bool>,
     /// The exporter's last Xid (0: none since the driver loaded).
@@ -135,6 +137,19 @@ pub fn readings_checked(
             continue;
         }
         let v = s.value;
+        if let Some((kind, link)) = nvlink_link_field(&s.name) {
+            let e = r.nvlink_links.entry(link).or_default();
+            let slot = match kind {
+                "CRC_FLIT" => &mut e.crc_flit,
+                "CRC_DATA" => &mut e.crc_data,
+                "REPLAY" => &mut e.replay,
+                _ => &mut e.recovery,
+            };
+            // A repeated series keeps its highest count.
+            let v = v.max(0.0) as u64;
+            *slot = Some(slot.map_or(v, |x| x.max(v)));
+            continue;
+        }
         let field = field_of(&s.name);
         let Some(field) = field else { continue };
         if field == "xid" && v > 0.0 && v < 1e9 {
@@ -186,6 +201,15 @@ fn take_labels(r: &mut Reading, s: &Sample) {
     }
 }
 
+/// DCGM's per-link NVLink error fields (`DCGM_FI_DEV_NVLINK_CRC_FLIT_
+/// ERROR_COUNT_L3`): the counter's kind and the link.
+fn nvlink_link_field(name: &str) -> Option<(&str, u32)> {
+    let rest = name.strip_prefix("DCGM_FI_DEV_NVLINK_")?;
+    let (kind, link) = rest.split_once("_ERROR_COUNT_L")?;
+    let link = link.parse().ok()?;
+    matches!(kind, "CRC_FLIT" | "CRC_DATA" | "REPLAY" | "RECOVERY").then_some((kind, link))
+}
+
 /// The reading's field a family fills, where nightshift reads it.
 fn field_of(name: &str) -> Option<&'static str> {
     match name {
@@ -220,6 +244,10 @@ fn field_of(name: &str) -> Option<&'static str> {
 fn finish(mut r: Reading, mig: MigSums, time: Timestamp) -> Reading {
     if r.time == i64::MAX {
         r.time = time;
+    }
+    // Per-link counters alone (no _TOTAL fields): their sum is the GPU's.
+    if r.nvlink.total().is_none() && !r.nvlink_links.is_empty() {
+        r.nvlink = crate::model::NvLinkErrors::sum(r.nvlink_links.values());
     }
     for (field, (sum, n)) in mig {
         if !is_set(&r, field) {

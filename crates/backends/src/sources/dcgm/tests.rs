@@ -275,6 +275,37 @@ DCGM_FI_DEV_GPU_UTIL{gpu=\"4\",Hostname=\"gpu01\"} 90
     assert_eq!(gpu(4).nvlink.total(), None, "not reported: unknown");
 }
 
+/// DCGM's per-link fields (`…_ERROR_COUNT_L<n>`, as a site lists them in
+/// dcgm-exporter's counters file) say which link fails; alone, their sum
+/// is the GPU's total.
+#[test]
+fn per_link_nvlink_counters_name_the_failing_link() {
+    let text = "\
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L0{gpu=\"1\",Hostname=\"gpu01\"} 0
+DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L3{gpu=\"1\",Hostname=\"gpu01\"} 4150
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L3{gpu=\"1\",Hostname=\"gpu01\"} 1050
+DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_L11{gpu=\"1\",Hostname=\"gpu01\"} 2
+DCGM_FI_DEV_NVLINK_BANDWIDTH_L3{gpu=\"1\",Hostname=\"gpu01\"} 123456
+";
+    let (samples, bad) = parse(text);
+    assert!(bad.is_empty(), "{bad:?}");
+    let (r, _) = super::readings_checked(&samples, "gpu01", 1000);
+    let g = &r[0];
+    assert_eq!(
+        g.nvlink_links.keys().copied().collect::<Vec<_>>(),
+        [0, 3, 11]
+    );
+    assert_eq!(g.nvlink_links[&3].crc_flit, Some(4150));
+    assert_eq!(g.nvlink_links[&3].crc_data, None, "not reported: unknown");
+    assert_eq!(
+        (g.nvlink.crc_flit, g.nvlink.replay, g.nvlink.crc_data),
+        (Some(4150), Some(1052), None)
+    );
+    let (c, _) = merged_alone(&r);
+    let gpu = &c.node("gpu01").expect("node").gpus[0];
+    assert_eq!(gpu.nvlink_links[&11].replay, Some(2));
+}
+
 /// An Xid nightshift first reads at 03:05 that Prometheus saw at 02:47 is
 /// dated 02:47 — whether the history comes before or after the reading.
 #[test]

@@ -79,10 +79,10 @@ impl Objects {
         for v in values {
             let kind = v["kind"].as_str().unwrap_or_default();
             let plural = format!("{}s", kind.to_lowercase());
-            let plural = if kind == "PodDisruptionBudget" {
-                "poddisruptionbudgets".to_string()
-            } else {
-                plural
+            let plural = match kind {
+                "PodDisruptionBudget" => "poddisruptionbudgets".to_string(),
+                "Topology" => "topologies".to_string(),
+                _ => plural,
             };
             if let Some(k) = KINDS.iter().find(|k| **k == plural) {
                 o.by_kind.entry(k).or_default().insert(key(&v), v);

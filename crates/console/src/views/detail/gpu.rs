@@ -112,6 +112,10 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
         ),
     ];
     rows.extend(nvlink_errors(gpu).map(|v| ("NVLink errors (all links)", v, Style::default())));
+    rows.extend(nvlink_by_link(gpu).map(|(v, bad)| {
+        let style = if bad { theme.warn() } else { Style::default() };
+        ("NVLink errors by link", v, style)
+    }));
     if let Some(e) = earlier {
         rows.push(("Xids in the last hour", e, theme.health(health)));
     }
@@ -184,6 +188,40 @@ fn nvlink_errors(gpu: &crate::model::Gpu) -> Option<String> {
         text::opt(n.replay),
         text::opt(n.recovery)
     ))
+}
+
+/// The links with errors, each with its counters (`L3: CRC flit 4150,
+/// replay 1050`), or that all the links reported are clean; and whether
+/// any has errors. `None` where the exporter gives no per-link counters.
+fn nvlink_by_link(gpu: &crate::model::Gpu) -> Option<(String, bool)> {
+    if gpu.nvlink_links.is_empty() {
+        return None;
+    }
+    let bad: Vec<String> = gpu
+        .nvlink_links
+        .iter()
+        .filter(|(_, e)| e.total().unwrap_or(0) > 0)
+        .map(|(l, e)| {
+            let parts: Vec<String> = [
+                ("CRC flit", e.crc_flit),
+                ("CRC data", e.crc_data),
+                ("replay", e.replay),
+                ("recovery", e.recovery),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.filter(|v| *v > 0).map(|v| format!("{k} {v}")))
+            .collect();
+            format!("L{l}: {}", parts.join(", "))
+        })
+        .collect();
+    Some(if bad.is_empty() {
+        (
+            format!("all {} links reported are clean", gpu.nvlink_links.len()),
+            false,
+        )
+    } else {
+        (bad.join(" · "), true)
+    })
 }
 
 /// The text's area and the charts' (at least four rows).

@@ -211,9 +211,28 @@ pub(super) fn job_of(
         checkpoint: checkpoint(&ck_sources),
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
-        same_domain: None,
+        same_domain: wl.and_then(required_topology),
         pods: pods.iter().map(|p| key(p)).collect(),
     }
+}
+
+/// The topology level a Kueue workload's pods must share (Topology Aware
+/// Scheduling: a pod set's `topologyRequest.required`, or its template's
+/// `kueue.x-k8s.io/podset-required-topology` annotation), as the level
+/// word the node's domains use (`cloud.provider.com/topology-rack` →
+/// `rack`). A preferred topology binds nothing.
+fn required_topology(wl: &Value) -> Option<String> {
+    wl["spec"]["podSets"]
+        .as_array()?
+        .iter()
+        .find_map(|set| {
+            set["topologyRequest"]["required"].as_str().or_else(|| {
+                set["template"]["metadata"]["annotations"]
+                    ["kueue.x-k8s.io/podset-required-topology"]
+                    .as_str()
+            })
+        })
+        .map(super::nodes::level_of_label)
 }
 
 /// Shape: Kueue pod sets, else the pods, else Volcano's minMember — as

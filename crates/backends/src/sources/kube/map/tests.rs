@@ -85,6 +85,17 @@ fn pending_jobs_carry_the_scheduler_that_holds_them_and_its_words() {
     );
     assert_eq!(ft.gpus_requested(), Some(8));
     assert!(ft.nodes.is_empty());
+    // Its pod set requires one rack (Kueue's topologyRequest), the level
+    // the nodes' rack domains carry (from the Topology's rack label).
+    assert_eq!(ft.same_domain.as_deref(), Some("rack"));
+    assert!(
+        c.node("gpu-01")
+            .is_some_and(|n| n.domain("rack").is_some_and(|d| d.name == "rack-1"))
+    );
+    assert_eq!(
+        c.job("rl/rl-sweep").and_then(|j| j.same_domain.clone()),
+        None
+    );
     let rl = c.job("rl/rl-sweep").expect("volcano gang");
     assert_eq!(rl.state, JobState::Pending);
     assert!(
