@@ -111,11 +111,7 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
             theme.health(health),
         ),
     ];
-    rows.extend(nvlink_errors(gpu).map(|v| ("NVLink errors (all links)", v, Style::default())));
-    rows.extend(nvlink_by_link(gpu).map(|(v, bad)| {
-        let style = if bad { theme.warn() } else { Style::default() };
-        ("NVLink errors by link", v, style)
-    }));
+    rows.extend(nvlink_rows(gpu, theme));
     if let Some(e) = earlier {
         rows.push(("Xids in the last hour", e, theme.health(health)));
     }
@@ -188,6 +184,19 @@ fn nvlink_errors(gpu: &crate::model::Gpu) -> Option<String> {
         text::opt(n.replay),
         text::opt(n.recovery)
     ))
+}
+
+/// The NVLink rows: the totals, then the links with errors.
+fn nvlink_rows(gpu: &crate::model::Gpu, theme: Theme) -> Vec<(&'static str, String, Style)> {
+    let mut rows: Vec<(&'static str, String, Style)> = nvlink_errors(gpu)
+        .map(|v| ("NVLink errors (all links)", v, Style::default()))
+        .into_iter()
+        .collect();
+    rows.extend(nvlink_by_link(gpu).map(|(v, bad)| {
+        let style = if bad { theme.warn() } else { Style::default() };
+        ("NVLink errors by link", v, style)
+    }));
+    rows
 }
 
 /// The links with errors, each with its counters (`L3: CRC flit 4150,
