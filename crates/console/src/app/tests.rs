@@ -812,3 +812,33 @@ fn sent_a_run(a: &App) -> bool {
 }
 
 mod typing;
+
+/// Within each group of the grid (problems first), a failure domain's
+/// nodes sit together: a node of h100-01's leaf listed elsewhere in the
+/// cluster comes right after it.
+#[test]
+fn the_grid_keeps_a_domains_nodes_together() {
+    let mut app =
+        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+    let leaf1 = c
+        .node("h100-01")
+        .and_then(|n| n.domains.first().cloned())
+        .expect("leaf");
+    let a1 = c
+        .nodes
+        .iter()
+        .position(|n| n.name == "a100-02")
+        .expect("a100-02");
+    Arc::make_mut(&mut c.nodes[a1]).domains = vec![leaf1];
+    let now = Instant::now();
+    app.take_in(Msg::Source(Update::Snapshot(Arc::new(c))), now);
+    let names: Vec<&str> = app
+        .grid
+        .iter()
+        .map(|&n| app.cluster.nodes[n].name.as_str())
+        .collect();
+    let at = |n: &str| names.iter().position(|x| *x == n).expect("in the grid");
+    assert_eq!(at("a100-02"), at("h100-04") + 1, "{names:?}");
+    assert!(at("a100-02") < at("h100-05"), "{names:?}");
+}

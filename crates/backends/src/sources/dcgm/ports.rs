@@ -217,3 +217,44 @@ impl HealthWatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::dcgm::textformat::parse;
+
+    /// Hostile and odd series lose nothing but themselves: no port label,
+    /// a port that is not a number, a negative or NaN count. The exporter's
+    /// nodename names the host; the agent's Hostname label wins over it.
+    #[test]
+    fn odd_series_are_skipped_and_the_host_is_the_exporters_name() {
+        let text = "\
+node_uname_info{nodename=\"gpu07\",instance=\"10.0.0.7:9100\"} 1
+node_infiniband_state_id{device=\"mlx5_0\",port=\"1\",instance=\"10.0.0.7:9100\"} 4
+node_infiniband_link_downed_total{device=\"mlx5_0\",port=\"1\",instance=\"10.0.0.7:9100\"} NaN
+node_infiniband_symbol_error_total{device=\"mlx5_0\",port=\"1\",instance=\"10.0.0.7:9100\"} -3
+node_infiniband_state_id{device=\"mlx5_1\",instance=\"10.0.0.7:9100\"} 1
+node_infiniband_state_id{device=\"mlx5_2\",port=\"one\",instance=\"10.0.0.7:9100\"} 1
+node_infiniband_state_id{device=\"mlx5_3\",port=\"1\",Hostname=\"gpu08\"} 1
+";
+        let (samples, bad) = parse(text);
+        assert!(bad.is_empty(), "{bad:?}");
+        let ports = ports_from(&samples, "10.0.0.9:9100", 100);
+        let names: Vec<(String, String)> = ports
+            .iter()
+            .map(|p| (p.host.clone(), p.port.name()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("gpu07".to_string(), "mlx5_0/1".to_string()),
+                ("gpu08".to_string(), "mlx5_3/1".to_string())
+            ]
+        );
+        let p0 = &ports[0].port;
+        assert_eq!(
+            (p0.state, p0.link_downed, p0.symbol_errors),
+            (Some(4), None, None)
+        );
+    }
+}
