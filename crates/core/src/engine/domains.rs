@@ -27,6 +27,7 @@ pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<I
             index,
             node: i.node.as_str(),
             time: i.time,
+            down: i.kind == "node",
         })
         .collect();
     let groups = group(
@@ -418,6 +419,49 @@ mod tests {
             b.incidents
         );
         assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 5);
+    }
+
+    /// Nodes of one rack that go down together (a power feed, a rack's
+    /// switch and PDU): one incident of the rack, not of its leaf switch
+    /// (the same nodes here), and "went down".
+    #[test]
+    fn nodes_down_together_are_their_racks_incident() {
+        let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();
+        let last = c.events.iter().map(|e| e.seq).max().unwrap_or(0);
+        let down = ["h100-05", "h100-06", "h100-07"];
+        for (seq, (k, name)) in (last + 1..).zip(down.iter().enumerate()) {
+            let n = c.nodes.iter_mut().find(|n| n.name == *name).expect("node");
+            Arc::make_mut(n).state = crate::model::NodeState::Down;
+            c.events.push(Event {
+                seq,
+                time: c.time - 20 + k as i64 * 2,
+                node: name.to_string(),
+                gpu: None,
+                kind: EventKind::NodeState {
+                    from: "up".into(),
+                    to: "down".into(),
+                },
+                message: "Not responding".into(),
+                jobs: Vec::new(),
+            });
+        }
+        let b = base(&c);
+        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        assert_eq!(d.len(), 1, "{:?}", b.incidents);
+        assert_eq!(
+            (d[0].node.as_str(), d[0].label.as_str()),
+            ("rack-h100-2", "RACK DOWN")
+        );
+        assert!(
+            d[0].message.contains("3 nodes went down within 4s"),
+            "{}",
+            d[0].message
+        );
+        assert!(
+            !b.incidents.iter().any(|i| i.label == "NODE DOWN"),
+            "{:?}",
+            b.incidents
+        );
     }
 
     #[test]

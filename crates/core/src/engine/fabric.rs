@@ -143,6 +143,14 @@ pub struct Candidate<'a> {
     pub index: usize,
     pub node: &'a str,
     pub time: Timestamp,
+    /// The node went down (power, a rack), not only its network link.
+    pub down: bool,
+}
+
+/// Levels that are the network's: a group of nodes that went down (not
+/// only their links) is given to a rack or feed of the same size first.
+pub fn is_network(level: &str) -> bool {
+    matches!(level, "leaf" | "spine" | "core" | "switch")
 }
 
 /// The groups of candidates that are one domain's failure: (the domain,
@@ -189,7 +197,8 @@ pub fn group(
                 .collect();
             let nodes: BTreeSet<&str> = run.iter().map(|k| k.node).collect();
             if nodes.len() >= min_nodes.max(2) {
-                let home = narrowest_common(&nodes, &node_domains, &size).unwrap_or(d);
+                let down = run.iter().all(|k| k.down);
+                let home = narrowest_common(&nodes, &node_domains, &size, down).unwrap_or(d);
                 taken.extend(run.iter().map(|k| k.index));
                 out.push((home.clone(), run.iter().map(|k| k.index).collect()));
                 i += run.len();
@@ -202,11 +211,13 @@ pub fn group(
 }
 
 /// The domain with the fewest nodes that all of `nodes` share; on a tie
-/// the one their first node lists first (its leaf before its rack).
+/// the one their first node lists first (its leaf before its rack) — for
+/// nodes that went down, a rack or feed before a switch.
 fn narrowest_common<'d>(
     nodes: &BTreeSet<&str>,
     node_domains: &BTreeMap<&str, &'d [Domain]>,
     size: &BTreeMap<&Domain, usize>,
+    down: bool,
 ) -> Option<&'d Domain> {
     let first = nodes.iter().next()?;
     let theirs = node_domains.get(first)?;
@@ -218,7 +229,13 @@ fn narrowest_common<'d>(
                 .iter()
                 .all(|n| node_domains.get(n).is_some_and(|ds| ds.contains(d)))
         })
-        .min_by_key(|(i, d)| (size.get(d).copied().unwrap_or(usize::MAX), *i))
+        .min_by_key(|(i, d)| {
+            (
+                size.get(d).copied().unwrap_or(usize::MAX),
+                down && is_network(&d.level),
+                *i,
+            )
+        })
         .map(|(_, d)| d)
 }
 
@@ -262,6 +279,7 @@ pub fn failing_domains(
             index,
             node,
             time: *time,
+            down: false,
         })
         .collect();
     let mut out = rustc_hash::FxHashMap::default();

@@ -54,7 +54,7 @@ impl ActionClass {
             ActionClass::RestartJob => "restart the job; the GPU is fine",
             ActionClass::ResetNextDrain => "reset the GPU at the next drain window",
             ActionClass::CordonDomain => {
-                "the fabric, not the GPUs: cordon the domain's nodes for new multi-node work and page the network owner"
+                "the fabric, not the GPUs: cordon the domain's nodes for new multi-node work and page its owner (network, power)"
             }
             ActionClass::DrainInvestigate => "drain the node and investigate",
             ActionClass::DrainResetGpu => "drain the node, then reset the GPU",

@@ -157,10 +157,19 @@ fn cordon_choice(
             steps.push(Action::Requeue { job: id.clone() });
         }
     }
+    let level = nodes
+        .first()
+        .and_then(|n| n.domains.iter().find(|d| d.name == name))
+        .map_or("domain", |d| d.level.as_str());
+    let (owner, check) = if super::super::fabric::is_network(level) {
+        ("the network owner", "check the switch and its cables")
+    } else {
+        ("the datacenter", "check its power and cooling")
+    };
     Choice {
         name: "cordon_domain",
         title: format!(
-            "cordon {name}'s {} nodes for new work, page the network owner{}",
+            "cordon {name}'s {} nodes for new work, page {owner}{}",
             nodes.len(),
             if hung.is_empty() {
                 String::new()
@@ -170,13 +179,7 @@ fn cordon_choice(
         ),
         actions: steps.iter().map(Action::command_line).collect(),
         steps,
-        manual: vec![format!(
-            "page the network owner: {name} ({}) — check the switch and its cables",
-            nodes
-                .first()
-                .and_then(|n| n.domains.iter().find(|d| d.name == name))
-                .map_or("domain", |d| d.level.as_str())
-        )],
+        manual: vec![format!("page {owner}: {name} ({level}) — {check}")],
         gpu_hours_lost: requeue_lost,
         resume_in_s: requeue_back,
         capacity_out: CapacityOut {
