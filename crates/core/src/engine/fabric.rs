@@ -161,6 +161,10 @@ pub fn group(
     window_s: i64,
     min_nodes: usize,
 ) -> Vec<(Domain, Vec<usize>)> {
+    // The common case, at any size: nothing to group.
+    if candidates.len() < min_nodes.max(2) {
+        return Vec::new();
+    }
     let node_domains: BTreeMap<&str, &[Domain]> = c
         .nodes
         .iter()
