@@ -328,6 +328,10 @@ pub struct App {
     pub(crate) bell_on_critical: bool,
     /// How to undo the last action.
     pub(crate) last_undo: Option<Action>,
+    /// The later steps of the option being carried out (a domain's cordon
+    /// is one per node): `n` in the outcome's dialog previews the next,
+    /// each behind the guard like any action.
+    pub(crate) next_steps: Vec<Action>,
     /// Playing a recording: the keys steer it (`Effect::Replay`).
     pub(crate) replay: bool,
     /// Playing a recording: where it is and how it plays (the header).
@@ -385,6 +389,7 @@ impl App {
             known: std::collections::HashSet::new(),
             bell_on_critical: false,
             last_undo: None,
+            next_steps: Vec::new(),
             replay: source_name == "replay",
             playback: None,
             replay_start: None,

@@ -194,16 +194,21 @@ impl App {
             self.flash = Some("read-only mode: action keys are off".into());
             return self.modal = Some(Modal::Options { target });
         }
+        let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();
+        let said = (choice.steps.len() > 1).then(|| {
+            format!(
+                "{}: step 1 of {}; then {} (n after each)",
+                choice.title,
+                choice.steps.len(),
+                choice.actions.get(1..).unwrap_or(&[]).join(", then ")
+            )
+        });
         match choice.steps.first().cloned() {
             Some(first) => {
-                if choice.steps.len() > 1 {
-                    self.flash = Some(format!(
-                        "{}: step 1 of {}; then {}",
-                        choice.title,
-                        choice.steps.len(),
-                        choice.actions[1..].join(", then ")
-                    ));
+                if said.is_some() {
+                    self.flash = said;
                 }
+                self.next_steps = rest;
                 self.preview_action(first);
             }
             None => self.flash = Some(format!("{}: nothing to send", choice.title)),
@@ -234,6 +239,7 @@ impl App {
                 self.modal = Some(modal);
             } else if matches!(modal, Modal::Confirm { .. }) {
                 self.flash = Some("cancelled: nothing sent".into());
+                self.next_steps.clear();
             }
             return;
         }
@@ -250,6 +256,7 @@ impl App {
                 match key.code {
                     KeyCode::Char('n') if yes_no => {
                         self.flash = Some("cancelled: nothing sent".into());
+                        self.next_steps.clear();
                         return;
                     }
                     KeyCode::Char(c) if yes_no && !c.eq_ignore_ascii_case(&'y') => Modal::Confirm {
@@ -308,8 +315,16 @@ impl App {
             }
             Modal::Running { action } => Modal::Running { action },
             Modal::Options { target } => return self.on_options_key(key, target),
-            Modal::Done { .. } => {
-                // `u` opens the undo's own guarded preview; any other key closes.
+            Modal::Done { ok, .. } => {
+                // `n` previews the option's next step (after a step that
+                // went through); `u` opens the undo's own guarded preview;
+                // any other key closes, and ends the option's steps.
+                if key.code == KeyCode::Char('n') && ok && !self.next_steps.is_empty() {
+                    let next = self.next_steps.remove(0);
+                    self.preview_action(next);
+                    return;
+                }
+                self.next_steps.clear();
                 if key.code == KeyCode::Char('u')
                     && let Some(undo) = self.last_undo.clone()
                 {

@@ -59,6 +59,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 sanitize(message).into_owned(),
                 if *ok { theme.ok() } else { theme.critical() },
             ));
+            if let (true, Some(next)) = (*ok, app.next_steps.first()) {
+                prompt.push(Line::from(vec![
+                    Span::styled("n", theme.title()),
+                    Span::styled(
+                        format!(
+                            " previews the option's next step ({}; {} left)",
+                            sanitize(&next.describe()),
+                            app.next_steps.len()
+                        ),
+                        theme.dim(),
+                    ),
+                ]));
+            }
             if let Some(u) = &app.last_undo {
                 prompt.push(Line::from(vec![
                     Span::styled("u", theme.title()),
