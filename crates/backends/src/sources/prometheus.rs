@@ -13,8 +13,15 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Every family nightshift reads, in one selector.
-pub const QUERY: &str = r#"{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*|DCGM_EXP_XID_ERRORS_COUNT"}"#;
+/// Every family nightshift reads, by name, in one selector (issue 28: not
+/// every `DCGM_FI_*` family an exporter writes).
+pub fn query() -> String {
+    format!(
+        r#"{{__name__=~"{}|{}"}}"#,
+        crate::sources::dcgm::READ_FAMILIES.join("|"),
+        crate::sources::dcgm::PER_LINK_FAMILIES
+    )
+}
 
 /// The node exporter's InfiniBand families and its host names, by name.
 pub const PORTS_QUERY: &str = r#"{__name__=~"node_infiniband_(state_id|physical_state_id|rate_bytes_per_second|link_downed_total|link_error_recovery_total|symbol_error_total|port_errors_received_total)|node_uname_info"}"#;
@@ -371,9 +378,7 @@ impl Prometheus {
     /// One refresh: the readings, and warnings. Errors quote at most a
     /// line of what the server said.
     pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), PromError> {
-        let body = self
-            .get_json("query", &[("query", QUERY.to_string())])
-            .await?;
+        let body = self.get_json("query", &[("query", query())]).await?;
         let (samples, mut warnings) = samples_from(&body)?;
         let (r, w) =
             crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());

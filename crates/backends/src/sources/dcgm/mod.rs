@@ -210,6 +210,39 @@ fn nvlink_link_field(name: &str) -> Option<(&str, u32)> {
     matches!(kind, "CRC_FLIT" | "CRC_DATA" | "REPLAY" | "RECOVERY").then_some((kind, link))
 }
 
+/// Every family nightshift reads, by name (a Prometheus asks for these,
+/// not for every `DCGM_FI_*` family an exporter writes — clocks, PCIe,
+/// bandwidth — at each refresh).
+pub const READ_FAMILIES: [&str; 22] = [
+    "DCGM_FI_PROF_SM_OCCUPANCY",
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "nightshift_gpu_recovery_action",
+    "DCGM_EXP_XID_ERRORS_COUNT",
+    "DCGM_FI_DEV_XID_ERRORS_ACTIVE",
+];
+
+/// The per-link NVLink error families (`…_ERROR_COUNT_L<n>`), as a
+/// Prometheus regex.
+pub const PER_LINK_FAMILIES: &str =
+    "DCGM_FI_DEV_NVLINK_(CRC_FLIT|CRC_DATA|REPLAY|RECOVERY)_ERROR_COUNT_L[0-9]+";
+
 /// The reading's field a family fills, where nightshift reads it.
 fn field_of(name: &str) -> Option<&'static str> {
     match name {

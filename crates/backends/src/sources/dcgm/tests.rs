@@ -419,3 +419,40 @@ fn an_event_read_before_the_scheduler_answers_names_its_job_once_it_does() {
     fresh.observe(&old, &later, &HostMap::default());
     assert_eq!(x79(&fresh), Some(vec![]));
 }
+
+/// The families a Prometheus is asked for by name are the ones the
+/// readings read (a name the parser ignores would be asked for nothing; a
+/// family the parser reads but the query leaves out would never come).
+#[test]
+fn the_families_asked_for_by_name_are_the_ones_read() {
+    for name in super::READ_FAMILIES {
+        let line = if name.starts_with("DCGM_EXP_XID") || name.ends_with("XID_ERRORS_ACTIVE") {
+            format!("{name}{{gpu=\"0\",Hostname=\"h\",xid=\"79\"}} 1\n")
+        } else {
+            format!("{name}{{gpu=\"0\",Hostname=\"h\"}} 1\n")
+        };
+        let (samples, bad) = parse(&line);
+        assert!(bad.is_empty(), "{name}: {bad:?}");
+        let r = super::readings(&samples, "h", 0);
+        let read = r.first().is_some_and(|g| {
+            *g != super::Reading {
+                host: "h".into(),
+                index: 0,
+                time: 0,
+                ..Default::default()
+            }
+        });
+        assert!(read, "{name} is asked for but not read: {r:?}");
+    }
+    // Families the parser reads and the list must hold, spot-checked.
+    for name in [
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "nightshift_gpu_recovery_action",
+    ] {
+        assert!(super::READ_FAMILIES.contains(&name), "{name}");
+    }
+    let q = crate::sources::prometheus::query();
+    assert!(q.contains("nightshift_gpu_recovery_action|"), "{q}");
+    assert!(!q.contains(".*"), "by name, not every family: {q}");
+}
