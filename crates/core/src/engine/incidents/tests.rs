@@ -1,0 +1,171 @@
+use super::*;
+use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
+use crate::engine::why::why;
+use crate::model::Action;
+use crate::sim::{REPAIR_S, Sim, SimConfig};
+
+fn base(s: &Sim) -> (Cluster, Base) {
+    let c = s.snapshot();
+    let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+    (c, b)
+}
+
+fn xid79(b: &Base) -> &Incident {
+    b.incidents
+        .iter()
+        .find(|i| i.label == "XID 79")
+        .expect("the Xid 79 incident")
+}
+
+/// No pending job's advice may point at a node with critical health.
+fn no_advice_points_at(c: &Cluster, b: &Base, node: &str) {
+    for (j, job) in c.jobs.iter().enumerate() {
+        if !job.state.is_pending() {
+            continue;
+        }
+        let w = why(c, j, b).expect("why");
+        for s in &w.suggestions {
+            assert!(!s.contains(node), "job {}: {s}", job.id);
+        }
+        if let Some(crate::engine::plan::Estimate::Starts { nodes, .. }) = &w.estimate {
+            assert!(
+                !nodes.iter().any(|n| n == node),
+                "job {} planned on {node}",
+                job.id
+            );
+        }
+    }
+}
+
+#[test]
+fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    let (c, b) = base(&s);
+    let i = xid79(&b);
+    assert_eq!(
+        (i.stage, i.node.as_str(), i.gpu),
+        (Stage::Open, "h100-03", Some(3))
+    );
+    assert!(
+        i.status
+            .starts_with("drain the node, then reboot it; its gang burns 32 GPU-hours per hour"),
+        "{}",
+        i.status
+    );
+    assert_eq!(i.jobs.len(), 1);
+    assert_eq!(i.jobs[0].id, "4700");
+    assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+    // The stall it caused is its evidence, not a second incident.
+    assert_eq!(i.burning_gpu_hours_per_hour, Some(32.0));
+    assert!(i.evidence.iter().any(|e| e.contains("the gang stalled")));
+    assert!(b.incident("stall-4700").is_none());
+    assert!(!b.incidents.iter().any(|x| x.kind == "stall"));
+    assert!(b.unusable.contains("h100-03"));
+    no_advice_points_at(&c, &b, "h100-03");
+
+    // Drained: awaiting the reboot; the gang is requeued, no longer stalled.
+    s.apply(&Action::Drain {
+        node: "h100-03".into(),
+        reason: "xid79 GPU3".into(),
+        requeue: true,
+    })
+    .expect("drain");
+    let (c, b) = base(&s);
+    let i = xid79(&b);
+    assert_eq!(i.stage, Stage::AwaitingRemedy, "{}", i.status);
+    assert!(
+        i.status.contains("reboot the node, then resume it"),
+        "{}",
+        i.status
+    );
+    assert_eq!(i.drained_by, Some(crate::host::os_user()), "the operator");
+    assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+    assert_eq!(i.jobs[0].state_now, Some(JobState::Pending));
+    assert_eq!(
+        i.burning_gpu_hours_per_hour, None,
+        "requeued: no longer stalled"
+    );
+    // The operator's drain is this incident's stage, not a new incident.
+    assert!(
+        !b.incidents
+            .iter()
+            .any(|x| x.kind == "node" && x.node == "h100-03"),
+        "{:?}",
+        b.incidents.iter().map(|x| &x.label).collect::<Vec<_>>()
+    );
+    assert!(
+        i.evidence.iter().any(|e| e.contains("node drain")),
+        "{:?}",
+        i.evidence
+    );
+    no_advice_points_at(&c, &b, "h100-03");
+
+    // The technician reboots it: clean health, still drained.
+    s.advance(REPAIR_S as u64 + 1);
+    let (_, b) = base(&s);
+    let i = xid79(&b);
+    assert_eq!(i.stage, Stage::Remedied, "{}", i.status);
+    assert!(i.status.contains("resume it"));
+    assert!(!b.unusable.contains("h100-03"));
+
+    s.apply(&Action::Resume {
+        node: "h100-03".into(),
+    })
+    .expect("resume");
+    let (_, b) = base(&s);
+    assert_eq!(xid79(&b).stage, Stage::Resolved);
+}
+
+#[test]
+fn one_failure_is_one_incident_with_its_events_as_evidence() {
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(1800);
+    let (_, b) = base(&s);
+    let on =
+        |node: &str| -> Vec<&Incident> { b.incidents.iter().filter(|i| i.node == node).collect() };
+    // h100-06 GPU 5: the Xid 48, the DBE it counted and the remap it
+    // left pending (Xid 63 a minute later) are one failure.
+    let h6 = on("h100-06");
+    assert_eq!(h6.len(), 1, "{h6:?}");
+    assert_eq!(h6[0].label, "XID 48");
+    assert_eq!(h6[0].related, vec!["ECC DBE", "XID 63"]);
+    assert_eq!(h6[0].action, ActionClass::DrainResetGpu, "the most drastic");
+    assert_eq!(h6[0].evidence.len(), 3);
+    assert_eq!(h6[0].short_label(), "XID 48 +2");
+    // h100-05 GPU 1: the remap event and its ECC counters.
+    let h5 = on("h100-05");
+    assert_eq!(h5.len(), 1, "{h5:?}");
+    assert_eq!(h5[0].related, vec!["ECC"]);
+    // h100-03 GPU 3: the Xid 79 and the stall of its gang.
+    assert_eq!(on("h100-03").len(), 1);
+    // Four GPU failures by then (79, 13, 63, 48), the NVLink storm on
+    // a100-03, the leaf switch's flap (its four nodes' links: one
+    // incident, see engine::domains) and the node drained before the
+    // night began.
+    assert_eq!(
+        b.incidents.len(),
+        7,
+        "{:?}",
+        b.incidents
+            .iter()
+            .map(|i| (&i.node, &i.label))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn the_xid_13_names_the_job_it_killed() {
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(45);
+    let (_, b) = base(&s);
+    let i = b
+        .incidents
+        .iter()
+        .find(|i| i.label == "XID 13")
+        .expect("Xid 13");
+    assert_eq!(i.jobs.len(), 1, "{:?}", i.jobs);
+    assert_eq!(i.jobs[0].state_then, Some(JobState::Running));
+    assert_eq!(i.jobs[0].state_now, Some(JobState::Failed));
+    assert_eq!(i.action, ActionClass::RestartJob);
+}
