@@ -3,22 +3,9 @@
 //! console reads the agent and the exporter alike), with the agent's
 //! `Hostname` label.
 
+use nightshift_core::model::IbPort;
 use std::fmt::Write;
 use std::path::Path;
-
-/// One HCA port as sysfs says it. `None`: the file is missing or odd.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PortReadout {
-    pub device: String,
-    pub port: u32,
-    pub state: Option<u32>,
-    pub physical_state: Option<u32>,
-    pub rate_bytes_per_second: Option<f64>,
-    pub link_downed: Option<u64>,
-    pub link_error_recovery: Option<u64>,
-    pub symbol_error: Option<u64>,
-    pub port_rcv_errors: Option<u64>,
-}
 
 /// `4: ACTIVE` → 4.
 fn leading_number(text: &str) -> Option<u32> {
@@ -37,7 +24,7 @@ fn read(path: &Path) -> Option<String> {
 
 /// Every port under `sysfs/class/infiniband`, by device then port. No
 /// such directory (no HCA): none.
-pub fn read_ports(sysfs: &Path) -> Vec<PortReadout> {
+pub fn read_ports(sysfs: &Path) -> Vec<IbPort> {
     let root = sysfs.join("class/infiniband");
     let Ok(devices) = std::fs::read_dir(&root) else {
         return Vec::new();
@@ -56,7 +43,7 @@ pub fn read_ports(sysfs: &Path) -> Vec<PortReadout> {
             let counter = |c: &str| {
                 read(&dir.join("counters").join(c)).and_then(|t| t.trim().parse::<u64>().ok())
             };
-            out.push(PortReadout {
+            out.push(IbPort {
                 device: name.clone(),
                 port,
                 state: read(&dir.join("state")).and_then(|t| leading_number(&t)),
@@ -64,8 +51,8 @@ pub fn read_ports(sysfs: &Path) -> Vec<PortReadout> {
                 rate_bytes_per_second: read(&dir.join("rate")).and_then(|t| rate(&t)),
                 link_downed: counter("link_downed"),
                 link_error_recovery: counter("link_error_recovery"),
-                symbol_error: counter("symbol_error"),
-                port_rcv_errors: counter("port_rcv_errors"),
+                symbol_errors: counter("symbol_error"),
+                receive_errors: counter("port_rcv_errors"),
             });
         }
     }
@@ -73,7 +60,7 @@ pub fn read_ports(sysfs: &Path) -> Vec<PortReadout> {
     out
 }
 
-type Field = fn(&PortReadout) -> Option<f64>;
+type Field = fn(&IbPort) -> Option<f64>;
 
 /// The node exporter's families: name, type, value.
 const FAMILIES: [(&str, &str, Field); 7] = [
@@ -95,17 +82,17 @@ const FAMILIES: [(&str, &str, Field); 7] = [
         |p| p.link_error_recovery.map(|v| v as f64),
     ),
     ("node_infiniband_symbol_error_total", "counter", |p| {
-        p.symbol_error.map(|v| v as f64)
+        p.symbol_errors.map(|v| v as f64)
     }),
     (
         "node_infiniband_port_errors_received_total",
         "counter",
-        |p| p.port_rcv_errors.map(|v| v as f64),
+        |p| p.receive_errors.map(|v| v as f64),
     ),
 ];
 
 /// The ports as the node exporter writes them, labelled with `Hostname`.
-pub fn to_metrics(host: &str, ports: &[PortReadout]) -> String {
+pub fn to_metrics(host: &str, ports: &[IbPort]) -> String {
     let esc = |s: &str| {
         s.replace('\\', "\\\\")
             .replace('"', "\\\"")
