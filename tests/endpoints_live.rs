@@ -43,6 +43,34 @@ impl Drop for Prom {
     }
 }
 
+/// Debian's Prometheus scraping `targets` (loopback ports) every second,
+/// its data in `dir`; killed on drop. Returns it and its URL.
+fn prometheus(dir: &std::path::Path, targets: &[u16]) -> (Prom, String) {
+    let port = free_port();
+    let cfg = dir.join("prometheus.yml");
+    let list: Vec<String> = targets.iter().map(|t| format!("'127.0.0.1:{t}'")).collect();
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lab\n    static_configs:\n      - targets: [{}]\n",
+            list.join(", ")
+        ),
+    )
+    .expect("config");
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    (Prom(child), format!("http://127.0.0.1:{port}"))
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -139,26 +167,7 @@ fn exporters_directly_and_through_a_real_prometheus() {
     assert_eq!(items.len(), 3);
 
     // 2. Through Prometheus, which scrapes them every second.
-    let port = free_port();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dcgm\n    static_configs:\n      - targets: ['127.0.0.1:{a}', '127.0.0.1:{b}']\n"),
-    )
-    .expect("config");
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start prometheus");
-    let _prom = Prom(child);
-    let url = format!("http://127.0.0.1:{port}");
+    let (_prom, url) = prometheus(dir.path(), &[a, b]);
     let ready = wait_for(Duration::from_secs(40), || {
         // Until Prometheus is up, every source fails: not yet.
         let (_, items, _) = try_get_gpus(&["--prometheus", &url], dir.path());
@@ -477,26 +486,7 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
     assert_eq!(ports[1]["link_downed"], 3);
 
     // 2. Through the real Prometheus scraping it every second.
-    let pport = free_port();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"),
-    )
-    .expect("config");
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start prometheus");
-    let _prom = Prom(child);
-    let purl = format!("http://127.0.0.1:{pport}");
+    let (_prom, purl) = prometheus(dir.path(), &[port]);
     let through = wait_for(Duration::from_secs(40), || {
         let out = Command::new(common::bin())
             .args([
