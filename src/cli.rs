@@ -80,6 +80,9 @@ pub struct GlobalArgs {
     /// A Prometheus server to query for the DCGM metrics (and node exporters' InfiniBand ports)
     #[arg(long, global = true, value_name = "URL")]
     pub prometheus: Option<String>,
+    /// Up to this many GPUs on the Prometheus server, read every GPU's series each refresh; above, per-node aggregates [default: 4096]
+    #[arg(long, global = true, value_name = "N")]
+    pub prometheus_every_gpu_max: Option<u32>,
     /// Where the audit log goes [default: $XDG_STATE_HOME/nightshift/audit.jsonl]
     #[arg(long, global = true, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,

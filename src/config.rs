@@ -142,6 +142,10 @@ pub struct EndpointsFile {
     pub prometheus: Option<String>,
     pub interval_s: Option<f64>,
     pub timeout_s: Option<f64>,
+    /// Up to this many GPUs on the Prometheus server, every GPU's series
+    /// each refresh; above, per-node aggregates and full series only for
+    /// nodes with a problem and the nodes opened.
+    pub prometheus_every_gpu_max: Option<u32>,
     /// Endpoint host name → scheduler node name.
     #[serde(default)]
     pub hosts: std::collections::BTreeMap<String, String>,
@@ -623,6 +627,11 @@ impl Settings {
                 None => Duration::from_secs(5),
             },
             hosts: crate::sources::dcgm::merge::HostMap(ep.hosts.clone()),
+            prometheus_every_gpu_max: args
+                .prometheus_every_gpu_max
+                .or(ep.prometheus_every_gpu_max)
+                .unwrap_or(crate::sources::endpoints::EVERY_GPU_MAX),
+            ..crate::sources::endpoints::Endpoints::default()
         };
         let expected = source.expected_interval();
         let stale_after = match file.ui.stale_after_s {
@@ -634,6 +643,12 @@ impl Settings {
             || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || std::env::var("TERM").is_ok_and(|t| t == "dumb");
         let (site, xid_catalog) = file.engine.resolve()?;
+        // The fleet path's problem filter finds what the stall rule reads.
+        let endpoints = crate::sources::endpoints::Endpoints {
+            stall_util_min: site.stall_util_min,
+            stall_occupancy_max: site.stall_occupancy_max,
+            ..endpoints
+        };
         let audit_log = args
             .audit_log
             .clone()

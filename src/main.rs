@@ -337,7 +337,7 @@ fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
     }
     let poll = runtime()?.block_on(async {
         let mut p = nightshift::sources::endpoints::Poller::new(e)?;
-        Ok::<_, String>(p.poll().await)
+        Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
     })?;
     for n in &poll.notes {
         eprintln!("nightshift: warning: {}", nightshift::text::sanitize(n));
@@ -355,17 +355,18 @@ fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
     for f in &failed {
         nightshift::text::warn(f);
     }
-    let (readings, ports) = (poll.readings, poll.ports);
+    for (o, q) in &poll.quality {
+        if let Some(q) = q {
+            nightshift::text::warn(&format!("{}: {q}", o.name()));
+        }
+    }
+    let latest = nightshift::sources::endpoints::Latest::from(poll);
     let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
-    xids.observe(&readings, &base, &e.hosts);
-    xids.observe_ports(&ports, &base, &e.hosts);
+    xids.observe(&latest.readings, &base, &e.hosts);
+    xids.observe_ports(&latest.ports, &base, &e.hosts);
     let now = nightshift::host::now();
     Ok(nightshift::sources::endpoints::merged(
-        &base,
-        (&readings, &ports),
-        e,
-        &xids,
-        now,
+        &base, &latest, e, &xids, now,
     ))
 }
 

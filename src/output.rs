@@ -61,6 +61,9 @@ struct NodeItem<'a> {
     gpus_allocated: u32,
     gpus_free: u32,
     mean_sm_occupancy: Option<f64>,
+    /// Its GPUs in aggregate, where a fleet's Prometheus gave only that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_summary: Option<&'a crate::model::GpuSummary>,
     jobs: Vec<&'a str>,
 }
 
@@ -196,6 +199,7 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
         gpus_allocated: n.gpus_allocated(),
         gpus_free: n.gpus_free(),
         mean_sm_occupancy: n.mean_sm_occupancy(),
+        gpu_summary: n.gpu_summary.as_ref(),
         jobs,
     }
 }

@@ -64,6 +64,7 @@ async fn record_live(
         settings.source.clone(),
         &settings.endpoints,
         &settings.topology,
+        crate::sources::nothing_open(),
     )?;
     let mut r = Recorder::create(file, settings.source.name())?;
     r.follow_audit(log);

@@ -96,6 +96,8 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
     let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
         crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
     ));
+    // The nodes the console has open: a fleet's Prometheus reads them in full.
+    let (open_tx, open_rx) = tokio::sync::watch::channel(Vec::<String>::new());
     let (source, control, replay) = match &settings.replay {
         Some(path) => {
             let rec = crate::recording::Recording::open(path)?;
@@ -111,6 +113,7 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
                 settings.source.clone(),
                 &settings.endpoints,
                 &settings.topology,
+                open_rx,
             )?;
             (rx, control, None)
         }
@@ -127,7 +130,7 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
         }
         None => (source, None),
     };
-    let result = console(settings, source, control, replay, kpis).await;
+    let result = console(settings, source, control, replay, kpis, open_tx).await;
     // Every way out of the console finishes the recording.
     if let Some(tap) = tap {
         tap.finish().await;
@@ -142,6 +145,7 @@ async fn console(
     control: sources::Control,
     replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
     kpis: crate::engine::kpis::SharedKpis,
+    open: tokio::sync::watch::Sender<Vec<String>>,
 ) -> Result<(), CommandError> {
     let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
@@ -209,6 +213,7 @@ async fn console(
         actions: action_rx,
         runner,
         focus: focus_tx,
+        open,
         replay,
     };
     let result = event_loop(
@@ -236,6 +241,8 @@ struct Channels {
     actions: tokio::sync::mpsc::Receiver<crate::actions::runner::Reply>,
     runner: tokio::sync::mpsc::Sender<crate::actions::runner::Request>,
     focus: tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
+    /// The nodes open on screen, for the source.
+    open: tokio::sync::watch::Sender<Vec<String>>,
     /// Playing a recording: its controls.
     replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
 }
@@ -362,6 +369,15 @@ async fn event_loop(
                 }
             }
         }
+        let now_open = app.open_nodes();
+        ch.open.send_if_modified(|o| {
+            if *o == now_open {
+                false
+            } else {
+                *o = now_open;
+                true
+            }
+        });
         let now_focus = app.focus();
         ch.focus.send_if_modified(|f| {
             if *f == now_focus {

@@ -191,7 +191,7 @@ fn exporters_directly_and_through_a_real_prometheus() {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_secs() as i64;
-    let b = rt.block_on(p.backfill(now, 30, 120));
+    let b = rt.block_on(p.backfill(now, 30, 120, true));
     assert!(b.notes.is_empty(), "{:?}", b.notes);
     let gpu = |g: u32| &b.gpus[&("gpu01".to_string(), g)];
     // Scraping began seconds ago: the newest slot has the fixture's value,
@@ -534,8 +534,14 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
             interval: Duration::from_millis(300),
             timeout: Duration::from_secs(2),
             hosts: nightshift::sources::dcgm::merge::HostMap(hosts),
+            ..nightshift::sources::endpoints::Endpoints::default()
         };
-        let mut out = nightshift::sources::endpoints::spawn(Some(srx), e).expect("spawn");
+        let mut out = nightshift::sources::endpoints::spawn(
+            Some(srx),
+            e,
+            nightshift::sources::nothing_open(),
+        )
+        .expect("spawn");
         let mut c = nightshift::model::Cluster {
             name: "t".into(),
             source: "slurm".into(),
@@ -620,5 +626,180 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
             "{:?}",
             i.evidence
         );
+    });
+}
+
+/// A dcgm-exporter-shaped page for `hosts` nodes of 8 GPUs each, every
+/// node under its own `Hostname` label (as one federation-style target
+/// serves a fleet): `gpu-007` GPU 3 has Xid 79; every GPU of `gpu-010`
+/// and `gpu-011` spins (full utilization, no SM occupancy).
+fn fleet_page(hosts: usize) -> String {
+    let mut out = String::new();
+    for f in [
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    ] {
+        out.push_str(&format!("# TYPE {f} gauge\n"));
+        for h in 0..hosts {
+            for g in 0..8 {
+                let spinning = h == 10 || h == 11;
+                let v = match f {
+                    "DCGM_FI_DEV_GPU_UTIL" => if spinning { "100" } else { "60" }.to_string(),
+                    "DCGM_FI_PROF_SM_OCCUPANCY" => {
+                        if spinning { "0.01" } else { "0.5" }.to_string()
+                    }
+                    "DCGM_FI_DEV_GPU_TEMP" => "55".to_string(),
+                    "DCGM_FI_DEV_XID_ERRORS" => {
+                        if h == 7 && g == 3 { "79" } else { "0" }.to_string()
+                    }
+                    _ => "0".to_string(),
+                };
+                out.push_str(&format!(
+                    "{f}{{gpu=\"{g}\",UUID=\"GPU-{h:04}-{g}\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-{h:03}\"}} {v}\n"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The fleet path against the real Prometheus: with more GPUs than
+/// `--prometheus-every-gpu-max`, healthy nodes come as per-node
+/// aggregates, the node with an Xid and the spinning nodes in full, and
+/// the incident is the same one the every-series path finds; a node the
+/// console opens is read in full at once.
+#[test]
+fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full() {
+    if !require("prometheus", "apt-get install prometheus") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = serve(fleet_page(24));
+    let (_prom, url) = prometheus(dir.path(), &[target]);
+    let nodes = wait_for(Duration::from_secs(40), || {
+        let out = Command::new(common::bin())
+            .args(["--source", "none", "--log-file"])
+            .arg(dir.path().join("ns.log"))
+            .args(["--prometheus", &url, "--prometheus-every-gpu-max", "100"])
+            .args(["get", "nodes", "-o", "json"])
+            .output()
+            .ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        let items = v["items"].as_array().cloned().unwrap_or_default();
+        (items.len() == 24).then_some(items)
+    })
+    .expect("Prometheus never served the fleet's 24 nodes");
+    let node = |name: &str| {
+        nodes
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {nodes:?}"))
+            .clone()
+    };
+    let healthy = node("gpu-003");
+    assert_eq!(healthy["gpu_summary"]["gpus"], 8, "{healthy}");
+    assert_eq!(healthy["gpu_summary"]["utilization"], 0.6, "{healthy}");
+    assert_eq!(healthy["mean_sm_occupancy"], 0.5, "{healthy}");
+    for name in ["gpu-007", "gpu-010", "gpu-011"] {
+        assert!(
+            node(name).get("gpu_summary").is_none(),
+            "{name} read in full"
+        );
+    }
+    let (gpus, _) = get_gpus(
+        &["--prometheus", &url, "--prometheus-every-gpu-max", "100"],
+        dir.path(),
+    );
+    let mut hosts: Vec<&str> = gpus.iter().filter_map(|g| g["node"].as_str()).collect();
+    hosts.dedup();
+    assert_eq!(
+        hosts,
+        ["gpu-007", "gpu-010", "gpu-011"],
+        "only problem nodes per GPU"
+    );
+    let xid = gpus
+        .iter()
+        .find(|g| g["node"] == "gpu-007" && g["index"] == 3)
+        .expect("gpu-007 GPU 3");
+    assert_eq!(xid["last_xid"]["code"], 79);
+    // The same story both ways: one Xid 79 incident on gpu-007.
+    let incidents = |max: &str| {
+        let out = common::nightshift(
+            dir.path(),
+            &[
+                "--source",
+                "none",
+                "--prometheus",
+                &url,
+                "--prometheus-every-gpu-max",
+                max,
+                "get",
+                "incidents",
+                "-o",
+                "json",
+            ],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} {}",
+                    i["node"].as_str().unwrap_or(""),
+                    i["gpu"],
+                    i["label"].as_str().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let fleet = incidents("100");
+    assert_eq!(fleet, ["gpu-007 3 XID 79"]);
+    assert_eq!(
+        fleet,
+        incidents("100000"),
+        "the fleet path tells what the every-series path does"
+    );
+
+    // The console's loop: an opened node is read in full in one query.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let e = nightshift::sources::endpoints::Endpoints {
+        prometheus: Some(url.clone()),
+        prometheus_every_gpu_max: 100,
+        ..nightshift::sources::endpoints::Endpoints::default()
+    };
+    let base = nightshift::model::Cluster::default();
+    rt.block_on(async {
+        let mut p = nightshift::sources::endpoints::Poller::new(&e).expect("poller");
+        let round = p.poll(&base, &[], &e.hosts).await;
+        assert_eq!(round.aggregates.len(), 21, "the healthy nodes in aggregate");
+        assert_eq!(round.readings.len(), 24, "3 nodes × 8 GPUs in full");
+        let opened = vec!["gpu-003".to_string()];
+        let t = std::time::Instant::now();
+        let open = p
+            .poll_open(&base, &opened, &e.hosts)
+            .await
+            .expect("read in full");
+        let took = t.elapsed();
+        assert_eq!(
+            open.readings.iter().filter(|r| r.host == "gpu-003").count(),
+            8,
+            "the opened node's every GPU"
+        );
+        assert_eq!(open.aggregates.len(), 20, "no longer an aggregate");
+        assert!(took < Duration::from_secs(1), "opened in {took:?}");
+        // Already read: nothing more to ask.
+        assert!(p.poll_open(&base, &opened, &e.hosts).await.is_none());
+        // The next refresh keeps the opened node in full.
+        let round = p.poll(&base, &opened, &e.hosts).await;
+        assert_eq!(round.readings.len(), 32);
     });
 }

@@ -148,6 +148,8 @@ pub struct OriginState {
     pub error: Option<String>,
     /// How often it is polled now, and why, as the source last said.
     pub refresh: Option<Refresh>,
+    /// It answered slowly or in part, as it last said.
+    pub quality: Option<String>,
 }
 
 /// How often an origin is polled, as it last said.
@@ -517,6 +519,32 @@ impl App {
     }
 
     /// What the engine should answer for, given the screen.
+    /// The nodes opened on screen (a node, a GPU's node, a job's nodes),
+    /// whose GPUs a fleet's source reads in full: not the rows a cursor
+    /// passes over.
+    pub fn open_nodes(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.stack {
+            match (s.view, &s.target) {
+                (View::NodeDetail, Some(n)) => out.push(n.clone()),
+                (View::GpuDetail, Some(t)) => {
+                    if let Some((n, _)) = t.rsplit_once('/') {
+                        out.push(n.to_string());
+                    }
+                }
+                (View::JobDetail, Some(id)) => {
+                    if let Some(j) = self.cluster.job(id) {
+                        out.extend(j.nodes.iter().take(64).cloned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     pub fn focus(&self) -> Focus {
         let s = self.screen();
         match (s.view, &s.target) {

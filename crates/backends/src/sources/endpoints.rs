@@ -5,15 +5,17 @@ use super::dcgm::Reading;
 use super::dcgm::merge::{HealthWatch, HostMap, merge};
 use super::dcgm::ports::{PortReading, merge_ports};
 use super::dcgm::scrape::Scraper;
-use super::prometheus::Prometheus;
+use super::prometheus::fleet::{self, HostKey, NodeAggregate};
+use super::prometheus::{PromError, Prometheus};
 use super::{Origin, SourceError, Update};
 use crate::model::{Backfill, Cluster, HISTORY_SLOTS, HISTORY_STEP};
 use crate::sources::error::StartError;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Endpoints {
     /// dcgm-exporter or nightshift-agent `/metrics` URLs.
     pub dcgm: Vec<String>,
@@ -24,6 +26,31 @@ pub struct Endpoints {
     pub interval: Duration,
     pub timeout: Duration,
     pub hosts: HostMap,
+    /// Up to this many GPUs on the Prometheus server, every GPU's series
+    /// each refresh; above, the fleet path (`prometheus::fleet`).
+    pub prometheus_every_gpu_max: u32,
+    /// The engine's stall thresholds (0–1), for the fleet path's filter.
+    pub stall_util_min: f64,
+    pub stall_occupancy_max: f64,
+}
+
+/// `[endpoints] prometheus_every_gpu_max` when unset.
+pub const EVERY_GPU_MAX: u32 = 4096;
+
+impl Default for Endpoints {
+    fn default() -> Self {
+        Endpoints {
+            dcgm: Vec::new(),
+            node_exporter: Vec::new(),
+            prometheus: None,
+            interval: Duration::from_secs(10),
+            timeout: Duration::from_secs(5),
+            hosts: HostMap::default(),
+            prometheus_every_gpu_max: EVERY_GPU_MAX,
+            stall_util_min: 0.9,
+            stall_occupancy_max: 0.05,
+        }
+    }
 }
 
 impl Endpoints {
@@ -46,9 +73,26 @@ impl Endpoints {
 /// One poll of every endpoint.
 pub struct Poller {
     scraper: Option<Scraper>,
-    prometheus: Option<(String, Prometheus)>,
-    last_prom: Vec<Reading>,
-    last_prom_ports: Vec<PortReading>,
+    prometheus: Option<PromPoller>,
+    /// The scrapers' newest round, for a poll of the opened nodes alone.
+    last_scrape: (Vec<Reading>, Vec<PortReading>),
+}
+
+/// A Prometheus server, as polled: every GPU's series (a small cluster),
+/// or the fleet path (aggregates, problem nodes, opened nodes).
+struct PromPoller {
+    url: String,
+    client: Prometheus,
+    every_gpu_max: u32,
+    stall: (f64, f64),
+    /// Answers slower than this are said to be slow.
+    slow: Duration,
+    last: Vec<Reading>,
+    last_ports: Vec<PortReading>,
+    /// The fleet path's newest aggregates (empty on the every-series path).
+    aggregates: Vec<NodeAggregate>,
+    /// The fleet path's full readings, per host asked for.
+    full: BTreeMap<HostKey, Vec<Reading>>,
 }
 
 /// What one poll found.
@@ -58,11 +102,16 @@ pub struct Poll {
     pub readings: Vec<Reading>,
     /// Every node exporter's newest network ports.
     pub ports: Vec<PortReading>,
+    /// Nodes a fleet's Prometheus gave only in aggregate.
+    pub aggregates: Vec<NodeAggregate>,
     /// Each endpoint polled this time: answered (`None`) or its error.
     pub polled: Vec<(Origin, Option<SourceError>)>,
     /// Warnings that lose nothing: lines that did not parse, Prometheus
     /// warnings.
     pub notes: Vec<String>,
+    /// Per endpoint that answered slowly or in part: what to say in the
+    /// header; `None` for one that answered whole and in time.
+    pub quality: Vec<(Origin, Option<String>)>,
 }
 
 impl Poller {
@@ -77,19 +126,32 @@ impl Poller {
             prometheus: e
                 .prometheus
                 .as_deref()
-                .map(|u| Prometheus::new(u, e.timeout).map(|p| (u.to_string(), p)))
+                .map(|u| {
+                    Prometheus::new(u, e.timeout).map(|client| PromPoller {
+                        url: u.to_string(),
+                        client,
+                        every_gpu_max: e.prometheus_every_gpu_max,
+                        stall: (e.stall_util_min, e.stall_occupancy_max),
+                        slow: (e.timeout / 2).max(Duration::from_secs(1)),
+                        last: Vec::new(),
+                        last_ports: Vec::new(),
+                        aggregates: Vec::new(),
+                        full: BTreeMap::new(),
+                    })
+                })
                 .transpose()?,
-            last_prom: Vec::new(),
-            last_prom_ports: Vec::new(),
+            last_scrape: (Vec::new(), Vec::new()),
         })
     }
 
-    pub async fn poll(&mut self) -> Poll {
+    /// Every endpoint, once. `base` is the scheduler's newest snapshot (a
+    /// fleet's problem nodes bring their jobs' other nodes), `open` the
+    /// nodes the console has open (read in full on the fleet path).
+    pub async fn poll(&mut self, base: &Cluster, open: &[String], hosts: &HostMap) -> Poll {
         let mut out = Poll::default();
         if let Some(s) = &mut self.scraper {
             let round = s.round().await;
-            out.readings.extend(round.readings);
-            out.ports.extend(round.ports);
+            self.last_scrape = (round.readings, round.ports);
             out.polled.extend(
                 round
                     .polled
@@ -99,36 +161,201 @@ impl Poller {
             out.notes
                 .extend(round.notes.into_iter().map(|(u, n)| format!("{u}: {n}")));
         }
-        if let Some((url, p)) = &self.prometheus {
-            let origin = Origin::Endpoint(url.clone());
-            match p.query().await {
-                Ok((r, warnings)) => {
-                    self.last_prom = r;
-                    out.notes.extend(warnings);
-                    out.polled.push((origin, None));
-                }
-                Err(e) => out.polled.push((origin, Some(SourceError::from(e)))),
-            }
-            out.readings.extend(self.last_prom.iter().cloned());
-            // The ports' query failing alone is a note: the GPUs stand.
-            match p.ports().await {
-                Ok((ports, warnings)) => {
-                    self.last_prom_ports = ports;
-                    out.notes.extend(warnings);
-                }
-                Err(e) => out.notes.push(format!("{url}: no network ports: {e}")),
-            }
-            out.ports.extend(self.last_prom_ports.iter().cloned());
+        out.readings.extend(self.last_scrape.0.iter().cloned());
+        out.ports.extend(self.last_scrape.1.iter().cloned());
+        if let Some(p) = &mut self.prometheus {
+            p.poll(base, open, hosts, &mut out).await;
         }
         out
     }
+
+    /// The opened nodes alone, read in full now (the fleet path); the rest
+    /// as the last poll left it. `None`: nothing to read (no fleet path,
+    /// or those nodes already read in full).
+    pub async fn poll_open(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+    ) -> Option<Poll> {
+        let p = self.prometheus.as_mut()?;
+        let keys = p.keys_of(base, open, hosts);
+        let keys: BTreeSet<HostKey> = keys
+            .into_iter()
+            .filter(|k| !p.full.contains_key(k))
+            .collect();
+        if keys.is_empty() {
+            return None;
+        }
+        let mut out = Poll::default();
+        match p.read_full(&keys).await {
+            Ok((readings, warnings)) => {
+                out.notes.extend(warnings);
+                p.full.extend(readings);
+            }
+            Err(e) => out
+                .notes
+                .push(format!("{}: the opened node's GPUs: {e}", p.url)),
+        }
+        out.readings.extend(self.last_scrape.0.iter().cloned());
+        out.ports.extend(self.last_scrape.1.iter().cloned());
+        p.fill(&mut out);
+        Some(out)
+    }
 }
 
-/// The scheduler's snapshot with the endpoints' readings (GPUs and
-/// network ports) laid over it.
+impl PromPoller {
+    async fn poll(&mut self, base: &Cluster, open: &[String], hosts: &HostMap, out: &mut Poll) {
+        let origin = Origin::Endpoint(self.url.clone());
+        let started = std::time::Instant::now();
+        let mut warned = Vec::new();
+        let answered = self.read(base, open, hosts, &mut warned).await;
+        let took = started.elapsed();
+        match answered {
+            Ok(()) => out.polled.push((origin.clone(), None)),
+            Err(e) => out
+                .polled
+                .push((origin.clone(), Some(SourceError::from(e)))),
+        }
+        // The ports' query failing alone is a note: the GPUs stand.
+        match self.client.ports().await {
+            Ok((ports, warnings)) => {
+                self.last_ports = ports;
+                warned.extend(warnings);
+            }
+            Err(e) => out
+                .notes
+                .push(format!("{}: no network ports: {e}", self.url)),
+        }
+        let quality = if let Some(w) = warned.first() {
+            Some(format!(
+                "partial answer: {}",
+                w.trim_start_matches("Prometheus warning: ")
+            ))
+        } else if took > self.slow {
+            Some(format!("slow: answered in {:.1} s", took.as_secs_f64()))
+        } else {
+            None
+        };
+        out.quality.push((origin, quality));
+        out.notes.extend(warned);
+        self.fill(out);
+    }
+
+    /// The readings (and aggregates) as the newest answers left them.
+    fn fill(&self, out: &mut Poll) {
+        out.readings.extend(self.last.iter().cloned());
+        out.readings.extend(self.full.values().flatten().cloned());
+        out.ports.extend(self.last_ports.iter().cloned());
+        out.aggregates.extend(
+            self.aggregates
+                .iter()
+                .filter(|a| !self.full.contains_key(&a.key))
+                .cloned(),
+        );
+    }
+
+    /// One refresh: the aggregates first; a small cluster then in full,
+    /// a fleet by the fleet path. A failed answer keeps the last.
+    async fn read(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+        warned: &mut Vec<String>,
+    ) -> Result<(), PromError> {
+        let body = self
+            .client
+            .get_json("query", &[("query", fleet::aggregates_query())])
+            .await?;
+        let (aggregates, w) = fleet::aggregates_from(&body)?;
+        warned.extend(w);
+        let gpus: u64 = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
+        if gpus <= u64::from(self.every_gpu_max) {
+            let (r, w) = self.client.query().await?;
+            warned.extend(w);
+            self.last = r;
+            self.aggregates.clear();
+            self.full.clear();
+            return Ok(());
+        }
+        self.aggregates = aggregates;
+        self.last.clear();
+        let body = self
+            .client
+            .get_json(
+                "query",
+                &[("query", fleet::problems_query(self.stall.0, self.stall.1))],
+            )
+            .await?;
+        let (mut wanted, w) = fleet::problems_from(&body)?;
+        warned.extend(w);
+        // Their jobs' other nodes, and the opened ones.
+        let problem_nodes: Vec<String> = {
+            let known = super::dcgm::merge::node_index(base);
+            wanted
+                .iter()
+                .map(|k| hosts.node_for(k.host(), &known).to_string())
+                .collect()
+        };
+        let mut more: BTreeSet<&str> = open.iter().map(String::as_str).collect();
+        for j in base.jobs.iter().filter(|j| j.state.holds_resources()) {
+            if j.nodes.len() > 1 && j.nodes.iter().any(|n| problem_nodes.contains(n)) {
+                more.extend(j.nodes.iter().map(String::as_str));
+            }
+        }
+        let more: Vec<String> = more.into_iter().map(str::to_string).collect();
+        wanted.extend(self.keys_of(base, &more, hosts));
+        let (full, w) = self.read_full(&wanted).await?;
+        warned.extend(w);
+        self.full = full;
+        Ok(())
+    }
+
+    /// The aggregates' hosts that are these nodes.
+    fn keys_of(&self, base: &Cluster, nodes: &[String], hosts: &HostMap) -> BTreeSet<HostKey> {
+        if nodes.is_empty() {
+            return BTreeSet::new();
+        }
+        let known = super::dcgm::merge::node_index(base);
+        let wanted: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
+        self.aggregates
+            .iter()
+            .filter(|a| wanted.contains(hosts.node_for(a.key.host(), &known)))
+            .map(|a| a.key.clone())
+            .collect()
+    }
+
+    /// Every family of these hosts, per host.
+    async fn read_full(
+        &self,
+        keys: &BTreeSet<HostKey>,
+    ) -> Result<(BTreeMap<HostKey, Vec<Reading>>, Vec<String>), PromError> {
+        let mut out: BTreeMap<HostKey, Vec<Reading>> =
+            keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+        let by_host: std::collections::HashMap<String, HostKey> = keys
+            .iter()
+            .map(|k| (k.host().to_string(), k.clone()))
+            .collect();
+        let mut warned = Vec::new();
+        for q in fleet::full_queries(keys) {
+            let (readings, w) = self.client.query_with(&q).await?;
+            warned.extend(w);
+            for r in readings {
+                if let Some(k) = by_host.get(&r.host) {
+                    out.entry(k.clone()).or_default().push(r);
+                }
+            }
+        }
+        Ok((out, warned))
+    }
+}
+
+/// The scheduler's snapshot with the endpoints' readings (GPUs, network
+/// ports, a fleet's per-node aggregates) laid over it.
 pub fn merged(
     base: &Cluster,
-    (readings, ports): (&[Reading], &[PortReading]),
+    latest: &Latest,
     e: &Endpoints,
     watch: &HealthWatch,
     now: i64,
@@ -139,13 +366,74 @@ pub fn merged(
         c.source = "none".into();
     }
     c.time = c.time.max(now);
-    merge(&mut c, readings, &e.source_name(), &e.hosts, watch);
-    merge_ports(&mut c, ports, &e.hosts);
+    merge(&mut c, &latest.readings, &e.source_name(), &e.hosts, watch);
+    merge_ports(&mut c, &latest.ports, &e.hosts);
+    merge_aggregates(&mut c, &latest.aggregates, &e.source_name(), &e.hosts);
     c
 }
 
-/// The newest round's readings: GPUs and network ports.
-type Latest = (Vec<Reading>, Vec<PortReading>);
+/// Nodes a fleet's Prometheus gave only in aggregate: their summary, on
+/// nodes none of whose GPUs has a reading of its own; nodes only the
+/// endpoint knows are added, marked.
+fn merge_aggregates(c: &mut Cluster, aggregates: &[NodeAggregate], source: &str, hosts: &HostMap) {
+    if aggregates.is_empty() {
+        return;
+    }
+    let mut index: std::collections::HashMap<String, usize> = c
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    // The scheduler's names, once: hosts are matched against them.
+    let names: Vec<String> = c.nodes.iter().map(|n| n.name.clone()).collect();
+    let known: std::collections::HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    for a in aggregates {
+        let name = hosts.node_for(a.key.host(), &known).to_string();
+        let i = match index.get(&name) {
+            Some(&i) => i,
+            None => {
+                let mut n = super::dcgm::merge::endpoint_only_node(&name, None);
+                n.gpu_count = a.gpus;
+                c.nodes.push(Arc::new(n));
+                index.insert(name.clone(), c.nodes.len() - 1);
+                c.nodes.len() - 1
+            }
+        };
+        if c.nodes[i].gpus.iter().any(|g| g.reading_time.is_some()) {
+            continue;
+        }
+        Arc::make_mut(&mut c.nodes[i]).gpu_summary = Some(crate::model::GpuSummary {
+            gpus: a.gpus,
+            utilization: a.utilization,
+            sm_occupancy: a.sm_occupancy,
+            source: source.to_string(),
+            time: a.time,
+        });
+    }
+}
+
+/// The newest round's readings: GPUs, network ports, a fleet's aggregates.
+#[derive(Debug, Default)]
+pub struct Latest {
+    pub readings: Vec<Reading>,
+    pub ports: Vec<PortReading>,
+    pub aggregates: Vec<NodeAggregate>,
+}
+
+impl From<Poll> for Latest {
+    fn from(p: Poll) -> Latest {
+        Latest {
+            readings: p.readings,
+            ports: p.ports,
+            aggregates: p.aggregates,
+        }
+    }
+}
 
 /// The health watch after a round: observing is linear in readings but big
 /// at scale, so off the async workers. A failed observation keeps the
@@ -159,8 +447,8 @@ async fn observe(
     let (b, l, mut w, hosts) = (base.clone(), latest.clone(), watch.clone(), e.clone());
     let observed = tokio::task::spawn_blocking(move || {
         let w2 = Arc::make_mut(&mut w);
-        w2.observe(&l.0, &b, &hosts.hosts);
-        w2.observe_ports(&l.1, &b, &hosts.hosts);
+        w2.observe(&l.readings, &b, &hosts.hosts);
+        w2.observe_ports(&l.ports, &b, &hosts.hosts);
         w
     });
     match observed.await {
@@ -176,21 +464,31 @@ async fn observe(
 /// and sends merged snapshots. The scheduler's status messages pass
 /// through untouched: an endpoint's answer never makes the scheduler's
 /// data look fresh.
+///
+/// `open` names the nodes the console has open: on a fleet's Prometheus
+/// their GPUs are read in full at once (and each refresh while open).
 pub fn spawn(
     mut sched: Option<mpsc::Receiver<Update>>,
     e: Endpoints,
+    mut open: watch::Receiver<Vec<String>>,
 ) -> Result<mpsc::Receiver<Update>, StartError> {
     let (tx, rx) = mpsc::channel(16);
     let mut poller = Poller::new(&e)?;
     // The charts' last hour, read once at start beside the first rounds.
     let (btx, mut brx) = mpsc::channel::<Backfill>(1);
     let mut backfill_open = false;
-    if let Some((_, p)) = &poller.prometheus {
-        let p = p.clone();
+    if let Some(p) = &poller.prometheus {
+        let p = p.client.clone();
+        let every_gpu_max = e.prometheus_every_gpu_max;
         backfill_open = true;
         tokio::spawn(async move {
+            // A fleet's every-GPU hour is too big to ask for: its Xids only.
+            let activity = p
+                .gpu_count()
+                .await
+                .is_ok_and(|n| n <= u64::from(every_gpu_max));
             let b = p
-                .backfill(crate::host::now(), HISTORY_STEP, HISTORY_SLOTS)
+                .backfill(crate::host::now(), HISTORY_STEP, HISTORY_SLOTS, activity)
                 .await;
             let _ = btx.send(b).await;
         });
@@ -198,14 +496,33 @@ pub fn spawn(
         drop(btx);
     }
     let (htx, mut hrx) = mpsc::channel::<Poll>(2);
+    let (base_tx, base_rx) = watch::channel::<Arc<Cluster>>(Arc::default());
     let interval = e.interval;
+    let hosts = e.hosts.clone();
     tokio::spawn(async move {
+        let mut open_live = true;
+        let mut next = tokio::time::Instant::now();
         loop {
-            let round = poller.poll().await;
-            if htx.send(round).await.is_err() {
+            let wake = tokio::select! {
+                _ = tokio::time::sleep_until(next) => true,
+                changed = open.changed(), if open_live => {
+                    open_live = changed.is_ok();
+                    false
+                }
+            };
+            let base = base_rx.borrow().clone();
+            let nodes = open.borrow().clone();
+            let round = if wake {
+                next = tokio::time::Instant::now() + interval;
+                Some(poller.poll(&base, &nodes, &hosts).await)
+            } else {
+                poller.poll_open(&base, &nodes, &hosts).await
+            };
+            if let Some(round) = round
+                && htx.send(round).await.is_err()
+            {
                 return;
             }
-            tokio::time::sleep(interval).await;
         }
     });
     tokio::spawn(async move {
@@ -238,7 +555,10 @@ pub fn spawn(
                     continue;
                 }
                 up = async { match sched.as_mut() { Some(r) => r.recv().await, None => None } }, if sched_open => match up {
-                    Some(Update::Snapshot(c)) => base = c,
+                    Some(Update::Snapshot(c)) => {
+                        base = c;
+                        base_tx.send_replace(base.clone());
+                    }
                     Some(status) => {
                         if tx.send(status).await.is_err() {
                             return;
@@ -251,14 +571,20 @@ pub fn spawn(
                     }
                 },
                 round = hrx.recv() => match round {
-                    Some(p) => {
+                    Some(mut p) => {
                         for n in &p.notes {
                             tracing::warn!("node endpoints: {n}");
                         }
-                        latest = Arc::new((p.readings, p.ports));
+                        let (polled, quality) = (std::mem::take(&mut p.polled), std::mem::take(&mut p.quality));
+                        latest = Arc::new(Latest::from(p));
                         watch = observe(&base, &latest, watch, &e).await;
-                        for (origin, err) in p.polled {
+                        for (origin, err) in polled {
                             if tx.send(Update::Status { origin, error: err }).await.is_err() {
+                                return;
+                            }
+                        }
+                        for (origin, note) in quality {
+                            if tx.send(Update::Quality { origin, note }).await.is_err() {
                                 return;
                             }
                         }
@@ -267,10 +593,9 @@ pub fn spawn(
                 },
             }
             let (b, l, w, e2) = (base.clone(), latest.clone(), watch.clone(), e.clone());
-            let merged = tokio::task::spawn_blocking(move || {
-                merged(&b, (&l.0, &l.1), &e2, &w, crate::host::now())
-            })
-            .await;
+            let merged =
+                tokio::task::spawn_blocking(move || merged(&b, &l, &e2, &w, crate::host::now()))
+                    .await;
             match merged {
                 Ok(c) => {
                     if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {
@@ -308,8 +633,9 @@ mod tests {
             interval: Duration::from_millis(50),
             timeout: Duration::from_secs(1),
             hosts: HostMap::default(),
+            ..Endpoints::default()
         };
-        let mut out = spawn(Some(srx), e).expect("spawn");
+        let mut out = spawn(Some(srx), e, crate::sources::nothing_open()).expect("spawn");
         let mut c = Cluster {
             name: "t".into(),
             source: "slurm".into(),
@@ -335,7 +661,10 @@ mod tests {
             match u {
                 Update::Snapshot(c) => merged = Some(c),
                 Update::Backfill(_) => panic!("no Prometheus, no back-fill"),
-                Update::Refresh { .. } | Update::Notice(_) | Update::Playback(_) => {}
+                Update::Refresh { .. }
+                | Update::Notice(_)
+                | Update::Playback(_)
+                | Update::Quality { .. } => {}
                 Update::Status {
                     origin: Origin::Scheduler,
                     error: Some(e),
@@ -403,8 +732,9 @@ mod tests {
             interval: Duration::from_secs(60),
             timeout: Duration::from_secs(2),
             hosts: HostMap::default(),
+            ..Endpoints::default()
         };
-        let mut out = spawn(Some(srx), e).expect("spawn");
+        let mut out = spawn(Some(srx), e, crate::sources::nothing_open()).expect("spawn");
         // Nothing named yet: no back-fill before the scheduler's snapshot.
         let early = tokio::time::timeout(Duration::from_millis(500), async {
             loop {

@@ -65,6 +65,12 @@ pub enum Update {
         stretched: bool,
         note: String,
     },
+    /// An origin answered, but slowly or in part (`note`, for the header);
+    /// `None`: whole and in time again. The answer itself stands.
+    Quality {
+        origin: Origin,
+        note: Option<String>,
+    },
     /// Something the on-call should know that is no origin's data: the
     /// console's recording stopped, for one.
     Notice(String),
@@ -157,12 +163,16 @@ pub enum Control {
 
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
+///
+/// `open`: the nodes the console has open (a fleet's Prometheus reads
+/// their GPUs in full); `nothing_open()` where nothing opens any.
 pub fn spawn(
     cfg: SourceConfig,
     endpoints: &endpoints::Endpoints,
     site: &site_topology::SiteDomains,
+    open: Opened,
 ) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
-    let (rx, control) = spawn_source(cfg, endpoints)?;
+    let (rx, control) = spawn_source(cfg, endpoints, open)?;
     if site.is_empty() {
         Ok((rx, control))
     } else {
@@ -170,9 +180,18 @@ pub fn spawn(
     }
 }
 
+/// The nodes the console has open, as it last said.
+pub type Opened = tokio::sync::watch::Receiver<Vec<String>>;
+
+/// For a caller that opens no node (a one-shot command, a recording).
+pub fn nothing_open() -> Opened {
+    tokio::sync::watch::channel(Vec::new()).1
+}
+
 fn spawn_source(
     cfg: SourceConfig,
     endpoints: &endpoints::Endpoints,
+    open: Opened,
 ) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
     let (tx, rx) = mpsc::channel(16);
     let control = match cfg {
@@ -180,7 +199,10 @@ fn spawn_source(
             if endpoints.is_empty() {
                 return Err(error::StartError::NoEndpoints);
             }
-            return Ok((endpoints::spawn(None, endpoints.clone())?, Control::None));
+            return Ok((
+                endpoints::spawn(None, endpoints.clone(), open)?,
+                Control::None,
+            ));
         }
         SourceConfig::Sim {
             sim: sim_cfg,
@@ -203,6 +225,9 @@ fn spawn_source(
     if endpoints.is_empty() {
         Ok((rx, control))
     } else {
-        Ok((endpoints::spawn(Some(rx), endpoints.clone())?, control))
+        Ok((
+            endpoints::spawn(Some(rx), endpoints.clone(), open)?,
+            control,
+        ))
     }
 }

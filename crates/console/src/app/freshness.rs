@@ -60,6 +60,14 @@ impl App {
         })
     }
 
+    /// An endpoint that answered slowly or in part, for the header:
+    /// `prometheus http://…: slow: answered in 4.2 s`.
+    pub fn quality_badge(&self) -> Option<String> {
+        self.origins
+            .iter()
+            .find_map(|(o, s)| s.quality.as_ref().map(|q| format!("{}: {q}", o.name())))
+    }
+
     /// The origin to warn about: one in error (the scheduler first, then
     /// the one that answered longest ago), with its age.
     pub fn failing_origin(&self) -> Option<(&Origin, &str, Option<Duration>)> {

@@ -211,6 +211,13 @@ impl App {
                     self.log_flash();
                 }
             }
+            Update::Quality { origin, note } => {
+                let s = self.origins.entry(origin).or_default();
+                if note.is_some() && s.quality.is_none() {
+                    tracing::info!("an endpoint answers in part or slowly: {note:?}");
+                }
+                s.quality = note;
+            }
             Update::Playback(p) => self.playback = Some(p),
             Update::Notice(text) => {
                 tracing::warn!("{text}");

@@ -133,6 +133,9 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some(r) = app.refresh_badge() {
                 spans.push(Span::styled(format!(" · {r}"), theme.dim()));
             }
+            if let Some(q) = app.quality_badge() {
+                spans.push(Span::styled(format!(" · {}", sanitize(&q)), theme.badge()));
+            }
             if let Some(lag) = app.analysis_lag_s() {
                 spans.push(Span::styled(
                     format!(" · engine {} behind", text::duration(lag)),

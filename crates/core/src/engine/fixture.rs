@@ -29,6 +29,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         gpu_model: Some("H100".into()),
         domains: Vec::new(),
         ib_ports: Vec::new(),
+        gpu_summary: None,
         labels: BTreeMap::new(),
         gpu_count: gpus,
         gpus: (0..gpus).map(|i| Gpu::unknown(name, i)).collect(),

@@ -107,6 +107,23 @@ pub struct Gpu {
     pub reading_time: Option<Timestamp>,
 }
 
+/// A node's GPUs in aggregate, as a big fleet's Prometheus answers them
+/// (one series per node, not per GPU): what the grid and the lists show
+/// for a healthy node nobody has opened. Per-GPU readings, where there
+/// are any, come first; this stands only where there are none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSummary {
+    /// GPUs that reported.
+    pub gpus: u32,
+    /// Their mean utilization, 0–1.
+    pub utilization: Option<f64>,
+    /// Their mean SM occupancy, 0–1.
+    pub sm_occupancy: Option<f64>,
+    /// Where it came from and when.
+    pub source: String,
+    pub time: Timestamp,
+}
+
 /// NVML's recovery action for a GPU (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -18,7 +18,7 @@ pub use action::{Action, Outcome, Refused, Step};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};
-pub use gpu::{EccCounts, Gpu, GpuHealth, LastXid, NvLinkErrors, RecoveryAction};
+pub use gpu::{EccCounts, Gpu, GpuHealth, GpuSummary, LastXid, NvLinkErrors, RecoveryAction};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{FaultReport, Node, NodeState};
 pub use summary::Summary;

@@ -73,6 +73,10 @@ pub struct Node {
     /// Its network (InfiniBand/RoCE) ports, where a source reports them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ib_ports: Vec<IbPort>,
+    /// Its GPUs in aggregate, where a fleet's Prometheus gave only that
+    /// (see `GpuSummary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_summary: Option<super::GpuSummary>,
     pub labels: BTreeMap<String, String>,
     /// GPUs the scheduler says the node has; `gpus` may hold fewer when an
     /// endpoint reports fewer (a GPU fallen off the bus).
@@ -130,10 +134,11 @@ impl Node {
     }
 
     /// Mean SM occupancy over the GPUs that report it.
+    /// Where no GPU reports it alone, the node's aggregate says it.
     pub fn mean_sm_occupancy(&self) -> Option<f64> {
         let known: Vec<f64> = self.gpus.iter().filter_map(|g| g.sm_occupancy).collect();
         if known.is_empty() {
-            None
+            self.gpu_summary.as_ref().and_then(|s| s.sm_occupancy)
         } else {
             Some(known.iter().sum::<f64>() / known.len() as f64)
         }

@@ -430,6 +430,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             gpu_model: Some(model.to_string()),
             domains,
             ib_ports: vec![healthy_port()],
+            gpu_summary: None,
             labels,
             gpu_count: 8,
             gpus,

@@ -55,6 +55,7 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
         gpu_model,
         domains: Vec::new(),
         ib_ports: Vec::new(),
+        gpu_summary: None,
         labels,
         gpu_count: 0,
         gpus: Vec::new(),

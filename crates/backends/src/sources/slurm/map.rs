@@ -240,6 +240,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         gpu_model: model,
         domains: Vec::new(),
         ib_ports: Vec::new(),
+        gpu_summary: None,
         labels,
         gpu_count: g.count,
         gpus,

@@ -265,6 +265,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
     Some(Node {
         domains: domains_from_labels(&labels),
         ib_ports: Vec::new(),
+        gpu_summary: None,
         boot_time: None,
         reason_set_by: None,
         name,

@@ -13,6 +13,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod fleet;
+
 /// Every family nightshift reads, by name, in one selector (issue 28: not
 /// every `DCGM_FI_*` family an exporter writes).
 pub fn query() -> String {
@@ -86,8 +88,9 @@ impl From<PromError> for String {
     }
 }
 
-/// Samples from an instant-query response; `warnings` come back beside.
-pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), PromError> {
+/// An instant answer's series and warnings; an error answer (with
+/// Prometheus's words), one without a result, or a range is an error.
+pub(crate) fn instant_answer(body: &Value) -> Result<(&Vec<Value>, Vec<String>), PromError> {
     let status = body.get("status").and_then(Value::as_str).unwrap_or("");
     if status != "success" {
         let kind = body
@@ -121,6 +124,12 @@ pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), PromErro
     if body.pointer("/data/resultType").and_then(Value::as_str) == Some("matrix") {
         return Err(PromError::MatrixToInstant);
     }
+    Ok((result, warnings))
+}
+
+/// Samples from an instant-query response; `warnings` come back beside.
+pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), PromError> {
+    let (result, warnings) = instant_answer(body)?;
     let mut out = Vec::with_capacity(result.len());
     for series in result {
         let Some(metric) = series.get("metric").and_then(Value::as_object) else {
@@ -378,7 +387,12 @@ impl Prometheus {
     /// One refresh: the readings, and warnings. Errors quote at most a
     /// line of what the server said.
     pub async fn query(&self) -> Result<(Vec<Reading>, Vec<String>), PromError> {
-        let body = self.get_json("query", &[("query", query())]).await?;
+        self.query_with(&query()).await
+    }
+
+    /// The readings an instant query `q` selects.
+    pub async fn query_with(&self, q: &str) -> Result<(Vec<Reading>, Vec<String>), PromError> {
+        let body = self.get_json("query", &[("query", q.to_string())]).await?;
         let (samples, mut warnings) = samples_from(&body)?;
         let (r, w) =
             crate::sources::dcgm::readings_checked(&samples, "unknown", crate::host::now());
@@ -400,17 +414,46 @@ impl Prometheus {
         ))
     }
 
+    /// How many GPUs report a utilization (one series back).
+    pub async fn gpu_count(&self) -> Result<u64, PromError> {
+        let body = self
+            .get_json(
+                "query",
+                &[("query", "count(DCGM_FI_DEV_GPU_UTIL)".to_string())],
+            )
+            .await?;
+        let (result, _) = instant_answer(&body)?;
+        Ok(result
+            .first()
+            .and_then(|s| s.pointer("/value/1"))
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse::<f64>().ok())
+            .map_or(0, |v| v.max(0.0) as u64))
+    }
+
     /// The last `slots` × `step` seconds up to `end`, for the charts.
     /// Either query may fail alone (the activity one is big on a big
-    /// cluster): what came back is kept and the failure is a note.
-    pub async fn backfill(&self, end: Timestamp, step: i64, slots: usize) -> Backfill {
+    /// cluster): what came back is kept and the failure is a note. A
+    /// fleet's (`activity` false) is its Xids alone: every GPU's hour of
+    /// activity is millions of points, and its charts are per node.
+    pub async fn backfill(
+        &self,
+        end: Timestamp,
+        step: i64,
+        slots: usize,
+        activity: bool,
+    ) -> Backfill {
         let start = end - step * (slots.saturating_sub(1) as i64);
         let mut bodies = Vec::new();
         let mut notes = Vec::new();
-        for (what, q) in [
+        if !activity {
+            notes.push("a fleet: no per-GPU activity history (its Xids only)".to_string());
+        }
+        let queries = [
             ("SM occupancy and utilization", RANGE_ACTIVITY),
             ("Xids", RANGE_XID),
-        ] {
+        ];
+        for (what, q) in queries.into_iter().skip(usize::from(!activity)) {
             let params = [
                 ("query", q.to_string()),
                 ("start", start.to_string()),
@@ -442,7 +485,11 @@ impl Prometheus {
     }
 
     /// GET `/api/v1/{path}` as JSON.
-    async fn get_json(&self, path: &str, params: &[(&str, String)]) -> Result<Value, PromError> {
+    pub(crate) async fn get_json(
+        &self,
+        path: &str,
+        params: &[(&str, String)],
+    ) -> Result<Value, PromError> {
         let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/{path}", self.base), params)
             .map_err(|e| PromError::Url {
                 base: self.base.clone(),

@@ -1,0 +1,319 @@
+//! The fleet path (issue 28): on a server holding more GPUs than
+//! `[endpoints] prometheus_every_gpu_max`, a refresh does not ask for every
+//! GPU's every series. The server answers
+//! - per node, in aggregate: GPUs reporting, mean utilization and SM
+//!   occupancy (one series per node: `AGGREGATES`);
+//! - which nodes have a GPU with a problem (`problems`): a last Xid, an
+//!   uncorrectable ECC error, a row remap pending or failed, a recovery
+//!   action, NVLink errors, or the hung-collective signature — a filter the
+//!   server evaluates, answering one series per such node;
+//! - the full per-GPU series (`full_selector`) only for those nodes, the
+//!   nodes of the jobs running on them (a gang's other ranks say whether it
+//!   is stalled), and the nodes the console has open.
+//!
+//! Prometheus (and Thanos, Mimir, VictoriaMetrics behind the same API) does
+//! the work it is built for; the console decodes thousands of series, not
+//! millions. Figures: docs/performance.md, "A fleet through Prometheus".
+
+use super::PromError;
+use crate::model::Timestamp;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The labels a GPU's host is named by, as aggregates group them.
+const BY_HOST: &str = "Hostname, hostname, instance";
+
+/// Which label names a host's series, and its value there: how its full
+/// series are selected.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostKey {
+    pub label: &'static str,
+    pub value: String,
+}
+
+impl HostKey {
+    /// The host's name, as the every-series path names it (the `instance`
+    /// without its port).
+    pub fn host(&self) -> &str {
+        if self.label == "instance" {
+            self.value.split(':').next().unwrap_or(&self.value)
+        } else {
+            &self.value
+        }
+    }
+
+    fn of(metric: &serde_json::Map<String, Value>) -> Option<HostKey> {
+        ["Hostname", "hostname", "instance"]
+            .into_iter()
+            .find_map(|l| {
+                metric
+                    .get(l)
+                    .and_then(Value::as_str)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| HostKey {
+                        label: l,
+                        value: v.to_string(),
+                    })
+            })
+    }
+}
+
+/// One node's GPUs in aggregate, as the server answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeAggregate {
+    pub key: HostKey,
+    pub gpus: u32,
+    /// Mean utilization, 0–1.
+    pub utilization: Option<f64>,
+    /// Mean SM occupancy, 0–1.
+    pub sm_occupancy: Option<f64>,
+    /// The answer's time.
+    pub time: Timestamp,
+}
+
+/// Per node: GPUs reporting (those with a utilization series), their mean
+/// utilization and mean SM occupancy, each tagged by a `nightshift_agg`
+/// label so one answer carries all three.
+pub fn aggregates_query() -> String {
+    format!(
+        r#"label_replace(count by ({BY_HOST}) (DCGM_FI_DEV_GPU_UTIL), "nightshift_agg", "gpus", "", "") or label_replace(avg by ({BY_HOST}) (DCGM_FI_DEV_GPU_UTIL), "nightshift_agg", "util", "", "") or label_replace(avg by ({BY_HOST}) (DCGM_FI_PROF_SM_OCCUPANCY), "nightshift_agg", "occ", "", "")"#
+    )
+}
+
+/// Values past this are dcgm-exporter's blank sentinels, not counts.
+const BLANK: &str = "2147483632";
+
+/// The nodes with a GPU that needs a closer look, one series each. The
+/// stall signature uses the engine's thresholds (`stall_util_min` 0–1,
+/// `stall_occupancy_max` 0–1), so no stalled gang is missed.
+pub fn problems_query(stall_util_min: f64, stall_occupancy_max: f64) -> String {
+    let positive = |f: &str| format!("{f} > 0 < {BLANK}");
+    let mut parts: Vec<String> = [
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ROW_REMAP_PENDING",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "nightshift_gpu_recovery_action",
+        "DCGM_EXP_XID_ERRORS_COUNT",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    ]
+    .into_iter()
+    .map(positive)
+    .collect();
+    parts.push(format!(
+        "(DCGM_FI_DEV_GPU_UTIL >= {} and DCGM_FI_PROF_SM_OCCUPANCY <= {})",
+        (stall_util_min * 100.0).clamp(0.0, 100.0),
+        stall_occupancy_max.clamp(0.0, 1.0)
+    ));
+    format!("group by ({BY_HOST}) ({})", parts.join(" or "))
+}
+
+/// Hosts per full-series query: keeps each query's URL short.
+pub const HOSTS_PER_QUERY: usize = 200;
+
+/// Every family nightshift reads, for these hosts only (all named by the
+/// same label). The values are matched exactly (regex-quoted).
+pub fn full_selector(label: &str, values: &[&str]) -> String {
+    let alts: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
+    let families = super::query();
+    // `{__name__=~"…"}` → `{__name__=~"…", Hostname=~"a|b"}`
+    let inner = families.trim_end_matches('}');
+    format!(r#"{inner}, {label}=~"{}"}}"#, alts.join("|"))
+}
+
+/// A literal for a RE2 regex inside a PromQL double-quoted string.
+fn regex_quote(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 4);
+    for ch in v.chars() {
+        if "\\.+*?()|[]{}^$".contains(ch) {
+            // `\\` in PromQL's string is one `\` for the regex.
+            out.push_str("\\\\");
+            out.push(ch);
+        } else if ch == '"' {
+            out.push_str("\\\"");
+        } else if ch.is_control() {
+            // Never sent: no host name holds one.
+            continue;
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// Reads the aggregates' answer.
+pub fn aggregates_from(body: &Value) -> Result<(Vec<NodeAggregate>, Vec<String>), PromError> {
+    let (rows, warnings) = tagged_rows(body)?;
+    let mut by_host: BTreeMap<HostKey, NodeAggregate> = BTreeMap::new();
+    for (key, tag, value, time) in rows {
+        let a = by_host.entry(key.clone()).or_insert(NodeAggregate {
+            key,
+            gpus: 0,
+            utilization: None,
+            sm_occupancy: None,
+            time,
+        });
+        a.time = a.time.min(time);
+        let value = Some(value).filter(|v| v.is_finite() && !crate::sources::dcgm::blank(*v));
+        match tag.as_str() {
+            "gpus" => {
+                a.gpus = value.map_or(0, |v| v.clamp(0.0, 1e6) as u32);
+            }
+            "util" => a.utilization = value.map(|v| (v / 100.0).clamp(0.0, 1.0)),
+            "occ" => a.sm_occupancy = value.map(|v| v.clamp(0.0, 1.0)),
+            _ => {}
+        }
+    }
+    let max = crate::limits::get().max_series_per_scrape;
+    if by_host.len() as u64 > max {
+        return Err(PromError::TooManySeries(max));
+    }
+    Ok((
+        by_host.into_values().filter(|a| a.gpus > 0).collect(),
+        warnings,
+    ))
+}
+
+/// Reads the problems' answer: the hosts, each once.
+pub fn problems_from(body: &Value) -> Result<(BTreeSet<HostKey>, Vec<String>), PromError> {
+    let (rows, warnings) = tagged_rows(body)?;
+    Ok((rows.into_iter().map(|(k, ..)| k).collect(), warnings))
+}
+
+/// One series of an aggregate answer: its host, its `nightshift_agg` tag,
+/// value and time.
+type Row = (HostKey, String, f64, Timestamp);
+
+/// The rows of an instant answer; series without a host label are skipped.
+fn tagged_rows(body: &Value) -> Result<(Vec<Row>, Vec<String>), PromError> {
+    let (result, warnings) = super::instant_answer(body)?;
+    let rows = result
+        .iter()
+        .filter_map(|series| {
+            let metric = series.get("metric")?.as_object()?;
+            let key = HostKey::of(metric)?;
+            let tag = metric
+                .get("nightshift_agg")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let v = series.get("value")?.as_array()?;
+            let time = v.first()?.as_f64().filter(|t| t.is_finite())? as Timestamp;
+            let value = match v.get(1)?.as_str()? {
+                "NaN" => f64::NAN,
+                "+Inf" => f64::INFINITY,
+                "-Inf" => f64::NEG_INFINITY,
+                s => s.parse().unwrap_or(f64::NAN),
+            };
+            Some((key, tag, value, time))
+        })
+        .collect();
+    Ok((rows, warnings))
+}
+
+/// The full-series queries for `keys`: grouped by the label that names
+/// them, at most `HOSTS_PER_QUERY` hosts each.
+pub fn full_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
+    let mut by_label: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for k in keys {
+        by_label.entry(k.label).or_default().push(&k.value);
+    }
+    by_label
+        .into_iter()
+        .flat_map(|(label, values)| {
+            values
+                .chunks(HOSTS_PER_QUERY)
+                .map(|c| full_selector(label, c))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(labels: Value, v: &str) -> Value {
+        serde_json::json!({"metric": labels, "value": [1796006000.0, v]})
+    }
+
+    #[test]
+    fn aggregates_are_read_per_host_whatever_label_names_it() {
+        let body = serde_json::json!({"status": "success", "warnings": ["one store did not answer"],
+            "data": {"resultType": "vector", "result": [
+            row(serde_json::json!({"Hostname": "gpu07", "instance": "fed:9400", "nightshift_agg": "gpus"}), "8"),
+            row(serde_json::json!({"Hostname": "gpu07", "instance": "fed:9400", "nightshift_agg": "util"}), "50"),
+            row(serde_json::json!({"Hostname": "gpu07", "instance": "fed:9400", "nightshift_agg": "occ"}), "0.25"),
+            row(serde_json::json!({"instance": "gpu08:9400", "nightshift_agg": "gpus"}), "4"),
+            row(serde_json::json!({"instance": "gpu08:9400", "nightshift_agg": "occ"}), "NaN"),
+            // No GPU counted: not a node of GPUs.
+            row(serde_json::json!({"instance": "x:9400", "nightshift_agg": "util"}), "1"),
+            row(serde_json::json!({"job": "dcgm", "nightshift_agg": "gpus"}), "3"),
+        ]}});
+        let (a, w) = aggregates_from(&body).expect("aggregates");
+        assert_eq!(w, ["Prometheus warning: one store did not answer"]);
+        assert_eq!(a.len(), 2, "{a:?}");
+        assert_eq!(a[0].key.host(), "gpu07");
+        assert_eq!(a[0].key.label, "Hostname");
+        assert_eq!(
+            (a[0].gpus, a[0].utilization, a[0].sm_occupancy),
+            (8, Some(0.5), Some(0.25))
+        );
+        assert_eq!(a[1].key.host(), "gpu08");
+        assert_eq!(a[1].key.value, "gpu08:9400");
+        assert_eq!((a[1].gpus, a[1].sm_occupancy), (4, None));
+        let err = aggregates_from(&serde_json::json!({"status": "error", "errorType": "timeout", "error": "query timed out"}))
+            .expect_err("error");
+        assert!(err.to_string().contains("query timed out"), "{err}");
+    }
+
+    #[test]
+    fn full_series_are_selected_by_exact_host_names() {
+        let keys: BTreeSet<HostKey> = [
+            HostKey {
+                label: "Hostname",
+                value: "gpu07.dc".into(),
+            },
+            HostKey {
+                label: "instance",
+                value: "gpu08:9400".into(),
+            },
+        ]
+        .into_iter()
+        .collect();
+        let q = full_queries(&keys);
+        assert_eq!(q.len(), 2, "one query per label: {q:?}");
+        assert!(q[0].contains(r#"Hostname=~"gpu07\\.dc""#), "{}", q[0]);
+        assert!(
+            q[0].starts_with(r#"{__name__=~"DCGM_FI_PROF_SM_OCCUPANCY|"#),
+            "{}",
+            q[0]
+        );
+        assert!(q[1].contains(r#"instance=~"gpu08:9400""#), "{}", q[1]);
+        let many: BTreeSet<HostKey> = (0..450)
+            .map(|i| HostKey {
+                label: "Hostname",
+                value: format!("n{i}"),
+            })
+            .collect();
+        assert_eq!(full_queries(&many).len(), 3);
+        assert_eq!(regex_quote(r#"a"b|c"#), r#"a\"b\\|c"#);
+    }
+
+    #[test]
+    fn the_problem_filter_uses_the_engines_stall_thresholds() {
+        let q = problems_query(0.9, 0.05);
+        assert!(
+            q.contains("DCGM_FI_DEV_GPU_UTIL >= 90 and DCGM_FI_PROF_SM_OCCUPANCY <= 0.05"),
+            "{q}"
+        );
+        assert!(
+            q.starts_with("group by (Hostname, hostname, instance) ("),
+            "{q}"
+        );
+        assert!(q.contains("DCGM_FI_DEV_XID_ERRORS > 0 < 2147483632"), "{q}");
+    }
+}
