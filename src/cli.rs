@@ -65,9 +65,12 @@ pub struct GlobalArgs {
     /// Kubernetes: kubeconfig file [default: $KUBECONFIG, ~/.kube/config, in-cluster]
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// Kubernetes: kubeconfig context [default: its current context]
+    /// A cluster of [[clusters]] in the config; else (Kubernetes) a kubeconfig context [default: its current context]
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+    /// Every cluster of [[clusters]] in the config, in one console (and `get` for each)
+    #[arg(long, global = true, conflicts_with = "context")]
+    pub all: bool,
     /// Kubernetes: only this namespace's pods and workloads [default: all]
     #[arg(long, short = 'n', global = true, value_name = "NS")]
     pub namespace: Option<String>,

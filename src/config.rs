@@ -14,7 +14,7 @@ mod error;
 pub use error::ConfigError;
 
 /// The TOML file. Every key is optional; see config/nightshift.example.toml.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub source: Option<String>,
@@ -38,19 +38,89 @@ pub struct FileConfig {
     pub limits: LimitsFile,
     #[serde(default)]
     pub topology: TopologyFile,
+    /// `[[clusters]]`: the clusters one console may watch (`--all`), or
+    /// one of them (`--context NAME`).
+    #[serde(default)]
+    pub clusters: Vec<ClusterFile>,
+}
+
+/// `[[clusters]]`: one cluster of several, with its own source and the
+/// source's sections (`[clusters.slurm]`, `[clusters.kube]`,
+/// `[clusters.sim]`, `[clusters.endpoints]`, `[clusters.topology]`). The
+/// engine, actions, limits and ui sections are the top level's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    pub name: String,
+    pub source: Option<String>,
+    pub read_only: Option<bool>,
+    #[serde(default)]
+    pub sim: SimFile,
+    #[serde(default)]
+    pub slurm: SlurmFile,
+    #[serde(default)]
+    pub kube: KubeFile,
+    #[serde(default)]
+    pub endpoints: EndpointsFile,
+    #[serde(default)]
+    pub topology: TopologyFile,
+}
+
+impl FileConfig {
+    /// The names of `[[clusters]]`, checked: each named, each once.
+    pub fn cluster_names(&self) -> Result<Vec<String>, ConfigError> {
+        let mut names: Vec<String> = Vec::new();
+        for c in &self.clusters {
+            let name = c.name.trim();
+            if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
+                return Err(ConfigError::Cluster(format!(
+                    "[[clusters]] name {:?}: a name without '/' (it is typed before the node: CLUSTER/NODE)",
+                    c.name
+                )));
+            }
+            if names.iter().any(|n| n == name) {
+                return Err(ConfigError::Cluster(format!(
+                    "[[clusters]] name {name:?} is used twice"
+                )));
+            }
+            names.push(name.to_string());
+        }
+        Ok(names)
+    }
+
+    /// The configuration of cluster `i` alone: its own sections in place
+    /// of the top level's, the rest the top level's.
+    pub fn for_cluster(&self, i: usize) -> Option<FileConfig> {
+        let c = self.clusters.get(i)?;
+        Some(FileConfig {
+            source: c.source.clone(),
+            read_only: c.read_only.or(self.read_only),
+            log_file: self.log_file.clone(),
+            ui: self.ui.clone(),
+            sim: c.sim.clone(),
+            engine: self.engine.clone(),
+            slurm: c.slurm.clone(),
+            kube: c.kube.clone(),
+            actions: self.actions.clone(),
+            endpoints: c.endpoints.clone(),
+            limits: self.limits.clone(),
+            topology: c.topology.clone(),
+            clusters: Vec::new(),
+        })
+    }
 }
 
 /// `[topology]`: failure domains neither the scheduler nor the node labels
 /// say (a power feed, a rack, an NVLink domain):
 /// `domains = [{ level = "power", name = "pdu-a", nodes = "gpu[01-04]" }]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyFile {
     #[serde(default)]
     pub domains: Vec<DomainFile>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DomainFile {
     pub level: String,
@@ -87,7 +157,7 @@ pub const MAX_SIM_JOBS: usize = 1_000_000;
 pub const MAX_SIM_SECONDS: u64 = 30 * 86_400;
 
 /// `[limits]`: bounds on what is accepted from the outside.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsFile {
     pub max_body_bytes: Option<u64>,
@@ -131,7 +201,7 @@ impl LimitsFile {
 }
 
 /// `[endpoints]`: node endpoints whose GPU health joins the scheduler's view.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointsFile {
     #[serde(default)]
@@ -152,7 +222,7 @@ pub struct EndpointsFile {
 }
 
 /// `[slurm]`: where slurmrestd is and who we are to it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SlurmFile {
     pub url: Option<String>,
@@ -184,7 +254,7 @@ fn checkpoint_signal(v: Option<&str>) -> Result<String, ConfigError> {
 }
 
 /// `[kube]`: which cluster, as kubectl chooses it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KubeFile {
     pub kubeconfig: Option<PathBuf>,
@@ -301,7 +371,7 @@ fn slurm_config(
 }
 
 /// `[engine]`: the decision engine's site parameters, in human units.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineFile {
     pub storage_read_bw: Option<String>,
@@ -430,7 +500,7 @@ impl EngineFile {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UiFile {
     pub stale_after_s: Option<f64>,
@@ -441,7 +511,7 @@ pub struct UiFile {
     pub mouse: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimFile {
     pub seed: Option<u64>,
@@ -470,7 +540,7 @@ pub fn seconds(v: f64, key: &str) -> Result<Duration, ConfigError> {
 pub use crate::actions::policy::Policy;
 
 /// `[actions]` in the configuration file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionsFile {
     pub max_data_age_s: Option<f64>,
@@ -540,6 +610,8 @@ pub struct Settings {
     pub at: Option<String>,
     /// The console records to this file as it runs (`--record`).
     pub record: Option<PathBuf>,
+    /// Its name in `[[clusters]]`, when it is one of several.
+    pub cluster: Option<String>,
 }
 
 impl FileConfig {
@@ -665,6 +737,7 @@ impl Settings {
             replay: args.replay.clone(),
             at: args.at.clone(),
             record: args.record.clone(),
+            cluster: None,
             limits,
             bell_on_critical: file.ui.bell_on_critical.unwrap_or(false),
             mouse: !args.no_mouse && file.ui.mouse.unwrap_or(true),
@@ -679,6 +752,76 @@ impl Settings {
                 None => Duration::from_secs(60),
             },
         })
+    }
+}
+
+/// What the command line and the config say to watch.
+#[derive(Debug)]
+pub enum Selection {
+    /// One cluster: the top level's source, or `--context NAME` of
+    /// `[[clusters]]`.
+    One(Box<Settings>),
+    /// `--all`: every cluster of `[[clusters]]`, in the config's order.
+    All(Vec<Settings>),
+}
+
+/// The flags that hold for every cluster of `[[clusters]]`: the source's
+/// own flags (`--source`, `--slurm-url`, `--kubeconfig`, `--prometheus`, …)
+/// would say the same for all of them, so each cluster's come from its
+/// section alone.
+fn cluster_args(args: &GlobalArgs) -> GlobalArgs {
+    GlobalArgs {
+        config: args.config.clone(),
+        read_only: args.read_only,
+        no_mouse: args.no_mouse,
+        log_file: args.log_file.clone(),
+        audit_log: args.audit_log.clone(),
+        sim_seconds: args.sim_seconds,
+        ..GlobalArgs::default()
+    }
+}
+
+impl Settings {
+    /// `--all`: every `[[clusters]]`; `--context NAME` naming one of them:
+    /// that one (a name that is none of them is a kubeconfig context, as
+    /// before); else the top level.
+    pub fn select(args: &GlobalArgs, file: FileConfig) -> Result<Selection, ConfigError> {
+        let names = file.cluster_names()?;
+        let one = |i: usize, name: &str| -> Result<Settings, ConfigError> {
+            let f = file.for_cluster(i).ok_or_else(|| {
+                ConfigError::Cluster(format!("[[clusters]] {name:?}: not in the config"))
+            })?;
+            let mut s = Settings::resolve(&cluster_args(args), f)
+                .map_err(|e| ConfigError::Cluster(format!("[[clusters]] {name:?}: {e}")))?;
+            s.cluster = Some(name.to_string());
+            Ok(s)
+        };
+        if args.all {
+            if names.is_empty() {
+                return Err(ConfigError::Cluster(
+                    "--all watches the clusters of [[clusters]], and the config has none".into(),
+                ));
+            }
+            if args.replay.is_some() || args.record.is_some() {
+                return Err(ConfigError::Cluster(
+                    "--all records and replays no cluster: use --context NAME".into(),
+                ));
+            }
+            let all = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| one(i, n))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Selection::All(all));
+        }
+        if let Some(i) = args
+            .context
+            .as_deref()
+            .and_then(|c| names.iter().position(|n| n == c))
+        {
+            return Ok(Selection::One(Box::new(one(i, &names[i])?)));
+        }
+        Ok(Selection::One(Box::new(Settings::resolve(args, file)?)))
     }
 }
 

@@ -9,7 +9,7 @@
 //! Their modules are re-exported here under their own names.
 
 pub use nightshift_backends::{actions, postmortem, recording, sources};
-pub use nightshift_console::{analyst, app, columns, views};
+pub use nightshift_console::{analyst, app, columns, fleet, views};
 pub use nightshift_core::{engine, host, limits, model, report, text};
 
 #[cfg(feature = "agent")]
@@ -19,6 +19,7 @@ pub mod action_commands;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod fleet_tui;
 pub mod logging;
 pub mod output;
 pub mod recording_commands;

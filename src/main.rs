@@ -1,6 +1,6 @@
 use clap::Parser;
 use nightshift::cli::{BlastAction, Cli, Command, Format, RestoreArgs};
-use nightshift::config::{FileConfig, Settings};
+use nightshift::config::{FileConfig, Selection, Settings};
 use nightshift::engine::analysis::Base;
 use nightshift::engine::blast::{Target, blast};
 use nightshift::engine::restore::{RestoreInput, compute, restore};
@@ -37,7 +37,10 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
     };
-    let settings = Settings::resolve(&cli.global, file)?;
+    let settings = match Settings::select(&cli.global, file)? {
+        Selection::One(s) => *s,
+        Selection::All(all) => return fleet(cli.command, all),
+    };
     nightshift::limits::set(settings.limits);
     // A log that cannot be opened must not stop the console; say so once
     // before the TUI takes the terminal.
@@ -126,6 +129,56 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 /// The console on the terminal, on a runtime of its own.
+/// `--all`: the console over every cluster, or `get` for each.
+fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
+    let Some(first) = all.first() else {
+        return Err("--all: no cluster in [[clusters]]".into());
+    };
+    nightshift::limits::set(first.limits);
+    if let Err(e) = nightshift::logging::init(first.log_file.as_deref()) {
+        eprintln!(
+            "nightshift: logging off: {}",
+            nightshift::text::sanitize(&e.to_string())
+        );
+    }
+    match command {
+        None | Some(Command::Tui) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            let result = rt.block_on(nightshift::fleet_tui::run(all));
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+            Ok(result?)
+        }
+        Some(Command::Get(args)) if args.what != nightshift::cli::GetWhat::Kpis => {
+            // Each cluster answers on its own: one that cannot is its
+            // error, beside the others' answers.
+            let answers: Vec<(String, Result<String, String>)> = all
+                .iter()
+                .map(|s| {
+                    let name = s.cluster.clone().unwrap_or_default();
+                    let answer = snapshot(s).and_then(|c| {
+                        output::render(&c, &base(&c, s), args.what, args.output)
+                            .map_err(|e| e.to_string())
+                    });
+                    (name, answer)
+                })
+                .collect();
+            nightshift::out!("{}", output::fleet(&answers, args.output)?);
+            if answers.iter().all(|(_, a)| a.is_err()) {
+                return Err("every cluster failed".into());
+            }
+            Ok(())
+        }
+        Some(_) => Err(
+            "--all opens the console over every cluster, or runs `get` for each; for other commands pick one with --context NAME"
+                .into(),
+        ),
+    }
+}
+
 fn console(settings: Settings) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

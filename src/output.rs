@@ -105,6 +105,45 @@ pub fn render(
     }
 }
 
+/// `get … --all`: each cluster's answer under its name, or its error. JSON:
+/// `{"kind": "fleet", "clusters": [{"cluster": NAME, "answer": {…}} |
+/// {"cluster": NAME, "error": "…"}]}`; a table per cluster under its name.
+pub fn fleet(
+    answers: &[(String, Result<String, String>)],
+    format: Format,
+) -> Result<String, OutputError> {
+    match format {
+        Format::Json => {
+            let clusters: Vec<serde_json::Value> = answers
+                .iter()
+                .map(|(name, a)| match a {
+                    Ok(text) => serde_json::json!({
+                        "cluster": name,
+                        "answer": serde_json::from_str::<serde_json::Value>(text)
+                            .unwrap_or(serde_json::Value::String(text.clone())),
+                    }),
+                    Err(e) => serde_json::json!({"cluster": name, "error": e}),
+                })
+                .collect();
+            Ok(crate::text::json_pretty(
+                &serde_json::json!({"kind": "fleet", "clusters": clusters}),
+            )?)
+        }
+        Format::Table => Ok(answers
+            .iter()
+            .map(|(name, a)| match a {
+                Ok(text) => format!("== {} ==\n{}", crate::text::sanitize(name), text.trim_end()),
+                Err(e) => format!(
+                    "== {} ==\nerror: {}",
+                    crate::text::sanitize(name),
+                    crate::text::sanitize(e)
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")),
+    }
+}
+
 fn envelope<T: Serialize>(
     c: &Cluster,
     kind: &'static str,

@@ -16,11 +16,11 @@ use std::io::{self, Stdout};
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
 
-const FRAME: Duration = Duration::from_millis(16);
+pub(crate) const FRAME: Duration = Duration::from_millis(16);
 /// Updates taken in one turn of the loop before keys get their turn.
-const MAX_BATCH: usize = 64;
+pub(crate) const MAX_BATCH: usize = 64;
 
-type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Puts the terminal back as we found it. Safe to call more than once.
 pub fn restore() {
@@ -52,7 +52,7 @@ fn enter(mouse: bool) -> io::Result<()> {
 
 /// ctrl-z or SIGTSTP: gives the terminal back as it was, stops until the
 /// shell's `fg`, then takes it again and redraws everything.
-fn suspend(terminal: &mut Term, mouse: bool) -> io::Result<()> {
+pub(crate) fn suspend(terminal: &mut Term, mouse: bool) -> io::Result<()> {
     tracing::info!("suspended (ctrl-z / SIGTSTP)");
     restore();
     // SAFETY: kill(2) on our own pid with a constant signal touches no
@@ -72,7 +72,7 @@ fn suspend(terminal: &mut Term, mouse: bool) -> io::Result<()> {
     Ok(())
 }
 
-fn setup(mouse: bool) -> io::Result<Term> {
+pub(crate) fn setup(mouse: bool) -> io::Result<Term> {
     if let Err(e) = enter(mouse) {
         restore();
         return Err(e);
@@ -156,6 +156,7 @@ async fn console(
         catalog: settings.xid_catalog.clone(),
         log: crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
         timeout: settings.action_timeout,
+        cluster: settings.cluster.clone(),
     }
     .spawn(action_tx);
     let updates = crate::analyst::spawn(
@@ -165,24 +166,7 @@ async fn console(
         settings.xid_catalog.clone(),
         kpis.clone(),
     );
-    let mut signals = Signals {
-        term: signal(SignalKind::terminate()).map_err(|e| CommandError::Terminal {
-            what: "SIGTERM handler",
-            source: e,
-        })?,
-        hup: signal(SignalKind::hangup()).map_err(|e| CommandError::Terminal {
-            what: "SIGHUP handler",
-            source: e,
-        })?,
-        int: signal(SignalKind::interrupt()).map_err(|e| CommandError::Terminal {
-            what: "SIGINT handler",
-            source: e,
-        })?,
-        tstp: signal(SignalKind::from_raw(libc::SIGTSTP)).map_err(|e| CommandError::Terminal {
-            what: "SIGTSTP handler",
-            source: e,
-        })?,
-    };
+    let mut signals = Signals::new()?;
     let mut terminal = setup(settings.mouse).map_err(|e| CommandError::Terminal {
         what: "cannot set up the terminal",
         source: e,
@@ -228,11 +212,27 @@ async fn console(
     result
 }
 
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    tstp: tokio::signal::unix::Signal,
+pub(crate) struct Signals {
+    pub(crate) term: tokio::signal::unix::Signal,
+    pub(crate) hup: tokio::signal::unix::Signal,
+    pub(crate) int: tokio::signal::unix::Signal,
+    pub(crate) tstp: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// The signals the console answers: TERM, HUP, INT restore the
+    /// terminal and leave; TSTP suspends.
+    pub(crate) fn new() -> Result<Signals, CommandError> {
+        let on = |kind: SignalKind, what: &'static str| {
+            signal(kind).map_err(|e| CommandError::Terminal { what, source: e })
+        };
+        Ok(Signals {
+            term: on(SignalKind::terminate(), "SIGTERM handler")?,
+            hup: on(SignalKind::hangup(), "SIGHUP handler")?,
+            int: on(SignalKind::interrupt(), "SIGINT handler")?,
+            tstp: on(SignalKind::from_raw(libc::SIGTSTP), "SIGTSTP handler")?,
+        })
+    }
 }
 
 /// The loop's connections to the tasks around it.
@@ -249,13 +249,13 @@ struct Channels {
 
 /// The terminal bell (a new critical incident); a terminal that cannot
 /// ring is no error.
-fn ring_bell() {
+pub(crate) fn ring_bell() {
     use std::io::Write;
     let mut out = io::stdout();
     let _ = out.write_all(b"\x07").and_then(|()| out.flush());
 }
 
-fn msg_of(out: crate::analyst::Out) -> Msg {
+pub(crate) fn msg_of(out: crate::analyst::Out) -> Msg {
     match out {
         crate::analyst::Out::Source(u) => Msg::Source(u),
         crate::analyst::Out::Analysis(a) => Msg::Analysis(a),
@@ -357,6 +357,8 @@ async fn event_loop(
                     last_draw = None;
                 }
                 Effect::Bell => ring_bell(),
+                // One cluster: nothing to switch to (the app says so).
+                Effect::Context(_) => {}
                 Effect::Replay(cmd) => {
                     if let Some(r) = &ch.replay {
                         let _ = r.send(cmd).await;

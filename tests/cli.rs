@@ -1098,3 +1098,87 @@ fn sim_options_work_before_or_after_the_subcommand() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--read-nodes"));
 }
+
+/// `get … --all`: each cluster of `[[clusters]]` answers under its name,
+/// one that cannot answer is its error beside the others (the command
+/// still succeeds); `--context NAME` answers for that cluster alone.
+#[test]
+fn get_all_answers_per_cluster_and_context_picks_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("fleet.toml");
+    std::fs::write(
+        &cfg,
+        "[[clusters]]\nname = \"east\"\nsource = \"sim\"\n\n\
+         [[clusters]]\nname = \"west\"\nsource = \"sim\"\n[clusters.sim]\nseed = 9\n\n\
+         [[clusters]]\nname = \"dead\"\nsource = \"slurm\"\n[clusters.slurm]\nurl = \"http://127.0.0.1:1\"\nuser = \"ops\"\n",
+    )
+    .expect("config");
+    let cfg = cfg.to_str().expect("utf-8 path");
+    let out = common::nightshift(
+        dir.path(),
+        &[
+            "--config",
+            cfg,
+            "--all",
+            "--sim-seconds",
+            "100",
+            "get",
+            "incidents",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["kind"], "fleet");
+    let clusters = v["clusters"].as_array().expect("clusters");
+    let names: Vec<&str> = clusters
+        .iter()
+        .filter_map(|c| c["cluster"].as_str())
+        .collect();
+    assert_eq!(names, ["east", "west", "dead"]);
+    assert_eq!(clusters[0]["answer"]["kind"], "incidents");
+    assert!(
+        clusters[0]["answer"]["items"]
+            .as_array()
+            .is_some_and(|i| !i.is_empty()),
+        "{}",
+        clusters[0]
+    );
+    assert!(
+        clusters[2]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("127.0.0.1:1")),
+        "{}",
+        clusters[2]
+    );
+    // One of them alone.
+    let out = common::nightshift(
+        dir.path(),
+        &[
+            "--config",
+            cfg,
+            "--context",
+            "west",
+            "get",
+            "nodes",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["kind"], "nodes");
+    // Other commands want one cluster.
+    let out = common::nightshift(dir.path(), &["--config", cfg, "--all", "why", "4700"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--context NAME"));
+}

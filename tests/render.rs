@@ -1166,3 +1166,94 @@ fn the_leaf_flap_is_one_incident_with_its_domains_options() {
     assert!(s.contains("L3: CRC flit "), "{s}");
     assert!(!s.contains("L2:"), "clean links are not listed: {s}");
 }
+
+/// The fleet overview (`--all`) at both sizes: each cluster's row (its
+/// incidents by severity, GPUs out, queue, longest wait, its data's age —
+/// one of them stale with its source's error), every open incident with
+/// its cluster's name first; and a cluster opened from it, named in its
+/// header. A drain's preview there names the cluster and asks for
+/// CLUSTER/NODE.
+#[test]
+fn the_fleet_overview_shows_each_cluster_and_every_incident() {
+    use nightshift::fleet::{Fleet, Member};
+    let (east, _, _) = sim_app(0, |_| {});
+    let (west, sim, c) = sim_app(2000, |_| {});
+    let (down, _, _) = sim_app(600, |_| {});
+    let mut f = Fleet::new(vec![
+        Member {
+            name: "east".into(),
+            app: east,
+        },
+        Member {
+            name: "west".into(),
+            app: west,
+        },
+        Member {
+            name: "lab-slurm".into(),
+            app: down,
+        },
+    ]);
+    let later = Instant::now() + Duration::from_secs(95);
+    let dead = SourceError::Unreachable {
+        what: "slurmrestd at http://127.0.0.1:6820".into(),
+        detail: "connection refused".into(),
+    };
+    f.to_member(
+        2,
+        Msg::Source(Update::failed(Origin::Scheduler, dead)),
+        later,
+    );
+    for m in 0..2 {
+        f.to_member(m, Msg::Source(Update::ok(Origin::Scheduler)), later);
+    }
+    let fleet_screen = |f: &Fleet, w: u16, h: u16| {
+        let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+        term.draw(|fr| nightshift::views::fleet::render(fr, f))
+            .expect("draw");
+        let buf = term.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..h {
+            for x in 0..w {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    };
+    let s = fleet_screen(&f, 120, 30);
+    assert!(s.contains("3 clusters"), "{s}");
+    assert!(s.contains("STALE"), "{s}");
+    assert!(s.contains("connection refused"), "{s}");
+    insta::assert_snapshot!("fleet_overview_120x30", s);
+    insta::assert_snapshot!("fleet_overview_80x24", fleet_screen(&f, 80, 24));
+    // Opened: its own console, its name in the header.
+    f.key(KeyEvent::from(KeyCode::Char('2')), later);
+    let s = fleet_screen(&f, 120, 30);
+    assert!(
+        s.lines().next().is_some_and(|l| l.contains("◆ west")),
+        "{s}"
+    );
+    // A drain there: the preview names the cluster; CLUSTER/NODE is typed.
+    let p = open_dialog(
+        &mut f.members[1].app,
+        &c,
+        sim,
+        nightshift::actions::Action::Drain {
+            node: "h100-03".into(),
+            reason: "xid".into(),
+            requeue: true,
+        },
+    )
+    .in_cluster("west");
+    let now = f.members[1].app.now();
+    let _ = f.members[1].app.update(
+        Msg::Action(nightshift::actions::runner::Reply::Preview(Box::new(
+            p.clone(),
+        ))),
+        now,
+    );
+    let s = fleet_screen(&f, 120, 30);
+    assert!(s.contains("cluster: west"), "{s}");
+    assert!(s.contains("type west/h100-03"), "{s}");
+    assert!(p.accepts("west/h100-03") && !p.accepts("h100-03"));
+}

@@ -17,6 +17,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    #[error("config: {0}")]
+    Cluster(String),
     #[error("config: topology.domains: {0}")]
     Topology(String),
     #[error("config: limits.{0} must be > 0")]

@@ -129,3 +129,99 @@ mod fuzz {
         }
     }
 }
+
+const CLUSTERS: &str = r#"
+[engine]
+gpu_hour_price = 3.0
+
+[[clusters]]
+name = "east"
+source = "sim"
+[clusters.sim]
+seed = 3
+
+[[clusters]]
+name = "lab-slurm"
+source = "slurm"
+read_only = true
+[clusters.slurm]
+url = "http://127.0.0.1:6820"
+user = "ops"
+[clusters.endpoints]
+prometheus = "http://prom:9090"
+
+[[clusters]]
+name = "gpu-kube"
+source = "kube"
+[clusters.kube]
+context = "prod-gpu"
+"#;
+
+/// `[[clusters]]`: `--all` takes each with its own sections (and the top
+/// level's engine), `--context NAME` one of them, a name that is none of
+/// them stays a kubeconfig context; source flags never reach a cluster.
+#[test]
+fn clusters_are_chosen_by_all_and_context() {
+    let file = || toml::from_str::<FileConfig>(CLUSTERS).expect("toml");
+    let all = GlobalArgs {
+        all: true,
+        slurm_url: Some("http://elsewhere:6820".into()),
+        ..GlobalArgs::default()
+    };
+    let Selection::All(s) = Settings::select(&all, file()).expect("select") else {
+        panic!("--all is every cluster");
+    };
+    let names: Vec<_> = s
+        .iter()
+        .map(|s| s.cluster.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["east", "lab-slurm", "gpu-kube"]);
+    assert!(matches!(&s[0].source, SourceConfig::Sim { sim, .. } if sim.seed == 3));
+    match &s[1].source {
+        SourceConfig::Slurm(c) => {
+            assert_eq!(c.url, "http://127.0.0.1:6820", "the flag is no cluster's")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(s[1].read_only && !s[0].read_only);
+    assert_eq!(
+        s[1].endpoints.prometheus.as_deref(),
+        Some("http://prom:9090")
+    );
+    assert_eq!(
+        s[0].site.gpu_hour_price,
+        Some(3.0),
+        "the top level's engine"
+    );
+    match &s[2].source {
+        SourceConfig::Kube(k) => assert_eq!(k.context.as_deref(), Some("prod-gpu")),
+        other => panic!("{other:?}"),
+    }
+    let ctx = |c: &str| GlobalArgs {
+        context: Some(c.into()),
+        ..GlobalArgs::default()
+    };
+    let Selection::One(s) = Settings::select(&ctx("lab-slurm"), file()).expect("select") else {
+        panic!("one");
+    };
+    assert_eq!(s.cluster.as_deref(), Some("lab-slurm"));
+    assert!(matches!(s.source, SourceConfig::Slurm(_)));
+    // Not a cluster's name: the top level, that name a kubeconfig context.
+    let Selection::One(s) = Settings::select(&ctx("other"), file()).expect("select") else {
+        panic!("one");
+    };
+    assert_eq!(s.cluster, None);
+    // Errors name what is wrong.
+    let bad = |text: &str, args: &GlobalArgs| {
+        let f: FileConfig = toml::from_str(text).expect("toml");
+        Settings::select(args, f).expect_err("refused").to_string()
+    };
+    let twice = "[[clusters]]\nname = \"a\"\n[[clusters]]\nname = \"a\"\n";
+    assert!(bad(twice, &all).contains("used twice"));
+    assert!(bad("[[clusters]]\nname = \"a/b\"\n", &all).contains("without '/'"));
+    assert!(bad("", &all).contains("has none"));
+    let broken = "[[clusters]]\nname = \"s\"\nsource = \"slurm\"\n";
+    let e = bad(broken, &all);
+    assert!(e.contains("\"s\"") && e.contains("--slurm-url"), "{e}");
+    assert!(toml::from_str::<FileConfig>("[[clusters]]\nname = \"a\"\ncolour = 1\n").is_err());
+}

@@ -88,6 +88,10 @@ pub enum Effect {
     Suspend,
     /// Leave the console.
     Quit,
+    /// `:ctx NAME`: show that cluster (`None`: the fleet overview; esc on
+    /// a cluster's first screen too). Only where the console watches
+    /// several clusters (`--all`).
+    Context(Option<String>),
 }
 
 /// How far the screen's text and the open overlay reach past what the
@@ -280,6 +284,10 @@ pub struct App {
     pub(crate) catalog: XidCatalog,
     pub(crate) index: Index,
     pub(crate) source_name: String,
+    /// The clusters of the fleet, when the console watches several.
+    pub(crate) contexts: Vec<String>,
+    /// This one's name among them.
+    pub context: Option<String>,
     pub(crate) stack: Vec<Screen>,
     pub(crate) input: Input,
     /// How far help, the message log or the numbers are scrolled.
@@ -364,6 +372,8 @@ impl App {
             catalog: XidCatalog::default(),
             index: Index::default(),
             source_name: source_name.to_string(),
+            contexts: Vec::new(),
+            context: None,
             stack: vec![Screen::new(View::Overview, None)],
             input: Input::Normal,
             overlay_scroll: 0,
@@ -659,7 +669,33 @@ impl App {
         if self.stack.len() > 1 {
             self.stack.pop();
             self.refresh_rows();
+        } else if !self.contexts.is_empty() {
+            // One cluster of several: back out to the fleet.
+            self.emit(Effect::Context(None));
         }
+    }
+
+    /// The console watches several clusters: these are their names (this
+    /// one among them), for `:ctx` and its completion.
+    pub fn with_contexts(mut self, own: &str, names: Vec<String>) -> App {
+        self.context = Some(own.to_string());
+        self.contexts = names;
+        self
+    }
+
+    /// Opens the incident `id`'s screen (its node), as `enter` on its row
+    /// does; false when there is no such incident.
+    pub fn open_incident(&mut self, id: &str) -> bool {
+        let Some(inc) = self
+            .analysis
+            .as_ref()
+            .and_then(|a| a.base.incidents.iter().find(|i| i.id == id))
+        else {
+            return false;
+        };
+        let s = keys::incident_screen(inc);
+        self.push(s);
+        true
     }
 
     pub fn set_filter(&mut self, filter: String) {

@@ -9,4 +9,5 @@ use nightshift_core::{engine, host, model, report, text};
 pub mod analyst;
 pub mod app;
 pub mod columns;
+pub mod fleet;
 pub mod views;

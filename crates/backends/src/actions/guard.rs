@@ -45,6 +45,9 @@ pub struct Preview {
     /// The node acted on was in service when the preview was made (a drain
     /// of a node that someone took out meanwhile must not go on).
     pub node_in_service: bool,
+    /// The cluster it acts on, when the console watches several: named in
+    /// the preview, and typed before the target (`CLUSTER/NODE`).
+    pub cluster: Option<String>,
 }
 
 /// How the operator answered.
@@ -59,8 +62,18 @@ pub enum Answer {
 impl Preview {
     /// What to type to override the circuit breaker, when it refuses.
     pub fn force_token(&self) -> Option<String> {
-        matches!(self.refusal, Some(Refusal::Breaker(_)))
-            .then(|| format!("force {}", self.action.target()))
+        matches!(self.refusal, Some(Refusal::Breaker(_))).then(|| match &self.cluster {
+            Some(c) => format!("force {c}/{}", self.action.target()),
+            None => format!("force {}", self.action.target()),
+        })
+    }
+
+    /// The same preview for one cluster of several: its name goes before
+    /// what is typed to confirm (`CLUSTER/NODE`; `y` stays `y`).
+    pub fn in_cluster(mut self, name: &str) -> Preview {
+        self.token = self.token.map(|t| format!("{name}/{t}"));
+        self.cluster = Some(name.to_string());
+        self
     }
 
     /// What must be typed: the target for destructive actions, else `y`.
@@ -320,6 +333,7 @@ pub fn preview(
             .then(|| c.node(a.target()))
             .flatten()
             .is_some_and(|n| n.state.schedulable()),
+        cluster: None,
         incident: a
             .on_node()
             .then(|| base.node_incident(a.target()))

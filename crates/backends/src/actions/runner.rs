@@ -64,6 +64,9 @@ pub struct Runner {
     pub log: AuditLog,
     /// How long an action may take before its outcome is re-read.
     pub timeout: Duration,
+    /// The cluster's name when the console watches several (`[[clusters]]`):
+    /// in the preview, the typed confirmation and the audit record.
+    pub cluster: Option<String>,
 }
 
 impl Runner {
@@ -89,7 +92,7 @@ impl Runner {
         };
         Who {
             scheduler_user: user,
-            cluster: cluster.to_string(),
+            cluster: self.cluster.clone().unwrap_or_else(|| cluster.to_string()),
             source: source.into(),
         }
     }
@@ -130,6 +133,10 @@ impl Runner {
                                 &action, &cluster, &base, data_age, &policy, &log, false, x, &site,
                             )
                         });
+                        let p = match &self.cluster {
+                            Some(name) => p.in_cluster(name),
+                            None => p,
+                        };
                         Reply::Preview(Box::new(p))
                     }
                     Request::Run { .. } if x.is_err() => Reply::Failed(format!(
@@ -188,6 +195,7 @@ mod tests {
             catalog: XidCatalog::default(),
             log: AuditLog::new(dir.path().join("audit.jsonl")),
             timeout: Duration::from_secs(5),
+            cluster: None,
         }
         .spawn(rtx);
         let action = Action::Cordon {

@@ -93,6 +93,12 @@ struct PromPoller {
     aggregates: Vec<NodeAggregate>,
     /// The fleet path's full readings, per host asked for.
     full: BTreeMap<HostKey, Vec<Reading>>,
+    /// The fleet path's nodes with a spinning GPU, as last asked.
+    spinning: BTreeSet<HostKey>,
+    /// GPUs on the server, as the aggregates last said.
+    gpus: u64,
+    /// Refreshes since the aggregates were last asked for.
+    round: u64,
 }
 
 /// What one poll found.
@@ -137,6 +143,9 @@ impl Poller {
                         last_ports: Vec::new(),
                         aggregates: Vec::new(),
                         full: BTreeMap::new(),
+                        spinning: BTreeSet::new(),
+                        gpus: 0,
+                        round: 0,
                     })
                 })
                 .transpose()?,
@@ -247,16 +256,27 @@ impl PromPoller {
         out.readings.extend(self.last.iter().cloned());
         out.readings.extend(self.full.values().flatten().cloned());
         out.ports.extend(self.last_ports.iter().cloned());
-        out.aggregates.extend(
-            self.aggregates
-                .iter()
-                .filter(|a| !self.full.contains_key(&a.key))
-                .cloned(),
-        );
+        if self.is_fleet() {
+            out.aggregates.extend(
+                self.aggregates
+                    .iter()
+                    .filter(|a| !self.full.contains_key(&a.key))
+                    .cloned(),
+            );
+        }
     }
 
-    /// One refresh: the aggregates first; a small cluster then in full,
-    /// a fleet by the fleet path. A failed answer keeps the last.
+    /// Whether the server holds more GPUs than are read whole each refresh.
+    fn is_fleet(&self) -> bool {
+        self.gpus > u64::from(self.every_gpu_max)
+    }
+
+    /// One refresh. Every `fleet::SLOW_ROUNDS` refreshes the aggregates
+    /// (they say how many GPUs the server holds: a small cluster is then
+    /// read in full each refresh) and the spinning GPUs' nodes; on a
+    /// fleet, every refresh the broken GPUs' nodes, and in full those
+    /// nodes, their jobs' other nodes and the opened ones. A failed answer
+    /// keeps the last.
     async fn read(
         &mut self,
         base: &Cluster,
@@ -264,34 +284,43 @@ impl PromPoller {
         hosts: &HostMap,
         warned: &mut Vec<String>,
     ) -> Result<(), PromError> {
-        let body = self
-            .client
-            .get_json("query", &[("query", fleet::aggregates_query())])
-            .await?;
-        let (aggregates, w) = fleet::aggregates_from(&body)?;
-        warned.extend(w);
-        let gpus: u64 = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
-        if gpus <= u64::from(self.every_gpu_max) {
+        let slow_round = self.round.is_multiple_of(fleet::SLOW_ROUNDS);
+        self.round += 1;
+        if slow_round {
+            let body = self
+                .client
+                .get_json("query", &[("query", fleet::aggregates_query())])
+                .await?;
+            let (aggregates, w) = fleet::aggregates_from(&body)?;
+            warned.extend(w);
+            self.gpus = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
+            self.aggregates = aggregates;
+        }
+        if !self.is_fleet() {
             let (r, w) = self.client.query().await?;
             warned.extend(w);
             self.last = r;
-            self.aggregates.clear();
             self.full.clear();
+            self.round = 0;
             return Ok(());
         }
-        self.aggregates = aggregates;
         self.last.clear();
+        if slow_round {
+            let q = fleet::spinning_query(self.stall.0, self.stall.1);
+            let body = self.client.get_json("query", &[("query", q)]).await?;
+            let (spinning, w) = fleet::hosts_from(&body)?;
+            warned.extend(w);
+            self.spinning = spinning;
+        }
         let body = self
             .client
-            .get_json(
-                "query",
-                &[("query", fleet::problems_query(self.stall.0, self.stall.1))],
-            )
+            .get_json("query", &[("query", fleet::broken_query())])
             .await?;
-        let (mut wanted, w) = fleet::problems_from(&body)?;
+        let (mut wanted, w) = fleet::hosts_from(&body)?;
         warned.extend(w);
+        wanted.extend(self.spinning.iter().cloned());
         // Their jobs' other nodes, and the opened ones.
-        let problem_nodes: Vec<String> = {
+        let problem_nodes: std::collections::HashSet<String> = {
             let known = super::dcgm::merge::node_index(base);
             wanted
                 .iter()

@@ -157,8 +157,17 @@ impl App {
                     .map(|(n, g)| format!("{}/{}", n.name, g.index))
                     .collect(),
             ),
+            Some(("ctx", w)) => ("ctx ", w, self.contexts.clone()),
             Some(_) => return ("", None),
-            None => ("", text, VIEWS.iter().map(|v| v.to_string()).collect()),
+            None => (
+                "",
+                text,
+                VIEWS
+                    .iter()
+                    .map(|v| v.to_string())
+                    .chain((!self.contexts.is_empty()).then(|| "ctx ".to_string()))
+                    .collect(),
+            ),
         };
         (head, Some((word, candidates)))
     }
@@ -260,6 +269,8 @@ impl App {
                 }
             }
             "messages" | "msg" | "log" => self.open_overlay(Overlay::Messages),
+            "ctx" | "context" => self.context(""),
+            _ if cmd.starts_with("ctx ") => self.context(cmd["ctx ".len()..].trim()),
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             _ if cmd.starts_with("at ") && self.replay => {
                 let start = self.history_start();
@@ -470,17 +481,27 @@ impl App {
                 .jobs
                 .get(j)
                 .map(|job| Screen::new(View::JobDetail, Some(job.id.clone()))),
-            (_, Some(Row::Incident(i))) => self.incident(i).map(|inc| {
-                // A domain's incident opens its first node (its screen
-                // shows the domain, its verdict and the incident).
-                let node = inc.nodes.first().unwrap_or(&inc.node);
-                let mut s = Screen::new(View::NodeDetail, Some(node.clone()));
-                if let Some(g) = inc.gpu {
-                    s.selected_key = Some(format!("{node}/{g}"));
-                }
-                s
-            }),
+            (_, Some(Row::Incident(i))) => self.incident(i).map(incident_screen),
             (_, Some(Row::Gpu(..))) => None,
+        }
+    }
+
+    /// `:ctx NAME`: another cluster of the fleet; `:ctx`: the fleet.
+    fn context(&mut self, name: &str) {
+        if self.contexts.is_empty() {
+            self.flash = Some(
+                ":ctx switches between the clusters of [[clusters]] in the config: open them with --all".into(),
+            );
+        } else if name.is_empty() {
+            self.emit(Effect::Context(None));
+        } else if self.contexts.iter().any(|c| c == name) {
+            self.emit(Effect::Context(Some(name.to_string())));
+        } else {
+            self.flash = Some(format!(
+                "no cluster {:?}: {} (tab completes)",
+                crate::text::sanitize(name),
+                self.contexts.join(", ")
+            ));
         }
     }
 
@@ -502,4 +523,16 @@ impl App {
             .position(|g| g.index == index)?;
         Some((n, g))
     }
+}
+
+/// An incident's screen: its node (a domain's incident, its first node:
+/// that screen shows the domain, its verdict and the incident), its GPU
+/// selected.
+pub(crate) fn incident_screen(inc: &crate::engine::incidents::Incident) -> Screen {
+    let node = inc.nodes.first().unwrap_or(&inc.node);
+    let mut s = Screen::new(View::NodeDetail, Some(node.clone()));
+    if let Some(g) = inc.gpu {
+        s.selected_key = Some(format!("{node}/{g}"));
+    }
+    s
 }

@@ -605,6 +605,7 @@ fn drain_dialog(a: &mut App) {
         domain_remedy: false,
         incident: None,
         node_in_service: true,
+        cluster: None,
     };
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),

@@ -3,6 +3,7 @@
 pub(crate) mod answers;
 pub mod component;
 mod detail;
+pub mod fleet;
 mod lists;
 mod modal;
 mod overview;
@@ -99,6 +100,14 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let unread = app.unread();
     if unread > 0 {
         spans.push(Span::styled(format!(" ● {unread} new "), theme.alarm()));
+    }
+    // One cluster of several: its name first (esc on the first screen
+    // goes back to the fleet).
+    if let Some(ctx) = &app.context {
+        spans.push(Span::styled(
+            format!(" ◆ {} ", sanitize(ctx)),
+            theme.title(),
+        ));
     }
     if c.name.is_empty() {
         spans.push(Span::raw(format!(" {} │ ", app.source_name)));

@@ -101,6 +101,13 @@ fn preview_lines(
     lines: &mut Vec<Line<'static>>,
     prompt: &mut Vec<Line<'static>>,
 ) {
+    // One cluster of several: which one, before anything else.
+    if let Some(c) = &p.cluster {
+        lines.push(Line::from(vec![
+            Span::styled("  cluster: ", theme.dim()),
+            Span::styled(sanitize(c).into_owned(), theme.title()),
+        ]));
+    }
     match &p.blast {
         Some(Ok(b)) => {
             for k in &b.killed {

@@ -76,8 +76,9 @@ impl Objects {
     /// Sorts loose objects (as a List or a directory holds them) by kind.
     pub fn from_values(values: impl IntoIterator<Item = Value>) -> Objects {
         let mut o = Objects::default();
-        for v in values {
-            let kind = v["kind"].as_str().unwrap_or_default();
+        for mut v in values {
+            let kind = v["kind"].as_str().unwrap_or_default().to_string();
+            let kind = kind.as_str();
             let plural = format!("{}s", kind.to_lowercase());
             let plural = match kind {
                 "PodDisruptionBudget" => "poddisruptionbudgets".to_string(),
@@ -85,6 +86,8 @@ impl Objects {
                 _ => plural,
             };
             if let Some(k) = KINDS.iter().find(|k| **k == plural) {
+                // As the watch keeps them: slimmed (see `slim`).
+                super::slim::slim(k, &mut v);
                 o.by_kind.entry(k).or_default().insert(key(&v), v);
             }
         }

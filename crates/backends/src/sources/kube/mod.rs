@@ -4,6 +4,7 @@
 
 pub mod exec;
 pub mod map;
+pub mod slim;
 
 use super::{Origin, SourceError, Update};
 use futures_util::StreamExt;
@@ -317,8 +318,10 @@ fn api(conn: &Connection, w: &Watched) -> Api<DynamicObject> {
     }
 }
 
+/// The object as the map reads it: JSON, slimmed to the fields it reads.
 fn value(o: &DynamicObject, w: &Watched) -> Value {
     let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+    slim::slim(w.kind, &mut v);
     // Lists leave kind out of their items; the map sorts by it.
     if v["kind"].is_null() {
         v["kind"] = Value::String(w.resource.kind.clone());

@@ -82,7 +82,17 @@ pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let pane = app.screen().pane;
     let sel = app.screen().selected;
     let gpus = table::Columns {
-        title: "gpus (enter: gpu detail, tab: jobs)".into(),
+        title: match (&node.gpu_summary, node.gpus.is_empty()) {
+            // A fleet's node nobody had open: its aggregate until the
+            // source reads each GPU (it does so when the node is opened).
+            (Some(s), true) => format!(
+                "gpus: {} in aggregate, util {}, SM occupancy {} — reading each GPU…",
+                s.gpus,
+                text::percent(s.utilization),
+                text::percent(s.sm_occupancy)
+            ),
+            _ => "gpus (enter: gpu detail, tab: jobs)".into(),
+        },
         cols: crate::columns::GPUS,
         skip: &["NODE"],
         len: node.gpus.len(),

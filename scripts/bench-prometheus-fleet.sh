@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# A fleet through Prometheus (issue 28): Debian's Prometheus holding a
+# synthetic 10,000-node, 80,000-GPU fleet (one federation-style target, the
+# shape of dcgm-exporter's series), read by nightshift's fleet path and by
+# the every-series query it replaced, side by side in the same run:
+#   - Prometheus's CPU seconds per refresh (from /proc, between scrapes);
+#   - the one-shot `get nodes` (wall time, peak RSS) both ways;
+#   - the console: time to its first useful screen (an incident in the
+#     list), its RSS and CPU over WINDOW seconds of refreshes, and the time
+#     from `:node NAME` to that node's GPUs read in full.
+#
+#   scripts/bench-prometheus-fleet.sh            # HOSTS=10000 WINDOW=60
+#
+# Needs prometheus (apt-get install prometheus), tmux, python3, ~5 GB free
+# memory. Prints markdown; docs/performance.md has results.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HOSTS=${HOSTS:-10000}
+WINDOW=${WINDOW:-60}
+SCRAPE=${SCRAPE:-120}
+TCK=$(getconf CLK_TCK)
+cargo build --release --quiet
+NS=$PWD/target/release/nightshift
+WORK=$(mktemp -d /tmp/ns-fleet-XXXX)
+PIDS=()
+cleanup() {
+  tmux kill-session -t nsfleet 2>/dev/null || true
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14+$15)/t }' "/proc/$1/stat"; }
+rss_mb() { awk '/VmRSS/ { printf "%d", $2/1024 }' "/proc/$1/status"; }
+now() { date +%s.%N; }
+
+# 1. The fleet: 8 GPUs per host, 10 families, dcgm-exporter's labels.
+# Incidents: Xid 79 on three hosts, a DBE on one, four hosts spinning.
+python3 - "$HOSTS" > "$WORK/metrics" <<'EOF'
+import sys
+hosts = int(sys.argv[1])
+fams = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_OCCUPANCY", "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"]
+xid = {100, hosts // 5, hosts // 2}
+dbe = hosts * 7 // 10
+spin = set(range(hosts * 9 // 10, hosts * 9 // 10 + 4))
+out = sys.stdout
+for f in fams:
+    out.write(f"# HELP {f} synthetic\n# TYPE {f} gauge\n")
+    for h in range(hosts):
+        for g in range(8):
+            s = h in spin
+            v = {"DCGM_FI_DEV_GPU_UTIL": 100 if s else 60 + (h + g) % 30,
+                 "DCGM_FI_PROF_SM_OCCUPANCY": 0.01 if s else 0.4 + ((h * 8 + g) % 40) / 100,
+                 "DCGM_FI_PROF_SM_ACTIVE": 0.99 if s else 0.7,
+                 "DCGM_FI_DEV_GPU_TEMP": 50 + g,
+                 "DCGM_FI_DEV_POWER_USAGE": 550.5,
+                 "DCGM_FI_DEV_FB_USED": 61234,
+                 "DCGM_FI_DEV_FB_FREE": 20000,
+                 "DCGM_FI_DEV_XID_ERRORS": 79 if (h in xid and g == 3) else 0,
+                 "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": 2 if (h == dbe and g == 1) else 0,
+                 "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": 0}[f]
+            out.write(f'{f}{{gpu="{g}",UUID="GPU-{h:05d}-{g}",pci_bus_id="00000000:{g:02X}:00.0",'
+                      f'device="nvidia{g}",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-{h:05d}",'
+                      f'DCGM_FI_DRIVER_VERSION="550.54.15"}} {v}\n')
+EOF
+echo "fleet page: $(du -h "$WORK/metrics" | cut -f1), $((HOSTS * 8)) GPUs" >&2
+HPORT=$(free_port)
+(cd "$WORK" && exec python3 -m http.server "$HPORT" --bind 127.0.0.1 >/dev/null 2>&1) &
+PIDS+=($!)
+PPORT=$(free_port)
+URL=http://127.0.0.1:$PPORT
+cat > "$WORK/prometheus.yml" <<EOF
+global:
+  scrape_interval: ${SCRAPE}s
+  scrape_timeout: $((SCRAPE - 10))s
+scrape_configs:
+  - job_name: fleet
+    honor_labels: true
+    metrics_path: /metrics
+    static_configs:
+      - targets: ['127.0.0.1:$HPORT']
+EOF
+prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
+  --web.listen-address="127.0.0.1:$PPORT" --query.timeout=5m >/dev/null 2>&1 &
+PROM=$!
+PIDS+=($PROM)
+q() { curl -sf --max-time 300 -G "$URL/api/v1/query" --data-urlencode "query=$1"; }
+for _ in $(seq 1 300); do
+  n=$(q 'count(DCGM_FI_DEV_XID_ERRORS)' 2>/dev/null | python3 -c 'import sys,json; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)' 2>/dev/null || echo 0)
+  [ "$n" = "$((HOSTS * 8))" ] && break
+  sleep 2
+done
+[ "$n" = "$((HOSTS * 8))" ] || { echo "Prometheus never held the fleet ($n GPUs)" >&2; exit 1; }
+echo "Prometheus holds $n GPUs, resident $(rss_mb $PROM) MB" >&2
+
+# Waits until the last scrape is done and the next is at least $1 s away:
+# Prometheus's own CPU then is the queries'.
+quiet_for() {
+  while :; do
+    read -r last dur < <(curl -sf "$URL/api/v1/targets" | python3 -c '
+import sys, json, datetime
+t = json.load(sys.stdin)["data"]["activeTargets"][0]
+ls = t["lastScrape"]
+ts = datetime.datetime.fromisoformat(ls[:26].rstrip("Z") + "+00:00").timestamp() if not ls.startswith("0001") else 0
+print(ts, t["lastScrapeDuration"])')
+    left=$(python3 -c "import time; print(int($last + $SCRAPE - time.time()))")
+    busy=$(python3 -c "import time; print(int(time.time() < $last + $dur + 2))")
+    if [ "$busy" = 0 ] && [ "$left" -ge "$1" ]; then return; fi
+    sleep 2
+  done
+}
+
+# Prometheus CPU seconds of one command, between scrapes.
+prom_cpu_of() {
+  quiet_for "$1"; shift
+  local a b; a=$(cpu $PROM)
+  "$@" >/dev/null 2>&1 || true
+  sleep 10
+  b=$(cpu $PROM)
+  python3 -c "print(f'{$b - $a:.2f}')"
+}
+
+OLD='{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*"}'
+echo
+echo "### Prometheus's CPU per refresh ($((HOSTS * 8)) GPUs, same server, same run)"
+echo
+echo "Each figure: the server's CPU seconds from the query's start to 10 s after it"
+echo "(the garbage collection it causes included), between scrapes."
+echo
+echo "| refresh | Prometheus CPU s (3 runs) |"
+echo "|---|---|"
+idle=(); old=(); slow=()
+for _ in 1 2 3; do
+  idle+=("$(prom_cpu_of 30 sleep 10)")
+  old+=("$(prom_cpu_of 60 q "$OLD")")
+  slow+=("$(prom_cpu_of 30 "$NS" --source none --prometheus "$URL" --log-file "$WORK/cli.log" get nodes -o json)")
+done
+echo "| idle, 10 s, for scale | ${idle[*]} |"
+echo "| every series (the query before issue 28) | ${old[*]} |"
+echo "| fleet path, a whole refresh (aggregates, spinning, broken, their nodes in full: one \`get nodes\`) | ${slow[*]} |"
+# The console's own refreshes: every 10 s, the aggregates and the
+# spinning GPUs every third. Measured over 60 s from 20 s after start (the
+# start-up's Xid history left out), between scrapes.
+steady=()
+for _ in 1 2; do
+  quiet_for 95
+  tmux kill-session -t nsfleet 2>/dev/null || true
+  tmux new-session -d -s nsfleet -x 200 -y 50 "$NS --source none --prometheus $URL --log-file $WORK/tui.log"
+  sleep 20
+  a=$(cpu $PROM); sleep 60; b=$(cpu $PROM)
+  tmux kill-session -t nsfleet
+  steady+=("$(python3 -c "print(f'{($b - $a) / 6:.2f}')")")
+done
+echo "| fleet path, the console's refreshes: CPU over 60 s ÷ 6 refreshes | ${steady[*]} |"
+
+echo
+echo "### One-shot \`get nodes -o json\`"
+echo
+echo "| path | wall s | peak RSS MB | nodes | nodes read per GPU |"
+echo "|---|---|---|---|---|"
+oneshot() {
+  quiet_for 60
+  local t0 t1
+  t0=$(now)
+  /usr/bin/time -f '%M' -o "$WORK/time" "$NS" --config "$WORK/slow.toml" --source none --prometheus "$URL" \
+    --log-file "$WORK/cli.log" --prometheus-every-gpu-max "$1" get nodes -o json > "$WORK/nodes.json" 2>"$WORK/err" || true
+  t1=$(now)
+  python3 - "$WORK/nodes.json" "$(tail -1 "$WORK/time")" "$t0" "$t1" "$2" <<'EOF'
+import sys, json
+try:
+    items = json.load(open(sys.argv[1]))["items"]
+except Exception:
+    items = None
+wall = float(sys.argv[4]) - float(sys.argv[3])
+rss = int(sys.argv[2]) // 1024
+if items is None:
+    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | failed | |")
+else:
+    full = sum(1 for n in items if "gpu_summary" not in n)
+    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | {len(items)} | {full} |")
+EOF
+}
+# The every-series answer takes far longer than the default 5 s timeout.
+printf '[endpoints]\ntimeout_s = 300\n' > "$WORK/slow.toml"
+oneshot 4096 "fleet path"
+oneshot 1000000 "every series"
+
+# The console on the fleet: first useful screen, then its steady state.
+echo
+echo "### The console (\`nightshift --source none --prometheus URL\`, 200×50 tmux pane)"
+echo
+quiet_for 90
+tmux kill-session -t nsfleet 2>/dev/null || true
+t0=$(now)
+tmux new-session -d -s nsfleet -x 200 -y 50 "$NS --source none --prometheus $URL --log-file $WORK/tui.log"
+first=""
+for _ in $(seq 1 600); do
+  if tmux capture-pane -p -t nsfleet | grep -q "XID 79"; then first=$(python3 -c "print(f'{$(now) - $t0:.2f}')"); break; fi
+  sleep 0.05
+done
+TUI=$(pgrep -n -f "^$NS --source none --prometheus $URL")
+echo "| | |"
+echo "|---|---|"
+echo "| first screen with the fleet's incidents | ${first:-never} s |"
+# Open a healthy node: its aggregate first, then its GPUs in full (the
+# GPU table's own title replaces "in aggregate").
+NODE=gpu-$(printf '%05d' $((HOSTS / 3)))
+t0=$(now)
+tmux send-keys -t nsfleet ":node $NODE" Enter
+opened=""
+for _ in $(seq 1 200); do
+  if tmux capture-pane -p -t nsfleet | grep -q "gpus (enter: gpu detail"; then opened=$(python3 -c "print(f'{$(now) - $t0:.2f}')"); break; fi
+  sleep 0.05
+done
+echo "| \`:node $NODE\` to its GPUs' full readings | ${opened:-never} s |"
+tmux send-keys -t nsfleet Escape
+sleep 5
+c0=$(cpu "$TUI"); r0=$(rss_mb "$TUI")
+peak=$r0
+for _ in $(seq 1 "$WINDOW"); do
+  sleep 1
+  r=$(rss_mb "$TUI"); [ "$r" -gt "$peak" ] && peak=$r
+done
+c1=$(cpu "$TUI"); r1=$(rss_mb "$TUI")
+echo "| console resident at start of window / end / peak | $r0 / $r1 / $peak MB |"
+echo "| console CPU over ${WINDOW} s | $(python3 -c "print(f'{($c1 - $c0) / $WINDOW * 100:.1f}')") % of a core |"
+tmux capture-pane -p -t nsfleet > "$WORK/screen.txt"
+head -5 "$WORK/screen.txt" >&2
