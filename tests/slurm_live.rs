@@ -1465,3 +1465,140 @@ fn live_dead_slurmrestd_behind_a_live_endpoint_goes_stale_and_drain_is_refused()
     let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).unwrap_or_default();
     assert!(audit.is_empty(), "nothing was sent: {audit}");
 }
+
+/// Three clusters in one console (issue 28, `--all`): the simulated
+/// cluster, this live Slurm and the Kubernetes lab (kube-lab, the tests'
+/// stand-in API server). The fleet overview shows all three; an incident
+/// of each is two keys away (its number, then enter on its first
+/// incident); killing slurmrestd marks that cluster alone stale; a drain
+/// in the sim names its cluster in the preview, takes `sim/NODE` typed,
+/// and the audit record carries the cluster.
+#[test]
+fn one_console_watches_the_sim_live_slurm_and_the_kube_lab() {
+    if !available() {
+        return;
+    }
+    assert!(common::require("tmux", "apt-get install tmux"), "tmux");
+    let lab = Lab::start();
+    let kube = common::kube::KubeLab::start();
+    // An incident on Slurm: a node drained with a reason.
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=gpu04",
+            "state=drain",
+            "reason=fleet-test",
+        ],
+    );
+    let cfg = lab.dir.path().join("fleet.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[ui]\nstale_after_s = 8\n\n\
+             [[clusters]]\nname = \"sim\"\nsource = \"sim\"\n\n\
+             [[clusters]]\nname = \"lab-slurm\"\nsource = \"slurm\"\n[clusters.slurm]\nurl = \"{}\"\nuser = \"root\"\ninterval_s = 1\ntimeout_s = 1\n\n\
+             [[clusters]]\nname = \"lab-kube\"\nsource = \"kube\"\n[clusters.kube]\nkubeconfig = \"{}\"\n",
+            lab.url,
+            kube.kubeconfig().display()
+        ),
+    )
+    .expect("config");
+    let audit = lab.dir.path().join("audit.jsonl");
+    let t = common::Tmux::start(130, 40);
+    t.type_line(&format!(
+        "SLURM_JWT={} SLURM_CONF={} {} --config {} --all --log-file {} --audit-log {}; echo EXIT=$?",
+        lab.token,
+        lab.conf().display(),
+        common::bin(),
+        cfg.display(),
+        lab.dir.path().join("tui.log").display(),
+        audit.display(),
+    ));
+    t.expect("nightshift fleet");
+    t.expect("3 clusters");
+    // Every cluster answered: three rows with their data's age.
+    let fresh = wait_for(Duration::from_secs(30), || {
+        let s = t.screen();
+        ["sim", "lab-slurm", "lab-kube"]
+            .iter()
+            .all(|n| {
+                s.lines()
+                    .any(|l| l.contains(&format!(" {n} ")) && l.contains("s old"))
+            })
+            .then_some(s)
+    });
+    let s = fresh.unwrap_or_else(|| panic!("not every cluster answered:\n{}", t.screen()));
+    assert!(s.contains("lab-slurm") && s.contains("gpu04"), "{s}");
+    // Two keys to an incident of each: its number, enter.
+    for (key, name, node) in [
+        ("1", "sim", "h100-"),
+        ("2", "lab-slurm", "gpu04"),
+        ("3", "lab-kube", "gpu-"),
+    ] {
+        t.keys(&[key]);
+        t.expect(&format!("◆ {name}"));
+        t.keys(&["Enter"]);
+        let s = t.expect(&format!("node {node}"));
+        assert!(s.contains(&format!("◆ {name}")), "{s}");
+        t.escape();
+        t.escape();
+        t.expect("nightshift fleet");
+    }
+    // Slurm's REST server dies: that cluster alone goes stale.
+    let pid = std::fs::read_to_string(lab.dir.path().join("run/slurmrestd.pid")).expect("pid");
+    assert!(
+        Command::new("kill")
+            .arg(pid.trim())
+            .status()
+            .is_ok_and(|s| s.success())
+    );
+    let s = t.expect("STALE");
+    let row = |n: &str| {
+        s.lines()
+            .find(|l| {
+                l.contains(&format!(" {n} ")) && (l.contains(" old") || l.contains("waiting"))
+            })
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("lab-slurm").contains("STALE"), "{s}");
+    assert!(
+        !row("sim").contains("STALE") && row("sim").contains("s old"),
+        "{s}"
+    );
+    assert!(
+        !row("lab-kube").contains("STALE") && row("lab-kube").contains("s old"),
+        "{s}"
+    );
+    assert!(s.contains("cannot reach slurmrestd"), "{s}");
+    // A drain through the fleet: the sim's h100-03, named with its cluster.
+    t.keys(&["1"]);
+    t.expect("◆ sim");
+    t.command("node h100-03");
+    t.keys(&["D"]);
+    t.expect("cluster: sim");
+    t.expect("type sim/h100-03 and press enter to confirm");
+    t.type_confirmation("h100-03");
+    t.expect("does not match");
+    t.type_confirmation("sim/h100-03");
+    t.expect("done and verified: drain h100-03");
+    t.escape();
+    t.escape();
+    t.escape();
+    t.expect("nightshift fleet");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    let log = std::fs::read_to_string(&audit).expect("audit log");
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    assert_eq!(records.len(), 2, "intent and outcome: {log}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["cluster"] == "sim" && r["target"] == "h100-03"),
+        "{log}"
+    );
+}
