@@ -10,6 +10,7 @@
 #     from `:node NAME` to that node's GPUs read in full.
 #
 #   scripts/bench-prometheus-fleet.sh            # HOSTS=10000 WINDOW=60
+#   SERVE_ONLY=1 scripts/bench-prometheus-fleet.sh   # the loaded server alone
 #
 # Needs prometheus (apt-get install prometheus), tmux, python3, ~5 GB free
 # memory. Prints markdown; docs/performance.md has results.
@@ -96,6 +97,11 @@ for _ in $(seq 1 300); do
 done
 [ "$n" = "$((HOSTS * 8))" ] || { echo "Prometheus never held the fleet ($n GPUs)" >&2; exit 1; }
 echo "Prometheus holds $n GPUs, resident $(rss_mb $PROM) MB" >&2
+# SERVE_ONLY=1: keep the loaded server up for a look by hand (ctrl-c ends it).
+if [ "${SERVE_ONLY:-0}" = 1 ]; then
+  echo "Prometheus at $URL" >&2
+  sleep infinity
+fi
 
 # Waits until the last scrape is done and the next is at least $1 s away:
 # Prometheus's own CPU then is the queries'.
@@ -125,6 +131,8 @@ prom_cpu_of() {
 }
 
 OLD='{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*"}'
+# The every-series answer takes far longer than the default 5 s timeout.
+printf '[endpoints]\ntimeout_s = 300\n' > "$WORK/slow.toml"
 echo
 echo "### Prometheus's CPU per refresh ($((HOSTS * 8)) GPUs, same server, same run)"
 echo
@@ -142,20 +150,29 @@ done
 echo "| idle, 10 s, for scale | ${idle[*]} |"
 echo "| every series (the query before issue 28) | ${old[*]} |"
 echo "| fleet path, a whole refresh (aggregates, spinning, broken, their nodes in full: one \`get nodes\`) | ${slow[*]} |"
-# The console's own refreshes: every 10 s, the aggregates and the
-# spinning GPUs every third. Measured over 60 s from 20 s after start (the
-# start-up's Xid history left out), between scrapes.
-steady=()
-for _ in 1 2; do
-  quiet_for 95
-  tmux kill-session -t nsfleet 2>/dev/null || true
-  tmux new-session -d -s nsfleet -x 200 -y 50 "$NS --source none --prometheus $URL --log-file $WORK/tui.log"
-  sleep 20
-  a=$(cpu $PROM); sleep 60; b=$(cpu $PROM)
-  tmux kill-session -t nsfleet
-  steady+=("$(python3 -c "print(f'{($b - $a) / 6:.2f}')")")
-done
-echo "| fleet path, the console's refreshes: CPU over 60 s ÷ 6 refreshes | ${steady[*]} |"
+# The console's own refreshes, with everything they cause (the garbage
+# collection of what they allocate included): the server's CPU over WINDOW_S
+# seconds with the console running, less the same span with no client (the
+# scrapes' share), divided by the refreshes the console logged in it.
+WINDOW_S=${WINDOW_S:-240}
+window_cpu() { local a b; a=$(cpu $PROM); sleep "$WINDOW_S"; b=$(cpu $PROM); python3 -c "print($b - $a)"; }
+refreshes() { grep -c "prometheus refresh ($1)" "$2" 2>/dev/null || true; }
+quiet_for 30
+IDLE=$(window_cpu)
+per_refresh() { # mode, extra args
+  local mode=$1 log=$WORK/steady-$2.log; shift 2
+  rm -f "$log"
+  tmux kill-session -t nssteady 2>/dev/null || true
+  tmux new-session -d -s nssteady -x 200 -y 50 "NIGHTSHIFT_LOG=debug $NS --source none --prometheus $URL --log-file $log $*"
+  sleep 30
+  local r0 c r1; r0=$(refreshes "$mode" "$log")
+  c=$(window_cpu)
+  r1=$(refreshes "$mode" "$log")
+  tmux kill-session -t nssteady
+  python3 -c "n = $r1 - $r0; print(f'{($c - $IDLE) / max(n, 1):.2f} s ({n} refreshes; {$c:.1f} s in all, {$IDLE:.1f} s idle)')"
+}
+echo "| fleet path, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh fleet fleet) |"
+echo "| every series, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh 'every series' every --config $WORK/slow.toml --prometheus-every-gpu-max 1000000) |"
 
 echo
 echo "### One-shot \`get nodes -o json\`"
@@ -184,8 +201,6 @@ else:
     print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | {len(items)} | {full} |")
 EOF
 }
-# The every-series answer takes far longer than the default 5 s timeout.
-printf '[endpoints]\ntimeout_s = 300\n' > "$WORK/slow.toml"
 oneshot 4096 "fleet path"
 oneshot 1000000 "every series"
 

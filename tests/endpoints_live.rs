@@ -801,5 +801,31 @@ fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full
         // The next refresh keeps the opened node in full.
         let round = p.poll(&base, &opened, &e.hosts).await;
         assert_eq!(round.readings.len(), 32);
+        // A fleet's hour of history: the Xids alone, of the hosts that had
+        // one, found by one pass over the hour.
+        let client =
+            nightshift::sources::prometheus::Prometheus::new(&url, Duration::from_secs(10))
+                .expect("client");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs() as i64;
+        let b = client.backfill(now, 30, 120, false).await;
+        let hosts: std::collections::BTreeSet<&str> =
+            b.gpus.keys().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(
+            hosts.into_iter().collect::<Vec<_>>(),
+            ["gpu-007"],
+            "{:?}",
+            b.notes
+        );
+        let x = &b.gpus[&("gpu-007".to_string(), 3)].xids;
+        assert_eq!(x.iter().map(|x| x.code).collect::<Vec<_>>(), [79]);
+        assert!(
+            b.gpus[&("gpu-007".to_string(), 3)]
+                .occupancy
+                .iter()
+                .all(Option::is_none)
+        );
     });
 }

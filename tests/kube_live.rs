@@ -952,3 +952,53 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     assert!(!t.contains("verified: node gpu-06: schedulable"), "{t}");
     assert!(!out.status.success(), "not verified is not a success: {t}");
 }
+
+/// Lists come in pages, as kube-apiserver serves them: 1,234 GPU nodes
+/// read by nightshift (pages of 500, each slimmed before the next) and by
+/// kubectl (`--chunk-size 100`) are every node, once.
+#[test]
+fn a_big_cluster_is_listed_in_pages_by_nightshift_and_kubectl() {
+    if !kubectl_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nodes: Vec<Value> = (0..1234)
+        .map(|i| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": format!("gpu-{i:04}"), "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                    "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]},
+                "status": {"allocatable": {"nvidia.com/gpu": "8"}, "capacity": {"nvidia.com/gpu": "8"},
+                    "images": [{"names": ["nvcr.io/nvidia/pytorch:24.10-py3"], "sizeBytes": 9_000_000_000u64}],
+                    "conditions": [{"type": "Ready", "status": "True"}]}})
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("nodes.json"),
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": nodes}).to_string(),
+    )
+    .expect("manifest");
+    let lab = KubeLab::start_in(dir.path());
+    let served = || {
+        lab.lab
+            .lists_served
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let before = served();
+    let ours = get(&lab, "nodes");
+    assert_eq!(ours.len(), 1234);
+    let names: std::collections::BTreeSet<&str> =
+        ours.iter().filter_map(|n| n["name"].as_str()).collect();
+    assert_eq!(names.len(), 1234, "each node once");
+    assert!(
+        served() - before >= 3,
+        "nodes in pages of 500: {}",
+        served() - before
+    );
+    let theirs = lab.kubectl_json(&["get", "nodes", "--chunk-size", "100", "-o", "json"]);
+    let theirs: std::collections::BTreeSet<String> = items(&theirs)
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(theirs.len(), 1234);
+    assert!(names.iter().all(|n| theirs.contains(*n)));
+}

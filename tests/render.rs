@@ -384,6 +384,41 @@ fn stale_data_and_read_only_are_shown() {
     assert!(header.contains("connection refused"), "{header}");
 }
 
+/// A Prometheus that answers slowly or in part says so in the header (its
+/// answer stands, with its age), until it answers whole and in time.
+#[test]
+fn a_slow_or_partial_prometheus_is_said_in_the_header() {
+    let mut a = app_after(0);
+    let now = Instant::now();
+    let prom = Origin::Endpoint("http://prometheus:9090".into());
+    a.on_update(Update::ok(prom.clone()), now);
+    a.on_update(
+        Update::Quality {
+            origin: prom.clone(),
+            note: Some("slow: answered in 4.1 s".into()),
+        },
+        now,
+    );
+    let s = screen(&a, 200, 30);
+    let header = s.lines().next().expect("header");
+    assert!(
+        header.contains("http://prometheus:9090: slow: answered in 4.1 s"),
+        "{header}"
+    );
+    a.on_update(
+        Update::Quality {
+            origin: prom,
+            note: None,
+        },
+        now,
+    );
+    let s = screen(&a, 200, 30);
+    assert!(
+        !s.lines().next().unwrap_or_default().contains("slow"),
+        "{s}"
+    );
+}
+
 #[test]
 fn tiny_and_empty_terminals_do_not_panic() {
     let a = app_after(0);

@@ -394,16 +394,31 @@ fn object(
             lab.lists_served
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let res = &s.resources[r];
-            let items: Vec<Value> = s
-                .list(r, ns)
-                .into_iter()
-                .filter(|o| keep(o))
-                .cloned()
-                .collect();
+            // Pages, as kube-apiserver serves them: `limit` items, and a
+            // `continue` token for the rest (here the next item's place;
+            // the store's order is stable).
+            let limit = query_param(query, "limit")
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|l| *l > 0);
+            let from = query_param(query, "continue")
+                .map(decode)
+                .and_then(|c| c.parse::<usize>().ok())
+                .unwrap_or(0);
+            let mut matching = s.list(r, ns).into_iter().filter(|o| keep(o)).skip(from);
+            let items: Vec<Value> = match limit {
+                Some(l) => matching.by_ref().take(l).cloned().collect(),
+                None => matching.by_ref().cloned().collect(),
+            };
+            let rest = matching.count();
+            let mut metadata = json!({"resourceVersion": s.resource_version().to_string()});
+            if rest > 0 {
+                metadata["continue"] = json!((from + items.len()).to_string());
+                metadata["remainingItemCount"] = json!(rest);
+            }
             reply(
                 200,
                 &json!({"kind": format!("{}List", res.kind), "apiVersion": res.group_version(),
-                    "metadata": {"resourceVersion": s.resource_version().to_string()},
+                    "metadata": metadata,
                     "items": items}),
             )
         }

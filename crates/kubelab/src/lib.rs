@@ -12,8 +12,8 @@
 //!   not aggregated, discovery: clients fall back to it), `/version`;
 //!   custom resources are served exactly when a `CustomResourceDefinition`
 //!   for them is among the manifests;
-//! - list (with `labelSelector`, `fieldSelector`; no pagination: every list
-//!   is one page), get, merge and strategic-merge PATCH (maps and scalars:
+//! - list (with `labelSelector`, `fieldSelector`, and pages: `limit` and
+//!   `continue`, as kubectl and kube's watcher ask), get, merge and strategic-merge PATCH (maps and scalars:
 //!   the fields nightshift and kubectl patch), DELETE;
 //! - watch: `watch=true` from a `resourceVersion` (the changes since), or
 //!   from none (every object as ADDED), bookmarks when asked, `timeoutSeconds`,
@@ -39,7 +39,7 @@
 //!
 //! Not served: authentication (every request is allowed), Table output,
 //! JSON patch and server-side apply (415), creation other than through
-//! `/lab/apply`, pagination, aggregated discovery.
+//! `/lab/apply`, aggregated discovery; a `continue` token never expires.
 
 mod http;
 mod query;

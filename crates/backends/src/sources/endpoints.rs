@@ -220,6 +220,17 @@ impl PromPoller {
         let mut warned = Vec::new();
         let answered = self.read(base, open, hosts, &mut warned).await;
         let took = started.elapsed();
+        if self.is_fleet() {
+            tracing::debug!(
+                "prometheus refresh (fleet): {took:?}, {} nodes read per GPU",
+                self.full.len()
+            );
+        } else {
+            tracing::debug!(
+                "prometheus refresh (every series): {took:?}, {} GPUs",
+                self.last.len()
+            );
+        }
         match answered {
             Ok(()) => out.polled.push((origin.clone(), None)),
             Err(e) => out
@@ -511,11 +522,12 @@ pub fn spawn(
         let every_gpu_max = e.prometheus_every_gpu_max;
         backfill_open = true;
         tokio::spawn(async move {
-            // A fleet's every-GPU hour is too big to ask for: its Xids only.
+            // A fleet's every-GPU hour is too big to ask for: its Xids
+            // only. A server that cannot count is asked as before.
             let activity = p
                 .gpu_count()
                 .await
-                .is_ok_and(|n| n <= u64::from(every_gpu_max));
+                .map_or(true, |n| n <= u64::from(every_gpu_max));
             let b = p
                 .backfill(crate::host::now(), HISTORY_STEP, HISTORY_SLOTS, activity)
                 .await;
@@ -739,6 +751,29 @@ mod tests {
         assert_eq!(
             merged.source, "slurm",
             "the scheduler's snapshot underneath"
+        );
+    }
+
+    /// A Prometheus answer with warnings (a shard did not answer) is kept
+    /// and said: the poll's quality names the warning for the header.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partial_prometheus_answer_is_kept_and_said() {
+        let body = serde_json::json!({"status": "success", "warnings": ["store gateway 2 did not answer"],
+        "data": {"resultType": "vector", "result": [
+            {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "gpu07"}, "value": [1796006000.0, "40"]}
+        ]}});
+        let url = serve(body.to_string()).await;
+        let e = Endpoints {
+            prometheus: Some(url.trim_end_matches("/metrics").to_string()),
+            ..Endpoints::default()
+        };
+        let mut p = Poller::new(&e).expect("poller");
+        let round = p.poll(&Cluster::default(), &[], &e.hosts).await;
+        assert_eq!(round.readings.len(), 1, "the answer stands");
+        assert!(
+            matches!(round.quality.as_slice(), [(_, Some(q))] if q == "partial answer: store gateway 2 did not answer"),
+            "{:?}",
+            round.quality
         );
     }
 

@@ -404,6 +404,10 @@ pub const HELP: &[(&str, &str)] = &[
     (":at 03:10  :at +90m", "replay: jump to that time"),
     ("ctrl-z", "suspend; the shell's fg brings it back"),
     (
+        ":ctx NAME",
+        "with --all: that cluster (tab completes); esc on its first screen: the fleet",
+    ),
+    (
         "?",
         "this help (j k pgup pgdn scroll it; any other key closes)",
     ),

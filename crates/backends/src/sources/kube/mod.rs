@@ -330,6 +330,9 @@ fn value(o: &DynamicObject, w: &Watched) -> Value {
     v
 }
 
+/// Objects per page of a list (kubectl's and kube's watcher's default).
+const LIST_PAGE: u32 = 500;
+
 /// Everything, listed once (for `get`, `why`, … and actions).
 pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, SourceError> {
     let conn = connect(cfg).await?;
@@ -339,14 +342,24 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
     }
     let mut objects = Objects::default();
     for w in &watched {
-        let list = api(&conn, w)
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| api_error(&format!("list {} at {}", w.kind, conn.url), e))?;
-        let m = objects.by_kind.entry(w.kind).or_default();
-        for o in &list.items {
-            let v = value(o, w);
-            m.insert(map::key(&v), v);
+        // In pages, each slimmed before the next is read: 40,000 pods are
+        // never all held whole at once.
+        let mut params = ListParams::default().limit(LIST_PAGE);
+        loop {
+            let list = api(&conn, w)
+                .list(&params)
+                .await
+                .map_err(|e| api_error(&format!("list {} at {}", w.kind, conn.url), e))?;
+            let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
+            let m = objects.by_kind.entry(w.kind).or_default();
+            for o in list.items {
+                let v = value(&o, w);
+                m.insert(map::key(&v), v);
+            }
+            match next {
+                Some(c) => params = params.continue_token(&c),
+                None => break,
+            }
         }
     }
     if visibility_served(&conn.client).await {

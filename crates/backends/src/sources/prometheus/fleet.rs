@@ -5,7 +5,7 @@
 //!   a last Xid, an uncorrectable ECC error, a row remap pending or failed,
 //!   a recovery action, NVLink errors) — a filter the server evaluates,
 //!   answering one series per such node; every refresh;
-//! - every `SLOW_ROUNDS` refreshes: per node in aggregate, GPUs reporting,
+//! - every `SLOW_ROUNDS` refreshes (a minute): per node in aggregate, GPUs reporting,
 //!   mean utilization and SM occupancy (`aggregates_query`, one series per
 //!   node), and the nodes with a GPU spinning in a collective
 //!   (`spinning_query`);
@@ -145,9 +145,13 @@ pub fn spinning_query(stall_util_min: f64, stall_occupancy_max: f64) -> String {
 
 /// Refreshes per ask for the aggregates and the spinning GPUs (the others
 /// ask for the broken GPUs alone): with the default 10 s interval, every
-/// 30 s — the grid's means of healthy nodes show their age, and the
-/// engine needs 5 minutes of the stall signature anyway.
-pub const SLOW_ROUNDS: u64 = 3;
+/// minute — the grid's means of healthy nodes are a minute old at most
+/// (their age is kept with them), and the engine needs 5 minutes of the
+/// stall signature anyway. Each family selected costs Debian's Prometheus
+/// about 0.3 s of CPU at 80,000 GPUs (docs/performance.md): the
+/// aggregates and the spinning GPUs select four, the broken GPUs one per
+/// family the exporters write of the ten it names.
+pub const SLOW_ROUNDS: u64 = 6;
 
 /// Hosts per full-series query: keeps each query's URL short.
 pub const HOSTS_PER_QUERY: usize = 200;
@@ -257,6 +261,32 @@ fn tagged_rows(body: &Value) -> Result<(Vec<Row>, Vec<String>), PromError> {
 /// The full-series queries for `keys`: grouped by the label that names
 /// them, at most `HOSTS_PER_QUERY` hosts each.
 pub fn full_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
+    per_label(keys, full_selector)
+}
+
+/// Which hosts had a GPU with an Xid within the last `window_s` seconds:
+/// one pass over each GPU's hour, where a range query of every GPU costs
+/// one pass per step.
+pub fn xid_hosts_query(window_s: i64) -> String {
+    format!(
+        "group by ({BY_HOST}) (max_over_time(DCGM_FI_DEV_XID_ERRORS[{}s]) > 0 < {BLANK})",
+        window_s.max(1)
+    )
+}
+
+/// The Xid history's range queries for these hosts alone.
+pub fn xid_history_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
+    per_label(keys, |label, values| {
+        let alts: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
+        format!(
+            r#"DCGM_FI_DEV_XID_ERRORS{{{label}=~"{}"}} != 0"#,
+            alts.join("|")
+        )
+    })
+}
+
+/// One query per label that names hosts and per `HOSTS_PER_QUERY` of them.
+fn per_label(keys: &BTreeSet<HostKey>, query: impl Fn(&str, &[&str]) -> String) -> Vec<String> {
     let mut by_label: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for k in keys {
         by_label.entry(k.label).or_default().push(&k.value);
@@ -266,7 +296,7 @@ pub fn full_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
         .flat_map(|(label, values)| {
             values
                 .chunks(HOSTS_PER_QUERY)
-                .map(|c| full_selector(label, c))
+                .map(|c| query(label, c))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -345,6 +375,13 @@ mod tests {
             })
             .collect();
         assert_eq!(full_queries(&many).len(), 3);
+        assert_eq!(
+            xid_history_queries(&keys),
+            [
+                r#"DCGM_FI_DEV_XID_ERRORS{Hostname=~"gpu07\\.dc"} != 0"#,
+                r#"DCGM_FI_DEV_XID_ERRORS{instance=~"gpu08:9400"} != 0"#
+            ]
+        );
         assert_eq!(regex_quote(r#"a"b|c"#), r#"a\"b\\|c"#);
     }
 

@@ -449,13 +449,34 @@ impl Prometheus {
         if !activity {
             notes.push("a fleet: no per-GPU activity history (its Xids only)".to_string());
         }
-        let queries = [
-            ("SM occupancy and utilization", RANGE_ACTIVITY),
-            ("Xids", RANGE_XID),
+        let mut queries = vec![
+            ("SM occupancy and utilization", RANGE_ACTIVITY.to_string()),
+            ("Xids", RANGE_XID.to_string()),
         ];
-        for (what, q) in queries.into_iter().skip(usize::from(!activity)) {
+        if !activity {
+            // A fleet: first which hosts had an Xid in the window (one
+            // pass over each GPU's hour), then those hosts' history alone.
+            let q = fleet::xid_hosts_query(end - start + step);
+            queries = match self.get_json("query", &[("query", q)]).await {
+                Ok(body) => match fleet::hosts_from(&body) {
+                    Ok((hosts, _)) => fleet::xid_history_queries(&hosts)
+                        .into_iter()
+                        .map(|q| ("Xids", q))
+                        .collect(),
+                    Err(e) => {
+                        notes.push(format!("no Xids history: {e}"));
+                        Vec::new()
+                    }
+                },
+                Err(e) => {
+                    notes.push(format!("no Xids history: {e}"));
+                    Vec::new()
+                }
+            };
+        }
+        for (what, q) in queries {
             let params = [
-                ("query", q.to_string()),
+                ("query", q),
                 ("start", start.to_string()),
                 ("end", end.to_string()),
                 ("step", step.to_string()),
