@@ -16,24 +16,13 @@ cd "$(dirname "$0")/.."
 NODES=${NODES:-5000}
 PODS=${PODS:-40000}
 WINDOW=${WINDOW:-30}
-TCK=$(getconf CLK_TCK)
 cargo build --release --quiet --example kube-lab
 cargo build --release --quiet
 NS=${NS:-$PWD/target/release/nightshift}
 LAB=$PWD/target/release/examples/kube-lab
-WORK=$(mktemp -d /tmp/ns-kube-XXXX)
-PIDS=()
-cleanup() {
-  tmux kill-session -t nskube 2>/dev/null || true
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14+$15)/t }' "/proc/$1/stat"; }
-rss_mb() { awk '/VmRSS/ { printf "%d", $2/1024 }' "/proc/$1/status"; }
-now() { date +%s.%N; }
+source scripts/bench-lib.sh
+bench_work ns-kube
+SESSIONS=(nskube)
 
 mkdir -p "$WORK/objects"
 python3 - "$NODES" "$PODS" "$WORK/objects" <<'EOF'

@@ -19,22 +19,11 @@ cd "$(dirname "$0")/.."
 HOSTS=${HOSTS:-10000}
 WINDOW=${WINDOW:-60}
 SCRAPE=${SCRAPE:-120}
-TCK=$(getconf CLK_TCK)
 cargo build --release --quiet
 NS=$PWD/target/release/nightshift
-WORK=$(mktemp -d /tmp/ns-fleet-XXXX)
-PIDS=()
-cleanup() {
-  tmux kill-session -t nsfleet 2>/dev/null || true
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu() { awk -v t="$TCK" '{ printf "%.2f", ($14+$15)/t }' "/proc/$1/stat"; }
-rss_mb() { awk '/VmRSS/ { printf "%d", $2/1024 }' "/proc/$1/status"; }
-now() { date +%s.%N; }
+source scripts/bench-lib.sh
+bench_work ns-fleet
+SESSIONS=(nsfleet nssteady)
 
 # 1. The fleet: 8 GPUs per host, 10 families, dcgm-exporter's labels.
 # Incidents: Xid 79 on three hosts, a DBE on one, four hosts spinning.

@@ -95,7 +95,14 @@ pub async fn run(all: Vec<Settings>) -> Result<(), CommandError> {
     let mut members = Vec::new();
     let mut links = Vec::new();
     for (i, s) in all.iter().enumerate() {
-        let (m, l) = start(i, s, &tx)?;
+        // A cluster whose source cannot even start (a bad URL in its
+        // section) is named: the fleet does not open half a fleet.
+        let (m, l) = start(i, s, &tx).map_err(|e| {
+            crate::config::ConfigError::Cluster(format!(
+                "[[clusters]] {:?}: {e}",
+                s.cluster.as_deref().unwrap_or("?")
+            ))
+        })?;
         members.push(m);
         links.push(l);
     }
@@ -213,22 +220,8 @@ async fn event_loop(
             }
         }
         for (m, l) in fleet.members.iter().zip(links) {
-            let now_open = m.app.open_nodes();
-            l.open.send_if_modified(|o| {
-                let changed = *o != now_open;
-                if changed {
-                    *o = now_open;
-                }
-                changed
-            });
-            let now_focus = m.app.focus();
-            l.focus.send_if_modified(|f| {
-                let changed = *f != now_focus;
-                if changed {
-                    *f = now_focus;
-                }
-                changed
-            });
+            crate::tui::send_changed(&l.open, m.app.open_nodes());
+            crate::tui::send_changed(&l.focus, m.app.focus());
         }
     }
 }

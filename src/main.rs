@@ -142,16 +142,7 @@ fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
         );
     }
     match command {
-        None | Some(Command::Tui) => {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the runtime: {e}"))?;
-            let result = rt.block_on(nightshift::fleet_tui::run(all));
-            rt.shutdown_timeout(std::time::Duration::from_millis(500));
-            Ok(result?)
-        }
+        None | Some(Command::Tui) => on_console_runtime(nightshift::fleet_tui::run(all)),
         Some(Command::Get(args)) if args.what != nightshift::cli::GetWhat::Kpis => {
             // Each cluster answers on its own: one that cannot is its
             // error, beside the others' answers.
@@ -180,12 +171,19 @@ fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
 }
 
 fn console(settings: Settings) -> Result<(), String> {
+    on_console_runtime(nightshift::tui::run(settings))
+}
+
+/// Runs a console on its own runtime.
+fn on_console_runtime(
+    console: impl std::future::Future<Output = Result<(), nightshift::error::CommandError>>,
+) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let result = rt.block_on(nightshift::tui::run(settings));
+    let result = rt.block_on(console);
     // Quitting never waits for a worker still busy with a big merge
     // or a hung request: the terminal is restored already.
     rt.shutdown_timeout(std::time::Duration::from_millis(500));

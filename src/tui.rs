@@ -371,23 +371,18 @@ async fn event_loop(
                 }
             }
         }
-        let now_open = app.open_nodes();
-        ch.open.send_if_modified(|o| {
-            if *o == now_open {
-                false
-            } else {
-                *o = now_open;
-                true
-            }
-        });
-        let now_focus = app.focus();
-        ch.focus.send_if_modified(|f| {
-            if *f == now_focus {
-                false
-            } else {
-                *f = now_focus;
-                true
-            }
-        });
+        send_changed(&ch.open, app.open_nodes());
+        send_changed(&ch.focus, app.focus());
     }
+}
+
+/// Tells a watcher the new value only when it changed.
+pub(crate) fn send_changed<T: PartialEq>(tx: &tokio::sync::watch::Sender<T>, now: T) {
+    tx.send_if_modified(|v| {
+        let changed = *v != now;
+        if changed {
+            *v = now;
+        }
+        changed
+    });
 }

@@ -1157,25 +1157,16 @@ fn get_all_answers_per_cluster_and_context_picks_one() {
         clusters[2]
     );
     // One of them alone.
-    let out = common::nightshift(
-        dir.path(),
-        &[
-            "--config",
-            cfg,
-            "--context",
-            "west",
-            "get",
-            "nodes",
-            "-o",
-            "json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = json(&[
+        "--config",
+        cfg,
+        "--context",
+        "west",
+        "get",
+        "nodes",
+        "-o",
+        "json",
+    ]);
     assert_eq!(v["kind"], "nodes");
     // Other commands want one cluster.
     let out = common::nightshift(dir.path(), &["--config", cfg, "--all", "why", "4700"]);

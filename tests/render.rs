@@ -82,9 +82,13 @@ fn command(app: &mut App, cmd: &str) {
 }
 
 fn screen(app: &App, w: u16, h: u16) -> String {
+    drawn(w, h, |f| nightshift::views::render(f, app))
+}
+
+/// What `draw` leaves on a `w`×`h` screen, row by row.
+fn drawn(w: u16, h: u16, draw: impl FnOnce(&mut ratatui::Frame)) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    term.draw(|f| nightshift::views::render(f, app))
-        .expect("draw");
+    term.draw(draw).expect("draw");
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -1241,20 +1245,8 @@ fn the_fleet_overview_shows_each_cluster_and_every_incident() {
     for m in 0..2 {
         f.to_member(m, Msg::Source(Update::ok(Origin::Scheduler)), later);
     }
-    let fleet_screen = |f: &Fleet, w: u16, h: u16| {
-        let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        term.draw(|fr| nightshift::views::fleet::render(fr, f))
-            .expect("draw");
-        let buf = term.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..h {
-            for x in 0..w {
-                out.push_str(buf[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        out
-    };
+    let fleet_screen =
+        |f: &Fleet, w: u16, h: u16| drawn(w, h, |fr| nightshift::views::fleet::render(fr, f));
     let s = fleet_screen(&f, 120, 30);
     assert!(s.contains("3 clusters"), "{s}");
     assert!(s.contains("STALE"), "{s}");
