@@ -11,6 +11,7 @@
 #
 #   scripts/bench-prometheus-fleet.sh            # HOSTS=10000 WINDOW=60
 #   SERVE_ONLY=1 scripts/bench-prometheus-fleet.sh   # the loaded server alone
+#   PARTS="oneshot console" scripts/bench-prometheus-fleet.sh   # some tables
 #
 # Needs prometheus (apt-get install prometheus), tmux, python3, ~5 GB free
 # memory. Prints markdown; docs/performance.md has results.
@@ -104,9 +105,15 @@ ts = datetime.datetime.fromisoformat(ls[:26].rstrip("Z") + "+00:00").timestamp()
 print(ts, t["lastScrapeDuration"])')
     left=$(python3 -c "import time; print(int($last + $SCRAPE - time.time()))")
     busy=$(python3 -c "import time; print(int(time.time() < $last + $dur + 2))")
-    if [ "$busy" = 0 ] && [ "$left" -ge "$1" ]; then return; fi
+    if [ "$busy" = 0 ] && [ "$left" -ge "$1" ] && settled; then return; fi
     sleep 2
   done
+}
+# Whether the server is at rest: under 0.1 s of CPU over 2 s (no garbage
+# collection left over from the last big answer, no compaction).
+settled() {
+  local a b; a=$(cpu $PROM); sleep 2; b=$(cpu $PROM)
+  python3 -c "import sys; sys.exit(0 if $b - $a < 0.1 else 1)"
 }
 
 # Prometheus CPU seconds of one command, between scrapes.
@@ -122,77 +129,10 @@ prom_cpu_of() {
 OLD='{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*"}'
 # The every-series answer takes far longer than the default 5 s timeout.
 printf '[endpoints]\ntimeout_s = 300\n' > "$WORK/slow.toml"
-echo
-echo "### Prometheus's CPU per refresh ($((HOSTS * 8)) GPUs, same server, same run)"
-echo
-echo "Each figure: the server's CPU seconds from the query's start to 10 s after it"
-echo "(the garbage collection it causes included), between scrapes."
-echo
-echo "| refresh | Prometheus CPU s (3 runs) |"
-echo "|---|---|"
-idle=(); old=(); slow=()
-for _ in 1 2 3; do
-  idle+=("$(prom_cpu_of 30 sleep 10)")
-  old+=("$(prom_cpu_of 60 q "$OLD")")
-  slow+=("$(prom_cpu_of 30 "$NS" --source none --prometheus "$URL" --log-file "$WORK/cli.log" get nodes -o json)")
-done
-echo "| idle, 10 s, for scale | ${idle[*]} |"
-echo "| every series (the query before issue 28) | ${old[*]} |"
-echo "| fleet path, a whole refresh (aggregates, spinning, broken, their nodes in full: one \`get nodes\`) | ${slow[*]} |"
-# The console's own refreshes, with everything they cause (the garbage
-# collection of what they allocate included): the server's CPU over WINDOW_S
-# seconds with the console running, less the same span with no client (the
-# scrapes' share), divided by the refreshes the console logged in it.
-WINDOW_S=${WINDOW_S:-240}
-window_cpu() { local a b; a=$(cpu $PROM); sleep "$WINDOW_S"; b=$(cpu $PROM); python3 -c "print($b - $a)"; }
-refreshes() { grep -c "prometheus refresh ($1)" "$2" 2>/dev/null || true; }
-quiet_for 30
-IDLE=$(window_cpu)
-per_refresh() { # mode, extra args
-  local mode=$1 log=$WORK/steady-$2.log; shift 2
-  rm -f "$log"
-  tmux kill-session -t nssteady 2>/dev/null || true
-  tmux new-session -d -s nssteady -x 200 -y 50 "NIGHTSHIFT_LOG=debug $NS --source none --prometheus $URL --log-file $log $*"
-  sleep 30
-  local r0 c r1; r0=$(refreshes "$mode" "$log")
-  c=$(window_cpu)
-  r1=$(refreshes "$mode" "$log")
-  tmux kill-session -t nssteady
-  python3 -c "n = $r1 - $r0; print(f'{($c - $IDLE) / max(n, 1):.2f} s ({n} refreshes; {$c:.1f} s in all, {$IDLE:.1f} s idle)')"
-}
-echo "| fleet path, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh fleet fleet) |"
-echo "| every series, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh 'every series' every --config $WORK/slow.toml --prometheus-every-gpu-max 1000000) |"
-
-echo
-echo "### One-shot \`get nodes -o json\`"
-echo
-echo "| path | wall s | peak RSS MB | nodes | nodes read per GPU |"
-echo "|---|---|---|---|---|"
-oneshot() {
-  quiet_for 60
-  local t0 t1
-  t0=$(now)
-  /usr/bin/time -f '%M' -o "$WORK/time" "$NS" --config "$WORK/slow.toml" --source none --prometheus "$URL" \
-    --log-file "$WORK/cli.log" --prometheus-every-gpu-max "$1" get nodes -o json > "$WORK/nodes.json" 2>"$WORK/err" || true
-  t1=$(now)
-  python3 - "$WORK/nodes.json" "$(tail -1 "$WORK/time")" "$t0" "$t1" "$2" <<'EOF'
-import sys, json
-try:
-    items = json.load(open(sys.argv[1]))["items"]
-except Exception:
-    items = None
-wall = float(sys.argv[4]) - float(sys.argv[3])
-rss = int(sys.argv[2]) // 1024
-if items is None:
-    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | failed | |")
-else:
-    full = sum(1 for n in items if "gpu_summary" not in n)
-    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | {len(items)} | {full} |")
-EOF
-}
-oneshot 4096 "fleet path"
-oneshot 1000000 "every series"
-
+# PARTS: which tables (cpu oneshot console), all by default.
+PARTS=${PARTS:-cpu oneshot console}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
+if part console; then
 # The console on the fleet: first useful screen, then its steady state.
 echo
 echo "### The console (\`nightshift --source none --prometheus URL\`, 200×50 tmux pane)"
@@ -234,3 +174,79 @@ echo "| console resident at start of window / end / peak | $r0 / $r1 / $peak MB 
 echo "| console CPU over ${WINDOW} s | $(python3 -c "print(f'{($c1 - $c0) / $WINDOW * 100:.1f}')") % of a core |"
 tmux capture-pane -p -t nsfleet > "$WORK/screen.txt"
 head -5 "$WORK/screen.txt" >&2
+fi
+if part cpu; then
+echo
+echo "### Prometheus's CPU per refresh ($((HOSTS * 8)) GPUs, same server, same run)"
+echo
+echo "Each figure: the server's CPU seconds from the query's start to 10 s after it"
+echo "(the garbage collection it causes included), between scrapes."
+echo
+echo "| refresh | Prometheus CPU s (3 runs) |"
+echo "|---|---|"
+idle=(); old=(); slow=()
+for _ in 1 2 3; do
+  idle+=("$(prom_cpu_of 30 sleep 10)")
+  old+=("$(prom_cpu_of 60 q "$OLD")")
+  slow+=("$(prom_cpu_of 30 "$NS" --source none --prometheus "$URL" --log-file "$WORK/cli.log" get nodes -o json)")
+done
+echo "| idle, 10 s, for scale | ${idle[*]} |"
+echo "| every series (the query before issue 28) | ${old[*]} |"
+echo "| fleet path, a whole refresh (aggregates, spinning, broken, their nodes in full: one \`get nodes\`) | ${slow[*]} |"
+# The console's own refreshes, with everything they cause (the garbage
+# collection of what they allocate included): the server's CPU over WINDOW_S
+# seconds with the console running, less the same span with no client (the
+# scrapes' share), divided by the refreshes the console logged in it.
+WINDOW_S=${WINDOW_S:-240}
+window_cpu() { local a b; a=$(cpu $PROM); sleep "$WINDOW_S"; b=$(cpu $PROM); python3 -c "print($b - $a)"; }
+refreshes() { grep -c "prometheus refresh ($1)" "$2" 2>/dev/null || true; }
+quiet_for 30
+IDLE=$(window_cpu)
+per_refresh() { # mode, extra args
+  local mode=$1 log=$WORK/steady-$2.log; shift 2
+  rm -f "$log"
+  tmux kill-session -t nssteady 2>/dev/null || true
+  tmux new-session -d -s nssteady -x 200 -y 50 "NIGHTSHIFT_LOG=debug $NS --source none --prometheus $URL --log-file $log $*"
+  sleep 30
+  local r0 c r1; r0=$(refreshes "$mode" "$log")
+  c=$(window_cpu)
+  r1=$(refreshes "$mode" "$log")
+  tmux kill-session -t nssteady
+  python3 -c "n = $r1 - $r0; print(f'{($c - $IDLE) / max(n, 1):.2f} s ({n} refreshes; {$c:.1f} s in all, {$IDLE:.1f} s idle)')"
+}
+echo "| fleet path, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh fleet fleet) |"
+echo "| every series, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh 'every series' every --config $WORK/slow.toml --prometheus-every-gpu-max 1000000) |"
+
+fi
+if part oneshot; then
+echo
+echo "### One-shot \`get nodes -o json\`"
+echo
+echo "| path | wall s | peak RSS MB | nodes | nodes read per GPU |"
+echo "|---|---|---|---|---|"
+oneshot() {
+  quiet_for 60
+  local t0 t1
+  t0=$(now)
+  /usr/bin/time -f '%M' -o "$WORK/time" "$NS" --config "$WORK/slow.toml" --source none --prometheus "$URL" \
+    --log-file "$WORK/cli.log" --prometheus-every-gpu-max "$1" get nodes -o json > "$WORK/nodes.json" 2>"$WORK/err" || true
+  t1=$(now)
+  python3 - "$WORK/nodes.json" "$(tail -1 "$WORK/time")" "$t0" "$t1" "$2" <<'EOF'
+import sys, json
+try:
+    items = json.load(open(sys.argv[1]))["items"]
+except Exception:
+    items = None
+wall = float(sys.argv[4]) - float(sys.argv[3])
+rss = int(sys.argv[2]) // 1024
+if items is None:
+    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | failed | |")
+else:
+    full = sum(1 for n in items if "gpu_summary" not in n)
+    print(f"| {sys.argv[5]} | {wall:.1f} | {rss} | {len(items)} | {full} |")
+EOF
+}
+oneshot 4096 "fleet path"
+oneshot 1000000 "every series"
+
+fi

@@ -387,7 +387,7 @@ fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
         return Ok(base);
     }
     let poll = runtime()?.block_on(async {
-        let mut p = nightshift::sources::endpoints::Poller::new(e)?;
+        let mut p = nightshift::sources::endpoints::Poller::new(e)?.whole();
         Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
     })?;
     for n in &poll.notes {

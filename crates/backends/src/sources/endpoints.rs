@@ -99,6 +99,8 @@ struct PromPoller {
     gpus: u64,
     /// Refreshes since the aggregates were last asked for.
     round: u64,
+    /// The first refresh asks every question (a one-shot command).
+    whole_first: bool,
 }
 
 /// What one poll found.
@@ -146,11 +148,22 @@ impl Poller {
                         spinning: BTreeSet::new(),
                         gpus: 0,
                         round: 0,
+                        whole_first: false,
                     })
                 })
                 .transpose()?,
             last_scrape: (Vec::new(), Vec::new()),
         })
+    }
+
+    /// For a command that polls once: its poll asks a fleet's Prometheus
+    /// every question at once (the console asks the spinning GPUs on its
+    /// second refresh, so that the first screen comes sooner).
+    pub fn whole(mut self) -> Poller {
+        if let Some(p) = &mut self.prometheus {
+            p.whole_first = true;
+        }
+        self
     }
 
     /// Every endpoint, once. `base` is the scheduler's newest snapshot (a
@@ -295,14 +308,41 @@ impl PromPoller {
         hosts: &HostMap,
         warned: &mut Vec<String>,
     ) -> Result<(), PromError> {
+        // The aggregates one refresh, the spinning GPUs the next: the
+        // first screen waits for neither more than it must.
         let slow_round = self.round.is_multiple_of(fleet::SLOW_ROUNDS);
+        let spin_round =
+            self.round % fleet::SLOW_ROUNDS == 1 || (self.round == 0 && self.whole_first);
         self.round += 1;
-        if slow_round {
-            let body = self
-                .client
-                .get_json("query", &[("query", fleet::aggregates_query())])
-                .await?;
-            let (aggregates, w) = fleet::aggregates_from(&body)?;
+        // A fleet (or a server not yet counted) is asked its questions
+        // side by side: the server answers them on its cores at once, and
+        // the first screen waits for the slowest, not for their sum.
+        let maybe_fleet = self.gpus == 0 || self.is_fleet();
+        let client = &self.client;
+        let ask = |q: String| async move { client.get_json("query", &[("query", q)]).await };
+        let stall = self.stall;
+        let (aggregates, spinning, broken) = tokio::join!(
+            async {
+                match slow_round {
+                    true => Some(ask(fleet::aggregates_query()).await),
+                    false => None,
+                }
+            },
+            async {
+                match spin_round && maybe_fleet {
+                    true => Some(ask(fleet::spinning_query(stall.0, stall.1)).await),
+                    false => None,
+                }
+            },
+            async {
+                match maybe_fleet {
+                    true => Some(ask(fleet::broken_query()).await),
+                    false => None,
+                }
+            },
+        );
+        if let Some(body) = aggregates {
+            let (aggregates, w) = fleet::aggregates_from(&body?)?;
             warned.extend(w);
             self.gpus = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
             self.aggregates = aggregates;
@@ -316,18 +356,16 @@ impl PromPoller {
             return Ok(());
         }
         self.last.clear();
-        if slow_round {
-            let q = fleet::spinning_query(self.stall.0, self.stall.1);
-            let body = self.client.get_json("query", &[("query", q)]).await?;
-            let (spinning, w) = fleet::hosts_from(&body)?;
+        if let Some(body) = spinning {
+            let (spinning, w) = fleet::hosts_from(&body?)?;
             warned.extend(w);
             self.spinning = spinning;
         }
-        let body = self
-            .client
-            .get_json("query", &[("query", fleet::broken_query())])
-            .await?;
-        let (mut wanted, w) = fleet::hosts_from(&body)?;
+        let Some(body) = broken else {
+            // Counted small last time, a fleet now: the next refresh asks.
+            return Ok(());
+        };
+        let (mut wanted, w) = fleet::hosts_from(&body?)?;
         warned.extend(w);
         wanted.extend(self.spinning.iter().cloned());
         // Their jobs' other nodes, and the opened ones.
@@ -517,11 +555,15 @@ pub fn spawn(
     // The charts' last hour, read once at start beside the first rounds.
     let (btx, mut brx) = mpsc::channel::<Backfill>(1);
     let mut backfill_open = false;
+    // The history waits for the first round: on a fleet's server it would
+    // compete with the first screen's questions.
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
     if let Some(p) = &poller.prometheus {
         let p = p.client.clone();
         let every_gpu_max = e.prometheus_every_gpu_max;
         backfill_open = true;
         tokio::spawn(async move {
+            let _ = first_rx.await;
             // A fleet's every-GPU hour is too big to ask for: its Xids
             // only. A server that cannot count is asked as before.
             let activity = p
@@ -543,6 +585,7 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut open_live = true;
         let mut next = tokio::time::Instant::now();
+        let mut first = Some(first_tx);
         loop {
             let wake = tokio::select! {
                 _ = tokio::time::sleep_until(next) => true,
@@ -563,6 +606,9 @@ pub fn spawn(
                 && htx.send(round).await.is_err()
             {
                 return;
+            }
+            if let Some(f) = first.take() {
+                let _ = f.send(());
             }
         }
     });

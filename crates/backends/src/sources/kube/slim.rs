@@ -41,8 +41,12 @@ fn slim_metadata(v: &mut Value) {
 
 /// What the map reads of a pod's containers and their statuses.
 const CONTAINER: &[&str] = &["name", "resources"];
-const CONTAINER_STATUS: &[&str] = &["name", "restartCount", "ready", "state", "lastState"];
+const CONTAINER_STATUS: &[&str] = &["name", "restartCount"];
 
+/// A pod is most of what a big cluster holds (eight of them a node): it
+/// keeps only what the map reads — not its conditions (the scheduler's
+/// reasons come from its events), tolerations, scheduler or init
+/// containers.
 fn slim_pod(v: &mut Value) {
     if let Some(spec) = v.get_mut("spec") {
         keep(
@@ -51,33 +55,29 @@ fn slim_pod(v: &mut Value) {
                 "nodeName",
                 "nodeSelector",
                 "containers",
-                "initContainers",
                 "priority",
-                "priorityClassName",
                 "activeDeadlineSeconds",
-                "schedulerName",
-                "tolerations",
             ],
         );
         keep_each(spec, "containers", CONTAINER);
-        keep_each(spec, "initContainers", CONTAINER);
     }
     if let Some(status) = v.get_mut("status") {
         keep(
             status,
             &[
                 "phase",
-                "conditions",
                 "containerStatuses",
-                "initContainerStatuses",
                 "startTime",
                 "reason",
                 "message",
-                "nominatedNodeName",
             ],
         );
         keep_each(status, "containerStatuses", CONTAINER_STATUS);
-        keep_each(status, "initContainerStatuses", CONTAINER_STATUS);
+    }
+    if let Some(Value::Array(owners)) = v.pointer_mut("/metadata/ownerReferences") {
+        for o in owners {
+            keep(o, &["apiVersion", "kind", "name", "uid", "controller"]);
+        }
     }
 }
 
@@ -118,13 +118,14 @@ mod tests {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "w-0", "namespace": "ml", "labels": {"a": "b"},
                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{…}", "keep": "me"},
-                "ownerReferences": [{"kind": "Job", "name": "w", "controller": true}],
+                "ownerReferences": [{"kind": "Job", "name": "w", "controller": true, "blockOwnerDeletion": true}],
                 "managedFields": [{"manager": "kubectl"}]},
             "spec": {"nodeName": "gpu01", "volumes": [{"name": "data"}],
                 "containers": [{"name": "main", "image": "nvcr.io/x", "env": [{"name": "A"}],
                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
             "status": {"phase": "Running", "podIP": "10.0.0.1",
-                "containerStatuses": [{"name": "main", "restartCount": 2, "image": "nvcr.io/x", "imageID": "sha"}]}
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "main", "restartCount": 2, "ready": true, "image": "nvcr.io/x", "imageID": "sha"}]}
         });
         slim("pods", &mut pod);
         assert_eq!(

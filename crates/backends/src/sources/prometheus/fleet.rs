@@ -143,9 +143,10 @@ pub fn spinning_query(stall_util_min: f64, stall_occupancy_max: f64) -> String {
     )
 }
 
-/// Refreshes per ask for the aggregates and the spinning GPUs (the others
-/// ask for the broken GPUs alone): with the default 10 s interval, every
-/// minute — the grid's means of healthy nodes are a minute old at most
+/// Refreshes per ask for the aggregates and for the spinning GPUs (the
+/// aggregates on the first of them, the spinning GPUs on the second; the
+/// others ask for the broken GPUs alone): with the default 10 s interval,
+/// every minute — the grid's means of healthy nodes are a minute old at most
 /// (their age is kept with them), and the engine needs 5 minutes of the
 /// stall signature anyway. Each family selected costs Debian's Prometheus
 /// about 0.3 s of CPU at 80,000 GPUs (docs/performance.md): the
