@@ -810,11 +810,21 @@ fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full
         let client =
             nightshift::sources::prometheus::Prometheus::new(&url, Duration::from_secs(10))
                 .expect("client");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_secs() as i64;
-        let b = client.backfill(now, 30, 120, false).await;
+        // Whole seconds: a range ending at `now` sees the scrapes before
+        // it; the server may not have committed the newest yet, so ask
+        // again for a few seconds before calling it empty.
+        let mut b = nightshift::model::Backfill::default();
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs() as i64;
+            b = client.backfill(now, 30, 120, false).await;
+            if !b.gpus.is_empty() {
+                break;
+            }
+        }
         let hosts: std::collections::BTreeSet<&str> =
             b.gpus.keys().map(|(h, _)| h.as_str()).collect();
         assert_eq!(
