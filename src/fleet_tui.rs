@@ -142,25 +142,9 @@ async fn event_loop(
     }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut open = true;
-    let mut dirty = true;
-    let mut last_draw: Option<Instant> = None;
+    let mut frames = crate::tui::Frames::new();
     loop {
-        let since = last_draw.map_or(crate::tui::FRAME, |t| t.elapsed());
-        if dirty && since >= crate::tui::FRAME {
-            terminal
-                .draw(|f| crate::views::fleet::render(f, fleet))
-                .map_err(|e| CommandError::Terminal {
-                    what: "drawing failed",
-                    source: e,
-                })?;
-            dirty = false;
-            last_draw = Some(Instant::now());
-        }
-        let wait = if dirty {
-            crate::tui::FRAME.saturating_sub(since)
-        } else {
-            Duration::from_secs(3600)
-        };
+        let wait = frames.draw(terminal, |f| crate::views::fleet::render(f, fleet))?;
         let now = Instant::now();
         tokio::select! {
             ev = keys.next() => match ev {
@@ -188,13 +172,13 @@ async fn event_loop(
                 None => open = false,
             },
             _ = tick.tick() => effects.extend(fleet.to_all(&Msg::Tick, now)),
-            _ = tokio::time::sleep(wait), if dirty => {}
+            _ = tokio::time::sleep(wait), if frames.dirty => {}
             _ = sig.term.recv() => return Ok(()),
             _ = sig.hup.recv() => return Ok(()),
             _ = sig.int.recv() => return Ok(()),
             _ = sig.tstp.recv() => effects.push((0, Effect::Suspend)),
         }
-        dirty = true;
+        frames.dirty = true;
         for (i, effect) in std::mem::take(&mut effects) {
             match effect {
                 Effect::Quit => return Ok(()),
@@ -203,7 +187,7 @@ async fn event_loop(
                         what: "cannot take the terminal back",
                         source: e,
                     })?;
-                    last_draw = None;
+                    frames.redraw_all();
                 }
                 Effect::Bell => crate::tui::ring_bell(),
                 Effect::Run(req) => {

@@ -279,25 +279,9 @@ async fn event_loop(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut updates_open = true;
     let mut actions_open = true;
-    let mut dirty = true;
-    let mut last_draw: Option<Instant> = None;
+    let mut frames = Frames::new();
     loop {
-        let since = last_draw.map_or(FRAME, |t| t.elapsed());
-        if dirty && since >= FRAME {
-            terminal
-                .draw(|f| crate::views::render(f, app))
-                .map_err(|e| CommandError::Terminal {
-                    what: "drawing failed",
-                    source: e,
-                })?;
-            dirty = false;
-            last_draw = Some(Instant::now());
-        }
-        let wait = if dirty {
-            FRAME.saturating_sub(since)
-        } else {
-            Duration::from_secs(3600)
-        };
+        let wait = frames.draw(terminal, |f| crate::views::render(f, app))?;
         // Every arm that reads a channel is off once the channel closed:
         // a closed channel answers at once, and would spin the loop.
         let msg: Option<Msg> = tokio::select! {
@@ -335,7 +319,7 @@ async fn event_loop(
                 }
             },
             _ = tick.tick() => Some(Msg::Tick),
-            _ = tokio::time::sleep(wait), if dirty => None,
+            _ = tokio::time::sleep(wait), if frames.dirty => None,
             _ = sig.term.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
             _ = sig.hup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
             _ = sig.int.recv() => { tracing::info!("SIGINT: restoring the terminal"); return Ok(()); }
@@ -343,7 +327,7 @@ async fn event_loop(
         };
         if let Some(m) = msg {
             effects.extend(app.update(m, Instant::now()));
-            dirty = true;
+            frames.dirty = true;
         }
         for effect in std::mem::take(&mut effects) {
             match effect {
@@ -353,8 +337,7 @@ async fn event_loop(
                         what: "cannot take the terminal back",
                         source: e,
                     })?;
-                    dirty = true;
-                    last_draw = None;
+                    frames.redraw_all();
                 }
                 Effect::Bell => ring_bell(),
                 // One cluster: nothing to switch to (the app says so).
@@ -385,4 +368,49 @@ pub(crate) fn send_changed<T: PartialEq>(tx: &tokio::sync::watch::Sender<T>, now
         }
         changed
     });
+}
+
+/// Drawing at most once a frame, and only when something changed.
+pub(crate) struct Frames {
+    /// Something changed since the last frame.
+    pub(crate) dirty: bool,
+    last: Option<Instant>,
+}
+
+impl Frames {
+    pub(crate) fn new() -> Frames {
+        Frames {
+            dirty: true,
+            last: None,
+        }
+    }
+
+    /// Draws when a frame is due; returns how long the loop may wait for
+    /// its next event before the next frame is due.
+    pub(crate) fn draw(
+        &mut self,
+        terminal: &mut Term,
+        render: impl FnOnce(&mut ratatui::Frame),
+    ) -> Result<Duration, CommandError> {
+        let since = self.last.map_or(FRAME, |t| t.elapsed());
+        if self.dirty && since >= FRAME {
+            terminal.draw(render).map_err(|e| CommandError::Terminal {
+                what: "drawing failed",
+                source: e,
+            })?;
+            self.dirty = false;
+            self.last = Some(Instant::now());
+        }
+        Ok(if self.dirty {
+            FRAME.saturating_sub(since)
+        } else {
+            Duration::from_secs(3600)
+        })
+    }
+
+    /// After the terminal was given back: everything, at once.
+    pub(crate) fn redraw_all(&mut self) {
+        self.dirty = true;
+        self.last = None;
+    }
 }
