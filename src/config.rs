@@ -10,7 +10,9 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod clusters;
 mod error;
+pub use clusters::{ClusterFile, Selection};
 pub use error::ConfigError;
 
 /// The TOML file. Every key is optional; see config/nightshift.example.toml.
@@ -42,72 +44,6 @@ pub struct FileConfig {
     /// one of them (`--context NAME`).
     #[serde(default)]
     pub clusters: Vec<ClusterFile>,
-}
-
-/// `[[clusters]]`: one cluster of several, with its own source and the
-/// source's sections (`[clusters.slurm]`, `[clusters.kube]`,
-/// `[clusters.sim]`, `[clusters.endpoints]`, `[clusters.topology]`). The
-/// engine, actions, limits and ui sections are the top level's.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClusterFile {
-    pub name: String,
-    pub source: Option<String>,
-    pub read_only: Option<bool>,
-    #[serde(default)]
-    pub sim: SimFile,
-    #[serde(default)]
-    pub slurm: SlurmFile,
-    #[serde(default)]
-    pub kube: KubeFile,
-    #[serde(default)]
-    pub endpoints: EndpointsFile,
-    #[serde(default)]
-    pub topology: TopologyFile,
-}
-
-impl FileConfig {
-    /// The names of `[[clusters]]`, checked: each named, each once.
-    pub fn cluster_names(&self) -> Result<Vec<String>, ConfigError> {
-        let mut names: Vec<String> = Vec::new();
-        for c in &self.clusters {
-            let name = c.name.trim();
-            if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
-                return Err(ConfigError::Cluster(format!(
-                    "[[clusters]] name {:?}: a name without '/' (it is typed before the node: CLUSTER/NODE)",
-                    c.name
-                )));
-            }
-            if names.iter().any(|n| n == name) {
-                return Err(ConfigError::Cluster(format!(
-                    "[[clusters]] name {name:?} is used twice"
-                )));
-            }
-            names.push(name.to_string());
-        }
-        Ok(names)
-    }
-
-    /// The configuration of cluster `i` alone: its own sections in place
-    /// of the top level's, the rest the top level's.
-    pub fn for_cluster(&self, i: usize) -> Option<FileConfig> {
-        let c = self.clusters.get(i)?;
-        Some(FileConfig {
-            source: c.source.clone(),
-            read_only: c.read_only.or(self.read_only),
-            log_file: self.log_file.clone(),
-            ui: self.ui.clone(),
-            sim: c.sim.clone(),
-            engine: self.engine.clone(),
-            slurm: c.slurm.clone(),
-            kube: c.kube.clone(),
-            actions: self.actions.clone(),
-            endpoints: c.endpoints.clone(),
-            limits: self.limits.clone(),
-            topology: c.topology.clone(),
-            clusters: Vec::new(),
-        })
-    }
 }
 
 /// `[topology]`: failure domains neither the scheduler nor the node labels
@@ -219,6 +155,40 @@ pub struct EndpointsFile {
     /// Endpoint host name → scheduler node name.
     #[serde(default)]
     pub hosts: std::collections::BTreeMap<String, String>,
+}
+
+impl EndpointsFile {
+    /// The endpoints, flags over the file; the fleet path's problem filter
+    /// takes the engine's stall thresholds (it finds what the rule reads).
+    fn resolve(
+        &self,
+        args: &GlobalArgs,
+        site: &SiteParams,
+    ) -> Result<crate::sources::endpoints::Endpoints, ConfigError> {
+        let or_flags = |flags: &Vec<String>, file: &Vec<String>| {
+            if flags.is_empty() { file } else { flags }.clone()
+        };
+        Ok(crate::sources::endpoints::Endpoints {
+            dcgm: or_flags(&args.dcgm, &self.dcgm),
+            node_exporter: or_flags(&args.node_exporter, &self.node_exporter),
+            prometheus: args.prometheus.clone().or_else(|| self.prometheus.clone()),
+            interval: match self.interval_s {
+                Some(v) => seconds(v, "endpoints.interval_s")?,
+                None => Duration::from_secs(10),
+            },
+            timeout: match self.timeout_s {
+                Some(v) => seconds(v, "endpoints.timeout_s")?,
+                None => Duration::from_secs(5),
+            },
+            hosts: crate::sources::dcgm::merge::HostMap(self.hosts.clone()),
+            prometheus_every_gpu_max: args
+                .prometheus_every_gpu_max
+                .or(self.prometheus_every_gpu_max)
+                .unwrap_or(crate::sources::endpoints::EVERY_GPU_MAX),
+            stall_util_min: site.stall_util_min,
+            stall_occupancy_max: site.stall_occupancy_max,
+        })
+    }
 }
 
 /// `[slurm]`: where slurmrestd is and who we are to it.
@@ -677,34 +647,6 @@ impl Settings {
             SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)?),
             SourceKind::None => SourceConfig::None,
         };
-        let ep = &file.endpoints;
-        let endpoints = crate::sources::endpoints::Endpoints {
-            dcgm: if args.dcgm.is_empty() {
-                ep.dcgm.clone()
-            } else {
-                args.dcgm.clone()
-            },
-            node_exporter: if args.node_exporter.is_empty() {
-                ep.node_exporter.clone()
-            } else {
-                args.node_exporter.clone()
-            },
-            prometheus: args.prometheus.clone().or_else(|| ep.prometheus.clone()),
-            interval: match ep.interval_s {
-                Some(v) => seconds(v, "endpoints.interval_s")?,
-                None => Duration::from_secs(10),
-            },
-            timeout: match ep.timeout_s {
-                Some(v) => seconds(v, "endpoints.timeout_s")?,
-                None => Duration::from_secs(5),
-            },
-            hosts: crate::sources::dcgm::merge::HostMap(ep.hosts.clone()),
-            prometheus_every_gpu_max: args
-                .prometheus_every_gpu_max
-                .or(ep.prometheus_every_gpu_max)
-                .unwrap_or(crate::sources::endpoints::EVERY_GPU_MAX),
-            ..crate::sources::endpoints::Endpoints::default()
-        };
         let expected = source.expected_interval();
         let stale_after = match file.ui.stale_after_s {
             Some(s) => seconds(s, "ui.stale_after_s")?,
@@ -715,12 +657,7 @@ impl Settings {
             || std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || std::env::var("TERM").is_ok_and(|t| t == "dumb");
         let (site, xid_catalog) = file.engine.resolve()?;
-        // The fleet path's problem filter finds what the stall rule reads.
-        let endpoints = crate::sources::endpoints::Endpoints {
-            stall_util_min: site.stall_util_min,
-            stall_occupancy_max: site.stall_occupancy_max,
-            ..endpoints
-        };
+        let endpoints = file.endpoints.resolve(args, &site)?;
         let audit_log = args
             .audit_log
             .clone()
@@ -752,76 +689,6 @@ impl Settings {
                 None => Duration::from_secs(60),
             },
         })
-    }
-}
-
-/// What the command line and the config say to watch.
-#[derive(Debug)]
-pub enum Selection {
-    /// One cluster: the top level's source, or `--context NAME` of
-    /// `[[clusters]]`.
-    One(Box<Settings>),
-    /// `--all`: every cluster of `[[clusters]]`, in the config's order.
-    All(Vec<Settings>),
-}
-
-/// The flags that hold for every cluster of `[[clusters]]`: the source's
-/// own flags (`--source`, `--slurm-url`, `--kubeconfig`, `--prometheus`, …)
-/// would say the same for all of them, so each cluster's come from its
-/// section alone.
-fn cluster_args(args: &GlobalArgs) -> GlobalArgs {
-    GlobalArgs {
-        config: args.config.clone(),
-        read_only: args.read_only,
-        no_mouse: args.no_mouse,
-        log_file: args.log_file.clone(),
-        audit_log: args.audit_log.clone(),
-        sim_seconds: args.sim_seconds,
-        ..GlobalArgs::default()
-    }
-}
-
-impl Settings {
-    /// `--all`: every `[[clusters]]`; `--context NAME` naming one of them:
-    /// that one (a name that is none of them is a kubeconfig context, as
-    /// before); else the top level.
-    pub fn select(args: &GlobalArgs, file: FileConfig) -> Result<Selection, ConfigError> {
-        let names = file.cluster_names()?;
-        let one = |i: usize, name: &str| -> Result<Settings, ConfigError> {
-            let f = file.for_cluster(i).ok_or_else(|| {
-                ConfigError::Cluster(format!("[[clusters]] {name:?}: not in the config"))
-            })?;
-            let mut s = Settings::resolve(&cluster_args(args), f)
-                .map_err(|e| ConfigError::Cluster(format!("[[clusters]] {name:?}: {e}")))?;
-            s.cluster = Some(name.to_string());
-            Ok(s)
-        };
-        if args.all {
-            if names.is_empty() {
-                return Err(ConfigError::Cluster(
-                    "--all watches the clusters of [[clusters]], and the config has none".into(),
-                ));
-            }
-            if args.replay.is_some() || args.record.is_some() {
-                return Err(ConfigError::Cluster(
-                    "--all records and replays no cluster: use --context NAME".into(),
-                ));
-            }
-            let all = names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| one(i, n))
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Selection::All(all));
-        }
-        if let Some(i) = args
-            .context
-            .as_deref()
-            .and_then(|c| names.iter().position(|n| n == c))
-        {
-            return Ok(Selection::One(Box::new(one(i, &names[i])?)));
-        }
-        Ok(Selection::One(Box::new(Settings::resolve(args, file)?)))
     }
 }
 

@@ -1,0 +1,298 @@
+//! A Prometheus server as the endpoints' poller asks it: every GPU's
+//! series on a small cluster; on a fleet (more GPUs than
+//! `prometheus_every_gpu_max`) the fleet path of `prometheus::fleet` —
+//! the broken GPUs' nodes each refresh, the aggregates and the spinning
+//! GPUs once a minute, those nodes, their jobs' other nodes and the open
+//! ones read in full.
+
+use super::{Endpoints, Poll};
+use crate::model::Cluster;
+use crate::sources::dcgm::Reading;
+use crate::sources::dcgm::merge::HostMap;
+use crate::sources::dcgm::ports::PortReading;
+use crate::sources::prometheus::fleet::{self, HostKey, NodeAggregate};
+use crate::sources::prometheus::{PromError, Prometheus};
+use crate::sources::{Origin, SourceError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// A Prometheus server, as polled: every GPU's series (a small cluster),
+/// or the fleet path (aggregates, problem nodes, opened nodes).
+pub(super) struct PromPoller {
+    url: String,
+    pub(super) client: Prometheus,
+    every_gpu_max: u32,
+    stall: (f64, f64),
+    /// Answers slower than this are said to be slow.
+    slow: Duration,
+    last: Vec<Reading>,
+    last_ports: Vec<PortReading>,
+    /// The fleet path's newest aggregates (empty on the every-series path).
+    aggregates: Vec<NodeAggregate>,
+    /// The fleet path's full readings, per host asked for.
+    full: BTreeMap<HostKey, Vec<Reading>>,
+    /// The fleet path's nodes with a spinning GPU, as last asked.
+    spinning: BTreeSet<HostKey>,
+    /// GPUs on the server, as the aggregates last said.
+    gpus: u64,
+    /// Refreshes since the aggregates were last asked for.
+    round: u64,
+    /// The first refresh asks every question (a one-shot command).
+    pub(super) whole_first: bool,
+}
+
+impl PromPoller {
+    pub(super) fn new(url: &str, e: &Endpoints) -> Result<PromPoller, PromError> {
+        Ok(PromPoller {
+            url: url.to_string(),
+            client: Prometheus::new(url, e.timeout)?,
+            every_gpu_max: e.prometheus_every_gpu_max,
+            stall: (e.stall_util_min, e.stall_occupancy_max),
+            slow: (e.timeout / 2).max(Duration::from_secs(1)),
+            last: Vec::new(),
+            last_ports: Vec::new(),
+            aggregates: Vec::new(),
+            full: BTreeMap::new(),
+            spinning: BTreeSet::new(),
+            gpus: 0,
+            round: 0,
+            whole_first: false,
+        })
+    }
+
+    pub(super) async fn poll(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+        out: &mut Poll,
+    ) {
+        let origin = Origin::Endpoint(self.url.clone());
+        let started = std::time::Instant::now();
+        let mut warned = Vec::new();
+        let answered = self.read(base, open, hosts, &mut warned).await;
+        let took = started.elapsed();
+        if self.is_fleet() {
+            tracing::debug!(
+                "prometheus refresh (fleet): {took:?}, {} nodes read per GPU",
+                self.full.len()
+            );
+        } else {
+            tracing::debug!(
+                "prometheus refresh (every series): {took:?}, {} GPUs",
+                self.last.len()
+            );
+        }
+        match answered {
+            Ok(()) => out.polled.push((origin.clone(), None)),
+            Err(e) => out
+                .polled
+                .push((origin.clone(), Some(SourceError::from(e)))),
+        }
+        // The ports' query failing alone is a note: the GPUs stand.
+        match self.client.ports().await {
+            Ok((ports, warnings)) => {
+                self.last_ports = ports;
+                warned.extend(warnings);
+            }
+            Err(e) => out
+                .notes
+                .push(format!("{}: no network ports: {e}", self.url)),
+        }
+        let quality = if let Some(w) = warned.first() {
+            Some(format!(
+                "partial answer: {}",
+                w.trim_start_matches("Prometheus warning: ")
+            ))
+        } else if took > self.slow {
+            Some(format!("slow: answered in {:.1} s", took.as_secs_f64()))
+        } else {
+            None
+        };
+        out.quality.push((origin, quality));
+        out.notes.extend(warned);
+        self.fill(out);
+    }
+
+    /// The open nodes not yet read in full, read now; false when there
+    /// were none.
+    pub(super) async fn read_open(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+        out: &mut Poll,
+    ) -> bool {
+        let keys: BTreeSet<HostKey> = self
+            .keys_of(base, open, hosts)
+            .into_iter()
+            .filter(|k| !self.full.contains_key(k))
+            .collect();
+        if keys.is_empty() {
+            return false;
+        }
+        match self.read_full(&keys).await {
+            Ok((readings, warnings)) => {
+                out.notes.extend(warnings);
+                self.full.extend(readings);
+            }
+            Err(e) => out
+                .notes
+                .push(format!("{}: the opened node's GPUs: {e}", self.url)),
+        }
+        true
+    }
+
+    /// The readings (and aggregates) as the newest answers left them.
+    pub(super) fn fill(&self, out: &mut Poll) {
+        out.readings.extend(self.last.iter().cloned());
+        out.readings.extend(self.full.values().flatten().cloned());
+        out.ports.extend(self.last_ports.iter().cloned());
+        if self.is_fleet() {
+            out.aggregates.extend(
+                self.aggregates
+                    .iter()
+                    .filter(|a| !self.full.contains_key(&a.key))
+                    .cloned(),
+            );
+        }
+    }
+
+    /// Whether the server holds more GPUs than are read whole each refresh.
+    fn is_fleet(&self) -> bool {
+        self.gpus > u64::from(self.every_gpu_max)
+    }
+
+    /// One refresh. Every `fleet::SLOW_ROUNDS` refreshes the aggregates
+    /// (they say how many GPUs the server holds: a small cluster is then
+    /// read in full each refresh) and the spinning GPUs' nodes; on a
+    /// fleet, every refresh the broken GPUs' nodes, and in full those
+    /// nodes, their jobs' other nodes and the opened ones. A failed answer
+    /// keeps the last.
+    async fn read(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+        warned: &mut Vec<String>,
+    ) -> Result<(), PromError> {
+        // The aggregates one refresh, the spinning GPUs the next: the
+        // first screen waits for neither more than it must.
+        let slow_round = self.round.is_multiple_of(fleet::SLOW_ROUNDS);
+        let spin_round =
+            self.round % fleet::SLOW_ROUNDS == 1 || (self.round == 0 && self.whole_first);
+        self.round += 1;
+        // A fleet (or a server not yet counted) is asked its questions
+        // side by side: the server answers them on its cores at once, and
+        // the first screen waits for the slowest, not for their sum.
+        let maybe_fleet = self.gpus == 0 || self.is_fleet();
+        let client = &self.client;
+        let ask = |q: String| async move { client.get_json("query", &[("query", q)]).await };
+        let stall = self.stall;
+        let (aggregates, spinning, broken) = tokio::join!(
+            async {
+                match slow_round {
+                    true => Some(ask(fleet::aggregates_query()).await),
+                    false => None,
+                }
+            },
+            async {
+                match spin_round && maybe_fleet {
+                    true => Some(ask(fleet::spinning_query(stall.0, stall.1)).await),
+                    false => None,
+                }
+            },
+            async {
+                match maybe_fleet {
+                    true => Some(ask(fleet::broken_query()).await),
+                    false => None,
+                }
+            },
+        );
+        if let Some(body) = aggregates {
+            let (aggregates, w) = fleet::aggregates_from(&body?)?;
+            warned.extend(w);
+            self.gpus = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
+            self.aggregates = aggregates;
+        }
+        if !self.is_fleet() {
+            let (r, w) = self.client.query().await?;
+            warned.extend(w);
+            self.last = r;
+            self.full.clear();
+            self.round = 0;
+            return Ok(());
+        }
+        self.last.clear();
+        if let Some(body) = spinning {
+            let (spinning, w) = fleet::hosts_from(&body?)?;
+            warned.extend(w);
+            self.spinning = spinning;
+        }
+        let Some(body) = broken else {
+            // Counted small last time, a fleet now: the next refresh asks.
+            return Ok(());
+        };
+        let (mut wanted, w) = fleet::hosts_from(&body?)?;
+        warned.extend(w);
+        wanted.extend(self.spinning.iter().cloned());
+        // Their jobs' other nodes, and the opened ones.
+        let problem_nodes: std::collections::HashSet<String> = {
+            let known = crate::sources::dcgm::merge::node_index(base);
+            wanted
+                .iter()
+                .map(|k| hosts.node_for(k.host(), &known).to_string())
+                .collect()
+        };
+        let mut more: BTreeSet<&str> = open.iter().map(String::as_str).collect();
+        for j in base.jobs.iter().filter(|j| j.state.holds_resources()) {
+            if j.nodes.len() > 1 && j.nodes.iter().any(|n| problem_nodes.contains(n)) {
+                more.extend(j.nodes.iter().map(String::as_str));
+            }
+        }
+        let more: Vec<String> = more.into_iter().map(str::to_string).collect();
+        wanted.extend(self.keys_of(base, &more, hosts));
+        let (full, w) = self.read_full(&wanted).await?;
+        warned.extend(w);
+        self.full = full;
+        Ok(())
+    }
+
+    /// The aggregates' hosts that are these nodes.
+    fn keys_of(&self, base: &Cluster, nodes: &[String], hosts: &HostMap) -> BTreeSet<HostKey> {
+        if nodes.is_empty() {
+            return BTreeSet::new();
+        }
+        let known = crate::sources::dcgm::merge::node_index(base);
+        let wanted: BTreeSet<&str> = nodes.iter().map(String::as_str).collect();
+        self.aggregates
+            .iter()
+            .filter(|a| wanted.contains(hosts.node_for(a.key.host(), &known)))
+            .map(|a| a.key.clone())
+            .collect()
+    }
+
+    /// Every family of these hosts, per host.
+    async fn read_full(
+        &self,
+        keys: &BTreeSet<HostKey>,
+    ) -> Result<(BTreeMap<HostKey, Vec<Reading>>, Vec<String>), PromError> {
+        let mut out: BTreeMap<HostKey, Vec<Reading>> =
+            keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+        let by_host: std::collections::HashMap<String, HostKey> = keys
+            .iter()
+            .map(|k| (k.host().to_string(), k.clone()))
+            .collect();
+        let mut warned = Vec::new();
+        for q in fleet::full_queries(keys) {
+            let (readings, w) = self.client.query_with(&q).await?;
+            warned.extend(w);
+            for r in readings {
+                if let Some(k) = by_host.get(&r.host) {
+                    out.entry(k.clone()).or_default().push(r);
+                }
+            }
+        }
+        Ok((out, warned))
+    }
+}
