@@ -9,6 +9,7 @@
 #
 #   scripts/bench-kube-fleet.sh        # NODES=5000 PODS=40000 WINDOW=30
 #   NS=/path/to/other/nightshift scripts/bench-kube-fleet.sh   # another build
+#   SERVE_ONLY=1 scripts/bench-kube-fleet.sh   # the loaded lab alone
 #
 # Needs tmux and python3. Prints markdown; docs/performance.md has results.
 set -euo pipefail
@@ -95,6 +96,12 @@ PORT=$(free_port)
 "$LAB" --objects "$WORK/objects" --listen "127.0.0.1:$PORT" --write-kubeconfig "$WORK/kubeconfig" >/dev/null 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 600); do [ -s "$WORK/kubeconfig" ] && curl -sf "http://127.0.0.1:$PORT/version" >/dev/null && break; sleep 0.5; done
+
+# SERVE_ONLY=1: keep the loaded lab up for a look by hand (ctrl-c ends it).
+if [ "${SERVE_ONLY:-0}" = 1 ]; then
+  echo "kube-lab: --kubeconfig $WORK/kubeconfig" >&2
+  sleep infinity
+fi
 
 echo
 echo "### \`get nodes -o json\` ($NODES nodes, $PODS pods)"

@@ -32,6 +32,8 @@ use serde_json::Value;
 mod jobs;
 mod nodes;
 
+use super::pod::{Container, Pod};
+
 use jobs::{Gang, gang_of, job_of, scheduling_messages};
 use nodes::{add_topology_domains, events, node_of, topology_levels};
 pub use nodes::{gpu_named, taint_text, xid_code};
@@ -66,17 +68,19 @@ pub const KINDS: &[&str] = &[
     "pendingworkloads",
 ];
 
-/// Every watched object, by kind (a [`KINDS`] entry), then `ns/name`.
+/// Every watched object, by kind (a [`KINDS`] entry), then `ns/name`: pods
+/// as typed records (see [`Pod`]), the other kinds as slimmed JSON.
 #[derive(Debug, Clone, Default)]
 pub struct Objects {
-    pub by_kind: BTreeMap<&'static str, BTreeMap<String, Value>>,
+    by_kind: BTreeMap<&'static str, BTreeMap<String, Value>>,
+    pods: BTreeMap<String, Pod>,
 }
 
 impl Objects {
     /// Sorts loose objects (as a List or a directory holds them) by kind.
     pub fn from_values(values: impl IntoIterator<Item = Value>) -> Objects {
         let mut o = Objects::default();
-        for mut v in values {
+        for v in values {
             let kind = v["kind"].as_str().unwrap_or_default().to_string();
             let kind = kind.as_str();
             let plural = format!("{}s", kind.to_lowercase());
@@ -86,16 +90,60 @@ impl Objects {
                 _ => plural,
             };
             if let Some(k) = KINDS.iter().find(|k| **k == plural) {
-                // As the watch keeps them: slimmed (see `slim`).
-                super::slim::slim(k, &mut v);
-                o.by_kind.entry(k).or_default().insert(key(&v), v);
+                o.insert(k, v);
             }
         }
         o
     }
 
+    /// Keeps `v`, an object of `kind`, as the watch keeps it: slimmed (see
+    /// `slim`), a pod as its record.
+    pub fn insert(&mut self, kind: &'static str, mut v: Value) {
+        if kind == "pods" {
+            let p = Pod::from_value(&v);
+            self.pods.insert(p.key(), p);
+        } else {
+            super::slim::slim(kind, &mut v);
+            self.by_kind.entry(kind).or_default().insert(key(&v), v);
+        }
+    }
+
+    pub fn remove(&mut self, kind: &str, key: &str) {
+        if kind == "pods" {
+            self.pods.remove(key);
+        } else if let Some(m) = self.by_kind.get_mut(kind) {
+            m.remove(key);
+        }
+    }
+
+    /// `kind`'s objects are now those of `fresh` (a list read whole).
+    pub fn replace_kind(&mut self, kind: &'static str, fresh: Objects) {
+        if kind == "pods" {
+            self.pods = fresh.pods;
+        } else {
+            let mut fresh = fresh.by_kind;
+            self.by_kind
+                .insert(kind, fresh.remove(kind).unwrap_or_default());
+        }
+    }
+
+    /// `kind`'s objects (not pods) are now `values`; whether that changed them.
+    pub fn replace_values(&mut self, kind: &'static str, values: Vec<Value>) -> bool {
+        let fresh: BTreeMap<String, Value> = values.into_iter().map(|v| (key(&v), v)).collect();
+        if self.by_kind.get(kind) == Some(&fresh) {
+            return false;
+        }
+        self.by_kind.insert(kind, fresh);
+        true
+    }
+
+    /// The objects of `kind` (pods are read through [`Objects::pods`]).
     pub fn of(&self, kind: &str) -> impl Iterator<Item = &Value> {
         self.by_kind.get(kind).into_iter().flat_map(|m| m.values())
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.values()
     }
 }
 
@@ -157,37 +205,47 @@ fn bounded(v: &Value, max: u64) -> Result<Option<u32>, Invalid> {
 
 /// Whole GPUs and MIG slices a pod asks for (limits, else requests),
 /// leniently (a count out of range is none).
-pub fn pod_gpus(pod: &Value) -> (u32, u32) {
-    pod_gpus_checked(pod).unwrap_or((0, 0))
+pub fn pod_gpus(pod: &Pod) -> (u32, u32) {
+    gpus_checked(&pod.containers).unwrap_or((0, 0))
 }
 
-/// Whole GPUs and MIG slices a pod asks for; an error naming the container
-/// and key when one is not a count up to `limits.max_gpus_per_node`.
-fn pod_gpus_checked(pod: &Value) -> Result<(u32, u32), Invalid> {
+/// Whole GPUs and MIG slices a pod template (a Kueue pod set's) asks for,
+/// leniently.
+pub fn template_gpus(template: &Value) -> (u32, u32) {
+    let containers: Vec<Container> = template["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(Container::from_value)
+        .collect();
+    gpus_checked(&containers).unwrap_or((0, 0))
+}
+
+/// Whole GPUs and MIG slices containers ask for; an error naming the
+/// container and key when one is not a count up to
+/// `limits.max_gpus_per_node`.
+fn gpus_checked(containers: &[Container]) -> Result<(u32, u32), Invalid> {
     let max = u64::from(crate::limits::get().max_gpus_per_node);
     let mut whole = 0u32;
     let mut mig = 0u32;
-    let containers = pod["spec"]["containers"].as_array().into_iter().flatten();
     for c in containers {
-        let res = &c["resources"];
-        let (which, map) = match res["limits"]
-            .as_object()
-            .filter(|m| m.keys().any(|k| k.starts_with("nvidia.com/")))
-        {
-            Some(m) => ("limits", Some(m)),
-            None => ("requests", res["requests"].as_object()),
+        // Only NVIDIA's keys are kept: limits that name one, else requests.
+        let (which, map) = if c.limits.is_empty() {
+            ("requests", &c.requests)
+        } else {
+            ("limits", &c.limits)
         };
-        for (k, v) in map.into_iter().flatten() {
-            if k != GPU && !k.starts_with("nvidia.com/mig-") {
+        for (k, v) in map.iter() {
+            if &**k != GPU && !k.starts_with("nvidia.com/mig-") {
                 continue;
             }
             let n = bounded(v, max).map_err(|e| {
                 invalid!(
                     "container {} resources.{which}.{k}: {e} (limits.max_gpus_per_node)",
-                    c["name"].as_str().unwrap_or("?")
+                    c.name.as_deref().unwrap_or("?")
                 )
             })?;
-            let slot = if k == GPU { &mut whole } else { &mut mig };
+            let slot = if &**k == GPU { &mut whole } else { &mut mig };
             *slot = slot.saturating_add(n.unwrap_or(0));
         }
     }
@@ -265,6 +323,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
     attribute_gpus(&mut nodes, &jobs);
     let quotas = quotas_of(o, &jobs, &mut warnings);
     let mut c = Cluster {
+        history: Vec::new(),
         name: name.to_string(),
         source: "kube".into(),
         time: now,
@@ -350,18 +409,16 @@ fn gangs_of<'a>(
     warnings: &mut Vec<String>,
 ) -> BTreeMap<(String, String, String), Gang<'a>> {
     let mut gangs: BTreeMap<(String, String, String), Gang> = BTreeMap::new();
-    for p in o.of("pods") {
-        match pod_gpus_checked(p) {
+    for p in o.pods() {
+        match gpus_checked(&p.containers) {
             Ok((w, m)) if w + m > 0 => {}
             Ok(_) => continue,
             Err(e) => {
-                warnings.push(format!("pod {}: {e}; skipped", key(p)));
+                warnings.push(format!("pod {}: {e}; skipped", p.key()));
                 continue;
             }
         }
-        let ns = s(p, &["metadata", "namespace"])
-            .unwrap_or("default")
-            .to_string();
+        let ns = p.namespace.as_deref().unwrap_or("default").to_string();
         let (kind, gname) = gang_of(p);
         let g = gangs
             .entry((ns.clone(), kind.clone(), gname.clone()))

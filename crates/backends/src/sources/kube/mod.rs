@@ -4,6 +4,7 @@
 
 pub mod exec;
 pub mod map;
+pub mod pod;
 pub mod slim;
 
 use super::{Origin, SourceError, Update};
@@ -318,10 +319,9 @@ fn api(conn: &Connection, w: &Watched) -> Api<DynamicObject> {
     }
 }
 
-/// The object as the map reads it: JSON, slimmed to the fields it reads.
+/// The object as JSON (`Objects::insert` keeps what the map reads of it).
 fn value(o: &DynamicObject, w: &Watched) -> Value {
     let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-    slim::slim(w.kind, &mut v);
     // Lists leave kind out of their items; the map sorts by it.
     if v["kind"].is_null() {
         v["kind"] = Value::String(w.resource.kind.clone());
@@ -351,10 +351,8 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
                 .await
                 .map_err(|e| api_error(&format!("list {} at {}", w.kind, conn.url), e))?;
             let next = list.metadata.continue_.clone().filter(|c| !c.is_empty());
-            let m = objects.by_kind.entry(w.kind).or_default();
             for o in list.items {
-                let v = value(&o, w);
-                m.insert(map::key(&v), v);
+                objects.insert(w.kind, value(&o, w));
             }
             match next {
                 Some(c) => params = params.continue_token(&c),
@@ -364,10 +362,8 @@ pub async fn fetch_once(cfg: &KubeConfig) -> Result<crate::model::Cluster, Sourc
     }
     if visibility_served(&conn.client).await {
         let cqs = cluster_queue_names(&objects);
-        let m = objects.by_kind.entry("pendingworkloads").or_default();
-        for v in queue_positions(&conn.client, &cqs).await {
-            m.insert(map::key(&v), v);
-        }
+        let positions = queue_positions(&conn.client, &cqs).await;
+        objects.replace_values("pendingworkloads", positions);
     }
     let m = map::cluster(&conn.cluster, &objects, crate::host::now());
     for w in &m.warnings {
@@ -608,7 +604,7 @@ fn spawn_positions(
 #[derive(Default)]
 struct Lists {
     objects: Objects,
-    buffers: std::collections::HashMap<&'static str, std::collections::BTreeMap<String, Value>>,
+    buffers: std::collections::HashMap<&'static str, Objects>,
     listed: std::collections::HashSet<&'static str>,
     failing: std::collections::HashMap<&'static str, String>,
     /// Changed since the last snapshot.
@@ -623,36 +619,27 @@ impl Lists {
                 self.buffers.insert(k, Default::default());
             }
             Msg::InitApply(k, v) => {
-                self.buffers.entry(k).or_default().insert(map::key(&v), v);
+                self.buffers.entry(k).or_default().insert(k, v);
             }
             Msg::InitDone(k) => {
                 let fresh = self.buffers.remove(&k).unwrap_or_default();
-                self.objects.by_kind.insert(k, fresh);
+                self.objects.replace_kind(k, fresh);
                 self.listed.insert(k);
                 self.failing.remove(k);
                 self.dirty = true;
             }
             Msg::Apply(k, v) => {
-                self.objects
-                    .by_kind
-                    .entry(k)
-                    .or_default()
-                    .insert(map::key(&v), v);
+                self.objects.insert(k, v);
                 self.failing.remove(k);
                 self.dirty = true;
             }
             Msg::Delete(k, key) => {
-                if let Some(m) = self.objects.by_kind.get_mut(k) {
-                    m.remove(&key);
-                }
+                self.objects.remove(k, &key);
                 self.failing.remove(k);
                 self.dirty = true;
             }
             Msg::Replace(k, values) => {
-                let fresh: std::collections::BTreeMap<String, Value> =
-                    values.into_iter().map(|v| (map::key(&v), v)).collect();
-                if self.objects.by_kind.get(k) != Some(&fresh) {
-                    self.objects.by_kind.insert(k, fresh);
+                if self.objects.replace_values(k, values) {
                     self.dirty = true;
                 }
             }

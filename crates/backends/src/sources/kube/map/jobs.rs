@@ -2,34 +2,27 @@
 //! joined with their Kueue Workload; state and the scheduler's words.
 
 use super::*;
+use crate::sources::kube::pod::Meta;
 
 /// What a gang is, for grouping pods: its kind and name, in a namespace.
-pub(super) fn gang_of(pod: &Value) -> (String, String) {
-    let m = &pod["metadata"];
-    if let Some(g) = s(m, &["annotations", VOLCANO_GROUP]) {
+pub(super) fn gang_of(pod: &Pod) -> (String, String) {
+    if let Some(g) = pod.annotation(VOLCANO_GROUP) {
         return ("PodGroup".into(), g.into());
     }
-    if let Some(g) = s(m, &["labels", JOBSET]) {
+    if let Some(g) = pod.label(JOBSET) {
         return ("JobSet".into(), g.into());
     }
-    if let Some(o) = m["ownerReferences"]
-        .as_array()
-        .and_then(|os| os.iter().find(|o| o["controller"] == true))
-    {
+    if let Some(o) = pod.owners.iter().find(|o| o.controller) {
         return (
-            o["kind"].as_str().unwrap_or("Owner").into(),
-            o["name"].as_str().unwrap_or_default().into(),
+            o.kind.as_deref().unwrap_or("Owner").into(),
+            o.name.as_deref().unwrap_or_default().into(),
         );
     }
-    ("Pod".into(), m["name"].as_str().unwrap_or_default().into())
+    ("Pod".into(), pod.name.to_string())
 }
 
-pub(super) fn checkpoint(sources: &[&Value]) -> Checkpoint {
-    let ann = |k: &str| {
-        sources
-            .iter()
-            .find_map(|v| s(v, &["metadata", "annotations", k]))
-    };
+pub(super) fn checkpoint(sources: &[&dyn Meta]) -> Checkpoint {
+    let ann = |k: &str| sources.iter().find_map(|v| v.annotation(k));
     Checkpoint {
         size_bytes: ann(ANN_BYTES).and_then(|v| units::parse_bytes(v).ok()),
         last: ann(ANN_LAST).and_then(|v| {
@@ -49,7 +42,7 @@ pub(super) struct Gang<'a> {
     pub(super) ns: String,
     pub(super) kind: String,
     pub(super) name: String,
-    pub(super) pods: Vec<&'a Value>,
+    pub(super) pods: Vec<&'a Pod>,
     pub(super) workload: Option<&'a Value>,
     pub(super) podgroup: Option<&'a Value>,
 }
@@ -112,16 +105,13 @@ pub(super) fn job_of(
     let pg = g.podgroup;
     let pods = &g.pods;
     let first = pods.first().copied();
-    let running: Vec<&&Value> = pods
-        .iter()
-        .filter(|p| p["status"]["phase"] == "Running")
-        .collect();
+    let running: Vec<&Pod> = pods.iter().copied().filter(|p| p.is("Running")).collect();
 
     let (node_count, gpus_per_node, gpus_total) = shape_of(g);
 
     let mut nodes: Vec<String> = running
         .iter()
-        .filter_map(|p| s(p, &["spec", "nodeName"]).map(str::to_string))
+        .filter_map(|p| p.node_name.as_deref().map(str::to_string))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -130,7 +120,7 @@ pub(super) fn job_of(
     // The queue: Kueue's LocalQueue → ClusterQueue; Volcano's queue.
     let local_queue = wl
         .and_then(|w| s(w, &["spec", "queueName"]))
-        .or_else(|| first.and_then(|p| s(p, &["metadata", "labels", "kueue.x-k8s.io/queue-name"])));
+        .or_else(|| first.and_then(|p| p.label("kueue.x-k8s.io/queue-name")));
     let cluster_queue = wl
         .and_then(|w| s(w, &["status", "admission", "clusterQueue"]))
         .map(str::to_string)
@@ -152,8 +142,7 @@ pub(super) fn job_of(
         })
         .or_else(|| nodes.first().and_then(|n| partition_of_node(n)))
         .or_else(|| {
-            let product =
-                first.and_then(|p| s(p, &["spec", "nodeSelector", "nvidia.com/gpu.product"]))?;
+            let product = first.and_then(|p| p.selector("nvidia.com/gpu.product"))?;
             node_labels
                 .iter()
                 .find(|(_, l)| l.get("nvidia.com/gpu.product").map(String::as_str) == Some(product))
@@ -165,28 +154,25 @@ pub(super) fn job_of(
 
     let priority = wl
         .and_then(|w| w["spec"]["priority"].as_i64())
-        .or_else(|| first.and_then(|p| p["spec"]["priority"].as_i64()))
+        .or_else(|| first.and_then(|p| p.priority))
         .map(|p| p.max(0) as u64);
     let created = |v: &Value| time(&v["metadata"]["creationTimestamp"]);
     let submit_time = wl
         .and_then(created)
         .or_else(|| pg.and_then(created))
-        .or_else(|| pods.iter().filter_map(|p| created(p)).min());
+        .or_else(|| pods.iter().filter_map(|p| p.created).min());
     let start_time = if state.holds_resources() {
-        running
-            .iter()
-            .filter_map(|p| time(&p["status"]["startTime"]))
-            .min()
+        running.iter().filter_map(|p| p.start_time).min()
     } else {
         None
     };
     let deadline = first
-        .and_then(|p| p["spec"]["activeDeadlineSeconds"].as_u64())
+        .and_then(|p| p.active_deadline_s)
         .or_else(|| wl.and_then(|w| w["spec"]["maximumExecutionTimeSeconds"].as_u64()));
-    let mut ck_sources: Vec<&Value> = pods.to_vec();
-    ck_sources.extend(wl);
+    let mut ck_sources: Vec<&dyn Meta> = pods.iter().map(|p| *p as &dyn Meta).collect();
+    ck_sources.extend(wl.map(|w| w as &dyn Meta));
     let user = user_of(&ck_sources).unwrap_or(&g.ns).to_string();
-    let restarts = restarts_of(pods);
+    let restarts = pods.iter().map(|p| p.restarts).fold(0, u32::saturating_add);
     Job {
         id: format!("{}/{}", g.ns, g.name),
         name: g.name.clone(),
@@ -212,7 +198,7 @@ pub(super) fn job_of(
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
         same_domain: wl.and_then(required_topology),
-        pods: pods.iter().map(|p| key(p)).collect(),
+        pods: pods.iter().map(|p| p.key()).collect(),
     }
 }
 
@@ -245,7 +231,7 @@ fn shape_of(g: &Gang) -> (u32, u32, u32) {
         let mut per = 0u32;
         for set in sets {
             let n = count(&set["count"]).unwrap_or(1);
-            let (w, m) = pod_gpus(&set["template"]);
+            let (w, m) = template_gpus(&set["template"]);
             pods_n += n;
             total += n * (w + m);
             per = per.max(w + m);
@@ -284,18 +270,18 @@ fn state_of(
     sched: &HashMap<String, (Timestamp, String)>,
     positions: &HashMap<String, (String, u64)>,
     node_count: u32,
-    running: &[&&Value],
+    running: &[&Pod],
 ) -> (JobState, Option<String>) {
     let (wl, pg, pods) = (g.workload, g.podgroup, &g.pods);
-    let phases = |ph: &str| pods.iter().filter(|p| p["status"]["phase"] == ph).count();
+    let phases = |ph: &str| pods.iter().filter(|p| p.is(ph)).count();
     let cond_true = |w: &Value, t: &str| condition(w, t).is_some_and(|c| c["status"] == "True");
     let min_member = pg
         .and_then(|p| count(&p["spec"]["minMember"]))
         .unwrap_or(node_count.max(1));
     let sched_msg = pods
         .iter()
-        .filter(|p| p["status"]["phase"] == "Pending")
-        .filter_map(|p| sched.get(&key(p)))
+        .filter(|p| p.is("Pending"))
+        .filter_map(|p| sched.get(&p.key()))
         .max_by_key(|(t, _)| *t)
         .map(|(_, m)| m.clone());
     if wl.is_some_and(|w| w["spec"]["active"] == false) {
@@ -338,24 +324,9 @@ fn state_of(
     }
 }
 
-/// Restarts of the gang's containers, in all.
-fn restarts_of(pods: &[&Value]) -> u32 {
-    pods.iter()
-        .flat_map(|p| {
-            p["status"]["containerStatuses"]
-                .as_array()
-                .into_iter()
-                .flatten()
-        })
-        .filter_map(|c| c["restartCount"].as_u64())
-        .map(|n| n as u32)
-        .sum::<u32>()
-}
-
 /// Who owns the job: the user label or annotation of a pod or the workload.
-fn user_of<'a>(objects: &[&'a Value]) -> Option<&'a str> {
-    objects.iter().find_map(|v| {
-        s(v, &["metadata", "labels", ANN_USER])
-            .or_else(|| s(v, &["metadata", "annotations", ANN_USER]))
-    })
+fn user_of<'a>(objects: &[&'a dyn Meta]) -> Option<&'a str> {
+    objects
+        .iter()
+        .find_map(|v| v.label(ANN_USER).or_else(|| v.annotation(ANN_USER)))
 }
