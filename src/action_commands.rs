@@ -48,6 +48,13 @@ pub fn action_of<'a>(
             act,
         ),
         Command::Resume { node, act } => (Action::Resume { node: node.clone() }, act),
+        Command::Validate { node, level, act } => (
+            Action::Validate {
+                node: node.clone(),
+                level: *level,
+            },
+            act,
+        ),
         Command::Reason { node, reason, act } => (
             Action::SetReason {
                 node: node.clone(),
@@ -261,7 +268,7 @@ fn connect(
         };
         return Ok((c, Executor::Replay, who));
     }
-    Ok(match &settings.source {
+    let (c, executor, who) = match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             let mut s = Sim::new(*sim)?;
             s.advance(settings.sim_seconds);
@@ -304,7 +311,13 @@ fn connect(
         SourceConfig::None => {
             return Err(CommandError::NoScheduler);
         }
-    })
+    };
+    // The same picture `get` prints: the endpoints' GPU readings and
+    // Prometheus's fault history laid over the scheduler's, and the
+    // [topology] domains the source does not say.
+    let mut c = crate::one_shot::with_endpoints(settings, c).map_err(CommandError::Endpoints)?;
+    settings.topology.apply(&mut c);
+    Ok((c, executor, who))
 }
 
 /// `nightshift options NODE|JOB`: the remediation options side by side,

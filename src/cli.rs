@@ -168,6 +168,20 @@ pub enum Command {
         #[command(flatten)]
         act: ActArgs,
     },
+    /// Check a node that is out of service before it takes work again:
+    /// the site's check ([validate] command, DCGM diagnostics) runs on it
+    /// through the scheduler; resumed on a pass, kept out with the check's
+    /// failure as its reason otherwise
+    Validate {
+        node: String,
+        /// DCGM diagnostics level: 1 after a GPU reset (seconds), 2 after a
+        /// reboot or an uncorrectable error (about two minutes), 3 or 4 for
+        /// longer checks [default: 2]
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+        level: u8,
+        #[command(flatten)]
+        act: ActArgs,
+    },
     /// Change the reason of a node that is out of service (drained, cordoned)
     Reason {
         node: String,

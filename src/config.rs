@@ -1,6 +1,7 @@
 //! Settings: defaults, overridden by the TOML file, overridden by flags.
 
 use crate::cli::{GlobalArgs, SourceKind};
+use crate::engine::repeat::RepeatRule;
 use crate::engine::xid::XidCatalog;
 use crate::engine::{SiteParams, units};
 use crate::sources::SourceConfig;
@@ -40,10 +41,52 @@ pub struct FileConfig {
     pub limits: LimitsFile,
     #[serde(default)]
     pub topology: TopologyFile,
+    #[serde(default)]
+    pub validate: ValidateFile,
     /// `[[clusters]]`: the clusters one console may watch (`--all`), or
     /// one of them (`--context NAME`).
     #[serde(default)]
     pub clusters: Vec<ClusterFile>,
+}
+
+/// `[validate]`: the check a node passes before it goes back to service.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateFile {
+    /// Run on the node by a shell; `{level}` is the diagnostics level
+    /// (default `dcgmi diag -r {level} -j`).
+    pub command: Option<String>,
+    /// The longest a check may take, queueing included (default 15m).
+    pub timeout: Option<String>,
+    /// Where the check's output goes: a directory the node writes and
+    /// nightshift reads (default: the system's temporary directory).
+    pub output_dir: Option<PathBuf>,
+}
+
+impl ValidateFile {
+    fn resolve(&self) -> Result<crate::sources::validate::ValidateSpec, ConfigError> {
+        let mut v = crate::sources::validate::ValidateSpec::default();
+        if let Some(c) = &self.command {
+            if c.trim().is_empty() {
+                return Err(ConfigError::Validate("command is empty".into()));
+            }
+            v.command = c.clone();
+        }
+        if let Some(t) = &self.timeout {
+            let s = units::parse_duration(t)
+                .map_err(|e| ConfigError::Validate(format!("timeout: {e}")))?;
+            if s == 0 || s > 86_400 {
+                return Err(ConfigError::Validate(format!(
+                    "timeout {t:?}: from 1s to 24h"
+                )));
+            }
+            v.timeout = Duration::from_secs(s);
+        }
+        if let Some(d) = &self.output_dir {
+            v.output_dir = d.clone();
+        }
+        Ok(v)
+    }
 }
 
 /// `[topology]`: failure domains neither the scheduler nor the node labels
@@ -187,6 +230,7 @@ impl EndpointsFile {
                 .unwrap_or(crate::sources::endpoints::EVERY_GPU_MAX),
             stall_util_min: site.stall_util_min,
             stall_occupancy_max: site.stall_occupancy_max,
+            fault_window_s: site.repeat_offender.window_s,
         })
     }
 }
@@ -273,6 +317,7 @@ fn slurm_config(
     args: &GlobalArgs,
     file: &SlurmFile,
     max_data_age: Duration,
+    validate: &ValidateFile,
 ) -> Result<SlurmConfig, ConfigError> {
     let url = args
         .slurm_url
@@ -318,6 +363,7 @@ fn slurm_config(
         cluster_name,
         scontrol: file.scontrol.clone().unwrap_or_else(|| "scontrol".into()),
         checkpoint_signal: checkpoint_signal(file.checkpoint_signal.as_deref())?,
+        validate: validate.resolve()?,
         slurm_conf: file
             .slurm_conf
             .clone()
@@ -364,6 +410,9 @@ pub struct EngineFile {
     pub stall_window: Option<String>,
     pub stall_util_min: Option<f64>,
     pub stall_occupancy_max: Option<f64>,
+    /// `3 in 30d`: this many hardware faults of a kind in this long make
+    /// a node a repeat offender (its options recommend repair).
+    pub repeat_offender: Option<String>,
     pub xid_catalog: Option<PathBuf>,
 }
 
@@ -461,6 +510,9 @@ impl EngineFile {
                 }
                 *slot = v;
             }
+        }
+        if let Some(v) = &self.repeat_offender {
+            p.repeat_offender = RepeatRule::parse(v).map_err(ConfigError::RepeatRule)?;
         }
         let catalog = match &self.xid_catalog {
             Some(path) => XidCatalog::with_overrides(path)?,
@@ -641,9 +693,12 @@ impl Settings {
                 },
                 speed,
             },
-            SourceKind::Slurm => {
-                SourceConfig::Slurm(slurm_config(args, &file.slurm, policy.max_data_age)?)
-            }
+            SourceKind::Slurm => SourceConfig::Slurm(slurm_config(
+                args,
+                &file.slurm,
+                policy.max_data_age,
+                &file.validate,
+            )?),
             SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)?),
             SourceKind::None => SourceConfig::None,
         };

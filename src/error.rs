@@ -37,6 +37,9 @@ pub enum CommandError {
         what: &'static str,
         source: std::io::Error,
     },
+    /// The node endpoints laid over the scheduler's data (`one_shot`).
+    #[error("{0}")]
+    Endpoints(String),
     #[error("--replay plays a recording: nothing in it can be acted on")]
     Replay,
     #[error("not an action")]

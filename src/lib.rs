@@ -21,6 +21,7 @@ pub mod config;
 pub mod error;
 pub mod fleet_tui;
 pub mod logging;
+pub mod one_shot;
 pub mod output;
 pub mod recording_commands;
 pub mod tui;

@@ -382,43 +382,7 @@ fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
         }
         SourceConfig::None => Cluster::default(),
     };
-    let e = &settings.endpoints;
-    if e.is_empty() {
-        return Ok(base);
-    }
-    let poll = runtime()?.block_on(async {
-        let mut p = nightshift::sources::endpoints::Poller::new(e)?.whole();
-        Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
-    })?;
-    for n in &poll.notes {
-        eprintln!("nightshift: warning: {}", nightshift::text::sanitize(n));
-    }
-    let failed: Vec<String> = poll
-        .polled
-        .iter()
-        .filter_map(|(o, e)| e.as_ref().map(|e| format!("{}: {e}", o.name())))
-        .collect();
-    // With no scheduler, the endpoints are all the data: if every one
-    // failed there is nothing to print, and saying so is an error.
-    if matches!(settings.source, SourceConfig::None) && failed.len() == poll.polled.len() {
-        return Err(format!("every source failed: {}", failed.join("; ")));
-    }
-    for f in &failed {
-        nightshift::text::warn(f);
-    }
-    for (o, q) in &poll.quality {
-        if let Some(q) = q {
-            nightshift::text::warn(&format!("{}: {q}", o.name()));
-        }
-    }
-    let latest = nightshift::sources::endpoints::Latest::from(poll);
-    let mut xids = nightshift::sources::dcgm::merge::HealthWatch::default();
-    xids.observe(&latest.readings, &base, &e.hosts);
-    xids.observe_ports(&latest.ports, &base, &e.hosts);
-    let now = nightshift::host::now();
-    Ok(nightshift::sources::endpoints::merged(
-        &base, &latest, e, &xids, now,
-    ))
+    nightshift::one_shot::with_endpoints(settings, base)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

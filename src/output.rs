@@ -65,6 +65,10 @@ struct NodeItem<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     gpu_summary: Option<&'a crate::model::GpuSummary>,
     jobs: Vec<&'a str>,
+    /// Its hardware faults within `[engine] repeat_offender`'s window
+    /// (counts by kind, when, whether that makes it a repeat offender).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<&'a crate::engine::repeat::NodeHistory>,
 }
 
 /// One GPU with its node's name and health, for `get gpus`.
@@ -171,7 +175,10 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> 
                     .iter()
                     .map(|n| {
                         let jobs = on_node.remove(&n.name).unwrap_or_default();
-                        node_item(n, jobs.iter().map(|&i| c.jobs[i].id.as_str()).collect())
+                        let mut item =
+                            node_item(n, jobs.iter().map(|&i| c.jobs[i].id.as_str()).collect());
+                        item.history = base.history(&n.name);
+                        item
                     })
                     .collect(),
             )
@@ -240,6 +247,7 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
         mean_sm_occupancy: n.mean_sm_occupancy(),
         gpu_summary: n.gpu_summary.as_ref(),
         jobs,
+        history: None,
     }
 }
 

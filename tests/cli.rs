@@ -1173,3 +1173,112 @@ fn get_all_answers_per_cluster_and_context_picks_one() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--context NAME"));
 }
+
+/// Nodes that keep failing (issue 29): a recording in which h100-05's GPU
+/// 2 falls off the bus three times in three weeks (each Xid is gone from
+/// the source's events by the next, as a source's rolling window drops
+/// them). The report lists it, `get nodes` counts it, and its options
+/// recommend repair instead of another reboot; earlier in the recording it
+/// had fewer.
+#[test]
+fn a_node_with_three_xid_79s_in_a_recording_is_a_repeat_offender() {
+    use nightshift::model::{Event, EventKind, LastXid};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sim = dir.path().join("sim.nsrec");
+    stdout(
+        dir.path(),
+        &["--sim-seconds", "10", "record", sim.to_str().expect("path")],
+    );
+    let mut c = nightshift::recording::Recording::open(&sim)
+        .and_then(|r| r.state_at(r.span().0))
+        .expect("the sim's first state");
+    let file = dir.path().join("month.nsrec");
+    let mut rec = nightshift::recording::Recorder::create(&file, "sim").expect("recorder");
+    let start = c.time;
+    let node = c
+        .nodes
+        .iter()
+        .position(|n| n.name == "h100-05")
+        .expect("h100-05 in the sim");
+    for (k, day) in [0i64, 11, 20].into_iter().enumerate() {
+        c.time = start + day * 86_400;
+        c.events = vec![Event {
+            seq: k as u64 + 1,
+            time: c.time,
+            node: "h100-05".into(),
+            gpu: Some(2),
+            kind: EventKind::Xid { code: 79 },
+            message: "GPU has fallen off the bus".into(),
+            jobs: Vec::new(),
+        }];
+        Arc::make_mut(&mut c.nodes[node]).gpus[2].last_xid = Some(LastXid {
+            code: 79,
+            time: Some(c.time),
+        });
+        rec.snapshot(&Arc::new(c.clone())).expect("snapshot");
+        // Rebooted and back: its GPU clean, until the next time.
+        Arc::make_mut(&mut c.nodes[node]).gpus[2].last_xid = None;
+        c.events.clear();
+        c.time += 3600;
+        rec.snapshot(&Arc::new(c.clone())).expect("snapshot");
+    }
+    rec.finish().expect("finish");
+    let f = file.to_str().expect("path");
+    let md = stdout(dir.path(), &["report", f]);
+    assert!(md.contains("## Nodes that keep failing"), "{md}");
+    assert!(md.contains("- h100-05: 3rd Xid 79 in 30 days ("), "{md}");
+    let history = |at: Option<&str>| -> Value {
+        let mut args = vec!["--replay", f];
+        if let Some(t) = at {
+            args.extend(["--at", t]);
+        }
+        args.extend(["get", "nodes", "-o", "json"]);
+        let v: Value = serde_json::from_str(&stdout(dir.path(), &args)).expect("json");
+        v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|n| n["name"] == "h100-05")
+            .expect("h100-05")["history"]
+            .clone()
+    };
+    // At the end: three, a repeat offender.
+    let h = history(None);
+    assert_eq!(h["faults"][0]["fault"], "Xid 79", "{h:#}");
+    assert_eq!(h["faults"][0]["count"], 3, "{h:#}");
+    assert_eq!(h["faults"][0]["gpus"], serde_json::json!([2]));
+    assert!(h["repeat_offender"].is_string(), "{h:#}");
+    // Twelve days in: the second.
+    let h = history(Some(&(start + 12 * 86_400).to_string()));
+    assert_eq!(h["faults"][0]["count"], 2, "{h:#}");
+    assert!(h["repeat_offender"].is_null(), "{h:#}");
+    // At the third fault: repair, not a reboot.
+    let third = (start + 20 * 86_400).to_string();
+    let o: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &[
+            "--replay", f, "--at", &third, "options", "h100-05", "-o", "json",
+        ],
+    ))
+    .expect("options json");
+    let pick = o["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .find(|c| c["recommended"] == true)
+        .expect("one recommended");
+    assert_eq!(pick["name"], "repair", "{o:#}");
+    assert!(
+        pick["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("3rd Xid 79 in 30 days")),
+        "{pick:#}"
+    );
+    assert!(
+        pick["actions"][0]
+            .as_str()
+            .is_some_and(|a| a.contains("RMA: 3rd Xid 79")),
+        "{pick:#}"
+    );
+}

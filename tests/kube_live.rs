@@ -951,6 +951,17 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     );
     assert!(!t.contains("verified: node gpu-06: schedulable"), "{t}");
     assert!(!out.status.success(), "not verified is not a success: {t}");
+    // Validate-then-resume has no Kubernetes path yet (a Job pinned to the
+    // node): said before anything is sent, and nothing changes.
+    let before = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"].clone();
+    let out = lab.nightshift(&["--config", cfg, "validate", "gpu-06"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("on Kubernetes (a Job pinned to it) is not built yet"), "{t}");
+    assert_eq!(
+        lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"],
+        before
+    );
 }
 
 /// Lists come in pages, as kube-apiserver serves them: 1,234 GPU nodes

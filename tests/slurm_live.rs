@@ -31,6 +31,7 @@ fn config(lab: &Lab) -> SlurmConfig {
         full_jobs_interval: Duration::from_secs(30),
         max_interval: Duration::from_secs(15),
         checkpoint_signal: "SIGUSR1".into(),
+        validate: Default::default(),
     }
 }
 
@@ -1601,4 +1602,109 @@ fn one_console_watches_the_sim_live_slurm_and_the_kube_lab() {
             .all(|r| r["cluster"] == "sim" && r["target"] == "h100-03"),
         "{log}"
     );
+}
+
+/// `nightshift validate NODE` against `lab`, its check the DCGM stand-in
+/// (tests/fixtures/validate/dcgmi.sh, copied into the lab where its jobs
+/// can run it) answering `verdict`: (ok, output).
+fn validate_on(lab: &Lab, node: &str, verdict: &str) -> (bool, String) {
+    let jobs = lab.dir.path().join("jobs");
+    let script = jobs.join("dcgmi.sh");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh"),
+        &script,
+    )
+    .expect("copy the check");
+    let out_dir = lab.dir.path().join("validate");
+    std::fs::create_dir_all(&out_dir).expect("output dir");
+    let cfg = lab.dir.path().join(format!("validate-{verdict}.toml"));
+    std::fs::write(
+        &cfg,
+        format!(
+            "[slurm]\nscontrol = {:?}\n[validate]\ncommand = \"sh {} {verdict} {{level}}\"\ntimeout = \"2m\"\noutput_dir = {:?}\n",
+            lab.scontrol(),
+            script.display(),
+            out_dir.display().to_string(),
+        ),
+    )
+    .expect("config");
+    nightshift_on(
+        lab,
+        &[],
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "validate",
+            node,
+            "--level",
+            "2",
+        ],
+    )
+}
+
+/// Back to service through a check, on real Slurm (issue 29): a drained
+/// node is reserved for maintenance, resumed into the reservation, checked
+/// by a job there (DCGM's JSON from a stand-in: there are no GPUs here),
+/// and back in service on a pass; one whose check fails stays drained with
+/// the failing test as its reason. No reservation is left either way
+/// (`scontrol show reservation`, `sinfo`).
+fn validate_then_resume(lab: &Lab) {
+    let state = |node: &str| {
+        lab.run("sinfo", &["-h", "-n", node, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+    for node in ["gpu02", "gpu03"] {
+        lab.run(
+            "scontrol",
+            &[
+                "update",
+                &format!("nodename={node}"),
+                "state=drain",
+                "reason=xid 79 gpu3",
+            ],
+        );
+    }
+    let (ok, out) = validate_on(lab, "gpu02", "pass");
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("dcgmi.sh pass 2) ✓; end nightshift-validate-gpu02 ✓"),
+        "{out}"
+    );
+    assert_eq!(state("gpu02"), "idle", "{out}");
+    let (ok, out) = validate_on(lab, "gpu03", "fail");
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("GPU Memory: GPU 3: Pending page retirements"),
+        "{out}"
+    );
+    assert_eq!(state("gpu03"), "drained", "{out}");
+    let reason = lab.run("sinfo", &["-h", "-R", "-n", "gpu03", "-o", "%E"]);
+    assert!(
+        reason.starts_with("nightshift validation failed: GPU Memory: GPU 3: Pending page"),
+        "{reason}"
+    );
+    let reservations = lab.run("scontrol", &["show", "reservation"]);
+    assert!(
+        !reservations.contains("nightshift-validate"),
+        "{reservations}"
+    );
+    // The audit log has both, each with its steps.
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert!(audit.matches("\"validate\"").count() >= 2, "{audit}");
+    // A node in service is not validated: nothing to do.
+    let (_, out) = validate_on(lab, "gpu01", "pass");
+    assert!(out.contains("in service already"), "{out}");
+}
+
+#[test]
+fn live_validate_then_resume_on_slurm_22_05_and_24_11() {
+    if !available() {
+        return;
+    }
+    validate_then_resume(&Lab::start());
+    if !available_24_11() {
+        return;
+    }
+    validate_then_resume(&Lab::start_version(Slurm::V24_11));
 }

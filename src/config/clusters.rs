@@ -68,6 +68,7 @@ impl FileConfig {
             endpoints: c.endpoints.clone(),
             limits: self.limits.clone(),
             topology: c.topology.clone(),
+            validate: self.validate.clone(),
             clusters: Vec::new(),
         })
     }

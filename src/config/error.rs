@@ -54,6 +54,10 @@ pub enum ConfigError {
     /// `key` with its section: `engine.stall_util_min`.
     #[error("config: {key} must be in 0..1, got {value}")]
     Fraction { key: String, value: f64 },
+    #[error("config: engine.repeat_offender {0}")]
+    RepeatRule(String),
+    #[error("config: validate.{0}")]
+    Validate(String),
     #[error("config: {key} must be a number of seconds in (0, {MAX_SECONDS:e}], got {value}")]
     Seconds { key: String, value: f64 },
     #[error(transparent)]

@@ -57,6 +57,21 @@ fn engine_parameters_take_human_units() {
     let file: FileConfig = toml::from_str("[engine]\nstorage_read_bw = \"fast\"\n").expect("toml");
     let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("bad bandwidth");
     assert!(err.to_string().contains("engine.storage_read_bw"), "{err}");
+    // The repeat-offender rule, and a bad one named.
+    let file: FileConfig =
+        toml::from_str("[engine]\nrepeat_offender = \"2 in 7d\"\n").expect("toml");
+    let s = Settings::resolve(&GlobalArgs::default(), file).expect("settings");
+    assert_eq!(
+        (
+            s.site.repeat_offender.count,
+            s.site.repeat_offender.window_s
+        ),
+        (2, 7 * 86_400)
+    );
+    assert_eq!(s.endpoints.fault_window_s, 7 * 86_400);
+    let file: FileConfig = toml::from_str("[engine]\nrepeat_offender = \"often\"\n").expect("toml");
+    let err = Settings::resolve(&GlobalArgs::default(), file).expect_err("bad rule");
+    assert!(err.to_string().contains("engine.repeat_offender"), "{err}");
 }
 
 #[test]

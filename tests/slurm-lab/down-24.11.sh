@@ -26,4 +26,8 @@ if [ -f "$LAB/run/ns.pid" ]; then
   fi
   kill "$ns_pid" 2>/dev/null
 fi
+# The chroot's link to this lab (up-24.11.sh).
+if [ -f "$LAB/run/self-link" ]; then
+  rm -f "$(cat "$LAB/run/self-link")"
+fi
 exit 0

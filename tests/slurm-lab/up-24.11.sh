@@ -53,12 +53,21 @@ exec nsenter --mount=/proc/$ns_pid/ns/mnt -- chroot "$ROOT" env -i \
   PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SLURM_CONF="$IN/etc/slurm.conf" \
   \${LAB_ENV:-} sh -c 'cd "$IN/jobs" && exec "\$@"' lab "\$@"
 WRAP
-cat > "$LAB/bin/scontrol" <<WRAP
+# The chroot's scontrol, sbatch and scancel for this lab (22.05's cannot
+# talk to 24.11); nightshift runs sbatch and scancel from beside scontrol.
+for tool in scontrol sbatch scancel; do
+  cat > "$LAB/bin/$tool" <<WRAP
 #!/usr/bin/env bash
-# The chroot's scontrol for this lab (22.05's cannot talk to 24.11).
-exec "$LAB/bin/lab" scontrol "\$@"
+exec "$LAB/bin/lab" $tool "\$@"
 WRAP
-chmod +x "$LAB/bin/lab" "$LAB/bin/scontrol"
+  chmod +x "$LAB/bin/$tool"
+done
+chmod +x "$LAB/bin/lab"
+# Paths under $LAB mean the same inside the chroot as outside (a job's
+# output written there is read here): $LAB, seen from inside, leads to $IN.
+mkdir -p "$ROOT$(dirname "$LAB")"
+ln -sfn "$IN" "$ROOT$LAB"
+echo "$ROOT$LAB" >"$LAB/run/self-link"
 lab=$LAB/bin/lab
 for _ in $(seq 1 50); do
   $lab test -e /proc/self/status && break

@@ -91,6 +91,9 @@ pub struct NightReport {
     pub kpis: Option<Kpis>,
     /// Why the recording ended early, when it did.
     pub truncated: Option<String>,
+    /// Nodes past `[engine] repeat_offender` at the end: their hardware
+    /// faults over the recording and the history its source gave.
+    pub repeat_offenders: Vec<crate::engine::repeat::NodeHistory>,
 }
 
 /// What happened to each job over the recording: its state at the end,
@@ -288,13 +291,25 @@ pub fn report(
     let mut book = KpiBook::new(to - from + 1);
     let mut fates = Fates::default();
     let mut end: Option<std::sync::Arc<Cluster>> = None;
+    // Every hardware fault seen over the night (a source keeps its newest
+    // events only).
+    let mut faults = crate::engine::repeat::FaultLog::default();
     for c in rec.states() {
         let c = c?;
         book.observe(&c);
         fates.observe(&c);
+        faults.add(&c);
         end = Some(c);
     }
     let end = end.ok_or(RecordingError::Nothing)?;
+    let repeat_offenders = {
+        let mut whole = (*end).clone();
+        whole.history.extend(faults.into_faults());
+        crate::engine::repeat::histories(&whole, cat, &site.repeat_offender)
+            .into_values()
+            .filter(|h| h.is_repeat_offender())
+            .collect()
+    };
     let base_end = Base::compute(&end, None, site, cat);
 
     let actions = actions_of(rec);
@@ -397,6 +412,7 @@ pub fn report(
         gpu_hours_lost: lost_of_job.values().sum::<f64>() + 0.0,
         kpis,
         truncated: rec.truncated.clone(),
+        repeat_offenders,
     })
 }
 

@@ -57,6 +57,17 @@ impl Executor {
         }
     }
 
+    /// How much longer than the action timeout `a` may take: a
+    /// validation waits for its check (and then a minute for the rest).
+    pub fn extra_time(&self, a: &Action) -> std::time::Duration {
+        match (self, a) {
+            (Executor::Slurm(x), Action::Validate { .. }) => {
+                x.validate_timeout() + std::time::Duration::from_secs(60)
+            }
+            _ => std::time::Duration::ZERO,
+        }
+    }
+
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
         match self {
             Executor::Sim(_) | Executor::LocalSim(_) | Executor::Replay => {
@@ -91,6 +102,9 @@ impl Executor {
                         vec![x.drain_call(node, &format!("cordon: {reason}"))]
                     }
                     Action::Resume { node } => vec![x.resume_call(node)],
+                    Action::Validate { node, level } => {
+                        return x.validate_calls(node, *level);
+                    }
                     Action::Drain {
                         node,
                         reason,
@@ -381,6 +395,7 @@ async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
             ],
         },
         Action::Resume { node } => vec![slurm_step(x, what, x.resume(node).await, Some(a)).await],
+        Action::Validate { node, level } => x.validate(node, *level).await,
         Action::SetReason { node, reason } => {
             vec![slurm_step(x, what, x.set_reason(node, reason).await, Some(a)).await]
         }

@@ -592,7 +592,7 @@ pub async fn run(
             Action::Preempt {
                 grace_s: Some(g), ..
             } => timeout + Duration::from_secs(*g),
-            _ => timeout,
+            _ => timeout + executor.extra_time(&p.action),
         };
         match tokio::time::timeout(limit, executor.execute(&p.action)).await {
             Ok(steps) => AuditOutcome::of_steps(steps),

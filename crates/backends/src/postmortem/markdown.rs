@@ -45,6 +45,17 @@ pub fn markdown(r: &NightReport) -> String {
     for o in &r.open_at_end {
         let _ = writeln!(out, "- {}", md(o));
     }
+    if !r.repeat_offenders.is_empty() {
+        let _ = writeln!(out, "\n## Nodes that keep failing\n");
+        for h in &r.repeat_offenders {
+            let _ = writeln!(
+                out,
+                "- {}: {} — take it out for repair (RMA), not another reboot",
+                md(&h.node),
+                md(&h.line)
+            );
+        }
+    }
     if let Some(k) = &r.kpis {
         let _ = writeln!(out, "\n## Scheduler health\n\n```");
         out.push_str(&crate::report::kpis(k));

@@ -30,7 +30,19 @@ pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, RecordingError
             crate::text::datetime(end)
         ));
     }
-    rec.state_at(t)
+    let mut state = rec.state_at(t)?;
+    // The night's faults up to then, not only the events the source still
+    // held at `t`: the nodes that keep failing are counted on all of them.
+    let mut faults = crate::engine::repeat::FaultLog::default();
+    for c in rec.states() {
+        let c = c?;
+        if c.time > t {
+            break;
+        }
+        faults.add(&c);
+    }
+    state.history.extend(faults.into_faults());
+    Ok(state)
 }
 
 /// The console's `--record FILE`: everything the source sends passes on

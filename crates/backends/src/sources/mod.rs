@@ -14,6 +14,7 @@ pub mod site_topology;
 pub mod slurm;
 #[cfg(test)]
 pub(crate) mod testserver;
+pub mod validate;
 
 use crate::model::Cluster;
 use std::sync::Arc;

@@ -308,6 +308,7 @@ mod tests {
             slots: HISTORY_LEN,
             gpus,
             notes: Vec::new(),
+            faults: Vec::new(),
         });
         for early in [false, true] {
             let mut h = History::default();

@@ -115,6 +115,26 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
             Span::raw(sanitize(&inc.status).into_owned()),
         ]));
     }
+    // Its hardware faults this month: a repeat offender goes to repair.
+    // One fault is the incident's own line; two or more are a history.
+    if let Some(h) = a.base.history(node).filter(|h| h.faults[0].count >= 2) {
+        let style = if h.is_repeat_offender() {
+            theme.critical()
+        } else {
+            theme.warn()
+        };
+        let mut spans = vec![
+            label("history", theme),
+            Span::styled(sanitize(&h.line).into_owned(), style),
+        ];
+        if h.is_repeat_offender() {
+            spans.push(Span::styled(
+                " — a repeat offender: repair (RMA), not another reboot",
+                style,
+            ));
+        }
+        out.push(Line::from(spans));
+    }
     out.push(drain);
     if let Some(FocusAnswer::Node {
         name,

@@ -13,6 +13,9 @@ impl Action {
                 format!("cordon {node} (reason `{reason}`): no new work, running jobs continue")
             }
             Action::Resume { node } => format!("resume {node}: back in service"),
+            Action::Validate { node, level } => format!(
+                "validate {node}: run the site's check (level {level}) on it with nothing else allowed there, resume it on a pass, keep it out with the failure as its reason"
+            ),
             Action::Drain {
                 node,
                 reason,
@@ -57,6 +60,9 @@ impl Action {
                 format!("nightshift cordon {node} --reason {}", q(reason))
             }
             Action::Resume { node } => format!("nightshift resume {node}"),
+            Action::Validate { node, level } => {
+                format!("nightshift validate {node} --level {level}")
+            }
             Action::Drain {
                 node,
                 reason,
@@ -108,23 +114,25 @@ impl Action {
                 .is_none_or(|n| n.state.schedulable())
                 .then(|| Action::Resume { node: node.clone() }),
             // Back out of service as it was, with its old reason.
-            Action::Resume { node } => before.node(node).and_then(|n| {
-                let reason = n.reason.clone().unwrap_or_else(|| "undo resume".into());
-                match n.state {
-                    NodeState::Cordoned => Some(Action::Cordon {
-                        node: node.clone(),
-                        reason,
-                    }),
-                    NodeState::Drain | NodeState::Draining | NodeState::Down => {
-                        Some(Action::Drain {
+            Action::Resume { node } | Action::Validate { node, .. } => {
+                before.node(node).and_then(|n| {
+                    let reason = n.reason.clone().unwrap_or_else(|| "undo resume".into());
+                    match n.state {
+                        NodeState::Cordoned => Some(Action::Cordon {
                             node: node.clone(),
                             reason,
-                            requeue: true,
-                        })
+                        }),
+                        NodeState::Drain | NodeState::Draining | NodeState::Down => {
+                            Some(Action::Drain {
+                                node: node.clone(),
+                                reason,
+                                requeue: true,
+                            })
+                        }
+                        NodeState::Up | NodeState::Unknown => None,
                     }
-                    NodeState::Up | NodeState::Unknown => None,
-                }
-            }),
+                })
+            }
             Action::SetReason { node, .. } => {
                 before
                     .node(node)
@@ -186,7 +194,7 @@ impl Action {
                 .job(job)
                 .filter(|j| j.priority == Some(*value))
                 .map(|_| format!("job {job}'s priority is {value} already")),
-            Action::Resume { node } => c
+            Action::Resume { node } | Action::Validate { node, .. } => c
                 .node(node)
                 .filter(|n| n.state == NodeState::Up)
                 .map(|_| format!("{node} is in service already")),
@@ -213,7 +221,9 @@ impl Action {
             Action::SetReason { node, reason } => c
                 .node(node)
                 .is_some_and(|n| n.reason.as_deref() == Some(reason.as_str())),
-            Action::Resume { node } => c.node(node).is_some_and(|n| n.state == NodeState::Up),
+            Action::Resume { node } | Action::Validate { node, .. } => {
+                c.node(node).is_some_and(|n| n.state == NodeState::Up)
+            }
             Action::Priority { job, value } => {
                 c.job(job).is_some_and(|j| j.priority == Some(*value))
             }

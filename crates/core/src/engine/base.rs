@@ -7,6 +7,7 @@ use super::SiteParams;
 use super::health::{EccBaseline, GpuVerdict, NodeVerdict, critical_nodes, verdicts};
 use super::incidents::{Incident, incidents};
 use super::plan::{Plan, Unusable, plan};
+use super::repeat::{NodeHistory, histories};
 use super::stall::{Stall, StallHistory, stalls};
 use super::xid::{ActionClass, XidCatalog};
 use crate::model::{Cluster, GpuHealth, Timestamp};
@@ -34,6 +35,9 @@ pub struct Base {
     pub stalls: Vec<Stall>,
     /// Every incident with its victims and lifecycle, newest first.
     pub incidents: Vec<Incident>,
+    /// Each node's hardware faults within `[engine] repeat_offender`'s
+    /// window, by node (nodes with none are not here).
+    pub histories: std::collections::BTreeMap<String, NodeHistory>,
 }
 
 impl Base {
@@ -101,7 +105,13 @@ impl Base {
             unusable,
             stalls,
             incidents,
+            histories: histories(c, cat, &site.repeat_offender),
         }
+    }
+
+    /// `node`'s hardware faults in the repeat-offender window.
+    pub fn history(&self, node: &str) -> Option<&NodeHistory> {
+        self.histories.get(node)
     }
 
     /// The newest open incident on `node` that asks for a drain: where the

@@ -31,6 +31,7 @@ fn describe(t: &Target) -> String {
         } => format!("drain {node} and kill its jobs"),
         Action::Cordon { node, .. } => format!("cordon {node}"),
         Action::Resume { node } => format!("resume {node}"),
+        Action::Validate { node, .. } => format!("validate {node}, then resume it"),
         Action::SetReason { node, .. } => format!("change {node}'s reason"),
         Action::Requeue { job } => format!("requeue job {job}"),
         Action::Preempt {
@@ -311,14 +312,18 @@ fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario,
                 keep_running: kept.iter().map(|&i| c.jobs[i].id.clone()).collect(),
             }
         }
-        Action::Cordon { node, .. } | Action::Resume { node } | Action::SetReason { node, .. } => {
+        Action::Cordon { node, .. }
+        | Action::Resume { node }
+        | Action::Validate { node, .. }
+        | Action::SetReason { node, .. } => {
             let n = node_of(node)?;
             let mut after = c.clone();
             let (state, oos) = match target {
                 Action::Cordon { .. } if n.state == NodeState::Up => {
                     (NodeState::Cordoned, n.gpu_count)
                 }
-                Action::Resume { .. } => (NodeState::Up, 0),
+                // A check that passes puts it back like a resume.
+                Action::Resume { .. } | Action::Validate { .. } => (NodeState::Up, 0),
                 _ => (n.state, 0),
             };
             if let Some(x) = after.nodes.iter_mut().find(|x| &x.name == node) {

@@ -17,6 +17,7 @@ pub mod incidents;
 pub mod kpis;
 pub mod options;
 pub mod plan;
+pub mod repeat;
 pub mod restore;
 pub mod schedmsg;
 pub mod stall;
@@ -99,6 +100,9 @@ pub struct SiteParams {
     pub stall_util_min: f64,
     /// …with SM occupancy at most this (0–1).
     pub stall_occupancy_max: f64,
+    /// How many hardware faults of a kind in how long make a node a
+    /// repeat offender (`[engine] repeat_offender = "3 in 30d"`).
+    pub repeat_offender: repeat::RepeatRule,
 }
 
 impl Default for SiteParams {
@@ -124,6 +128,7 @@ impl Default for SiteParams {
             stall_window_s: 300,
             stall_util_min: 0.9,
             stall_occupancy_max: 0.05,
+            repeat_offender: repeat::RepeatRule::default(),
         }
     }
 }

@@ -321,6 +321,7 @@ pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
             c.why = why.clone();
             continue;
         }
+        c.recommended = false;
         c.why = if let Some(u) = c.unknowns.first() {
             format!("terms unknown: {u}")
         } else if let Some(w) = c.wait_s.filter(|&w| w > 0) {

@@ -101,6 +101,10 @@ impl Step {
     }
 }
 
+/// The reason a node that failed its check before going back to service
+/// keeps (`Action::Validate`), before the check's own words.
+pub const VALIDATION_FAILED: &str = "nightshift validation failed";
+
 /// Something the on-call can do to the cluster: one plain verb shared by
 /// the guard (src/actions), the simulated cluster's executor and the
 /// engine's blast radius. Plain data; what it costs and how it is sent
@@ -116,6 +120,15 @@ pub enum Action {
     /// Put a cordoned or drained node back in service.
     Resume {
         node: String,
+    },
+    /// Check a node whose remedy is done before it takes work again: the
+    /// site's check (`[validate] command`, DCGM diagnostics at `level`)
+    /// runs on it through the scheduler while nothing else can land
+    /// there; it is resumed on a pass and stays out with the check's
+    /// failure as its reason otherwise.
+    Validate {
+        node: String,
+        level: u8,
     },
     /// Stop new work and end the node's jobs, whole gangs: requeued or killed.
     Drain {
@@ -158,6 +171,7 @@ impl Action {
         match self {
             Action::Cordon { .. } => "cordon",
             Action::Resume { .. } => "resume",
+            Action::Validate { .. } => "validate",
             Action::Drain { .. } => "drain",
             Action::SetReason { .. } => "reason",
             Action::Requeue { .. } => "requeue",
@@ -173,6 +187,7 @@ impl Action {
         match self {
             Action::Cordon { node, .. }
             | Action::Resume { node }
+            | Action::Validate { node, .. }
             | Action::Drain { node, .. }
             | Action::SetReason { node, .. } => node,
             Action::Requeue { job }
@@ -189,6 +204,7 @@ impl Action {
             self,
             Action::Cordon { .. }
                 | Action::Resume { .. }
+                | Action::Validate { .. }
                 | Action::Drain { .. }
                 | Action::SetReason { .. }
         )

@@ -10,15 +10,17 @@ mod backfill;
 mod event;
 mod fabric;
 mod gpu;
+mod history;
 mod job;
 mod node;
 mod summary;
 
-pub use action::{Action, Outcome, Refused, Step};
+pub use action::{Action, Outcome, Refused, Step, VALIDATION_FAILED};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};
 pub use gpu::{EccCounts, Gpu, GpuHealth, GpuSummary, LastXid, NvLinkErrors, RecoveryAction};
+pub use history::{Fault, PastFault};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{FaultReport, Node, NodeState};
 pub use summary::Summary;
@@ -66,6 +68,11 @@ pub struct Cluster {
     /// Xid, ECC and node-state events, oldest first.
     pub events: Vec<Event>,
     pub quotas: Vec<Quota>,
+    /// Hardware faults from before the events (a source's history, such as
+    /// Prometheus's last 30 days), oldest first; the engine counts them
+    /// with the events' to find the nodes that keep failing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<PastFault>,
 }
 
 impl Cluster {

@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// seen on the live lab: "Requested operation is presently disabled for job 3".
 pub const NO_REQUEUE: &str = "Requested operation is presently disabled";
 
+use crate::model::VALIDATION_FAILED;
+
 fn show_node(n: &Node) -> String {
     format!(
         "{} is {} (reason: {})",
@@ -296,6 +298,72 @@ impl Sim {
         Ok(steps)
     }
 
+    /// The simulated site's check: DCGM's diagnostics fail on a GPU that
+    /// still shows a hardware fault (an Xid that takes it out, a DBE, a row
+    /// remap pending or failed); the node is held for the check, resumed
+    /// on a pass, drained with the failing test as its reason otherwise.
+    fn validate_steps(&mut self, node: &str, level: u8) -> Result<Vec<Step>, SimError> {
+        let n = self.node_ix(node)?;
+        if self.nodes[n].state == NodeState::Up {
+            return Ok(vec![failed(
+                format!("validate {node}"),
+                format!("{node} is in service: validate a node that is out"),
+                show_node(&self.nodes[n]),
+            )]);
+        }
+        let reservation = format!("nightshift-validate-{node}");
+        let mut steps = vec![step(
+            format!("reserve {node} ({reservation})"),
+            true,
+            format!("{reservation}: {node}, maintenance"),
+        )];
+        let failing = self.nodes[n].gpus.iter().find_map(|g| {
+            let test = if g
+                .last_xid
+                .as_ref()
+                .is_some_and(|x| matches!(x.code, 79 | 74 | 92 | 94 | 95 | 119 | 120))
+            {
+                "PCIe"
+            } else if g.ecc.dbe_volatile.unwrap_or(0) > 0
+                || g.row_remap_failed == Some(true)
+                || g.row_remap_pending == Some(true)
+                || g.last_xid
+                    .as_ref()
+                    .is_some_and(|x| matches!(x.code, 48 | 63 | 64))
+            {
+                "GPU Memory"
+            } else {
+                return None;
+            };
+            Some(format!("{test}: GPU {} failed", g.index))
+        });
+        let check = format!("check {node} (dcgmi diag -r {level} -j)");
+        match failing {
+            None => {
+                self.set_node_state(n, NodeState::Up, None);
+                steps.push(step(check, true, "all tests passed".into()));
+                let x = &self.nodes[n];
+                steps.push(step(
+                    format!("end {reservation}: {node} back in service"),
+                    x.state == NodeState::Up,
+                    show_node(x),
+                ));
+            }
+            Some(why) => {
+                let reason = format!("{VALIDATION_FAILED}: {why}");
+                self.set_node_state(n, NodeState::Drain, Some(reason.clone()));
+                let x = &self.nodes[n];
+                steps.push(failed(check, why, show_node(x)));
+                steps.push(step(
+                    format!("end {reservation}: {node} kept out"),
+                    x.reason.as_deref() == Some(reason.as_str()),
+                    show_node(x),
+                ));
+            }
+        }
+        Ok(steps)
+    }
+
     fn apply_steps(&mut self, cmd: &Action) -> Result<Vec<Step>, SimError> {
         let what = format!("{} {}", cmd.verb(), cmd.target());
         Ok(match cmd {
@@ -318,6 +386,7 @@ impl Sim {
                 let x = &self.nodes[n];
                 vec![step(what, x.state == NodeState::Up, show_node(x))]
             }
+            Action::Validate { node, level } => self.validate_steps(node, *level)?,
             Action::SetReason { node, reason } => {
                 let n = self.node_ix(node)?;
                 if self.nodes[n].state == NodeState::Up {
@@ -403,6 +472,17 @@ impl Sim {
             }),
             Action::Resume { node: n } => node(n).map_or(missing("node"), |x| {
                 (x.state == NodeState::Up, show_node(x))
+            }),
+            // Passed and resumed, or failed and kept out with its reason:
+            // either way the check's end is visible.
+            Action::Validate { node: n, .. } => node(n).map_or(missing("node"), |x| {
+                (
+                    x.state == NodeState::Up
+                        || x.reason
+                            .as_deref()
+                            .is_some_and(|r| r.starts_with(VALIDATION_FAILED)),
+                    show_node(x),
+                )
             }),
             Action::Requeue { job: id } | Action::Preempt { job: id, .. } => {
                 job(id).map_or(missing("job"), |j| {

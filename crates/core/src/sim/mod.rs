@@ -175,6 +175,7 @@ impl Sim {
             })
             .collect();
         Cluster {
+            history: Vec::new(),
             name: format!("sim-{}", self.cfg.nodes),
             source: "sim".into(),
             time: self.now,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{EventKind, NodeState};
+use crate::model::{Action, EventKind, NodeState};
 
 fn sim() -> Sim {
     Sim::new(SimConfig::default()).expect("default sim")
@@ -256,5 +256,50 @@ fn a_small_cluster_reads_every_node_every_second() {
         after
             .gpus()
             .all(|(_, g)| g.reading_time == Some(after.time))
+    );
+}
+
+/// Back to service through a check (issue 29): h100-03, drained after its
+/// Xid 79, fails the simulated DCGM check (its GPU 3 is still off the bus)
+/// and stays out with the failing test as its reason; once the technician
+/// has rebooted it, the check passes and it is back in service.
+#[test]
+fn a_drained_node_goes_back_only_through_a_passing_check() {
+    let mut s = sim();
+    let validate = Action::Validate {
+        node: "h100-03".into(),
+        level: 2,
+    };
+    // In service: nothing to validate.
+    let steps = s.apply(&validate).expect("apply");
+    assert!(!steps[0].ok, "{steps:?}");
+    s.apply(&Action::Drain {
+        node: "h100-03".into(),
+        reason: "Xid 79".into(),
+        requeue: true,
+    })
+    .expect("drain");
+    let steps = s.apply(&validate).expect("apply");
+    let check = steps
+        .iter()
+        .find(|st| st.what.starts_with("check h100-03"))
+        .expect("the check");
+    assert!(!check.ok, "{steps:?}");
+    assert_eq!(check.error.as_deref(), Some("PCIe: GPU 3 failed"));
+    let n = s.snapshot();
+    let n = n.node("h100-03").expect("node");
+    assert_eq!(n.state, NodeState::Drain);
+    assert_eq!(
+        n.reason.as_deref(),
+        Some("nightshift validation failed: PCIe: GPU 3 failed")
+    );
+    assert!(s.observe(&validate).0, "the failure is visible");
+    // The technician's reboot, then the check again.
+    s.advance(REPAIR_S as u64 + 5);
+    let steps = s.apply(&validate).expect("apply");
+    assert!(steps.iter().all(|st| st.ok), "{steps:?}");
+    assert_eq!(
+        s.snapshot().node("h100-03").map(|n| n.state),
+        Some(NodeState::Up)
     );
 }

@@ -91,6 +91,9 @@ pub struct HealthWatch {
     unnamed: Vec<u64>,
     /// Each (node, port)'s last reading: down, link-downed count.
     pub(super) ports_seen: HashMap<(String, String), (Option<bool>, Option<u64>)>,
+    /// The GPUs' hardware faults in Prometheus's history (by node name):
+    /// each merged snapshot carries them (`Cluster::history`).
+    pub faults: Vec<crate::model::PastFault>,
 }
 
 /// Endpoint incidents kept.
@@ -255,6 +258,7 @@ impl HealthWatch {
     /// the history first showed them. The jobs an event names stay those
     /// the scheduler had on the GPU when nightshift read it.
     pub fn learn_history(&mut self, b: &Backfill) {
+        self.faults = b.faults.clone();
         for ((node, gpu), g) in &b.gpus {
             if !g.xids.is_empty() {
                 self.history.insert((node.clone(), *gpu), g.xids.clone());

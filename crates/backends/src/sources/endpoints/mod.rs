@@ -35,6 +35,9 @@ pub struct Endpoints {
     /// The engine's stall thresholds (0–1), for the fleet path's filter.
     pub stall_util_min: f64,
     pub stall_occupancy_max: f64,
+    /// How far back the GPUs' hardware faults are asked of Prometheus
+    /// (`[engine] repeat_offender`'s window), seconds.
+    pub fault_window_s: i64,
 }
 
 /// `[endpoints] prometheus_every_gpu_max` when unset.
@@ -52,6 +55,7 @@ impl Default for Endpoints {
             prometheus_every_gpu_max: EVERY_GPU_MAX,
             stall_util_min: 0.9,
             stall_occupancy_max: 0.05,
+            fault_window_s: 30 * 86_400,
         }
     }
 }
@@ -192,6 +196,7 @@ pub fn merged(
     merge(&mut c, &latest.readings, &e.source_name(), &e.hosts, watch);
     merge_ports(&mut c, &latest.ports, &e.hosts);
     merge_aggregates(&mut c, &latest.aggregates, &e.source_name(), &e.hosts);
+    c.history.extend(watch.faults.iter().cloned());
     c
 }
 
@@ -287,7 +292,7 @@ async fn observe(
 /// (`first`); `None` without a Prometheus.
 fn start_backfill(
     poller: &Poller,
-    every_gpu_max: u32,
+    (every_gpu_max, fault_window_s): (u32, i64),
     first: tokio::sync::oneshot::Receiver<()>,
 ) -> Option<mpsc::Receiver<Backfill>> {
     let p = poller.prometheus.as_ref()?.client.clone();
@@ -300,12 +305,35 @@ fn start_backfill(
             .gpu_count()
             .await
             .map_or(true, |n| n <= u64::from(every_gpu_max));
-        let b = p
-            .backfill(crate::host::now(), HISTORY_STEP, HISTORY_SLOTS, activity)
-            .await;
+        let now = crate::host::now();
+        let mut b = p.backfill(now, HISTORY_STEP, HISTORY_SLOTS, activity).await;
+        // The nodes that keep failing: their faults over the window.
+        match fault_history(&p, now, fault_window_s, activity).await {
+            Ok(f) => b.faults = f,
+            Err(e) => b.notes.push(e),
+        }
         let _ = btx.send(b).await;
     });
     Some(brx)
+}
+
+/// The GPUs' hardware faults over `window_s` (by host), or why not: a
+/// fleet's (`small` false) would have the server read every GPU's weeks.
+pub async fn fault_history(
+    p: &crate::sources::prometheus::Prometheus,
+    now: i64,
+    window_s: i64,
+    small: bool,
+) -> Result<Vec<crate::model::PastFault>, String> {
+    if !small {
+        return Err(
+            "a fleet: no fault history (its weeks of every GPU are too much to ask; counted from what nightshift sees)"
+                .into(),
+        );
+    }
+    p.fault_history(now, window_s)
+        .await
+        .map_err(|e| format!("no fault history: {e}"))
 }
 
 /// Polls every `interval`, and the nodes newly opened at once; sends each
@@ -366,7 +394,11 @@ pub fn spawn(
     // The history waits for the first round: on a fleet's server it would
     // compete with the first screen's questions.
     let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut brx = start_backfill(&poller, e.prometheus_every_gpu_max, first_rx);
+    let mut brx = start_backfill(
+        &poller,
+        (e.prometheus_every_gpu_max, e.fault_window_s),
+        first_rx,
+    );
     let mut backfill_open = brx.is_some();
     let (htx, mut hrx) = mpsc::channel::<Poll>(2);
     let (base_tx, base_rx) = watch::channel::<Arc<Cluster>>(Arc::default());

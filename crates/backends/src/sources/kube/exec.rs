@@ -244,6 +244,10 @@ impl Executor {
         match a {
             Action::Cordon { node, reason } => vec![self.cordon_step(what, node, reason, a).await],
             Action::Resume { node } => vec![self.node_step(what, &uncordon_call(node), a).await],
+            Action::Validate { node, .. } => vec![Step::failed(
+                what,
+                Cannot::ValidateNotBuilt(node.clone()).to_string(),
+            )],
             Action::SetReason { node, reason } => {
                 vec![self.node_step(what, &reason_call(node, reason), a).await]
             }
@@ -375,6 +379,7 @@ impl Executor {
         match a {
             Action::Cordon { node, .. }
             | Action::Resume { node }
+            | Action::Validate { node, .. }
             | Action::Drain { node, .. }
             | Action::SetReason { node, .. } => {
                 let n = self.get(&node_path(node)).await?;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod faults;
 pub mod fleet;
 
 /// Every family nightshift reads, by name, in one selector (issue 28: not

@@ -12,6 +12,8 @@ use crate::sources::SourceError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+mod validate;
+
 /// How long to wait for a change to become visible.
 const VERIFY_FOR: Duration = Duration::from_secs(8);
 
@@ -33,6 +35,7 @@ pub enum Call {
     },
     Scontrol(Vec<String>),
     Scancel(Vec<String>),
+    Sbatch(Vec<String>),
 }
 
 impl std::fmt::Display for Call {
@@ -44,7 +47,7 @@ impl std::fmt::Display for Call {
                 body: Value::Null,
             } => write!(f, "{method} {path}"),
             Call::Rest { method, path, body } => write!(f, "{method} {path} {body}"),
-            Call::Scontrol(args) | Call::Scancel(args) => {
+            Call::Scontrol(args) | Call::Scancel(args) | Call::Sbatch(args) => {
                 let quoted: Vec<String> = args
                     .iter()
                     .map(|a| {
@@ -55,10 +58,10 @@ impl std::fmt::Display for Call {
                         }
                     })
                     .collect();
-                let program = if matches!(self, Call::Scancel(_)) {
-                    "scancel"
-                } else {
-                    "scontrol"
+                let program = match self {
+                    Call::Scancel(_) => "scancel",
+                    Call::Sbatch(_) => "sbatch",
+                    _ => "scontrol",
                 };
                 write!(f, "{program} {}", quoted.join(" "))
             }
@@ -66,11 +69,11 @@ impl std::fmt::Display for Call {
     }
 }
 
-/// `scancel` from the same place as the configured `scontrol`.
-fn scancel_beside(scontrol: &str) -> String {
+/// `scancel` (or `sbatch`) from the same place as the configured `scontrol`.
+fn beside(scontrol: &str, program: &str) -> String {
     match scontrol.rsplit_once('/') {
-        Some((dir, _)) => format!("{dir}/scancel"),
-        None => "scancel".into(),
+        Some((dir, _)) => format!("{dir}/{program}"),
+        None => program.into(),
     }
 }
 
@@ -205,6 +208,11 @@ impl Executor {
     }
 
     async fn send(&self, call: &Call) -> Result<(), CallError> {
+        self.run(call).await.map(|_| ())
+    }
+
+    /// Sends a call; a command's output (what `sbatch --parsable` prints).
+    async fn run(&self, call: &Call) -> Result<String, CallError> {
         match call {
             Call::Rest {
                 method: "DELETE",
@@ -214,17 +222,18 @@ impl Executor {
                 .client
                 .delete(path)
                 .await
-                .map(|_| ())
+                .map(|_| String::new())
                 .map_err(CallError::from),
             Call::Rest { path, body, .. } => self
                 .client
                 .post(path, body)
                 .await
-                .map(|_| ())
+                .map(|_| String::new())
                 .map_err(CallError::from),
-            Call::Scontrol(args) | Call::Scancel(args) => {
+            Call::Scontrol(args) | Call::Scancel(args) | Call::Sbatch(args) => {
                 let program = match call {
-                    Call::Scancel(_) => scancel_beside(&self.cfg.scontrol),
+                    Call::Scancel(_) => beside(&self.cfg.scontrol, "scancel"),
+                    Call::Sbatch(_) => beside(&self.cfg.scontrol, "sbatch"),
                     _ => self.cfg.scontrol.clone(),
                 };
                 let mut cmd = tokio::process::Command::new(&program);
@@ -244,7 +253,7 @@ impl Executor {
                         source: std::sync::Arc::new(e),
                     })?;
                 if out.status.success() {
-                    Ok(())
+                    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
                 } else {
                     let err = String::from_utf8_lossy(&out.stderr);
                     let msg = if err.trim().is_empty() {
@@ -417,6 +426,13 @@ impl Executor {
             }
             Action::Drain { reason, .. } | Action::SetReason { reason, .. } => {
                 n.state != NodeState::Up && n.reason.as_deref() == Some(reason.as_str())
+            }
+            // Passed (in service) or failed (out, with the check's words).
+            Action::Validate { .. } => {
+                n.state == NodeState::Up
+                    || n.reason
+                        .as_deref()
+                        .is_some_and(|r| r.starts_with(crate::model::VALIDATION_FAILED))
             }
             _ => n.state == NodeState::Up,
         };

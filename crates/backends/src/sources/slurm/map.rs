@@ -348,6 +348,7 @@ pub fn cluster(
     }
     Mapped {
         cluster: Cluster {
+            history: Vec::new(),
             name: name.to_string(),
             source: "slurm".into(),
             time: now,

@@ -50,6 +50,9 @@ pub struct SlurmConfig {
     /// `scancel --signal` names it: `SIGUSR1` unless the site's jobs trap
     /// another.
     pub checkpoint_signal: String,
+    /// `[validate]`: the check a node passes before it goes back to
+    /// service (`Action::Validate`).
+    pub validate: crate::sources::validate::ValidateSpec,
 }
 
 /// Debug output never shows the token.

@@ -365,6 +365,7 @@ fn stand_in_config(url: &str) -> super::SlurmConfig {
         full_jobs_interval: std::time::Duration::from_secs(30),
         max_interval: std::time::Duration::from_secs(15),
         checkpoint_signal: "SIGUSR1".into(),
+        validate: Default::default(),
     }
 }
 

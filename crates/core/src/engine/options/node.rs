@@ -53,6 +53,12 @@ pub fn node_options_with(
     if let Some(choice) = drain_broken(c, base, node, case.class, &case.hung, site)? {
         options.insert(0, choice);
     }
+    if let Some(choice) = case.repair() {
+        options.insert(0, choice);
+    }
+    if let Some(choice) = case.validate_resume() {
+        options.insert(0, choice);
+    }
     options.push(do_nothing(&case.hung, case.class));
     let mut o = Options {
         target: case.subject(),
@@ -60,6 +66,37 @@ pub fn node_options_with(
         options,
     };
     recommend_for_node(&mut o, &case.hung, site);
+    if let Some(r) = index_of(&o, "repair")
+        && (case.class.needs_drain() || !case.n.state.schedulable())
+    {
+        // A node that keeps failing goes to repair, not through another
+        // reboot: the history is the reason.
+        let line = case.history_line().unwrap_or_default();
+        let why = format!("{line}: another reboot or reset brings it back to fail again");
+        finish(&mut o, Some(r), why);
+        for c in &mut o.options {
+            if [
+                "drain_now",
+                "wait_checkpoint",
+                "reset_gpu",
+                "drain_reboot",
+                "validate_resume",
+            ]
+            .contains(&c.name)
+            {
+                c.why = format!("puts back in service a node that keeps failing ({line})");
+            }
+        }
+    } else if let Some(v) = index_of(&o, "validate_resume")
+        && !case.class.needs_drain()
+        && !case.last_check_failed()
+    {
+        let why = format!(
+            "{}: check it before jobs land on it; it is resumed only on a pass",
+            case.back_words()
+        );
+        finish(&mut o, Some(v), why);
+    }
     Ok(o)
 }
 
@@ -354,6 +391,140 @@ impl<'a> NodeCase<'a> {
             unknowns: unknowns_r,
             ..Choice::default()
         }))
+    }
+
+    /// Its reason says its last check failed.
+    fn last_check_failed(&self) -> bool {
+        self.n
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(crate::model::VALIDATION_FAILED))
+    }
+
+    /// Why it may go back: rebooted since it was taken out, and its GPUs
+    /// read healthy.
+    fn back_words(&self) -> String {
+        let rebooted = self
+            .n
+            .boot_time
+            .filter(|&b| self.n.reason_time.is_none_or(|r| b > r));
+        match rebooted {
+            Some(b) => format!(
+                "rebooted at {} since it was taken out, its GPUs read healthy",
+                text::clock(b)
+            ),
+            None => "out of service, its GPUs read healthy".into(),
+        }
+    }
+
+    /// The diagnostics level its last hardware fault calls for: a GPU
+    /// reset's remedy is checked at level 1 (seconds), a reboot's or an
+    /// uncorrectable error's at level 2 (about two minutes).
+    fn check_level(&self) -> u8 {
+        match self.base.history(self.node).map(|h| h.last_remedy) {
+            Some(ActionClass::DrainResetGpu | ActionClass::ResetNextDrain) => 1,
+            _ => 2,
+        }
+    }
+
+    /// Validate and resume: a node out of service whose GPUs read healthy
+    /// (its remedy done) goes back through the site's check.
+    fn validate_resume(&self) -> Option<Choice> {
+        if self.n.state.schedulable() || self.class.needs_drain() {
+            return None;
+        }
+        let node = self.node;
+        let level = self.check_level();
+        let step = Action::Validate {
+            node: node.to_string(),
+            level,
+        };
+        Some(Choice {
+            name: "validate_resume",
+            title: format!("validate (DCGM level {level}), then resume"),
+            actions: vec![step.command_line()],
+            steps: vec![step],
+            manual: Vec::new(),
+            gpu_hours_lost: Some(0.0),
+            resume_in_s: Some(0),
+            capacity_out: CapacityOut {
+                gpus: 0,
+                for_s: Some(0),
+                note: format!(
+                    "{} GPUs back in service on a pass (level {level}: {})",
+                    self.n.gpu_count,
+                    if level == 1 {
+                        "seconds"
+                    } else {
+                        "about two minutes"
+                    }
+                ),
+            },
+            queue_moves: Some(0),
+            unknowns: if self.last_check_failed() {
+                vec![format!(
+                    "its last check failed ({}): fix that first",
+                    self.n.reason.as_deref().unwrap_or_default()
+                )]
+            } else {
+                Vec::new()
+            },
+            ..Choice::default()
+        })
+    }
+
+    /// The node's history when it makes it a repeat offender.
+    fn history_line(&self) -> Option<String> {
+        self.base
+            .history(self.node)
+            .filter(|h| h.is_repeat_offender())
+            .map(|h| h.line.clone())
+    }
+
+    /// Take it out for repair (RMA): a repeat offender's. Drained with the
+    /// history as the reason (its reason set, if it is out already).
+    fn repair(&self) -> Option<Choice> {
+        let line = self.history_line()?;
+        let node = self.node;
+        let reason = format!("RMA: {line}");
+        let step = if self.n.state.schedulable() {
+            Action::Drain {
+                node: node.to_string(),
+                reason,
+                requeue: true,
+            }
+        } else {
+            Action::SetReason {
+                node: node.to_string(),
+                reason,
+            }
+        };
+        let running = self.n.state.schedulable();
+        Some(Choice {
+            name: "repair",
+            title: "take out for repair (RMA)".into(),
+            actions: vec![step.command_line()],
+            steps: vec![step],
+            manual: vec![
+                format!("open a repair (RMA) case for {node}: {line}"),
+                format!("resume {node} only after the repair"),
+            ],
+            gpu_hours_lost: if running { self.lost } else { Some(0.0) },
+            resume_in_s: if running { self.back } else { Some(0) },
+            capacity_out: CapacityOut {
+                gpus: self.node_gpus,
+                for_s: if self.node_gpus == 0 { Some(0) } else { None },
+                note: "until the repair".into(),
+            },
+            queue_moves: Some(if running { self.b.moved.len() } else { 0 }),
+            unknowns: if running {
+                self.unknowns.clone()
+            } else {
+                Vec::new()
+            },
+            risk: None,
+            ..Choice::default()
+        })
     }
 
     /// Drain and reboot, where the catalog's remedy is something lighter.

@@ -355,3 +355,118 @@ fn a_healthy_node_of_a_hung_gang_is_sent_to_the_broken_node() {
     let o = node_options(&c, &b, "h100-03", &SiteParams::default()).expect("options");
     assert_eq!(pick(&o), "drain_now");
 }
+
+/// The hung night's n1 had two more Xid 79s this month (Prometheus's
+/// history): a repeat offender, whose options recommend repair.
+#[test]
+fn a_node_with_its_third_xid_79_in_30_days_goes_to_repair_not_another_reboot() {
+    use crate::model::{Fault, PastFault};
+    let mut c = hung_night();
+    for days in [25, 8] {
+        c.history.push(PastFault {
+            time: NOW - days * 86_400,
+            node: "n1".into(),
+            gpu: Some(3),
+            fault: Fault::Xid(79),
+            from: "prometheus".into(),
+        });
+    }
+    let base = base_of(&c);
+    let h = base.history("n1").expect("n1's history");
+    assert!(h.line.starts_with("3rd Xid 79 in 30 days"), "{}", h.line);
+    let o = node_options(&c, &base, "n1", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "repair", "{o:#?}");
+    let repair = choice(&o, "repair");
+    assert!(
+        repair.why.starts_with("3rd Xid 79 in 30 days"),
+        "{}",
+        repair.why
+    );
+    match &repair.steps[..] {
+        [Action::Drain { reason, .. }] => {
+            assert!(reason.starts_with("RMA: 3rd Xid 79"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(choice(&o, "drain_now").why.contains("keeps failing"));
+    assert_eq!(o.options.iter().filter(|c| c.recommended).count(), 1);
+    // Two in 30 days: not yet; its history is still there.
+    c.history.pop();
+    let base = base_of(&c);
+    assert!(
+        base.history("n1")
+            .expect("history")
+            .line
+            .starts_with("2nd Xid 79")
+    );
+    let o = node_options(&c, &base, "n1", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "drain_now");
+    assert!(o.options.iter().all(|c| c.name != "repair"));
+    // Already out of service: the repair sets its reason.
+    c.history.push(PastFault {
+        time: NOW - 86_400,
+        node: "n1".into(),
+        gpu: Some(3),
+        fault: Fault::Xid(79),
+        from: "prometheus".into(),
+    });
+    Arc::make_mut(&mut c.nodes[0]).state = crate::model::NodeState::Drain;
+    let base = base_of(&c);
+    let o = node_options(&c, &base, "n1", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "repair");
+    assert!(matches!(
+        &choice(&o, "repair").steps[..],
+        [Action::SetReason { .. }]
+    ));
+}
+
+/// Back to service (issue 29): a drained node whose GPUs read healthy again
+/// (rebooted) goes back through the site's check — level 2 after a
+/// reboot's fault, level 1 after one a GPU reset clears — unless its last
+/// check failed; a node in service is offered no check.
+#[test]
+fn a_drained_node_with_healthy_gpus_is_validated_then_resumed() {
+    use crate::model::{Fault, NodeState, PastFault};
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    assert!(o.options.iter().all(|c| c.name != "validate_resume"));
+    {
+        let n = Arc::make_mut(&mut c.nodes[0]);
+        n.state = NodeState::Drain;
+        n.reason = Some("Xid 79".into());
+        n.reason_time = Some(NOW - 1200);
+        n.boot_time = Some(NOW - 300);
+    }
+    c.history.push(PastFault {
+        time: NOW - 1500,
+        node: "n1".into(),
+        gpu: Some(3),
+        fault: Fault::Xid(79),
+        from: "events".into(),
+    });
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    assert_eq!(pick(&o), "validate_resume", "{o:#?}");
+    let v = choice(&o, "validate_resume");
+    assert!(
+        matches!(&v.steps[..], [Action::Validate { level: 2, .. }]),
+        "{v:#?}"
+    );
+    assert!(v.why.starts_with("rebooted at "), "{}", v.why);
+    // A remap failure recorded (Xid 64): its remedy is a GPU reset, level 1.
+    c.history[0].fault = Fault::Xid(64);
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    assert!(matches!(
+        &choice(&o, "validate_resume").steps[..],
+        [Action::Validate { level: 1, .. }]
+    ));
+    // Its last check failed: not recommended again, and it says why.
+    Arc::make_mut(&mut c.nodes[0]).reason = Some(format!(
+        "{}: PCIe: GPU 3 failed",
+        crate::model::VALIDATION_FAILED
+    ));
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    assert_ne!(pick(&o), "validate_resume");
+    assert!(choice(&o, "validate_resume").unknowns[0].contains("its last check failed"));
+}
