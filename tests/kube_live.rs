@@ -957,7 +957,10 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     let out = lab.nightshift(&["--config", cfg, "validate", "gpu-06"]);
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
-    assert!(t.contains("on Kubernetes (a Job pinned to it) is not built yet"), "{t}");
+    assert!(
+        t.contains("on Kubernetes (a Job pinned to it) is not built yet"),
+        "{t}"
+    );
     assert_eq!(
         lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"],
         before

@@ -288,28 +288,13 @@ pub fn report(
     cat: &XidCatalog,
 ) -> Result<NightReport, RecordingError> {
     let (from, to) = rec.span();
-    let mut book = KpiBook::new(to - from + 1);
-    let mut fates = Fates::default();
-    let mut end: Option<std::sync::Arc<Cluster>> = None;
-    // Every hardware fault seen over the night (a source keeps its newest
-    // events only).
-    let mut faults = crate::engine::repeat::FaultLog::default();
-    for c in rec.states() {
-        let c = c?;
-        book.observe(&c);
-        fates.observe(&c);
-        faults.add(&c);
-        end = Some(c);
-    }
-    let end = end.ok_or(RecordingError::Nothing)?;
-    let repeat_offenders = {
-        let mut whole = (*end).clone();
-        whole.history.extend(faults.into_faults());
-        crate::engine::repeat::histories(&whole, cat, &site.repeat_offender)
-            .into_values()
-            .filter(|h| h.is_repeat_offender())
-            .collect()
-    };
+    let Night {
+        book,
+        fates,
+        end,
+        faults,
+    } = walk(rec, from, to)?;
+    let repeat_offenders = repeat_offenders(&end, faults, site, cat);
     let base_end = Base::compute(&end, None, site, cat);
 
     let actions = actions_of(rec);
@@ -414,6 +399,52 @@ pub fn report(
         truncated: rec.truncated.clone(),
         repeat_offenders,
     })
+}
+
+/// What one pass over the recording gathers.
+struct Night {
+    book: KpiBook,
+    fates: Fates,
+    end: Arc<Cluster>,
+    /// Every hardware fault seen over the night (a source keeps its
+    /// newest events only).
+    faults: crate::engine::repeat::FaultLog,
+}
+
+fn walk(rec: &Recording, from: Timestamp, to: Timestamp) -> Result<Night, RecordingError> {
+    let mut book = KpiBook::new(to - from + 1);
+    let mut fates = Fates::default();
+    let mut end: Option<Arc<Cluster>> = None;
+    let mut faults = crate::engine::repeat::FaultLog::default();
+    for c in rec.states() {
+        let c = c?;
+        book.observe(&c);
+        fates.observe(&c);
+        faults.add(&c);
+        end = Some(c);
+    }
+    Ok(Night {
+        book,
+        fates,
+        end: end.ok_or(RecordingError::Nothing)?,
+        faults,
+    })
+}
+
+/// The nodes past `[engine] repeat_offender` at the end of the night,
+/// counting every fault seen in any of its snapshots.
+fn repeat_offenders(
+    end: &Cluster,
+    faults: crate::engine::repeat::FaultLog,
+    site: &SiteParams,
+    cat: &XidCatalog,
+) -> Vec<crate::engine::repeat::NodeHistory> {
+    let mut whole = end.clone();
+    whole.history.extend(faults.into_faults());
+    crate::engine::repeat::histories(&whole, cat, &site.repeat_offender)
+        .into_values()
+        .filter(|h| h.is_repeat_offender())
+        .collect()
 }
 
 /// When to look for incidents: every few minutes, and just before each

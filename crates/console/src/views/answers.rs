@@ -115,26 +115,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
             Span::raw(sanitize(&inc.status).into_owned()),
         ]));
     }
-    // Its hardware faults this month: a repeat offender goes to repair.
-    // One fault is the incident's own line; two or more are a history.
-    if let Some(h) = a.base.history(node).filter(|h| h.faults[0].count >= 2) {
-        let style = if h.is_repeat_offender() {
-            theme.critical()
-        } else {
-            theme.warn()
-        };
-        let mut spans = vec![
-            label("history", theme),
-            Span::styled(sanitize(&h.line).into_owned(), style),
-        ];
-        if h.is_repeat_offender() {
-            spans.push(Span::styled(
-                " — a repeat offender: repair (RMA), not another reboot",
-                style,
-            ));
-        }
-        out.push(Line::from(spans));
-    }
+    out.extend(history_line(a, node, theme));
     out.push(drain);
     if let Some(FocusAnswer::Node {
         name,
@@ -146,6 +127,32 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         out.push(options_line("options", o, theme));
     }
     out
+}
+
+/// A node's hardware faults this month, when there are two or more of a
+/// kind (one is the incident's own line): a repeat offender goes to repair.
+fn history_line(
+    a: &crate::engine::analysis::Analysis,
+    node: &str,
+    theme: Theme,
+) -> Option<Line<'static>> {
+    let h = a.base.history(node).filter(|h| h.faults[0].count >= 2)?;
+    let style = if h.is_repeat_offender() {
+        theme.critical()
+    } else {
+        theme.warn()
+    };
+    let mut spans = vec![
+        label("history", theme),
+        Span::styled(sanitize(&h.line).into_owned(), style),
+    ];
+    if h.is_repeat_offender() {
+        spans.push(Span::styled(
+            " — a repeat offender: repair (RMA), not another reboot",
+            style,
+        ));
+    }
+    Some(Line::from(spans))
 }
 
 /// The recommended option in one line, and the key that compares them all.
