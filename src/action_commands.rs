@@ -27,6 +27,7 @@ pub fn action_of<'a>(
             requeue,
             kill,
             act,
+            ..
         } => {
             if !requeue && !kill {
                 return Some(Err(CommandError::JobsFate));
@@ -117,7 +118,7 @@ struct PreviewJson<'a> {
     undo_command: Option<String>,
 }
 
-fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
+pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
     match format {
         Format::Json => {
             let j = PreviewJson {
@@ -159,7 +160,7 @@ fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
     Ok(())
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -254,7 +255,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
 
 /// The snapshot, the executor for its backend and who acts: what every
 /// command that previews or sends an action starts from.
-fn connect(
+pub(crate) fn connect(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(Cluster, Executor, Who), CommandError> {
@@ -386,7 +387,12 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
             );
             for r in &records {
                 let result = match &r.outcome {
-                    None => "-".to_string(),
+                    // An armed step's records: what it waits for, or why it ended.
+                    None => r
+                        .note
+                        .clone()
+                        .or_else(|| (r.phase == "armed").then(|| r.preview.clone()))
+                        .unwrap_or_else(|| "-".to_string()),
                     Some(o) if o.no_op => "no-op".into(),
                     Some(o) if !o.ok => format!("FAILED: {}", o.error.as_deref().unwrap_or("")),
                     Some(o) if o.verified => format!("verified: {}", o.observed),

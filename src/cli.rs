@@ -151,6 +151,11 @@ pub enum Command {
         /// Kill the node's jobs
         #[arg(long)]
         kill: bool,
+        /// Cordon it now, and drain it once each of its jobs has written its
+        /// next checkpoint: the drain is armed, and `nightshift follow` (or
+        /// the console) sends it then, through the guard again
+        #[arg(long, requires = "requeue")]
+        after_checkpoint: bool,
         #[command(flatten)]
         act: ActArgs,
     },
@@ -253,6 +258,25 @@ pub enum Command {
     Audit {
         #[arg(short, long, value_enum, default_value_t = Format::Table)]
         output: Format,
+    },
+    /// The steps armed to be sent later (drain --after-checkpoint), with
+    /// what each waits for
+    Armed {
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+    /// Cancel an armed step (its id, or a unique start of it)
+    Disarm { id: String },
+    /// Send the armed steps when they are due, without a terminal (under
+    /// tmux or systemd): each through the guard, its rules checked again
+    /// then; ends when nothing is left armed
+    Follow {
+        /// How often the cluster is read
+        #[arg(long, default_value = "5s", value_name = "DURATION")]
+        interval: String,
+        /// Stop after this long even if steps are still armed
+        #[arg(long = "for", value_name = "DURATION")]
+        duration: Option<String>,
     },
 }
 

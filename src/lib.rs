@@ -20,6 +20,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod fleet_tui;
+pub mod follow_commands;
 pub mod logging;
 pub mod one_shot;
 pub mod output;

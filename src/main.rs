@@ -111,6 +111,25 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Audit { output }) => {
             Ok(nightshift::action_commands::show(&settings, output)?)
         }
+        Some(Command::Armed { output }) => {
+            Ok(nightshift::follow_commands::list(&settings, output)?)
+        }
+        Some(Command::Disarm { id }) => Ok(nightshift::follow_commands::disarm(&settings, &id)?),
+        Some(Command::Follow { interval, duration }) => Ok(nightshift::follow_commands::run(
+            &settings,
+            std::time::Duration::from_secs(units::parse_duration(&interval)?.max(1)),
+            duration
+                .as_deref()
+                .map(units::parse_duration)
+                .transpose()?
+                .map(std::time::Duration::from_secs),
+        )?),
+        Some(
+            cmd @ Command::Drain {
+                after_checkpoint: true,
+                ..
+            },
+        ) => Ok(nightshift::follow_commands::arm_drain(&settings, &cmd)?),
         #[cfg(feature = "agent")]
         Some(Command::Agent {
             listen,

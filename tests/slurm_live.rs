@@ -1708,3 +1708,211 @@ fn live_validate_then_resume_on_slurm_22_05_and_24_11() {
     }
     validate_then_resume(&Lab::start_version(Slurm::V24_11));
 }
+
+/// A job on one whole node that writes a checkpoint (its comment's
+/// `ckpt_last`, where nightshift reads it) `after` seconds in, or never;
+/// returns (job, node) once it runs.
+fn checkpointing_job(lab: &Lab, name: &str, after: Option<u64>) -> (String, String) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let comment = format!("ckpt_bytes=1GB ckpt_every=1m ckpt_last={}", now - 30);
+    let script = lab.dir.path().join(format!("{name}.sh"));
+    let body = match after {
+        Some(s) => format!(
+            "sleep {s}\nscontrol update jobid=$SLURM_JOB_ID comment=\"ckpt_bytes=1GB ckpt_every=1m ckpt_last=$(date +%s)\"\nsleep 600\n"
+        ),
+        None => "sleep 600\n".to_string(),
+    };
+    std::fs::write(&script, body).expect("script");
+    let job = lab
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "-J",
+                name,
+                "--gres=gpu:8",
+                "--comment",
+                &comment,
+                "--wrap",
+                &format!("exec bash {}", script.display()),
+            ],
+        )
+        .trim()
+        .to_string();
+    let node = wait_for(Duration::from_secs(20), || {
+        (squeue_field(lab, &job, "%T") == "RUNNING").then(|| squeue_field(lab, &job, "%N"))
+    })
+    .unwrap_or_else(|| panic!("{name} never ran: {}", lab.run("squeue", &[])));
+    (job, node)
+}
+
+/// Follow-ups that run themselves, on real Slurm 22.05 (issue 29): "cordon
+/// now, drain after the checkpoint" confirmed once — the cordon sent, the
+/// drain armed in the audit log — and `nightshift follow` (no terminal)
+/// sends the drain when the job's checkpoint moves; an armed step
+/// cancelled is never sent; and one whose partition lost two more nodes
+/// meanwhile is refused by the circuit breaker when it comes due, the node
+/// left cordoned with its job running.
+#[test]
+fn live_armed_drain_after_checkpoint_fires_by_follow_is_cancelled_and_refused() {
+    if !available() {
+        return;
+    }
+    let lab = Lab::start();
+    let state = |node: &str| {
+        lab.run("sinfo", &["-h", "-n", node, "-o", "%T"])
+            .trim()
+            .to_string()
+    };
+    let follow = || nightshift_on(&lab, &[], &["follow", "--interval", "1s", "--for", "60s"]);
+
+    // Fired by follow when the checkpoint moves.
+    let (job, node) = checkpointing_job(&lab, "ckpt", Some(6));
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            &node,
+            "--reason",
+            "xid 63 gpu1",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            &node,
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("armed ") && out.contains(&format!("after the checkpoint of job {job}")),
+        "{out}"
+    );
+    assert!(
+        state(&node).contains("drain"),
+        "cordoned now: {}",
+        state(&node)
+    );
+    assert_eq!(squeue_field(&lab, &job, "%T"), "RUNNING");
+    let (ok, listed) = nightshift_on(&lab, &[], &["armed", "-o", "json"]);
+    assert!(ok, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).expect("json");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    assert_eq!(listed[0]["action"]["node"], node.as_str());
+    let (ok, out) = follow();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("waiting for job {job}'s checkpoint")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("fired: job {job} checkpointed at"))
+            && out.contains(&format!("requeue {job} ✓")),
+        "{out}"
+    );
+    assert!(out.contains("nothing armed on lab: done"), "{out}");
+    let reason = lab.run("sinfo", &["-h", "-R", "-n", &node, "-o", "%E"]);
+    assert_eq!(reason.trim(), "xid 63 gpu1");
+    let shown = lab.run("scontrol", &["show", "job", &job]);
+    assert!(shown.contains("Restarts=1"), "{shown}");
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    for phase in ["\"armed\"", "\"fired\""] {
+        assert!(audit.contains(phase), "{phase} in {audit}");
+    }
+
+    // Cancelled: never sent.
+    lab.run("scancel", &["--user=root"]);
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        let _ = Command::new("scontrol")
+            .args(["update", &format!("nodename={n}"), "state=resume"])
+            .env("SLURM_CONF", lab.conf())
+            .output();
+    }
+    let (job, node) = checkpointing_job(&lab, "quiet", None);
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            &node,
+            "--reason",
+            "fan",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            &node,
+        ],
+    );
+    assert!(ok, "{out}");
+    let id = out
+        .lines()
+        .find_map(|l| l.strip_prefix("armed ").and_then(|r| r.split(':').next()))
+        .expect("the armed id")
+        .to_string();
+    let (ok, out) = nightshift_on(&lab, &[], &["disarm", &id]);
+    assert!(ok && out.contains("cancelled"), "{out}");
+    let (ok, out) = nightshift_on(&lab, &[], &["armed"]);
+    assert!(ok && out.contains("nothing armed"), "{out}");
+    let (ok, out) = follow();
+    assert!(ok && out.contains("nothing armed on lab: done"), "{out}");
+    assert_eq!(squeue_field(&lab, &job, "%T"), "RUNNING");
+
+    // Refused when it comes due: the circuit breaker, on the plan as a
+    // whole — nodes were taken out meanwhile (two more of the partition by
+    // hand; the earlier plans' in the audit log).
+    lab.run("scancel", &["--user=root"]);
+    let _ = Command::new("scontrol")
+        .args(["update", &format!("nodename={node}"), "state=resume"])
+        .env("SLURM_CONF", lab.conf())
+        .output();
+    let (job, node) = checkpointing_job(&lab, "late", Some(6));
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        // Three nodes were taken out in the last ten minutes: arming the
+        // third plan overrides the breaker, firing it does not.
+        &[
+            "drain",
+            &node,
+            "--reason",
+            "xid 63",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            &node,
+            "--force",
+        ],
+    );
+    assert!(ok, "{out}");
+    let others: Vec<&str> = ["gpu01", "gpu02", "gpu03", "gpu04"]
+        .into_iter()
+        .filter(|n| *n != node)
+        .take(2)
+        .collect();
+    for n in &others {
+        lab.run(
+            "scontrol",
+            &[
+                "update",
+                &format!("nodename={n}"),
+                "state=drain",
+                "reason=psu",
+            ],
+        );
+    }
+    let (ok, out) = follow();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("refused, disarmed:") && out.contains("circuit breaker"),
+        "{out}"
+    );
+    assert_eq!(
+        squeue_field(&lab, &job, "%T"),
+        "RUNNING",
+        "the drain was not sent"
+    );
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert!(audit.contains("\"refused\""), "{audit}");
+}

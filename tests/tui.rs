@@ -660,3 +660,61 @@ fn a_dead_slurmrestd_shows_no_made_up_zeros() {
     t.keys(&["q"]);
     t.expect("EXIT=0");
 }
+
+/// Follow-ups that run themselves (issue 29), in the console: a drain
+/// armed by the command line ("cordon now, drain after job 4701's
+/// checkpoint") is found in the audit log when the console starts and
+/// asked about; kept, it shows in the header and on its node, and the
+/// console sends it when the simulated night's checkpoint comes (02:53:30,
+/// the sim at 20× here), through the guard.
+#[test]
+fn an_armed_drain_survives_a_restart_and_the_console_sends_it_at_the_checkpoint() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(130, 40);
+    let audit = t.dir.path().join("audit.jsonl");
+    let armed = Command::new(bin())
+        .args(["--log-file"])
+        .arg(t.dir.path().join("cli.log"))
+        .arg("--audit-log")
+        .arg(&audit)
+        .args([
+            "drain",
+            "h100-05",
+            "--reason",
+            "remap pending",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            "h100-05",
+        ])
+        .output()
+        .expect("nightshift");
+    let said = String::from_utf8_lossy(&armed.stdout);
+    assert!(armed.status.success(), "{said}");
+    assert!(said.contains("armed "), "{said}");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {} --speed 20", audit.display()),
+    );
+    t.expect("1 step(s) were armed before this console started");
+    t.expect("drain h100-05 after the checkpoint of job 4701");
+    t.keys(&["y"]);
+    t.expect("armed 1");
+    t.keys(&[":"]);
+    t.keys(&["-l", "node h100-05"]);
+    t.keys(&["Enter"]);
+    t.expect("waiting for job 4701's checkpoint (next 02:53:30)");
+    t.expect_within(
+        "fired: job 4701 checkpointed at 02:53:30",
+        Duration::from_secs(60),
+    );
+    let log = std::fs::read_to_string(&audit).expect("audit");
+    assert!(log.contains("\"fired\""), "{log}");
+    assert!(log.contains("requeue 4701"), "{log}");
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}

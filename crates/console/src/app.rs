@@ -2,6 +2,7 @@
 //! Rendering (src/views) only reads this.
 
 mod act;
+mod armed;
 mod freshness;
 pub mod history;
 pub mod index;
@@ -141,6 +142,11 @@ pub enum Modal {
     /// opens that option's guarded preview.
     Options {
         target: String,
+    },
+    /// Steps armed before this console started: keep them armed (`y`) or
+    /// cancel them (`n`).
+    Rearm {
+        armed: Vec<crate::model::Armed>,
     },
 }
 
@@ -342,6 +348,17 @@ pub struct App {
     /// is one per node): `n` in the outcome's dialog previews the next,
     /// each behind the guard like any action.
     pub(crate) next_steps: Vec<Action>,
+    /// Steps armed for this cluster (the audit log's, as the runner last
+    /// said): sent when due.
+    pub armed: Vec<crate::model::Armed>,
+    /// The step to arm once the option's first step is done.
+    pub(crate) arm_after: Option<(Action, crate::model::Trigger)>,
+    /// The audit log's armed steps were asked for.
+    pub(crate) armed_loaded: bool,
+    /// The first answer about them is to be asked about.
+    pub(crate) rearm_pending: bool,
+    /// A request to send the due steps is out.
+    pub(crate) fire_in_flight: bool,
     /// Playing a recording: the keys steer it (`Effect::Replay`).
     pub(crate) replay: bool,
     /// Playing a recording: where it is and how it plays (the header).
@@ -402,6 +419,11 @@ impl App {
             bell_on_critical: false,
             last_undo: None,
             next_steps: Vec::new(),
+            armed: Vec::new(),
+            arm_after: None,
+            armed_loaded: false,
+            rearm_pending: false,
+            fire_in_flight: false,
             replay: source_name == "replay",
             playback: None,
             replay_start: None,

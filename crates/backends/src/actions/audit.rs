@@ -171,6 +171,11 @@ impl AuditLog {
         files
     }
 
+    /// Steps armed and still waiting (see [`Reading::armed`]).
+    pub fn armed(&self) -> Vec<crate::model::Armed> {
+        self.reading().armed().into_iter().cloned().collect()
+    }
+
     /// Intents with no outcome: actions interrupted (a dropped SSH session,
     /// a killed process) whose effect nobody saw.
     pub fn unfinished(&self) -> Vec<Record> {
@@ -251,10 +256,31 @@ impl Reading {
             .collect()
     }
 
+    /// Steps armed and not yet fired, refused or cancelled, oldest first.
+    pub fn armed(&self) -> Vec<&crate::model::Armed> {
+        let ended: std::collections::HashSet<&str> = self
+            .records
+            .iter()
+            .filter(|r| matches!(r.phase.as_str(), "fired" | "refused" | "cancelled"))
+            .map(|r| r.id.as_str())
+            .collect();
+        self.records
+            .iter()
+            .filter(|r| r.phase == "armed" && !ended.contains(r.id.as_str()))
+            .filter_map(|r| r.armed.as_ref())
+            .collect()
+    }
+
     /// Nodes taken out of service (cordon, drain) since `since`: every
     /// intent whose outcome did not say it failed to — done, partly done,
     /// or still in flight in another nightshift.
     pub fn nodes_taken_out_since(&self, since: i64) -> u32 {
+        self.nodes_taken_out_since_except(since, None)
+    }
+
+    /// The same, leaving out what was done to `except` (an armed plan's
+    /// own cordon of the node it will drain).
+    pub fn nodes_taken_out_since_except(&self, since: i64, except: Option<&str>) -> u32 {
         let failed: std::collections::HashSet<&str> = self
             .records
             .iter()
@@ -273,6 +299,7 @@ impl Reading {
                     && r.time >= since
                     && (r.action == "drain" || r.action == "cordon")
                     && !failed.contains(r.id.as_str())
+                    && except.is_none_or(|n| r.target != n)
             })
             .count() as u32
     }

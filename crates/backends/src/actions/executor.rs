@@ -326,6 +326,14 @@ async fn taken_out_by_someone(x: &SlurmExec, node: &str, what: &str) -> Option<S
     ) {
         return None;
     }
+    // The cordon of nightshift's own "drain after the checkpoint" plan:
+    // this drain is its second step, and its reason replaces the cordon's.
+    if n.reason
+        .as_deref()
+        .is_some_and(|r| r.ends_with(crate::model::AFTER_CHECKPOINT))
+    {
+        return None;
+    }
     let mut step = Step::sent(
         what.to_string(),
         Outcome {

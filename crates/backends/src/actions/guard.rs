@@ -425,6 +425,8 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
             Vec::new()
         },
         outcome,
+        armed: None,
+        note: None,
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod executor;
+pub mod follow;
 pub mod guard;
 pub mod policy;
 pub mod runner;

@@ -45,6 +45,22 @@ pub enum Request {
         cluster: Arc<Cluster>,
         data_age: Duration,
     },
+    /// Arm `action` to be sent when `when` is seen (the plan was confirmed).
+    Arm {
+        action: Action,
+        when: crate::model::Trigger,
+        cluster: Arc<Cluster>,
+    },
+    /// Send each armed step of this cluster that is due on `cluster`.
+    Fire {
+        cluster: Arc<Cluster>,
+        data_age: Duration,
+    },
+    /// Cancel armed steps: these ids (of the cluster named).
+    Cancel { ids: Vec<String>, cluster: String },
+    /// The steps armed in the audit log for the cluster named (at start:
+    /// armed before this console, to be asked about).
+    Armed { cluster: String },
 }
 
 /// What the runner answers.
@@ -54,6 +70,12 @@ pub enum Reply {
     Done(Box<Done>),
     /// Refused, or could not be sent.
     Failed(String),
+    /// The steps armed now (this cluster's), and what happened to others:
+    /// a line each (fired, refused, cancelled, armed).
+    Armed {
+        armed: Vec<crate::model::Armed>,
+        news: Vec<String>,
+    },
 }
 
 pub struct Runner {
@@ -94,6 +116,88 @@ impl Runner {
             scheduler_user: user,
             cluster: self.cluster.clone().unwrap_or_else(|| cluster.to_string()),
             source: source.into(),
+        }
+    }
+
+    /// This cluster's armed steps in the audit log.
+    fn armed_here(&self, cluster: &str) -> Vec<crate::model::Armed> {
+        let who = self.who(cluster);
+        self.log
+            .armed()
+            .into_iter()
+            .filter(|a| a.cluster == who.cluster)
+            .collect()
+    }
+
+    /// Arming, firing, cancelling and listing armed steps (`follow`).
+    async fn on_armed(&self, req: Request, x: Result<&Executor, &str>) -> Reply {
+        use super::follow::{self, Fired, Firing};
+        use crate::engine::armed::describe;
+        let mut news = Vec::new();
+        let name = match &req {
+            Request::Arm { cluster, .. } | Request::Fire { cluster, .. } => cluster.name.clone(),
+            Request::Cancel { cluster, .. } | Request::Armed { cluster } => cluster.clone(),
+            _ => String::new(),
+        };
+        match req {
+            Request::Arm {
+                action,
+                when,
+                cluster,
+            } => match follow::arm(
+                &self.log,
+                &self.who(&cluster.name),
+                action,
+                when,
+                cluster.time,
+            ) {
+                Ok(a) => news.push(format!("armed: {}", describe(&a))),
+                Err(e) => news.push(format!("not armed: {e}")),
+            },
+            Request::Fire { cluster, data_age } => {
+                let Ok(x) = x else {
+                    return Reply::Armed {
+                        armed: self.armed_here(&cluster.name),
+                        news,
+                    };
+                };
+                let base = tokio::task::block_in_place(|| {
+                    Base::compute(&cluster, None, &self.site, &self.catalog)
+                });
+                let who = self.who(&cluster.name);
+                let f = Firing {
+                    cluster: &cluster,
+                    base: &base,
+                    data_age,
+                    policy: &self.policy,
+                    site: &self.site,
+                    log: &self.log,
+                    executor: x,
+                    who: &who,
+                    timeout: self.timeout,
+                };
+                for a in self.armed_here(&cluster.name) {
+                    match follow::fire_if_due(&a, &f).await {
+                        Fired::Waiting(_) => {}
+                        Fired::Sent { message, .. } => news.push(format!("fired: {message}")),
+                        Fired::Refused(why) => news.push(format!("refused, disarmed: {why}")),
+                    }
+                }
+            }
+            Request::Cancel { ids, cluster } => {
+                let who = self.who(&cluster);
+                for id in ids {
+                    match follow::cancel(&self.log, &who, &id, "cancelled in the console") {
+                        Ok(a) => news.push(format!("cancelled: {}", describe(&a))),
+                        Err(e) => news.push(e),
+                    }
+                }
+            }
+            _ => {}
+        }
+        Reply::Armed {
+            armed: self.armed_here(&name),
+            news,
         }
     }
 
@@ -139,6 +243,10 @@ impl Runner {
                         };
                         Reply::Preview(Box::new(p))
                     }
+                    Request::Arm { .. }
+                    | Request::Fire { .. }
+                    | Request::Cancel { .. }
+                    | Request::Armed { .. } => self.on_armed(req, x).await,
                     Request::Run { .. } if x.is_err() => Reply::Failed(format!(
                         "cannot reach the scheduler to act: {unreachable}; nothing sent"
                     )),

@@ -194,6 +194,30 @@ impl App {
             self.flash = Some("read-only mode: action keys are off".into());
             return self.modal = Some(Modal::Options { target });
         }
+        // "Cordon now, drain after the checkpoint": confirmed once, the
+        // drain armed when the cordon is done, sent when the checkpoint is
+        // seen (by this console, or `nightshift follow`).
+        if choice.name == "wait_checkpoint"
+            && let [first, later] = &choice.steps[..]
+        {
+            let jobs = self
+                .options_of(&target)
+                .map(|o| o.target.jobs.clone())
+                .unwrap_or_default();
+            let when = crate::engine::armed::after_checkpoints(&self.cluster, &jobs);
+            let (first, later) = (first.clone(), later.clone());
+            self.flash = Some(format!(
+                "{}: {} now; then {} {} is armed, sent when the checkpoint is seen",
+                choice.title,
+                first.verb(),
+                later.verb(),
+                later.target()
+            ));
+            self.next_steps.clear();
+            self.arm_when_done(later, when);
+            self.preview_action(first);
+            return;
+        }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();
         let said = (choice.steps.len() > 1).then(|| {
             format!(
@@ -215,6 +239,24 @@ impl App {
         }
     }
 
+    /// `esc` on a dialog: cancels what is not sent yet.
+    fn on_modal_escape(&mut self, modal: Modal) {
+        match modal {
+            Modal::Running { .. } => {
+                // It was sent: the outcome will still arrive and be shown.
+                self.flash = Some("the action was already sent; its outcome will be shown".into());
+                self.modal = Some(modal);
+            }
+            Modal::Confirm { .. } => {
+                self.flash = Some("cancelled: nothing sent".into());
+                self.next_steps.clear();
+                self.arm_after = None;
+            }
+            Modal::Rearm { .. } => self.flash = Some("kept armed (:disarm cancels)".into()),
+            Modal::Done { .. } | Modal::Options { .. } => {}
+        }
+    }
+
     pub(super) fn on_modal_key(&mut self, key: KeyEvent) {
         let Some(modal) = self.modal.take() else {
             return;
@@ -233,15 +275,7 @@ impl App {
             return;
         }
         if key.code == KeyCode::Esc {
-            if matches!(modal, Modal::Running { .. }) {
-                // It was sent: the outcome will still arrive and be shown.
-                self.flash = Some("the action was already sent; its outcome will be shown".into());
-                self.modal = Some(modal);
-            } else if matches!(modal, Modal::Confirm { .. }) {
-                self.flash = Some("cancelled: nothing sent".into());
-                self.next_steps.clear();
-            }
-            return;
+            return self.on_modal_escape(modal);
         }
         self.modal = Some(match modal {
             Modal::Confirm {
@@ -315,6 +349,7 @@ impl App {
             }
             Modal::Running { action } => Modal::Running { action },
             Modal::Options { target } => return self.on_options_key(key, target),
+            Modal::Rearm { armed } => return self.on_rearm_key(key, armed),
             Modal::Done { ok, .. } => {
                 // `n` previews the option's next step (after a step that
                 // went through); `u` opens the undo's own guarded preview;

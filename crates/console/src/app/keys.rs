@@ -272,6 +272,8 @@ impl App {
             "ctx" | "context" => self.context(""),
             _ if cmd.starts_with("ctx ") => self.context(cmd["ctx ".len()..].trim()),
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
+            "disarm" => self.disarm_command(""),
+            _ if cmd.starts_with("disarm ") => self.disarm_command(cmd["disarm ".len()..].trim()),
             _ if cmd.starts_with("at ") && self.replay => {
                 let start = self.history_start();
                 match crate::recording::parse_at(&cmd["at ".len()..], start) {

@@ -176,6 +176,7 @@ impl App {
                 self.cluster = cluster;
                 self.snapshot_at = Some(now);
                 self.refresh_rows();
+                self.armed_after_snapshot();
             }
             Update::Backfill(b) => {
                 let gpus = b.gpus.len();
@@ -264,7 +265,9 @@ impl App {
                 }
             }
             Reply::Done(d) => self.on_done(&d),
+            Reply::Armed { armed, news } => self.on_armed(armed, news),
             Reply::Failed(e) => {
+                self.arm_after_done(false);
                 self.flash = Some(e.clone());
                 self.modal = Some(Modal::Done {
                     message: e,
@@ -276,6 +279,7 @@ impl App {
 
     fn on_done(&mut self, d: &Done) {
         self.flash = Some(d.message.clone());
+        self.arm_after_done(d.outcome.ok);
         self.last_undo = d.undo.clone();
         self.modal = Some(Modal::Done {
             message: d.message.clone(),

@@ -116,6 +116,16 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         ]));
     }
     out.extend(history_line(a, node, theme));
+    for (plan, status) in app.armed_on(node) {
+        out.push(Line::from(vec![
+            label("armed", theme),
+            Span::styled(sanitize(&plan).into_owned(), theme.warn()),
+            Span::styled(
+                format!(" — {} (:disarm cancels)", sanitize(&status)),
+                theme.dim(),
+            ),
+        ]));
+    }
     out.push(drain);
     if let Some(FocusAnswer::Node {
         name,

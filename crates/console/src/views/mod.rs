@@ -145,6 +145,12 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some(q) = app.quality_badge() {
                 spans.push(Span::styled(format!(" · {}", sanitize(&q)), theme.badge()));
             }
+            if !app.armed.is_empty() {
+                spans.push(Span::styled(
+                    format!(" armed {} ", app.armed.len()),
+                    theme.badge(),
+                ));
+            }
             if let Some(lag) = app.analysis_lag_s() {
                 spans.push(Span::styled(
                     format!(" · engine {} behind", text::duration(lag)),
@@ -380,6 +386,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("1 … 9  0", "sort by that column (its mark); again: reverse"),
     ("D  C  U", "drain+requeue, cordon, resume the node"),
     (":reason TEXT", "change the selected node's drain reason"),
+    (
+        ":disarm :disarm all",
+        "cancel the armed steps of the node open (or all)",
+    ),
     ("u (after an action)", "undo it, through its own preview"),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
     (

@@ -47,6 +47,27 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             ));
             " options "
         }
+        Modal::Rearm { armed } => {
+            lines.push(Line::styled(
+                format!(
+                    "{} step(s) were armed before this console started; each is sent when its condition is seen, through the guard:",
+                    armed.len()
+                ),
+                theme.title(),
+            ));
+            for a in armed {
+                lines.push(Line::raw(format!(
+                    "  {}  (armed {})",
+                    sanitize(&crate::engine::armed::describe(a)),
+                    text::datetime(a.armed_at)
+                )));
+            }
+            prompt.push(Line::styled(
+                "y keeps them armed; n cancels them; esc keeps them",
+                theme.dim(),
+            ));
+            " armed before "
+        }
         Modal::Running { action } => {
             lines.push(Line::raw(format!(
                 "{}: sent, verifying…",
@@ -304,6 +325,10 @@ fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
                 theme.badge(),
             ));
             spans.extend(key("esc", "hide"));
+        }
+        Some(Modal::Rearm { .. }) => {
+            spans.extend(key("y", "keep armed"));
+            spans.extend(key("n", "cancel them"));
         }
         Some(Modal::Options { .. }) => {
             spans.extend(key("1–9", "preview that option"));

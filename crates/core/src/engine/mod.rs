@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod analysis;
+pub mod armed;
 pub mod base;
 pub mod blast;
 pub mod domains;

@@ -74,4 +74,11 @@ pub struct Record {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     pub outcome: Option<Outcome>,
+    /// `armed`: the step and what it waits for (`fired`, `refused` and
+    /// `cancelled` records share its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armed: Option<super::Armed>,
+    /// `refused`, `cancelled`: why, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

@@ -5,6 +5,7 @@
 //! SM occupancy, not an idle GPU.
 
 mod action;
+mod armed;
 pub mod audit;
 mod backfill;
 mod event;
@@ -16,6 +17,7 @@ mod node;
 mod summary;
 
 pub use action::{Action, Outcome, Refused, Step, VALIDATION_FAILED};
+pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};

@@ -298,6 +298,8 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         incident: None,
         warnings: Vec::new(),
         outcome: None,
+        armed: None,
+        note: None,
     };
     b.log.write(&intent).expect("write");
     assert_eq!(

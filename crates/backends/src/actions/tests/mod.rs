@@ -136,5 +136,7 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         incident: None,
         warnings: Vec::new(),
         outcome: None,
+        armed: None,
+        note: None,
     }
 }

@@ -337,6 +337,11 @@ impl Executor {
     async fn cordon_step(&self, what: String, node: &str, reason: &str, check: &Action) -> Step {
         if let Ok(n) = self.get(&node_path(node)).await
             && n["spec"]["unschedulable"] == true
+            // nightshift's own "drain after the checkpoint" cordon: this is
+            // its second step, whose reason replaces it.
+            && !n["metadata"]["annotations"][REASON]
+                .as_str()
+                .is_some_and(|r| r.ends_with(crate::model::AFTER_CHECKPOINT))
         {
             let theirs = n["metadata"]["annotations"][REASON]
                 .as_str()

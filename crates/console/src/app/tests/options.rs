@@ -102,3 +102,126 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
     press(&mut a, "n");
     assert!(a.modal.is_none(), "{:?}", a.modal);
 }
+
+/// "Cordon now, drain after the checkpoint" is confirmed once (issue 29):
+/// the cordon's preview first; once it is done, the drain is armed with
+/// the job's checkpoint as its trigger (no `n` to press); the runner's
+/// list of armed steps is shown, and a snapshot where the checkpoint has
+/// moved asks the runner to send what is due. A read-only console sends
+/// nothing.
+#[test]
+fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
+    let mut a =
+        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(100);
+    let c = Arc::new(sim.snapshot());
+    let now = Instant::now();
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    // The first snapshot asked for what was armed before: nothing.
+    assert!(
+        a.sent()
+            .iter()
+            .any(|r| matches!(r, crate::actions::runner::Request::Armed { .. }))
+    );
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Armed {
+            armed: Vec::new(),
+            news: Vec::new(),
+        }),
+        now,
+    );
+    assert!(a.modal.is_none(), "{:?}", a.modal);
+    let an = Analysis::compute(
+        &c,
+        None,
+        &Focus::Node("h100-05".into()),
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    a.take_in(Msg::Analysis(Arc::new(an)), now);
+    a.modal = Some(Modal::Options {
+        target: "h100-05".into(),
+    });
+    key(&mut a, KeyCode::Enter);
+    assert!(
+        matches!(&a.modal, Some(Modal::Confirm { action: Action::Cordon { node, .. }, .. }) if node == "h100-05"),
+        "{:?}",
+        a.modal
+    );
+    assert!(a.next_steps.is_empty(), "armed, not stepped by hand");
+    a.effects.clear();
+    let done = crate::actions::guard::Done {
+        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
+            what: "cordon h100-05".into(),
+            ok: true,
+            verified: true,
+            observed: "cordoned".into(),
+            error: None,
+            unchanged: false,
+            refused: None,
+        }]),
+        undo: None,
+        message: "done".into(),
+    };
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
+        now,
+    );
+    let (action, when) = a
+        .sent()
+        .iter()
+        .find_map(|r| match r {
+            crate::actions::runner::Request::Arm { action, when, .. } => {
+                Some((action.clone(), when.clone()))
+            }
+            _ => None,
+        })
+        .expect("the drain armed");
+    assert!(matches!(&action, Action::Drain { node, requeue: true, .. } if node == "h100-05"));
+    let crate::model::Trigger::Checkpoints { jobs } = &when else {
+        panic!("{when:?}");
+    };
+    assert_eq!(jobs[0].job, "4701");
+    let armed = crate::model::Armed {
+        id: "a1".into(),
+        action,
+        when,
+        armed_at: c.time,
+        cluster: c.name.clone(),
+    };
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Armed {
+            armed: vec![armed],
+            news: vec!["armed: drain h100-05 after the checkpoint of job 4701".into()],
+        }),
+        now,
+    );
+    assert_eq!(a.armed.len(), 1);
+    assert!(
+        a.armed_on("h100-05")[0]
+            .1
+            .starts_with("waiting for job 4701's checkpoint")
+    );
+    // Not due yet: nothing sent. Past 02:53:30 the checkpoint moved.
+    a.effects.clear();
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    assert!(
+        !a.sent()
+            .iter()
+            .any(|r| matches!(r, crate::actions::runner::Request::Fire { .. }))
+    );
+    sim.advance(300);
+    a.take_in(Msg::Source(Update::Snapshot(Arc::new(sim.snapshot()))), now);
+    assert!(
+        a.sent()
+            .iter()
+            .any(|r| matches!(r, crate::actions::runner::Request::Fire { .. }))
+    );
+    // A read-only console never sends it.
+    let mut ro =
+        App::new("sim", true, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    ro.take_in(Msg::Source(Update::Snapshot(Arc::new(sim.snapshot()))), now);
+    assert!(ro.sent().is_empty(), "{:?}", ro.sent());
+}

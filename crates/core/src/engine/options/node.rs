@@ -277,7 +277,7 @@ impl<'a> NodeCase<'a> {
         let c = self.c;
         let cordon = Action::Cordon {
             node: self.node.to_string(),
-            reason: format!("{}: drain after checkpoint", self.reason),
+            reason: format!("{}{}", self.reason, crate::model::AFTER_CHECKPOINT),
         };
         let (wait, lost_w, unknowns_w) = match wait_terms(c, &self.b, &self.hung) {
             Ok((w, l)) => (Some(w), Some(l), self.unknowns.clone()),

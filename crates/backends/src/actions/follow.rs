@@ -1,0 +1,182 @@
+//! Armed steps (issue 29), the guard's side: arming one (its record in
+//! the audit log, the plan confirmed once), cancelling it, and firing it
+//! when the engine says it is due — through the same guard as any action,
+//! its rules checked again at that moment (data age, the circuit breaker,
+//! a node taken out meanwhile); a refusal disarms it and says why. The
+//! console and `nightshift follow` both fire through here.
+
+use super::audit::{self, AuditError, AuditLog};
+use super::executor::Executor;
+use super::guard::{self, Check, Who};
+use super::policy::{Policy, Refusal};
+use crate::engine::SiteParams;
+use crate::engine::analysis::Base;
+use crate::engine::armed::{Due, describe, due};
+use crate::model::audit::Record;
+use crate::model::{Action, Armed, Cluster, Trigger};
+use std::time::Duration;
+
+fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
+    Record {
+        id: a.id.clone(),
+        phase: phase.into(),
+        time: audit::now(),
+        operator: audit::os_user(),
+        scheduler_user: who.scheduler_user.clone(),
+        host: crate::host::name(),
+        cluster: who.cluster.clone(),
+        source: who.source.clone(),
+        action: a.action.verb().into(),
+        target: a.action.target().into(),
+        reason: a.action.reason().map(str::to_string),
+        preview: describe(a),
+        incident: None,
+        warnings: Vec::new(),
+        outcome: None,
+        armed: (phase == "armed").then(|| a.clone()),
+        note,
+    }
+}
+
+/// Arms `action` to be sent when `when` is seen; returns it as kept.
+pub fn arm(
+    log: &AuditLog,
+    who: &Who,
+    action: Action,
+    when: Trigger,
+    now: crate::model::Timestamp,
+) -> Result<Armed, AuditError> {
+    let a = Armed {
+        id: audit::new_id(),
+        action,
+        when,
+        armed_at: now,
+        cluster: who.cluster.clone(),
+    };
+    log.write(&record(&a, who, "armed", None))?;
+    Ok(a)
+}
+
+/// Cancels the armed step `id` (an id's unique prefix will do).
+pub fn cancel(log: &AuditLog, who: &Who, id: &str, why: &str) -> Result<Armed, String> {
+    let armed = log.armed();
+    let found: Vec<&Armed> = armed.iter().filter(|a| a.id.starts_with(id)).collect();
+    let a = match found[..] {
+        [a] => a.clone(),
+        [] => return Err(format!("nothing armed as {id}")),
+        _ => {
+            return Err(format!(
+                "{id} names {} armed steps: give more of it",
+                found.len()
+            ));
+        }
+    };
+    log.write(&record(&a, who, "cancelled", Some(why.to_string())))
+        .map_err(|e| e.to_string())?;
+    Ok(a)
+}
+
+/// What came of looking at an armed step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fired {
+    /// Not due: what it waits for.
+    Waiting(String),
+    /// Sent: the guard's one-line outcome, and whether it all went.
+    Sent { message: String, ok: bool },
+    /// Due, but the guard's rules no longer hold: disarmed, and why.
+    Refused(String),
+}
+
+/// Everything firing needs besides the step.
+pub struct Firing<'a> {
+    pub cluster: &'a Cluster,
+    pub base: &'a Base,
+    pub data_age: Duration,
+    pub policy: &'a Policy,
+    pub site: &'a SiteParams,
+    pub log: &'a AuditLog,
+    pub executor: &'a Executor,
+    pub who: &'a Who,
+    pub timeout: Duration,
+}
+
+/// The circuit breaker on the plan as a whole: an armed drain of a node
+/// the plan cordoned is judged as taking that node out now — the nodes
+/// taken out meanwhile count (in the audit log, and out of service in the
+/// partition), the plan's own cordon does not. The guard alone would let
+/// it through: the node is out already.
+fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
+    let node = a.action.takes_out()?;
+    let mut view = f.cluster.clone();
+    if let Some(n) = view.nodes.iter_mut().find(|n| n.name == node) {
+        std::sync::Arc::make_mut(n).state = crate::model::NodeState::Up;
+    }
+    let reading = f.log.reading();
+    let since = audit::now() - f.policy.window.as_secs() as i64;
+    let recent = reading.nodes_taken_out_since_except(since, Some(node));
+    f.policy
+        .check(&a.action, &view, f.data_age, recent, false)
+        .err()
+        .filter(|r| matches!(r, Refusal::Breaker(_)))
+}
+
+/// Fires `a` when it is due on `f.cluster`, through the guard (the caller
+/// gives this cluster's steps).
+pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
+    // A read-only nightshift sends nothing, and disarms nothing either.
+    if f.policy.read_only {
+        return Fired::Waiting("a read-only nightshift to stop (it sends nothing)".into());
+    }
+    let why = match due(a, f.cluster) {
+        Due::Wait(w) => return Fired::Waiting(w),
+        Due::Fire(why) => why,
+    };
+    f.executor.prepare(&a.action).await;
+    let p = guard::preview(
+        &a.action,
+        f.cluster,
+        f.base,
+        f.data_age,
+        f.policy,
+        f.log,
+        false,
+        Ok(f.executor),
+        f.site,
+    );
+    // The plan was confirmed when it was armed: its token stands typed.
+    let typed = p.token.clone().unwrap_or_else(|| "y".into());
+    let refused = |why: String| {
+        let note = format!("{}: {why}", describe(a));
+        let _ = f
+            .log
+            .write(&record(a, f.who, "refused", Some(note.clone())));
+        Fired::Refused(note)
+    };
+    if let Some(r) = breaker_now(a, f) {
+        return refused(r.to_string());
+    }
+    if let Some(r) = &p.refusal {
+        return refused(match r {
+            Refusal::Nothing(n) => format!("nothing to do now ({n})"),
+            other => other.to_string(),
+        });
+    }
+    let now = Check {
+        cluster: f.cluster,
+        data_age: f.data_age,
+        policy: f.policy,
+    };
+    match guard::run(&p, &typed, f.executor, f.log, f.who, f.timeout, now).await {
+        Ok(done) => {
+            let note = format!("{why}: {}", done.message);
+            let _ = f.log.write(&record(a, f.who, "fired", Some(note.clone())));
+            Fired::Sent {
+                message: note,
+                ok: done.outcome.ok,
+            }
+        }
+        // Refused now (the breaker, old data, the node taken out
+        // meanwhile), or the intent could not be written.
+        Err(e) => refused(e.to_string()),
+    }
+}

@@ -1,0 +1,149 @@
+//! Armed steps in the console (issue 29): an option whose later step
+//! waits ("cordon now, drain after the checkpoint") is confirmed once; when
+//! its first step is done the later one is armed in the audit log, shown
+//! in the header and on its node, sent by the runner when the engine says
+//! it is due (its rules checked again then), and cancelled with `:disarm`.
+//! Steps armed before this console started are listed once, and kept or
+//! cancelled as the operator says.
+
+use super::{App, Effect, Modal};
+use crate::actions::runner::Request;
+use crate::engine::armed::{Due, describe, due};
+use crate::model::{Action, Armed, Trigger};
+
+impl App {
+    /// Remembers the step to arm once the option's first step is done.
+    pub(super) fn arm_when_done(&mut self, action: Action, when: Trigger) {
+        self.arm_after = Some((action, when));
+    }
+
+    /// After a snapshot: the audit log's armed steps asked for once (they
+    /// may be from before this console), then those due sent.
+    pub(super) fn armed_after_snapshot(&mut self) {
+        if self.replay || self.read_only || self.cluster.name.is_empty() {
+            return;
+        }
+        if !self.armed_loaded {
+            self.armed_loaded = true;
+            self.rearm_pending = true;
+            self.emit(Effect::Run(Request::Armed {
+                cluster: self.cluster_label(),
+            }));
+            return;
+        }
+        let asking = matches!(self.modal, Some(Modal::Rearm { .. }));
+        if self.armed.is_empty() || self.fire_in_flight || asking || self.rearm_pending {
+            return;
+        }
+        // Only when something is due: the runner re-reads the log then.
+        if !self
+            .armed
+            .iter()
+            .any(|a| matches!(due(a, &self.cluster), Due::Fire(_)))
+        {
+            return;
+        }
+        self.fire_in_flight = true;
+        self.emit(Effect::Run(Request::Fire {
+            cluster: self.cluster.clone(),
+            data_age: self.data_age().unwrap_or_default(),
+        }));
+    }
+
+    /// The cluster as the audit log names it.
+    fn cluster_label(&self) -> String {
+        self.cluster.name.clone()
+    }
+
+    /// The runner's list of armed steps, and what happened.
+    pub(super) fn on_armed(&mut self, armed: Vec<Armed>, news: Vec<String>) {
+        self.fire_in_flight = false;
+        for n in news {
+            self.flash = Some(n.clone());
+            self.log(n);
+        }
+        if std::mem::take(&mut self.rearm_pending) && !armed.is_empty() {
+            self.modal = Some(Modal::Rearm {
+                armed: armed.clone(),
+            });
+        }
+        self.armed = armed;
+    }
+
+    /// The option's first step is done: its later step is armed now.
+    pub(super) fn arm_after_done(&mut self, ok: bool) {
+        let Some((action, when)) = self.arm_after.take() else {
+            return;
+        };
+        if !ok {
+            self.flash = Some(format!(
+                "the first step failed: {} {} not armed",
+                action.verb(),
+                action.target()
+            ));
+            return;
+        }
+        self.emit(Effect::Run(Request::Arm {
+            action,
+            when,
+            cluster: self.cluster.clone(),
+        }));
+    }
+
+    /// `y` keeps the steps armed before this console; `n` cancels them.
+    pub(super) fn on_rearm_key(&mut self, key: crossterm::event::KeyEvent, armed: Vec<Armed>) {
+        use crossterm::event::KeyCode;
+        match key.code {
+            KeyCode::Char('y') => {
+                self.flash = Some(format!("{} armed step(s) kept", armed.len()));
+            }
+            KeyCode::Char('n') => self.emit(Effect::Run(Request::Cancel {
+                ids: armed.iter().map(|a| a.id.clone()).collect(),
+                cluster: self.cluster_label(),
+            })),
+            _ => self.modal = Some(Modal::Rearm { armed }),
+        }
+    }
+
+    /// `:disarm` cancels the armed steps of the node on screen (all of
+    /// them with `:disarm all`).
+    pub(super) fn disarm_command(&mut self, arg: &str) {
+        let node = self.screen().target.clone();
+        let ids: Vec<String> = self
+            .armed
+            .iter()
+            .filter(|a| {
+                arg == "all"
+                    || (!arg.is_empty() && a.id.starts_with(arg))
+                    || (arg.is_empty() && node.as_deref() == Some(a.action.target()))
+            })
+            .map(|a| a.id.clone())
+            .collect();
+        if ids.is_empty() {
+            self.flash = Some(
+                ":disarm cancels the armed steps of the node open (:disarm all, :disarm ID): none here"
+                    .into(),
+            );
+            return;
+        }
+        self.emit(Effect::Run(Request::Cancel {
+            ids,
+            cluster: self.cluster_label(),
+        }));
+    }
+
+    /// The armed steps on `node`, each with what it waits for now.
+    pub fn armed_on(&self, node: &str) -> Vec<(String, String)> {
+        self.armed
+            .iter()
+            .filter(|a| crate::engine::armed::on_node(a, node))
+            .map(|a| {
+                let status = match due(a, &self.cluster) {
+                    Due::Wait(w) => format!("waiting for {w}"),
+                    Due::Fire(w) => format!("due: {w}"),
+                };
+                (describe(a), status)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,158 @@
+//! Armed steps (issue 29): when an option's later step is due, read from
+//! the snapshot alone. Pure; the guard re-checks its rules when it fires.
+
+use crate::model::{Armed, Cluster, JobMark, Timestamp, Trigger};
+use crate::text;
+
+/// Where an armed step stands on a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Due {
+    /// Not yet: what it waits for, in one line.
+    Wait(String),
+    /// Now: why, in one line.
+    Fire(String),
+}
+
+/// The trigger "after the checkpoint" of the jobs a drain of `node` would
+/// end: each job's last checkpoint now, to be seen moving.
+pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
+    Trigger::Checkpoints {
+        jobs: jobs
+            .iter()
+            .map(|id| JobMark {
+                job: id.clone(),
+                ckpt_last: c.job(id).and_then(|j| j.checkpoint.last),
+            })
+            .collect(),
+    }
+}
+
+/// Whether `a` is due on `c`.
+pub fn due(a: &Armed, c: &Cluster) -> Due {
+    match &a.when {
+        Trigger::At { time } if c.time >= *time => {
+            Due::Fire(format!("{} has come", text::clock(*time)))
+        }
+        Trigger::At { time } => Due::Wait(format!(
+            "until {} (in {})",
+            text::clock(*time),
+            text::duration(time - c.time)
+        )),
+        Trigger::Checkpoints { jobs } => {
+            let mut waiting = Vec::new();
+            let mut done = Vec::new();
+            for m in jobs {
+                match c.job(&m.job) {
+                    Some(j) if j.state.holds_resources() => {
+                        let now = j.checkpoint.last;
+                        if now.is_some() && now > m.ckpt_last {
+                            done.push(format!(
+                                "job {} checkpointed at {}",
+                                m.job,
+                                text::clock(now.unwrap_or_default())
+                            ));
+                        } else {
+                            let next = j
+                                .checkpoint
+                                .last
+                                .zip(j.checkpoint.interval_s)
+                                .map(|(l, i)| l + i as Timestamp);
+                            waiting.push(match next {
+                                Some(next) => format!(
+                                    "job {}'s checkpoint (next {})",
+                                    m.job,
+                                    text::clock(next)
+                                ),
+                                None => format!("job {}'s checkpoint", m.job),
+                            });
+                        }
+                    }
+                    _ => done.push(format!("job {} no longer runs", m.job)),
+                }
+            }
+            if waiting.is_empty() {
+                Due::Fire(done.join(", "))
+            } else {
+                Due::Wait(waiting.join(", "))
+            }
+        }
+    }
+}
+
+/// The plan in one line: `drain h100-05 after job 4701's checkpoint`.
+pub fn describe(a: &Armed) -> String {
+    let what = format!("{} {}", a.action.verb(), a.action.target());
+    match &a.when {
+        Trigger::At { time } => format!("{what} at {}", text::clock(*time)),
+        Trigger::Checkpoints { jobs } if jobs.is_empty() => what,
+        Trigger::Checkpoints { jobs } => {
+            let ids: Vec<&str> = jobs.iter().map(|m| m.job.as_str()).collect();
+            format!(
+                "{what} after the checkpoint of job{} {}",
+                if ids.len() == 1 { "" } else { "s" },
+                ids.join(", ")
+            )
+        }
+    }
+}
+
+/// Whether `a` acts on `node`.
+pub fn on_node(a: &Armed, node: &str) -> bool {
+    a.action.on_node() && a.action.target() == node
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::*;
+    use crate::model::Action;
+    use std::sync::Arc;
+
+    fn armed(c: &Cluster, jobs: &[String]) -> Armed {
+        Armed {
+            id: "a1".into(),
+            action: Action::Drain {
+                node: "n1".into(),
+                reason: "remap".into(),
+                requeue: true,
+            },
+            when: after_checkpoints(c, jobs),
+            armed_at: c.time,
+            cluster: "c".into(),
+        }
+    }
+
+    #[test]
+    fn a_drain_armed_after_the_checkpoint_fires_when_it_moves_or_the_job_ends() {
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        let j = run(&mut c, "r", &["n1"], 8, 7200, 86_400);
+        {
+            let job = Arc::make_mut(&mut c.jobs[j]);
+            job.checkpoint.interval_s = Some(1800);
+            job.checkpoint.last = Some(NOW - 1500);
+        }
+        let a = armed(&c, &["r".to_string()]);
+        assert_eq!(describe(&a), "drain n1 after the checkpoint of job r");
+        match due(&a, &c) {
+            Due::Wait(w) => assert!(w.starts_with("job r's checkpoint (next "), "{w}"),
+            other => panic!("{other:?}"),
+        }
+        // The checkpoint moved.
+        let mut later = c.clone();
+        Arc::make_mut(&mut later.jobs[j]).checkpoint.last = Some(NOW + 300);
+        later.time = NOW + 310;
+        assert!(matches!(due(&a, &later), Due::Fire(w) if w.contains("checkpointed")));
+        // Or the job is gone.
+        let mut gone = c.clone();
+        gone.jobs.clear();
+        assert!(matches!(due(&a, &gone), Due::Fire(w) if w.contains("no longer runs")));
+        // A time.
+        let at = Armed {
+            when: Trigger::At { time: NOW + 60 },
+            ..a.clone()
+        };
+        assert!(matches!(due(&at, &c), Due::Wait(_)));
+        assert!(matches!(due(&at, &later), Due::Fire(_)));
+    }
+}

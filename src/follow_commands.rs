@@ -1,0 +1,261 @@
+//! Armed steps from the command line (issue 29): `drain --after-checkpoint`
+//! cordons now and arms the drain, `armed` lists what waits, `disarm`
+//! cancels, and `follow` sends each step when it is due — through the
+//! guard, its rules checked again then — with no terminal, so the on-call
+//! can go back to sleep.
+
+use crate::action_commands::{connect, print_preview, runtime};
+use crate::actions::audit::AuditLog;
+use crate::actions::executor::Executor;
+use crate::actions::follow::{self, Fired, Firing};
+use crate::actions::guard;
+use crate::actions::policy::Refusal;
+use crate::cli::{Command, Format};
+use crate::config::Settings;
+use crate::engine::analysis::Base;
+use crate::engine::armed::{after_checkpoints, describe};
+use crate::error::CommandError;
+use crate::model::{Action, Armed, Cluster};
+use crate::text::sanitize;
+use std::time::{Duration, Instant};
+
+/// The short form of an armed step's id, as lists show it.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// `nightshift drain NODE --reason R --requeue --after-checkpoint
+/// --confirm NODE`: the plan previewed whole, confirmed once; the cordon
+/// sent now, the drain armed.
+pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
+    let Command::Drain {
+        node, reason, act, ..
+    } = cmd
+    else {
+        return Err(CommandError::NotAnAction);
+    };
+    if settings.replay.is_some() {
+        return Err(CommandError::Replay);
+    }
+    let log = AuditLog::new(settings.audit_log.clone());
+    let rt = runtime()?;
+    let (cluster, executor, who) = connect(settings, &rt)?;
+    let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
+    let drain = Action::Drain {
+        node: node.clone(),
+        reason: reason.clone(),
+        requeue: true,
+    };
+    let jobs: Vec<String> = crate::engine::blast::blast(&cluster, &base, &drain, &settings.site)
+        .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
+        .unwrap_or_default();
+    if jobs.is_empty() {
+        return Err(CommandError::Failed(format!(
+            "nothing runs on {node}: no checkpoint to wait for; drain it now"
+        )));
+    }
+    let cordon = Action::Cordon {
+        node: node.clone(),
+        reason: format!("{reason}{}", crate::model::AFTER_CHECKPOINT),
+    };
+    rt.block_on(executor.prepare(&cordon));
+    let p = guard::preview(
+        &cordon,
+        &cluster,
+        &base,
+        Duration::ZERO,
+        &settings.policy,
+        &log,
+        act.force,
+        Ok(&executor),
+        &settings.site,
+    );
+    print_preview(&p, act.output)?;
+    let plan = Armed {
+        id: String::new(),
+        action: drain.clone(),
+        when: after_checkpoints(&cluster, &jobs),
+        armed_at: cluster.time,
+        cluster: who.cluster.clone(),
+    };
+    crate::outln!(
+        "then armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
+        sanitize(&describe(&plan))
+    );
+    if act.dry_run {
+        crate::outln!("dry run: nothing sent, nothing armed");
+        return Ok(());
+    }
+    // The whole plan ends in a drain: its target is typed.
+    if act.confirm.as_deref() != Some(node.as_str()) {
+        return Err(CommandError::Destructive {
+            verb: "drain",
+            token: node.clone(),
+        });
+    }
+    match &p.refusal {
+        // Cordoned already: only the drain is left to arm.
+        Some(Refusal::Nothing(n)) => crate::outln!("cordon: {}", sanitize(n)),
+        _ => {
+            let now = guard::Check {
+                cluster: &cluster,
+                data_age: Duration::ZERO,
+                policy: &settings.policy,
+            };
+            let done = rt.block_on(guard::run(
+                &p,
+                "y",
+                &executor,
+                &log,
+                &who,
+                settings.action_timeout,
+                now,
+            ))?;
+            crate::outln!("{}", sanitize(&done.message));
+            if !done.outcome.ok {
+                return Err(CommandError::Failed(
+                    "the cordon failed: nothing armed".into(),
+                ));
+            }
+        }
+    }
+    let a = follow::arm(&log, &who, drain, plan.when, cluster.time)
+        .map_err(|e| CommandError::Failed(e.to_string()))?;
+    crate::outln!(
+        "armed {}: {} (nightshift disarm {} cancels)",
+        short(&a.id),
+        sanitize(&describe(&a)),
+        short(&a.id)
+    );
+    Ok(())
+}
+
+/// `nightshift armed`: what waits, oldest first.
+pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
+    let log = AuditLog::new(settings.audit_log.clone());
+    let armed = log.armed();
+    match format {
+        Format::Json => crate::outln!("{}", crate::text::json_pretty(&armed)?),
+        Format::Table => {
+            if armed.is_empty() {
+                crate::outln!("nothing armed");
+            }
+            for a in &armed {
+                crate::outln!(
+                    "{}  {}  {}  armed {}",
+                    short(&a.id),
+                    sanitize(&a.cluster),
+                    sanitize(&describe(a)),
+                    crate::text::datetime(a.armed_at)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `nightshift disarm ID`.
+pub fn disarm(settings: &Settings, id: &str) -> Result<(), CommandError> {
+    let log = AuditLog::new(settings.audit_log.clone());
+    let who = guard::Who {
+        scheduler_user: None,
+        cluster: String::new(),
+        source: "cli".into(),
+    };
+    let a = follow::cancel(&log, &who, id, "cancelled by the operator")
+        .map_err(CommandError::Failed)?;
+    crate::outln!("cancelled {}: {}", short(&a.id), sanitize(&describe(&a)));
+    Ok(())
+}
+
+/// The cluster again: the same simulated cluster moved on by `step` of its
+/// time, or the live source read anew (with a new executor).
+fn reread(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+    executor: &mut Executor,
+    step: Duration,
+) -> Result<Cluster, CommandError> {
+    if let Executor::LocalSim(sim) = executor {
+        let s = sim
+            .get_mut()
+            .map_err(|_| CommandError::Failed("the simulated cluster is unusable".into()))?;
+        let speed = match &settings.source {
+            crate::sources::SourceConfig::Sim { speed, .. } => *speed,
+            _ => 1.0,
+        };
+        s.advance((step.as_secs_f64() * speed).round() as u64);
+        return Ok(s.snapshot());
+    }
+    let (c, x, _) = connect(settings, rt)?;
+    *executor = x;
+    Ok(c)
+}
+
+/// `nightshift follow`: every `interval`, each armed step of this cluster
+/// is looked at and sent when due; ends when none is left (or after
+/// `until`).
+pub fn run(
+    settings: &Settings,
+    interval: Duration,
+    until: Option<Duration>,
+) -> Result<(), CommandError> {
+    if settings.replay.is_some() {
+        return Err(CommandError::Replay);
+    }
+    if settings.read_only {
+        return Err(CommandError::Failed(
+            "read-only: follow sends the armed steps, and sends nothing read-only".into(),
+        ));
+    }
+    let log = AuditLog::new(settings.audit_log.clone());
+    let rt = runtime()?;
+    let (mut cluster, mut executor, who) = connect(settings, &rt)?;
+    let started = Instant::now();
+    let mut said: std::collections::HashMap<String, String> = Default::default();
+    loop {
+        let armed: Vec<Armed> = log
+            .armed()
+            .into_iter()
+            .filter(|a| a.cluster == who.cluster)
+            .collect();
+        if armed.is_empty() {
+            crate::outln!("nothing armed on {}: done", sanitize(&who.cluster));
+            return Ok(());
+        }
+        let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
+        let firing = Firing {
+            cluster: &cluster,
+            base: &base,
+            data_age: Duration::ZERO,
+            policy: &settings.policy,
+            site: &settings.site,
+            log: &log,
+            executor: &executor,
+            who: &who,
+            timeout: settings.action_timeout,
+        };
+        for a in &armed {
+            let line = match rt.block_on(follow::fire_if_due(a, &firing)) {
+                Fired::Waiting(w) => format!("{}: waiting for {w}", describe(a)),
+                Fired::Sent { message, .. } => format!("fired: {message}"),
+                Fired::Refused(why) => format!("refused, disarmed: {why}"),
+            };
+            // Each step's news once, not every round.
+            if said.get(&a.id) != Some(&line) {
+                crate::outln!("{}  {}", short(&a.id), sanitize(&line));
+                said.insert(a.id.clone(), line);
+            }
+        }
+        if until.is_some_and(|u| started.elapsed() >= u) {
+            crate::outln!(
+                "stopped after {}: {} step(s) still armed",
+                crate::text::duration(started.elapsed().as_secs() as i64),
+                log.armed().len()
+            );
+            return Ok(());
+        }
+        std::thread::sleep(interval);
+        cluster = reread(settings, &rt, &mut executor, interval)?;
+    }
+}
