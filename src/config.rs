@@ -61,6 +61,10 @@ pub struct ValidateFile {
     /// Where the check's output goes: a directory the node writes and
     /// nightshift reads (default: the system's temporary directory).
     pub output_dir: Option<PathBuf>,
+    /// Kubernetes: the image of the check's Job (default DCGM's).
+    pub image: Option<String>,
+    /// Kubernetes: the check Job's namespace (default `default`).
+    pub namespace: Option<String>,
 }
 
 impl ValidateFile {
@@ -84,6 +88,12 @@ impl ValidateFile {
         }
         if let Some(d) = &self.output_dir {
             v.output_dir = d.clone();
+        }
+        if let Some(i) = &self.image {
+            v.image = i.clone();
+        }
+        if let Some(n) = &self.namespace {
+            v.namespace = n.clone();
         }
         Ok(v)
     }
@@ -282,6 +292,7 @@ pub struct KubeFile {
 fn kube_config(
     args: &GlobalArgs,
     file: &KubeFile,
+    validate: &ValidateFile,
 ) -> Result<crate::sources::kube::KubeConfig, ConfigError> {
     let evict_timeout = match file.evict_timeout_s {
         Some(s) => seconds(s, "kube.evict_timeout_s")?,
@@ -298,6 +309,7 @@ fn kube_config(
             Some(s) => seconds(s, "kube.request_timeout_s")?,
             None => Duration::from_secs(30),
         },
+        validate: validate.resolve()?,
     })
 }
 
@@ -699,7 +711,7 @@ impl Settings {
                 policy.max_data_age,
                 &file.validate,
             )?),
-            SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube)?),
+            SourceKind::Kube => SourceConfig::Kube(kube_config(args, &file.kube, &file.validate)?),
             SourceKind::None => SourceConfig::None,
         };
         let expected = source.expected_interval();

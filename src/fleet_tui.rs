@@ -34,6 +34,10 @@ fn start(
     ));
     let (open_tx, open_rx) = watch::channel(Vec::<String>::new());
     let (source, control) = sources::spawn(s.source.clone(), &s.endpoints, &s.topology, open_rx)?;
+    let source = crate::actions::audit::with_history(
+        source,
+        crate::actions::audit::AuditLog::new(s.audit_log.clone()),
+    );
     let (focus_tx, focus_rx) = watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, mut action_rx) = mpsc::channel(8);
     let runner = crate::actions::runner::Runner {

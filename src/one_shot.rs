@@ -14,8 +14,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
-/// `base` (the scheduler's snapshot) with the endpoints' readings, once.
-pub fn with_endpoints(settings: &Settings, base: Cluster) -> Result<Cluster, String> {
+/// `base` (the scheduler's snapshot) with the endpoints' readings, once,
+/// and the audit log's faults in its history.
+pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster, String> {
+    base.history.extend(
+        crate::actions::audit::AuditLog::new(settings.audit_log.clone())
+            .reading()
+            .faults(),
+    );
     let e = &settings.endpoints;
     if e.is_empty() {
         return Ok(base);

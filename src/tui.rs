@@ -130,6 +130,15 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
         }
         None => (source, None),
     };
+    // The audit log's faults join each snapshot's history (after the
+    // recording's tap: a recording keeps what the source said).
+    let source = match &settings.replay {
+        Some(_) => source,
+        None => crate::actions::audit::with_history(
+            source,
+            crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+        ),
+    };
     let result = console(settings, source, control, replay, kpis, open_tx).await;
     // Every way out of the console finishes the recording.
     if let Some(tap) = tap {

@@ -1282,3 +1282,51 @@ fn a_node_with_three_xid_79s_in_a_recording_is_a_repeat_offender() {
         "{pick:#}"
     );
 }
+
+/// The audit log is part of a node's history (issue 29): nightshift's own
+/// earlier drains of h100-03 for an Xid 79 (their intents name the
+/// incident) count with tonight's, so that its third is flagged on the
+/// command line too.
+#[test]
+fn earlier_drains_in_the_audit_log_make_a_repeat_offender() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let now: Value =
+        serde_json::from_str(&stdout(dir.path(), &["get", "nodes", "-o", "json"])).expect("json");
+    let t = now["time"].as_i64().expect("time");
+    let mut lines = String::new();
+    // Twenty and nine days ago; the second incident was cordoned, then
+    // drained five hours later: one fault, not two.
+    let intents = [(20i64, 0, "open"), (9, 0, "open"), (9, 5, "remedied")];
+    for (i, (days, hours, stage)) in intents.into_iter().enumerate() {
+        let incident = format!("e{days} XID 79 on h100-03 GPU 3 ({stage})");
+        let r = serde_json::json!({"id": format!("old-{i}"), "phase": "intent",
+            "time": t - days * 86_400 + hours * 3600,
+            "operator": "oncall", "scheduler_user": null, "host": "h", "cluster": "sim-16",
+            "source": "sim", "action": "drain", "target": "h100-03", "reason": "xid 79",
+            "preview": "p", "incident": incident, "outcome": null});
+        lines.push_str(&format!("{r}\n"));
+    }
+    std::fs::write(&audit, lines).expect("audit");
+    let v: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &[
+            "--audit-log",
+            audit.to_str().expect("path"),
+            "get",
+            "nodes",
+            "-o",
+            "json",
+        ],
+    ))
+    .expect("json");
+    let h = v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|n| n["name"] == "h100-03")
+        .expect("h100-03")["history"]
+        .clone();
+    assert_eq!(h["faults"][0]["count"], 3, "{h:#}");
+    assert!(h["repeat_offender"].is_string(), "{h:#}");
+}

@@ -951,20 +951,6 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     );
     assert!(!t.contains("verified: node gpu-06: schedulable"), "{t}");
     assert!(!out.status.success(), "not verified is not a success: {t}");
-    // Validate-then-resume has no Kubernetes path yet (a Job pinned to the
-    // node): said before anything is sent, and nothing changes.
-    let before = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"].clone();
-    let out = lab.nightshift(&["--config", cfg, "validate", "gpu-06"]);
-    let t = text(&out);
-    assert!(!out.status.success(), "{t}");
-    assert!(
-        t.contains("on Kubernetes (a Job pinned to it) is not built yet"),
-        "{t}"
-    );
-    assert_eq!(
-        lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"])["spec"],
-        before
-    );
 }
 
 /// Lists come in pages, as kube-apiserver serves them: 1,234 GPU nodes
@@ -1015,4 +1001,147 @@ fn a_big_cluster_is_listed_in_pages_by_nightshift_and_kubectl() {
         .collect();
     assert_eq!(theirs.len(), 1234);
     assert!(names.iter().all(|n| theirs.contains(*n)));
+}
+
+/// Plays the Job controller and the kubelet for the check's Job, as
+/// kube-lab runs neither: waits for nightshift's Job (checking it is
+/// pinned to `node`, tolerates every taint and asks for the node's 8
+/// GPUs), then creates its pod, ended with `exit` and the DCGM stand-in's
+/// output as its termination message (`FallbackToLogsOnError` puts the
+/// log's tail there), and marks the Job succeeded or failed, all with
+/// kubectl.
+fn run_check_job(lab: &KubeLab, node: &str, verdict: &str) {
+    let selector = format!("nightshift.io/validate={node}");
+    let job = common::wait_for(Duration::from_secs(30), || {
+        let v = lab.kubectl_json(&[
+            "get", "jobs", "-n", "default", "-l", &selector, "-o", "json",
+        ]);
+        items(&v)
+            .into_iter()
+            .find(|j| j["status"]["succeeded"].is_null() && j["status"]["failed"].is_null())
+    })
+    .unwrap_or_else(|| panic!("no check Job for {node}"));
+    let name = job["metadata"]["name"].as_str().expect("name").to_string();
+    assert!(
+        name.starts_with(&format!("nightshift-validate-{node}-")),
+        "{name}"
+    );
+    let pod_spec = &job["spec"]["template"]["spec"];
+    assert_eq!(pod_spec["nodeName"], node, "{job:#}");
+    assert_eq!(pod_spec["tolerations"][0]["operator"], "Exists", "{job:#}");
+    let c = &pod_spec["containers"][0];
+    assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "8", "{job:#}");
+    assert_eq!(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+    let cmd = c["command"][2].as_str().unwrap_or_default().to_string();
+    assert!(cmd.ends_with(&format!("dcgmi.sh {verdict} 2")), "{cmd}");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    let out = std::process::Command::new("sh")
+        .arg(&script)
+        .args([verdict, "2"])
+        .output()
+        .expect("the DCGM stand-in");
+    let (exit, phase, done) = if out.status.success() {
+        (0, "Succeeded", r#"{"status":{"succeeded":1}}"#)
+    } else {
+        (1, "Failed", r#"{"status":{"failed":1}}"#)
+    };
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{name}-x1"), "namespace": "default",
+            "labels": {"job-name": name}},
+        "spec": {"nodeName": node, "restartPolicy": "Never",
+            "containers": [{"name": "check", "image": "dcgm"}]}});
+    let file = lab.dir.path().join(format!("{name}-pod.json"));
+    std::fs::write(&file, pod.to_string()).expect("pod");
+    // The lab serves no OpenAPI document for kubectl to validate against.
+    let made = lab.kubectl(&[
+        "create",
+        "--validate=false",
+        "-f",
+        file.to_str().expect("path"),
+    ]);
+    assert!(made.status.success(), "{}", text(&made));
+    let status = serde_json::json!({"status": {"phase": phase, "containerStatuses": [{
+        "name": "check", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": exit,
+            "message": String::from_utf8_lossy(&out.stdout)}}}]}});
+    let patched = lab.kubectl(&[
+        "patch",
+        "pod",
+        &format!("{name}-x1"),
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    assert!(patched.status.success(), "{}", text(&patched));
+    let patched = lab.kubectl(&[
+        "patch",
+        "job",
+        &name,
+        "-n",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        done,
+    ]);
+    assert!(patched.status.success(), "{}", text(&patched));
+}
+
+/// Back to service through a check, on Kubernetes (issue 29): a cordoned
+/// node's check runs as a Job pinned to it (kube-lab stands in for the
+/// Job controller and the kubelet, see `run_check_job`); on a pass the
+/// node is uncordoned, on a failure it stays cordoned with the failing
+/// test as its reason — both verified with kubectl.
+#[test]
+fn a_cordoned_node_is_validated_by_a_pinned_job_then_uncordoned_or_kept_out() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    // gpu-07 fails its check, then passes the next (after the repair): a
+    // run of its own, not refused because the failed run's Job is kept.
+    let runs = [("gpu-05", "pass"), ("gpu-07", "fail"), ("gpu-07", "pass")];
+    for (node, verdict) in runs {
+        assert!(lab.kubectl(&["cordon", node]).status.success());
+        let cfg = lab_config(
+            &lab,
+            &format!(
+                "[validate]\ncommand = \"sh {} {verdict} {{level}}\"\ntimeout = \"1m\"\n",
+                script.display()
+            ),
+        );
+        let out = std::thread::scope(|s| {
+            let run =
+                s.spawn(|| lab.nightshift(&["--config", &cfg, "validate", node, "--level", "2"]));
+            run_check_job(&lab, node, verdict);
+            run.join().expect("nightshift")
+        });
+        let t = text(&out);
+        let n = lab.kubectl_json(&["get", "node", node, "-o", "json"]);
+        if verdict == "pass" {
+            assert!(out.status.success(), "{t}");
+            assert!(t.contains(&format!("uncordon {node} ✓")), "{t}");
+            assert_ne!(n["spec"]["unschedulable"], true, "{n:#}");
+        } else {
+            assert!(!out.status.success(), "{t}");
+            assert!(
+                t.contains("GPU Memory: GPU 3: Pending page retirements"),
+                "{t}"
+            );
+            assert_eq!(n["spec"]["unschedulable"], true, "{n:#}");
+            let reason = n["metadata"]["annotations"]["nightshift.io/reason"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                reason.starts_with("nightshift validation failed: GPU Memory: GPU 3:"),
+                "{reason}"
+            );
+        }
+    }
 }

@@ -448,6 +448,40 @@ fn object(
             Ok(o) => reply(200, &o),
             Err(f) => fail(f),
         },
+        // Create, as kube-apiserver does: the collection's kind, the path's
+        // namespace, 409 when the name is taken.
+        ("POST", None, None) => match serde_json::from_slice::<Value>(body) {
+            Ok(mut o) => {
+                let res = &s.resources[r];
+                if o["kind"] != res.kind.as_str() {
+                    return fail(Failure::new(
+                        400,
+                        "BadRequest",
+                        format!("a {} cannot be created in {}", o["kind"], res.plural),
+                    ));
+                }
+                o["apiVersion"] = json!(res.group_version());
+                if res.namespaced {
+                    o["metadata"]["namespace"] = json!(ns_key);
+                }
+                let name = o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if s.get(r, ns_key, &name).is_some() {
+                    return fail(Failure::new(
+                        409,
+                        "AlreadyExists",
+                        format!("{} {name:?} already exists", res.plural),
+                    ));
+                }
+                match s.put(o) {
+                    Ok(o) => reply(201, &o),
+                    Err(f) => fail(f),
+                }
+            }
+            Err(e) => fail(Failure::new(400, "BadRequest", e.to_string())),
+        },
         ("POST", Some(name), Some("eviction")) if s.resources[r].kind == "Pod" => {
             match s.evict(ns_key, name) {
                 Ok(()) => reply(

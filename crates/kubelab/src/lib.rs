@@ -14,7 +14,10 @@
 //!   for them is among the manifests;
 //! - list (with `labelSelector`, `fieldSelector`, and pages: `limit` and
 //!   `continue`, as kubectl and kube's watcher ask), get, merge and strategic-merge PATCH (maps and scalars:
-//!   the fields nightshift and kubectl patch), DELETE;
+//!   the fields nightshift and kubectl patch), DELETE, create (POST to a
+//!   collection: 409 when the name is taken; no controller runs what is
+//!   created — a test plays the Job controller and the kubelet with
+//!   kubectl where it needs them);
 //! - watch: `watch=true` from a `resourceVersion` (the changes since), or
 //!   from none (every object as ADDED), bookmarks when asked, `timeoutSeconds`,
 //!   and 410 Gone (an ERROR event) from a version older than the kept

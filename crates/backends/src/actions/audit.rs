@@ -256,6 +256,26 @@ impl Reading {
             .collect()
     }
 
+    /// The hardware faults the log's actions answered: each intent names
+    /// the open incident it acted on (`e2 XID 79 on h100-03 GPU 3 (open)`),
+    /// so a node's drains and cordons are part of its history. One incident
+    /// acted on several times (cordoned, drained after its checkpoint,
+    /// validated) is one fault, at its first intent.
+    pub fn faults(&self) -> Vec<crate::model::PastFault> {
+        let mut seen = std::collections::HashSet::new();
+        self.records
+            .iter()
+            .filter(|r| r.phase == "intent")
+            .filter_map(|r| {
+                let incident = r.incident.as_deref()?;
+                // The stage (`(open)`, `(remedied)`) changes; the rest names it.
+                let key = incident.rsplit_once(" (").map_or(incident, |(k, _)| k);
+                let fault = fault_of_incident(incident, r.time)?;
+                seen.insert(key.to_string()).then_some(fault)
+            })
+            .collect()
+    }
+
     /// Steps armed and not yet fired, refused or cancelled, oldest first.
     pub fn armed(&self) -> Vec<&crate::model::Armed> {
         let ended: std::collections::HashSet<&str> = self
@@ -303,6 +323,81 @@ impl Reading {
             })
             .count() as u32
     }
+}
+
+/// The fault an audit record's incident names: `ID LABEL on NODE[ GPU
+/// N] (STAGE)`, LABEL an Xid (`XID 79`, `XID 48 (+ECC DBE)`), `ECC DBE` or
+/// `REMAP FAIL`; other incidents (a stall, a link) are not a GPU's fault.
+fn fault_of_incident(incident: &str, time: i64) -> Option<crate::model::PastFault> {
+    use crate::model::Fault;
+    let (_, rest) = incident.split_once(' ')?;
+    let (label, place) = rest.rsplit_once(" on ")?;
+    let fault = if let Some(x) = label.strip_prefix("XID ") {
+        Fault::Xid(x.split_whitespace().next()?.parse().ok()?)
+    } else if label.starts_with("ECC DBE") {
+        Fault::Dbe
+    } else if label.starts_with("REMAP FAIL") {
+        Fault::RemapFailed
+    } else {
+        return None;
+    };
+    let place = place.split(" (").next()?;
+    let (node, gpu) = match place.split_once(" GPU ") {
+        Some((n, g)) => (n, g.trim().parse().ok()),
+        None => (place, None),
+    };
+    Some(crate::model::PastFault {
+        time,
+        node: node.to_string(),
+        gpu,
+        fault,
+        from: "audit".into(),
+    })
+}
+
+/// Adds the audit log's faults to each snapshot's history (`Cluster::history`),
+/// re-reading the log only when it has grown: the console's history of a
+/// node includes what nightshift was used to act on.
+pub fn with_history(
+    mut rx: tokio::sync::mpsc::Receiver<crate::sources::Update>,
+    log: AuditLog,
+) -> tokio::sync::mpsc::Receiver<crate::sources::Update> {
+    let (tx, out) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut seen_len: Option<u64> = None;
+        let mut faults: Vec<crate::model::PastFault> = Vec::new();
+        while let Some(u) = rx.recv().await {
+            let u = match u {
+                crate::sources::Update::Snapshot(c) => {
+                    let len = log_len(&log);
+                    if seen_len != Some(len) {
+                        seen_len = Some(len);
+                        let l = log.clone();
+                        faults = tokio::task::spawn_blocking(move || l.reading().faults())
+                            .await
+                            .unwrap_or_default();
+                    }
+                    if faults.is_empty() {
+                        crate::sources::Update::Snapshot(c)
+                    } else {
+                        let mut c = Arc::unwrap_or_clone(c);
+                        c.history.extend(faults.iter().cloned());
+                        crate::sources::Update::Snapshot(Arc::new(c))
+                    }
+                }
+                other => other,
+            };
+            if tx.send(u).await.is_err() {
+                return;
+            }
+        }
+    });
+    out
+}
+
+/// The log's length now (0 when it is not there).
+pub(crate) fn log_len(log: &AuditLog) -> u64 {
+    std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }
 
 /// Opens without following a symlink at the last component: a link planted
@@ -416,4 +511,29 @@ pub fn warn_unfinished(log: &AuditLog) -> Vec<String> {
         out.extend(left.iter().map(|r| format!("interrupted: {}", one(r))));
     }
     out
+}
+
+#[cfg(test)]
+mod incident_tests {
+    use super::*;
+    use crate::model::Fault;
+
+    #[test]
+    fn an_intents_incident_is_a_fault_of_its_node() {
+        let f = fault_of_incident("e2 XID 79 on h100-03 GPU 3 (open)", 100).expect("fault");
+        assert_eq!(
+            (f.node.as_str(), f.gpu, f.fault, f.time),
+            ("h100-03", Some(3), Fault::Xid(79), 100)
+        );
+        let f = fault_of_incident(
+            "e5 XID 48 (+ECC DBE, XID 63) on h100-06 GPU 5 (remedied)",
+            1,
+        )
+        .expect("fault");
+        assert_eq!(f.fault, Fault::Xid(48));
+        let f = fault_of_incident("e7 ECC DBE on gpu-on-x GPU 1 (open)", 1).expect("fault");
+        assert_eq!((f.node.as_str(), f.fault), ("gpu-on-x", Fault::Dbe));
+        assert!(fault_of_incident("e3 STALL on h100-01 (open)", 1).is_none());
+        assert!(fault_of_incident("garbage", 1).is_none());
+    }
 }

@@ -64,6 +64,9 @@ impl Executor {
             (Executor::Slurm(x), Action::Validate { .. }) => {
                 x.validate_timeout() + std::time::Duration::from_secs(60)
             }
+            (Executor::Kube(x), Action::Validate { .. }) => {
+                x.validate.timeout + std::time::Duration::from_secs(60)
+            }
             _ => std::time::Duration::ZERO,
         }
     }

@@ -112,7 +112,7 @@ impl Recorder {
     /// snapshot: what it holds already predates the recording.
     pub fn follow_audit(&mut self, log: AuditLog) {
         self.skip_audit(&log.read());
-        let len = log_len(&log);
+        let len = crate::actions::audit::log_len(&log);
         self.audit_log = Some((log, len));
     }
 
@@ -121,7 +121,7 @@ impl Recorder {
         let Some((log, len)) = &mut self.audit_log else {
             return Ok(());
         };
-        let now = log_len(log);
+        let now = crate::actions::audit::log_len(log);
         if now == *len {
             return Ok(());
         }
@@ -178,8 +178,4 @@ impl Recorder {
         w.flush().map_err(err)?;
         w.get_ref().sync_data().map_err(err)
     }
-}
-
-fn log_len(log: &AuditLog) -> u64 {
-    std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }

@@ -20,8 +20,12 @@ pub struct ValidateSpec {
     /// check is cancelled and the node stays out.
     pub timeout: Duration,
     /// Where the check's output is written (by the node) and read (by
-    /// nightshift): a directory both see.
+    /// nightshift): a directory both see (Slurm).
     pub output_dir: PathBuf,
+    /// Kubernetes: the image the check's Job runs (DCGM's), and its
+    /// namespace.
+    pub image: String,
+    pub namespace: String,
 }
 
 impl Default for ValidateSpec {
@@ -30,6 +34,8 @@ impl Default for ValidateSpec {
             command: "dcgmi diag -r {level} -j".into(),
             timeout: Duration::from_secs(15 * 60),
             output_dir: std::env::temp_dir(),
+            image: "nvcr.io/nvidia/cloud-native/dcgm:3.3.5-1-ubuntu22.04".into(),
+            namespace: "default".into(),
         }
     }
 }

@@ -27,6 +27,7 @@ mod calls;
 mod error;
 mod evict;
 mod preview;
+mod validate;
 
 pub use calls::*;
 pub use error::{CallError, Cannot};
@@ -65,6 +66,8 @@ pub struct Executor {
     pub evict_timeout: Duration,
     /// How long a requeue waits for Kueue to evict a deactivated workload.
     pub kueue_timeout: Duration,
+    /// `[validate]`: the check before a node is uncordoned.
+    pub validate: crate::sources::validate::ValidateSpec,
 }
 
 fn err_text(e: &kube::Error) -> String {
@@ -94,6 +97,7 @@ impl Executor {
             prepared: std::sync::Mutex::new(None),
             evict_timeout: cfg.evict_timeout,
             kueue_timeout: Duration::from_secs(20),
+            validate: cfg.validate.clone(),
         })
     }
 
@@ -123,6 +127,22 @@ impl Executor {
         self.get_typed(path)
             .await
             .map_err(|e| CallError::Api(err_text(&e)))
+    }
+
+    /// A GET of text (a pod's log), its first MB.
+    async fn get_text(&self, path: &str) -> Result<String, kube::Error> {
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| kube::Error::Service(Box::new(e)))?;
+        let mut t = self.conn.client.request_text(req).await?;
+        if t.len() > 1 << 20 {
+            let mut cut = 1 << 20;
+            while !t.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            t.truncate(cut);
+        }
+        Ok(t)
     }
 
     /// A GET whose error the caller matches on (a 404 is an answer).
@@ -244,10 +264,7 @@ impl Executor {
         match a {
             Action::Cordon { node, reason } => vec![self.cordon_step(what, node, reason, a).await],
             Action::Resume { node } => vec![self.node_step(what, &uncordon_call(node), a).await],
-            Action::Validate { node, .. } => vec![Step::failed(
-                what,
-                Cannot::ValidateNotBuilt(node.clone()).to_string(),
-            )],
+            Action::Validate { node, level } => self.validate(node, *level).await,
             Action::SetReason { node, reason } => {
                 vec![self.node_step(what, &reason_call(node, reason), a).await]
             }
@@ -394,6 +411,11 @@ impl Executor {
                 let kept_out = preview::keeps_out(&n);
                 let verified = match a {
                     Action::Resume { .. } => !cordoned && kept_out.is_empty(),
+                    // Passed (uncordoned) or failed (kept out, with the
+                    // check's words).
+                    Action::Validate { .. } => {
+                        !cordoned || reason.starts_with(crate::model::VALIDATION_FAILED)
+                    }
                     Action::SetReason { reason: want, .. } => reason == want,
                     _ => cordoned,
                 };

@@ -173,6 +173,11 @@ pub fn time(v: &Value) -> Option<Timestamp> {
         .map(|d| d.timestamp())
 }
 
+/// A count (allocatable GPUs), 0 when absent or not a count.
+pub fn count_of(v: &Value) -> u64 {
+    count(v).map_or(0, u64::from)
+}
+
 /// A Kubernetes quantity as a whole count (`8`, `"8"`, `"1k"`), leniently:
 /// `None` when absent or not a count in range.
 fn count(v: &Value) -> Option<u32> {

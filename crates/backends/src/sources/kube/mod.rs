@@ -38,6 +38,9 @@ pub struct KubeConfig {
     /// (`kube.request_timeout_s`): a server that accepts and never answers
     /// fails a request in this time, never holds it forever.
     pub request_timeout: Duration,
+    /// `[validate]`: the check a node passes before it is uncordoned (a
+    /// Job pinned to it).
+    pub validate: crate::sources::validate::ValidateSpec,
 }
 
 impl Default for KubeConfig {
@@ -50,6 +53,7 @@ impl Default for KubeConfig {
             interval: Duration::from_secs(10),
             evict_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
+            validate: Default::default(),
         }
     }
 }

@@ -47,8 +47,4 @@ pub enum Cannot {
     PriorityFromClass(String),
     #[error("a pod's priority is immutable; {0} has no Kueue workload whose priority could change")]
     PodPriority(String),
-    #[error(
-        "validating {0} on Kubernetes (a Job pinned to it) is not built yet: run the check on it by hand, then resume it"
-    )]
-    ValidateNotBuilt(String),
 }

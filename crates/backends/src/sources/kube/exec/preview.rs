@@ -127,7 +127,7 @@ impl Executor {
         let calls: Result<Vec<Call>, Cannot> = match a {
             Action::Cordon { node, reason } => Ok(vec![cordon_call(node, reason)]),
             Action::Resume { node } => Ok(vec![uncordon_call(node)]),
-            Action::Validate { node, .. } => Err(Cannot::ValidateNotBuilt(node.clone())),
+            Action::Validate { node, level } => return Ok(self.validate_calls(node, *level)),
             Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
             Action::Drain { node, reason, .. } => match drained {
                 Some(Ok(pods)) => Ok(std::iter::once(cordon_call(node, reason))
