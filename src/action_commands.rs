@@ -63,8 +63,10 @@ pub fn action_of<'a>(
             },
             act,
         ),
-        Command::Requeue { job, act } => (Action::Requeue { job: job.clone() }, act),
-        Command::Preempt { job, grace, act } => (
+        Command::Requeue { job, act, .. } => (Action::Requeue { job: job.clone() }, act),
+        Command::Preempt {
+            job, grace, act, ..
+        } => (
             Action::Preempt {
                 job: job.clone(),
                 grace_s: match grace.as_deref().map(crate::engine::units::parse_duration) {

@@ -198,6 +198,11 @@ pub enum Command {
     /// Requeue a running job (and its gang)
     Requeue {
         job: String,
+        /// Once it has written its next checkpoint: the requeue is armed,
+        /// and `nightshift follow` (or the console) sends it then, through
+        /// the guard again
+        #[arg(long)]
+        after_checkpoint: bool,
         #[command(flatten)]
         act: ActArgs,
     },
@@ -207,8 +212,11 @@ pub enum Command {
     Preempt {
         job: String,
         /// e.g. 5m
-        #[arg(long, value_name = "DURATION")]
+        #[arg(long, value_name = "DURATION", conflicts_with = "after_checkpoint")]
         grace: Option<String>,
+        /// Once it has written its next checkpoint (armed, as requeue's)
+        #[arg(long)]
+        after_checkpoint: bool,
         #[command(flatten)]
         act: ActArgs,
     },

@@ -130,6 +130,94 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
     Ok(())
 }
 
+/// `nightshift requeue JOB --after-checkpoint --confirm JOB` (or
+/// `preempt`): the action previewed as it would be sent now (its blast
+/// radius), confirmed once, and armed — nothing is sent now; `follow` or
+/// the console sends it when the job's checkpoint is seen to move.
+pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
+    if settings.replay.is_some() {
+        return Err(CommandError::Replay);
+    }
+    let log = AuditLog::new(settings.audit_log.clone());
+    let rt = runtime()?;
+    let (cluster, executor, who) = connect(settings, &rt)?;
+    let (action, act) = match crate::action_commands::action_of(cmd, &cluster) {
+        Some(r) => r?,
+        None => return Err(CommandError::NotAnAction),
+    };
+    let job = action.target().to_string();
+    if !cluster.job(&job).is_some_and(|j| j.state.holds_resources()) {
+        return Err(CommandError::Failed(format!(
+            "job {job} is not running: no checkpoint to wait for"
+        )));
+    }
+    let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
+    // Every job it ends (the whole gang) is waited for.
+    let mut jobs: Vec<String> =
+        crate::engine::blast::blast(&cluster, &base, &action, &settings.site)
+            .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
+            .unwrap_or_default();
+    if !jobs.contains(&job) {
+        jobs.insert(0, job.clone());
+    }
+    rt.block_on(executor.prepare(&action));
+    let p = guard::preview(
+        &action,
+        &cluster,
+        &base,
+        Duration::ZERO,
+        &settings.policy,
+        &log,
+        act.force,
+        Ok(&executor),
+        &settings.site,
+    );
+    print_preview(&p, act.output)?;
+    let when = after_checkpoints(&cluster, &jobs);
+    let plan = Armed {
+        id: String::new(),
+        action: action.clone(),
+        when: when.clone(),
+        armed_at: cluster.time,
+        cluster: who.cluster.clone(),
+    };
+    crate::outln!(
+        "nothing sent now; armed: {} (`nightshift follow` or the console sends it, through the guard again)",
+        sanitize(&describe(&plan))
+    );
+    if act.dry_run {
+        crate::outln!("dry run: nothing armed");
+        return Ok(());
+    }
+    match &p.refusal {
+        Some(Refusal::Breaker(_)) if act.force => {}
+        Some(r) => {
+            return Err(CommandError::Failed(format!(
+                "refused: {}; nothing armed",
+                sanitize(&r.to_string())
+            )));
+        }
+        None => {}
+    }
+    if let Some(t) = &p.token
+        && act.confirm.as_deref() != Some(t.as_str())
+    {
+        return Err(CommandError::Destructive {
+            verb: action.verb(),
+            token: t.clone(),
+        });
+    }
+    let a = follow::arm(&log, &who, action, when, cluster.time)
+        .map_err(|e| CommandError::Failed(e.to_string()))?;
+    crate::outln!(
+        "armed {}: {} (nightshift disarm {} cancels)",
+        short(&a.id),
+        sanitize(&describe(&a)),
+        short(&a.id)
+    );
+    Ok(())
+}
+
 /// `nightshift armed`: what waits, oldest first.
 pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
     let log = AuditLog::new(settings.audit_log.clone());

@@ -111,25 +111,23 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Audit { output }) => {
             Ok(nightshift::action_commands::show(&settings, output)?)
         }
-        Some(Command::Armed { output }) => {
-            Ok(nightshift::follow_commands::list(&settings, output)?)
-        }
-        Some(Command::Disarm { id }) => Ok(nightshift::follow_commands::disarm(&settings, &id)?),
-        Some(Command::Follow { interval, duration }) => Ok(nightshift::follow_commands::run(
-            &settings,
-            std::time::Duration::from_secs(units::parse_duration(&interval)?.max(1)),
-            duration
-                .as_deref()
-                .map(units::parse_duration)
-                .transpose()?
-                .map(std::time::Duration::from_secs),
-        )?),
         Some(
-            cmd @ Command::Drain {
+            cmd @ (Command::Armed { .. }
+            | Command::Disarm { .. }
+            | Command::Follow { .. }
+            | Command::Drain {
                 after_checkpoint: true,
                 ..
-            },
-        ) => Ok(nightshift::follow_commands::arm_drain(&settings, &cmd)?),
+            }
+            | Command::Requeue {
+                after_checkpoint: true,
+                ..
+            }
+            | Command::Preempt {
+                after_checkpoint: true,
+                ..
+            }),
+        ) => follow_command(&settings, cmd),
         #[cfg(feature = "agent")]
         Some(Command::Agent {
             listen,
@@ -144,6 +142,26 @@ fn run(cli: Cli) -> Result<(), String> {
             Err("this nightshift was built without the node agent (cargo feature `agent`)".into())
         }
         Some(cmd) => Ok(nightshift::action_commands::run(&settings, &cmd)?),
+    }
+}
+
+/// The armed follow-ups' commands (issue 29): arm, list, cancel, follow.
+fn follow_command(settings: &Settings, cmd: Command) -> Result<(), String> {
+    use nightshift::follow_commands as follow;
+    match cmd {
+        Command::Armed { output } => Ok(follow::list(settings, output)?),
+        Command::Disarm { id } => Ok(follow::disarm(settings, &id)?),
+        Command::Follow { interval, duration } => Ok(follow::run(
+            settings,
+            std::time::Duration::from_secs(units::parse_duration(&interval)?.max(1)),
+            duration
+                .as_deref()
+                .map(units::parse_duration)
+                .transpose()?
+                .map(std::time::Duration::from_secs),
+        )?),
+        cmd @ Command::Drain { .. } => Ok(follow::arm_drain(settings, &cmd)?),
+        cmd => Ok(follow::arm_job(settings, &cmd)?),
     }
 }
 

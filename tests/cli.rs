@@ -1330,3 +1330,68 @@ fn earlier_drains_in_the_audit_log_make_a_repeat_offender() {
     assert_eq!(h["faults"][0]["count"], 3, "{h:#}");
     assert!(h["repeat_offender"].is_string(), "{h:#}");
 }
+
+/// "Requeue after its checkpoint" from the command line (issue 29): the
+/// requeue's preview is printed and nothing is sent; without the job typed
+/// nothing is armed; typed, it is armed in the audit log with the job's
+/// checkpoint as its trigger; a job that does not run has no checkpoint to
+/// wait for.
+#[test]
+fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let a = audit.to_str().expect("path");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--audit-log", a, "requeue"];
+        args.extend(extra);
+        common::nightshift(dir.path(), &args)
+    };
+    let out = run(&["4701", "--after-checkpoint"]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("nothing sent now; armed: requeue 4701 after the checkpoint of job 4701"),
+        "{said}"
+    );
+    assert!(
+        !audit.exists()
+            || !std::fs::read_to_string(&audit)
+                .expect("audit")
+                .contains("armed")
+    );
+    let said = stdout(
+        dir.path(),
+        &[
+            "--audit-log",
+            a,
+            "requeue",
+            "4701",
+            "--after-checkpoint",
+            "--confirm",
+            "4701",
+        ],
+    );
+    assert!(said.contains("armed "), "{said}");
+    let listed: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &["--audit-log", a, "armed", "-o", "json"],
+    ))
+    .expect("json");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    let armed = &listed[0];
+    assert_eq!(
+        (&armed["action"]["action"], &armed["action"]["job"]),
+        (&json!("requeue"), &json!("4701")),
+        "{listed:#}"
+    );
+    assert_eq!(armed["when"]["jobs"][0]["job"], "4701", "{listed:#}");
+    let log = std::fs::read_to_string(&audit).expect("audit");
+    assert!(!log.contains("\"intent\""), "nothing sent: {log}");
+    let out = run(&["9999", "--after-checkpoint", "--confirm", "9999"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not running"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

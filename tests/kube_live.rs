@@ -1145,3 +1145,98 @@ fn a_cordoned_node_is_validated_by_a_pinned_job_then_uncordoned_or_kept_out() {
         }
     }
 }
+
+/// "Requeue after its checkpoint" on Kubernetes (issue 29): armed with
+/// nothing sent (the Kueue Workload stays active, its pods run), then
+/// `nightshift follow` sends the requeue once the gang's pods say a new
+/// checkpoint was written (their `nightshift.io/checkpoint-last`, moved
+/// with kubectl as the training job would) — verified with kubectl.
+#[test]
+fn a_requeue_armed_after_the_checkpoint_is_sent_by_follow_when_the_checkpoint_moves() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab_config(&lab, "");
+    let job = "team-a/llm-pretrain";
+    let out = lab.nightshift(&[
+        "--config",
+        &cfg,
+        "requeue",
+        job,
+        "--after-checkpoint",
+        "--confirm",
+        job,
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains(&format!(
+            "armed: requeue {job} after the checkpoint of job {job}"
+        )),
+        "{t}"
+    );
+    let pods = || items(&lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"])).len();
+    let before = pods();
+    assert!(before >= 4, "the gang runs: {before} pods");
+    let out = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            lab.nightshift(&[
+                "--config",
+                &cfg,
+                "follow",
+                "--interval",
+                "1s",
+                "--for",
+                "60s",
+            ])
+        });
+        std::thread::sleep(Duration::from_secs(3));
+        assert_eq!(pods(), before, "nothing sent before the checkpoint");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs();
+        for i in 0..4 {
+            let a = lab.kubectl(&[
+                "annotate",
+                "pod",
+                "-n",
+                "team-a",
+                &format!("llm-pretrain-worker-{i}"),
+                "--overwrite",
+                &format!("nightshift.io/checkpoint-last={now}"),
+            ]);
+            assert!(a.status.success(), "{}", text(&a));
+        }
+        run.join().expect("follow")
+    });
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("waiting for job {job}'s checkpoint")),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("fired: job {job} checkpointed at")),
+        "{t}"
+    );
+    let w = lab.kubectl_json(&[
+        "get",
+        "workload",
+        "-n",
+        "team-a",
+        "pytorchjob-llm-pretrain-5f2a1",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        w["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload"),
+        "{w}"
+    );
+    assert_eq!(pods(), before - 4, "the gang's pods are gone");
+}

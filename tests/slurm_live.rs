@@ -1859,6 +1859,31 @@ fn live_armed_drain_after_checkpoint_fires_by_follow_is_cancelled_and_refused() 
     assert!(ok && out.contains("nothing armed on lab: done"), "{out}");
     assert_eq!(squeue_field(&lab, &job, "%T"), "RUNNING");
 
+    // "Requeue after its checkpoint": nothing sent when armed; follow
+    // sends the requeue when the checkpoint moves.
+    let (again, _) = checkpointing_job(&lab, "again", Some(6));
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &["requeue", &again, "--after-checkpoint", "--confirm", &again],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!(
+            "armed: requeue {again} after the checkpoint of job {again}"
+        )),
+        "{out}"
+    );
+    assert_eq!(squeue_field(&lab, &again, "%T"), "RUNNING", "not sent yet");
+    let (ok, out) = follow();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("fired: job {again} checkpointed at")),
+        "{out}"
+    );
+    let shown = lab.run("scontrol", &["show", "job", &again]);
+    assert!(shown.contains("Restarts=1"), "{shown}");
+
     // Refused when it comes due: the circuit breaker, on the plan as a
     // whole — nodes were taken out meanwhile (two more of the partition by
     // hand; the earlier plans' in the audit log).

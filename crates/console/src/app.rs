@@ -353,6 +353,9 @@ pub struct App {
     pub armed: Vec<crate::model::Armed>,
     /// The step to arm once the option's first step is done.
     pub(crate) arm_after: Option<(Action, crate::model::Trigger)>,
+    /// The action whose confirmation arms it instead of sending it ("preempt
+    /// after its next checkpoint").
+    pub(crate) arm_on_confirm: Option<(Action, crate::model::Trigger)>,
     /// The audit log's armed steps were asked for.
     pub(crate) armed_loaded: bool,
     /// The first answer about them is to be asked about.
@@ -421,6 +424,7 @@ impl App {
             next_steps: Vec::new(),
             armed: Vec::new(),
             arm_after: None,
+            arm_on_confirm: None,
             armed_loaded: false,
             rearm_pending: false,
             fire_in_flight: false,

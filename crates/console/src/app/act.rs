@@ -218,6 +218,28 @@ impl App {
             self.preview_action(first);
             return;
         }
+        // "Preempt after its next checkpoint": the preempt previewed and
+        // confirmed now, armed, sent when the checkpoint is seen.
+        if choice.name == "wait_checkpoint"
+            && let [only] = &choice.steps[..]
+        {
+            let jobs = self
+                .options_of(&target)
+                .map(|o| o.target.jobs.clone())
+                .unwrap_or_default();
+            let when = crate::engine::armed::after_checkpoints(&self.cluster, &jobs);
+            let only = only.clone();
+            self.flash = Some(format!(
+                "{}: confirming arms {} {}; nothing is sent now",
+                choice.title,
+                only.verb(),
+                only.target()
+            ));
+            self.next_steps.clear();
+            self.arm_on_confirm = Some((only.clone(), when));
+            self.preview_action(only);
+            return;
+        }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();
         let said = (choice.steps.len() > 1).then(|| {
             format!(
@@ -251,6 +273,7 @@ impl App {
                 self.flash = Some("cancelled: nothing sent".into());
                 self.next_steps.clear();
                 self.arm_after = None;
+                self.arm_on_confirm = None;
             }
             Modal::Rearm { .. } => self.flash = Some("kept armed (:disarm cancels)".into()),
             Modal::Done { .. } | Modal::Options { .. } => {}
@@ -291,6 +314,8 @@ impl App {
                     KeyCode::Char('n') if yes_no => {
                         self.flash = Some("cancelled: nothing sent".into());
                         self.next_steps.clear();
+                        self.arm_after = None;
+                        self.arm_on_confirm = None;
                         return;
                     }
                     KeyCode::Char(c) if yes_no && !c.eq_ignore_ascii_case(&'y') => Modal::Confirm {
@@ -406,6 +431,21 @@ impl App {
                 preview: Some(p),
                 typed: String::new(),
             });
+            return;
+        }
+        if let Some((a, when)) = self.arm_on_confirm.take()
+            && a == action
+        {
+            self.flash = Some(format!(
+                "arming {} {}: sent when the checkpoint is seen",
+                a.verb(),
+                a.target()
+            ));
+            self.emit(Effect::Run(Request::Arm {
+                action: a,
+                when,
+                cluster: self.cluster.clone(),
+            }));
             return;
         }
         // The newest data goes with it: the guard checks it again.

@@ -24,6 +24,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 sanitize(&action.describe()).into_owned(),
                 theme.title(),
             ));
+            if let Some((a, when)) = &app.arm_on_confirm
+                && a == action
+            {
+                let plan = crate::model::Armed {
+                    id: String::new(),
+                    action: a.clone(),
+                    when: when.clone(),
+                    armed_at: app.cluster.time,
+                    cluster: app.cluster.name.clone(),
+                };
+                lines.push(Line::styled(
+                    format!(
+                        "not sent now: confirming arms it — {} (through the guard again then)",
+                        sanitize(&crate::engine::armed::describe(&plan))
+                    ),
+                    theme.alarm(),
+                ));
+            }
             match preview {
                 None => lines.push(Line::styled("computing the blast radius…", theme.dim())),
                 Some(p) => preview_lines(p, typed, theme, &mut lines, &mut prompt),

@@ -225,3 +225,111 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
     ro.take_in(Msg::Source(Update::Snapshot(Arc::new(sim.snapshot()))), now);
     assert!(ro.sent().is_empty(), "{:?}", ro.sent());
 }
+
+/// "Preempt after its next checkpoint" sends nothing now (issue 29): the
+/// preempt's guarded preview says it is armed, the typed confirmation arms
+/// it with the job's checkpoint as its trigger — no run — and the dialog
+/// closes; cancelling the preview arms nothing.
+#[test]
+fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
+    use crate::actions::runner::Request;
+    let mut a =
+        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(100);
+    let c = Arc::new(sim.snapshot());
+    let now = Instant::now();
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    let an = Analysis::compute(
+        &c,
+        None,
+        &Focus::Job("4701".into()),
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    let pick = match &an.focus {
+        Some(crate::engine::analysis::FocusAnswer::Job {
+            options: Some(o), ..
+        }) => o
+            .options
+            .iter()
+            .position(|c| c.name == "wait_checkpoint")
+            .expect("the option"),
+        other => panic!("{other:?}"),
+    };
+    a.take_in(Msg::Analysis(Arc::new(an)), now);
+    let open = |a: &mut App| {
+        a.modal = Some(Modal::Options {
+            target: "4701".into(),
+        });
+        press(a, &(pick + 1).to_string());
+    };
+    open(&mut a);
+    // Cancelled: nothing armed, nothing left to arm.
+    key(&mut a, KeyCode::Esc);
+    assert!(a.arm_on_confirm.is_none());
+    open(&mut a);
+    let action = match &a.modal {
+        Some(Modal::Confirm { action, .. }) => action.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(&action, Action::Preempt { job, grace_s: None } if job == "4701"));
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).expect("term");
+    term.draw(|f| crate::views::render(f, &a)).expect("draw");
+    let buf = term.backend().buffer().clone();
+    let screen: String = (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    assert!(
+        screen.contains(
+            "not sent now: confirming arms it — preempt 4701 after the checkpoint of job 4701"
+        ),
+        "{screen}"
+    );
+    let p = crate::actions::guard::Preview {
+        action,
+        blast: None,
+        summary: String::new(),
+        calls: Vec::new(),
+        no_op: false,
+        refusal: None,
+        undo: None,
+        token: Some("4701".into()),
+        warnings: Vec::new(),
+        forced: false,
+        domain_remedy: false,
+        incident: None,
+        node_in_service: true,
+        cluster: None,
+    };
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        now,
+    );
+    a.effects.clear();
+    press(&mut a, "4701");
+    let later = a.now + Duration::from_millis(300);
+    a.tick(later);
+    key(&mut a, KeyCode::Enter);
+    assert!(!sent_a_run(&a), "nothing is sent now");
+    let when = a
+        .sent()
+        .iter()
+        .find_map(|r| match r {
+            Request::Arm { action, when, .. } if action.target() == "4701" => Some(when.clone()),
+            _ => None,
+        })
+        .expect("the preempt armed");
+    let crate::model::Trigger::Checkpoints { jobs } = &when else {
+        panic!("{when:?}");
+    };
+    assert_eq!(jobs[0].job, "4701");
+    assert!(a.modal.is_none(), "{:?}", a.modal);
+}
