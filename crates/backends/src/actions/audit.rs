@@ -194,6 +194,26 @@ impl AuditLog {
         }
     }
 
+    /// The lock held while an armed step is sent (`<audit log>.fire`): a
+    /// console and `nightshift follow` sharing the log never both send one.
+    /// `None` when another nightshift holds it now (it is sending).
+    pub fn firing(&self) -> Result<Option<std::fs::File>, AuditError> {
+        create_dir_of(&self.path)?;
+        let mut lock_path = self.path.clone().into_os_string();
+        lock_path.push(".fire");
+        let lock = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
+            .open(&lock_path)
+            .map_err(|e| AuditError::LockOpen {
+                path: lock_path.clone(),
+                source: Arc::new(e),
+            })?;
+        match lock.try_lock() {
+            Ok(()) => Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(AuditError::Lock(Arc::new(e))),
+        }
+    }
+
     /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
     /// policy check and the intent it allows are one step for every
     /// nightshift on this machine sharing the log.

@@ -131,6 +131,18 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         Due::Wait(w) => return Fired::Waiting(w),
         Due::Fire(why) => why,
     };
+    // One sender at a time: another nightshift on this log (the console,
+    // `follow`) may be sending this very step; once the lock is ours, the
+    // step must still be armed.
+    let _sending = match f.log.firing() {
+        Ok(Some(lock)) => Some(lock),
+        Ok(None) => return Fired::Waiting("another nightshift sending it".into()),
+        // The intent's own lock and write will say what is wrong.
+        Err(_) => None,
+    };
+    if !f.log.armed().iter().any(|x| x.id == a.id) {
+        return Fired::Waiting("sent or cancelled by another nightshift".into());
+    }
     f.executor.prepare(&a.action).await;
     let p = guard::preview(
         &a.action,

@@ -401,3 +401,67 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
     let p = preview(&b, &drain("h100-07"), &Policy::default(), Duration::ZERO);
     assert_eq!(p.undo, None, "{:?}", p.undo);
 }
+
+/// An armed step is sent once (issue 29): while another nightshift on the
+/// same audit log holds the sending lock (a console and `follow` both
+/// watching), this one waits and sends nothing; a step that the other
+/// fired meanwhile is not sent again.
+#[test]
+fn an_armed_step_is_sent_by_one_nightshift_only() {
+    use crate::actions::follow::{self, Fired, Firing};
+    use crate::model::Trigger;
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let state = || snapshot(&b.sim).node("h100-03").map(|n| n.state);
+    let before = state();
+    assert_ne!(before, Some(NodeState::Drain));
+    let a = follow::arm(
+        &b.log,
+        &who(),
+        drain("h100-03"),
+        Trigger::At { time: c.time },
+        c.time,
+    )
+    .expect("armed");
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
+    let f = Firing {
+        cluster: &c,
+        base: &base,
+        data_age: Duration::ZERO,
+        policy: &policy,
+        site: &site,
+        log: &b.log,
+        executor: &b.sim,
+        who: &w,
+        timeout: Duration::from_secs(5),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let other = b.log.firing().expect("lock").expect("free");
+    match rt.block_on(follow::fire_if_due(&a, &f)) {
+        Fired::Waiting(w) => assert!(w.contains("another nightshift"), "{w}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state(), before, "nothing sent");
+    // The other one fires it and lets go.
+    b.log
+        .write(&Record {
+            phase: "fired".into(),
+            ..intent(&a.id, "h100-03", c.time)
+        })
+        .expect("fired");
+    drop(other);
+    match rt.block_on(follow::fire_if_due(&a, &f)) {
+        Fired::Waiting(w) => assert!(w.contains("sent or cancelled"), "{w}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state(), before, "nothing sent");
+}
