@@ -718,3 +718,51 @@ fn an_armed_drain_survives_a_restart_and_the_console_sends_it_at_the_checkpoint(
     t.expect("EXIT=0");
     assert_restored(&t);
 }
+
+/// Back to service in the console (issue 29), on the simulated night at
+/// 60×: the Xid 79 node drained with `D` and its name; once the
+/// technician's reboot has cleared its GPUs, its screen recommends
+/// "validate, then resume", and `O`, enter and `y` put it back in service
+/// through the check — nothing typed but the confirmations. The audit log
+/// holds the drain and the validation.
+#[test]
+fn a_drained_node_goes_back_to_service_through_a_passing_check() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(130, 40);
+    let audit = t.dir.path().join("audit.jsonl");
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {} --speed 60", audit.display()),
+    );
+    t.command("node h100-03");
+    t.expect("▶ drain now and requeue");
+    t.keys(&["D"]);
+    t.expect("type h100-03 and press enter to confirm");
+    t.type_confirmation("h100-03");
+    t.expect("done and verified: drain h100-03 ✓");
+    t.keys(&["Escape"]);
+    // The technician reboots it ten simulated minutes after the drain.
+    t.expect_within(
+        "▶ validate (DCGM level 2), then resume",
+        Duration::from_secs(60),
+    );
+    t.keys(&["O"]);
+    t.expect("validate (DCGM level 2), then resume");
+    t.keys(&["Enter"]);
+    t.expect("validate h100-03");
+    t.expect("press y to confirm");
+    t.keys(&["y"]);
+    t.expect("h100-03 back in service ✓");
+    let log = std::fs::read_to_string(&audit).expect("audit");
+    assert!(
+        log.contains("\"action\":\"validate\"") && log.contains("\"action\":\"drain\""),
+        "{log}"
+    );
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+    assert_restored(&t);
+}
