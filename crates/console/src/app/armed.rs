@@ -105,8 +105,8 @@ impl App {
         }
     }
 
-    /// `:disarm` cancels the armed steps of the node on screen (all of
-    /// them with `:disarm all`).
+    /// `:disarm` cancels the armed steps of the node or job on screen (all
+    /// of them with `:disarm all`).
     pub(super) fn disarm_command(&mut self, arg: &str) {
         let node = self.screen().target.clone();
         let ids: Vec<String> = self
@@ -121,7 +121,7 @@ impl App {
             .collect();
         if ids.is_empty() {
             self.flash = Some(
-                ":disarm cancels the armed steps of the node open (:disarm all, :disarm ID): none here"
+                ":disarm cancels the armed steps of the node or job open (:disarm all, :disarm ID): none here"
                     .into(),
             );
             return;
@@ -134,9 +134,18 @@ impl App {
 
     /// The armed steps on `node`, each with what it waits for now.
     pub fn armed_on(&self, node: &str) -> Vec<(String, String)> {
+        self.armed_where(|a| crate::engine::armed::on_node(a, node))
+    }
+
+    /// The armed steps acting on job `id` ("preempt after its checkpoint").
+    pub fn armed_for_job(&self, id: &str) -> Vec<(String, String)> {
+        self.armed_where(|a| !a.action.on_node() && a.action.target() == id)
+    }
+
+    fn armed_where(&self, pick: impl Fn(&Armed) -> bool) -> Vec<(String, String)> {
         self.armed
             .iter()
-            .filter(|a| crate::engine::armed::on_node(a, node))
+            .filter(|a| pick(a))
             .map(|a| {
                 let status = match due(a, &self.cluster) {
                     Due::Wait(w) => format!("waiting for {w}"),

@@ -116,16 +116,7 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
         ]));
     }
     out.extend(history_line(a, node, theme));
-    for (plan, status) in app.armed_on(node) {
-        out.push(Line::from(vec![
-            label("armed", theme),
-            Span::styled(sanitize(&plan).into_owned(), theme.warn()),
-            Span::styled(
-                format!(" — {} (:disarm cancels)", sanitize(&status)),
-                theme.dim(),
-            ),
-        ]));
-    }
+    out.extend(armed_lines(app.armed_on(node), theme));
     out.push(drain);
     if let Some(FocusAnswer::Node {
         name,
@@ -141,6 +132,23 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
 
 /// A node's hardware faults this month, when there are two or more of a
 /// kind (one is the incident's own line): a repeat offender goes to repair.
+/// An armed step a line: what, and what it waits for.
+fn armed_lines(armed: Vec<(String, String)>, theme: Theme) -> Vec<Line<'static>> {
+    armed
+        .into_iter()
+        .map(|(plan, status)| {
+            Line::from(vec![
+                label("armed", theme),
+                Span::styled(sanitize(&plan).into_owned(), theme.warn()),
+                Span::styled(
+                    format!(" — {} (:disarm cancels)", sanitize(&status)),
+                    theme.dim(),
+                ),
+            ])
+        })
+        .collect()
+}
+
 fn history_line(
     a: &crate::engine::analysis::Analysis,
     node: &str,
@@ -263,7 +271,7 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
     if fid != id {
         return vec![pending(theme)];
     }
-    let mut lines = Vec::new();
+    let mut lines = armed_lines(app.armed_for_job(id), theme);
     if let Some(w) = why {
         lines.push(Line::from(vec![Span::styled(
             " why it waits",

@@ -241,6 +241,14 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     let now = Instant::now();
     a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
     a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    // Nothing was armed before this console.
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Armed {
+            armed: Vec::new(),
+            news: Vec::new(),
+        }),
+        now,
+    );
     let an = Analysis::compute(
         &c,
         None,
@@ -275,18 +283,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         other => panic!("{other:?}"),
     };
     assert!(matches!(&action, Action::Preempt { job, grace_s: None } if job == "4701"));
-    let mut term =
-        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).expect("term");
-    term.draw(|f| crate::views::render(f, &a)).expect("draw");
-    let buf = term.backend().buffer().clone();
-    let screen: String = (0..buf.area.height)
-        .map(|y| {
-            (0..buf.area.width)
-                .map(|x| buf[(x, y)].symbol().to_string())
-                .collect::<String>()
-                + "\n"
-        })
-        .collect();
+    let screen = drawn(&a);
     assert!(
         screen.contains(
             "not sent now: confirming arms it — preempt 4701 after the checkpoint of job 4701"
@@ -332,4 +329,56 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     };
     assert_eq!(jobs[0].job, "4701");
     assert!(a.modal.is_none(), "{:?}", a.modal);
+    // The job's screen shows it with what it waits for; :disarm there
+    // cancels it.
+    let armed = crate::model::Armed {
+        id: "a7".into(),
+        action: Action::Preempt {
+            job: "4701".into(),
+            grace_s: None,
+        },
+        when,
+        armed_at: c.time,
+        cluster: c.name.clone(),
+    };
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Armed {
+            armed: vec![armed],
+            news: Vec::new(),
+        }),
+        now,
+    );
+    command(&mut a, "job 4701");
+    let screen = drawn(&a);
+    assert!(
+        screen.contains(
+            "preempt 4701 after the checkpoint of job 4701 — waiting for job 4701's checkpoint"
+        ),
+        "{screen}"
+    );
+    a.effects.clear();
+    command(&mut a, "disarm");
+    assert!(
+        a.sent()
+            .iter()
+            .any(|r| matches!(r, Request::Cancel { ids, .. } if ids == &["a7".to_string()])),
+        "{:?}",
+        a.sent()
+    );
+}
+
+/// The screen as a 160×50 terminal shows it, a line each.
+fn drawn(a: &App) -> String {
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).expect("term");
+    term.draw(|f| crate::views::render(f, a)).expect("draw");
+    let buf = term.backend().buffer().clone();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_string())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
 }
