@@ -388,7 +388,7 @@ pub const HELP: &[(&str, &str)] = &[
     (":reason TEXT", "change the selected node's drain reason"),
     (
         ":disarm :disarm all",
-        "cancel the armed steps of the node open (or all)",
+        "cancel the armed steps of the node or job open (or all)",
     ),
     ("u (after an action)", "undo it, through its own preview"),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
