@@ -120,6 +120,31 @@ struct PreviewJson<'a> {
     undo_command: Option<String>,
 }
 
+/// The guard's preview of `action` on the snapshot just read (its data
+/// 0 s old), the executor prepared for it, printed as `act` asks.
+pub(crate) fn preview_now(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+    executor: &Executor,
+    log: &AuditLog,
+    (cluster, base): (&Cluster, &crate::engine::analysis::Base),
+    action: &Action,
+    act: &ActArgs,
+) -> Preview {
+    rt.block_on(executor.prepare(action));
+    guard::preview(
+        action,
+        cluster,
+        base,
+        Duration::ZERO,
+        &settings.policy,
+        log,
+        act.force,
+        Ok(executor),
+        &settings.site,
+    )
+}
+
 pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
     match format {
         Format::Json => {
@@ -187,17 +212,14 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
         &settings.site,
         &settings.xid_catalog,
     );
-    rt.block_on(executor.prepare(&action));
-    let p = guard::preview(
-        &action,
-        &cluster,
-        &base,
-        Duration::ZERO,
-        &settings.policy,
+    let p = preview_now(
+        settings,
+        &rt,
+        &executor,
         &log,
-        act.force,
-        Ok(&executor),
-        &settings.site,
+        (&cluster, &base),
+        &action,
+        act,
     );
     print_preview(&p, act.output)?;
     // Nothing to do is not an error: nothing was sent, as asked.

@@ -4,7 +4,7 @@
 //! guard, its rules checked again then — with no terminal, so the on-call
 //! can go back to sleep.
 
-use crate::action_commands::{connect, print_preview, runtime};
+use crate::action_commands::{connect, preview_now, print_preview, runtime};
 use crate::actions::audit::AuditLog;
 use crate::actions::executor::Executor;
 use crate::actions::follow::{self, Fired, Firing};
@@ -58,17 +58,14 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         node: node.clone(),
         reason: format!("{reason}{}", crate::model::AFTER_CHECKPOINT),
     };
-    rt.block_on(executor.prepare(&cordon));
-    let p = guard::preview(
-        &cordon,
-        &cluster,
-        &base,
-        Duration::ZERO,
-        &settings.policy,
+    let p = preview_now(
+        settings,
+        &rt,
+        &executor,
         &log,
-        act.force,
-        Ok(&executor),
-        &settings.site,
+        (&cluster, &base),
+        &cordon,
+        act,
     );
     print_preview(&p, act.output)?;
     let plan = Armed {
@@ -160,17 +157,14 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     if !jobs.contains(&job) {
         jobs.insert(0, job.clone());
     }
-    rt.block_on(executor.prepare(&action));
-    let p = guard::preview(
-        &action,
-        &cluster,
-        &base,
-        Duration::ZERO,
-        &settings.policy,
+    let p = preview_now(
+        settings,
+        &rt,
+        &executor,
         &log,
-        act.force,
-        Ok(&executor),
-        &settings.site,
+        (&cluster, &base),
+        &action,
+        act,
     );
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);

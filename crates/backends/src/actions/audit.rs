@@ -194,19 +194,24 @@ impl AuditLog {
         }
     }
 
+    /// `<audit log><suffix>`, opened to be locked (never through a link).
+    fn lock_file(&self, suffix: &str) -> Result<std::fs::File, AuditError> {
+        create_dir_of(&self.path)?;
+        let mut lock_path = self.path.clone().into_os_string();
+        lock_path.push(suffix);
+        no_follow(OpenOptions::new().create(true).truncate(false).write(true))
+            .open(&lock_path)
+            .map_err(|e| AuditError::LockOpen {
+                path: lock_path,
+                source: Arc::new(e),
+            })
+    }
+
     /// The lock held while an armed step is sent (`<audit log>.fire`): a
     /// console and `nightshift follow` sharing the log never both send one.
     /// `None` when another nightshift holds it now (it is sending).
     pub fn firing(&self) -> Result<Option<std::fs::File>, AuditError> {
-        create_dir_of(&self.path)?;
-        let mut lock_path = self.path.clone().into_os_string();
-        lock_path.push(".fire");
-        let lock = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
-            .open(&lock_path)
-            .map_err(|e| AuditError::LockOpen {
-                path: lock_path.clone(),
-                source: Arc::new(e),
-            })?;
+        let lock = self.lock_file(".fire")?;
         match lock.try_lock() {
             Ok(()) => Ok(Some(lock)),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -218,15 +223,7 @@ impl AuditLog {
     /// policy check and the intent it allows are one step for every
     /// nightshift on this machine sharing the log.
     pub fn locked<T>(&self, f: impl FnOnce() -> T) -> Result<T, AuditError> {
-        create_dir_of(&self.path)?;
-        let mut lock_path = self.path.clone().into_os_string();
-        lock_path.push(".lock");
-        let lock = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
-            .open(&lock_path)
-            .map_err(|e| AuditError::LockOpen {
-                path: lock_path.clone(),
-                source: Arc::new(e),
-            })?;
+        let lock = self.lock_file(".lock")?;
         lock.lock().map_err(|e| AuditError::Lock(Arc::new(e)))?;
         let out = f();
         // Dropping the file releases the lock.

@@ -584,14 +584,23 @@ mod screens;
 /// The confirmation of a drain: the dialog with its preview, as the runner
 /// answers it.
 fn drain_dialog(a: &mut App) {
-    use crate::actions::guard::Preview;
     command(a, "incidents");
     press(a, "D");
     let action = match &a.modal {
         Some(Modal::Confirm { action, .. }) => action.clone(),
         other => panic!("no confirm dialog: {other:?}"),
     };
-    let p = Preview {
+    let p = preview_typed(action, "h100-03");
+    a.take_in(
+        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        a.now,
+    );
+    a.effects.clear();
+}
+
+/// The runner's preview of `action`: nothing refused, `token` to type.
+fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview {
+    crate::actions::guard::Preview {
         action,
         blast: None,
         summary: String::new(),
@@ -599,19 +608,14 @@ fn drain_dialog(a: &mut App) {
         no_op: false,
         refusal: None,
         undo: None,
-        token: Some("h100-03".into()),
+        token: Some(token.into()),
         warnings: Vec::new(),
         forced: false,
         domain_remedy: false,
         incident: None,
         node_in_service: true,
         cluster: None,
-    };
-    a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
-        a.now,
-    );
-    a.effects.clear();
+    }
 }
 
 fn sent_a_run(a: &App) -> bool {

@@ -37,14 +37,7 @@ fn the_grid_keeps_a_domains_nodes_together() {
 /// action); a step refused or cancelled ends the chain.
 #[test]
 fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
-    let mut a =
-        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
-    let mut sim = Sim::new(SimConfig::default()).expect("sim");
-    sim.advance(1230);
-    let c = Arc::new(sim.snapshot());
-    let now = Instant::now();
-    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
-    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    let (mut a, _, c, now) = console_at(1230);
     let an = Analysis::compute(
         &c,
         None,
@@ -111,14 +104,7 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
 /// nothing.
 #[test]
 fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
-    let mut a =
-        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
-    let mut sim = Sim::new(SimConfig::default()).expect("sim");
-    sim.advance(100);
-    let c = Arc::new(sim.snapshot());
-    let now = Instant::now();
-    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
-    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    let (mut a, mut sim, c, now) = console_at(100);
     // The first snapshot asked for what was armed before: nothing.
     assert!(
         a.sent()
@@ -233,14 +219,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
 #[test]
 fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     use crate::actions::runner::Request;
-    let mut a =
-        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
-    let mut sim = Sim::new(SimConfig::default()).expect("sim");
-    sim.advance(100);
-    let c = Arc::new(sim.snapshot());
-    let now = Instant::now();
-    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
-    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    let (mut a, _, c, now) = console_at(100);
     // Nothing was armed before this console.
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Armed {
@@ -290,22 +269,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         ),
         "{screen}"
     );
-    let p = crate::actions::guard::Preview {
-        action,
-        blast: None,
-        summary: String::new(),
-        calls: Vec::new(),
-        no_op: false,
-        refusal: None,
-        undo: None,
-        token: Some("4701".into()),
-        warnings: Vec::new(),
-        forced: false,
-        domain_remedy: false,
-        incident: None,
-        node_in_service: true,
-        cluster: None,
-    };
+    let p = preview_typed(action, "4701");
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
         now,
@@ -381,4 +345,18 @@ fn drawn(a: &App) -> String {
                 + "\n"
         })
         .collect()
+}
+
+/// A console on the simulated night `secs` in: its first snapshot taken,
+/// the scheduler fresh.
+fn console_at(secs: u64) -> (App, Sim, Arc<crate::model::Cluster>, Instant) {
+    let mut a =
+        App::new("sim", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(secs);
+    let c = Arc::new(sim.snapshot());
+    let now = Instant::now();
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
+    (a, sim, c, now)
 }
