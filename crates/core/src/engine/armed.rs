@@ -14,8 +14,23 @@ pub enum Due {
 }
 
 /// The trigger "after the checkpoint" of the jobs a drain of `node` would
-/// end: each job's last checkpoint now, to be seen moving.
+/// end: each job's last checkpoint now, to be seen moving; at the latest
+/// one interval after the last of them is due (the next checkpoint, or now
+/// when it is overdue) — none when a job's interval is not known.
 pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
+    let by = jobs
+        .iter()
+        .map(|id| {
+            let j = c.job(id)?;
+            let every = j.checkpoint.interval_s? as Timestamp;
+            let due = j
+                .checkpoint
+                .last
+                .map_or(c.time, |l| (l + every).max(c.time));
+            Some(due + every)
+        })
+        .collect::<Option<Vec<_>>>()
+        .and_then(|t| t.into_iter().max());
     Trigger::Checkpoints {
         jobs: jobs
             .iter()
@@ -24,6 +39,7 @@ pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
                 ckpt_last: c.job(id).and_then(|j| j.checkpoint.last),
             })
             .collect(),
+        by,
     }
 }
 
@@ -38,7 +54,7 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
             text::clock(*time),
             text::duration(time - c.time)
         )),
-        Trigger::Checkpoints { jobs } => {
+        Trigger::Checkpoints { jobs, by } => {
             let mut waiting = Vec::new();
             let mut done = Vec::new();
             for m in jobs {
@@ -70,10 +86,19 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
                     _ => done.push(format!("job {} no longer runs", m.job)),
                 }
             }
-            if waiting.is_empty() {
-                Due::Fire(done.join(", "))
-            } else {
-                Due::Wait(waiting.join(", "))
+            match by {
+                _ if waiting.is_empty() => Due::Fire(done.join(", ")),
+                Some(by) if c.time >= *by => Due::Fire(format!(
+                    "no checkpoint by {} ({}): sent anyway",
+                    text::clock(*by),
+                    waiting.join(", ")
+                )),
+                Some(by) => Due::Wait(format!(
+                    "{}; at the latest {}",
+                    waiting.join(", "),
+                    text::clock(*by)
+                )),
+                None => Due::Wait(waiting.join(", ")),
             }
         }
     }
@@ -84,8 +109,8 @@ pub fn describe(a: &Armed) -> String {
     let what = format!("{} {}", a.action.verb(), a.action.target());
     match &a.when {
         Trigger::At { time } => format!("{what} at {}", text::clock(*time)),
-        Trigger::Checkpoints { jobs } if jobs.is_empty() => what,
-        Trigger::Checkpoints { jobs } => {
+        Trigger::Checkpoints { jobs, .. } if jobs.is_empty() => what,
+        Trigger::Checkpoints { jobs, .. } => {
             let ids: Vec<&str> = jobs.iter().map(|m| m.job.as_str()).collect();
             format!(
                 "{what} after the checkpoint of job{} {}",
@@ -143,6 +168,26 @@ mod tests {
         Arc::make_mut(&mut later.jobs[j]).checkpoint.last = Some(NOW + 300);
         later.time = NOW + 310;
         assert!(matches!(due(&a, &later), Due::Fire(w) if w.contains("checkpointed")));
+        // Or it never came: an interval after it was due (02:53:30 + 30m
+        // here), the step goes anyway.
+        let Trigger::Checkpoints { by, .. } = &a.when else {
+            panic!("{:?}", a.when)
+        };
+        assert_eq!(*by, Some(NOW + 300 + 1800));
+        match due(&a, &c) {
+            Due::Wait(w) => assert!(
+                w.ends_with(&format!("; at the latest {}", text::clock(NOW + 2100))),
+                "{w}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let mut hung = c.clone();
+        hung.time = NOW + 2100;
+        assert!(
+            matches!(due(&a, &hung), Due::Fire(w) if w.contains("sent anyway")),
+            "{:?}",
+            due(&a, &hung)
+        );
         // Or the job is gone.
         let mut gone = c.clone();
         gone.jobs.clear();

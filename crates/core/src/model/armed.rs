@@ -17,8 +17,14 @@ pub const AFTER_CHECKPOINT: &str = ": drain after checkpoint";
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Trigger {
     /// Each job's checkpoint is newer than when the step was armed (its
-    /// `ckpt_last` moved), or the job no longer runs.
-    Checkpoints { jobs: Vec<JobMark> },
+    /// `ckpt_last` moved), or the job no longer runs — or, at the latest,
+    /// `by`: a checkpoint that has not come an interval after it was due
+    /// will not come (the job hangs), and the step goes anyway.
+    Checkpoints {
+        jobs: Vec<JobMark>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Timestamp>,
+    },
     /// This time has come.
     At { time: Timestamp },
 }

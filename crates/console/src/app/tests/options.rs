@@ -166,7 +166,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         })
         .expect("the drain armed");
     assert!(matches!(&action, Action::Drain { node, requeue: true, .. } if node == "h100-05"));
-    let crate::model::Trigger::Checkpoints { jobs } = &when else {
+    let crate::model::Trigger::Checkpoints { jobs, .. } = &when else {
         panic!("{when:?}");
     };
     assert_eq!(jobs[0].job, "4701");
@@ -288,7 +288,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
             _ => None,
         })
         .expect("the preempt armed");
-    let crate::model::Trigger::Checkpoints { jobs } = &when else {
+    let crate::model::Trigger::Checkpoints { jobs, .. } = &when else {
         panic!("{when:?}");
     };
     assert_eq!(jobs[0].job, "4701");
