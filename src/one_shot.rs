@@ -51,6 +51,8 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
             crate::text::warn(&format!("{}: {q}", o.name()));
         }
     }
+    // A fleet's broken hosts' weeks came with the poll.
+    let fleet_faults = crate::sources::endpoints::named(poll.faults.clone(), &base, &e.hosts);
     let latest = crate::sources::endpoints::Latest::from(poll);
     let mut xids = crate::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&latest.readings, &base, &e.hosts);
@@ -58,6 +60,7 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
     if let Some(url) = &e.prometheus {
         xids.faults = prometheus_faults(url, e, &base)?;
     }
+    xids.faults.extend(fleet_faults);
     let now = crate::host::now();
     Ok(crate::sources::endpoints::merged(
         &base, &latest, e, &xids, now,
@@ -86,14 +89,8 @@ fn prometheus_faults(
         crate::sources::endpoints::fault_history(&p, crate::host::now(), e.fault_window_s, small)
             .await
     });
-    let known = crate::sources::dcgm::merge::node_index(base);
     match faults {
-        Ok(mut f) => {
-            for x in &mut f {
-                x.node = e.hosts.node_for(&x.node, &known).to_string();
-            }
-            Ok(f)
-        }
+        Ok(f) => Ok(crate::sources::endpoints::named(f, base, &e.hosts)),
         Err(w) => {
             crate::text::warn(&w);
             Ok(Vec::new())

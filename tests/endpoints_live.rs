@@ -945,4 +945,21 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
     assert!(h8["repeat_offender"].is_null(), "{h8:#}");
     // Nodes with nothing in the window have no history.
     assert!(history(&nodes, "gpu-001").is_null());
+
+    // The same server read as a fleet (96 GPUs > 8): the weeks of the
+    // broken host alone are asked — gpu-007 still has its three; gpu-008,
+    // healthy now, is not asked (its history is what nightshift saw).
+    let fleet = get(&["--prometheus-every-gpu-max", "8", "get", "nodes"]).expect("json");
+    let h = history(&fleet, "gpu-007");
+    assert_eq!(h["faults"][0]["count"], 3, "{h:#}");
+    assert!(h["repeat_offender"].is_string(), "{h:#}");
+    assert!(history(&fleet, "gpu-008").is_null(), "{fleet:#}");
+    assert!(
+        fleet["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|n| n["gpu_summary"].is_object()),
+        "read as a fleet: {fleet:#}"
+    );
 }

@@ -102,6 +102,9 @@ pub struct Poll {
     /// Per endpoint that answered slowly or in part: what to say in the
     /// header; `None` for one that answered whole and in time.
     pub quality: Vec<(Origin, Option<String>)>,
+    /// A fleet's hosts' weeks of hardware faults, asked this round for the
+    /// hosts newly broken or opened (by host, as Prometheus names them).
+    pub faults: Vec<crate::model::PastFault>,
 }
 
 impl Poller {
@@ -317,6 +320,22 @@ fn start_backfill(
     Some(brx)
 }
 
+/// Faults named by host, named as the scheduler names its nodes.
+pub fn named(
+    mut faults: Vec<crate::model::PastFault>,
+    base: &Cluster,
+    hosts: &HostMap,
+) -> Vec<crate::model::PastFault> {
+    if faults.is_empty() {
+        return faults;
+    }
+    let known = super::dcgm::merge::node_index(base);
+    for f in &mut faults {
+        f.node = hosts.node_for(&f.node, &known).to_string();
+    }
+    faults
+}
+
 /// The GPUs' hardware faults over `window_s` (by host), or why not: a
 /// fleet's (`small` false) would have the server read every GPU's weeks.
 pub async fn fault_history(
@@ -327,7 +346,7 @@ pub async fn fault_history(
 ) -> Result<Vec<crate::model::PastFault>, String> {
     if !small {
         return Err(
-            "a fleet: no fault history (its weeks of every GPU are too much to ask; counted from what nightshift sees)"
+            "a fleet: the weeks of faults of its broken and opened nodes alone (every GPU's weeks are too much to ask)"
                 .into(),
         );
     }
@@ -460,6 +479,10 @@ pub fn spawn(
                             tracing::warn!("node endpoints: {n}");
                         }
                         let (polled, quality) = (std::mem::take(&mut p.polled), std::mem::take(&mut p.quality));
+                        let faults = named(std::mem::take(&mut p.faults), &base, &e.hosts);
+                        if !faults.is_empty() {
+                            Arc::make_mut(&mut watch).faults.extend(faults);
+                        }
                         latest = Arc::new(Latest::from(p));
                         watch = observe(&base, &latest, watch, &e).await;
                         for (origin, err) in polled {

@@ -33,6 +33,12 @@ pub(super) struct PromPoller {
     full: BTreeMap<HostKey, Vec<Reading>>,
     /// The fleet path's nodes with a spinning GPU, as last asked.
     spinning: BTreeSet<HostKey>,
+    /// The fleet path's nodes with a broken GPU, as last asked.
+    broken: BTreeSet<HostKey>,
+    /// The fleet path's hosts whose weeks of faults were asked (once each).
+    history_asked: BTreeSet<HostKey>,
+    /// How far back those weeks go (`[engine] repeat_offender`'s window).
+    fault_window_s: i64,
     /// GPUs on the server, as the aggregates last said.
     gpus: u64,
     /// Refreshes since the aggregates were last asked for.
@@ -54,6 +60,9 @@ impl PromPoller {
             aggregates: Vec::new(),
             full: BTreeMap::new(),
             spinning: BTreeSet::new(),
+            broken: BTreeSet::new(),
+            history_asked: BTreeSet::new(),
+            fault_window_s: e.fault_window_s,
             gpus: 0,
             round: 0,
             whole_first: false,
@@ -72,6 +81,7 @@ impl PromPoller {
         let mut warned = Vec::new();
         let answered = self.read(base, open, hosts, &mut warned).await;
         let took = started.elapsed();
+        self.ask_fault_history(base, open, hosts, out).await;
         if self.is_fleet() {
             tracing::debug!(
                 "prometheus refresh (fleet): {took:?}, {} nodes read per GPU",
@@ -141,6 +151,45 @@ impl PromPoller {
                 .push(format!("{}: the opened node's GPUs: {e}", self.url)),
         }
         true
+    }
+
+    /// On a fleet, the weeks of hardware faults of the hosts with a broken
+    /// GPU and of the opened nodes, each host asked once, from the second
+    /// refresh on (the first screen waits for none of it; a one-shot
+    /// command asks at once): the server reads those hosts' series alone.
+    /// A healthy node's history on a fleet is what nightshift saw (events,
+    /// the audit log, a recording).
+    async fn ask_fault_history(
+        &mut self,
+        base: &Cluster,
+        open: &[String],
+        hosts: &HostMap,
+        out: &mut Poll,
+    ) {
+        if !self.is_fleet() || (self.round <= 1 && !self.whole_first) {
+            return;
+        }
+        let mut keys = self.broken.clone();
+        keys.extend(self.keys_of(base, open, hosts));
+        keys.retain(|k| !self.history_asked.contains(k));
+        if keys.is_empty() {
+            return;
+        }
+        match self
+            .client
+            .fault_history_of(crate::host::now(), self.fault_window_s, &keys)
+            .await
+        {
+            Ok(faults) => {
+                self.history_asked.extend(keys);
+                out.faults.extend(faults);
+            }
+            Err(e) => out.notes.push(format!(
+                "{}: no fault history of {} host(s): {e}",
+                self.url,
+                keys.len()
+            )),
+        }
     }
 
     /// The readings (and aggregates) as the newest answers left them.
@@ -235,6 +284,7 @@ impl PromPoller {
         };
         let (mut wanted, w) = fleet::hosts_from(&body?)?;
         warned.extend(w);
+        self.broken = wanted.clone();
         wanted.extend(self.spinning.iter().cloned());
         // Their jobs' other nodes, and the opened ones.
         let problem_nodes: std::collections::HashSet<String> = {

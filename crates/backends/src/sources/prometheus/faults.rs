@@ -103,17 +103,44 @@ impl Prometheus {
         end: Timestamp,
         window_s: i64,
     ) -> Result<Vec<PastFault>, PromError> {
+        self.faults_asked(end, window_s, |family| vec![format!("{family} > 0")])
+            .await
+    }
+
+    /// The same for these hosts alone: a fleet's server reads their
+    /// series, never every GPU's weeks.
+    pub async fn fault_history_of(
+        &self,
+        end: Timestamp,
+        window_s: i64,
+        keys: &std::collections::BTreeSet<super::fleet::HostKey>,
+    ) -> Result<Vec<PastFault>, PromError> {
+        self.faults_asked(end, window_s, |family| {
+            super::fleet::fault_queries(family, keys)
+        })
+        .await
+    }
+
+    /// Each family's queries (`queries(family)`) over the window.
+    async fn faults_asked(
+        &self,
+        end: Timestamp,
+        window_s: i64,
+        queries: impl Fn(&str) -> Vec<String>,
+    ) -> Result<Vec<PastFault>, PromError> {
         let step = step_for(window_s);
         let mut out = Vec::new();
         for (family, of) in FAMILIES {
-            let params = [
-                ("query", format!("{family} > 0")),
-                ("start", (end - window_s).to_string()),
-                ("end", end.to_string()),
-                ("step", step.to_string()),
-            ];
-            let body = self.get_json("query_range", &params).await?;
-            out.extend(faults_of(&body, *of, step)?);
+            for query in queries(family) {
+                let params = [
+                    ("query", query),
+                    ("start", (end - window_s).to_string()),
+                    ("end", end.to_string()),
+                    ("step", step.to_string()),
+                ];
+                let body = self.get_json("query_range", &params).await?;
+                out.extend(faults_of(&body, *of, step)?);
+            }
         }
         out.sort_by_key(|f| f.time);
         Ok(out)

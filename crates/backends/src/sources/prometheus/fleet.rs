@@ -286,6 +286,15 @@ pub fn xid_history_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
     })
 }
 
+/// `family`'s non-zero samples for these hosts alone (their fault
+/// history: issue 29), one query per label and per `HOSTS_PER_QUERY`.
+pub fn fault_queries(family: &str, keys: &BTreeSet<HostKey>) -> Vec<String> {
+    per_label(keys, |label, values| {
+        let alts: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
+        format!(r#"{family}{{{label}=~"{}"}} > 0"#, alts.join("|"))
+    })
+}
+
 /// One query per label that names hosts and per `HOSTS_PER_QUERY` of them.
 fn per_label(keys: &BTreeSet<HostKey>, query: impl Fn(&str, &[&str]) -> String) -> Vec<String> {
     let mut by_label: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
