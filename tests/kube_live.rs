@@ -1061,6 +1061,18 @@ fn run_check_job(lab: &KubeLab, node: &str, verdict: &str) {
         file.to_str().expect("path"),
     ]);
     assert!(made.status.success(), "{}", text(&made));
+    // As kube-apiserver answers a second create of the same name.
+    let again = lab.kubectl(&[
+        "create",
+        "--validate=false",
+        "-f",
+        file.to_str().expect("path"),
+    ]);
+    assert!(
+        !again.status.success() && text(&again).contains("AlreadyExists"),
+        "{}",
+        text(&again)
+    );
     let status = serde_json::json!({"status": {"phase": phase, "containerStatuses": [{
         "name": "check", "ready": false, "restartCount": 0,
         "state": {"terminated": {"exitCode": exit,
