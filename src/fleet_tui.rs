@@ -37,6 +37,7 @@ fn start(
     let source = crate::actions::audit::with_history(
         source,
         crate::actions::audit::AuditLog::new(s.audit_log.clone()),
+        s.cluster.clone(),
     );
     let (focus_tx, focus_rx) = watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, mut action_rx) = mpsc::channel(8);

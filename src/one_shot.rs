@@ -17,11 +17,16 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 /// `base` (the scheduler's snapshot) with the endpoints' readings, once,
 /// and the audit log's faults in its history.
 pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster, String> {
-    base.history.extend(
-        crate::actions::audit::AuditLog::new(settings.audit_log.clone())
-            .reading()
-            .faults(),
-    );
+    let names: Vec<&str> = settings
+        .cluster
+        .iter()
+        .map(String::as_str)
+        .chain([base.name.as_str()])
+        .collect();
+    let audited = crate::actions::audit::AuditLog::new(settings.audit_log.clone())
+        .reading()
+        .faults(&names);
+    base.history.extend(audited);
     let e = &settings.endpoints;
     if e.is_empty() {
         return Ok(base);

@@ -137,6 +137,7 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
         None => crate::actions::audit::with_history(
             source,
             crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+            settings.cluster.clone(),
         ),
     };
     let result = console(settings, source, control, replay, kpis, open_tx).await;

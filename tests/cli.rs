@@ -1296,13 +1296,19 @@ fn earlier_drains_in_the_audit_log_make_a_repeat_offender() {
     let t = now["time"].as_i64().expect("time");
     let mut lines = String::new();
     // Twenty and nine days ago; the second incident was cordoned, then
-    // drained five hours later: one fault, not two.
-    let intents = [(20i64, 0, "open"), (9, 0, "open"), (9, 5, "remedied")];
-    for (i, (days, hours, stage)) in intents.into_iter().enumerate() {
+    // drained five hours later: one fault, not two. Another cluster's
+    // h100-03 (the log is shared) is not this one.
+    let intents = [
+        (20i64, 0, "open", "sim-16"),
+        (9, 0, "open", "sim-16"),
+        (9, 5, "remedied", "sim-16"),
+        (4, 0, "open", "gpu-east"),
+    ];
+    for (i, (days, hours, stage, cluster)) in intents.into_iter().enumerate() {
         let incident = format!("e{days} XID 79 on h100-03 GPU 3 ({stage})");
         let r = serde_json::json!({"id": format!("old-{i}"), "phase": "intent",
             "time": t - days * 86_400 + hours * 3600,
-            "operator": "oncall", "scheduler_user": null, "host": "h", "cluster": "sim-16",
+            "operator": "oncall", "scheduler_user": null, "host": "h", "cluster": cluster,
             "source": "sim", "action": "drain", "target": "h100-03", "reason": "xid 79",
             "preview": "p", "incident": incident, "outcome": null});
         lines.push_str(&format!("{r}\n"));

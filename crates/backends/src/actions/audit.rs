@@ -277,12 +277,14 @@ impl Reading {
     /// the open incident it acted on (`e2 XID 79 on h100-03 GPU 3 (open)`),
     /// so a node's drains and cordons are part of its history. One incident
     /// acted on several times (cordoned, drained after its checkpoint,
-    /// validated) is one fault, at its first intent.
-    pub fn faults(&self) -> Vec<crate::model::PastFault> {
+    /// validated) is one fault, at its first intent. Only the records of
+    /// `clusters` (the names the cluster is audited under): a log shared by
+    /// several clusters may name the same node in each.
+    pub fn faults(&self, clusters: &[&str]) -> Vec<crate::model::PastFault> {
         let mut seen = std::collections::HashSet::new();
         self.records
             .iter()
-            .filter(|r| r.phase == "intent")
+            .filter(|r| r.phase == "intent" && clusters.contains(&r.cluster.as_str()))
             .filter_map(|r| {
                 let incident = r.incident.as_deref()?;
                 // The stage (`(open)`, `(remedied)`) changes; the rest names it.
@@ -374,25 +376,31 @@ fn fault_of_incident(incident: &str, time: i64) -> Option<crate::model::PastFaul
 
 /// Adds the audit log's faults to each snapshot's history (`Cluster::history`),
 /// re-reading the log only when it has grown: the console's history of a
-/// node includes what nightshift was used to act on.
+/// node includes what nightshift was used to act on — on this cluster (its
+/// name in `[[clusters]]`, `cluster`, or the snapshot's own).
 pub fn with_history(
     mut rx: tokio::sync::mpsc::Receiver<crate::sources::Update>,
     log: AuditLog,
+    cluster: Option<String>,
 ) -> tokio::sync::mpsc::Receiver<crate::sources::Update> {
     let (tx, out) = tokio::sync::mpsc::channel(16);
     tokio::spawn(async move {
-        let mut seen_len: Option<u64> = None;
+        let mut seen: Option<(u64, String)> = None;
         let mut faults: Vec<crate::model::PastFault> = Vec::new();
         while let Some(u) = rx.recv().await {
             let u = match u {
                 crate::sources::Update::Snapshot(c) => {
-                    let len = log_len(&log);
-                    if seen_len != Some(len) {
-                        seen_len = Some(len);
+                    let now = (log_len(&log), c.name.clone());
+                    if seen.as_ref() != Some(&now) {
+                        seen = Some(now);
                         let l = log.clone();
-                        faults = tokio::task::spawn_blocking(move || l.reading().faults())
-                            .await
-                            .unwrap_or_default();
+                        let names: Vec<String> = cluster.iter().chain([&c.name]).cloned().collect();
+                        faults = tokio::task::spawn_blocking(move || {
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            l.reading().faults(&names)
+                        })
+                        .await
+                        .unwrap_or_default();
                     }
                     if faults.is_empty() {
                         crate::sources::Update::Snapshot(c)
@@ -552,5 +560,61 @@ mod incident_tests {
         assert_eq!((f.node.as_str(), f.fault), ("gpu-on-x", Fault::Dbe));
         assert!(fault_of_incident("e3 STALL on h100-01 (open)", 1).is_none());
         assert!(fault_of_incident("garbage", 1).is_none());
+    }
+
+    /// The console's snapshots carry the audit log's faults of their own
+    /// cluster (by the name it is audited under), re-read when the log
+    /// grows.
+    #[test]
+    fn snapshots_gain_their_own_clusters_audited_faults() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::new(dir.path().join("audit.jsonl"));
+        let intent = |id: &str, cluster: &str, node: &str| Record {
+            id: id.into(),
+            phase: "intent".into(),
+            time: 100,
+            operator: "oncall".into(),
+            scheduler_user: None,
+            host: "h".into(),
+            cluster: cluster.into(),
+            source: "slurm".into(),
+            action: "drain".into(),
+            target: node.into(),
+            reason: None,
+            preview: "p".into(),
+            incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
+            warnings: Vec::new(),
+            outcome: None,
+            armed: None,
+            note: None,
+        };
+        log.write(&intent("a", "west", "gpu01")).expect("write");
+        log.write(&intent("b", "east", "gpu02")).expect("write");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            let mut out = with_history(rx, log.clone(), Some("west".into()));
+            let snapshot = || {
+                crate::sources::Update::Snapshot(Arc::new(crate::model::Cluster {
+                    name: "slurm-west".into(),
+                    ..crate::model::Cluster::default()
+                }))
+            };
+            let history = |u: Option<crate::sources::Update>| match u {
+                Some(crate::sources::Update::Snapshot(c)) => {
+                    c.history.iter().map(|f| f.node.clone()).collect::<Vec<_>>()
+                }
+                other => panic!("{other:?}"),
+            };
+            tx.send(snapshot()).await.expect("send");
+            assert_eq!(history(out.recv().await), ["gpu01"]);
+            log.write(&intent("c", "slurm-west", "gpu03"))
+                .expect("write");
+            tx.send(snapshot()).await.expect("send");
+            assert_eq!(history(out.recv().await), ["gpu01", "gpu03"]);
+        });
     }
 }
