@@ -1121,6 +1121,9 @@ fn a_cordoned_node_is_validated_by_a_pinned_job_then_uncordoned_or_kept_out() {
     let runs = [("gpu-05", "pass"), ("gpu-07", "fail"), ("gpu-07", "pass")];
     for (node, verdict) in runs {
         assert!(lab.kubectl(&["cordon", node]).status.success());
+        // Cordoned with healthy GPUs: the options offer the check.
+        let opts = text(&lab.nightshift(&["options", node]));
+        assert!(opts.contains("validate (DCGM level"), "{opts}");
         let cfg = lab_config(
             &lab,
             &format!(
