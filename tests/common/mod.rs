@@ -130,6 +130,9 @@ impl Tmux {
     pub fn type_confirmation(&self, text: &str) {
         self.keys(&["-l", text]);
         self.expect(&format!("{text}▏"));
+        // A hand's pause: tmux can read the screen and send the enter
+        // within the console's paste window (15 ms) of the last character.
+        std::thread::sleep(Duration::from_millis(100));
         self.keys(&["Enter"]);
     }
 
