@@ -419,24 +419,9 @@ fn nightshift_cordons_drains_and_requeues_through_the_guard_and_kubectl_sees_it(
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains(r#"PATCH /apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/pytorchjob-llm-pretrain-5f2a1 {"spec":{"active":false}}"#), "{t}");
-    let w = lab.kubectl_json(&[
-        "get",
-        "workload",
-        "-n",
-        "team-a",
-        "pytorchjob-llm-pretrain-5f2a1",
-        "-o",
-        "json",
-    ]);
+    let w = llm_pretrain_workload(&lab);
     assert_eq!(w["spec"]["active"], true, "{w}");
-    assert!(
-        w["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload"),
-        "{w}"
-    );
+    assert!(evicted_inactive(&w), "{w}");
     let pods = lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"]);
     assert!(items(&pods).is_empty(), "{pods}");
     let jobs = get(&lab, "jobs");
@@ -1236,7 +1221,14 @@ fn a_requeue_armed_after_the_checkpoint_is_sent_by_follow_when_the_checkpoint_mo
         t.contains(&format!("fired: job {job} checkpointed at")),
         "{t}"
     );
-    let w = lab.kubectl_json(&[
+    let w = llm_pretrain_workload(&lab);
+    assert!(evicted_inactive(&w), "{w}");
+    assert_eq!(pods(), before - 4, "the gang's pods are gone");
+}
+
+/// team-a/llm-pretrain's Kueue Workload, as kubectl reads it.
+fn llm_pretrain_workload(lab: &KubeLab) -> Value {
+    lab.kubectl_json(&[
         "get",
         "workload",
         "-n",
@@ -1244,14 +1236,14 @@ fn a_requeue_armed_after_the_checkpoint_is_sent_by_follow_when_the_checkpoint_mo
         "pytorchjob-llm-pretrain-5f2a1",
         "-o",
         "json",
-    ]);
-    assert!(
-        w["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload"),
-        "{w}"
-    );
-    assert_eq!(pods(), before - 4, "the gang's pods are gone");
+    ])
+}
+
+/// Whether Kueue evicted the Workload for being deactivated (a requeue).
+fn evicted_inactive(w: &Value) -> bool {
+    w["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload")
 }
