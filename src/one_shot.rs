@@ -31,7 +31,7 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
     if e.is_empty() {
         return Ok(base);
     }
-    let poll = runtime()?.block_on(async {
+    let mut poll = runtime()?.block_on(async {
         let mut p = crate::sources::endpoints::Poller::new(e)?.whole();
         Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
     })?;
@@ -56,49 +56,16 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
             crate::text::warn(&format!("{}: {q}", o.name()));
         }
     }
-    // A fleet's broken hosts' weeks came with the poll.
-    let fleet_faults = crate::sources::endpoints::named(poll.faults.clone(), &base, &e.hosts);
+    // Prometheus's weeks of faults came with the poll.
+    let faults =
+        crate::sources::endpoints::named(std::mem::take(&mut poll.faults), &base, &e.hosts);
     let latest = crate::sources::endpoints::Latest::from(poll);
     let mut xids = crate::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&latest.readings, &base, &e.hosts);
     xids.observe_ports(&latest.ports, &base, &e.hosts);
-    if let Some(url) = &e.prometheus {
-        xids.faults = prometheus_faults(url, e, &base)?;
-    }
-    xids.faults.extend(fleet_faults);
+    xids.faults = faults;
     let now = crate::host::now();
     Ok(crate::sources::endpoints::merged(
         &base, &latest, e, &xids, now,
     ))
-}
-
-/// The GPUs' hardware faults over the repeat-offender window, from
-/// Prometheus, named as the scheduler names its nodes; a server that
-/// cannot say is warned about, never fatal.
-fn prometheus_faults(
-    url: &str,
-    e: &crate::sources::endpoints::Endpoints,
-    base: &Cluster,
-) -> Result<Vec<crate::model::PastFault>, String> {
-    let faults = runtime()?.block_on(async {
-        let p = crate::sources::prometheus::Prometheus::new(url, e.timeout)
-            .map_err(|e| e.to_string())?;
-        let small = p
-            .gpu_count()
-            .await
-            .map_or(true, |n| n <= u64::from(e.prometheus_every_gpu_max));
-        if !small {
-            // A fleet's weeks are not asked (the console says so once).
-            return Ok(Vec::new());
-        }
-        crate::sources::endpoints::fault_history(&p, crate::host::now(), e.fault_window_s, small)
-            .await
-    });
-    match faults {
-        Ok(f) => Ok(crate::sources::endpoints::named(f, base, &e.hosts)),
-        Err(w) => {
-            crate::text::warn(&w);
-            Ok(Vec::new())
-        }
-    }
 }

@@ -807,6 +807,13 @@ fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full
         let round = p.poll(&base, &opened, &e.hosts).await;
         assert_eq!(round.readings.len(), 32);
         assert_eq!(round.aggregates.len(), 20);
+        // The second refresh also asked the broken and opened hosts'
+        // weeks of faults, and the real server took the queries.
+        assert!(
+            !round.notes.iter().any(|n| n.contains("no fault history")),
+            "{:?}",
+            round.notes
+        );
         // A fleet's hour of history: the Xids alone, of the hosts that had
         // one, found by one pass over the hour.
         let client =

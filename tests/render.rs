@@ -648,7 +648,6 @@ fn gpu_history_back_filled_from_prometheus() {
             slots: 120,
             gpus,
             notes: Vec::new(),
-            faults: Vec::new(),
         })),
         Instant::now(),
     );

@@ -308,7 +308,6 @@ mod tests {
             slots: HISTORY_LEN,
             gpus,
             notes: Vec::new(),
-            faults: Vec::new(),
         });
         for early in [false, true] {
             let mut h = History::default();

@@ -40,9 +40,6 @@ pub struct Backfill {
     pub gpus: BTreeMap<(String, u32), GpuBackfill>,
     /// What went wrong or was odd, in a line each (shown to the operator).
     pub notes: Vec<String>,
-    /// The GPUs' hardware faults over the repeat-offender window (by host,
-    /// then by node once renamed).
-    pub faults: Vec<super::PastFault>,
 }
 
 impl Backfill {
@@ -62,15 +59,7 @@ impl Backfill {
         for ((host, gpu), b) in self.gpus {
             gpus.entry((node_for(&host), gpu)).or_insert(b);
         }
-        let mut faults = self.faults;
-        for f in &mut faults {
-            f.node = node_for(&f.node);
-        }
-        Backfill {
-            gpus,
-            faults,
-            ..self
-        }
+        Backfill { gpus, ..self }
     }
 }
 

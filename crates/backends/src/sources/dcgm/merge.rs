@@ -258,8 +258,6 @@ impl HealthWatch {
     /// the history first showed them. The jobs an event names stay those
     /// the scheduler had on the GPU when nightshift read it.
     pub fn learn_history(&mut self, b: &Backfill) {
-        // A fleet's broken hosts' weeks may have come first: kept.
-        self.faults.extend(b.faults.iter().cloned());
         for ((node, gpu), g) in &b.gpus {
             if !g.xids.is_empty() {
                 self.history.insert((node.clone(), *gpu), g.xids.clone());

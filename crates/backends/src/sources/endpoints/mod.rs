@@ -295,7 +295,7 @@ async fn observe(
 /// (`first`); `None` without a Prometheus.
 fn start_backfill(
     poller: &Poller,
-    (every_gpu_max, fault_window_s): (u32, i64),
+    every_gpu_max: u32,
     first: tokio::sync::oneshot::Receiver<()>,
 ) -> Option<mpsc::Receiver<Backfill>> {
     let p = poller.prometheus.as_ref()?.client.clone();
@@ -309,12 +309,7 @@ fn start_backfill(
             .await
             .map_or(true, |n| n <= u64::from(every_gpu_max));
         let now = crate::host::now();
-        let mut b = p.backfill(now, HISTORY_STEP, HISTORY_SLOTS, activity).await;
-        // The nodes that keep failing: their faults over the window.
-        match fault_history(&p, now, fault_window_s, activity).await {
-            Ok(f) => b.faults = f,
-            Err(e) => b.notes.push(e),
-        }
+        let b = p.backfill(now, HISTORY_STEP, HISTORY_SLOTS, activity).await;
         let _ = btx.send(b).await;
     });
     Some(brx)
@@ -334,25 +329,6 @@ pub fn named(
         f.node = hosts.node_for(&f.node, &known).to_string();
     }
     faults
-}
-
-/// The GPUs' hardware faults over `window_s` (by host), or why not: a
-/// fleet's (`small` false) would have the server read every GPU's weeks.
-pub async fn fault_history(
-    p: &crate::sources::prometheus::Prometheus,
-    now: i64,
-    window_s: i64,
-    small: bool,
-) -> Result<Vec<crate::model::PastFault>, String> {
-    if !small {
-        return Err(
-            "a fleet: the weeks of faults of its broken and opened nodes alone (every GPU's weeks are too much to ask)"
-                .into(),
-        );
-    }
-    p.fault_history(now, window_s)
-        .await
-        .map_err(|e| format!("no fault history: {e}"))
 }
 
 /// Polls every `interval`, and the nodes newly opened at once; sends each
@@ -413,11 +389,7 @@ pub fn spawn(
     // The history waits for the first round: on a fleet's server it would
     // compete with the first screen's questions.
     let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
-    let mut brx = start_backfill(
-        &poller,
-        (e.prometheus_every_gpu_max, e.fault_window_s),
-        first_rx,
-    );
+    let mut brx = start_backfill(&poller, e.prometheus_every_gpu_max, first_rx);
     let mut backfill_open = brx.is_some();
     let (htx, mut hrx) = mpsc::channel::<Poll>(2);
     let (base_tx, base_rx) = watch::channel::<Arc<Cluster>>(Arc::default());

@@ -37,6 +37,10 @@ pub(super) struct PromPoller {
     broken: BTreeSet<HostKey>,
     /// The fleet path's hosts whose weeks of faults were asked (once each).
     history_asked: BTreeSet<HostKey>,
+    /// A small cluster's weeks of faults were asked (once).
+    every_history_asked: bool,
+    /// Refreshes so far (the weeks wait for the second).
+    refreshes: u64,
     /// How far back those weeks go (`[engine] repeat_offender`'s window).
     fault_window_s: i64,
     /// GPUs on the server, as the aggregates last said.
@@ -62,6 +66,8 @@ impl PromPoller {
             spinning: BTreeSet::new(),
             broken: BTreeSet::new(),
             history_asked: BTreeSet::new(),
+            every_history_asked: false,
+            refreshes: 0,
             fault_window_s: e.fault_window_s,
             gpus: 0,
             round: 0,
@@ -153,12 +159,13 @@ impl PromPoller {
         true
     }
 
-    /// On a fleet, the weeks of hardware faults of the hosts with a broken
-    /// GPU and of the opened nodes, each host asked once, from the second
-    /// refresh on (the first screen waits for none of it; a one-shot
-    /// command asks at once): the server reads those hosts' series alone.
-    /// A healthy node's history on a fleet is what nightshift saw (events,
-    /// the audit log, a recording).
+    /// The weeks of hardware faults (`[engine] repeat_offender`'s window),
+    /// from the second refresh on (the first screen waits for none of it;
+    /// a one-shot command asks at once). A small cluster's every GPU once;
+    /// on a fleet, the hosts with a broken GPU and the opened nodes, each
+    /// host once — the server reads those hosts' series alone, and a
+    /// healthy node's history is what nightshift saw (events, the audit
+    /// log, a recording). A failed ask is said once, not repeated.
     async fn ask_fault_history(
         &mut self,
         base: &Cluster,
@@ -166,29 +173,37 @@ impl PromPoller {
         hosts: &HostMap,
         out: &mut Poll,
     ) {
-        if !self.is_fleet() || (self.round <= 1 && !self.whole_first) {
+        self.refreshes += 1;
+        if self.refreshes == 1 && !self.whole_first {
             return;
         }
-        let mut keys = self.broken.clone();
-        keys.extend(self.keys_of(base, open, hosts));
-        keys.retain(|k| !self.history_asked.contains(k));
-        if keys.is_empty() {
-            return;
-        }
-        match self
-            .client
-            .fault_history_of(crate::host::now(), self.fault_window_s, &keys)
-            .await
-        {
-            Ok(faults) => {
-                self.history_asked.extend(keys);
-                out.faults.extend(faults);
+        let now = crate::host::now();
+        let (asked, what) = if self.is_fleet() {
+            let mut keys = self.broken.clone();
+            keys.extend(self.keys_of(base, open, hosts));
+            keys.retain(|k| !self.history_asked.contains(k));
+            if keys.is_empty() {
+                return;
             }
-            Err(e) => out.notes.push(format!(
-                "{}: no fault history of {} host(s): {e}",
-                self.url,
-                keys.len()
-            )),
+            let asked = self
+                .client
+                .fault_history_of(now, self.fault_window_s, &keys)
+                .await;
+            let what = format!("{} host(s)", keys.len());
+            self.history_asked.extend(keys);
+            (asked, what)
+        } else {
+            if std::mem::replace(&mut self.every_history_asked, true) {
+                return;
+            }
+            let asked = self.client.fault_history(now, self.fault_window_s).await;
+            (asked, "every GPU".to_string())
+        };
+        match asked {
+            Ok(faults) => out.faults.extend(faults),
+            Err(e) => out
+                .notes
+                .push(format!("{}: no fault history of {what}: {e}", self.url)),
         }
     }
 
