@@ -13,7 +13,7 @@ use crate::actions::policy::Refusal;
 use crate::cli::{Command, Format};
 use crate::config::Settings;
 use crate::engine::analysis::Base;
-use crate::engine::armed::{after_checkpoints, describe};
+use crate::engine::armed::{after_checkpoints, describe, describe_plan};
 use crate::error::CommandError;
 use crate::model::{Action, Armed, Cluster};
 use crate::text::sanitize;
@@ -46,9 +46,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         reason: reason.clone(),
         requeue: true,
     };
-    let jobs: Vec<String> = crate::engine::blast::blast(&cluster, &base, &drain, &settings.site)
-        .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
-        .unwrap_or_default();
+    let jobs = ended_jobs(settings, (&cluster, &base), &drain);
     if jobs.is_empty() {
         return Err(CommandError::Failed(format!(
             "nothing runs on {node}: no checkpoint to wait for; drain it now"
@@ -68,16 +66,10 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         act,
     );
     print_preview(&p, act.output)?;
-    let plan = Armed {
-        id: String::new(),
-        action: drain.clone(),
-        when: after_checkpoints(&cluster, &jobs),
-        armed_at: cluster.time,
-        cluster: who.cluster.clone(),
-    };
+    let when = after_checkpoints(&cluster, &jobs);
     crate::outln!(
         "then armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
-        sanitize(&describe(&plan))
+        sanitize(&describe_plan(&drain, &when))
     );
     if act.dry_run {
         crate::outln!("dry run: nothing sent, nothing armed");
@@ -116,7 +108,25 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
             }
         }
     }
-    let a = follow::arm(&log, &who, drain, plan.when, cluster.time)
+    arm_and_say(&log, &who, drain, when, cluster.time)
+}
+
+/// The jobs `action` ends (whole gangs): what its armed form waits for.
+fn ended_jobs(settings: &Settings, (c, base): (&Cluster, &Base), action: &Action) -> Vec<String> {
+    crate::engine::blast::blast(c, base, action, &settings.site)
+        .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Arms `action` in the audit log and says how to cancel it.
+fn arm_and_say(
+    log: &AuditLog,
+    who: &guard::Who,
+    action: Action,
+    when: crate::model::Trigger,
+    time: i64,
+) -> Result<(), CommandError> {
+    let a = follow::arm(log, who, action, when, time)
         .map_err(|e| CommandError::Failed(e.to_string()))?;
     crate::outln!(
         "armed {}: {} (nightshift disarm {} cancels)",
@@ -150,10 +160,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     }
     let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
     // Every job it ends (the whole gang) is waited for.
-    let mut jobs: Vec<String> =
-        crate::engine::blast::blast(&cluster, &base, &action, &settings.site)
-            .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
-            .unwrap_or_default();
+    let mut jobs = ended_jobs(settings, (&cluster, &base), &action);
     if !jobs.contains(&job) {
         jobs.insert(0, job.clone());
     }
@@ -168,16 +175,9 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     );
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);
-    let plan = Armed {
-        id: String::new(),
-        action: action.clone(),
-        when: when.clone(),
-        armed_at: cluster.time,
-        cluster: who.cluster.clone(),
-    };
     crate::outln!(
         "nothing sent now; armed: {} (`nightshift follow` or the console sends it, through the guard again)",
-        sanitize(&describe(&plan))
+        sanitize(&describe_plan(&action, &when))
     );
     if act.dry_run {
         crate::outln!("dry run: nothing armed");
@@ -201,15 +201,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
             token: t.clone(),
         });
     }
-    let a = follow::arm(&log, &who, action, when, cluster.time)
-        .map_err(|e| CommandError::Failed(e.to_string()))?;
-    crate::outln!(
-        "armed {}: {} (nightshift disarm {} cancels)",
-        short(&a.id),
-        sanitize(&describe(&a)),
-        short(&a.id)
-    );
-    Ok(())
+    arm_and_say(&log, &who, action, when, cluster.time)
 }
 
 /// `nightshift armed`: what waits, oldest first.

@@ -27,17 +27,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some((a, when)) = &app.arm_on_confirm
                 && a == action
             {
-                let plan = crate::model::Armed {
-                    id: String::new(),
-                    action: a.clone(),
-                    when: when.clone(),
-                    armed_at: app.cluster.time,
-                    cluster: app.cluster.name.clone(),
-                };
                 lines.push(Line::styled(
                     format!(
                         "not sent now: confirming arms it — {} (through the guard again then)",
-                        sanitize(&crate::engine::armed::describe(&plan))
+                        sanitize(&crate::engine::armed::describe_plan(a, when))
                     ),
                     theme.alarm(),
                 ));

@@ -106,8 +106,13 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
 
 /// The plan in one line: `drain h100-05 after job 4701's checkpoint`.
 pub fn describe(a: &Armed) -> String {
-    let what = format!("{} {}", a.action.verb(), a.action.target());
-    match &a.when {
+    describe_plan(&a.action, &a.when)
+}
+
+/// `action` armed `when`, in one line, before it is armed.
+pub fn describe_plan(action: &crate::model::Action, when: &Trigger) -> String {
+    let what = format!("{} {}", action.verb(), action.target());
+    match when {
         Trigger::At { time } => format!("{what} at {}", text::clock(*time)),
         Trigger::Checkpoints { jobs, .. } if jobs.is_empty() => what,
         Trigger::Checkpoints { jobs, .. } => {
