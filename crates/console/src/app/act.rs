@@ -194,50 +194,45 @@ impl App {
             self.flash = Some("read-only mode: action keys are off".into());
             return self.modal = Some(Modal::Options { target });
         }
-        // "Cordon now, drain after the checkpoint": confirmed once, the
-        // drain armed when the cordon is done, sent when the checkpoint is
-        // seen (by this console, or `nightshift follow`).
-        if choice.name == "wait_checkpoint"
-            && let [first, later] = &choice.steps[..]
+        // A step that waits for the checkpoint ("cordon now, drain after
+        // it"; "preempt after it"): the plan is confirmed once — its first
+        // step's preview — and that step armed, sent when the checkpoint is
+        // seen (by this console, or `nightshift follow`); the step before
+        // it, if any, is sent now.
+        if let Some(k) = choice.armed_step
+            && let Some(later) = choice.steps.get(k).cloned()
         {
             let jobs = self
                 .options_of(&target)
                 .map(|o| o.target.jobs.clone())
                 .unwrap_or_default();
             let when = crate::engine::armed::after_checkpoints(&self.cluster, &jobs);
-            let (first, later) = (first.clone(), later.clone());
-            self.flash = Some(format!(
-                "{}: {} now; then {} {} is armed, sent when the checkpoint is seen",
-                choice.title,
-                first.verb(),
-                later.verb(),
-                later.target()
-            ));
+            let first = choice
+                .steps
+                .first()
+                .cloned()
+                .unwrap_or_else(|| later.clone());
+            self.flash = Some(match k {
+                0 => format!(
+                    "{}: confirming arms {} {}; nothing is sent now",
+                    choice.title,
+                    later.verb(),
+                    later.target()
+                ),
+                _ => format!(
+                    "{}: {} now; then {} {} is armed, sent when the checkpoint is seen",
+                    choice.title,
+                    first.verb(),
+                    later.verb(),
+                    later.target()
+                ),
+            });
             self.next_steps.clear();
-            self.arm_when_done(later, when);
+            match k {
+                0 => self.arm_on_confirm = Some((later, when)),
+                _ => self.arm_when_done(later, when),
+            }
             self.preview_action(first);
-            return;
-        }
-        // "Preempt after its next checkpoint": the preempt previewed and
-        // confirmed now, armed, sent when the checkpoint is seen.
-        if choice.name == "wait_checkpoint"
-            && let [only] = &choice.steps[..]
-        {
-            let jobs = self
-                .options_of(&target)
-                .map(|o| o.target.jobs.clone())
-                .unwrap_or_default();
-            let when = crate::engine::armed::after_checkpoints(&self.cluster, &jobs);
-            let only = only.clone();
-            self.flash = Some(format!(
-                "{}: confirming arms {} {}; nothing is sent now",
-                choice.title,
-                only.verb(),
-                only.target()
-            ));
-            self.next_steps.clear();
-            self.arm_on_confirm = Some((only.clone(), when));
-            self.preview_action(only);
             return;
         }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();

@@ -69,6 +69,11 @@ pub struct Choice {
     /// not wait, or the wait is unknown (then `unknowns` says so).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_s: Option<i64>,
+    /// The step sent after the next checkpoint of `Options::target`'s
+    /// jobs, armed (issue 29): 0, nothing is sent first; 1, the first step
+    /// is sent now. `None`: every step is sent by hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub armed_step: Option<usize>,
     pub unknowns: Vec<String>,
     /// What this option risks.
     pub risk: Option<String>,

@@ -107,6 +107,7 @@ pub fn job_options_with(
         },
         queue_moves: Some(b.moved.len()),
         wait_s: wait,
+        armed_step: Some(0),
         unknowns: unknowns_w,
         ..Choice::default()
     });

@@ -307,6 +307,7 @@ impl<'a> NodeCase<'a> {
             },
             queue_moves: Some(self.b.moved.len()),
             wait_s: wait,
+            armed_step: Some(1),
             unknowns: unknowns_w,
             risk: Some(self.class.running_on().to_string()),
             ..Choice::default()
