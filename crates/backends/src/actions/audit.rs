@@ -344,8 +344,21 @@ impl Reading {
     }
 }
 
-/// The fault an audit record's incident names: `ID LABEL on NODE[ GPU
-/// N] (STAGE)`, LABEL an Xid (`XID 79`, `XID 48 (+ECC DBE)`), `ECC DBE` or
+/// How an intent names the incident it answers: `ID LABEL on NODE[ GPU
+/// N] (STAGE)` — read back as a fault of the node's history by
+/// `fault_of_incident`.
+pub fn incident_line(i: &crate::engine::incidents::Incident) -> String {
+    format!(
+        "{} {} on {}{} ({})",
+        i.id,
+        i.label,
+        i.node,
+        i.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
+        i.stage.as_str()
+    )
+}
+
+/// The fault an audit record's incident names (`incident_line`), LABEL an Xid (`XID 79`, `XID 48 (+ECC DBE)`), `ECC DBE` or
 /// `REMAP FAIL`; other incidents (a stall, a link) are not a GPU's fault.
 fn fault_of_incident(incident: &str, time: i64) -> Option<crate::model::PastFault> {
     use crate::model::Fault;

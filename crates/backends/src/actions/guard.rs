@@ -338,16 +338,7 @@ pub fn preview(
             .on_node()
             .then(|| base.node_incident(a.target()))
             .flatten()
-            .map(|i| {
-                format!(
-                    "{} {} on {}{} ({})",
-                    i.id,
-                    i.label,
-                    i.node,
-                    i.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
-                    i.stage.as_str()
-                )
-            }),
+            .map(crate::actions::audit::incident_line),
     }
 }
 
