@@ -681,6 +681,21 @@ fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full
     let dir = tempfile::tempdir().expect("tempdir");
     let target = serve(fleet_page(24));
     let (_prom, url) = prometheus(dir.path(), &[target]);
+    // The server holds the whole fleet before nightshift asks: a one-shot
+    // racing the first scrape may find no aggregates (nothing counted yet,
+    // so read as a small cluster, every series) and then the scrape's
+    // every series a moment later — right for a small cluster, not what
+    // this test is about.
+    let port: u16 = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    wait_for(Duration::from_secs(40), || {
+        let body = http_get(port, "/api/v1/query?query=count(DCGM_FI_DEV_GPU_UTIL)")?;
+        body.contains("\"192\"").then_some(())
+    })
+    .expect("Prometheus never held the fleet's 192 GPUs");
     let nodes = wait_for(Duration::from_secs(40), || {
         let out = Command::new(common::bin())
             .args(["--source", "none", "--log-file"])
