@@ -71,6 +71,8 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         "then armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
         sanitize(&describe_plan(&drain, &when))
     );
+    let options = crate::engine::options::node_options(&cluster, &base, node, &settings.site);
+    say_plan_cost(options.ok().as_ref(), None);
     if act.dry_run {
         crate::outln!("dry run: nothing sent, nothing armed");
         return Ok(());
@@ -109,6 +111,21 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         }
     }
     arm_and_say(&log, &who, drain, when, cluster.time)
+}
+
+/// What the armed plan costs, as the options' "after the checkpoint" row
+/// counts it (the preview above is of what is sent now); `step`: the
+/// job's requeue or preempt armed (nothing sent before it).
+fn say_plan_cost(options: Option<&crate::engine::options::Options>, step: Option<&Action>) {
+    use crate::engine::armed::{plan_cost, plan_cost_of};
+    let choice = options.and_then(|o| o.options.iter().find(|c| c.armed_step.is_some()));
+    let plan = match step {
+        Some(s) => choice.map(|c| plan_cost_of(s, true, c)),
+        None => choice.and_then(plan_cost),
+    };
+    if let Some(line) = plan {
+        crate::outln!("{}", sanitize(&line));
+    }
 }
 
 /// The jobs `action` ends (whole gangs): what its armed form waits for.
@@ -179,6 +196,8 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
         "nothing sent now; armed: {} (`nightshift follow` or the console sends it, through the guard again)",
         sanitize(&describe_plan(&action, &when))
     );
+    let options = crate::engine::options::job_options(&cluster, &base, &job, None, &settings.site);
+    say_plan_cost(options.ok().as_ref(), Some(&action));
     if act.dry_run {
         crate::outln!("dry run: nothing armed");
         return Ok(());

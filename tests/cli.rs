@@ -1168,6 +1168,24 @@ fn get_all_answers_per_cluster_and_context_picks_one() {
         "json",
     ]);
     assert_eq!(v["kind"], "nodes");
+    // An action on one of them is audited under its name in
+    // `[[clusters]]`, as the fleet console audits it (the sim calls
+    // itself otherwise): what one arms, the other and `follow` find.
+    let (ok, text, audit) = act(
+        dir.path(),
+        &[
+            "--config",
+            cfg,
+            "--context",
+            "west",
+            "cordon",
+            "h100-01",
+            "--confirm",
+            "h100-01",
+        ],
+    );
+    assert!(ok, "{text}");
+    assert_eq!(audit[0]["cluster"], "west", "{audit:?}");
     // Other commands want one cluster.
     let out = common::nightshift(dir.path(), &["--config", cfg, "--all", "why", "4700"]);
     assert!(!out.status.success());
@@ -1357,6 +1375,12 @@ fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
     assert!(!out.status.success(), "{said}");
     assert!(
         said.contains("nothing sent now; armed: requeue 4701 after the checkpoint of job 4701"),
+        "{said}"
+    );
+    // The plan's cost (the options' row), the preview's being of now.
+    assert!(
+        said.contains("as planned: requeue 4701 in about")
+            && said.contains("the preview's GPU-h are lost only if it were sent now"),
         "{said}"
     );
     assert!(

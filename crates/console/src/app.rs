@@ -356,6 +356,9 @@ pub struct App {
     /// The action whose confirmation arms it instead of sending it ("preempt
     /// after its next checkpoint").
     pub(crate) arm_on_confirm: Option<(Action, crate::model::Trigger)>,
+    /// An armed option's cost as planned, for its confirmation (the
+    /// preview there is of what is sent now).
+    pub(crate) plan_note: Option<String>,
     /// The audit log's armed steps were asked for.
     pub(crate) armed_loaded: bool,
     /// The first answer about them is to be asked about.
@@ -425,6 +428,7 @@ impl App {
             armed: Vec::new(),
             arm_after: None,
             arm_on_confirm: None,
+            plan_note: None,
             armed_loaded: false,
             rearm_pending: false,
             fire_in_flight: false,

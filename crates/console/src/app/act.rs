@@ -136,6 +136,7 @@ impl App {
 
     pub(crate) fn preview_action(&mut self, action: Action) {
         self.modal_scroll = 0;
+        self.plan_note = None;
         // Acting on an incident reads it.
         if let Some(Row::Incident(i)) = self.selected_row()
             && let Some(id) = self.incident(i).map(|x| x.id.clone())
@@ -207,6 +208,7 @@ impl App {
                 .map(|o| o.target.jobs.clone())
                 .unwrap_or_default();
             let when = crate::engine::armed::after_checkpoints(&self.cluster, &jobs);
+            let plan = crate::engine::armed::plan_cost(choice);
             let first = choice
                 .steps
                 .first()
@@ -233,6 +235,7 @@ impl App {
                 _ => self.arm_when_done(later, when),
             }
             self.preview_action(first);
+            self.plan_note = plan;
             return;
         }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();

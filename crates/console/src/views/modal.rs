@@ -35,6 +35,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     theme.alarm(),
                 ));
             }
+            if let Some(plan) = &app.plan_note {
+                lines.push(Line::styled(sanitize(plan).into_owned(), theme.title()));
+            }
             match preview {
                 None => lines.push(Line::styled("computing the blast radius…", theme.dim())),
                 Some(p) => preview_lines(p, typed, theme, &mut lines, &mut prompt),

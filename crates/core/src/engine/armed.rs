@@ -126,6 +126,44 @@ pub fn describe_plan(action: &crate::model::Action, when: &Trigger) -> String {
     }
 }
 
+/// An armed option's cost as the engine counts it (the figures of its
+/// row in the options), in one line for its confirmation: the preview
+/// there is of what is sent now — the cordon before an armed drain, or
+/// the armed step itself as if sent now — not of the plan. `None` for an
+/// option that arms nothing.
+pub fn plan_cost(choice: &crate::engine::options::Choice) -> Option<String> {
+    let k = choice.armed_step?;
+    Some(plan_cost_of(choice.steps.get(k)?, k == 0, choice))
+}
+
+/// The same for `step` armed as `choice` waits (a requeue armed as the
+/// job's "preempt after its checkpoint" loses the same); `first`: nothing
+/// is sent before it, so its preview is of it sent now.
+pub fn plan_cost_of(
+    step: &crate::model::Action,
+    first: bool,
+    choice: &crate::engine::options::Choice,
+) -> String {
+    let lost = choice
+        .gpu_hours_lost
+        .map_or("an unknown number of".to_string(), |h| format!("{h:.1}"));
+    let when = choice
+        .wait_s
+        .map_or("when the checkpoint is seen".to_string(), |w| {
+            format!("in about {}", text::duration(w))
+        });
+    let now = if first {
+        "; the preview's GPU-h are lost only if it were sent now"
+    } else {
+        ""
+    };
+    format!(
+        "as planned: {} {} {when}, {lost} GPU-h lost{now}",
+        step.verb(),
+        step.target()
+    )
+}
+
 /// Whether `a` acts on `node`.
 pub fn on_node(a: &Armed, node: &str) -> bool {
     a.action.on_node() && a.action.target() == node

@@ -269,6 +269,12 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         ),
         "{screen}"
     );
+    // What the plan costs (the option's row), above the preview of the
+    // preempt as if sent now.
+    assert!(
+        screen.contains("as planned: preempt 4701 in about 4m20s, 0.0 GPU-h lost; the preview's"),
+        "{screen}"
+    );
     let p = preview_typed(action, "4701");
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),

@@ -80,6 +80,36 @@ fn a_warning_with_a_checkpoint_due_soon_waits_for_it() {
     );
 }
 
+/// An armed option's confirmation says the plan's cost, not the cost of
+/// what its preview shows sent now (issue 29): the node's armed drain (its
+/// preview is the cordon's) and the job's armed preempt (its preview is
+/// the preempt's as if sent now, the GPU-h since the checkpoint lost).
+#[test]
+fn an_armed_option_says_what_the_plan_costs() {
+    use crate::engine::armed::plan_cost;
+    let c = remap_night(300);
+    let base = base_of(&c);
+    let site = SiteParams::default();
+    let o = node_options(&c, &base, "n1", &site).expect("options");
+    assert_eq!(
+        plan_cost(choice(&o, "wait_checkpoint")).as_deref(),
+        Some("as planned: drain n1 in about 5m00s, 0.0 GPU-h lost")
+    );
+    assert_eq!(plan_cost(choice(&o, "drain_now")), None);
+    let o = job_options(&c, &base, "r", None, &site).expect("options");
+    assert_eq!(
+        plan_cost(choice(&o, "wait_checkpoint")).as_deref(),
+        Some(
+            "as planned: preempt r in about 5m00s, 0.0 GPU-h lost; \
+             the preview's GPU-h are lost only if it were sent now"
+        )
+    );
+    // Sent now, the 1500 s since its checkpoint on 8 GPUs are lost.
+    let now = choice(&o, "hard_preempt").gpu_hours_lost.expect("known");
+    assert!((now - 1500.0 / 3600.0 * 8.0).abs() < 1e-9, "{now}");
+    assert_eq!(plan_cost(choice(&o, "hard_preempt")), None);
+}
+
 #[test]
 fn a_warning_with_no_checkpoint_near_keeps_running() {
     let c = remap_night(1500);
