@@ -984,4 +984,64 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
             .any(|n| n["gpu_summary"].is_object()),
         "read as a fleet: {fleet:#}"
     );
+
+    // The console's path, not the one-shot's: the endpoints' loop as the
+    // console runs it (no scheduler here), the server read as a fleet. Its
+    // first refresh asks for no weeks (the first screen waits for none of
+    // them); a later one asks for the broken host's, and gpu-007 is a
+    // repeat offender on the console's snapshot; healthy gpu-008 is not
+    // asked.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let e = nightshift::sources::endpoints::Endpoints {
+            prometheus: Some(url.clone()),
+            interval: Duration::from_millis(300),
+            timeout: Duration::from_secs(5),
+            prometheus_every_gpu_max: 8,
+            ..nightshift::sources::endpoints::Endpoints::default()
+        };
+        let mut out =
+            nightshift::sources::endpoints::spawn(None, e, nightshift::sources::nothing_open())
+                .expect("spawn");
+        let from_prometheus = |c: &nightshift::model::Cluster, node: &str| {
+            c.history
+                .iter()
+                .filter(|f| f.node == node && f.from == "prometheus")
+                .count()
+        };
+        let mut snapshots = 0;
+        let mut asked = None;
+        while asked.is_none() && snapshots < 60 {
+            let c = match tokio::time::timeout(Duration::from_secs(10), out.recv()).await {
+                Ok(Some(nightshift::sources::Update::Snapshot(c))) => c,
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
+            };
+            snapshots += 1;
+            if snapshots == 1 {
+                assert_eq!(
+                    from_prometheus(&c, "gpu-007"),
+                    0,
+                    "asked on the first refresh"
+                );
+            }
+            assert_eq!(
+                from_prometheus(&c, "gpu-008"),
+                0,
+                "a healthy host was asked"
+            );
+            if from_prometheus(&c, "gpu-007") > 0 {
+                asked = Some(c);
+            }
+        }
+        let c = asked.expect("gpu-007's weeks never asked by the console's loop");
+        let h = nightshift::engine::repeat::histories(&c, &Default::default(), &Default::default());
+        let h7 = h.get("gpu-007").expect("gpu-007's history");
+        assert_eq!(h7.faults[0].count, 3, "{h7:?}");
+        assert!(h7.is_repeat_offender(), "{h7:?}");
+    });
 }
