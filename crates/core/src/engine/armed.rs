@@ -144,9 +144,11 @@ pub fn plan_cost_of(
     first: bool,
     choice: &crate::engine::options::Choice,
 ) -> String {
-    let lost = choice
-        .gpu_hours_lost
-        .map_or("an unknown number of".to_string(), |h| format!("{h:.1}"));
+    let lost = match (choice.gpu_hours_lost, choice.unknowns.first()) {
+        (Some(h), _) => format!("{h:.1} GPU-h lost"),
+        (None, Some(why)) => format!("GPU-h lost unknown ({why})"),
+        (None, None) => "GPU-h lost unknown".to_string(),
+    };
     let when = choice
         .wait_s
         .map_or("when the checkpoint is seen".to_string(), |w| {
@@ -158,7 +160,7 @@ pub fn plan_cost_of(
         ""
     };
     format!(
-        "as planned: {} {} {when}, {lost} GPU-h lost{now}",
+        "as planned: {} {} {when}, {lost}{now}",
         step.verb(),
         step.target()
     )

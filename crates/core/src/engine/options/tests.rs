@@ -108,6 +108,17 @@ fn an_armed_option_says_what_the_plan_costs() {
     let now = choice(&o, "hard_preempt").gpu_hours_lost.expect("known");
     assert!((now - 1500.0 / 3600.0 * 8.0).abs() < 1e-9, "{now}");
     assert_eq!(plan_cost(choice(&o, "hard_preempt")), None);
+    // A hung gang will not checkpoint: the plan's loss has no number, and
+    // says why.
+    let c = hung_night();
+    let o = node_options(&c, &base_of(&c), "n1", &site).expect("options");
+    assert_eq!(
+        plan_cost(choice(&o, "wait_checkpoint")).as_deref(),
+        Some(
+            "as planned: drain n1 when the checkpoint is seen, GPU-h lost unknown \
+             (job g is hung: it will not checkpoint)"
+        )
+    );
 }
 
 #[test]
