@@ -68,7 +68,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);
     crate::outln!(
-        "then armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
+        "then, once confirmed, armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
         sanitize(&describe_plan(&drain, &when))
     );
     let options = crate::engine::options::node_options(&cluster, &base, node, &settings.site);
@@ -193,7 +193,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);
     crate::outln!(
-        "nothing sent now; armed: {} (`nightshift follow` or the console sends it, through the guard again)",
+        "nothing sent now; confirming arms it: {} (`nightshift follow` or the console sends it, through the guard again)",
         sanitize(&describe_plan(&action, &when))
     );
     let options = crate::engine::options::job_options(&cluster, &base, &job, None, &settings.site);

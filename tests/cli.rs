@@ -1374,7 +1374,9 @@ fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
     let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("nothing sent now; armed: requeue 4701 after the checkpoint of job 4701"),
+        said.contains(
+            "nothing sent now; confirming arms it: requeue 4701 after the checkpoint of job 4701"
+        ),
         "{said}"
     );
     // The plan's cost (the options' row), the preview's being of now.
