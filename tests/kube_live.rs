@@ -1171,9 +1171,10 @@ fn a_requeue_armed_after_the_checkpoint_is_sent_by_follow_when_the_checkpoint_mo
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(
-        t.contains(&format!(
-            "armed: requeue {job} after the checkpoint of job {job}"
-        )),
+        t.lines().any(|l| l.starts_with("armed ")
+            && l.contains(&format!(
+                ": requeue {job} after the checkpoint of job {job}"
+            ))),
         "{t}"
     );
     let pods = || items(&lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"])).len();

@@ -1869,9 +1869,10 @@ fn live_armed_drain_after_checkpoint_fires_by_follow_is_cancelled_and_refused() 
     );
     assert!(ok, "{out}");
     assert!(
-        out.contains(&format!(
-            "armed: requeue {again} after the checkpoint of job {again}"
-        )),
+        out.lines().any(|l| l.starts_with("armed ")
+            && l.contains(&format!(
+                ": requeue {again} after the checkpoint of job {again}"
+            ))),
         "{out}"
     );
     assert_eq!(squeue_field(&lab, &again, "%T"), "RUNNING", "not sent yet");
