@@ -73,6 +73,29 @@ fn prometheus(dir: &std::path::Path, targets: &[u16]) -> (Prom, String) {
     (Prom(child), format!("http://127.0.0.1:{port}"))
 }
 
+/// A runtime for a test that drives the endpoints' loop as the console does.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The endpoints' loop's next snapshot, as the console gets them (each
+/// after one round); the loop stopping, or 10 s without one, fails.
+async fn next_snapshot(
+    out: &mut tokio::sync::mpsc::Receiver<nightshift::sources::Update>,
+) -> std::sync::Arc<nightshift::model::Cluster> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), out.recv()).await {
+            Ok(Some(nightshift::sources::Update::Snapshot(c))) => return c,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
+        }
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -520,11 +543,7 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
     use nightshift::engine::analysis::Base;
     use nightshift::sources::Update;
     sysfs.set("mlx5_1", true, 3);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     rt.block_on(async {
         let (stx, srx) = tokio::sync::mpsc::channel(8);
         let mut hosts = std::collections::BTreeMap::new();
@@ -554,25 +573,13 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
         stx.send(Update::Snapshot(std::sync::Arc::new(c)))
             .await
             .expect("send");
-        // Snapshots as the console gets them: each after one scrape round.
-        async fn next(
-            out: &mut tokio::sync::mpsc::Receiver<Update>,
-        ) -> std::sync::Arc<nightshift::model::Cluster> {
-            loop {
-                match tokio::time::timeout(Duration::from_secs(10), out.recv()).await {
-                    Ok(Some(Update::Snapshot(c))) => return c,
-                    Ok(Some(_)) => {}
-                    Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
-                }
-            }
-        }
         let incidents = |c: &nightshift::model::Cluster| {
             Base::compute(c, None, &Default::default(), &Default::default()).incidents
         };
         // Both ports up first.
         let mut seen = None;
         for _ in 0..20 {
-            let c = next(&mut out).await;
+            let c = next_snapshot(&mut out).await;
             let n = c.node("gpu01").expect("gpu01");
             if n.ib_ports.len() == 2 && n.ib_ports.iter().all(|p| p.state == Some(4)) {
                 seen = Some(c);
@@ -586,7 +593,7 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
         sysfs.set("mlx5_0", false, 1);
         let mut found = None;
         for _ in 0..2 {
-            let c = next(&mut out).await;
+            let c = next_snapshot(&mut out).await;
             if let Some(i) = incidents(&c).into_iter().find(|i| i.kind == "link") {
                 found = Some(i);
                 break;
@@ -611,7 +618,7 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
         sysfs.set("mlx5_1", true, 4);
         let mut flap = None;
         for _ in 0..2 {
-            let c = next(&mut out).await;
+            let c = next_snapshot(&mut out).await;
             if let Some(i) = incidents(&c)
                 .into_iter()
                 .find(|i| i.kind == "link" && i.evidence.iter().any(|e| e.contains("mlx5_1/1")))
@@ -991,11 +998,7 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
     // them); a later one asks for the broken host's, and gpu-007 is a
     // repeat offender on the console's snapshot; healthy gpu-008 is not
     // asked.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     rt.block_on(async {
         let e = nightshift::sources::endpoints::Endpoints {
             prometheus: Some(url.clone()),
@@ -1016,11 +1019,7 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
         let mut snapshots = 0;
         let mut asked = None;
         while asked.is_none() && snapshots < 60 {
-            let c = match tokio::time::timeout(Duration::from_secs(10), out.recv()).await {
-                Ok(Some(nightshift::sources::Update::Snapshot(c))) => c,
-                Ok(Some(_)) => continue,
-                Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
-            };
+            let c = next_snapshot(&mut out).await;
             snapshots += 1;
             if snapshots == 1 {
                 assert_eq!(
