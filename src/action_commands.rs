@@ -342,10 +342,10 @@ pub(crate) fn connect(
     // [topology] domains the source does not say.
     let mut c = crate::one_shot::with_endpoints(settings, c).map_err(CommandError::Endpoints)?;
     settings.topology.apply(&mut c);
-    // A cluster of `[[clusters]]` is audited under its name there, as the
-    // console does: what one arms, the other (and `follow`) finds.
+    // Audited as the console audits it: what one arms, the other (and
+    // `follow`) finds.
     let who = Who {
-        cluster: settings.cluster.clone().unwrap_or(who.cluster),
+        cluster: guard::audited_name(settings.cluster.as_deref(), &who.cluster),
         ..who
     };
     Ok((c, executor, who))

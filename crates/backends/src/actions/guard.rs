@@ -116,6 +116,13 @@ pub struct Who {
     pub source: String,
 }
 
+/// The name a cluster is audited (and its steps armed) under: its name in
+/// `[[clusters]]` when it is one of those, else the snapshot's own — one
+/// rule for the console, the command line and `follow`.
+pub fn audited_name(configured: Option<&str>, snapshot: &str) -> String {
+    configured.unwrap_or(snapshot).to_string()
+}
+
 /// The state the policies are checked against: at preview time, and
 /// again at execute time with the newest data.
 #[derive(Debug, Clone, Copy)]

@@ -114,7 +114,7 @@ impl Runner {
         };
         Who {
             scheduler_user: user,
-            cluster: self.cluster.clone().unwrap_or_else(|| cluster.to_string()),
+            cluster: guard::audited_name(self.cluster.as_deref(), cluster),
             source: source.into(),
         }
     }
