@@ -46,7 +46,10 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         reason: reason.clone(),
         requeue: true,
     };
-    let jobs = ended_jobs(settings, (&cluster, &base), &drain);
+    // The drain's blast radius, once: the jobs the plan waits for, and the
+    // options' row that says what the plan costs.
+    let blast = crate::engine::blast::blast(&cluster, &base, &drain, &settings.site).ok();
+    let jobs = blast.as_ref().map(ended_jobs).unwrap_or_default();
     if jobs.is_empty() {
         return Err(CommandError::Failed(format!(
             "nothing runs on {node}: no checkpoint to wait for; drain it now"
@@ -71,8 +74,10 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         "then, once confirmed, armed: {} (whole gangs requeued; `nightshift follow` or the console sends it, through the guard again)",
         sanitize(&describe_plan(&drain, &when))
     );
-    let options = crate::engine::options::node_options(&cluster, &base, node, &settings.site);
-    say_plan_cost(options.ok().as_ref(), None);
+    let options = blast.and_then(|b| {
+        crate::engine::options::node_options_with(&cluster, &base, node, &settings.site, b).ok()
+    });
+    say_plan_cost(options.as_ref(), None);
     if act.dry_run {
         crate::outln!("dry run: nothing sent, nothing armed");
         return Ok(());
@@ -128,11 +133,9 @@ fn say_plan_cost(options: Option<&crate::engine::options::Options>, step: Option
     }
 }
 
-/// The jobs `action` ends (whole gangs): what its armed form waits for.
-fn ended_jobs(settings: &Settings, (c, base): (&Cluster, &Base), action: &Action) -> Vec<String> {
-    crate::engine::blast::blast(c, base, action, &settings.site)
-        .map(|b| b.killed.iter().map(|k| k.id.clone()).collect())
-        .unwrap_or_default()
+/// The jobs a blast radius ends (whole gangs): what an armed step waits for.
+fn ended_jobs(b: &crate::engine::blast::Blast) -> Vec<String> {
+    b.killed.iter().map(|k| k.id.clone()).collect()
 }
 
 /// Arms `action` in the audit log and says how to cancel it.
@@ -177,7 +180,9 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     }
     let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
     // Every job it ends (the whole gang) is waited for.
-    let mut jobs = ended_jobs(settings, (&cluster, &base), &action);
+    let mut jobs = crate::engine::blast::blast(&cluster, &base, &action, &settings.site)
+        .map(|b| ended_jobs(&b))
+        .unwrap_or_default();
     if !jobs.contains(&job) {
         jobs.insert(0, job.clone());
     }
