@@ -19,11 +19,6 @@ use crate::model::{Action, Armed, Cluster};
 use crate::text::sanitize;
 use std::time::{Duration, Instant};
 
-/// The short form of an armed step's id, as lists show it.
-fn short(id: &str) -> &str {
-    id.get(..12).unwrap_or(id)
-}
-
 /// `nightshift drain NODE --reason R --requeue --after-checkpoint
 /// --confirm NODE`: the plan previewed whole, confirmed once; the cordon
 /// sent now, the drain armed.
@@ -148,11 +143,10 @@ fn arm_and_say(
 ) -> Result<(), CommandError> {
     let a = follow::arm(log, who, action, when, time)
         .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let id = follow::short_id(&a.id, &log.armed()).to_string();
     crate::outln!(
-        "armed {}: {} (nightshift disarm {} cancels)",
-        short(&a.id),
+        "armed {id}: {} (nightshift disarm {id} cancels)",
         sanitize(&describe(&a)),
-        short(&a.id)
     );
     Ok(())
 }
@@ -241,7 +235,7 @@ pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
             for a in &armed {
                 crate::outln!(
                     "{}  {}  {}  armed {}",
-                    short(&a.id),
+                    follow::short_id(&a.id, &armed),
                     sanitize(&a.cluster),
                     sanitize(&describe(a)),
                     crate::text::datetime(a.armed_at)
@@ -260,9 +254,14 @@ pub fn disarm(settings: &Settings, id: &str) -> Result<(), CommandError> {
         cluster: String::new(),
         source: "cli".into(),
     };
+    let before = log.armed();
     let a = follow::cancel(&log, &who, id, "cancelled by the operator")
         .map_err(CommandError::Failed)?;
-    crate::outln!("cancelled {}: {}", short(&a.id), sanitize(&describe(&a)));
+    crate::outln!(
+        "cancelled {}: {}",
+        follow::short_id(&a.id, &before),
+        sanitize(&describe(&a))
+    );
     Ok(())
 }
 
@@ -312,10 +311,12 @@ pub fn run(
     let started = Instant::now();
     let mut said: std::collections::HashMap<String, String> = Default::default();
     loop {
-        let armed: Vec<Armed> = log
-            .armed()
-            .into_iter()
+        // Ids are shown apart from every armed step's: `disarm` takes any.
+        let all = log.armed();
+        let armed: Vec<Armed> = all
+            .iter()
             .filter(|a| a.cluster == who.cluster)
+            .cloned()
             .collect();
         if armed.is_empty() {
             crate::outln!("nothing armed on {}: done", sanitize(&who.cluster));
@@ -341,7 +342,7 @@ pub fn run(
             };
             // Each step's news once, not every round.
             if said.get(&a.id) != Some(&line) {
-                crate::outln!("{}  {}", short(&a.id), sanitize(&line));
+                crate::outln!("{}  {}", follow::short_id(&a.id, &all), sanitize(&line));
                 said.insert(a.id.clone(), line);
             }
         }

@@ -57,6 +57,22 @@ pub fn arm(
     Ok(a)
 }
 
+/// How an armed step's id is shown: its shortest prefix of 12 characters
+/// or more that starts no other armed step's id — what `cancel` takes.
+/// Ids begin with the second they were made in, so steps armed in one
+/// second (two plans at once, a console and the command line) need more.
+pub fn short_id<'a>(id: &'a str, armed: &[Armed]) -> &'a str {
+    let taken = |p: &str| armed.iter().any(|a| a.id != id && a.id.starts_with(p));
+    let mut n = 12;
+    loop {
+        match id.get(..n) {
+            Some(p) if !taken(p) => return p,
+            None if n >= id.len() => return id,
+            _ => n += 1,
+        }
+    }
+}
+
 /// Cancels the armed step `id` (an id's unique prefix will do).
 pub fn cancel(log: &AuditLog, who: &Who, id: &str, why: &str) -> Result<Armed, String> {
     let armed = log.armed();

@@ -402,6 +402,45 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
     assert_eq!(p.undo, None, "{:?}", p.undo);
 }
 
+/// Two steps armed in the same second are shown by ids that tell them
+/// apart, and each shown id cancels its own step alone.
+#[test]
+fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
+    use crate::actions::follow::{self, short_id};
+    use crate::model::Trigger;
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let arm = |node: &str| {
+        follow::arm(
+            &b.log,
+            &who(),
+            drain(node),
+            Trigger::At { time: c.time + 60 },
+            c.time,
+        )
+        .expect("armed")
+    };
+    let (one, two) = (arm("h100-01"), arm("h100-02"));
+    assert_eq!(
+        one.id[..12],
+        two.id[..12],
+        "the same second, the same process"
+    );
+    let armed = b.log.armed();
+    let (s1, s2) = (short_id(&one.id, &armed), short_id(&two.id, &armed));
+    assert!(s1.len() >= 12 && s2.len() >= 12);
+    assert!(
+        !two.id.starts_with(s1) && !one.id.starts_with(s2),
+        "{s1} {s2}"
+    );
+    // Alone, the short form is 12 characters.
+    assert_eq!(short_id(&one.id, &armed[..1]), &one.id[..12]);
+    let gone = follow::cancel(&b.log, &who(), s2, "test").expect("cancelled");
+    assert_eq!(gone.id, two.id);
+    let left: Vec<String> = b.log.armed().into_iter().map(|a| a.id).collect();
+    assert_eq!(left, vec![one.id]);
+}
+
 /// An armed step is sent once (issue 29): while another nightshift on the
 /// same audit log holds the sending lock (a console and `follow` both
 /// watching), this one waits and sends nothing; a step that the other
