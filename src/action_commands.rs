@@ -199,7 +199,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     if settings.replay.is_some() {
         return Err(CommandError::Replay);
     }
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     for w in warn_unfinished(&log) {
         eprintln!("nightshift: warning: {}", sanitize(&w));
     }
@@ -397,7 +397,7 @@ pub fn exact_calls(executor: &Executor, steps: &[Action], jobs: &[String]) -> Ve
 
 /// `nightshift audit`.
 pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     let reading = log.reading();
     if !reading.unreadable.is_empty() {
         return Err(CommandError::AuditUnreadable(reading.unreadable));

@@ -584,6 +584,9 @@ pub struct ActionsFile {
     /// How long an action may take before its outcome is re-read.
     pub timeout_s: Option<f64>,
     pub audit_log: Option<std::path::PathBuf>,
+    /// The site's key for sealing armed steps (default: the operator's,
+    /// `$XDG_STATE_HOME/nightshift/armed.key`).
+    pub armed_key: Option<std::path::PathBuf>,
 }
 
 impl ActionsFile {
@@ -635,6 +638,8 @@ pub struct Settings {
     pub bell_on_critical: bool,
     pub mouse: bool,
     pub audit_log: PathBuf,
+    /// `[actions] armed_key`: the site's key that seals armed steps.
+    pub armed_key: Option<PathBuf>,
     pub endpoints: crate::sources::endpoints::Endpoints,
     /// `[topology]`: domains laid over every snapshot.
     pub topology: crate::sources::site_topology::SiteDomains,
@@ -646,6 +651,15 @@ pub struct Settings {
     pub record: Option<PathBuf>,
     /// Its name in `[[clusters]]`, when it is one of several.
     pub cluster: Option<String>,
+}
+
+impl Settings {
+    /// The audit log, its armed steps sealed with the site's key when
+    /// `[actions] armed_key` names one.
+    pub fn audit(&self) -> crate::actions::audit::AuditLog {
+        crate::actions::audit::AuditLog::new(self.audit_log.clone())
+            .with_key(self.armed_key.clone())
+    }
 }
 
 impl FileConfig {
@@ -749,6 +763,7 @@ impl Settings {
             xid_catalog,
             policy,
             audit_log,
+            armed_key: file.actions.armed_key.clone(),
             endpoints,
             topology: file.topology.resolve()?,
             action_timeout: match file.actions.timeout_s {

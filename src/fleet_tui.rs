@@ -34,11 +34,7 @@ fn start(
     ));
     let (open_tx, open_rx) = watch::channel(Vec::<String>::new());
     let (source, control) = sources::spawn(s.source.clone(), &s.endpoints, &s.topology, open_rx)?;
-    let source = crate::actions::audit::with_history(
-        source,
-        crate::actions::audit::AuditLog::new(s.audit_log.clone()),
-        s.cluster.clone(),
-    );
+    let source = crate::actions::audit::with_history(source, s.audit(), s.cluster.clone());
     let (focus_tx, focus_rx) = watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, mut action_rx) = mpsc::channel(8);
     let runner = crate::actions::runner::Runner {
@@ -46,7 +42,7 @@ fn start(
         policy: s.policy.clone(),
         site: s.site.clone(),
         catalog: s.xid_catalog.clone(),
-        log: crate::actions::audit::AuditLog::new(s.audit_log.clone()),
+        log: s.audit(),
         timeout: s.action_timeout,
         cluster: s.cluster.clone(),
     }

@@ -32,7 +32,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
     if settings.replay.is_some() {
         return Err(CommandError::Replay);
     }
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     let rt = runtime()?;
     let (cluster, executor, who) = connect(settings, &rt)?;
     let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
@@ -143,7 +143,7 @@ fn arm_and_say(
 ) -> Result<(), CommandError> {
     let a = follow::arm(log, who, action, when, time)
         .map_err(|e| CommandError::Failed(e.to_string()))?;
-    let id = follow::short_id(&a.id, &log.armed()).to_string();
+    let id = sanitize(follow::short_id(&a.id, &log.armed())).into_owned();
     crate::outln!(
         "armed {id}: {} (nightshift disarm {id} cancels)",
         sanitize(&describe(&a)),
@@ -159,7 +159,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     if settings.replay.is_some() {
         return Err(CommandError::Replay);
     }
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     let rt = runtime()?;
     let (cluster, executor, who) = connect(settings, &rt)?;
     let (action, act) = match crate::action_commands::action_of(cmd, &cluster) {
@@ -224,18 +224,25 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
 
 /// `nightshift armed`: what waits, oldest first.
 pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
-    let log = AuditLog::new(settings.audit_log.clone());
-    let armed = log.armed();
+    let log = settings.audit();
+    let checked = log.armed_checked();
+    // What will not be fired, and the lines that could not be read, are
+    // said (on stderr), never skipped in silence.
+    for w in checked.warnings() {
+        crate::text::warn(&w);
+    }
+    let armed = checked.trusted;
     match format {
         Format::Json => crate::outln!("{}", crate::text::json_pretty(&armed)?),
         Format::Table => {
             if armed.is_empty() {
                 crate::outln!("nothing armed");
             }
-            for a in &armed {
+            let ids = follow::short_ids(&armed);
+            for (a, id) in armed.iter().zip(&ids) {
                 crate::outln!(
-                    "{}  {}  {}  armed {}",
-                    follow::short_id(&a.id, &armed),
+                    "{}  {}  {}  armed {} (source's clock)",
+                    sanitize(id),
                     sanitize(&a.cluster),
                     sanitize(&describe(a)),
                     crate::text::datetime(a.armed_at)
@@ -248,18 +255,26 @@ pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
 
 /// `nightshift disarm ID`.
 pub fn disarm(settings: &Settings, id: &str) -> Result<(), CommandError> {
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
+    // An id is at least the 12 characters `armed` shows: "" or a few
+    // digits would name whatever happens to be armed.
+    if id.chars().count() < 12 {
+        return Err(CommandError::Failed(format!(
+            "{:?} is too short to name an armed step: give the id `nightshift armed` shows (12 characters or more)",
+            sanitize(id)
+        )));
+    }
     let who = guard::Who {
         scheduler_user: None,
-        cluster: String::new(),
+        cluster: settings.cluster.clone().unwrap_or_default(),
         source: "cli".into(),
     };
     let before = log.armed();
     let a = follow::cancel(&log, &who, id, "cancelled by the operator")
-        .map_err(CommandError::Failed)?;
+        .map_err(|e| CommandError::Failed(sanitize(&e).into_owned()))?;
     crate::outln!(
         "cancelled {}: {}",
-        follow::short_id(&a.id, &before),
+        sanitize(follow::short_id(&a.id, &before)),
         sanitize(&describe(&a))
     );
     Ok(())
@@ -305,14 +320,21 @@ pub fn run(
             "read-only: follow sends the armed steps, and sends nothing read-only".into(),
         ));
     }
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     let rt = runtime()?;
     let (mut cluster, mut executor, who) = connect(settings, &rt)?;
     let started = Instant::now();
     let mut said: std::collections::HashMap<String, String> = Default::default();
+    let mut warned = std::collections::HashSet::new();
     loop {
+        let checked = log.armed_checked();
+        for w in checked.warnings() {
+            if warned.insert(w.clone()) {
+                crate::text::warn(&w);
+            }
+        }
         // Ids are shown apart from every armed step's: `disarm` takes any.
-        let all = log.armed();
+        let all = checked.trusted;
         let armed: Vec<Armed> = all
             .iter()
             .filter(|a| a.cluster == who.cluster)
@@ -342,7 +364,11 @@ pub fn run(
             };
             // Each step's news once, not every round.
             if said.get(&a.id) != Some(&line) {
-                crate::outln!("{}  {}", follow::short_id(&a.id, &all), sanitize(&line));
+                crate::outln!(
+                    "{}  {}",
+                    sanitize(follow::short_id(&a.id, &all)),
+                    sanitize(&line)
+                );
                 said.insert(a.id.clone(), line);
             }
         }

@@ -23,9 +23,7 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
         .map(String::as_str)
         .chain([base.name.as_str()])
         .collect();
-    let audited = crate::actions::audit::AuditLog::new(settings.audit_log.clone())
-        .reading()
-        .faults(&names);
+    let audited = settings.audit().reading().faults(&names);
     base.history.extend(audited);
     let e = &settings.endpoints;
     if e.is_empty() {

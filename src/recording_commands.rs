@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// at full speed and without a terminal; a live source until ctrl-c or
 /// `--for`.
 pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), CommandError> {
-    let log = AuditLog::new(settings.audit_log.clone());
+    let log = settings.audit();
     match &settings.source {
         SourceConfig::Sim { sim, .. } => {
             if settings.sim_seconds == 0 {

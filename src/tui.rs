@@ -120,12 +120,8 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
     };
     let (source, tap) = match &settings.record {
         Some(path) => {
-            let (rx, tap) = crate::recording::run::tap(
-                source,
-                path,
-                settings.source.name(),
-                crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
-            )?;
+            let (rx, tap) =
+                crate::recording::run::tap(source, path, settings.source.name(), settings.audit())?;
             (rx, Some(tap))
         }
         None => (source, None),
@@ -134,11 +130,9 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
     // recording's tap: a recording keeps what the source said).
     let source = match &settings.replay {
         Some(_) => source,
-        None => crate::actions::audit::with_history(
-            source,
-            crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
-            settings.cluster.clone(),
-        ),
+        None => {
+            crate::actions::audit::with_history(source, settings.audit(), settings.cluster.clone())
+        }
     };
     let result = console(settings, source, control, replay, kpis, open_tx).await;
     // Every way out of the console finishes the recording.
@@ -164,7 +158,7 @@ async fn console(
         policy: settings.policy.clone(),
         site: settings.site.clone(),
         catalog: settings.xid_catalog.clone(),
-        log: crate::actions::audit::AuditLog::new(settings.audit_log.clone()),
+        log: settings.audit(),
         timeout: settings.action_timeout,
         cluster: settings.cluster.clone(),
     }

@@ -28,11 +28,14 @@ fn is_unsafe(c: char) -> bool {
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `2h05m`, `17m30s`, `45s`, `3d04h`; negative durations count as zero.
+/// `2h05m`, `17m30s`, `45s`, `3d04h`; negative durations count as zero;
+/// past a year, `over a year` (a count of thousands of days says nothing).
 pub fn duration(secs: i64) -> String {
     let s = secs.max(0);
     let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
-    if d > 0 {
+    if d > 365 {
+        "over a year".into()
+    } else if d > 0 {
         format!("{d}d{h:02}h")
     } else if h > 0 {
         format!("{h}h{m:02}m")
@@ -48,6 +51,27 @@ pub fn clock(ts: Timestamp) -> String {
     chrono::DateTime::from_timestamp(ts, 0)
         .map(|t| t.format("%H:%M:%S").to_string())
         .unwrap_or_else(|| "--:--:--".into())
+}
+
+/// A moment as seen from `now`: `02:47:30` today, `12-04 02:47` another
+/// day of this year, `2027-01-04 02:47:30Z` in another year — never a bare
+/// time that is not today, nor a date without its year that is not this
+/// year.
+pub fn moment(ts: Timestamp, now: Timestamp) -> String {
+    use chrono::Datelike;
+    let (Some(t), Some(n)) = (
+        chrono::DateTime::from_timestamp(ts, 0),
+        chrono::DateTime::from_timestamp(now, 0),
+    ) else {
+        return "?".into();
+    };
+    if t.date_naive() == n.date_naive() {
+        clock(ts)
+    } else if t.year() == n.year() {
+        t.format("%m-%d %H:%M").to_string()
+    } else {
+        datetime(ts)
+    }
 }
 
 /// `2026-11-30 02:47:30Z`.
@@ -166,6 +190,16 @@ pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_moment_names_its_day_and_year_when_they_are_not_nows() {
+        let now = 1_796_006_850; // 2026-12-01 02:47:30Z
+        assert_eq!(moment(now + 60, now), "02:48:30");
+        assert_eq!(moment(now + 19 * 3600, now), "12-01 21:47");
+        assert_eq!(moment(now + 86_400 * 40, now), "2027-01-10 02:47:30Z");
+        assert_eq!(duration(86_400 * 3_000), "over a year");
+        assert_eq!(duration(86_400 * 3 + 3600), "3d01h");
+    }
 
     #[test]
     fn escape_sequences_are_made_inert() {

@@ -13,6 +13,9 @@ pub use crate::model::audit::{Outcome, Record};
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     pub path: PathBuf,
+    /// The key that seals armed steps (`seal`): the site's
+    /// (`[actions] armed_key`), else the operator's.
+    pub key: Option<PathBuf>,
 }
 
 /// Why the audit log could not be written, read or locked: one line for
@@ -57,6 +60,11 @@ pub enum AuditError {
     },
     #[error("cannot lock the audit log: {0}")]
     Lock(Arc<std::io::Error>),
+    #[error("the audit log's lock {} is held by another process; waited {}s: nothing done", path.display(), waited.as_secs())]
+    LockBusy {
+        path: PathBuf,
+        waited: std::time::Duration,
+    },
 }
 
 /// Two errors are the same when they say the same.
@@ -84,7 +92,31 @@ fn create_dir_of(path: &Path) -> Result<(), AuditError> {
 
 impl AuditLog {
     pub fn new(path: PathBuf) -> AuditLog {
-        AuditLog { path }
+        AuditLog {
+            path,
+            key: super::seal::default_key_path(),
+        }
+    }
+
+    /// The same log, its armed steps sealed with the key at `key` (the
+    /// site's) when one is given.
+    pub fn with_key(mut self, key: Option<PathBuf>) -> AuditLog {
+        if key.is_some() {
+            self.key = key;
+        }
+        self
+    }
+
+    /// The key armed steps are checked with.
+    pub fn seal_key(&self) -> Result<Vec<u8>, super::seal::KeyError> {
+        let path = self.key.as_deref().ok_or(super::seal::KeyError::NoPlace)?;
+        super::seal::load(path)
+    }
+
+    /// The key armed steps are sealed with, made when there is none yet.
+    pub fn seal_key_for_arming(&self) -> Result<Vec<u8>, super::seal::KeyError> {
+        let path = self.key.as_deref().ok_or(super::seal::KeyError::NoPlace)?;
+        super::seal::load_or_create(path)
     }
 
     /// Appends one record and syncs it to disk before returning.
@@ -92,12 +124,10 @@ impl AuditLog {
         create_dir_of(&self.path)?;
         let mut line = serde_json::to_string(rec).map_err(|e| AuditError::Encode(Arc::new(e)))?;
         line.push('\n');
-        let mut f = no_follow(OpenOptions::new().create(true).append(true).read(true))
-            .open(&self.path)
-            .map_err(|e| open_error(&self.path, e))?;
-        if !f.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(AuditError::NotAFile(self.path.clone()));
-        }
+        let mut f = open_regular(
+            OpenOptions::new().create(true).append(true).read(true),
+            &self.path,
+        )?;
         // A crash mid-write leaves a torn last line: end it first, so that
         // this record is a line of its own and not glued onto it.
         if ends_torn(&mut f) {
@@ -171,9 +201,37 @@ impl AuditLog {
         files
     }
 
-    /// Steps armed and still waiting (see [`Reading::armed`]).
+    /// Steps armed and still waiting that may be fired: sealed with this
+    /// log's key and of a kind nightshift arms (see [`AuditLog::armed_checked`]).
     pub fn armed(&self) -> Vec<crate::model::Armed> {
-        self.reading().armed().into_iter().cloned().collect()
+        self.armed_checked().trusted
+    }
+
+    /// Steps armed and still waiting, told apart: those that may be fired,
+    /// and those that may not (written by hand, altered, sealed with
+    /// another key, of a kind nightshift never arms), each with why; and
+    /// the lines of the log that could not be read.
+    pub fn armed_checked(&self) -> ArmedSteps {
+        let reading = self.reading();
+        let key = self.seal_key();
+        let mut out = ArmedSteps {
+            skipped: reading.skipped.clone(),
+            unreadable: reading.unreadable.iter().map(|e| e.to_string()).collect(),
+            ..ArmedSteps::default()
+        };
+        let mut ids = std::collections::HashSet::new();
+        for a in reading.armed() {
+            match super::seal::trusted(key.as_deref(), a) {
+                // One step an id: a second record of an id already taken
+                // is not the step (ids are made unique by the arming side).
+                Ok(()) if ids.insert(a.id.clone()) => out.trusted.push(a.clone()),
+                Ok(()) => out
+                    .refused
+                    .push((a.clone(), "its id is another step's".into())),
+                Err(why) => out.refused.push((a.clone(), why)),
+            }
+        }
+        out
     }
 
     /// Intents with no outcome: actions interrupted (a dropped SSH session,
@@ -194,22 +252,35 @@ impl AuditLog {
         }
     }
 
-    /// `<audit log><suffix>`, opened to be locked (never through a link).
+    /// `<audit log><suffix>`, opened to be locked: never through a link,
+    /// never blocking (a FIFO planted there is refused, not waited on), a
+    /// regular file only.
     fn lock_file(&self, suffix: &str) -> Result<std::fs::File, AuditError> {
         create_dir_of(&self.path)?;
-        let mut lock_path = self.path.clone().into_os_string();
-        lock_path.push(suffix);
-        no_follow(OpenOptions::new().create(true).truncate(false).write(true))
+        let lock_path = self.lock_path(suffix);
+        let f = no_follow(OpenOptions::new().create(true).truncate(false).write(true))
             .open(&lock_path)
             .map_err(|e| AuditError::LockOpen {
-                path: lock_path,
+                path: lock_path.clone().into_os_string(),
                 source: Arc::new(e),
-            })
+            })?;
+        match f.metadata() {
+            Ok(m) if m.is_file() => Ok(f),
+            _ => Err(AuditError::NotAFile(lock_path)),
+        }
+    }
+
+    fn lock_path(&self, suffix: &str) -> PathBuf {
+        let mut p = self.path.clone().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
     }
 
     /// The lock held while an armed step is sent (`<audit log>.fire`): a
     /// console and `nightshift follow` sharing the log never both send one.
-    /// `None` when another nightshift holds it now (it is sending).
+    /// `None` when another nightshift holds it now (it is sending); an
+    /// error when it cannot be taken at all (a directory, a link, a FIFO
+    /// there): then nothing may be sent.
     pub fn firing(&self) -> Result<Option<std::fs::File>, AuditError> {
         let lock = self.lock_file(".fire")?;
         match lock.try_lock() {
@@ -221,16 +292,38 @@ impl AuditLog {
 
     /// Runs `f` holding an exclusive lock on `<audit log>.lock`, so that a
     /// policy check and the intent it allows are one step for every
-    /// nightshift on this machine sharing the log.
+    /// nightshift on this machine sharing the log. The wait for a lock
+    /// another process holds is bounded ([`LOCK_WAIT`]) and said.
     pub fn locked<T>(&self, f: impl FnOnce() -> T) -> Result<T, AuditError> {
         let lock = self.lock_file(".lock")?;
-        lock.lock().map_err(|e| AuditError::Lock(Arc::new(e)))?;
+        let start = std::time::Instant::now();
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(AuditError::LockBusy {
+                        path: self.lock_path(".lock"),
+                        waited: LOCK_WAIT,
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(AuditError::Lock(Arc::new(e)));
+                }
+            }
+        }
         let out = f();
         // Dropping the file releases the lock.
         drop(lock);
         Ok(out)
     }
 }
+
+/// The longest nightshift waits for the audit log's lock held by another
+/// process before it says so and does nothing.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether the file's last byte is not a newline (an empty file is fine).
 fn ends_torn(f: &mut std::fs::File) -> bool {
@@ -245,6 +338,48 @@ fn ends_torn(f: &mut std::fs::File) -> bool {
     let torn = f.read_exact(&mut last).is_ok() && last[0] != b'\n';
     let _ = f.seek(SeekFrom::End(0));
     torn
+}
+
+/// What [`AuditLog::armed_checked`] found.
+#[derive(Debug, Clone, Default)]
+pub struct ArmedSteps {
+    pub trusted: Vec<crate::model::Armed>,
+    /// Steps that will not be fired, with why.
+    pub refused: Vec<(crate::model::Armed, String)>,
+    /// Lines of the log that are not records (torn, not UTF-8).
+    pub skipped: Vec<String>,
+    /// Files of the log that could not be read.
+    pub unreadable: Vec<String>,
+}
+
+impl ArmedSteps {
+    /// What a listing of armed steps must say besides them, a line each:
+    /// the steps that will not be fired and the lines that were skipped.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .refused
+            .iter()
+            .map(|(a, why)| {
+                format!(
+                    "not sent: the armed {} {} ({}): {why}",
+                    a.action.verb(),
+                    crate::text::sanitize(a.action.target()),
+                    crate::text::sanitize(&a.id)
+                )
+            })
+            .collect();
+        out.extend(
+            self.skipped
+                .iter()
+                .map(|s| crate::text::sanitize(s).into_owned()),
+        );
+        out.extend(
+            self.unreadable
+                .iter()
+                .map(|s| crate::text::sanitize(s).into_owned()),
+        );
+        out
+    }
 }
 
 /// What [`AuditLog::reading`] found.
@@ -438,11 +573,28 @@ pub(crate) fn log_len(log: &AuditLog) -> u64 {
     std::fs::metadata(&log.path).map_or(0, |m| m.len())
 }
 
-/// Opens without following a symlink at the last component: a link planted
-/// where the audit log should be is refused, never written through.
+/// Opens without following a symlink at the last component (a link
+/// planted where the audit log should be is refused, never written
+/// through) and without blocking (a FIFO planted there would block an
+/// open until someone writes it: it is opened at once, then refused as not
+/// a regular file).
 fn no_follow(o: &mut OpenOptions) -> &mut OpenOptions {
     use std::os::unix::fs::OpenOptionsExt;
-    o.custom_flags(libc::O_NOFOLLOW)
+    o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+}
+
+/// Opens `path` as [`no_follow`] does and refuses what is not a regular
+/// file (a FIFO, a device, a directory).
+fn open_regular(o: &mut OpenOptions, path: &Path) -> Result<std::fs::File, AuditError> {
+    let f = no_follow(o).open(path).map_err(|e| open_error(path, e))?;
+    match f.metadata() {
+        Ok(m) if m.is_file() => Ok(f),
+        Ok(_) => Err(AuditError::NotAFile(path.to_path_buf())),
+        Err(e) => Err(AuditError::Read {
+            path: path.to_path_buf(),
+            source: Arc::new(e),
+        }),
+    }
 }
 
 fn open_error(path: &Path, e: std::io::Error) -> AuditError {
@@ -465,20 +617,17 @@ fn read_path(
     skipped: &mut Vec<String>,
 ) -> Result<(), AuditError> {
     use std::io::Read;
-    let mut f = match no_follow(OpenOptions::new().read(true)).open(path) {
+    let mut f = match open_regular(OpenOptions::new().read(true), path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(open_error(path, e)),
+        Err(AuditError::Open { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(());
+        }
+        Err(e) => return Err(e),
     };
     let read = |e| AuditError::Read {
         path: path.to_path_buf(),
         source: Arc::new(e),
     };
-    match f.metadata() {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => return Err(AuditError::NotAFile(path.to_path_buf())),
-        Err(e) => return Err(read(e)),
-    }
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).map_err(read)?;
     for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {

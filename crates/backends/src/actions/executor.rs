@@ -49,10 +49,12 @@ impl Executor {
         }
     }
 
-    /// Why the backend cannot carry `a` out at all (known once prepared).
-    pub fn cannot(&self, a: &Action) -> Option<crate::sources::kube::exec::Cannot> {
-        match self {
-            Executor::Kube(x) => x.cannot(a),
+    /// Why the backend cannot carry `a` out at all (known once prepared),
+    /// in one line.
+    pub fn cannot(&self, a: &Action) -> Option<String> {
+        match (self, a) {
+            (Executor::Kube(x), _) => x.cannot(a).map(|c| c.to_string()),
+            (Executor::Slurm(x), Action::Validate { .. }) => x.validate_cannot(),
             _ => None,
         }
     }

@@ -45,16 +45,35 @@ pub fn arm(
     action: Action,
     when: Trigger,
     now: crate::model::Timestamp,
-) -> Result<Armed, AuditError> {
-    let a = Armed {
+) -> Result<Armed, ArmError> {
+    let key = log.seal_key_for_arming().map_err(ArmError::Key)?;
+    let plan = crate::engine::armed::describe_plan(&action, &when);
+    let mut a = Armed {
         id: audit::new_id(),
         action,
         when,
         armed_at: now,
         cluster: who.cluster.clone(),
+        confirmed_by: audit::os_user(),
+        preview_digest: super::seal::digest(&plan),
+        tag: String::new(),
     };
-    log.write(&record(&a, who, "armed", None))?;
+    super::seal::armable(&a).map_err(ArmError::NotArmable)?;
+    a.tag = super::seal::tag(&key, &a);
+    log.write(&record(&a, who, "armed", None))
+        .map_err(ArmError::Audit)?;
     Ok(a)
+}
+
+/// Why a step could not be armed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ArmError {
+    #[error(transparent)]
+    Audit(AuditError),
+    #[error("cannot seal the armed step: {0}")]
+    Key(super::seal::KeyError),
+    #[error("{0}")]
+    NotArmable(String),
 }
 
 /// How an armed step's id is shown: its shortest prefix of 12 characters
@@ -62,21 +81,59 @@ pub fn arm(
 /// Ids begin with the second they were made in, so steps armed in one
 /// second (two plans at once, a console and the command line) need more.
 pub fn short_id<'a>(id: &'a str, armed: &[Armed]) -> &'a str {
-    let taken = |p: &str| armed.iter().any(|a| a.id != id && a.id.starts_with(p));
-    let mut n = 12;
-    loop {
-        match id.get(..n) {
-            Some(p) if !taken(p) => return p,
-            None if n >= id.len() => return id,
-            _ => n += 1,
-        }
-    }
+    let longest = armed
+        .iter()
+        .filter(|a| a.id != id)
+        .map(|a| common_prefix(id, &a.id))
+        .max()
+        .unwrap_or(0);
+    cut(id, longest)
 }
 
-/// Cancels the armed step `id` (an id's unique prefix will do).
+/// Every armed step's shown id ([`short_id`]), in `armed`'s order, in
+/// O(n log n): an id needs one character more than it shares with its
+/// neighbours in sorted order (10⁵ steps are listed in well under a
+/// second, not minutes).
+pub fn short_ids(armed: &[Armed]) -> Vec<String> {
+    let mut sorted: Vec<&str> = armed.iter().map(|a| a.id.as_str()).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    armed
+        .iter()
+        .map(|a| {
+            let i = sorted.binary_search(&a.id.as_str()).unwrap_or(0);
+            let before = i
+                .checked_sub(1)
+                .and_then(|j| sorted.get(j))
+                .map_or(0, |o| common_prefix(&a.id, o));
+            let after = sorted.get(i + 1).map_or(0, |o| common_prefix(&a.id, o));
+            cut(&a.id, before.max(after)).to_string()
+        })
+        .collect()
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// `id` cut one past `shared` characters, 12 at least.
+fn cut(id: &str, shared: usize) -> &str {
+    let n = (shared + 1).max(12);
+    id.get(..n).unwrap_or(id)
+}
+
+/// Cancels the armed step `id` (an id's unique prefix will do) of
+/// `who.cluster` (of any cluster when that is empty).
 pub fn cancel(log: &AuditLog, who: &Who, id: &str, why: &str) -> Result<Armed, String> {
+    if id.is_empty() {
+        return Err("give the id of the step to cancel".into());
+    }
     let armed = log.armed();
-    let found: Vec<&Armed> = armed.iter().filter(|a| a.id.starts_with(id)).collect();
+    // Only this cluster's steps, when it is named.
+    let found: Vec<&Armed> = armed
+        .iter()
+        .filter(|a| a.id.starts_with(id) && (who.cluster.is_empty() || a.cluster == who.cluster))
+        .collect();
     let a = match found[..] {
         [a] => a.clone(),
         [] => return Err(format!("nothing armed as {id}")),
@@ -151,12 +208,15 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     // `follow`) may be sending this very step; once the lock is ours, the
     // step must still be armed.
     let _sending = match f.log.firing() {
-        Ok(Some(lock)) => Some(lock),
+        Ok(Some(lock)) => lock,
         Ok(None) => return Fired::Waiting("another nightshift sending it".into()),
-        // The intent's own lock and write will say what is wrong.
-        Err(_) => None,
+        // A lock that cannot be taken (a directory, a link, a FIFO where
+        // it should be) means nothing is sent: it fails closed.
+        Err(e) => return Fired::Waiting(format!("the sending lock: {e}; nothing sent")),
     };
-    if !f.log.armed().iter().any(|x| x.id == a.id) {
+    // Still armed, sealed, and this very step (not another line that
+    // took its id).
+    if !f.log.armed().iter().any(|x| x == a) {
         return Fired::Waiting("sent or cancelled by another nightshift".into());
     }
     f.executor.prepare(&a.action).await;

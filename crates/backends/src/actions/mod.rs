@@ -8,6 +8,7 @@ pub mod follow;
 pub mod guard;
 pub mod policy;
 pub mod runner;
+pub mod seal;
 
 pub use crate::model::Action;
 use crate::model::Cluster;

@@ -47,11 +47,11 @@ pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
 pub fn due(a: &Armed, c: &Cluster) -> Due {
     match &a.when {
         Trigger::At { time } if c.time >= *time => {
-            Due::Fire(format!("{} has come", text::clock(*time)))
+            Due::Fire(format!("{} has come", text::moment(*time, c.time)))
         }
         Trigger::At { time } => Due::Wait(format!(
-            "until {} (in {})",
-            text::clock(*time),
+            "the time {} (in {})",
+            text::moment(*time, c.time),
             text::duration(time - c.time)
         )),
         Trigger::Checkpoints { jobs, by } => {
@@ -65,7 +65,7 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
                             done.push(format!(
                                 "job {} checkpointed at {}",
                                 m.job,
-                                text::clock(now.unwrap_or_default())
+                                text::moment(now.unwrap_or_default(), c.time)
                             ));
                         } else {
                             let next = j
@@ -77,7 +77,7 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
                                 Some(next) => format!(
                                     "job {}'s checkpoint (next {})",
                                     m.job,
-                                    text::clock(next)
+                                    text::moment(next, c.time)
                                 ),
                                 None => format!("job {}'s checkpoint", m.job),
                             });
@@ -90,13 +90,13 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
                 _ if waiting.is_empty() => Due::Fire(done.join(", ")),
                 Some(by) if c.time >= *by => Due::Fire(format!(
                     "no checkpoint by {} ({}): sent anyway",
-                    text::clock(*by),
+                    text::moment(*by, c.time),
                     waiting.join(", ")
                 )),
                 Some(by) => Due::Wait(format!(
                     "{}; at the latest {}",
                     waiting.join(", "),
-                    text::clock(*by)
+                    text::moment(*by, c.time)
                 )),
                 None => Due::Wait(waiting.join(", ")),
             }
@@ -189,6 +189,9 @@ mod tests {
             when: after_checkpoints(c, jobs),
             armed_at: c.time,
             cluster: "c".into(),
+            confirmed_by: String::new(),
+            preview_digest: String::new(),
+            tag: String::new(),
         }
     }
 

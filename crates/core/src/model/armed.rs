@@ -47,4 +47,16 @@ pub struct Armed {
     pub armed_at: Timestamp,
     /// The cluster it acts on.
     pub cluster: String,
+    /// The operating-system user who confirmed the plan.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub confirmed_by: String,
+    /// SHA-256 of the preview the operator confirmed (hex).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub preview_digest: String,
+    /// The integrity tag only the arming nightshift could make (an
+    /// HMAC-SHA256 over the rest, with the operator's or the site's key):
+    /// a line written into the shared audit log by anyone else is never
+    /// fired.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tag: String,
 }

@@ -407,7 +407,6 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
 #[test]
 fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
     use crate::actions::follow::{self, short_id};
-    use crate::model::Trigger;
     let b = bench();
     let c = snapshot(&b.sim);
     let arm = |node: &str| {
@@ -415,7 +414,7 @@ fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
             &b.log,
             &who(),
             drain(node),
-            Trigger::At { time: c.time + 60 },
+            crate::engine::armed::after_checkpoints(&c, &["4701".to_string()]),
             c.time,
         )
         .expect("armed")
@@ -458,7 +457,14 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         &b.log,
         &who(),
         drain("h100-03"),
-        Trigger::At { time: c.time },
+        // Due at once: the job it waits for does not run.
+        Trigger::Checkpoints {
+            jobs: vec![crate::model::JobMark {
+                job: "no-such-job".into(),
+                ckpt_last: None,
+            }],
+            by: None,
+        },
         c.time,
     )
     .expect("armed");
@@ -503,4 +509,115 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         other => panic!("{other:?}"),
     }
     assert_eq!(state(), before, "nothing sent");
+}
+
+/// What may be fired, and how (issue 43): a sending lock that cannot be
+/// taken (a directory where `<log>.fire` should be) sends nothing; a step
+/// written into the shared log by hand — no seal, a seal copied onto
+/// another action, a real step's id reused — is never listed nor fired;
+/// the real step still is.
+#[test]
+fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
+    use crate::actions::follow::{self, Fired, Firing};
+    use crate::model::{Armed, JobMark, Trigger};
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let state = |n: &str| snapshot(&b.sim).node(n).map(|n| n.state);
+    let gone = Trigger::Checkpoints {
+        jobs: vec![JobMark {
+            job: "no-such-job".into(),
+            ckpt_last: None,
+        }],
+        by: None,
+    };
+    let real = follow::arm(&b.log, &who(), drain("h100-03"), gone.clone(), c.time).expect("armed");
+    // Forged lines: a drain that cancels a gang, unsealed; the real step's
+    // seal on another node; the real step's id on a resume.
+    let forged = |a: Armed| Record {
+        phase: "armed".into(),
+        armed: Some(a),
+        ..intent(&real.id, "x", c.time)
+    };
+    let unsealed = Armed {
+        id: "1796006850-1-1-1".into(),
+        action: Action::Drain {
+            node: "h100-01".into(),
+            reason: "x".into(),
+            requeue: false,
+        },
+        tag: String::new(),
+        ..real.clone()
+    };
+    let moved = Armed {
+        id: "1796006850-1-1-2".into(),
+        action: drain("h100-05"),
+        ..real.clone()
+    };
+    let reused = Armed {
+        action: Action::Resume {
+            node: "h100-08".into(),
+        },
+        ..real.clone()
+    };
+    for a in [unsealed, moved, reused] {
+        b.log.write(&forged(a)).expect("forged");
+    }
+    let checked = b.log.armed_checked();
+    assert_eq!(checked.trusted, vec![real.clone()], "{:?}", checked.refused);
+    assert_eq!(checked.refused.len(), 3, "{:?}", checked.refused);
+    assert!(
+        checked
+            .warnings()
+            .iter()
+            .all(|w| w.starts_with("not sent: "))
+    );
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
+    let f = Firing {
+        cluster: &c,
+        base: &base,
+        data_age: Duration::ZERO,
+        policy: &policy,
+        site: &site,
+        log: &b.log,
+        executor: &b.sim,
+        who: &w,
+        timeout: Duration::from_secs(5),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let mut fire = b.log.path.clone().into_os_string();
+    fire.push(".fire");
+    std::fs::create_dir(&fire).expect("a directory as the lock");
+    let before = [state("h100-01"), state("h100-03"), state("h100-05")];
+    match rt.block_on(follow::fire_if_due(&real, &f)) {
+        Fired::Waiting(w) => assert!(w.contains("nothing sent"), "{w}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        [state("h100-01"), state("h100-03"), state("h100-05")],
+        before,
+        "nothing sent"
+    );
+    std::fs::remove_dir(&fire).expect("rmdir");
+    // A forged step handed to the firing directly is not this log's step.
+    let mut forged_step = real.clone();
+    forged_step.action = drain("h100-05");
+    match rt.block_on(follow::fire_if_due(&forged_step, &f)) {
+        Fired::Waiting(w) => assert!(w.contains("sent or cancelled"), "{w}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state("h100-05"), before[2]);
+    match rt.block_on(follow::fire_if_due(&real, &f)) {
+        Fired::Sent { .. } => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state("h100-03"), Some(NodeState::Drain));
 }

@@ -30,7 +30,8 @@ fn bench() -> Bench {
     let sim = Sim::new(SimConfig::default()).expect("sim");
     Bench {
         sim: Executor::LocalSim(Box::new(Mutex::new(sim))),
-        log: AuditLog::new(dir.path().join("audit.jsonl")),
+        log: AuditLog::new(dir.path().join("audit.jsonl"))
+            .with_key(Some(dir.path().join("state/armed.key"))),
         _dir: dir,
     }
 }

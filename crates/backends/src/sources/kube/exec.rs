@@ -32,6 +32,11 @@ mod validate;
 pub use calls::*;
 pub use error::{CallError, Cannot};
 use preview::Prepared;
+
+/// The most of a text answer (a pod's log) kept: its last bytes.
+pub(super) const TEXT_KEEP: usize = 1 << 20;
+/// The most of a text answer read before it is cut off.
+const TEXT_READ_MAX: usize = 16 << 20;
 use std::time::Duration;
 
 /// A pod's namespace and name.
@@ -130,19 +135,32 @@ impl Executor {
     }
 
     /// A GET of text (a pod's log), its first MB.
+    /// A text GET (a pod's log): at most its last `TEXT_KEEP` bytes.
     async fn get_text(&self, path: &str) -> Result<String, kube::Error> {
+        use futures_util::AsyncReadExt;
         let req = http::Request::get(path)
             .body(Vec::new())
             .map_err(|e| kube::Error::Service(Box::new(e)))?;
-        let mut t = self.conn.client.request_text(req).await?;
-        if t.len() > 1 << 20 {
-            let mut cut = 1 << 20;
-            while !t.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            t.truncate(cut);
+        // Streamed and bounded: a body that never ends (a log still being
+        // written, a hostile server) is read up to TEXT_READ_MAX and its
+        // last TEXT_KEEP bytes kept — never the whole of it in memory.
+        let mut body = self.conn.client.request_stream(req).await?;
+        let mut kept: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut read = 0usize;
+        while read < TEXT_READ_MAX {
+            let n = match body.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => return Err(kube::Error::ReadEvents(e)),
+            };
+            read += n;
+            kept.extend(&buf[..n]);
+            let over = kept.len().saturating_sub(TEXT_KEEP);
+            kept.drain(..over);
         }
-        Ok(t)
+        let bytes: Vec<u8> = kept.into();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// A GET whose error the caller matches on (a 404 is an answer).

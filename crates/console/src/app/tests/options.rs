@@ -176,6 +176,9 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         when,
         armed_at: c.time,
         cluster: c.name.clone(),
+        confirmed_by: String::new(),
+        preview_digest: String::new(),
+        tag: String::new(),
     };
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Armed {
@@ -310,6 +313,9 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         when,
         armed_at: c.time,
         cluster: c.name.clone(),
+        confirmed_by: String::new(),
+        preview_digest: String::new(),
+        tag: String::new(),
     };
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Armed {

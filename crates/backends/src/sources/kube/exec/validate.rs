@@ -13,6 +13,10 @@ use crate::sources::validate::{Verdict, verdict};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+/// The lines of the check pod's log asked for: its end, where a check
+/// says what failed.
+const LOG_TAIL_LINES: u32 = 500;
+
 /// The check Job's name for one run: `nightshift-validate-NODE-RUN`, RUN
 /// the run's start in base 36 — each run its own Job, so that a node
 /// validated again (after a failed check, within the finished Job's TTL of
@@ -234,7 +238,8 @@ impl Executor {
         Ok((verdict(passed, &output), seen))
     }
 
-    /// The check pod's log, else its container's termination message.
+    /// The check pod's log — its tail, bounded (`tailLines`, `limitBytes`,
+    /// and the read itself) — else its container's termination message.
     async fn check_output(&self, job: &str) -> (String, String) {
         let ns = &self.validate.namespace;
         let pods = self
@@ -248,7 +253,10 @@ impl Executor {
         };
         let name = pod["metadata"]["name"].as_str().unwrap_or_default();
         if let Ok(log) = self
-            .get_text(&format!("/api/v1/namespaces/{ns}/pods/{name}/log"))
+            .get_text(&format!(
+                "/api/v1/namespaces/{ns}/pods/{name}/log?tailLines={LOG_TAIL_LINES}&limitBytes={}",
+                super::TEXT_KEEP
+            ))
             .await
         {
             return (log, format!("pod {ns}/{name}'s log"));

@@ -43,17 +43,36 @@ impl Executor {
         ])
     }
 
-    fn output_path(&self, node: &str, job: &str) -> std::path::PathBuf {
-        self.cfg
-            .validate
-            .output_dir
-            .join(format!("nightshift-validate-{node}-{job}.out"))
+    /// Where the check's output goes: a directory nightshift makes for
+    /// this one check inside `[validate] output_dir` (an unpredictable
+    /// name, mode 0700, so no one else can plant a file, a link or a FIFO
+    /// where it will read), one file a job id in it.
+    fn output_in(dir: &std::path::Path, job: &str) -> std::path::PathBuf {
+        dir.join(format!("check-{job}.out"))
+    }
+
+    /// Why a validation cannot read its check's output here: the preview
+    /// refuses it.
+    pub fn validate_cannot(&self) -> Option<String> {
+        output_dir_cannot(&self.cfg.validate.output_dir)
     }
 
     /// The check's job: the whole node, and `gpus` of its GPUs (`None`:
     /// all of them, counted when it is sent).
-    fn check_call(&self, node: &str, level: u8, gpus: Option<u32>) -> Call {
+    fn check_call(
+        &self,
+        node: &str,
+        level: u8,
+        gpus: Option<u32>,
+        private: Option<&std::path::Path>,
+    ) -> Call {
         let v = &self.cfg.validate;
+        let output = match private {
+            Some(dir) => Self::output_in(dir, "%j"),
+            None => v
+                .output_dir
+                .join("<a private directory nightshift makes>/check-%j.out"),
+        };
         let mut args = vec![
             "--parsable".into(),
             format!("--reservation={}", Self::reservation(node)),
@@ -62,12 +81,7 @@ impl Executor {
             "--exclusive".into(),
             "--job-name=nightshift-validate".into(),
             format!("--time={}", v.timeout.as_secs().div_ceil(60).max(1)),
-            format!(
-                "--output={}",
-                v.output_dir
-                    .join(format!("nightshift-validate-{node}-%j.out"))
-                    .display()
-            ),
+            format!("--output={}", output.display()),
         ];
         match gpus {
             Some(0) => {}
@@ -83,11 +97,11 @@ impl Executor {
         vec![
             self.reserve_call(node).to_string(),
             self.resume_call(node).to_string(),
-            self.check_call(node, level, None).to_string(),
+            self.check_call(node, level, None, None).to_string(),
             format!(
-                "wait up to {} for the check; read {}",
+                "wait up to {} for the check; read its output from a directory nightshift makes in {} (mode 0700, an unpredictable name), which the node must share with this host: an output not read here fails the check",
                 crate::text::duration(self.cfg.validate.timeout.as_secs() as i64),
-                self.output_path(node, "JOBID").display()
+                self.cfg.validate.output_dir.display()
             ),
             format!("on a pass: {}", self.unreserve_call(node)),
             format!(
@@ -182,8 +196,10 @@ impl Executor {
         level: u8,
         gpus: u32,
     ) -> Result<(String, Verdict, String), String> {
+        let private = PrivateDir::make(&self.cfg.validate.output_dir)
+            .map_err(|e| format!("the check's output directory: {e}"))?;
         let submitted = self
-            .run(&self.check_call(node, level, Some(gpus)))
+            .run(&self.check_call(node, level, Some(gpus), Some(private.path())))
             .await
             .map_err(|e| format!("the check could not be submitted: {e}"))?;
         // `--parsable`: `ID` or `ID;CLUSTER`.
@@ -216,13 +232,14 @@ impl Executor {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         };
-        let path = self.output_path(node, &job);
+        let path = Self::output_in(private.path(), &job);
         let output = read_output(&path);
         let passed = state == JobState::Completed;
         let seen = format!("{} ({})", state.as_str(), path.display());
         match output {
             Ok(text) => Ok((job, verdict(passed, &text), seen)),
-            Err(e) if passed => Ok((job, Verdict::Pass, format!("{seen}; output unread: {e}"))),
+            // A check whose output is not read here has not been seen to
+            // pass: the node stays out, and the reason says why.
             Err(e) => Ok((
                 job,
                 Verdict::Fail(vec![format!(
@@ -263,13 +280,146 @@ impl Executor {
     }
 }
 
-/// The check's output, at most `OUTPUT_MAX` bytes of it.
+/// A directory of nightshift's own for one check's output, removed with
+/// what is in it when dropped.
+struct PrivateDir(std::path::PathBuf);
+
+impl PrivateDir {
+    /// Makes `nightshift-validate-RANDOM` in `parent`, mode 0700: `mkdir`
+    /// fails on anything already there (a planted directory or link), so
+    /// the directory is this process's own.
+    fn make(parent: &std::path::Path) -> Result<PrivateDir, String> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        if let Some(why) = output_dir_cannot(parent) {
+            return Err(why);
+        }
+        for _ in 0..8 {
+            let mut raw = [0u8; 12];
+            std::io::Read::read_exact(
+                &mut std::fs::File::open("/dev/urandom").map_err(|e| e.to_string())?,
+                &mut raw,
+            )
+            .map_err(|e| e.to_string())?;
+            let name: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+            let dir = parent.join(format!("nightshift-validate-{name}"));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => {
+                    let m = std::fs::symlink_metadata(&dir).map_err(|e| e.to_string())?;
+                    // SAFETY: geteuid has no preconditions.
+                    if !m.is_dir() || m.uid() != unsafe { libc::geteuid() } {
+                        return Err(format!("{} is not nightshift's own", dir.display()));
+                    }
+                    return Ok(PrivateDir(dir));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "cannot make a directory in {}: {e}",
+                        parent.display()
+                    ));
+                }
+            }
+        }
+        Err(format!(
+            "cannot make a directory of its own in {}",
+            parent.display()
+        ))
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why `dir` cannot hold the check's output: not there, not a directory,
+/// a link, not writable here.
+pub(crate) fn output_dir_cannot(dir: &std::path::Path) -> Option<String> {
+    let d = dir.display();
+    match std::fs::symlink_metadata(dir) {
+        Err(e) => Some(format!("[validate] output_dir {d}: {e}")),
+        Ok(m) if m.file_type().is_symlink() => Some(format!(
+            "[validate] output_dir {d} is a symbolic link: give the directory itself"
+        )),
+        Ok(m) if !m.is_dir() => Some(format!("[validate] output_dir {d} is not a directory")),
+        Ok(_) => {
+            let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+            // SAFETY: `c` is a valid NUL-terminated path for the call.
+            let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0;
+            (!writable).then(|| format!("[validate] output_dir {d} is not writable here"))
+        }
+    }
+}
+
+/// The check's output, at most `OUTPUT_MAX` bytes of it: a regular file
+/// only, never through a link, never blocking on a FIFO.
 fn read_output(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read;
-    let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("not a regular file: refused".into());
+    }
     let mut buf = Vec::new();
     f.take(OUTPUT_MAX)
         .read_to_end(&mut buf)
         .map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nothing but a regular file is read as the check's output: a link
+    /// (to a secret) and a FIFO (which would block) are refused at once.
+    #[test]
+    fn only_a_regular_file_is_read_and_a_fifo_never_blocks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "root's last line").expect("secret");
+        let link = dir.path().join("link.out");
+        std::os::unix::fs::symlink(&secret, &link).expect("link");
+        assert!(read_output(&link).is_err());
+        let fifo = dir.path().join("fifo.out");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let start = std::time::Instant::now();
+        let read = read_output(&fifo);
+        assert!(
+            read.is_err() && start.elapsed() < std::time::Duration::from_secs(2),
+            "{read:?}"
+        );
+        let plain = dir.path().join("plain.out");
+        std::fs::write(&plain, "ok").expect("plain");
+        assert_eq!(read_output(&plain).as_deref(), Ok("ok"));
+    }
+
+    /// The private directory is new, 0700, refused in a missing or linked
+    /// parent, and gone when dropped.
+    #[test]
+    fn the_private_directory_is_new_and_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = PrivateDir::make(dir.path()).expect("made");
+        let m = std::fs::metadata(p.path()).expect("meta");
+        assert_eq!(m.permissions().mode() & 0o777, 0o700);
+        let made = p.path().to_path_buf();
+        drop(p);
+        assert!(!made.exists());
+        assert!(PrivateDir::make(&dir.path().join("missing")).is_err());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(dir.path(), &link).expect("link");
+        assert!(output_dir_cannot(&link).is_some());
+    }
 }
