@@ -879,3 +879,108 @@ fn json_escapes_c1_controls_and_tables_cut_huge_names() {
         "the long name cut with an ellipsis:\n{table}"
     );
 }
+
+/// Runs nightshift with `args` in `dir`, killed if it is still running
+/// after `bound`: (its output, whether it ended by itself).
+fn run_bounded(dir: &std::path::Path, args: &[&str], bound: Duration) -> (Output, bool) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .arg("--log-file")
+        .arg(dir.join("n.log"))
+        .env_remove("SLURM_JWT")
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nightshift");
+    let ended = wait_for(bound, || child.try_wait().ok().flatten()).is_some();
+    if !ended {
+        let _ = child.kill();
+    }
+    (child.wait_with_output().expect("output"), ended)
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(status.success());
+}
+
+/// A FIFO at any path of the audit log — the log, a rotated file, its lock
+/// — is refused at once with a line naming it, never waited on: `audit`,
+/// `armed`, `get nodes` and `cordon` all end by themselves (issue 43).
+#[test]
+fn a_fifo_at_any_audit_log_path_is_refused_not_waited_on() {
+    let cordon = [
+        "cordon",
+        "h100-05",
+        "--reason",
+        "x",
+        "--confirm",
+        "h100-05",
+    ];
+    let cases: [(&str, &[&str]); 5] = [
+        ("audit.jsonl", &["audit"]),
+        ("audit.jsonl", &["get", "nodes"]),
+        ("audit.jsonl.1", &["armed"]),
+        ("audit.jsonl.lock", &cordon),
+        ("audit.jsonl", &cordon),
+    ];
+    for (fifo, args) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let audit = dir.path().join("audit.jsonl");
+        mkfifo(&dir.path().join(fifo));
+        let mut all = vec!["--audit-log", audit.to_str().expect("path")];
+        all.extend(args);
+        let (out, ended) = run_bounded(dir.path(), &all, Duration::from_secs(20));
+        assert!(ended, "{fifo} {args:?}: hung on the FIFO");
+        let err = clean_failure(&out);
+        if args[0] == "cordon" {
+            assert!(!out.status.success(), "{fifo}: {err}");
+            assert!(err.contains("not a regular file") || err.contains("lock"), "{fifo}: {err}");
+        } else if args[0] != "get" {
+            assert!(err.contains("not a regular file"), "{fifo} {args:?}: {err}");
+        }
+    }
+}
+
+/// An armed step's id, target or cluster full of escape sequences (a line
+/// written into the shared log by hand) reaches no terminal: `armed` and
+/// `disarm` print them sanitised, and the step is not nightshift's to fire
+/// — no seal — which `armed` says (issue 43).
+#[test]
+fn escape_sequences_in_an_armed_record_reach_no_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let rec = serde_json::json!({
+        "id": format!("1796006850-{evil}"), "phase": "armed", "time": 1796006850,
+        "operator": "x", "scheduler_user": null, "host": "h", "cluster": "sim-16",
+        "source": "sim", "action": "drain", "target": evil, "reason": null,
+        "preview": evil, "outcome": null,
+        "armed": {"id": format!("1796006850-{evil}"),
+                  "action": {"action": "drain", "node": evil, "reason": evil, "requeue": false},
+                  "when": {"kind": "checkpoints", "jobs": [{"job": "4700", "ckpt_last": null}]},
+                  "armed_at": 1796006850, "cluster": evil, "tag": "00"}
+    });
+    std::fs::write(&audit, format!("{rec}\n")).expect("audit");
+    let a = audit.to_str().expect("path");
+    let (out, ended) = run_bounded(dir.path(), &["--audit-log", a, "armed"], Duration::from_secs(20));
+    assert!(ended);
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(text(&out.stdout).contains("nothing armed"), "{}", text(&out.stdout));
+    assert!(err.contains("not sent"), "the forged step is said: {err}");
+    let (out, ended) = run_bounded(
+        dir.path(),
+        &["--audit-log", a, "disarm", &format!("1796006850-{evil}")],
+        Duration::from_secs(20),
+    );
+    assert!(ended);
+    let err = clean_failure(&out);
+    assert!(!out.status.success(), "{err}");
+    // `disarm ""` names nothing.
+    let (out, _) = run_bounded(dir.path(), &["--audit-log", a, "disarm", ""], Duration::from_secs(20));
+    let err = clean_failure(&out);
+    assert!(!out.status.success() && err.contains("too short"), "{err}");
+}
