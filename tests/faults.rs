@@ -911,14 +911,7 @@ fn mkfifo(path: &std::path::Path) {
 /// `armed`, `get nodes` and `cordon` all end by themselves (issue 43).
 #[test]
 fn a_fifo_at_any_audit_log_path_is_refused_not_waited_on() {
-    let cordon = [
-        "cordon",
-        "h100-05",
-        "--reason",
-        "x",
-        "--confirm",
-        "h100-05",
-    ];
+    let cordon = ["cordon", "h100-05", "--reason", "x", "--confirm", "h100-05"];
     let cases: [(&str, &[&str]); 5] = [
         ("audit.jsonl", &["audit"]),
         ("audit.jsonl", &["get", "nodes"]),
@@ -937,7 +930,10 @@ fn a_fifo_at_any_audit_log_path_is_refused_not_waited_on() {
         let err = clean_failure(&out);
         if args[0] == "cordon" {
             assert!(!out.status.success(), "{fifo}: {err}");
-            assert!(err.contains("not a regular file") || err.contains("lock"), "{fifo}: {err}");
+            assert!(
+                err.contains("not a regular file") || err.contains("lock"),
+                "{fifo}: {err}"
+            );
         } else if args[0] != "get" {
             assert!(err.contains("not a regular file"), "{fifo} {args:?}: {err}");
         }
@@ -965,11 +961,19 @@ fn escape_sequences_in_an_armed_record_reach_no_terminal() {
     });
     std::fs::write(&audit, format!("{rec}\n")).expect("audit");
     let a = audit.to_str().expect("path");
-    let (out, ended) = run_bounded(dir.path(), &["--audit-log", a, "armed"], Duration::from_secs(20));
+    let (out, ended) = run_bounded(
+        dir.path(),
+        &["--audit-log", a, "armed"],
+        Duration::from_secs(20),
+    );
     assert!(ended);
     let err = clean_failure(&out);
     assert!(out.status.success(), "{err}");
-    assert!(text(&out.stdout).contains("nothing armed"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("nothing armed"),
+        "{}",
+        text(&out.stdout)
+    );
     assert!(err.contains("not sent"), "the forged step is said: {err}");
     let (out, ended) = run_bounded(
         dir.path(),
@@ -980,7 +984,75 @@ fn escape_sequences_in_an_armed_record_reach_no_terminal() {
     let err = clean_failure(&out);
     assert!(!out.status.success(), "{err}");
     // `disarm ""` names nothing.
-    let (out, _) = run_bounded(dir.path(), &["--audit-log", a, "disarm", ""], Duration::from_secs(20));
+    let (out, _) = run_bounded(
+        dir.path(),
+        &["--audit-log", a, "disarm", ""],
+        Duration::from_secs(20),
+    );
     let err = clean_failure(&out);
     assert!(!out.status.success() && err.contains("too short"), "{err}");
+}
+
+/// The highest resident size (VmHWM, kB) `pid` has reached, polled until
+/// it ends; with its output.
+fn peak_rss_kb(mut child: std::process::Child, bound: Duration) -> (Output, u64, bool) {
+    let pid = child.id();
+    let mut peak = 0u64;
+    let start = Instant::now();
+    let ended = loop {
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            for l in s.lines() {
+                if let Some(v) = l.strip_prefix("VmHWM:") {
+                    let kb = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                    peak = peak.max(kb);
+                }
+            }
+        }
+        if child.try_wait().ok().flatten().is_some() {
+            break true;
+        }
+        if start.elapsed() > bound {
+            let _ = child.kill();
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (child.wait_with_output().expect("output"), peak, ended)
+}
+
+/// Prometheus answers that never end, three asked at once: the bytes in
+/// flight are bounded together (`limits.max_body_bytes`), not each — the
+/// one-shot ends with a clear error and its peak memory stays near one
+/// bound, not three (issue 43: `get nodes` died at 1.6 GB allocations).
+#[test]
+fn endless_prometheus_answers_are_bounded_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prom = Fake::start(Behaviour::Endless {
+        content_type: "application/json",
+        prefix: r#"{"status":"success","data":"#,
+    });
+    let cfg = dir.path().join("limits.toml");
+    std::fs::write(&cfg, "[limits]\nmax_body_bytes = 134217728\n").expect("config");
+    let child = Command::new(bin())
+        .args(["--config", cfg.to_str().expect("path")])
+        .args([
+            "--source",
+            "none",
+            "--prometheus",
+            &prom.url(""),
+            "get",
+            "nodes",
+        ])
+        .arg("--log-file")
+        .arg(dir.path().join("n.log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let (out, peak_kb, ended) = peak_rss_kb(child, Duration::from_secs(120));
+    assert!(ended, "an endless answer hung the one-shot");
+    let err = clean_failure(&out);
+    assert!(err.contains("max_body_bytes"), "{err}");
+    // One bound (128 MiB) and the program itself, not three bounds.
+    assert!(peak_kb < 300 * 1024, "peak {peak_kb} kB: {err}");
 }

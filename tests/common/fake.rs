@@ -28,6 +28,12 @@ pub enum Behaviour {
     Garbage(Vec<u8>),
     /// Refuses connections (closes them at once, as a dead port would).
     Down,
+    /// `200` with `prefix`, then spaces that never end (no length; up to
+    /// 8 GiB, or until the client goes).
+    Endless {
+        content_type: &'static str,
+        prefix: &'static str,
+    },
     /// By path: the first route whose prefix the request's path starts
     /// with; `Serve 404` when none does.
     Routes(Vec<(&'static str, Behaviour)>),
@@ -168,6 +174,24 @@ fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
         Behaviour::Garbage(bytes) => {
             read_request(&mut s);
             let _ = s.write_all(&bytes);
+        }
+        Behaviour::Endless {
+            content_type,
+            prefix,
+        } => {
+            read_request(&mut s);
+            let head = format!(
+                "HTTP/1.1 200 X\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n{prefix}"
+            );
+            if s.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let chunk = vec![b' '; 1 << 20];
+            for _ in 0..8192 {
+                if s.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
         }
     }
 }

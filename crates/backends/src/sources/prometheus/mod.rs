@@ -526,9 +526,11 @@ impl Prometheus {
         })?;
         let status = resp.status().as_u16();
         let what = format!("Prometheus at {}", self.base);
-        let text = crate::sources::http::text(resp, &what, self.timeout).await?;
-        // Up to limits.max_body_bytes of JSON: parsed off the async workers.
+        let (text, held) = crate::sources::http::text_reserved(resp, &what, self.timeout).await?;
+        // Up to limits.max_body_bytes of JSON: parsed off the async workers,
+        // its share of the budget held until it is parsed.
         tokio::task::spawn_blocking(move || {
+            let _held = held;
             serde_json::from_str(&text).map_err(|e| PromError::NotJson {
                 what,
                 status,
