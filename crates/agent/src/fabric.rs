@@ -18,8 +18,26 @@ fn rate(text: &str) -> Option<f64> {
     Some(gbit * 1e9 / 8.0)
 }
 
+/// The most of one sysfs attribute read: they are a line each.
+const ATTR_MAX: u64 = 4096;
+
+/// A sysfs attribute: a regular file only (opened without blocking, so a
+/// FIFO planted under `--sysfs` is refused at once, not waited on), its
+/// first `ATTR_MAX` bytes.
 fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(ATTR_MAX).read_to_end(&mut buf).ok()?;
+    String::from_utf8(buf).ok()
 }
 
 /// Every port under `sysfs/class/infiniband`, by device then port. No
@@ -126,6 +144,28 @@ pub fn to_metrics(host: &str, ports: &[IbPort]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A FIFO planted under `--sysfs` is skipped at once (the agent's one
+    /// thread never blocks on it), and a huge attribute is read only in
+    /// part (issue 43).
+    #[test]
+    fn a_fifo_or_a_huge_file_in_sysfs_is_skipped_not_waited_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = dir.path().join("class/infiniband/mlx5_0/ports/1");
+        std::fs::create_dir_all(port.join("counters")).expect("dirs");
+        let fifo = port.join("state");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let big = std::fs::File::create(port.join("counters/link_downed")).expect("big");
+        big.set_len(512 << 20).expect("sparse 512 MB");
+        std::fs::write(port.join("phys_state"), "5: LinkUp\n").expect("phys");
+        let start = std::time::Instant::now();
+        let ports = super::read_ports(dir.path());
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(ports.len(), 1);
+        assert_eq!((ports[0].state, ports[0].physical_state, ports[0].link_downed), (None, Some(5), None));
+    }
+
     use super::*;
 
     /// A generated sysfs like the one the node exporter test reads: the
