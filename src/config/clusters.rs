@@ -140,6 +140,27 @@ impl Settings {
         {
             return Ok(Selection::One(Box::new(one(i, &names[i])?)));
         }
-        Ok(Selection::One(Box::new(Settings::resolve(args, file)?)))
+        let s = Settings::resolve(args, file)?;
+        // A --context that names no [[clusters]] is a kubeconfig context —
+        // only when the source is Kubernetes. Otherwise (a typo, the sim, a
+        // Slurm) acting on the top level's source instead is refused.
+        if let Some(c) = args.context.as_deref()
+            && !matches!(s.source, crate::sources::SourceConfig::Kube(_))
+        {
+            return Err(ConfigError::Cluster(if names.is_empty() {
+                format!(
+                    "--context {:?}: the config has no [[clusters]], and the source ({}) has no contexts",
+                    crate::text::sanitize(c),
+                    s.source.name()
+                )
+            } else {
+                format!(
+                    "--context {:?} is none of the config's clusters: {}",
+                    crate::text::sanitize(c),
+                    names.join(", ")
+                )
+            }));
+        }
+        Ok(Selection::One(Box::new(s)))
     }
 }

@@ -174,7 +174,8 @@ context = "prod-gpu"
 
 /// `[[clusters]]`: `--all` takes each with its own sections (and the top
 /// level's engine), `--context NAME` one of them, a name that is none of
-/// them stays a kubeconfig context; source flags never reach a cluster.
+/// them is a kubeconfig context on a Kubernetes top level and an error
+/// otherwise; source flags never reach a cluster.
 #[test]
 fn clusters_are_chosen_by_all_and_context() {
     let file = || toml::from_str::<FileConfig>(CLUSTERS).expect("toml");
@@ -221,11 +222,27 @@ fn clusters_are_chosen_by_all_and_context() {
     };
     assert_eq!(s.cluster.as_deref(), Some("lab-slurm"));
     assert!(matches!(s.source, SourceConfig::Slurm(_)));
-    // Not a cluster's name: the top level, that name a kubeconfig context.
-    let Selection::One(s) = Settings::select(&ctx("other"), file()).expect("select") else {
+    // Not a cluster's name, and the top level (the sim) has no contexts: a
+    // typo is an error naming the clusters, never the top level acted on
+    // (issue 43).
+    let e = Settings::select(&ctx("typo"), file())
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("\"typo\"") && e.contains("east, lab-slurm, gpu-kube"),
+        "{e}"
+    );
+    // On Kubernetes at the top level, it is a kubeconfig context.
+    let kube_top = format!("source = \"kube\"\n{CLUSTERS}");
+    let f: FileConfig = toml::from_str(&kube_top).expect("toml");
+    let Selection::One(s) = Settings::select(&ctx("other"), f).expect("select") else {
         panic!("one");
     };
     assert_eq!(s.cluster, None);
+    match &s.source {
+        SourceConfig::Kube(k) => assert_eq!(k.context.as_deref(), Some("other")),
+        other => panic!("{other:?}"),
+    }
     // Errors name what is wrong.
     let bad = |text: &str, args: &GlobalArgs| {
         let f: FileConfig = toml::from_str(text).expect("toml");
