@@ -89,6 +89,37 @@ fn main() {
                 .map_or(0, |s| s.samples.len())
         },
     );
+    // Node-exporter InfiniBand ports merged onto a snapshot (issue 43: a
+    // search of the node's ports per reading made 100k ports of one host
+    // take minutes; by (device, port) it is linear).
+    for n in [20_000usize, 100_000] {
+        let mut text = String::new();
+        for f in [
+            "node_infiniband_state_id",
+            "node_infiniband_link_downed_total",
+        ] {
+            for p in 0..n {
+                text.push_str(&format!(
+                    "{f}{{device=\"mlx5_{}\",port=\"{}\"}} 1\n",
+                    p / 16,
+                    p % 16 + 1
+                ));
+            }
+        }
+        let (samples, _) = textformat::parse(&text);
+        let ports = nightshift::sources::dcgm::ports::ports_from(&samples, "gpu00001:9100", 0);
+        let hosts = nightshift::sources::dcgm::merge::HostMap::default();
+        measure(
+            &format!("merge {n} IB ports of one host"),
+            text.len(),
+            3,
+            || {
+                let mut c = nightshift::model::Cluster::default();
+                nightshift::sources::dcgm::ports::merge_ports(&mut c, &ports, &hosts);
+                c.nodes.len()
+            },
+        );
+    }
     // Correctness, not only speed: the crate truncates label values with ',' or '='.
     let tricky = "m{err_msg=\"Preemptive cleanup, due to previous errors -- a=b\"} 1\n";
     let ours = textformat::parse(tricky).0[0]

@@ -163,7 +163,14 @@ mod tests {
         let ports = super::read_ports(dir.path());
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
         assert_eq!(ports.len(), 1);
-        assert_eq!((ports[0].state, ports[0].physical_state, ports[0].link_downed), (None, Some(5), None));
+        assert_eq!(
+            (
+                ports[0].state,
+                ports[0].physical_state,
+                ports[0].link_downed
+            ),
+            (None, Some(5), None)
+        );
     }
 
     use super::*;
