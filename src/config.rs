@@ -470,16 +470,39 @@ impl EngineFile {
             p.gpu_hour_price = Some(v);
         }
         if let Some(v) = self.bytes_per_param {
+            if v == 0 {
+                return Err(ConfigError::Rate {
+                    key: "bytes_per_param",
+                    value: 0.0,
+                });
+            }
             p.bytes_per_param = v;
         }
-        if let Some(v) = self.sbe_watch_per_hour {
-            p.sbe_watch_per_hour = v;
-        }
-        if let Some(v) = self.nvlink_watch_per_hour {
-            p.nvlink_watch_per_hour = v;
-        }
-        if let Some(v) = self.nvlink_drain_per_hour {
-            p.nvlink_drain_per_hour = v;
+        // Rates the engine compares by: NaN, an
+        // infinity, 0 or a negative would make every GPU healthy, or none.
+        for (key, v, slot) in [
+            (
+                "sbe_watch_per_hour",
+                self.sbe_watch_per_hour,
+                &mut p.sbe_watch_per_hour,
+            ),
+            (
+                "nvlink_watch_per_hour",
+                self.nvlink_watch_per_hour,
+                &mut p.nvlink_watch_per_hour,
+            ),
+            (
+                "nvlink_drain_per_hour",
+                self.nvlink_drain_per_hour,
+                &mut p.nvlink_drain_per_hour,
+            ),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ConfigError::Rate { key, value: v });
+                }
+                *slot = v;
+            }
         }
         if let Some(v) = &self.domain_window {
             p.domain_window_s = dur(v, "domain_window")?;

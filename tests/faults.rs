@@ -332,6 +332,24 @@ fn bad_numbers_in_the_config_and_the_flags_are_one_line_errors() {
         ),
         ("[engine]\nstartup = \"1e18s\"\n", "engine.startup"),
         ("[limits]\nmax_body_bytes = 0\n", "limits.max_body_bytes"),
+        // Thresholds the engine compares by (issue 43).
+        (
+            "[engine]\nnvlink_drain_per_hour = nan\n",
+            "nvlink_drain_per_hour",
+        ),
+        (
+            "[engine]\nnvlink_watch_per_hour = inf\n",
+            "nvlink_watch_per_hour",
+        ),
+        (
+            "[engine]\nsbe_watch_per_hour = -1.0\n",
+            "sbe_watch_per_hour",
+        ),
+        // A window with no unit is refused, not read as seconds.
+        ("[engine]\nrepeat_offender = \"3 in 30\"\n", "3 in 30d"),
+        // A TOML error in one line, no U+FFFD where its drawing's
+        // newlines were.
+        ("[engine\nstartup = 1\n", "line 1, column 8: unclosed table"),
     ] {
         std::fs::write(&cfg, toml).expect("config");
         let out = run(
@@ -342,6 +360,7 @@ fn bad_numbers_in_the_config_and_the_flags_are_one_line_errors() {
         assert!(!out.status.success(), "{toml}");
         assert!(err.contains(key), "{key}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!err.contains('\u{fffd}'), "{err}");
     }
     for (args, key) in [
         (vec!["--nodes", "100000000", "get", "nodes"], "--nodes"),

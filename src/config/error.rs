@@ -12,7 +12,7 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("config {}: {source}", path.display())]
+    #[error("config {}: {}", path.display(), one_line_toml(source))]
     Parse {
         path: PathBuf,
         source: toml::de::Error,
@@ -51,6 +51,8 @@ pub enum ConfigError {
     DomainMinNodes(u32),
     #[error("config: engine.gpu_hour_price must be ≥ 0, got {0}")]
     Price(f64),
+    #[error("config: engine.{key} must be a finite number above 0, got {value}")]
+    Rate { key: &'static str, value: f64 },
     /// `key` with its section: `engine.stall_util_min`.
     #[error("config: {key} must be in 0..1, got {value}")]
     Fraction { key: String, value: f64 },
@@ -88,3 +90,17 @@ impl From<ConfigError> for String {
 }
 
 use crate::engine::xid::CatalogError as XidCatalogError;
+
+/// toml's error in one line: its first line (`TOML parse error at line 1,
+/// column 8`) and its message, without the drawing of the line between
+/// them (whose newlines would print as U+FFFD).
+fn one_line_toml(e: &toml::de::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default().trim();
+    let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    if first.is_empty() || first == message {
+        message
+    } else {
+        format!("{first}: {message}")
+    }
+}

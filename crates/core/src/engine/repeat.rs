@@ -37,6 +37,15 @@ impl RepeatRule {
         if count < 2 {
             return Err(format!("{text:?}: a repeat offender has at least 2 faults"));
         }
+        // The window needs its unit: "3 in 30" is 30 seconds to the
+        // parser and 30 days to whoever wrote it.
+        if d.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return Err(format!(
+                "{text:?}: give the window its unit (\"{} in {}d\" for days)",
+                n.trim(),
+                d.trim()
+            ));
+        }
         let window_s =
             super::units::parse_duration(d.trim()).map_err(|e| format!("{text:?}: {e}"))?;
         if window_s == 0 || window_s > 366 * 86_400 {
