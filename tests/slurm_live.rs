@@ -1665,8 +1665,30 @@ fn validate_then_resume(lab: &Lab) {
             ],
         );
     }
+    // Planted where the check's output used to be read (issue 43): a
+    // regular file with the planter's words for the passing node, a link
+    // to a secret and a FIFO for the failing one, for every job id the lab
+    // can give next. The check's own output is read from a directory
+    // nightshift makes, so none of them is read, followed or waited on.
+    let out_dir = lab.dir.path().join("validate");
+    std::fs::create_dir_all(&out_dir).expect("output dir");
+    let secret = lab.dir.path().join("secret");
+    std::fs::write(&secret, "the secret's last line\n").expect("secret");
+    for id in 1..=400 {
+        let _ = std::fs::write(
+            out_dir.join(format!("nightshift-validate-gpu02-{id}.out")),
+            "planted: GPU 0 is on fire\n",
+        );
+        let link = out_dir.join(format!("nightshift-validate-gpu03-{id}.out"));
+        if id % 2 == 0 {
+            let _ = std::os::unix::fs::symlink(&secret, &link);
+        } else {
+            let _ = std::process::Command::new("mkfifo").arg(&link).status();
+        }
+    }
     let (ok, out) = validate_on(lab, "gpu02", "pass");
     assert!(ok, "{out}");
+    assert!(!out.contains("planted"), "{out}");
     assert!(
         out.contains("dcgmi.sh pass 2) ✓; end nightshift-validate-gpu02 ✓"),
         "{out}"
@@ -1684,6 +1706,18 @@ fn validate_then_resume(lab: &Lab) {
         reason.starts_with("nightshift validation failed: GPU Memory: GPU 3: Pending page"),
         "{reason}"
     );
+    assert!(
+        !reason.contains("secret") && !out.contains("secret"),
+        "{reason} {out}"
+    );
+    // Nothing of nightshift's own is left in the output directory.
+    let left: Vec<_> = std::fs::read_dir(&out_dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".out"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     let reservations = lab.run("scontrol", &["show", "reservation"]);
     assert!(
         !reservations.contains("nightshift-validate"),

@@ -38,6 +38,18 @@ pub enum Call {
     Sbatch(Vec<String>),
 }
 
+/// `a` as a POSIX shell word that means `a`: bare when every character is
+/// safe, else in single quotes with each `'` written `'\''` — a line of
+/// the preview pasted into a shell sends what nightshift sends.
+pub fn shell_quote(a: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_=.,:/@%+^".contains(c);
+    if !a.is_empty() && a.chars().all(safe) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
 impl std::fmt::Display for Call {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -48,16 +60,7 @@ impl std::fmt::Display for Call {
             } => write!(f, "{method} {path}"),
             Call::Rest { method, path, body } => write!(f, "{method} {path} {body}"),
             Call::Scontrol(args) | Call::Scancel(args) | Call::Sbatch(args) => {
-                let quoted: Vec<String> = args
-                    .iter()
-                    .map(|a| {
-                        if a.contains(' ') {
-                            format!("'{a}'")
-                        } else {
-                            a.clone()
-                        }
-                    })
-                    .collect();
+                let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
                 let program = match self {
                     Call::Scancel(_) => "scancel",
                     Call::Sbatch(_) => "sbatch",
@@ -588,5 +591,35 @@ pub fn refusal(error: &CallError) -> Option<crate::model::Refused> {
             Some(crate::model::Refused::NoRequeue)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod quote_tests {
+    use super::shell_quote;
+
+    /// A quoted argument read back by a real shell is the argument: a
+    /// preview's line pasted into a shell sends what nightshift sends.
+    #[test]
+    fn a_quoted_argument_is_read_back_by_sh_as_itself() {
+        for a in [
+            "plain",
+            "two words",
+            "it's \"x\" $HOME `id` \\ ; |",
+            "",
+            "reason=a'b",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(a)))
+                .output()
+                .expect("sh");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                a,
+                "{}",
+                shell_quote(a)
+            );
+        }
     }
 }
