@@ -58,8 +58,9 @@ struct NodeItem<'a> {
     ib_ports: &'a [crate::model::IbPort],
     labels: &'a std::collections::BTreeMap<String, String>,
     gpus_total: u32,
-    gpus_allocated: u32,
-    gpus_free: u32,
+    /// Unknown (null) on a node no scheduler knows (`--source none`).
+    gpus_allocated: Option<u32>,
+    gpus_free: Option<u32>,
     mean_sm_occupancy: Option<f64>,
     /// Its GPUs in aggregate, where a fleet's Prometheus gave only that.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -242,8 +243,8 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
         ib_ports: &n.ib_ports,
         labels: &n.labels,
         gpus_total: n.gpu_count,
-        gpus_allocated: n.gpus_allocated(),
-        gpus_free: n.gpus_free(),
+        gpus_allocated: (!n.endpoint_only()).then(|| n.gpus_allocated()),
+        gpus_free: (!n.endpoint_only()).then(|| n.gpus_free()),
         mean_sm_occupancy: n.mean_sm_occupancy(),
         gpu_summary: n.gpu_summary.as_ref(),
         jobs,

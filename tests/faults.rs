@@ -398,6 +398,27 @@ fn bad_numbers_in_the_config_and_the_flags_are_one_line_errors() {
     );
     let err = clean_failure(&out);
     assert!(out.status.success(), "{err}");
+    // No scheduler: what runs on a node is unknown, not 0 (issue 43).
+    let out = run(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "get",
+            "nodes",
+            "-o",
+            "json",
+        ],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    let nodes: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let n = &nodes["items"][0];
+    assert_eq!(n["gpus_total"], 1, "{nodes:#}");
+    assert!(
+        n["gpus_allocated"].is_null() && n["gpus_free"].is_null(),
+        "{nodes:#}"
+    );
 }
 
 #[test]

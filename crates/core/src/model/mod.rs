@@ -24,7 +24,7 @@ pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort
 pub use gpu::{EccCounts, Gpu, GpuHealth, GpuSummary, LastXid, NvLinkErrors, RecoveryAction};
 pub use history::{Fault, PastFault};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
-pub use node::{FaultReport, Node, NodeState};
+pub use node::{ENDPOINT_ONLY, FaultReport, Node, NodeState};
 pub use summary::Summary;
 
 use serde::{Deserialize, Serialize};

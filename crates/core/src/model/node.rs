@@ -1,5 +1,9 @@
 use super::{Domain, Gpu, IbPort, Timestamp};
+
 use serde::{Deserialize, Serialize};
+
+/// The label of a node only a node endpoint knows (no scheduler has it).
+pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
 use std::collections::BTreeMap;
 
 /// Scheduling state of a node, as the on-call thinks of it.
@@ -118,6 +122,12 @@ impl Node {
     /// Whether it is in the domain `name` (at any level).
     pub fn in_domain(&self, name: &str) -> bool {
         self.domains.iter().any(|d| d.name == name)
+    }
+
+    /// Whether only a node endpoint knows it (no scheduler says what runs
+    /// on it: its allocation is unknown, not zero).
+    pub fn endpoint_only(&self) -> bool {
+        self.labels.contains_key(ENDPOINT_ONLY)
     }
 
     /// GPUs held by jobs on this node, counted from the per-GPU allocation.

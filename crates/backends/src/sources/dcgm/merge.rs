@@ -37,7 +37,7 @@ impl HostMap {
 }
 
 /// Label on nodes that only a node endpoint knows.
-pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
+pub use crate::model::ENDPOINT_ONLY;
 
 /// A node only a node endpoint knows (no scheduler names it), marked.
 pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
