@@ -1058,6 +1058,17 @@ fn run_check_job(lab: &KubeLab, node: &str, verdict: &str) {
         "{}",
         text(&again)
     );
+    // The pod's log, as the kubelet would serve it (issue 43): a failing
+    // check's output at the end of 2,000,000 lines (read as a bounded
+    // tail, not its first MiB); a passing check's log never ends (read up
+    // to a bound, never whole).
+    let log = if out.status.success() {
+        serde_json::json!({"endless": true})
+    } else {
+        serde_json::json!({"lines": "step ok: burn-in iteration\n", "times": 2_000_000,
+            "last": String::from_utf8_lossy(&out.stdout)})
+    };
+    lab.set_log(&format!("default/{name}-x1"), &log);
     let status = serde_json::json!({"status": {"phase": phase, "containerStatuses": [{
         "name": "check", "ready": false, "restartCount": 0,
         "state": {"terminated": {"exitCode": exit,

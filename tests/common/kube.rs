@@ -83,6 +83,25 @@ impl KubeLab {
         super::nightshift(self.dir.path(), &all)
     }
 
+    /// Sets the log kube-lab serves for pod `ns/name` (as the kubelet
+    /// would): `log` is `{"lines", "times", "last"}` or `{"endless": true}`.
+    pub fn set_log(&self, pod: &str, log: &serde_json::Value) {
+        let url = format!("{}/lab/log?pod={pod}", self.url);
+        let body = log.to_string();
+        let status = self
+            .rt
+            .block_on(async {
+                reqwest::Client::new()
+                    .post(&url)
+                    .body(body)
+                    .send()
+                    .await
+                    .map(|r| r.status())
+            })
+            .expect("lab log");
+        assert!(status.is_success(), "{pod}: {status}");
+    }
+
     /// One of the lab's switches (`compact`, `cut-watches`, `down?seconds=N`).
     pub fn switch(&self, what: &str) {
         let url = format!("{}/lab/{what}", self.url);

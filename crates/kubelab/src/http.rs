@@ -25,6 +25,57 @@ pub struct Lab {
     /// know that a client re-listed after a 410.
     pub gone_served: std::sync::atomic::AtomicU64,
     pub lists_served: std::sync::atomic::AtomicU64,
+    /// Pods' logs, by `NAMESPACE/NAME`: what the kubelet would serve.
+    pub logs: Mutex<std::collections::HashMap<String, PodLog>>,
+}
+
+/// A pod's log as kube-lab serves it (`POST /lab/log?pod=NS/NAME` with
+/// this as JSON): `lines` repeated `times`, then `last`; or, `endless`, a
+/// log that never ends (a server that ignores `limitBytes`).
+#[derive(Debug, Clone, Default)]
+pub struct PodLog {
+    pub lines: String,
+    pub times: u64,
+    pub last: String,
+    pub endless: bool,
+}
+
+impl PodLog {
+    fn from_json(v: &Value) -> PodLog {
+        let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        PodLog {
+            lines: text("lines"),
+            times: v["times"].as_u64().unwrap_or(0),
+            last: text("last"),
+            endless: v["endless"].as_bool().unwrap_or(false),
+        }
+    }
+
+    /// The log's text with the API server's options applied as its
+    /// documentation (PodLogOptions) says: `tailLines` — "the number of
+    /// lines from the end of the logs to show" — then `limitBytes` — "the
+    /// number of bytes to read from the server before terminating the log
+    /// output".
+    fn text(&self, tail_lines: Option<u64>, limit_bytes: Option<u64>) -> Vec<u8> {
+        let body_lines = self.lines.lines().count() as u64;
+        let last_lines = self.last.lines().count() as u64;
+        let total = body_lines * self.times + last_lines;
+        let skip = tail_lines.map_or(0, |t| total.saturating_sub(t));
+        let mut out = Vec::new();
+        let limit = limit_bytes.unwrap_or(u64::MAX);
+        let lines = (0..self.times)
+            .flat_map(|_| self.lines.lines())
+            .chain(self.last.lines());
+        for l in lines.skip(skip as usize) {
+            if out.len() as u64 >= limit {
+                break;
+            }
+            out.extend_from_slice(l.as_bytes());
+            out.push(b'\n');
+        }
+        out.truncate(limit.min(out.len() as u64) as usize);
+        out
+    }
 }
 
 impl Lab {
@@ -36,6 +87,7 @@ impl Lab {
             bookmark_every: Duration::from_secs(5),
             gone_served: Default::default(),
             lists_served: Default::default(),
+            logs: Default::default(),
         })
     }
 
@@ -205,6 +257,23 @@ async fn handle(
             }
             lab.cut_watches();
             reply(200, &json!({"down_s": secs}))
+        }
+        ("POST", ["lab", "log"]) => {
+            let Some(pod) = query_param(&query, "pod").map(decode) else {
+                return fail(Failure::new(400, "BadRequest", "pod=NS/NAME"));
+            };
+            match serde_json::from_slice::<Value>(&body) {
+                Ok(v) => {
+                    if let Ok(mut logs) = lab.logs.lock() {
+                        logs.insert(pod, PodLog::from_json(&v));
+                    }
+                    reply(200, &json!({"log": true}))
+                }
+                Err(e) => fail(Failure::new(400, "BadRequest", e.to_string())),
+            }
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => {
+            pod_log(&lab, ns, name, &query)
         }
         ("POST", ["lab", "apply"]) => match serde_json::from_slice::<Value>(&body) {
             Ok(o) => match lab.store.lock() {
@@ -606,4 +675,59 @@ fn watch_stream(
         hyper::header::HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// `GET /api/v1/namespaces/NS/pods/NAME/log`: the pod's log (404 for a pod
+/// that is not there), plain text.
+fn pod_log(lab: &Lab, ns: &str, name: &str, query: &str) -> hyper::Response<Body> {
+    let exists = lab.store.lock().is_ok_and(|s| {
+        s.resource("", "v1", "pods")
+            .is_some_and(|r| s.get(r, ns, name).is_some())
+    });
+    if !exists {
+        return fail(Failure::new(
+            404,
+            "NotFound",
+            format!("pods \"{name}\" not found"),
+        ));
+    }
+    let log = lab
+        .logs
+        .lock()
+        .ok()
+        .and_then(|l| l.get(&format!("{ns}/{name}")).cloned())
+        .unwrap_or_default();
+    let num = |k: &str| query_param(query, k).and_then(|v| v.parse::<u64>().ok());
+    let body: Body = if log.endless {
+        let stream = futures_util::stream::repeat_with(|| {
+            Ok::<_, Infallible>(Frame::data(Bytes::from(vec![b'x'; 1 << 16])))
+        });
+        BodyExt::boxed(StreamBody::new(stream))
+    } else {
+        Full::new(Bytes::from(log.text(num("tailLines"), num("limitBytes")))).boxed()
+    };
+    let mut resp = hyper::Response::new(body);
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain"),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::PodLog;
+
+    #[test]
+    fn tail_lines_then_limit_bytes_as_the_api_documents() {
+        let l = PodLog {
+            lines: "a\nb\n".into(),
+            times: 3,
+            last: "GPU 3 lost\n".into(),
+            endless: false,
+        };
+        assert_eq!(l.text(None, None), b"a\nb\na\nb\na\nb\nGPU 3 lost\n");
+        assert_eq!(l.text(Some(2), None), b"b\nGPU 3 lost\n");
+        assert_eq!(l.text(Some(2), Some(4)), b"b\nGP");
+    }
 }

@@ -258,6 +258,7 @@ impl Executor {
                 super::TEXT_KEEP
             ))
             .await
+            && !log.trim().is_empty()
         {
             return (log, format!("pod {ns}/{name}'s log"));
         }
