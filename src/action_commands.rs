@@ -341,7 +341,7 @@ pub(crate) fn connect(
     // Prometheus's fault history laid over the scheduler's, and the
     // [topology] domains the source does not say.
     let mut c = crate::one_shot::with_endpoints(settings, c).map_err(CommandError::Endpoints)?;
-    settings.topology.apply(&mut c);
+    crate::warn_unknown_topology(&settings.topology.apply(&mut c));
     // Audited as the console audits it: what one arms, the other (and
     // `follow`) finds.
     let who = Who {

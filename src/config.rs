@@ -121,6 +121,17 @@ pub struct DomainFile {
 impl TopologyFile {
     fn resolve(&self) -> Result<crate::sources::site_topology::SiteDomains, ConfigError> {
         let mut out = Vec::new();
+        if self.domains.len() > MAX_TOPOLOGY_DOMAINS {
+            return Err(ConfigError::Topology(format!(
+                "{} domains: at most {MAX_TOPOLOGY_DOMAINS}",
+                self.domains.len()
+            )));
+        }
+        // A domain once; a node in one domain of a level (two racks for
+        // one node is a typo, and would group it with both).
+        let mut named = std::collections::HashSet::new();
+        let mut level_of: std::collections::HashMap<(String, String), String> = Default::default();
+        let mut entries = 0usize;
         for d in &self.domains {
             let nodes = crate::sources::slurm::hostlist::expand(&d.nodes).map_err(|e| {
                 ConfigError::Topology(format!("{} {}: nodes {:?}: {e}", d.level, d.name, d.nodes))
@@ -131,11 +142,36 @@ impl TopologyFile {
                     d.level, d.name
                 )));
             }
+            if !named.insert((d.level.clone(), d.name.clone())) {
+                return Err(ConfigError::Topology(format!(
+                    "{} {} is given twice",
+                    d.level, d.name
+                )));
+            }
+            entries += nodes.len();
+            if entries > MAX_TOPOLOGY_NODES {
+                return Err(ConfigError::Topology(format!(
+                    "more than {MAX_TOPOLOGY_NODES} node entries in all"
+                )));
+            }
+            for n in &nodes {
+                if let Some(other) = level_of.insert((d.level.clone(), n.clone()), d.name.clone()) {
+                    return Err(ConfigError::Topology(format!(
+                        "{n} is in {} {other} and {} {}: a node is in one domain of a level",
+                        d.level, d.level, d.name
+                    )));
+                }
+            }
             out.push((crate::model::Domain::new(&d.level, &d.name), nodes));
         }
         Ok(crate::sources::site_topology::SiteDomains(out))
     }
 }
+
+/// The most `[topology]` domains, and node entries across them (a
+/// million-node site fits; ten million names are a mistake, not a site).
+pub const MAX_TOPOLOGY_DOMAINS: usize = 100_000;
+pub const MAX_TOPOLOGY_NODES: usize = 1_000_000;
 
 /// The fastest the sim may run: sim seconds per wall second.
 pub const MAX_SPEED: f64 = 10_000.0;

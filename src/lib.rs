@@ -26,3 +26,18 @@ pub mod one_shot;
 pub mod output;
 pub mod recording_commands;
 pub mod tui;
+
+/// Says (on stderr) the `[topology]` nodes a one-shot's cluster does not
+/// have: a typo in the config, never passed over in silence.
+pub fn warn_unknown_topology(unknown: &[String]) {
+    if unknown.is_empty() {
+        return;
+    }
+    let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
+    crate::text::warn(&format!(
+        "[topology] names {} node(s) this cluster does not have: {}{}",
+        unknown.len(),
+        shown.join(", "),
+        if unknown.len() > 5 { ", …" } else { "" }
+    ));
+}

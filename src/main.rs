@@ -390,7 +390,7 @@ fn snapshot(settings: &Settings) -> Result<Cluster, String> {
     }
     let mut c = live_snapshot(settings)?;
     // [topology]: the domains the source does not say.
-    settings.topology.apply(&mut c);
+    nightshift::warn_unknown_topology(&settings.topology.apply(&mut c));
     Ok(c)
 }
 

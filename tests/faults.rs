@@ -1096,3 +1096,46 @@ fn endless_prometheus_answers_are_bounded_together() {
     // One bound (128 MiB) and the program itself, not three bounds.
     assert!(peak_kb < 300 * 1024, "peak {peak_kb} kB: {err}");
 }
+
+/// `[topology]` mistakes are said, never passed over (issue 43): a domain
+/// given twice and a node in two domains of one level are errors naming
+/// them; a node no source has is a warning naming it; ten million names
+/// are refused at once.
+#[test]
+fn topology_mistakes_are_said_not_passed_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("t.toml");
+    let domain = |name: &str, nodes: &str| {
+        format!("[[topology.domains]]\nlevel = \"rack\"\nname = \"{name}\"\nnodes = \"{nodes}\"\n")
+    };
+    for (text, want) in [
+        (
+            domain("r1", "h100-0[1-2]") + &domain("r1", "h100-0[3-4]"),
+            "rack r1 is given twice",
+        ),
+        (
+            domain("r1", "h100-0[1-2]") + &domain("r2", "h100-0[2-3]"),
+            "h100-02 is in rack r1 and rack r2",
+        ),
+        (domain("r1", "n[0-9999999]"), "topology"),
+    ] {
+        std::fs::write(&cfg, &text).expect("config");
+        let t = Instant::now();
+        let out = run(
+            dir.path(),
+            &["--config", cfg.to_str().expect("path"), "get", "nodes"],
+        );
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{text}");
+        assert!(err.contains(want), "{want}: {err}");
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    }
+    std::fs::write(&cfg, domain("r1", "h100-01,no-such-node")).expect("config");
+    let out = run(
+        dir.path(),
+        &["--config", cfg.to_str().expect("path"), "get", "nodes"],
+    );
+    let err = clean_failure(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no-such-node"), "{err}");
+}

@@ -16,23 +16,42 @@ impl SiteDomains {
         self.0.is_empty()
     }
 
-    /// Gives each named node its configured domains (a domain the source
-    /// already gave it is not repeated).
-    pub fn apply(&self, c: &mut Cluster) {
-        if self.0.is_empty() {
-            return;
-        }
-        for n in c.nodes.iter_mut() {
-            let extra: Vec<&Domain> = self
-                .0
-                .iter()
-                .filter(|(d, nodes)| nodes.contains(&n.name) && !n.domains.contains(d))
-                .map(|(d, _)| d)
-                .collect();
-            if !extra.is_empty() {
-                Arc::make_mut(n).domains.extend(extra.into_iter().cloned());
+    /// Each node's configured domains, by node: one look-up a node, not a
+    /// search of every domain's list.
+    fn by_node(&self) -> std::collections::HashMap<&str, Vec<&Domain>> {
+        let mut out: std::collections::HashMap<&str, Vec<&Domain>> = Default::default();
+        for (d, nodes) in &self.0 {
+            for n in nodes {
+                out.entry(n.as_str()).or_default().push(d);
             }
         }
+        out
+    }
+
+    /// Gives each named node its configured domains (a domain the source
+    /// already gave it is not repeated). Returns the configured nodes the
+    /// snapshot does not have, sorted (a typo in `[topology]`).
+    pub fn apply(&self, c: &mut Cluster) -> Vec<String> {
+        if self.0.is_empty() {
+            return Vec::new();
+        }
+        let mut by_node = self.by_node();
+        for n in c.nodes.iter_mut() {
+            let Some(ds) = by_node.remove(n.name.as_str()) else {
+                continue;
+            };
+            let extra: Vec<Domain> = ds
+                .into_iter()
+                .filter(|d| !n.domains.contains(d))
+                .cloned()
+                .collect();
+            if !extra.is_empty() {
+                Arc::make_mut(n).domains.extend(extra);
+            }
+        }
+        let mut unknown: Vec<String> = by_node.into_keys().map(str::to_string).collect();
+        unknown.sort();
+        unknown
     }
 }
 
@@ -40,11 +59,27 @@ impl SiteDomains {
 pub fn spawn(mut rx: mpsc::Receiver<Update>, site: SiteDomains) -> mpsc::Receiver<Update> {
     let (tx, out) = mpsc::channel(16);
     tokio::spawn(async move {
+        let mut said: Vec<String> = Vec::new();
         while let Some(u) = rx.recv().await {
             let u = match u {
                 Update::Snapshot(c) => {
                     let mut c = Arc::unwrap_or_clone(c);
-                    site.apply(&mut c);
+                    let unknown = site.apply(&mut c);
+                    // Said once for each set of unknown names: a node of
+                    // `[topology]` that no source knows is a typo to fix.
+                    if !unknown.is_empty() && unknown != said {
+                        let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
+                        let note = format!(
+                            "[topology] names {} node(s) this cluster does not have: {}{}",
+                            unknown.len(),
+                            shown.join(", "),
+                            if unknown.len() > 5 { ", …" } else { "" }
+                        );
+                        said = unknown;
+                        if tx.send(Update::Notice(note)).await.is_err() {
+                            return;
+                        }
+                    }
                     Update::Snapshot(Arc::new(c))
                 }
                 other => other,
