@@ -1284,3 +1284,19 @@ fn the_fleet_overview_shows_each_cluster_and_every_incident() {
     assert!(s.contains("type west/h100-03"), "{s}");
     assert!(p.accepts("west/h100-03") && !p.accepts("h100-03"));
 }
+
+/// A cluster whose name is 10 KB long keeps the header's clock and data
+/// age on an 80-column line (issue 43): the name is cut, not the facts.
+#[test]
+fn a_huge_cluster_name_does_not_push_the_data_age_off_the_header() {
+    let mut a = app_after(0);
+    let mut c = (*a.cluster()).as_ref().clone();
+    c.name = "n".repeat(10_000);
+    let t0 = Instant::now();
+    a.on_update(Update::Snapshot(Arc::new(c)), t0);
+    a.on_update(Update::ok(Origin::Scheduler), t0);
+    let s = screen(&a, 80, 24);
+    let header = s.lines().next().expect("header");
+    assert!(header.contains("Z │"), "{header}");
+    assert!(header.contains('…'), "the name is cut: {header}");
+}

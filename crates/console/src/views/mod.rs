@@ -87,6 +87,9 @@ pub fn render(f: &mut Frame, app: &App) {
     modal::draw(f, body, app, theme);
 }
 
+/// The most characters of a cluster's name the header shows.
+const HEADER_NAME_MAX: usize = 32;
+
 fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let mut spans = vec![Span::styled(" nightshift ", theme.title())];
@@ -103,9 +106,11 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     }
     // One cluster of several: its name first (esc on the first screen
     // goes back to the fleet).
+    // Names are cut to HEADER_NAME_MAX: a 10 KB cluster name must not
+    // push the data's age off the line.
     if let Some(ctx) = &app.context {
         spans.push(Span::styled(
-            format!(" ◆ {} ", sanitize(ctx)),
+            format!(" ◆ {} ", text::cut(&sanitize(ctx), HEADER_NAME_MAX)),
             theme.title(),
         ));
     }
@@ -115,7 +120,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         spans.push(Span::raw(format!(
             " {} │ {} │ ",
             app.source_name,
-            sanitize(&c.name)
+            text::cut(&sanitize(&c.name), HEADER_NAME_MAX)
         )));
     }
     match app.data_age() {
