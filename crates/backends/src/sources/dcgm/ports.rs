@@ -267,3 +267,73 @@ node_infiniband_state_id{device=\"mlx5_3\",port=\"1\",Hostname=\"gpu08\"} 1
         );
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use crate::sources::dcgm::textformat::parse;
+    use proptest::prelude::*;
+
+    /// A node exporter's lines with hostile labels and values.
+    fn arb_line() -> impl Strategy<Value = String> {
+        let family = prop_oneof![
+            Just("node_infiniband_state_id"),
+            Just("node_infiniband_physical_state_id"),
+            Just("node_infiniband_link_downed_total"),
+            Just("node_infiniband_rate_bytes_per_second"),
+            Just("node_uname_info"),
+            Just("node_infiniband_port_data_received_bytes_total"),
+        ];
+        let value = prop_oneof![
+            Just("NaN".to_string()),
+            Just("+Inf".to_string()),
+            Just("-1".to_string()),
+            Just("1e308".to_string()),
+            Just("18446744073709551616".to_string()),
+            any::<u32>().prop_map(|n| n.to_string()),
+        ];
+        (
+            family,
+            "\\PC{0,12}",
+            "[0-9a-z-]{0,6}",
+            "\\PC{0,12}",
+            "\\PC{0,10}",
+            value,
+        )
+            .prop_map(|(f, device, port, nodename, instance, v)| {
+                let esc = |s: &str| {
+                    s.replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n")
+                };
+                format!(
+                    "{f}{{device=\"{}\",port=\"{}\",nodename=\"{}\",instance=\"{}\"}} {v}\n",
+                    esc(&device),
+                    esc(&port),
+                    esc(&nodename),
+                    esc(&instance)
+                )
+            })
+    }
+
+    proptest! {
+        /// The node exporter's port series, hostile or arbitrary: parsed,
+        /// read as ports, merged onto a cluster and watched for events
+        /// without a panic; every port kept is one the series named.
+        #[test]
+        fn fuzz_node_exporter_ports(lines in prop::collection::vec(arb_line(), 0..24), junk in "\\PC{0,80}") {
+            let text = format!("{}{junk}\n", lines.concat());
+            let (samples, _) = parse(&text);
+            let ports = ports_from(&samples, "10.0.0.9:9100", 100);
+            for p in &ports {
+                prop_assert!(samples.iter().any(|s| s.label("device") == Some(p.port.device.as_str())));
+            }
+            let mut c = crate::model::Cluster::default();
+            let hosts = HostMap::default();
+            merge_ports(&mut c, &ports, &hosts);
+            let mut watch = HealthWatch::default();
+            watch.observe_ports(&ports, &c, &hosts);
+            watch.observe_ports(&ports, &c, &hosts);
+        }
+    }
+}
