@@ -167,7 +167,7 @@ async fn analyse(
 ) -> Result<(Analysis, Arc<EccBaseline>), tokio::task::JoinError> {
     tokio::task::spawn_blocking(move || {
         let base = Arc::new(Base::compute_on(&c, baseline.as_deref(), &s, &k, &h));
-        let next = Arc::new(EccBaseline::of(&c));
+        let next = Arc::new(EccBaseline::advance(baseline.as_deref(), &c));
         (Analysis::with_base(base, &c, &f, &s), next)
     })
     .await

@@ -241,25 +241,49 @@ fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
         return None;
     }
     let (a, b) = (now?, then?);
-    Some(a.saturating_sub(b) as f64 * 3600.0 / dt_s as f64)
+    // A counter that went down was reset (a driver reload, a reboot): no
+    // rate over the reset, never a negative one.
+    if a < b {
+        return None;
+    }
+    Some((a - b) as f64 * 3600.0 / dt_s as f64)
 }
 
-/// What the rates need of an earlier snapshot: its time and each GPU's
-/// aggregate correctable-error count and NVLink error total. The analyst
-/// keeps this, not the whole earlier snapshot (a second copy of a
+/// What the rates need across snapshots, per GPU: its newest reading of
+/// the aggregate correctable-error count and the NVLink error total, the
+/// time of that reading (the endpoint's own, else the snapshot's), and the
+/// rates as of that reading. A counter's rate is taken over its own
+/// readings' times: a snapshot that brings no new reading of it (the
+/// scheduler polled every 2 s, dcgm-exporter every 5 s) keeps the rate the
+/// last reading gave — it does not read as "no change, healthy". The
+/// analyst keeps this, not the whole earlier snapshot (a second copy of a
 /// 10,000-node cluster).
 #[derive(Debug, Clone, Default)]
 pub struct EccBaseline {
     pub time: crate::model::Timestamp,
-    /// Per node: each GPU's counters.
-    counters: HashMap<String, Vec<Counters>>,
+    /// Per node: each GPU's newest reading and its rates.
+    counters: HashMap<String, Vec<Reading>>,
 }
 
-/// A GPU's counters in a baseline: (index, aggregate SBE, NVLink errors).
-type Counters = (u32, Option<u64>, Option<u64>);
+/// One GPU's newest counter reading and the rates as of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Reading {
+    index: u32,
+    sbe: Option<u64>,
+    nvlink: Option<u64>,
+    time: crate::model::Timestamp,
+    rates: Rates,
+}
 
 impl EccBaseline {
+    /// The counters of `c` alone, with no rates yet.
     pub fn of(c: &Cluster) -> EccBaseline {
+        EccBaseline::advance(None, c)
+    }
+
+    /// `prev` moved on to `c`: each GPU with a new reading gets its rates
+    /// over the time since its last reading; one without keeps its last.
+    pub fn advance(prev: Option<&EccBaseline>, c: &Cluster) -> EccBaseline {
         EccBaseline {
             time: c.time,
             counters: c
@@ -269,7 +293,33 @@ impl EccBaseline {
                     let gpus = n
                         .gpus
                         .iter()
-                        .map(|g| (g.index, g.ecc.sbe_aggregate, g.nvlink.total()))
+                        .map(|g| {
+                            let time = g.reading_time.unwrap_or(c.time);
+                            let (sbe, nvlink) = (g.ecc.sbe_aggregate, g.nvlink.total());
+                            match prev.and_then(|p| p.reading(&n.name, g.index)) {
+                                Some(r) if r.time >= time => r,
+                                Some(r) => {
+                                    let dt = time - r.time;
+                                    Reading {
+                                        index: g.index,
+                                        sbe,
+                                        nvlink,
+                                        time,
+                                        rates: Rates {
+                                            sbe_per_hour: rate(sbe, r.sbe, dt),
+                                            nvlink_per_hour: rate(nvlink, r.nvlink, dt),
+                                        },
+                                    }
+                                }
+                                None => Reading {
+                                    index: g.index,
+                                    sbe,
+                                    nvlink,
+                                    time,
+                                    rates: Rates::default(),
+                                },
+                            }
+                        })
                         .collect();
                     (n.name.clone(), gpus)
                 })
@@ -277,22 +327,17 @@ impl EccBaseline {
         }
     }
 
-    /// The GPU's counters then: (aggregate SBE, NVLink errors).
-    fn counters(&self, node: &str, gpu: u32) -> (Option<u64>, Option<u64>) {
+    fn reading(&self, node: &str, gpu: u32) -> Option<Reading> {
         self.counters
             .get(node)
-            .and_then(|gs| gs.iter().find(|(i, _, _)| *i == gpu))
-            .map_or((None, None), |(_, s, l)| (*s, *l))
+            .and_then(|gs| gs.iter().find(|r| r.index == gpu))
+            .copied()
     }
 
-    /// The GPU's error rates since then.
-    fn rates(&self, g: &Gpu, node: &str, now: crate::model::Timestamp) -> Rates {
-        let (sbe, nvlink) = self.counters(node, g.index);
-        let dt = now - self.time;
-        Rates {
-            sbe_per_hour: rate(g.ecc.sbe_aggregate, sbe, dt),
-            nvlink_per_hour: rate(g.nvlink.total(), nvlink, dt),
-        }
+    /// The GPU's error rates as of its newest reading.
+    fn rates(&self, node: &str, gpu: u32) -> Rates {
+        self.reading(node, gpu)
+            .map_or(Rates::default(), |r| r.rates)
     }
 }
 
@@ -305,6 +350,8 @@ pub fn verdicts(
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
     let (by_gpu, by_node, links) = current_events(c);
+    // The rates as of each GPU's newest reading (see `EccBaseline`).
+    let now = prev.map(|p| EccBaseline::advance(Some(p), c));
     let failing = super::fabric::failing_domains(c, site);
     let mut out = Vec::new();
     for n in &c.nodes {
@@ -328,7 +375,9 @@ pub fn verdicts(
                 let events = by_gpu
                     .get(&(n.name.as_str(), g.index))
                     .map_or(&[][..], Vec::as_slice);
-                let rates = prev.map_or(Rates::default(), |p| p.rates(g, &n.name, c.time));
+                let rates = now
+                    .as_ref()
+                    .map_or(Rates::default(), |p| p.rates(&n.name, g.index));
                 let reports: Vec<&FaultReport> = n
                     .fault_reports
                     .iter()
@@ -667,6 +716,61 @@ mod tests {
         );
         // Without an earlier snapshot there is no rate, whatever the total.
         assert!(verdicts(&later, None, &cat, &site).is_empty());
+    }
+
+    /// A counter's rate is taken over its own readings' times (issue 37):
+    /// the scheduler's snapshots (every 2 s) outnumber dcgm-exporter's
+    /// readings (every 5 s), and a snapshot that brings no new reading
+    /// keeps the last rate — an NVLink storm does not read healthy three
+    /// samples in four. A counter that goes down is a reset: no rate.
+    #[test]
+    fn a_rate_is_taken_over_the_counters_own_readings() {
+        use crate::engine::fixture::{add_node, cluster};
+        let mut c = cluster();
+        add_node(&mut c, "dgx2", "p", 8);
+        let t0 = c.time;
+        let read = |c: &mut Cluster, at: i64, flit: u64| {
+            let n = std::sync::Arc::make_mut(&mut c.nodes[0]);
+            n.gpus[3].reading_time = Some(at);
+            n.gpus[3].nvlink = crate::model::NvLinkErrors {
+                crc_flit: Some(flit),
+                crc_data: Some(0),
+                replay: Some(0),
+                recovery: Some(0),
+            };
+        };
+        let (cat, site) = (XidCatalog::default(), SiteParams::default());
+        let action = |c: &Cluster, b: &EccBaseline| {
+            verdicts(c, Some(b), &cat, &site)
+                .iter()
+                .find(|n| n.node == "dgx2")
+                .and_then(|n| n.gpus.iter().find(|g| g.gpu == 3))
+                .map(|g| g.verdict.action)
+        };
+        // ~300 errors a second, read every 5 s; snapshots every 2 s.
+        read(&mut c, t0, 0);
+        let mut base = EccBaseline::of(&c);
+        let mut seen = Vec::new();
+        for step in 1..=10i64 {
+            let now = t0 + 2 * step;
+            c.time = now;
+            let reading = now - now % 5;
+            read(&mut c, reading, 300 * (reading - t0) as u64);
+            if reading > t0 {
+                seen.push(action(&c, &base));
+            }
+            base = EccBaseline::advance(Some(&base), &c);
+        }
+        assert!(
+            seen.iter()
+                .all(|a| *a == Some(ActionClass::DrainInvestigate)),
+            "{seen:?}"
+        );
+        // A reset: the counter back near 0 gives no rate, not a negative one.
+        c.time += 5;
+        let at = c.time;
+        read(&mut c, at, 10);
+        assert_eq!(action(&c, &base), None);
     }
 
     #[test]
