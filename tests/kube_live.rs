@@ -1259,3 +1259,41 @@ fn evicted_inactive(w: &Value) -> bool {
         .flatten()
         .any(|c| c["type"] == "Evicted" && c["reason"] == "InactiveWorkload")
 }
+
+/// A soft preemption on Kubernetes (issue 37): there is no signal to ask a
+/// job to checkpoint, so `preempt JOB --grace 1m` would end the pods at
+/// once while its preview promised a checkpoint first. It is refused with
+/// the reason (exit non-zero), nothing is sent — the Workload stays active
+/// and its pods run, checked with kubectl — and the options do not offer it
+/// (they offer "preempt after its next checkpoint").
+#[test]
+fn a_soft_preemption_is_refused_on_kubernetes_and_nothing_is_sent() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab_config(&lab, "");
+    let job = "team-a/llm-pretrain";
+    let pods = || items(&lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"])).len();
+    let before = pods();
+    let out = lab.nightshift(&[
+        "--config",
+        &cfg,
+        "preempt",
+        job,
+        "--grace",
+        "1m",
+        "--confirm",
+        job,
+    ]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("no signal to ask"), "{t}");
+    assert_eq!(pods(), before, "nothing sent");
+    let w = llm_pretrain_workload(&lab);
+    assert!(!evicted_inactive(&w), "{w}");
+    assert_ne!(w["spec"]["active"], false, "{w}");
+    let opts = text(&lab.nightshift(&["--config", &cfg, "options", job]));
+    assert!(!opts.contains("signal"), "{opts}");
+    assert!(opts.contains("preempt after its next checkpoint"), "{opts}");
+}

@@ -75,6 +75,12 @@ pub struct Cluster {
     /// with the events' to find the nodes that keep failing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<PastFault>,
+    /// The scheduler has no way to ask a running job to checkpoint (a
+    /// signal): Kubernetes. A soft preemption ("signal, then requeue after
+    /// its checkpoint or the grace") is then neither offered nor sent;
+    /// "preempt after its next checkpoint" is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_job_signal: bool,
 }
 
 impl Cluster {

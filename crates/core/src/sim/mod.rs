@@ -176,6 +176,7 @@ impl Sim {
             .collect();
         Cluster {
             history: Vec::new(),
+            no_job_signal: false,
             name: format!("sim-{}", self.cfg.nodes),
             source: "sim".into(),
             time: self.now,

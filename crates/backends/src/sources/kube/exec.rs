@@ -311,6 +311,15 @@ impl Executor {
                 }
                 steps
             }
+            // What the preview refuses is never sent (its grace would be
+            // ignored: the pods would end at once).
+            Action::Preempt {
+                job,
+                grace_s: Some(_),
+            } => vec![Step::of(
+                what,
+                Err(Cannot::NoSoftPreempt(job.clone()).to_string()),
+            )],
             Action::Requeue { job } | Action::Preempt { job, .. } => match self.target(job).await {
                 Ok(Target::Workload { ns, name, .. }) => self.requeue_workload(&ns, &name).await,
                 Ok(Target::Gang { ns, pods }) => {

@@ -331,6 +331,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         history: Vec::new(),
         name: name.to_string(),
         source: "kube".into(),
+        no_job_signal: true,
         time: now,
         partitions,
         nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),

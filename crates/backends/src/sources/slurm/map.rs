@@ -349,6 +349,7 @@ pub fn cluster(
     Mapped {
         cluster: Cluster {
             history: Vec::new(),
+            no_job_signal: false,
             name: name.to_string(),
             source: "slurm".into(),
             time: now,

@@ -77,7 +77,11 @@ pub fn job_options_with(
         ..Choice::default()
     }];
 
-    options.extend(soft_preempt(c, base, job, grace_s, site, &b));
+    // A scheduler with no signal to ask for a checkpoint cannot do what a
+    // soft preemption promises: not offered there.
+    if !c.no_job_signal {
+        options.extend(soft_preempt(c, base, job, grace_s, site, &b));
+    }
 
     let (wait, lost_w, unknowns_w) = match wait_terms(c, &b, &hung) {
         Ok((w, l)) => (Some(w), Some(l), unknowns.clone()),

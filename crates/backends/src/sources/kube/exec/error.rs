@@ -47,4 +47,8 @@ pub enum Cannot {
     PriorityFromClass(String),
     #[error("a pod's priority is immutable; {0} has no Kueue workload whose priority could change")]
     PodPriority(String),
+    #[error(
+        "Kubernetes has no signal to ask {0} to checkpoint, so a preemption with a grace period would end its pods at once: use `preempt {0} --after-checkpoint` (it waits for the pods' checkpoint annotation to move)"
+    )]
+    NoSoftPreempt(String),
 }

@@ -140,6 +140,10 @@ impl Executor {
                 Some(Err(e)) => Err(e.clone().into()),
                 None => Err(Cannot::PodsNotRead(node.clone())),
             },
+            Action::Preempt {
+                job,
+                grace_s: Some(_),
+            } => Err(Cannot::NoSoftPreempt(job.clone())),
             Action::Requeue { job } | Action::Preempt { job, .. } => self
                 .target(job)
                 .await
