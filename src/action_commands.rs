@@ -132,7 +132,7 @@ pub(crate) fn preview_now(
     act: &ActArgs,
 ) -> Preview {
     rt.block_on(executor.prepare(action));
-    guard::preview(
+    let mut p = guard::preview(
         action,
         cluster,
         base,
@@ -142,7 +142,12 @@ pub(crate) fn preview_now(
         act.force,
         Ok(executor),
         &settings.site,
-    )
+    );
+    // One cluster of several (`--context NAME`): the preview names it, and
+    // the undo it prints acts there when pasted. What is typed to confirm
+    // stays the target (the context was typed already).
+    p.cluster = settings.cluster.clone();
+    p
 }
 
 pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
@@ -159,12 +164,19 @@ pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandEr
                 token: p.token.as_deref(),
                 warnings: &p.warnings,
                 undo: p.undo.as_ref(),
-                undo_command: p.undo.as_ref().map(Action::command_line),
+                undo_command: p.undo_line(),
             };
             crate::outln!("{}", crate::text::json_pretty(&j)?);
         }
         Format::Table => {
-            crate::outln!("preview: {}", sanitize(&p.action.describe()));
+            match &p.cluster {
+                Some(c) => crate::outln!(
+                    "preview: {} (cluster {})",
+                    sanitize(&p.action.describe()),
+                    sanitize(c)
+                ),
+                None => crate::outln!("preview: {}", sanitize(&p.action.describe())),
+            }
             match &p.blast {
                 Some(Ok(b)) => crate::out!("{}", crate::report::blast(b)),
                 Some(Err(e)) => crate::outln!("  {}", sanitize(&e.to_string())),
@@ -176,8 +188,8 @@ pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandEr
             for c in &p.calls {
                 crate::outln!("will send: {}", sanitize(c));
             }
-            if let Some(u) = &p.undo {
-                crate::outln!("undo: {}", sanitize(&u.command_line()));
+            if let Some(u) = p.undo_line() {
+                crate::outln!("undo: {}", sanitize(&u));
             }
             if let Some(r) = &p.refusal {
                 crate::outln!("refused: {r}");

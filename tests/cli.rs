@@ -1186,6 +1186,13 @@ fn get_all_answers_per_cluster_and_context_picks_one() {
     );
     assert!(ok, "{text}");
     assert_eq!(audit[0]["cluster"], "west", "{audit:?}");
+    // The preview names the cluster, and the undo it prints acts there
+    // when pasted — not on the default cluster (issue 37).
+    assert!(text.contains("(cluster west)"), "{text}");
+    assert!(
+        text.contains("undo: nightshift --context west resume h100-01"),
+        "{text}"
+    );
     // Other commands want one cluster.
     let out = common::nightshift(dir.path(), &["--config", cfg, "--all", "why", "4700"]);
     assert!(!out.status.success());

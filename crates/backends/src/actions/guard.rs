@@ -76,6 +76,14 @@ impl Preview {
         self
     }
 
+    /// The undo's command line, naming the cluster when it is one of
+    /// several.
+    pub fn undo_line(&self) -> Option<String> {
+        self.undo
+            .as_ref()
+            .map(|u| u.command_line_in(self.cluster.as_deref()))
+    }
+
     /// What must be typed: the target for destructive actions, else `y`.
     pub fn confirm_prompt(&self) -> String {
         if let Some(f) = self.force_token() {
@@ -630,7 +638,10 @@ pub async fn run(
         !outcome.no_op && outcome.steps.first().is_some_and(|s| s.ok && !s.unchanged);
     let undo = if done_something { p.undo.clone() } else { None };
     if let Some(u) = &undo {
-        message.push_str(&format!("; undo: {}", u.command_line()));
+        message.push_str(&format!(
+            "; undo: {}",
+            u.command_line_in(p.cluster.as_deref())
+        ));
     }
     Ok(Done {
         outcome,

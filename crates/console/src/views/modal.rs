@@ -196,10 +196,10 @@ fn preview_lines(
             Span::raw(sanitize(c).into_owned()),
         ]));
     }
-    if let Some(u) = &p.undo {
+    if let Some(u) = p.undo_line() {
         lines.push(Line::from(vec![
             Span::styled("  undo: ", theme.dim()),
-            Span::raw(sanitize(&u.command_line()).into_owned()),
+            Span::raw(sanitize(&u).into_owned()),
         ]));
     }
     for w in &p.warnings {

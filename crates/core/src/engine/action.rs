@@ -45,6 +45,27 @@ impl Action {
     }
 
     /// The same action as a nightshift command line, for undo hints.
+    /// [`Action::command_line`] for the cluster `cluster` of several
+    /// (`nightshift --context NAME …`): pasted, it acts there, not on the
+    /// default cluster.
+    pub fn command_line_in(&self, cluster: Option<&str>) -> String {
+        let line = self.command_line();
+        match cluster {
+            Some(c) => {
+                let c = if c
+                    .chars()
+                    .all(|x| x.is_ascii_alphanumeric() || "-_./:".contains(x))
+                {
+                    c.to_string()
+                } else {
+                    format!("'{}'", c.replace('\'', "'\\''"))
+                };
+                line.replacen("nightshift ", &format!("nightshift --context {c} "), 1)
+            }
+            None => line,
+        }
+    }
+
     pub fn command_line(&self) -> String {
         let q = |s: &str| {
             if s.chars()
