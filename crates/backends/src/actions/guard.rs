@@ -260,6 +260,46 @@ fn failing_domain_drain(a: &Action, base: &Base) -> Option<Refusal> {
     })
 }
 
+/// A check needs the whole node: a validation of a node that still runs
+/// work is refused at preview — the check would queue behind it, time out,
+/// and leave a healthy node out as "validation failed". Says which jobs
+/// hold it and when it is empty at the latest (their time limits), and
+/// what to do instead.
+fn still_runs_work(a: &Action, c: &Cluster) -> Option<Refusal> {
+    let Action::Validate { node, .. } = a else {
+        return None;
+    };
+    let running: Vec<&crate::model::Job> = c
+        .jobs_on_node(node)
+        .filter(|j| j.state.holds_resources())
+        .collect();
+    if running.is_empty() {
+        return None;
+    }
+    let ids: Vec<&str> = running.iter().take(5).map(|j| j.id.as_str()).collect();
+    let empty_by = running
+        .iter()
+        .map(|j| match (j.start_time, j.time_limit) {
+            (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some(s + l as i64),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()
+        .and_then(|t| t.into_iter().max());
+    Some(Refusal::Unknown(format!(
+        "{node} still runs job{} {}{}: the check needs the whole node — {}; or drain it first (`nightshift drain {node} --requeue`), then validate",
+        if running.len() == 1 { "" } else { "s" },
+        ids.join(", "),
+        if running.len() > 5 { ", …" } else { "" },
+        match empty_by {
+            Some(t) => format!(
+                "it is empty by {} at the latest (their time limits)",
+                crate::text::moment(t, c.time)
+            ),
+            None => "when it will be empty is not known (a job has no time limit)".into(),
+        }
+    )))
+}
+
 /// Builds the preview: blast radius, calls, policy verdict, undo.
 #[allow(clippy::too_many_arguments)]
 pub fn preview(
@@ -301,6 +341,7 @@ pub fn preview(
     // then the audit, then whether there is anyone to send to.
     let refusal = nothing
         .map(Refusal::Nothing)
+        .or_else(|| still_runs_work(a, c))
         .or_else(|| {
             // Cordoning a failing domain's nodes is its remedy: the
             // breaker's count does not stop it at the third.

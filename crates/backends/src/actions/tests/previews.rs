@@ -367,3 +367,48 @@ fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_
     let pv = preview(&b, &drain("h100-06"), &Policy::default(), Duration::ZERO);
     assert!(pv.refusal.is_none(), "{:?}", pv.refusal);
 }
+
+/// A validation of a node that still runs work is refused at preview
+/// (issue 37): the check needs the whole node, so it would queue behind
+/// the job, time out, and leave a healthy node out. The refusal names the
+/// job, when the node is empty, and what to do instead; once the node is
+/// drained and empty, the same validation is not refused.
+#[test]
+fn validate_refuses_a_node_that_still_runs_work() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let node = c
+        .nodes
+        .iter()
+        .find(|n| c.jobs_on_node(&n.name).any(|j| j.state.holds_resources()))
+        .map(|n| n.name.clone())
+        .expect("a busy node");
+    let cordon = Action::Cordon {
+        node: node.clone(),
+        reason: "remap pending".into(),
+    };
+    run(&b, &cordon, "y", &Policy::default(), Duration::ZERO).expect("cordoned");
+    let validate = Action::Validate {
+        node: node.clone(),
+        level: 2,
+    };
+    let p = preview(&b, &validate, &Policy::default(), Duration::ZERO);
+    let why = p
+        .refusal
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        why.contains("still runs job") && why.contains("drain it first"),
+        "{why}"
+    );
+    run(&b, &drain(&node), &node, &Policy::default(), Duration::ZERO).expect("drained");
+    let p = preview(&b, &validate, &Policy::default(), Duration::ZERO);
+    assert!(
+        !p.refusal
+            .as_ref()
+            .is_some_and(|r| r.to_string().contains("still runs")),
+        "{:?}",
+        p.refusal
+    );
+}

@@ -63,9 +63,13 @@ impl Executor {
         &self,
         node: &str,
         level: u8,
-        gpus: Option<u32>,
+        sent: Option<(u32, Option<&str>)>,
         private: Option<&std::path::Path>,
     ) -> Call {
+        let (gpus, partition) = match sent {
+            Some((g, p)) => (Some(g), p),
+            None => (None, None),
+        };
         let v = &self.cfg.validate;
         let output = match private {
             Some(dir) => Self::output_in(dir, "%j"),
@@ -76,6 +80,13 @@ impl Executor {
         let mut args = vec![
             "--parsable".into(),
             format!("--reservation={}", Self::reservation(node)),
+            // The node's own partition: a node outside the default one is
+            // "not available" to a job that names none.
+            match (sent, partition) {
+                (_, Some(p)) => format!("--partition={p}"),
+                (None, None) => "--partition=<the node's partition>".into(),
+                (Some(_), None) => String::new(),
+            },
             format!("--nodelist={node}"),
             "--nodes=1".into(),
             "--exclusive".into(),
@@ -83,6 +94,7 @@ impl Executor {
             format!("--time={}", v.timeout.as_secs().div_ceil(60).max(1)),
             format!("--output={}", output.display()),
         ];
+        args.retain(|a| !a.is_empty());
         match gpus {
             Some(0) => {}
             Some(n) => args.push(format!("--gres=gpu:{n}")),
@@ -124,7 +136,7 @@ impl Executor {
                 ));
                 return steps;
             }
-            Ok(n) => n.gpu_count,
+            Ok(n) => (n.gpu_count, n.partitions.first().cloned()),
             Err(e) => {
                 steps.push(Step::failed(format!("read {node}"), e.to_string()));
                 return steps;
@@ -160,7 +172,7 @@ impl Executor {
             }
         }
         let check = format!("check {node} ({})", self.cfg.validate.command_for(level));
-        let ran = self.run_check(node, level, gpus).await;
+        let ran = self.run_check(node, level, gpus.0, gpus.1.as_deref()).await;
         match ran {
             Ok((job, Verdict::Pass, seen)) => {
                 steps.push(Step::sent(
@@ -195,13 +207,21 @@ impl Executor {
         node: &str,
         level: u8,
         gpus: u32,
+        partition: Option<&str>,
     ) -> Result<(String, Verdict, String), String> {
         let private = PrivateDir::make(&self.cfg.validate.output_dir)
             .map_err(|e| format!("the check's output directory: {e}"))?;
         let submitted = self
-            .run(&self.check_call(node, level, Some(gpus), Some(private.path())))
+            .run(&self.check_call(node, level, Some((gpus, partition)), Some(private.path())))
             .await
-            .map_err(|e| format!("the check could not be submitted: {e}"))?;
+            .map_err(|e| match e {
+                // The scheduler's own words, not the command line (which
+                // would fill the reason's 250 characters before them).
+                CallError::Refused { said, .. } => {
+                    format!("sbatch refused the check: {}", said.trim())
+                }
+                e => format!("the check could not be submitted: {e}"),
+            })?;
         // `--parsable`: `ID` or `ID;CLUSTER`.
         let job = submitted
             .trim()
