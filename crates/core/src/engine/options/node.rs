@@ -88,7 +88,7 @@ pub fn node_options_with(
             }
         }
     } else if let Some(v) = index_of(&o, "validate_resume")
-        && !case.class.needs_drain()
+        && case.class == ActionClass::None
         && !case.last_check_failed()
     {
         let why = format!(
@@ -97,7 +97,65 @@ pub fn node_options_with(
         );
         finish(&mut o, Some(v), why);
     }
+    failing_domain_rule(&mut o, c, base, node, case.class);
     Ok(o)
+}
+
+/// A node whose failure domain has an open incident (a leaf switch
+/// flapping under it): it is not put back, nor left as it is — its GPU
+/// check does not test the fabric (issue 37). Validate-then-resume is not
+/// offered; the domain's remedy is ("cordon it", or "keep it out until the
+/// domain is fixed" when it is out already), and recommended unless the
+/// node's own GPUs need more (a drain).
+fn failing_domain_rule(o: &mut Options, c: &Cluster, base: &Base, node: &str, class: ActionClass) {
+    let Some(d) = base
+        .incidents
+        .iter()
+        .find(|i| i.kind == "domain" && i.is_open() && i.nodes.iter().any(|n| n == node))
+    else {
+        return;
+    };
+    o.options.retain(|c| c.name != "validate_resume");
+    let in_service = c.node(node).is_some_and(|n| n.state.schedulable());
+    let why = format!(
+        "{} is failing ({}): {node} stays out of new multi-node work until it is fixed; its GPU check does not test the fabric",
+        d.node, d.id
+    );
+    let choice = if in_service {
+        let step = Action::Cordon {
+            node: node.to_string(),
+            reason: format!("{} failing ({})", d.node, d.id),
+        };
+        Choice {
+            name: "domain_remedy",
+            title: format!("cordon it: {} is failing (the domain's remedy)", d.node),
+            actions: vec![step.command_line()],
+            steps: vec![step],
+            manual: vec![format!("the network owner fixes {}", d.node)],
+            gpu_hours_lost: Some(0.0),
+            queue_moves: Some(0),
+            ..Choice::default()
+        }
+    } else {
+        Choice {
+            name: "domain_remedy",
+            title: format!("keep it out until {} is fixed", d.node),
+            manual: vec![
+                format!("the network owner fixes {}", d.node),
+                format!("then validate {node} and resume it"),
+            ],
+            gpu_hours_lost: Some(0.0),
+            queue_moves: Some(0),
+            ..Choice::default()
+        }
+    };
+    o.options.insert(0, choice);
+    let picked = o.options.iter().position(|c| c.recommended);
+    let own_drain = class.needs_drain()
+        && picked.is_some_and(|p| !["do_nothing", "domain_remedy"].contains(&o.options[p].name));
+    if !own_drain {
+        finish(o, Some(0), why);
+    }
 }
 
 /// What every option for one node reads: the node, its verdict, the blast

@@ -511,3 +511,61 @@ fn a_drained_node_with_healthy_gpus_is_validated_then_resumed() {
     assert_ne!(pick(&o), "validate_resume");
     assert!(choice(&o, "validate_resume").unknowns[0].contains("its last check failed"));
 }
+
+/// A node under a failing leaf switch (the sim night at +20 min: ib-leaf-2
+/// flaps under h100-05…08) is never recommended "do nothing", nor
+/// validate-then-resume once out of service: its GPU check does not test
+/// the fabric (issue 37). In service: cordon it (the domain's remedy);
+/// cordoned by the leaf plan: keep it out until the switch is fixed.
+#[test]
+fn a_node_of_a_failing_domain_is_never_put_back_nor_left_as_it_is() {
+    use crate::sim::{Sim, SimConfig};
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(1230);
+    let c = s.snapshot();
+    let site = SiteParams::default();
+    let o = node_options(&c, &base_of(&c), "h100-07", &site).expect("options");
+    assert_eq!(pick(&o), "domain_remedy", "{o:#?}");
+    assert!(matches!(
+        choice(&o, "domain_remedy").steps.as_slice(),
+        [Action::Cordon { .. }]
+    ));
+    // Cordoned (as the leaf plan does), its GPUs healthy: still not put
+    // back while the leaf fails.
+    s.apply(&Action::Cordon {
+        node: "h100-07".into(),
+        reason: "ib-leaf-2 failing".into(),
+    })
+    .expect("cordon");
+    let c = s.snapshot();
+    let o = node_options(&c, &base_of(&c), "h100-07", &site).expect("options");
+    assert!(
+        o.options.iter().all(|c| c.name != "validate_resume"),
+        "{o:#?}"
+    );
+    assert_eq!(pick(&o), "domain_remedy", "{o:#?}");
+    assert!(choice(&o, "domain_remedy").title.starts_with("keep it out"));
+}
+
+/// A node out of service with a GPU at warn (h100-05: Xid 63, a row remap
+/// pending until the GPU is reset) is not "healthy": validate-then-resume
+/// is not what its options recommend (issue 37).
+#[test]
+fn a_node_with_a_gpu_at_warn_is_not_recommended_back_as_healthy() {
+    use crate::sim::{Sim, SimConfig};
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(200);
+    s.apply(&Action::Cordon {
+        node: "h100-05".into(),
+        reason: "remap pending".into(),
+    })
+    .expect("cordon");
+    let c = s.snapshot();
+    let o = node_options(&c, &base_of(&c), "h100-05", &SiteParams::default()).expect("options");
+    assert_ne!(pick(&o), "validate_resume", "{o:#?}");
+    assert!(
+        o.recommended()
+            .is_none_or(|r| !r.why.contains("read healthy")),
+        "{o:#?}"
+    );
+}
