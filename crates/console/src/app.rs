@@ -359,8 +359,16 @@ pub struct App {
     /// An armed option's cost as planned, for its confirmation (the
     /// preview there is of what is sent now).
     pub(crate) plan_note: Option<String>,
-    /// The audit log's armed steps were asked for.
-    pub(crate) armed_loaded: bool,
+    /// The audit log's armed steps were asked for, under this cluster's
+    /// name (asked again when the name changes: a console with endpoints
+    /// sees their snapshot before the scheduler's).
+    pub(crate) armed_loaded: Option<String>,
+    /// Snapshots since the armed steps were last asked for: asked again
+    /// every `ARMED_REFRESH` (a step armed by the command line or another
+    /// console shows up here).
+    pub(crate) armed_age: u32,
+    /// `q` was pressed once with steps armed: said, the next `q` quits.
+    pub(crate) quit_warned: bool,
     /// The first answer about them is to be asked about.
     pub(crate) rearm_pending: bool,
     /// A request to send the due steps is out.
@@ -429,7 +437,9 @@ impl App {
             arm_after: None,
             arm_on_confirm: None,
             plan_note: None,
-            armed_loaded: false,
+            armed_loaded: None,
+            armed_age: 0,
+            quit_warned: false,
             rearm_pending: false,
             fire_in_flight: false,
             replay: source_name == "replay",

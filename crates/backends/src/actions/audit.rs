@@ -421,6 +421,18 @@ impl Reading {
             .iter()
             .filter(|r| r.phase == "intent" && clusters.contains(&r.cluster.as_str()))
             .filter_map(|r| {
+                // The fault as data (node, GPU, kind, first time): the same
+                // in every process, so three incidents of one node from
+                // three runs are three faults, one incident acted on three
+                // times is one.
+                if let Some(f) = &r.fault {
+                    let key = format!(
+                        "{}\u{0}{:?}\u{0}{:?}\u{0}{}",
+                        f.node, f.gpu, f.fault, f.time
+                    );
+                    return seen.insert(key).then(|| f.clone());
+                }
+                // Older records: the incident's line, read back.
                 let incident = r.incident.as_deref()?;
                 // The stage (`(open)`, `(remedied)`) changes; the rest names it.
                 let key = incident.rsplit_once(" (").map_or(incident, |(k, _)| k);
@@ -491,6 +503,30 @@ pub fn incident_line(i: &crate::engine::incidents::Incident) -> String {
         i.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
         i.stage.as_str()
     )
+}
+
+/// The hardware fault an incident is, as data: an Xid (`XID 79`), an
+/// uncorrectable ECC error or a failed row remap on its node and GPU, at
+/// the incident's first time; other incidents (a stall, a link, a domain)
+/// are no GPU's fault.
+pub fn fault_of(i: &crate::engine::incidents::Incident) -> Option<crate::model::PastFault> {
+    use crate::model::Fault;
+    let fault = if let Some(x) = i.xid {
+        Fault::Xid(x)
+    } else if i.label.starts_with("ECC DBE") {
+        Fault::Dbe
+    } else if i.label.starts_with("REMAP FAIL") {
+        Fault::RemapFailed
+    } else {
+        return None;
+    };
+    Some(crate::model::PastFault {
+        time: i.time,
+        node: i.node.clone(),
+        gpu: i.gpu,
+        fault,
+        from: "audit".into(),
+    })
 }
 
 /// The fault an audit record's incident names (`incident_line`), LABEL an Xid (`XID 79`, `XID 48 (+ECC DBE)`), `ECC DBE` or
@@ -724,6 +760,53 @@ mod incident_tests {
         assert!(fault_of_incident("garbage", 1).is_none());
     }
 
+    /// Repeat offenders are counted by the fault as data (issue 37): three
+    /// drains of a100n1 from three command-line runs each recorded "e1 XID
+    /// 79 on a100n1 GPU 2" — the label's number restarts in every process —
+    /// and were one fault; as data (node, GPU, kind, first time) they are
+    /// three, and one incident acted on twice is still one.
+    #[test]
+    fn faults_are_told_apart_by_their_identity_not_their_label() {
+        let at = |id: &str, since: i64| Record {
+            id: id.into(),
+            phase: "intent".into(),
+            time: since + 60,
+            operator: "oncall".into(),
+            scheduler_user: None,
+            host: "h".into(),
+            cluster: "lab".into(),
+            source: "slurm".into(),
+            action: "drain".into(),
+            target: "a100n1".into(),
+            reason: None,
+            preview: "p".into(),
+            incident: Some("e1 XID 79 on a100n1 GPU 2 (open)".into()),
+            fault: Some(crate::model::PastFault {
+                time: since,
+                node: "a100n1".into(),
+                gpu: Some(2),
+                fault: Fault::Xid(79),
+                from: "audit".into(),
+            }),
+            warnings: Vec::new(),
+            outcome: None,
+            armed: None,
+            note: None,
+        };
+        let reading = Reading {
+            records: vec![
+                at("a", 1000),
+                at("b", 90_000),
+                at("c", 200_000),
+                at("d", 200_000),
+            ],
+            ..Reading::default()
+        };
+        let faults = reading.faults(&["lab"]);
+        assert_eq!(faults.len(), 3, "{faults:?}");
+        assert_eq!(faults[0].time, 1000, "the fault's own time");
+    }
+
     /// The console's snapshots carry the audit log's faults of their own
     /// cluster (by the name it is audited under), re-read when the log
     /// grows.
@@ -745,6 +828,7 @@ mod incident_tests {
             reason: None,
             preview: "p".into(),
             incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
+            fault: None,
             warnings: Vec::new(),
             outcome: None,
             armed: None,

@@ -31,6 +31,7 @@ fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
         reason: a.action.reason().map(str::to_string),
         preview: describe(a),
         incident: None,
+        fault: None,
         warnings: Vec::new(),
         outcome: None,
         armed: (phase == "armed").then(|| a.clone()),

@@ -42,6 +42,8 @@ pub struct Preview {
     pub domain_remedy: bool,
     /// The open incident on the node this acts on, for the audit.
     pub incident: Option<String>,
+    /// That incident's hardware fault, as data (`audit::fault_of`).
+    pub fault: Option<crate::model::PastFault>,
     /// The node acted on was in service when the preview was made (a drain
     /// of a node that someone took out meanwhile must not go on).
     pub node_in_service: bool,
@@ -395,6 +397,11 @@ pub fn preview(
             .then(|| base.node_incident(a.target()))
             .flatten()
             .map(crate::actions::audit::incident_line),
+        fault: a
+            .on_node()
+            .then(|| base.node_incident(a.target()))
+            .flatten()
+            .and_then(crate::actions::audit::fault_of),
     }
 }
 
@@ -465,6 +472,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         reason: p.action.reason().map(str::to_string),
         preview: p.summary.clone(),
         incident: p.incident.clone(),
+        fault: (phase == "intent").then(|| p.fault.clone()).flatten(),
         // The intent carries what the operator saw; the outcome its result.
         warnings: if phase == "intent" {
             p.warnings.clone()

@@ -11,7 +11,25 @@ use crate::actions::runner::Request;
 use crate::engine::armed::{Due, describe, due};
 use crate::model::{Action, Armed, Trigger};
 
+/// Snapshots between two readings of the audit log's armed steps.
+pub(crate) const ARMED_REFRESH: u32 = 5;
+
 impl App {
+    /// `q` with steps armed: said once (nobody sends them once this
+    /// console is gone, unless another console or `nightshift follow`
+    /// runs); the next `q` quits. True when it is time to quit.
+    pub(crate) fn quit_now(&mut self) -> bool {
+        if self.armed.is_empty() || self.quit_warned {
+            return true;
+        }
+        self.quit_warned = true;
+        self.flash = Some(format!(
+            "{} step(s) armed: once this console is gone nobody sends them until a console or `nightshift follow` runs — q again to quit, :disarm to cancel",
+            self.armed.len()
+        ));
+        false
+    }
+
     /// Remembers the step to arm once the option's first step is done.
     pub(super) fn arm_when_done(&mut self, action: Action, when: Trigger) {
         self.arm_after = Some((action, when));
@@ -23,12 +41,18 @@ impl App {
         if self.replay || self.read_only || self.cluster.name.is_empty() {
             return;
         }
-        if !self.armed_loaded {
-            self.armed_loaded = true;
+        let label = self.cluster_label();
+        if self.armed_loaded.as_deref() != Some(label.as_str()) {
+            self.armed_loaded = Some(label.clone());
             self.rearm_pending = true;
-            self.emit(Effect::Run(Request::Armed {
-                cluster: self.cluster_label(),
-            }));
+            self.armed_age = 0;
+            self.emit(Effect::Run(Request::Armed { cluster: label }));
+            return;
+        }
+        self.armed_age += 1;
+        if self.armed_age >= ARMED_REFRESH && !self.fire_in_flight && !self.rearm_pending {
+            self.armed_age = 0;
+            self.emit(Effect::Run(Request::Armed { cluster: label }));
             return;
         }
         let asking = matches!(self.modal, Some(Modal::Rearm { .. }));

@@ -254,7 +254,12 @@ impl App {
         let cmd = cmd.trim();
         match cmd {
             "" => {}
-            "q" | "q!" | "quit" => self.emit(Effect::Quit),
+            "q!" => self.emit(Effect::Quit),
+            "q" | "quit" => {
+                if self.quit_now() {
+                    self.emit(Effect::Quit);
+                }
+            }
             "help" | "?" => self.open_overlay(Overlay::Help),
             "kpis" | "kpi" => {
                 self.open_overlay(Overlay::Kpis { window_s: 3600 });
@@ -370,7 +375,11 @@ impl App {
         let sel = self.screen().selected;
         let last = self.rows.len().saturating_sub(1);
         match key.code {
-            KeyCode::Char('q') => self.emit(Effect::Quit),
+            KeyCode::Char('q') => {
+                if self.quit_now() {
+                    self.emit(Effect::Quit);
+                }
+            }
             KeyCode::Char(':') => self.input = Input::Command(String::new()),
             KeyCode::Char('/') => {
                 let current = self.screen().filter.clone();

@@ -613,6 +613,7 @@ fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview 
         forced: false,
         domain_remedy: false,
         incident: None,
+        fault: None,
         node_in_service: true,
         cluster: None,
     }

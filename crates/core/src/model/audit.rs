@@ -69,6 +69,11 @@ pub struct Record {
     /// so that the audit follows the incident's lifecycle.
     #[serde(default)]
     pub incident: Option<String>,
+    /// The hardware fault that incident is, as data: its node, GPU, kind
+    /// and first time — the same in every process (the label's `e1` is
+    /// not: it restarts in each), so a node's faults are counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<super::PastFault>,
     /// The warnings the operator read before confirming (a --no-requeue
     /// job that keeps running, a resume of unresolved health).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -296,6 +296,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         reason: None,
         preview: "p".into(),
         incident: None,
+        fault: None,
         warnings: Vec::new(),
         outcome: None,
         armed: None,

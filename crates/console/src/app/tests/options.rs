@@ -372,3 +372,78 @@ fn console_at(secs: u64) -> (App, Sim, Arc<crate::model::Cluster>, Instant) {
     a.take_in(Msg::Source(Update::ok(Origin::Scheduler)), now);
     (a, sim, c, now)
 }
+
+/// Armed steps another process made reach this console (issue 37): asked
+/// for again when the cluster's name changes (a console with endpoints
+/// sees their snapshot, "node endpoints", before the scheduler's) and
+/// every few snapshots (a step armed from the command line meanwhile);
+/// `q` with steps armed says nobody sends them once it is gone, and the
+/// next `q` quits.
+#[test]
+fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
+    use crate::actions::runner::{Reply, Request};
+    let asked = |a: &App| a.sent().iter().any(|r| matches!(r, Request::Armed { .. }));
+    let mut a =
+        App::new("slurm", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
+    let mut sim = Sim::new(SimConfig::default()).expect("sim");
+    sim.advance(100);
+    let now = Instant::now();
+    let mut first = sim.snapshot();
+    first.name = "node endpoints".into();
+    a.take_in(Msg::Source(Update::Snapshot(Arc::new(first))), now);
+    assert!(asked(&a));
+    a.take_in(
+        Msg::Action(Reply::Armed {
+            armed: Vec::new(),
+            news: Vec::new(),
+        }),
+        now,
+    );
+    a.effects.clear();
+    let c = Arc::new(sim.snapshot());
+    a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    assert!(asked(&a), "the scheduler's name: asked again");
+    a.take_in(
+        Msg::Action(Reply::Armed {
+            armed: Vec::new(),
+            news: Vec::new(),
+        }),
+        now,
+    );
+    a.effects.clear();
+    for _ in 0..super::super::armed::ARMED_REFRESH {
+        a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
+    }
+    assert!(asked(&a), "asked again after a few snapshots");
+    let armed = crate::model::Armed {
+        id: "1796006850-1-1-1".into(),
+        action: Action::Requeue { job: "4701".into() },
+        when: crate::engine::armed::after_checkpoints(&c, &["4701".to_string()]),
+        armed_at: c.time,
+        cluster: c.name.clone(),
+        confirmed_by: String::new(),
+        preview_digest: String::new(),
+        tag: String::new(),
+    };
+    a.take_in(
+        Msg::Action(Reply::Armed {
+            armed: vec![armed],
+            news: Vec::new(),
+        }),
+        now,
+    );
+    assert_eq!(a.armed.len(), 1, "the command line's step shows");
+    a.modal = None;
+    a.effects.clear();
+    press(&mut a, "q");
+    assert!(!a.asked(|e| matches!(e, Effect::Quit)));
+    assert!(
+        a.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("nightshift follow")),
+        "{:?}",
+        a.flash
+    );
+    press(&mut a, "q");
+    assert!(a.asked(|e| matches!(e, Effect::Quit)));
+}
