@@ -38,16 +38,15 @@ pub struct PortReading {
 /// `instance` is its endpoint). `endpoint`: the scrape's `host:port`.
 pub fn ports_from(samples: &[Sample], endpoint: &str, time: Timestamp) -> Vec<PortReading> {
     // instance → nodename, from node_uname_info.
-    let names: BTreeMap<&str, &str> = samples
-        .iter()
-        .filter(|s| s.name == UNAME)
-        .filter_map(|s| {
-            Some((
-                s.label("instance").unwrap_or(endpoint),
-                s.label("nodename")?,
-            ))
-        })
-        .collect();
+    // The first of several names for one target (`port_notes` says so).
+    let mut names: BTreeMap<&str, &str> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.name == UNAME) {
+        if let Some(n) = s.label("nodename") {
+            names
+                .entry(s.label("instance").unwrap_or(endpoint))
+                .or_insert(n);
+        }
+    }
     let mut by: BTreeMap<(String, String, u32), PortReading> = BTreeMap::new();
     for s in samples
         .iter()
@@ -98,6 +97,67 @@ pub fn ports_from(samples: &[Sample], endpoint: &str, time: Timestamp) -> Vec<Po
         }
     }
     by.into_values().collect()
+}
+
+/// What is odd about a scrape's port series, a line each: two
+/// `node_uname_info` for one target naming different hosts (the first is
+/// used) — said, not passed over (issue 43).
+pub fn port_notes(samples: &[Sample], endpoint: &str) -> Vec<String> {
+    let mut names: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.name == UNAME) {
+        if let Some(n) = s.label("nodename") {
+            let v = names
+                .entry(s.label("instance").unwrap_or(endpoint))
+                .or_default();
+            if !v.contains(&n) {
+                v.push(n);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(ep, v)| {
+            format!(
+                "{} node_uname_info series for {} name different hosts ({}): {} is used",
+                v.len(),
+                crate::text::sanitize(ep),
+                v.iter()
+                    .map(|n| crate::text::sanitize(n).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::text::sanitize(v[0])
+            )
+        })
+        .collect()
+}
+
+/// Hosts whose ports two endpoints report (two exporters claiming one
+/// host, a copied `[endpoints] hosts` line): a line each, naming both —
+/// the later reading of a port replaces the earlier one.
+pub fn claimed_twice(ports: &[PortReading]) -> Vec<String> {
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for r in ports {
+        let v = by_host.entry(r.host.as_str()).or_default();
+        if !v.contains(&r.endpoint.as_str()) {
+            v.push(r.endpoint.as_str());
+        }
+    }
+    by_host
+        .into_iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(h, v)| {
+            format!(
+                "host {} is reported by {} endpoints ({}): its ports are read from each in turn",
+                crate::text::sanitize(h),
+                v.len(),
+                v.iter()
+                    .map(|e| crate::text::sanitize(e).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect()
 }
 
 /// The scheduler's node a port reading belongs to: `[endpoints] hosts`
@@ -265,6 +325,36 @@ node_infiniband_state_id{device=\"mlx5_3\",port=\"1\",Hostname=\"gpu08\"} 1
             (p0.state, p0.link_downed, p0.symbol_errors),
             (Some(4), None, None)
         );
+    }
+}
+
+#[cfg(test)]
+mod conflict_tests {
+    use super::*;
+    use crate::sources::dcgm::textformat::parse;
+
+    /// Two `node_uname_info` in one scrape, and one host in two exporters'
+    /// scrapes, are said (issue 43).
+    #[test]
+    fn two_names_for_one_target_and_two_exporters_for_one_host_are_said() {
+        let text = "node_uname_info{nodename=\"gpu07\"} 1\nnode_uname_info{nodename=\"gpu08\"} 1\nnode_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4\n";
+        let (samples, _) = parse(text);
+        let notes = port_notes(&samples, "10.0.0.7:9100");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("gpu07, gpu08"), "{notes:?}");
+        let a = ports_from(&samples, "10.0.0.7:9100", 1);
+        let (one, _) = parse(
+            "node_uname_info{nodename=\"gpu07\"} 1\nnode_infiniband_state_id{device=\"mlx5_0\",port=\"1\"} 4\n",
+        );
+        let b = ports_from(&one, "10.0.0.9:9100", 1);
+        let all: Vec<PortReading> = a.into_iter().chain(b).collect();
+        let twice = claimed_twice(&all);
+        assert_eq!(twice.len(), 1, "{twice:?}");
+        assert!(
+            twice[0].contains("10.0.0.7:9100, 10.0.0.9:9100"),
+            "{twice:?}"
+        );
+        assert!(claimed_twice(&all[..1]).is_empty());
     }
 }
 

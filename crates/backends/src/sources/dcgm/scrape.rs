@@ -113,6 +113,7 @@ fn parse_scrape(url: &str, text: &str) -> Scraped {
     let time = now();
     let (readings, warnings) = super::readings_checked(&samples, &host_of(url), time);
     notes.extend(warnings);
+    notes.extend(super::ports::port_notes(&samples, &authority_of(url)));
     let ports = super::ports::ports_from(&samples, &authority_of(url), time);
     Ok((Scrape { readings, ports }, notes))
 }

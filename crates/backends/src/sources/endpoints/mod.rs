@@ -151,6 +151,8 @@ impl Poller {
             );
             out.notes
                 .extend(round.notes.into_iter().map(|(u, n)| format!("{u}: {n}")));
+            out.notes
+                .extend(super::dcgm::ports::claimed_twice(&self.last_scrape.1));
         }
         out.readings.extend(self.last_scrape.0.iter().cloned());
         out.ports.extend(self.last_scrape.1.iter().cloned());
