@@ -781,6 +781,7 @@ mod incident_tests {
             reason: None,
             preview: "p".into(),
             incident: Some("e1 XID 79 on a100n1 GPU 2 (open)".into()),
+            step_of: None,
             fault: Some(crate::model::PastFault {
                 time: since,
                 node: "a100n1".into(),
@@ -828,6 +829,7 @@ mod incident_tests {
             reason: None,
             preview: "p".into(),
             incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
+            step_of: None,
             fault: None,
             warnings: Vec::new(),
             outcome: None,

@@ -31,6 +31,7 @@ fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
         reason: a.action.reason().map(str::to_string),
         preview: describe(a),
         incident: None,
+        step_of: None,
         fault: None,
         warnings: Vec::new(),
         outcome: None,
@@ -194,6 +195,41 @@ fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
         .filter(|r| matches!(r, Refusal::Breaker(_)))
 }
 
+/// Closes the intents of `a`'s own sends that have no outcome (the sender
+/// was killed mid-send) with an outcome that says so; whether there were
+/// any. The caller holds the sending lock: no other nightshift is sending
+/// it now.
+fn close_interrupted(a: &Armed, f: &Firing<'_>) -> bool {
+    let reading = f.log.reading();
+    let open: Vec<&Record> = reading
+        .unfinished()
+        .into_iter()
+        .filter(|r| r.step_of.as_deref() == Some(a.id.as_str()))
+        .collect();
+    for r in &open {
+        let closed = Record {
+            phase: "outcome".into(),
+            time: audit::now(),
+            outcome: Some(audit::Outcome {
+                ok: false,
+                verified: false,
+                no_op: false,
+                partial: true,
+                observed:
+                    "interrupted: the sending nightshift stopped before the outcome; sent again"
+                        .into(),
+                error: Some("interrupted mid-send".into()),
+                steps: Vec::new(),
+            }),
+            ..(*r).clone()
+        };
+        if let Err(e) = f.log.write(&closed) {
+            tracing::warn!("armed step {}: closing its interrupted send: {e}", a.id);
+        }
+    }
+    !open.is_empty()
+}
+
 /// Fires `a` when it is due on `f.cluster`, through the guard (the caller
 /// gives this cluster's steps).
 pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
@@ -220,8 +256,14 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     if !f.log.armed().iter().any(|x| x == a) {
         return Fired::Waiting("sent or cancelled by another nightshift".into());
     }
+    // A send of this very step cut off (a `follow` killed mid-send and
+    // started again): its intent has no outcome. It is closed as
+    // interrupted — so it does not read as another operator's drain in
+    // flight — and the step is sent again: what is left of it (the
+    // requeues after the drain) goes; what was done reads as done.
+    let interrupted = close_interrupted(a, f);
     f.executor.prepare(&a.action).await;
-    let p = guard::preview(
+    let mut p = guard::preview(
         &a.action,
         f.cluster,
         f.base,
@@ -232,6 +274,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         Ok(f.executor),
         f.site,
     );
+    p.step_of = Some(a.id.clone());
     // The plan was confirmed when it was armed: its token stands typed.
     let typed = p.token.clone().unwrap_or_else(|| "y".into());
     let refused = |why: String| {
@@ -243,6 +286,15 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     };
     if let Some(r) = breaker_now(a, f) {
         return refused(r.to_string());
+    }
+    // Nothing left to do after its own interrupted send: it was done.
+    if let (true, Some(Refusal::Nothing(n))) = (interrupted, &p.refusal) {
+        let note = format!("{why}: done by its interrupted send ({n})");
+        let _ = f.log.write(&record(a, f.who, "fired", Some(note.clone())));
+        return Fired::Sent {
+            message: note,
+            ok: true,
+        };
     }
     if let Some(r) = &p.refusal {
         return refused(match r {

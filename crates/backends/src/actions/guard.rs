@@ -44,6 +44,8 @@ pub struct Preview {
     pub incident: Option<String>,
     /// That incident's hardware fault, as data (`audit::fault_of`).
     pub fault: Option<crate::model::PastFault>,
+    /// The armed step this sends, when it sends one.
+    pub step_of: Option<String>,
     /// The node acted on was in service when the preview was made (a drain
     /// of a node that someone took out meanwhile must not go on).
     pub node_in_service: bool,
@@ -402,6 +404,7 @@ pub fn preview(
             .then(|| base.node_incident(a.target()))
             .flatten()
             .and_then(crate::actions::audit::fault_of),
+        step_of: None,
     }
 }
 
@@ -473,6 +476,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         preview: p.summary.clone(),
         incident: p.incident.clone(),
         fault: (phase == "intent").then(|| p.fault.clone()).flatten(),
+        step_of: p.step_of.clone(),
         // The intent carries what the operator saw; the outcome its result.
         warnings: if phase == "intent" {
             p.warnings.clone()

@@ -614,6 +614,7 @@ fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview 
         domain_remedy: false,
         incident: None,
         fault: None,
+        step_of: None,
         node_in_service: true,
         cluster: None,
     }

@@ -74,6 +74,10 @@ pub struct Record {
     /// not: it restarts in each), so a node's faults are counted apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<super::PastFault>,
+    /// An intent that sends an armed step: that step's id (a `follow`
+    /// killed mid-send and started again finds its own interrupted send).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_of: Option<String>,
     /// The warnings the operator read before confirming (a --no-requeue
     /// job that keeps running, a resume of unresolved health).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

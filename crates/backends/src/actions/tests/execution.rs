@@ -296,6 +296,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         reason: None,
         preview: "p".into(),
         incident: None,
+        step_of: None,
         fault: None,
         warnings: Vec::new(),
         outcome: None,
@@ -621,4 +622,88 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
         other => panic!("{other:?}"),
     }
     assert_eq!(state("h100-03"), Some(NodeState::Drain));
+}
+
+/// A `follow` killed mid-send and started again (issue 43): the step's
+/// intent has no outcome, and its drain went out but not the requeues.
+/// The send is its own, not another operator's drain in flight: it is
+/// closed as interrupted and the step is sent again — the gang requeued —
+/// not refused and disarmed.
+#[test]
+fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
+    use crate::actions::follow::{self, Fired, Firing};
+    use crate::model::{JobMark, Trigger};
+    let b = bench();
+    let c0 = snapshot(&b.sim);
+    let jobs: Vec<String> = c0
+        .jobs_on_node("h100-03")
+        .filter(|j| j.state.holds_resources())
+        .map(|j| j.id.clone())
+        .collect();
+    assert!(!jobs.is_empty());
+    let gone = Trigger::Checkpoints {
+        jobs: vec![JobMark {
+            job: "no-such-job".into(),
+            ckpt_last: None,
+        }],
+        by: None,
+    };
+    let a = follow::arm(&b.log, &who(), drain("h100-03"), gone, c0.time).expect("armed");
+    // The first follower: its intent written, the node taken out, killed
+    // before the requeues and the outcome.
+    b.log
+        .write(&Record {
+            step_of: Some(a.id.clone()),
+            time: crate::actions::audit::now(),
+            ..intent("cut-1", "h100-03", 0)
+        })
+        .expect("intent");
+    match &b.sim {
+        Executor::LocalSim(s) => {
+            s.lock()
+                .expect("sim")
+                .apply(&Action::Cordon {
+                    node: "h100-03".into(),
+                    reason: "xid79".into(),
+                })
+                .expect("cordon");
+        }
+        _ => unreachable!(),
+    }
+    let c = snapshot(&b.sim);
+    let base = crate::engine::analysis::Base::compute(
+        &c,
+        None,
+        &SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    );
+    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
+    let f = Firing {
+        cluster: &c,
+        base: &base,
+        data_age: Duration::ZERO,
+        policy: &policy,
+        site: &site,
+        log: &b.log,
+        executor: &b.sim,
+        who: &w,
+        timeout: Duration::from_secs(5),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    match rt.block_on(follow::fire_if_due(&a, &f)) {
+        Fired::Sent { ok: true, .. } => {}
+        other => panic!("{other:?}"),
+    }
+    let after = snapshot(&b.sim);
+    for j in &jobs {
+        assert!(
+            after.job(j).is_some_and(|j| !j.state.holds_resources()),
+            "job {j} requeued"
+        );
+    }
+    assert!(b.log.unfinished().is_empty(), "{:?}", b.log.unfinished());
+    assert!(b.log.armed().is_empty(), "fired");
 }

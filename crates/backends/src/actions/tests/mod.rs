@@ -135,6 +135,7 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         reason: None,
         preview: "p".into(),
         incident: None,
+        step_of: None,
         fault: None,
         warnings: Vec::new(),
         outcome: None,
