@@ -113,6 +113,8 @@ impl Settings {
             let mut s = Settings::resolve(&cluster_args(args), f)
                 .map_err(|e| ConfigError::Cluster(format!("[[clusters]] {name:?}: {e}")))?;
             s.cluster = Some(name.to_string());
+            // The breaker counts this cluster's own records.
+            s.policy.cluster = Some(name.to_string());
             Ok(s)
         };
         if args.all {

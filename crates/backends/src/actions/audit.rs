@@ -240,6 +240,16 @@ impl AuditLog {
         self.reading().unfinished().into_iter().cloned().collect()
     }
 
+    /// The log read whole, or the first file of it that cannot be read:
+    /// the breaker cannot count what it cannot read.
+    pub fn reading_checked(&self) -> Result<Reading, AuditError> {
+        let reading = self.reading();
+        match reading.unreadable.first() {
+            Some(e) => Err(e.clone()),
+            None => Ok(reading),
+        }
+    }
+
     /// Nodes taken out of service (cordon, drain) since `since` (see
     /// [`Reading::nodes_taken_out_since`]). Fails when a file of the log
     /// cannot be read at all: the breaker cannot count what it cannot read,
@@ -464,6 +474,52 @@ impl Reading {
         self.nodes_taken_out_since_except(since, None)
     }
 
+    /// The distinct nodes this cluster took out of service within the
+    /// window (cordon, drain: every intent whose outcome did not say it
+    /// failed to — done, partly done, or in flight), each with its latest
+    /// time on the clock it was counted by; a failing domain's remedy
+    /// cordons are not counted. Oldest first.
+    pub fn taken_out(&self, w: &Window<'_>) -> Vec<(String, i64)> {
+        let failed: std::collections::HashSet<&str> = self
+            .records
+            .iter()
+            .filter(|r| r.phase == "outcome")
+            .filter(|r| {
+                r.outcome
+                    .as_ref()
+                    .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
+            })
+            .map(|r| r.id.as_str())
+            .collect();
+        let mut latest: std::collections::HashMap<&str, i64> = Default::default();
+        for r in &self.records {
+            if r.phase != "intent"
+                || !(r.action == "drain" || r.action == "cordon")
+                || r.domain_remedy
+                || failed.contains(r.id.as_str())
+                || w.except.is_some_and(|n| r.target == n)
+                || !w.clusters.contains(&r.cluster.as_str())
+            {
+                continue;
+            }
+            let (t, now) = match r.source_time {
+                Some(t) => (t, w.source_now),
+                None => (r.time, w.wall_now),
+            };
+            if t < now - w.span_s || t > now {
+                continue;
+            }
+            let e = latest.entry(r.target.as_str()).or_insert(t);
+            *e = (*e).max(t);
+        }
+        let mut out: Vec<(String, i64)> = latest
+            .into_iter()
+            .map(|(n, t)| (n.to_string(), t))
+            .collect();
+        out.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+        out
+    }
+
     /// The same, leaving out what was done to `except` (an armed plan's
     /// own cordon of the node it will drain).
     pub fn nodes_taken_out_since_except(&self, since: i64, except: Option<&str>) -> u32 {
@@ -489,6 +545,20 @@ impl Reading {
             })
             .count() as u32
     }
+}
+
+/// The circuit breaker's window, one rule for what it counts and what it
+/// gates (docs/decision-engine.md): this cluster's records (under any of
+/// `clusters`), on the source's clock (`source_now`; wall-clock `wall_now`
+/// for records without one), `span_s` long; `except` a node not counted
+/// (an armed plan's own cordon).
+#[derive(Debug, Clone, Copy)]
+pub struct Window<'a> {
+    pub clusters: &'a [&'a str],
+    pub source_now: i64,
+    pub wall_now: i64,
+    pub span_s: i64,
+    pub except: Option<&'a str>,
 }
 
 /// How an intent names the incident it answers: `ID LABEL on NODE[ GPU
@@ -782,6 +852,8 @@ mod incident_tests {
             preview: "p".into(),
             incident: Some("e1 XID 79 on a100n1 GPU 2 (open)".into()),
             step_of: None,
+            source_time: None,
+            domain_remedy: false,
             fault: Some(crate::model::PastFault {
                 time: since,
                 node: "a100n1".into(),
@@ -830,6 +902,8 @@ mod incident_tests {
             preview: "p".into(),
             incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
             step_of: None,
+            source_time: None,
+            domain_remedy: false,
             fault: None,
             warnings: Vec::new(),
             outcome: None,

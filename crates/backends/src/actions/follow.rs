@@ -32,6 +32,8 @@ fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
         preview: describe(a),
         incident: None,
         step_of: None,
+        source_time: None,
+        domain_remedy: false,
         fault: None,
         warnings: Vec::new(),
         outcome: None,
@@ -187,10 +189,17 @@ fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
         std::sync::Arc::make_mut(n).state = crate::model::NodeState::Up;
     }
     let reading = f.log.reading();
-    let since = audit::now() - f.policy.window.as_secs() as i64;
-    let recent = reading.nodes_taken_out_since_except(since, Some(node));
+    let mut clusters = f.policy.clusters(&f.cluster.name);
+    clusters.push(&f.who.cluster);
+    let recent = reading.taken_out(&audit::Window {
+        clusters: &clusters,
+        source_now: f.cluster.time,
+        wall_now: audit::now(),
+        span_s: f.policy.window.as_secs() as i64,
+        except: Some(node),
+    });
     f.policy
-        .check(&a.action, &view, f.data_age, recent, false)
+        .check_listing(&a.action, &view, f.data_age, &recent, false)
         .err()
         .filter(|r| matches!(r, Refusal::Breaker(_)))
 }

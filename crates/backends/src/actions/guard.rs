@@ -46,6 +46,8 @@ pub struct Preview {
     pub fault: Option<crate::model::PastFault>,
     /// The armed step this sends, when it sends one.
     pub step_of: Option<String>,
+    /// The source's clock at the preview.
+    pub source_time: i64,
     /// The node acted on was in service when the preview was made (a drain
     /// of a node that someone took out meanwhile must not go on).
     pub node_in_service: bool,
@@ -339,7 +341,16 @@ pub fn preview(
     if let Ok(x) = executor {
         warnings.extend(x.warnings(a));
     }
-    let recent = log.nodes_taken_out_since(audit::now() - policy.window.as_secs() as i64);
+    let clusters = policy.clusters(&c.name);
+    let recent = log.reading_checked().map(|r| {
+        r.taken_out(&audit::Window {
+            clusters: &clusters,
+            source_now: c.time,
+            wall_now: audit::now(),
+            span_s: policy.window.as_secs() as i64,
+            except: None,
+        })
+    });
     let remedy = cordons_failing_domain(a, base);
     // The policies first (stale data says more than a dead connection),
     // then the audit, then whether there is anyone to send to.
@@ -350,11 +361,11 @@ pub fn preview(
             // Cordoning a failing domain's nodes is its remedy: the
             // breaker's count does not stop it at the third.
             policy
-                .check(
+                .check_listing(
                     a,
                     c,
                     data_age,
-                    *recent.as_ref().unwrap_or(&0),
+                    recent.as_deref().unwrap_or(&[]),
                     force || remedy,
                 )
                 .err()
@@ -405,6 +416,7 @@ pub fn preview(
             .flatten()
             .and_then(crate::actions::audit::fault_of),
         step_of: None,
+        source_time: c.time,
     }
 }
 
@@ -477,6 +489,8 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         incident: p.incident.clone(),
         fault: (phase == "intent").then(|| p.fault.clone()).flatten(),
         step_of: p.step_of.clone(),
+        source_time: Some(p.source_time),
+        domain_remedy: p.domain_remedy,
         // The intent carries what the operator saw; the outcome its result.
         warnings: if phase == "intent" {
             p.warnings.clone()
@@ -617,17 +631,24 @@ pub async fn run(
     // The policies again, on the data as it is now, and the intent, under
     // one lock: two operators cannot both pass the breaker's count.
     log.locked(|| {
-        let since = audit::now() - now.policy.window.as_secs() as i64;
         // One reading of the log for the breaker's count and the drains in
         // flight.
         let reading = log.reading();
         if let Some(e) = reading.unreadable.first() {
             return Err(NotSent::RefusedNow(unreadable_audit(e.clone())));
         }
-        let recent = reading.nodes_taken_out_since(since);
-        if let Err(r) = now
-            .policy
-            .check(&p.action, now.cluster, now.data_age, recent, force)
+        let mut clusters = now.policy.clusters(&now.cluster.name);
+        clusters.push(&who.cluster);
+        let recent = reading.taken_out(&audit::Window {
+            clusters: &clusters,
+            source_now: now.cluster.time,
+            wall_now: audit::now(),
+            span_s: now.policy.window.as_secs() as i64,
+            except: None,
+        });
+        if let Err(r) =
+            now.policy
+                .check_listing(&p.action, now.cluster, now.data_age, &recent, force)
         {
             return Err(NotSent::RefusedNow(r));
         }

@@ -17,6 +17,10 @@ pub struct Policy {
     /// Refuse to take more than this many nodes out within `window`.
     pub max_nodes_per_window: u32,
     pub window: Duration,
+    /// The cluster's name in `[[clusters]]`, when it is one of several:
+    /// the breaker counts what was done to this cluster alone (records
+    /// under this name or the snapshot's).
+    pub cluster: Option<String>,
 }
 
 impl Default for Policy {
@@ -27,6 +31,7 @@ impl Default for Policy {
             max_partition_share_out: 0.25,
             max_nodes_per_window: 3,
             window: Duration::from_secs(600),
+            cluster: None,
         }
     }
 }
@@ -73,6 +78,39 @@ impl Policy {
         recent_out: u32,
         force: bool,
     ) -> Result<(), Refusal> {
+        self.check_counted(a, c, data_age, (recent_out, &[]), force)
+    }
+
+    /// [`Policy::check`] with the nodes the breaker counted, named in its
+    /// refusal (each with its time).
+    pub fn check_listing(
+        &self,
+        a: &Action,
+        c: &Cluster,
+        data_age: Duration,
+        recent: &[(String, i64)],
+        force: bool,
+    ) -> Result<(), Refusal> {
+        self.check_counted(a, c, data_age, (recent.len() as u32, recent), force)
+    }
+
+    /// The names the breaker counts this cluster's records under.
+    pub fn clusters<'a>(&'a self, snapshot: &'a str) -> Vec<&'a str> {
+        let mut out = vec![snapshot];
+        if let Some(c) = self.cluster.as_deref() {
+            out.push(c);
+        }
+        out
+    }
+
+    fn check_counted(
+        &self,
+        a: &Action,
+        c: &Cluster,
+        data_age: Duration,
+        (recent_out, listed): (u32, &[(String, i64)]),
+        force: bool,
+    ) -> Result<(), Refusal> {
         if self.read_only {
             return Err(Refusal::ReadOnly);
         }
@@ -102,9 +140,24 @@ impl Policy {
             return Ok(());
         }
         if recent_out >= self.max_nodes_per_window {
+            let named: Vec<String> = listed
+                .iter()
+                .map(|(n, t)| {
+                    format!(
+                        "{} at {}",
+                        crate::text::sanitize(n),
+                        crate::text::moment(*t, c.time)
+                    )
+                })
+                .collect();
             return Err(Refusal::Breaker(format!(
-                "{recent_out} node(s) already taken out in the last {} min; limit {}",
+                "{recent_out} node(s) already taken out in the last {} min{}; limit {}",
                 self.window.as_secs() / 60,
+                if named.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", named.join(", "))
+                },
                 self.max_nodes_per_window
             )));
         }

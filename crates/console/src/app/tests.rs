@@ -615,6 +615,7 @@ fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview 
         incident: None,
         fault: None,
         step_of: None,
+        source_time: 0,
         node_in_service: true,
         cluster: None,
     }

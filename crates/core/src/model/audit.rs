@@ -78,6 +78,15 @@ pub struct Record {
     /// killed mid-send and started again finds its own interrupted send).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_of: Option<String>,
+    /// The source's clock when it was previewed: the breaker's window is
+    /// the source's (a simulated night's earlier runs, at other hours, are
+    /// not "the last 10 minutes"); wall-clock `time` for older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_time: Option<i64>,
+    /// A cordon that is a failing domain's remedy: not counted by the
+    /// circuit breaker.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub domain_remedy: bool,
     /// The warnings the operator read before confirming (a --no-requeue
     /// job that keeps running, a resume of unresolved health).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

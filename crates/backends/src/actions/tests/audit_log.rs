@@ -91,9 +91,13 @@ fn the_audit_is_read_across_rotated_files() {
 fn a_last_line_torn_mid_character_loses_no_earlier_record() {
     let b = bench();
     let now = crate::actions::audit::now();
+    // This cluster's records (the breaker counts a cluster's own).
     for (i, n) in ["h100-07", "h100-08", "a100-07"].iter().enumerate() {
         b.log
-            .write(&intent(&format!("t{i}"), n, now))
+            .write(&Record {
+                cluster: "sim-16".into(),
+                ..intent(&format!("t{i}"), n, now)
+            })
             .expect("write");
     }
     let mut f = std::fs::OpenOptions::new()

@@ -297,6 +297,8 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         preview: "p".into(),
         incident: None,
         step_of: None,
+        source_time: None,
+        domain_remedy: false,
         fault: None,
         warnings: Vec::new(),
         outcome: None,
@@ -706,4 +708,71 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
     }
     assert!(b.log.unfinished().is_empty(), "{:?}", b.log.unfinished());
     assert!(b.log.armed().is_empty(), "fired");
+}
+
+/// The circuit breaker's one rule (issue 37): distinct nodes, this
+/// cluster's records alone, on the source's clock. Another cluster's
+/// drains sharing the log, the same node twice, and an earlier sim run's
+/// drains at other hours of its night are not "3 nodes in the last 10
+/// minutes"; three of this cluster's nodes are, and the refusal names them
+/// with their times.
+#[test]
+fn the_breaker_counts_this_clusters_distinct_nodes_on_the_sources_clock() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let at = |id: &str, cluster: &str, node: &str, source_time: Option<i64>| Record {
+        cluster: cluster.into(),
+        source_time,
+        time: crate::actions::audit::now(),
+        ..intent(id, node, 0)
+    };
+    // East's three drains; this cluster's one node, twice; an earlier run
+    // of the same night three hours on.
+    for (i, n) in ["h100-01", "h100-02", "h100-04"].iter().enumerate() {
+        b.log
+            .write(&at(&format!("e{i}"), "east", n, Some(c.time)))
+            .expect("write");
+    }
+    b.log
+        .write(&at("s1", "sim-16", "h100-07", Some(c.time - 30)))
+        .expect("write");
+    b.log
+        .write(&at("s2", "sim-16", "h100-07", Some(c.time - 20)))
+        .expect("write");
+    b.log
+        .write(&at("s3", "sim-16", "a100-01", Some(c.time + 3 * 3600)))
+        .expect("write");
+    b.log
+        .write(&at("s4", "sim-16", "a100-02", Some(c.time + 3 * 3600)))
+        .expect("write");
+    let p = Policy::default();
+    let pv = preview(&b, &drain("a100-05"), &p, Duration::ZERO);
+    assert!(
+        !pv.refusal
+            .as_ref()
+            .is_some_and(|r| r.to_string().contains("already taken out")),
+        "{:?}",
+        pv.refusal
+    );
+    // Two more of this cluster's nodes in its window: the third refuses
+    // the fourth, naming them.
+    b.log
+        .write(&at("s5", "sim-16", "h100-08", Some(c.time - 10)))
+        .expect("write");
+    b.log
+        .write(&at("s6", "sim-16", "a100-07", Some(c.time - 5)))
+        .expect("write");
+    let pv = preview(&b, &drain("a100-05"), &p, Duration::ZERO);
+    let why = pv
+        .refusal
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        why.contains("3 node(s) already taken out")
+            && why.contains("h100-07 at")
+            && why.contains("h100-08 at")
+            && why.contains("a100-07 at"),
+        "{why}"
+    );
 }

@@ -136,6 +136,8 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         preview: "p".into(),
         incident: None,
         step_of: None,
+        source_time: None,
+        domain_remedy: false,
         fault: None,
         warnings: Vec::new(),
         outcome: None,

@@ -349,19 +349,15 @@ fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_
                 .node(n)
                 .is_some_and(|x| x.state == crate::model::NodeState::Cordoned))
     );
-    // Another node's cordon is counted as ever: the breaker refuses it.
+    // The domain's remedy cordons are not counted toward the window (the
+    // README says so; issue 37 saw them refuse the next unrelated drain):
+    // another node's cordon passes the breaker.
     let other = Action::Cordon {
         node: "a100-01".into(),
         reason: "t".into(),
     };
     let pv = preview(&b, &other, &Policy::default(), Duration::ZERO);
-    assert!(
-        pv.refusal
-            .as_ref()
-            .is_some_and(|r| r.to_string().contains("already taken out")),
-        "{:?}",
-        pv.refusal
-    );
+    assert!(pv.refusal.is_none(), "{:?}", pv.refusal);
     // A node of the domain with a broken GPU of its own (h100-06's Xid 48)
     // is still drained for that.
     let pv = preview(&b, &drain("h100-06"), &Policy::default(), Duration::ZERO);
