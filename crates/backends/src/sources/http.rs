@@ -148,32 +148,6 @@ pub async fn text_reserved(
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The budget is the process's: what one answer holds, another cannot
-    /// take, and it comes back when dropped.
-    #[test]
-    fn answers_in_flight_share_one_budget() {
-        static POOL: AtomicU64 = AtomicU64::new(0);
-        let limit = 100;
-        let mut a = Reservation {
-            held: 0,
-            pool: &POOL,
-        };
-        let mut b = Reservation {
-            held: 0,
-            pool: &POOL,
-        };
-        assert!(a.grow(60, limit));
-        assert!(!b.grow(60, limit), "together past the bound");
-        assert!(b.grow(40, limit));
-        drop(a);
-        assert!(b.grow(60, limit));
-    }
-}
-
 /// A reqwest error as a source error.
 pub fn http_error(what: &str, e: &reqwest::Error, timeout: Duration) -> SourceError {
     if e.is_timeout() {
@@ -214,5 +188,31 @@ pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
                 format!("HTTP {status}: {detail}")
             }],
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The budget is the process's: what one answer holds, another cannot
+    /// take, and it comes back when dropped.
+    #[test]
+    fn answers_in_flight_share_one_budget() {
+        static POOL: AtomicU64 = AtomicU64::new(0);
+        let limit = 100;
+        let mut a = Reservation {
+            held: 0,
+            pool: &POOL,
+        };
+        let mut b = Reservation {
+            held: 0,
+            pool: &POOL,
+        };
+        assert!(a.grow(60, limit));
+        assert!(!b.grow(60, limit), "together past the bound");
+        assert!(b.grow(40, limit));
+        drop(a);
+        assert!(b.grow(60, limit));
     }
 }

@@ -375,11 +375,8 @@ impl App {
         let sel = self.screen().selected;
         let last = self.rows.len().saturating_sub(1);
         match key.code {
-            KeyCode::Char('q') => {
-                if self.quit_now() {
-                    self.emit(Effect::Quit);
-                }
-            }
+            KeyCode::Char('q') if self.quit_now() => self.emit(Effect::Quit),
+            KeyCode::Char('q') => {}
             KeyCode::Char(':') => self.input = Input::Command(String::new()),
             KeyCode::Char('/') => {
                 let current = self.screen().filter.clone();
