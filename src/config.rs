@@ -465,6 +465,47 @@ pub struct EngineFile {
 }
 
 impl EngineFile {
+    /// The engine's rates and sizes: NaN, an infinity, 0 or a negative
+    /// would make every GPU healthy, or none.
+    fn rates(&self, p: &mut SiteParams) -> Result<(), ConfigError> {
+        if let Some(v) = self.bytes_per_param {
+            if v == 0 {
+                return Err(ConfigError::Rate {
+                    key: "bytes_per_param",
+                    value: 0.0,
+                });
+            }
+            p.bytes_per_param = v;
+        }
+        // Rates the engine compares by: NaN, an
+        // infinity, 0 or a negative would make every GPU healthy, or none.
+        for (key, v, slot) in [
+            (
+                "sbe_watch_per_hour",
+                self.sbe_watch_per_hour,
+                &mut p.sbe_watch_per_hour,
+            ),
+            (
+                "nvlink_watch_per_hour",
+                self.nvlink_watch_per_hour,
+                &mut p.nvlink_watch_per_hour,
+            ),
+            (
+                "nvlink_drain_per_hour",
+                self.nvlink_drain_per_hour,
+                &mut p.nvlink_drain_per_hour,
+            ),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ConfigError::Rate { key, value: v });
+                }
+                *slot = v;
+            }
+        }
+        Ok(())
+    }
+
     fn resolve(&self) -> Result<(SiteParams, XidCatalog), ConfigError> {
         let mut p = SiteParams::default();
         fn ctx(key: &'static str) -> impl Fn(units::UnitError) -> ConfigError {
@@ -505,41 +546,7 @@ impl EngineFile {
             }
             p.gpu_hour_price = Some(v);
         }
-        if let Some(v) = self.bytes_per_param {
-            if v == 0 {
-                return Err(ConfigError::Rate {
-                    key: "bytes_per_param",
-                    value: 0.0,
-                });
-            }
-            p.bytes_per_param = v;
-        }
-        // Rates the engine compares by: NaN, an
-        // infinity, 0 or a negative would make every GPU healthy, or none.
-        for (key, v, slot) in [
-            (
-                "sbe_watch_per_hour",
-                self.sbe_watch_per_hour,
-                &mut p.sbe_watch_per_hour,
-            ),
-            (
-                "nvlink_watch_per_hour",
-                self.nvlink_watch_per_hour,
-                &mut p.nvlink_watch_per_hour,
-            ),
-            (
-                "nvlink_drain_per_hour",
-                self.nvlink_drain_per_hour,
-                &mut p.nvlink_drain_per_hour,
-            ),
-        ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(ConfigError::Rate { key, value: v });
-                }
-                *slot = v;
-            }
-        }
+        self.rates(&mut p)?;
         if let Some(v) = &self.domain_window {
             p.domain_window_s = dur(v, "domain_window")?;
         }

@@ -1139,3 +1139,43 @@ fn topology_mistakes_are_said_not_passed_over() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("no-such-node"), "{err}");
 }
+
+/// The audit log's lock held by another process (issue 43): `cordon` does
+/// not wait without a word — after `audit::LOCK_WAIT` it says the lock is
+/// held and sends nothing.
+#[test]
+fn a_held_audit_lock_is_waited_for_a_bounded_time_and_said() {
+    if !common::require("flock", "apt-get install util-linux") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let lock = dir.path().join("audit.jsonl.lock");
+    std::fs::write(&lock, "").expect("lock file");
+    let mut holder = Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "60"])
+        .spawn()
+        .expect("flock");
+    std::thread::sleep(Duration::from_millis(300));
+    let (out, ended) = run_bounded(
+        dir.path(),
+        &[
+            "--audit-log",
+            audit.to_str().expect("path"),
+            "cordon",
+            "h100-05",
+            "--reason",
+            "x",
+        ],
+        Duration::from_secs(40),
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(ended, "it waited on the lock with no bound");
+    let err = clean_failure(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("held by another process"), "{err}");
+    let log = std::fs::read_to_string(&audit).unwrap_or_default();
+    assert!(!log.contains("\"intent\""), "nothing sent: {log}");
+}

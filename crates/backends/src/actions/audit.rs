@@ -474,14 +474,10 @@ impl Reading {
         self.nodes_taken_out_since_except(since, None)
     }
 
-    /// The distinct nodes this cluster took out of service within the
-    /// window (cordon, drain: every intent whose outcome did not say it
-    /// failed to — done, partly done, or in flight), each with its latest
-    /// time on the clock it was counted by; a failing domain's remedy
-    /// cordons are not counted. Oldest first.
-    pub fn taken_out(&self, w: &Window<'_>) -> Vec<(String, i64)> {
-        let failed: std::collections::HashSet<&str> = self
-            .records
+    /// The ids of intents whose outcome says they took nothing out: a
+    /// no-op, or a first step (the cordon, the drain) that failed.
+    fn failed_to_take_out(&self) -> std::collections::HashSet<&str> {
+        self.records
             .iter()
             .filter(|r| r.phase == "outcome")
             .filter(|r| {
@@ -490,7 +486,16 @@ impl Reading {
                     .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
             })
             .map(|r| r.id.as_str())
-            .collect();
+            .collect()
+    }
+
+    /// The distinct nodes this cluster took out of service within the
+    /// window (cordon, drain: every intent whose outcome did not say it
+    /// failed to — done, partly done, or in flight), each with its latest
+    /// time on the clock it was counted by; a failing domain's remedy
+    /// cordons are not counted. Oldest first.
+    pub fn taken_out(&self, w: &Window<'_>) -> Vec<(String, i64)> {
+        let failed = self.failed_to_take_out();
         let mut latest: std::collections::HashMap<&str, i64> = Default::default();
         for r in &self.records {
             if r.phase != "intent"
@@ -523,17 +528,7 @@ impl Reading {
     /// The same, leaving out what was done to `except` (an armed plan's
     /// own cordon of the node it will drain).
     pub fn nodes_taken_out_since_except(&self, since: i64, except: Option<&str>) -> u32 {
-        let failed: std::collections::HashSet<&str> = self
-            .records
-            .iter()
-            .filter(|r| r.phase == "outcome")
-            .filter(|r| {
-                r.outcome
-                    .as_ref()
-                    .is_some_and(|o| o.no_op || !o.steps.first().map_or(o.ok, |s| s.ok))
-            })
-            .map(|r| r.id.as_str())
-            .collect();
+        let failed = self.failed_to_take_out();
         self.records
             .iter()
             .filter(|r| {

@@ -450,7 +450,7 @@ fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
 /// fired meanwhile is not sent again.
 #[test]
 fn an_armed_step_is_sent_by_one_nightshift_only() {
-    use crate::actions::follow::{self, Fired, Firing};
+    use crate::actions::follow::{self, Fired};
     use crate::model::Trigger;
     let b = bench();
     let c = snapshot(&b.sim);
@@ -472,30 +472,8 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         c.time,
     )
     .expect("armed");
-    let base = crate::engine::analysis::Base::compute(
-        &c,
-        None,
-        &SiteParams::default(),
-        &crate::engine::xid::XidCatalog::default(),
-    );
-    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
-    let f = Firing {
-        cluster: &c,
-        base: &base,
-        data_age: Duration::ZERO,
-        policy: &policy,
-        site: &site,
-        log: &b.log,
-        executor: &b.sim,
-        who: &w,
-        timeout: Duration::from_secs(5),
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
     let other = b.log.firing().expect("lock").expect("free");
-    match rt.block_on(follow::fire_if_due(&a, &f)) {
+    match fire(&b, &a) {
         Fired::Waiting(w) => assert!(w.contains("another nightshift"), "{w}"),
         other => panic!("{other:?}"),
     }
@@ -508,7 +486,7 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         })
         .expect("fired");
     drop(other);
-    match rt.block_on(follow::fire_if_due(&a, &f)) {
+    match fire(&b, &a) {
         Fired::Waiting(w) => assert!(w.contains("sent or cancelled"), "{w}"),
         other => panic!("{other:?}"),
     }
@@ -522,7 +500,7 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
 /// the real step still is.
 #[test]
 fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
-    use crate::actions::follow::{self, Fired, Firing};
+    use crate::actions::follow::{self, Fired};
     use crate::model::{Armed, JobMark, Trigger};
     let b = bench();
     let c = snapshot(&b.sim);
@@ -575,33 +553,11 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
             .iter()
             .all(|w| w.starts_with("not sent: "))
     );
-    let base = crate::engine::analysis::Base::compute(
-        &c,
-        None,
-        &SiteParams::default(),
-        &crate::engine::xid::XidCatalog::default(),
-    );
-    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
-    let f = Firing {
-        cluster: &c,
-        base: &base,
-        data_age: Duration::ZERO,
-        policy: &policy,
-        site: &site,
-        log: &b.log,
-        executor: &b.sim,
-        who: &w,
-        timeout: Duration::from_secs(5),
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
-    let mut fire = b.log.path.clone().into_os_string();
-    fire.push(".fire");
-    std::fs::create_dir(&fire).expect("a directory as the lock");
+    let mut fire_lock = b.log.path.clone().into_os_string();
+    fire_lock.push(".fire");
+    std::fs::create_dir(&fire_lock).expect("a directory as the lock");
     let before = [state("h100-01"), state("h100-03"), state("h100-05")];
-    match rt.block_on(follow::fire_if_due(&real, &f)) {
+    match fire(&b, &real) {
         Fired::Waiting(w) => assert!(w.contains("nothing sent"), "{w}"),
         other => panic!("{other:?}"),
     }
@@ -610,16 +566,16 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
         before,
         "nothing sent"
     );
-    std::fs::remove_dir(&fire).expect("rmdir");
+    std::fs::remove_dir(&fire_lock).expect("rmdir");
     // A forged step handed to the firing directly is not this log's step.
     let mut forged_step = real.clone();
     forged_step.action = drain("h100-05");
-    match rt.block_on(follow::fire_if_due(&forged_step, &f)) {
+    match fire(&b, &forged_step) {
         Fired::Waiting(w) => assert!(w.contains("sent or cancelled"), "{w}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(state("h100-05"), before[2]);
-    match rt.block_on(follow::fire_if_due(&real, &f)) {
+    match fire(&b, &real) {
         Fired::Sent { .. } => {}
         other => panic!("{other:?}"),
     }
@@ -633,7 +589,7 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
 /// not refused and disarmed.
 #[test]
 fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
-    use crate::actions::follow::{self, Fired, Firing};
+    use crate::actions::follow::{self, Fired};
     use crate::model::{JobMark, Trigger};
     let b = bench();
     let c0 = snapshot(&b.sim);
@@ -672,30 +628,7 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
         }
         _ => unreachable!(),
     }
-    let c = snapshot(&b.sim);
-    let base = crate::engine::analysis::Base::compute(
-        &c,
-        None,
-        &SiteParams::default(),
-        &crate::engine::xid::XidCatalog::default(),
-    );
-    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
-    let f = Firing {
-        cluster: &c,
-        base: &base,
-        data_age: Duration::ZERO,
-        policy: &policy,
-        site: &site,
-        log: &b.log,
-        executor: &b.sim,
-        who: &w,
-        timeout: Duration::from_secs(5),
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
-    match rt.block_on(follow::fire_if_due(&a, &f)) {
+    match fire(&b, &a) {
         Fired::Sent { ok: true, .. } => {}
         other => panic!("{other:?}"),
     }

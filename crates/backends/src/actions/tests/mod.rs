@@ -18,6 +18,7 @@ use std::time::Duration;
 mod audit_log;
 mod execution;
 mod previews;
+mod seal_fuzz;
 
 struct Bench {
     sim: Executor,
@@ -99,14 +100,43 @@ fn execute(
     ))
 }
 
-fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Preview {
-    let c = snapshot(&b.sim);
-    let base = crate::engine::analysis::Base::compute(
-        &c,
+/// The engine's base of `c` with the default site and catalog.
+fn base_of(c: &crate::model::Cluster) -> crate::engine::analysis::Base {
+    crate::engine::analysis::Base::compute(
+        c,
         None,
         &SiteParams::default(),
         &crate::engine::xid::XidCatalog::default(),
-    );
+    )
+}
+
+/// Fires the armed step `a` on the bench's cluster as it is now, as
+/// `follow` would (the default policy, fresh data).
+fn fire(b: &Bench, a: &crate::model::Armed) -> crate::actions::follow::Fired {
+    let c = snapshot(&b.sim);
+    let base = base_of(&c);
+    let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
+    let f = crate::actions::follow::Firing {
+        cluster: &c,
+        base: &base,
+        data_age: Duration::ZERO,
+        policy: &policy,
+        site: &site,
+        log: &b.log,
+        executor: &b.sim,
+        who: &w,
+        timeout: Duration::from_secs(5),
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+        .block_on(crate::actions::follow::fire_if_due(a, &f))
+}
+
+fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Preview {
+    let c = snapshot(&b.sim);
+    let base = base_of(&c);
     guard::preview(
         a,
         &c,

@@ -38,6 +38,10 @@ pub struct Endpoints {
     /// How far back the GPUs' hardware faults are asked of Prometheus
     /// (`[engine] repeat_offender`'s window), seconds.
     pub fault_window_s: i64,
+    /// Tests only: each merge takes this much longer (a merge slow as a
+    /// huge fleet's), to show it never holds up the scheduler's status.
+    #[cfg(test)]
+    pub merge_delay: Duration,
 }
 
 /// `[endpoints] prometheus_every_gpu_max` when unset.
@@ -56,6 +60,8 @@ impl Default for Endpoints {
             stall_util_min: 0.9,
             stall_occupancy_max: 0.05,
             fault_window_s: 30 * 86_400,
+            #[cfg(test)]
+            merge_delay: Duration::ZERO,
         }
     }
 }
@@ -377,7 +383,10 @@ fn start_polling(
 /// Runs the endpoints beside the scheduler source `sched` (none: `None`)
 /// and sends merged snapshots. The scheduler's status messages pass
 /// through untouched: an endpoint's answer never makes the scheduler's
-/// data look fresh.
+/// data look fresh, and a slow merge (a huge fleet's readings) never holds
+/// them up — the merge runs beside the loop, one at a time, the newest
+/// data merged next — so one slow endpoint never ages another origin's
+/// data.
 ///
 /// `open` names the nodes the console has open: on a fleet's Prometheus
 /// their GPUs are read in full at once (and each refresh while open).
@@ -409,6 +418,10 @@ pub fn spawn(
         let e = Arc::new(e);
         // Waits for the scheduler's first snapshot to name its hosts.
         let mut backfill: Option<Backfill> = None;
+        // The merge runs beside the loop; `dirty`: newer data came while
+        // it ran, to be merged when it is done.
+        let (mtx, mut mrx) = mpsc::channel::<Option<Cluster>>(1);
+        let (mut merging, mut dirty) = (false, false);
         loop {
             if backfill.is_some() && (!base.nodes.is_empty() || sched.is_none()) {
                 let known = super::dcgm::merge::node_index(&base);
@@ -472,19 +485,42 @@ pub fn spawn(
                     }
                     None => return,
                 },
-            }
-            let (b, l, w, e2) = (base.clone(), latest.clone(), watch.clone(), e.clone());
-            let merged =
-                tokio::task::spawn_blocking(move || merged(&b, &l, &e2, &w, crate::host::now()))
-                    .await;
-            match merged {
-                Ok(c) => {
-                    if tx.send(Update::Snapshot(Arc::new(c))).await.is_err() {
+                m = mrx.recv(), if merging => {
+                    merging = false;
+                    if let Some(Some(c)) = m
+                        && tx.send(Update::Snapshot(Arc::new(c))).await.is_err()
+                    {
                         return;
                     }
+                    if !dirty {
+                        continue;
+                    }
                 }
-                Err(err) => tracing::error!("endpoint merge failed: {err}"),
             }
+            dirty = true;
+            if merging {
+                continue;
+            }
+            dirty = false;
+            merging = true;
+            let (b, l, w, e2) = (base.clone(), latest.clone(), watch.clone(), e.clone());
+            let mtx = mtx.clone();
+            tokio::spawn(async move {
+                let merged = tokio::task::spawn_blocking(move || {
+                    #[cfg(test)]
+                    std::thread::sleep(e2.merge_delay);
+                    merged(&b, &l, &e2, &w, crate::host::now())
+                })
+                .await;
+                let c = match merged {
+                    Ok(c) => Some(c),
+                    Err(err) => {
+                        tracing::error!("endpoint merge failed: {err}");
+                        None
+                    }
+                };
+                let _ = mtx.send(c).await;
+            });
         }
     });
     Ok(rx)

@@ -2,6 +2,18 @@ use super::*;
 use crate::model::RecoveryAction;
 use crate::sources::testserver::serve;
 
+/// A scheduler's snapshot of one 8-GPU node, gpu07.
+fn slurm_with_gpu07() -> Cluster {
+    let mut c = Cluster {
+        name: "t".into(),
+        source: "slurm".into(),
+        time: 1000,
+        ..Cluster::default()
+    };
+    crate::engine::fixture::add_node(&mut c, "gpu07", "p", 8);
+    c
+}
+
 /// Endpoint rounds report each endpoint's own status, pass the
 /// scheduler's on untouched (never a fresh one of their own), and lay
 /// the readings, the recovery action included, over the scheduler's
@@ -23,14 +35,9 @@ async fn endpoint_rounds_never_refresh_the_scheduler_and_keep_its_error() {
         ..Endpoints::default()
     };
     let mut out = spawn(Some(srx), e, crate::sources::nothing_open()).expect("spawn");
-    let mut c = Cluster {
-        name: "t".into(),
-        source: "slurm".into(),
-        time: 1000,
-        ..Cluster::default()
-    };
-    crate::engine::fixture::add_node(&mut c, "gpu07", "p", 8);
-    stx.send(Update::Snapshot(Arc::new(c))).await.expect("send");
+    stx.send(Update::Snapshot(Arc::new(slurm_with_gpu07())))
+        .await
+        .expect("send");
     let timeout = SourceError::Timeout {
         what: "GET /slurm/v0.0.38/nodes".into(),
         secs: 10,
@@ -178,4 +185,53 @@ async fn the_backfill_waits_for_the_scheduler_and_uses_its_names() {
     .expect("a back-fill");
     let g = &b.gpus[&("gpu07".to_string(), 2)];
     assert_eq!(g.occupancy.last(), Some(&Some(50)), "{:?}", g.occupancy);
+}
+
+/// One slow endpoint never ages another origin's data (issue 43): while a
+/// merge of the endpoints' readings takes seconds (a huge fleet's), the
+/// scheduler's statuses still pass at once, and the merged snapshot
+/// follows when it is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_merge_never_holds_up_the_schedulers_status() {
+    let body = "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",Hostname=\"gpu07\"} 100\n";
+    let good = serve(body.to_string()).await;
+    let (stx, srx) = mpsc::channel(8);
+    let e = Endpoints {
+        dcgm: vec![good],
+        interval: Duration::from_secs(60),
+        timeout: Duration::from_secs(1),
+        merge_delay: Duration::from_secs(3),
+        ..Endpoints::default()
+    };
+    let mut out = spawn(Some(srx), e, crate::sources::nothing_open()).expect("spawn");
+    stx.send(Update::Snapshot(Arc::new(slurm_with_gpu07())))
+        .await
+        .expect("send");
+    // The merge of that snapshot has begun; the scheduler answers again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = tokio::time::Instant::now();
+    stx.send(Update::ok(Origin::Scheduler)).await.expect("send");
+    let mut status_in = None;
+    let mut snapshot_in = None;
+    let until = sent + Duration::from_secs(10);
+    while tokio::time::Instant::now() < until && (status_in.is_none() || snapshot_in.is_none()) {
+        let Ok(Some(u)) = tokio::time::timeout(Duration::from_secs(1), out.recv()).await else {
+            continue;
+        };
+        match u {
+            Update::Status {
+                origin: Origin::Scheduler,
+                error: None,
+            } => status_in = status_in.or(Some(sent.elapsed())),
+            Update::Snapshot(_) => snapshot_in = snapshot_in.or(Some(sent.elapsed())),
+            _ => {}
+        }
+    }
+    let (Some(status), Some(snapshot)) = (status_in, snapshot_in) else {
+        panic!("status {status_in:?}, snapshot {snapshot_in:?}");
+    };
+    assert!(
+        status < snapshot,
+        "the scheduler's status came after the slow merge: {status:?} vs {snapshot:?}"
+    );
 }
