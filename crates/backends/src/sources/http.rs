@@ -123,29 +123,140 @@ pub async fn body_reserved(
     }
 }
 
+/// Why a JSON answer could not be had: the transfer (as [`body`] says
+/// it), or JSON that is not (its error and the answer's first line).
+#[derive(Debug)]
+pub enum JsonError {
+    Source(SourceError),
+    NotJson { why: String, start: String },
+    Task(String),
+}
+
+/// The body of `resp` parsed as JSON *as it streams in*: each chunk goes
+/// to a parser on a blocking thread the moment it arrives, so the answer's
+/// text is never held whole beside its parse; its bytes count against the
+/// process's budget for answers in flight (`limits.max_body_bytes` for all
+/// of them together) until the parse is done.
+pub async fn json_streamed(
+    mut resp: reqwest::Response,
+    what: &str,
+    timeout: Duration,
+) -> Result<serde_json::Value, JsonError> {
+    let limit = crate::limits::get().max_body_bytes;
+    let too_large = |with_others: bool| {
+        JsonError::Source(SourceError::TooLarge {
+            what: if with_others {
+                format!("{what} (with the other answers being read)")
+            } else {
+                what.to_string()
+            },
+            limit,
+            key: "limits.max_body_bytes",
+        })
+    };
+    if resp.content_length().is_some_and(|n| n > limit) {
+        return Err(too_large(false));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
+    let parser = tokio::task::spawn_blocking(move || {
+        let mut reader = ChunkReader {
+            rx,
+            now: bytes::Bytes::new(),
+            start: Vec::new(),
+        };
+        // serde_json reads a byte at a time: buffered, not a call each.
+        let parsed = serde_json::from_reader::<_, serde_json::Value>(
+            std::io::BufReader::with_capacity(64 * 1024, &mut reader),
+        );
+        (parsed, reader.start)
+    });
+    let mut held = Reservation::default();
+    let mut len = 0u64;
+    let mut failed = None;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                len += chunk.len() as u64;
+                if len > limit {
+                    failed = Some(too_large(false));
+                    break;
+                }
+                if !held.grow(chunk.len() as u64, limit) {
+                    failed = Some(too_large(true));
+                    break;
+                }
+                // The parser stopped (bad JSON): its error says why.
+                if tx.send(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                failed = Some(JsonError::Source(http_error(
+                    &format!("{what}: reading the answer"),
+                    &e,
+                    timeout,
+                )));
+                break;
+            }
+        }
+    }
+    drop(tx);
+    let parsed = parser.await;
+    drop(held);
+    if let Some(f) = failed {
+        return Err(f);
+    }
+    match parsed {
+        Ok((Ok(v), _)) => Ok(v),
+        Ok((Err(e), start)) => Err(JsonError::NotJson {
+            why: e.to_string(),
+            start: crate::text::one_line(&String::from_utf8_lossy(&start), 120),
+        }),
+        Err(e) => Err(JsonError::Task(e.to_string())),
+    }
+}
+
+/// The chunks of an answer as one reader, for a parser on a blocking
+/// thread; keeps the answer's first bytes for an error message.
+struct ChunkReader {
+    rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    now: bytes::Bytes,
+    start: Vec<u8>,
+}
+
+impl std::io::Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.now.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(c) => {
+                    if self.start.len() < 240 {
+                        let take = (240 - self.start.len()).min(c.len());
+                        self.start.extend_from_slice(&c[..take]);
+                    }
+                    self.now = c;
+                }
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.now.len());
+        buf[..n].copy_from_slice(&self.now[..n]);
+        let _ = self.now.split_to(n);
+        Ok(n)
+    }
+}
+
 /// The body as text (lossy: a bad byte is not a reason to lose the rest).
 pub async fn text(
     resp: reqwest::Response,
     what: &str,
     timeout: Duration,
 ) -> Result<String, SourceError> {
-    text_reserved(resp, what, timeout).await.map(|(t, _)| t)
-}
-
-/// [`text`], with its share of the budget (see [`body_reserved`]).
-pub async fn text_reserved(
-    resp: reqwest::Response,
-    what: &str,
-    timeout: Duration,
-) -> Result<(String, Reservation), SourceError> {
-    let (b, held) = body_reserved(resp, what, timeout).await?;
-    Ok((
-        match String::from_utf8(b) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        },
-        held,
-    ))
+    let b = body(resp, what, timeout).await?;
+    Ok(match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 /// A reqwest error as a source error.

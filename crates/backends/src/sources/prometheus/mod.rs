@@ -526,20 +526,21 @@ impl Prometheus {
         })?;
         let status = resp.status().as_u16();
         let what = format!("Prometheus at {}", self.base);
-        let (text, held) = crate::sources::http::text_reserved(resp, &what, self.timeout).await?;
-        // Up to limits.max_body_bytes of JSON: parsed off the async workers,
-        // its share of the budget held until it is parsed.
-        tokio::task::spawn_blocking(move || {
-            let _held = held;
-            serde_json::from_str(&text).map_err(|e| PromError::NotJson {
-                what,
-                status,
-                why: e.to_string(),
-                start: crate::text::one_line(&text, 120),
+        // Parsed as it streams in, off the async workers; its bytes count
+        // against the budget of every answer in flight.
+        use crate::sources::http::{JsonError, json_streamed};
+        json_streamed(resp, &what, self.timeout)
+            .await
+            .map_err(|e| match e {
+                JsonError::Source(s) => PromError::Source(s),
+                JsonError::NotJson { why, start } => PromError::NotJson {
+                    what,
+                    status,
+                    why,
+                    start,
+                },
+                JsonError::Task(t) => PromError::Parse(t),
             })
-        })
-        .await
-        .map_err(|e| PromError::Parse(e.to_string()))?
     }
 }
 
