@@ -185,3 +185,34 @@ fn an_unreadable_audit_log_refuses_every_action() {
         "{err}"
     );
 }
+
+/// `armed` and `follow` say what they could not read (issue 43): a torn
+/// line among the armed steps is named with the steps that will not be
+/// fired, never skipped in silence; the whole steps around it stand.
+#[test]
+fn armed_steps_name_the_torn_lines_they_skip() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let a = crate::actions::follow::arm(
+        &b.log,
+        &who(),
+        drain("h100-03"),
+        crate::engine::armed::after_checkpoints(&c, &["4700".to_string()]),
+        c.time,
+    )
+    .expect("armed");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b.log.path)
+        .expect("open");
+    std::io::Write::write_all(&mut f, b"{\"id\":\"torn\",\"phase\":\"arm").expect("tear");
+    drop(f);
+    let checked = b.log.armed_checked();
+    assert_eq!(checked.trusted, vec![a]);
+    let said = checked.warnings();
+    assert!(
+        said.iter()
+            .any(|w| w.contains("line 2") && w.contains("skipped")),
+        "{said:?}"
+    );
+}
