@@ -204,6 +204,29 @@ fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
         .filter(|r| matches!(r, Refusal::Breaker(_)))
 }
 
+/// An armed drain whose node someone else took out meanwhile (its reason
+/// is no longer the plan's cordon's): not sent over their drain — refused,
+/// naming who and why (issue 37: it was recorded "fired … done").
+fn taken_by_someone_else(a: &Armed, c: &Cluster) -> Option<String> {
+    let Action::Drain { node, .. } = &a.action else {
+        return None;
+    };
+    let n = c.node(node)?;
+    if n.state.schedulable()
+        || n.reason
+            .as_deref()
+            .is_some_and(|r| r.ends_with(crate::model::AFTER_CHECKPOINT))
+    {
+        return None;
+    }
+    Some(format!(
+        "{node} is already {} by {} ({}): the plan's drain is not sent over it",
+        n.state.as_str(),
+        n.reason_set_by.as_deref().unwrap_or("someone else"),
+        n.reason.as_deref().unwrap_or("no reason given")
+    ))
+}
+
 /// Closes the intents of `a`'s own sends that have no outcome (the sender
 /// was killed mid-send) with an outcome that says so; whether there were
 /// any. The caller holds the sending lock: no other nightshift is sending
@@ -295,6 +318,13 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     };
     if let Some(r) = breaker_now(a, f) {
         return refused(r.to_string());
+    }
+    // (After its own interrupted send, the reason is its own drain's.)
+    if let Some(why) = (!interrupted)
+        .then(|| taken_by_someone_else(a, f.cluster))
+        .flatten()
+    {
+        return refused(why);
     }
     // Nothing left to do after its own interrupted send: it was done.
     if let (true, Some(Refusal::Nothing(n))) = (interrupted, &p.refusal) {

@@ -709,3 +709,47 @@ fn the_breaker_counts_this_clusters_distinct_nodes_on_the_sources_clock() {
         "{why}"
     );
 }
+
+/// An armed drain whose node someone else drained meanwhile (its reason
+/// no longer the plan's cordon's) is refused, naming their reason — not
+/// recorded "fired … done and verified" over their drain (issue 37).
+#[test]
+fn an_armed_drain_over_someone_elses_drain_is_refused() {
+    use crate::actions::follow::{self, Fired};
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let a = follow::arm(
+        &b.log,
+        &who(),
+        drain("h100-05"),
+        crate::model::Trigger::Checkpoints {
+            jobs: vec![crate::model::JobMark {
+                job: "no-such-job".into(),
+                ckpt_last: None,
+            }],
+            by: None,
+        },
+        c.time,
+    )
+    .expect("armed");
+    match &b.sim {
+        Executor::LocalSim(s) => {
+            s.lock()
+                .expect("sim")
+                .apply(&Action::Cordon {
+                    node: "h100-05".into(),
+                    reason: "theirs: remap pending, RMA".into(),
+                })
+                .expect("their cordon");
+        }
+        _ => unreachable!(),
+    }
+    match fire(&b, &a) {
+        Fired::Refused(why) => assert!(
+            why.contains("already") && why.contains("theirs: remap pending"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(b.log.armed().is_empty(), "disarmed");
+}
