@@ -110,7 +110,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
             }
         }
     }
-    arm_and_say(&log, &who, drain, when, cluster.time)
+    arm_and_say(&log, &who, drain, when, cluster.time, act.force)
 }
 
 /// What the armed plan costs, as the options' "after the checkpoint" row
@@ -140,8 +140,9 @@ fn arm_and_say(
     action: Action,
     when: crate::model::Trigger,
     time: i64,
+    forced: bool,
 ) -> Result<(), CommandError> {
-    let a = follow::arm(log, who, action, when, time)
+    let a = follow::arm_forced(log, who, action, when, time, forced)
         .map_err(|e| CommandError::Failed(e.to_string()))?;
     let id = sanitize(follow::short_id(&a.id, &log.armed())).into_owned();
     crate::outln!(
@@ -219,7 +220,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
             token: t.clone(),
         });
     }
-    arm_and_say(&log, &who, action, when, cluster.time)
+    arm_and_say(&log, &who, action, when, cluster.time, act.force)
 }
 
 /// `nightshift armed`: what waits, oldest first.

@@ -50,6 +50,19 @@ pub fn arm(
     when: Trigger,
     now: crate::model::Timestamp,
 ) -> Result<Armed, ArmError> {
+    arm_forced(log, who, action, when, now, false)
+}
+
+/// [`arm`] for a plan confirmed past the circuit breaker (`--force`): its
+/// step keeps the override when it fires.
+pub fn arm_forced(
+    log: &AuditLog,
+    who: &Who,
+    action: Action,
+    when: Trigger,
+    now: crate::model::Timestamp,
+    forced: bool,
+) -> Result<Armed, ArmError> {
     let key = log.seal_key_for_arming().map_err(ArmError::Key)?;
     let plan = crate::engine::armed::describe_plan(&action, &when);
     let mut a = Armed {
@@ -61,6 +74,7 @@ pub fn arm(
         confirmed_by: audit::os_user(),
         preview_digest: super::seal::digest(&plan),
         tag: String::new(),
+        forced,
     };
     super::seal::armable(&a).map_err(ArmError::NotArmable)?;
     a.tag = super::seal::tag(&key, &a);
@@ -183,6 +197,9 @@ pub struct Firing<'a> {
 /// partition), the plan's own cordon does not. The guard alone would let
 /// it through: the node is out already.
 fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
+    if a.forced {
+        return None;
+    }
     let node = a.action.takes_out()?;
     let mut view = f.cluster.clone();
     if let Some(n) = view.nodes.iter_mut().find(|n| n.name == node) {
@@ -302,7 +319,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         f.data_age,
         f.policy,
         f.log,
-        false,
+        a.forced,
         Ok(f.executor),
         f.site,
     );

@@ -159,6 +159,7 @@ pub fn tag(key: &[u8], a: &Armed) -> String {
 fn mac_of(key: &[u8], a: &Armed) -> HmacSha256 {
     let unsigned = Armed {
         tag: String::new(),
+        forced: false,
         ..a.clone()
     };
     let body = serde_json::to_vec(&unsigned).unwrap_or_default();
@@ -287,6 +288,7 @@ pub(crate) mod tests {
             confirmed_by: "oncall".into(),
             preview_digest: digest("requeue 4701"),
             tag: String::new(),
+            forced: false,
         }
     }
 

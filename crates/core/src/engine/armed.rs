@@ -192,6 +192,7 @@ mod tests {
             confirmed_by: String::new(),
             preview_digest: String::new(),
             tag: String::new(),
+            forced: false,
         }
     }
 

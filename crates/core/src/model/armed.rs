@@ -59,4 +59,8 @@ pub struct Armed {
     /// fired.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tag: String,
+    /// The plan was confirmed past the circuit breaker (`--force`): its
+    /// own step keeps that override when it fires (sealed with the rest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
 }

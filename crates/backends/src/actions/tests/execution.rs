@@ -528,6 +528,7 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
             requeue: false,
         },
         tag: String::new(),
+        forced: false,
         ..real.clone()
     };
     let moved = Armed {
@@ -752,4 +753,51 @@ fn an_armed_drain_over_someone_elses_drain_is_refused() {
         other => panic!("{other:?}"),
     }
     assert!(b.log.armed().is_empty(), "disarmed");
+}
+
+/// A plan confirmed past the circuit breaker (`--force`) keeps that
+/// override for its own armed step (issue 37: it was refused when it
+/// fired, the node left cordoned and its job running); a plan armed
+/// without it is judged by the breaker again when it fires.
+#[test]
+fn a_forced_plan_keeps_its_override_for_its_armed_step() {
+    use crate::actions::follow::{self, Fired};
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let gone = crate::model::Trigger::Checkpoints {
+        jobs: vec![crate::model::JobMark {
+            job: "no-such-job".into(),
+            ckpt_last: None,
+        }],
+        by: None,
+    };
+    // The partition is past its share out: two more h100 nodes down.
+    for n in ["h100-01", "h100-02"] {
+        run(
+            &b,
+            &Action::Cordon {
+                node: n.into(),
+                reason: "psu".into(),
+            },
+            "y",
+            &Policy::default(),
+            Duration::ZERO,
+        )
+        .expect("cordoned");
+    }
+    let plain = follow::arm(&b.log, &who(), drain("h100-04"), gone.clone(), c.time).expect("armed");
+    match fire(&b, &plain) {
+        Fired::Refused(why) => assert!(why.contains("circuit breaker"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let forced =
+        follow::arm_forced(&b.log, &who(), drain("h100-04"), gone, c.time, true).expect("armed");
+    match fire(&b, &forced) {
+        Fired::Sent { ok: true, .. } => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        snapshot(&b.sim).node("h100-04").map(|n| n.state),
+        Some(NodeState::Drain)
+    );
 }

@@ -179,6 +179,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         confirmed_by: String::new(),
         preview_digest: String::new(),
         tag: String::new(),
+        forced: false,
     };
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Armed {
@@ -316,6 +317,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         confirmed_by: String::new(),
         preview_digest: String::new(),
         tag: String::new(),
+        forced: false,
     };
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Armed {
@@ -424,6 +426,7 @@ fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
         confirmed_by: String::new(),
         preview_digest: String::new(),
         tag: String::new(),
+        forced: false,
     };
     a.take_in(
         Msg::Action(Reply::Armed {
