@@ -617,18 +617,7 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
             ..intent("cut-1", "h100-03", 0)
         })
         .expect("intent");
-    match &b.sim {
-        Executor::LocalSim(s) => {
-            s.lock()
-                .expect("sim")
-                .apply(&Action::Cordon {
-                    node: "h100-03".into(),
-                    reason: "xid79".into(),
-                })
-                .expect("cordon");
-        }
-        _ => unreachable!(),
-    }
+    cordon_behind_the_guard(&b, "h100-03", "xid79");
     match fire(&b, &a) {
         Fired::Sent { ok: true, .. } => {}
         other => panic!("{other:?}"),
@@ -733,18 +722,7 @@ fn an_armed_drain_over_someone_elses_drain_is_refused() {
         c.time,
     )
     .expect("armed");
-    match &b.sim {
-        Executor::LocalSim(s) => {
-            s.lock()
-                .expect("sim")
-                .apply(&Action::Cordon {
-                    node: "h100-05".into(),
-                    reason: "theirs: remap pending, RMA".into(),
-                })
-                .expect("their cordon");
-        }
-        _ => unreachable!(),
-    }
+    cordon_behind_the_guard(&b, "h100-05", "theirs: remap pending, RMA");
     match fire(&b, &a) {
         Fired::Refused(why) => assert!(
             why.contains("already") && why.contains("theirs: remap pending"),

@@ -100,6 +100,23 @@ fn execute(
     ))
 }
 
+/// Cordons `node` on the bench's sim directly, as another operator (or an
+/// interrupted nightshift) would: no guard, no audit.
+fn cordon_behind_the_guard(b: &Bench, node: &str, reason: &str) {
+    match &b.sim {
+        Executor::LocalSim(s) => {
+            s.lock()
+                .expect("sim")
+                .apply(&Action::Cordon {
+                    node: node.into(),
+                    reason: reason.into(),
+                })
+                .expect("cordon");
+        }
+        _ => unreachable!("tests use a local sim"),
+    }
+}
+
 /// The engine's base of `c` with the default site and catalog.
 fn base_of(c: &crate::model::Cluster) -> crate::engine::analysis::Base {
     crate::engine::analysis::Base::compute(
