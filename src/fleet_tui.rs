@@ -146,9 +146,13 @@ async fn event_loop(
     let mut frames = crate::tui::Frames::new();
     loop {
         let wait = frames.draw(terminal, |f| crate::views::fleet::render(f, fleet))?;
-        let now = Instant::now();
+        // The time an event is taken in is when it arrived, not when the
+        // loop began to wait for it: an enter typed 100 ms after a name read
+        // as pasted with it (the typed confirmation's paste guard).
         tokio::select! {
-            ev = keys.next() => match ev {
+            ev = keys.next() => {
+                let now = Instant::now();
+                match ev {
                 Some(Ok(Event::Key(k))) => effects.extend(fleet.key(k, now)),
                 Some(Ok(Event::Resize(w, h))) => effects.extend(fleet.to_all(&Msg::Resize(w, h), now)),
                 Some(Ok(Event::Mouse(m))) => if let Some(a) = fleet.active {
@@ -160,8 +164,11 @@ async fn event_loop(
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(CommandError::Terminal { what: "terminal input failed", source: e }),
                 None => return Ok(()),
+                }
             },
-            m = rx.recv(), if open => match m {
+            m = rx.recv(), if open => {
+                let now = Instant::now();
+                match m {
                 Some((i, msg)) => {
                     effects.extend(fleet.to_member(i, msg, now));
                     for _ in 0..crate::tui::MAX_BATCH {
@@ -171,8 +178,9 @@ async fn event_loop(
                     effects.extend(fleet.to_all(&Msg::Tick, now));
                 }
                 None => open = false,
+                }
             },
-            _ = tick.tick() => effects.extend(fleet.to_all(&Msg::Tick, now)),
+            _ = tick.tick() => effects.extend(fleet.to_all(&Msg::Tick, Instant::now())),
             _ = tokio::time::sleep(wait), if frames.dirty => {}
             _ = sig.term.recv() => return Ok(()),
             _ = sig.hup.recv() => return Ok(()),
