@@ -140,7 +140,18 @@ impl Tmux {
     /// prompt shows, enter once the text shows (keys sent in one burst
     /// right after a resize were lost under load).
     pub fn command(&self, text: &str) {
-        self.keys(&[":"]);
+        // The prompt's key again if it never showed (a key lost under a
+        // loaded machine): `:` on an open prompt would type a colon, so it
+        // is sent again only while no prompt shows.
+        for _ in 0..3 {
+            self.keys(&[":"]);
+            let shown = wait_for(Duration::from_secs(5), || {
+                self.screen().contains(":▏").then_some(())
+            });
+            if shown.is_some() {
+                break;
+            }
+        }
         self.expect(":▏");
         self.keys(&["-l", text]);
         self.expect(&format!(":{text}▏"));
