@@ -1,0 +1,260 @@
+//! The incidents the audit log's intents answer, as a node's history:
+//! how an intent names its incident and its fault, and the console's
+//! snapshots given the faults nightshift was used to act on.
+
+use super::AuditLog;
+use std::sync::Arc;
+
+/// How an intent names the incident it answers: `ID LABEL on NODE[ GPU
+/// N] (STAGE)` — read back as a fault of the node's history by
+/// `fault_of_incident`.
+pub fn incident_line(i: &crate::engine::incidents::Incident) -> String {
+    format!(
+        "{} {} on {}{} ({})",
+        i.id,
+        i.label,
+        i.node,
+        i.gpu.map_or(String::new(), |g| format!(" GPU {g}")),
+        i.stage.as_str()
+    )
+}
+
+/// The hardware fault an incident is, as data: an Xid (`XID 79`), an
+/// uncorrectable ECC error or a failed row remap on its node and GPU, at
+/// the incident's first time; other incidents (a stall, a link, a domain)
+/// are no GPU's fault.
+pub fn fault_of(i: &crate::engine::incidents::Incident) -> Option<crate::model::PastFault> {
+    use crate::model::Fault;
+    let fault = if let Some(x) = i.xid {
+        Fault::Xid(x)
+    } else if i.label.starts_with("ECC DBE") {
+        Fault::Dbe
+    } else if i.label.starts_with("REMAP FAIL") {
+        Fault::RemapFailed
+    } else {
+        return None;
+    };
+    Some(crate::model::PastFault {
+        time: i.time,
+        node: i.node.clone(),
+        gpu: i.gpu,
+        fault,
+        from: "audit".into(),
+    })
+}
+
+/// The fault an audit record's incident names (`incident_line`), LABEL an Xid (`XID 79`, `XID 48 (+ECC DBE)`), `ECC DBE` or
+/// `REMAP FAIL`; other incidents (a stall, a link) are not a GPU's fault.
+pub(super) fn fault_of_incident(incident: &str, time: i64) -> Option<crate::model::PastFault> {
+    use crate::model::Fault;
+    let (_, rest) = incident.split_once(' ')?;
+    let (label, place) = rest.rsplit_once(" on ")?;
+    let fault = if let Some(x) = label.strip_prefix("XID ") {
+        Fault::Xid(x.split_whitespace().next()?.parse().ok()?)
+    } else if label.starts_with("ECC DBE") {
+        Fault::Dbe
+    } else if label.starts_with("REMAP FAIL") {
+        Fault::RemapFailed
+    } else {
+        return None;
+    };
+    let place = place.split(" (").next()?;
+    let (node, gpu) = match place.split_once(" GPU ") {
+        Some((n, g)) => (n, g.trim().parse().ok()),
+        None => (place, None),
+    };
+    Some(crate::model::PastFault {
+        time,
+        node: node.to_string(),
+        gpu,
+        fault,
+        from: "audit".into(),
+    })
+}
+
+/// Adds the audit log's faults to each snapshot's history (`Cluster::history`),
+/// re-reading the log only when it has grown: the console's history of a
+/// node includes what nightshift was used to act on — on this cluster (its
+/// name in `[[clusters]]`, `cluster`, or the snapshot's own).
+pub fn with_history(
+    mut rx: tokio::sync::mpsc::Receiver<crate::sources::Update>,
+    log: AuditLog,
+    cluster: Option<String>,
+) -> tokio::sync::mpsc::Receiver<crate::sources::Update> {
+    let (tx, out) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut seen: Option<(u64, String)> = None;
+        let mut faults: Vec<crate::model::PastFault> = Vec::new();
+        while let Some(u) = rx.recv().await {
+            let u = match u {
+                crate::sources::Update::Snapshot(c) => {
+                    let now = (log_len(&log), c.name.clone());
+                    if seen.as_ref() != Some(&now) {
+                        seen = Some(now);
+                        let l = log.clone();
+                        let names: Vec<String> = cluster.iter().chain([&c.name]).cloned().collect();
+                        faults = tokio::task::spawn_blocking(move || {
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            l.reading().faults(&names)
+                        })
+                        .await
+                        .unwrap_or_default();
+                    }
+                    if faults.is_empty() {
+                        crate::sources::Update::Snapshot(c)
+                    } else {
+                        let mut c = Arc::unwrap_or_clone(c);
+                        c.history.extend(faults.iter().cloned());
+                        crate::sources::Update::Snapshot(Arc::new(c))
+                    }
+                }
+                other => other,
+            };
+            if tx.send(u).await.is_err() {
+                return;
+            }
+        }
+    });
+    out
+}
+
+/// The log's length now (0 when it is not there).
+pub(crate) fn log_len(log: &AuditLog) -> u64 {
+    std::fs::metadata(&log.path).map_or(0, |m| m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actions::audit::{Reading, Record};
+    use crate::model::Fault;
+
+    #[test]
+    fn an_intents_incident_is_a_fault_of_its_node() {
+        let f = fault_of_incident("e2 XID 79 on h100-03 GPU 3 (open)", 100).expect("fault");
+        assert_eq!(
+            (f.node.as_str(), f.gpu, f.fault, f.time),
+            ("h100-03", Some(3), Fault::Xid(79), 100)
+        );
+        let f = fault_of_incident(
+            "e5 XID 48 (+ECC DBE, XID 63) on h100-06 GPU 5 (remedied)",
+            1,
+        )
+        .expect("fault");
+        assert_eq!(f.fault, Fault::Xid(48));
+        let f = fault_of_incident("e7 ECC DBE on gpu-on-x GPU 1 (open)", 1).expect("fault");
+        assert_eq!((f.node.as_str(), f.fault), ("gpu-on-x", Fault::Dbe));
+        assert!(fault_of_incident("e3 STALL on h100-01 (open)", 1).is_none());
+        assert!(fault_of_incident("garbage", 1).is_none());
+    }
+
+    /// Repeat offenders are counted by the fault as data (issue 37): three
+    /// drains of a100n1 from three command-line runs each recorded "e1 XID
+    /// 79 on a100n1 GPU 2" — the label's number restarts in every process —
+    /// and were one fault; as data (node, GPU, kind, first time) they are
+    /// three, and one incident acted on twice is still one.
+    #[test]
+    fn faults_are_told_apart_by_their_identity_not_their_label() {
+        let at = |id: &str, since: i64| Record {
+            id: id.into(),
+            phase: "intent".into(),
+            time: since + 60,
+            operator: "oncall".into(),
+            scheduler_user: None,
+            host: "h".into(),
+            cluster: "lab".into(),
+            source: "slurm".into(),
+            action: "drain".into(),
+            target: "a100n1".into(),
+            reason: None,
+            preview: "p".into(),
+            incident: Some("e1 XID 79 on a100n1 GPU 2 (open)".into()),
+            step_of: None,
+            source_time: None,
+            domain_remedy: false,
+            fault: Some(crate::model::PastFault {
+                time: since,
+                node: "a100n1".into(),
+                gpu: Some(2),
+                fault: Fault::Xid(79),
+                from: "audit".into(),
+            }),
+            warnings: Vec::new(),
+            outcome: None,
+            armed: None,
+            note: None,
+        };
+        let reading = Reading {
+            records: vec![
+                at("a", 1000),
+                at("b", 90_000),
+                at("c", 200_000),
+                at("d", 200_000),
+            ],
+            ..Reading::default()
+        };
+        let faults = reading.faults(&["lab"]);
+        assert_eq!(faults.len(), 3, "{faults:?}");
+        assert_eq!(faults[0].time, 1000, "the fault's own time");
+    }
+
+    /// The console's snapshots carry the audit log's faults of their own
+    /// cluster (by the name it is audited under), re-read when the log
+    /// grows.
+    #[test]
+    fn snapshots_gain_their_own_clusters_audited_faults() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::new(dir.path().join("audit.jsonl"));
+        let intent = |id: &str, cluster: &str, node: &str| Record {
+            id: id.into(),
+            phase: "intent".into(),
+            time: 100,
+            operator: "oncall".into(),
+            scheduler_user: None,
+            host: "h".into(),
+            cluster: cluster.into(),
+            source: "slurm".into(),
+            action: "drain".into(),
+            target: node.into(),
+            reason: None,
+            preview: "p".into(),
+            incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
+            step_of: None,
+            source_time: None,
+            domain_remedy: false,
+            fault: None,
+            warnings: Vec::new(),
+            outcome: None,
+            armed: None,
+            note: None,
+        };
+        log.write(&intent("a", "west", "gpu01")).expect("write");
+        log.write(&intent("b", "east", "gpu02")).expect("write");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        rt.block_on(async {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            let mut out = with_history(rx, log.clone(), Some("west".into()));
+            let snapshot = || {
+                crate::sources::Update::Snapshot(Arc::new(crate::model::Cluster {
+                    name: "slurm-west".into(),
+                    ..crate::model::Cluster::default()
+                }))
+            };
+            let history = |u: Option<crate::sources::Update>| match u {
+                Some(crate::sources::Update::Snapshot(c)) => {
+                    c.history.iter().map(|f| f.node.clone()).collect::<Vec<_>>()
+                }
+                other => panic!("{other:?}"),
+            };
+            tx.send(snapshot()).await.expect("send");
+            assert_eq!(history(out.recv().await), ["gpu01"]);
+            log.write(&intent("c", "slurm-west", "gpu03"))
+                .expect("write");
+            tx.send(snapshot()).await.expect("send");
+            assert_eq!(history(out.recv().await), ["gpu01", "gpu03"]);
+        });
+    }
+}
