@@ -1,0 +1,121 @@
+//! Error rates per GPU (correctable ECC, NVLink), each counter's change
+//! over its own readings' times, kept across snapshots by the analyst.
+
+use crate::model::Cluster;
+use std::collections::HashMap;
+
+/// A GPU's error rates between two snapshots, per hour; `None`: unknown
+/// (no earlier snapshot, or the counter is not reported). Rates, not
+/// totals, decide: a counter that stands still is history.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    /// Correctable ECC errors.
+    pub sbe_per_hour: Option<f64>,
+    /// NVLink errors of every kind, over all the GPU's links.
+    pub nvlink_per_hour: Option<f64>,
+}
+
+fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
+    if dt_s <= 0 {
+        return None;
+    }
+    let (a, b) = (now?, then?);
+    // A counter that went down was reset (a driver reload, a reboot): no
+    // rate over the reset, never a negative one.
+    if a < b {
+        return None;
+    }
+    Some((a - b) as f64 * 3600.0 / dt_s as f64)
+}
+
+/// What the rates need across snapshots, per GPU: its newest reading of
+/// the aggregate correctable-error count and the NVLink error total, the
+/// time of that reading (the endpoint's own, else the snapshot's), and the
+/// rates as of that reading. A counter's rate is taken over its own
+/// readings' times: a snapshot that brings no new reading of it (the
+/// scheduler polled every 2 s, dcgm-exporter every 5 s) keeps the rate the
+/// last reading gave — it does not read as "no change, healthy". The
+/// analyst keeps this, not the whole earlier snapshot (a second copy of a
+/// 10,000-node cluster).
+#[derive(Debug, Clone, Default)]
+pub struct EccBaseline {
+    pub time: crate::model::Timestamp,
+    /// Per node: each GPU's newest reading and its rates.
+    counters: HashMap<String, Vec<Reading>>,
+}
+
+/// One GPU's newest counter reading and the rates as of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Reading {
+    index: u32,
+    sbe: Option<u64>,
+    nvlink: Option<u64>,
+    time: crate::model::Timestamp,
+    rates: Rates,
+}
+
+impl EccBaseline {
+    /// The counters of `c` alone, with no rates yet.
+    pub fn of(c: &Cluster) -> EccBaseline {
+        EccBaseline::advance(None, c)
+    }
+
+    /// `prev` moved on to `c`: each GPU with a new reading gets its rates
+    /// over the time since its last reading; one without keeps its last.
+    pub fn advance(prev: Option<&EccBaseline>, c: &Cluster) -> EccBaseline {
+        EccBaseline {
+            time: c.time,
+            counters: c
+                .nodes
+                .iter()
+                .map(|n| {
+                    let gpus = n
+                        .gpus
+                        .iter()
+                        .map(|g| {
+                            let time = g.reading_time.unwrap_or(c.time);
+                            let (sbe, nvlink) = (g.ecc.sbe_aggregate, g.nvlink.total());
+                            match prev.and_then(|p| p.reading(&n.name, g.index)) {
+                                Some(r) if r.time >= time => r,
+                                Some(r) => {
+                                    let dt = time - r.time;
+                                    Reading {
+                                        index: g.index,
+                                        sbe,
+                                        nvlink,
+                                        time,
+                                        rates: Rates {
+                                            sbe_per_hour: rate(sbe, r.sbe, dt),
+                                            nvlink_per_hour: rate(nvlink, r.nvlink, dt),
+                                        },
+                                    }
+                                }
+                                None => Reading {
+                                    index: g.index,
+                                    sbe,
+                                    nvlink,
+                                    time,
+                                    rates: Rates::default(),
+                                },
+                            }
+                        })
+                        .collect();
+                    (n.name.clone(), gpus)
+                })
+                .collect(),
+        }
+    }
+
+    fn reading(&self, node: &str, gpu: u32) -> Option<Reading> {
+        self.counters
+            .get(node)
+            .and_then(|gs| gs.iter().find(|r| r.index == gpu))
+            .copied()
+    }
+
+    /// The GPU's error rates as of its newest reading.
+    pub(super) fn rates(&self, node: &str, gpu: u32) -> Rates {
+        self.reading(node, gpu)
+            .map_or(Rates::default(), |r| r.rates)
+    }
+}
