@@ -546,7 +546,7 @@ mod tests {
         g.ecc.sbe_aggregate = Some(10);
         let mut later = g.clone();
         later.ecc.sbe_aggregate = Some(510);
-        let rate = rate(later.ecc.sbe_aggregate, g.ecc.sbe_aggregate, 3600);
+        let rate = rates::rate(later.ecc.sbe_aggregate, g.ecc.sbe_aggregate, 3600);
         assert_eq!(rate, Some(500.0));
         assert_eq!(
             gpu_verdict(&later, &[], rate, &cat, &site).action,

@@ -15,7 +15,7 @@ pub struct Rates {
     pub nvlink_per_hour: Option<f64>,
 }
 
-fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
+pub(super) fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64> {
     if dt_s <= 0 {
         return None;
     }
