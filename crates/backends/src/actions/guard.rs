@@ -383,6 +383,11 @@ pub fn preview(
                 .and_then(|x| x.cannot(a))
                 .map(|why| Refusal::Unknown(format!("the scheduler cannot do this: {why}")))
         });
+    // The open incident on the node acted on, once: its line and its fault.
+    let incident = a
+        .on_node()
+        .then(|| base.node_incident(a.target()))
+        .flatten();
     Preview {
         action: a.clone(),
         calls: match executor {
@@ -405,16 +410,8 @@ pub fn preview(
             .flatten()
             .is_some_and(|n| n.state.schedulable()),
         cluster: None,
-        incident: a
-            .on_node()
-            .then(|| base.node_incident(a.target()))
-            .flatten()
-            .map(crate::actions::audit::incident_line),
-        fault: a
-            .on_node()
-            .then(|| base.node_incident(a.target()))
-            .flatten()
-            .and_then(crate::actions::audit::fault_of),
+        incident: incident.map(crate::actions::audit::incident_line),
+        fault: incident.and_then(crate::actions::audit::fault_of),
         step_of: None,
         source_time: c.time,
     }

@@ -451,7 +451,6 @@ fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
 #[test]
 fn an_armed_step_is_sent_by_one_nightshift_only() {
     use crate::actions::follow::{self, Fired};
-    use crate::model::Trigger;
     let b = bench();
     let c = snapshot(&b.sim);
     let state = || snapshot(&b.sim).node("h100-03").map(|n| n.state);
@@ -462,13 +461,7 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         &who(),
         drain("h100-03"),
         // Due at once: the job it waits for does not run.
-        Trigger::Checkpoints {
-            jobs: vec![crate::model::JobMark {
-                job: "no-such-job".into(),
-                ckpt_last: None,
-            }],
-            by: None,
-        },
+        due_at_once(),
         c.time,
     )
     .expect("armed");
@@ -501,17 +494,11 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
 #[test]
 fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
     use crate::actions::follow::{self, Fired};
-    use crate::model::{Armed, JobMark, Trigger};
+    use crate::model::Armed;
     let b = bench();
     let c = snapshot(&b.sim);
     let state = |n: &str| snapshot(&b.sim).node(n).map(|n| n.state);
-    let gone = Trigger::Checkpoints {
-        jobs: vec![JobMark {
-            job: "no-such-job".into(),
-            ckpt_last: None,
-        }],
-        by: None,
-    };
+    let gone = due_at_once();
     let real = follow::arm(&b.log, &who(), drain("h100-03"), gone.clone(), c.time).expect("armed");
     // Forged lines: a drain that cancels a gang, unsealed; the real step's
     // seal on another node; the real step's id on a resume.
@@ -591,7 +578,6 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
 #[test]
 fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
     use crate::actions::follow::{self, Fired};
-    use crate::model::{JobMark, Trigger};
     let b = bench();
     let c0 = snapshot(&b.sim);
     let jobs: Vec<String> = c0
@@ -600,13 +586,7 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
         .map(|j| j.id.clone())
         .collect();
     assert!(!jobs.is_empty());
-    let gone = Trigger::Checkpoints {
-        jobs: vec![JobMark {
-            job: "no-such-job".into(),
-            ckpt_last: None,
-        }],
-        by: None,
-    };
+    let gone = due_at_once();
     let a = follow::arm(&b.log, &who(), drain("h100-03"), gone, c0.time).expect("armed");
     // The first follower: its intent written, the node taken out, killed
     // before the requeues and the outcome.
@@ -708,20 +688,7 @@ fn an_armed_drain_over_someone_elses_drain_is_refused() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
     let c = snapshot(&b.sim);
-    let a = follow::arm(
-        &b.log,
-        &who(),
-        drain("h100-05"),
-        crate::model::Trigger::Checkpoints {
-            jobs: vec![crate::model::JobMark {
-                job: "no-such-job".into(),
-                ckpt_last: None,
-            }],
-            by: None,
-        },
-        c.time,
-    )
-    .expect("armed");
+    let a = follow::arm(&b.log, &who(), drain("h100-05"), due_at_once(), c.time).expect("armed");
     cordon_behind_the_guard(&b, "h100-05", "theirs: remap pending, RMA");
     match fire(&b, &a) {
         Fired::Refused(why) => assert!(
@@ -742,13 +709,7 @@ fn a_forced_plan_keeps_its_override_for_its_armed_step() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
     let c = snapshot(&b.sim);
-    let gone = crate::model::Trigger::Checkpoints {
-        jobs: vec![crate::model::JobMark {
-            job: "no-such-job".into(),
-            ckpt_last: None,
-        }],
-        by: None,
-    };
+    let gone = due_at_once();
     // The partition is past its share out: two more h100 nodes down.
     for n in ["h100-01", "h100-02"] {
         run(
@@ -778,4 +739,15 @@ fn a_forced_plan_keeps_its_override_for_its_armed_step() {
         snapshot(&b.sim).node("h100-04").map(|n| n.state),
         Some(NodeState::Drain)
     );
+}
+
+/// A trigger that is due at once: the job it waits for does not run.
+fn due_at_once() -> crate::model::Trigger {
+    crate::model::Trigger::Checkpoints {
+        jobs: vec![crate::model::JobMark {
+            job: "no-such-job".into(),
+            ckpt_last: None,
+        }],
+        by: None,
+    }
 }
