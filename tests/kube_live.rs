@@ -1331,3 +1331,80 @@ fn a_soft_preemption_is_refused_on_kubernetes_and_nothing_is_sent() {
     assert!(!opts.contains("signal"), "{opts}");
     assert!(opts.contains("preempt after its next checkpoint"), "{opts}");
 }
+
+/// The calls sent are the calls previewed, on Kubernetes (issue 37): for
+/// every action nightshift takes there, the preview's `will send:` lines
+/// against the writes kube-lab received from nightshift — in order,
+/// nothing more, nothing less. The test's own kubectl writes (standing in
+/// for the Job controller during a validation) are told apart by their
+/// User-Agent.
+#[test]
+fn every_kubernetes_action_sends_exactly_the_calls_its_preview_listed() {
+    use common::sent::{assert_sent_as_previewed, of_kube, previewed};
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    let cfg = lab_config(
+        &lab,
+        &format!(
+            "[kube]\nevict_timeout_s = 3\n[validate]\ncommand = \"sh {} pass {{level}}\"\ntimeout = \"1m\"\n",
+            script.display()
+        ),
+    );
+    let ours = |from: usize| {
+        let all = lab.lab.writes_so_far();
+        let mine: Vec<kubelab::Write> = all[from..]
+            .iter()
+            .filter(|w| !w.agent.starts_with("kubectl"))
+            .cloned()
+            .collect();
+        of_kube(&mine)
+    };
+    let cases: &[&[&str]] = &[
+        &["cordon", "gpu-07", "--reason", "fan alarm"],
+        &["reason", "gpu-07", "fan replaced, burn-in"],
+        &["resume", "gpu-07"],
+        &[
+            "drain",
+            "gpu-06",
+            "--reason",
+            "ecc",
+            "--requeue",
+            "--confirm",
+            "gpu-06",
+        ],
+        &[
+            "requeue",
+            "team-a/llm-pretrain",
+            "--confirm",
+            "team-a/llm-pretrain",
+        ],
+        &["preempt", "rl/rl-sweep", "--confirm", "rl/rl-sweep"],
+        &["priority", "team-a/finetune-7b", "500"],
+        &["hold", "team-a/finetune-7b"],
+        &["release", "team-a/finetune-7b"],
+    ];
+    for args in cases {
+        let from = lab.lab.writes_so_far().len();
+        let mut all = vec!["--config", cfg.as_str()];
+        all.extend_from_slice(args);
+        let out = lab.nightshift(&all);
+        let t = text(&out);
+        assert!(out.status.success(), "{args:?}: {t}");
+        assert_sent_as_previewed(&args.join(" "), &previewed(&t), &ours(from));
+    }
+    // A validation: the check Job, then the uncordon its pass sends.
+    let from = lab.lab.writes_so_far().len();
+    let out = std::thread::scope(|s| {
+        let run =
+            s.spawn(|| lab.nightshift(&["--config", &cfg, "validate", "gpu-06", "--level", "2"]));
+        run_check_job(&lab, "gpu-06", "pass");
+        run.join().expect("nightshift")
+    });
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_sent_as_previewed("validate gpu-06", &previewed(&t), &ours(from));
+}

@@ -1976,3 +1976,134 @@ fn live_armed_drain_after_checkpoint_fires_by_follow_is_cancelled_and_keeps_its_
     );
     assert!(state(&node).contains("drain"), "{}", state(&node));
 }
+
+/// The calls sent are the calls previewed, on Slurm (issue 37): every
+/// action nightshift takes there, its preview's `will send:` lines against
+/// what reached the cluster — slurmrestd's writes through a recording
+/// proxy, scontrol/sbatch/scancel through wrappers that log their
+/// arguments — on 22.05 (scontrol for most writes) and 24.11 (REST).
+fn every_action_sends_what_its_preview_listed(lab: &Lab) {
+    use common::sent::{Sent, assert_sent_as_previewed, call_of, previewed};
+    let rec = common::slurm::Recorder::start(lab);
+    let cfg = lab.dir.path().join("sent.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[slurm]\nscontrol = {:?}\n[actions]\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 10\n",
+            rec.scontrol
+        ),
+    )
+    .expect("config");
+    let running = |args: &[&str]| {
+        let id = lab.sbatch(args);
+        assert!(
+            wait_for(Duration::from_secs(20), || (squeue_field(lab, &id, "%T")
+                == "RUNNING")
+                .then_some(()))
+            .is_some(),
+            "{}",
+            lab.run("squeue", &[])
+        );
+        id
+    };
+    let a = running(&["-J", "a", "-w", "gpu01", "--gres=gpu:2"]);
+    let b = running(&["-J", "b", "-w", "gpu01", "--gres=gpu:2"]);
+    let c = running(&["-J", "c", "-w", "gpu02", "--gres=gpu:2"]);
+    let d = running(&["-J", "d", "-w", "gpu03", "--gres=gpu:2"]);
+    let pending = lab.sbatch(&["-J", "p", "--hold", "--gres=gpu:8"]);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["cordon", "gpu04", "--reason", "fan alarm"],
+        vec!["reason", "gpu04", "fan replaced, burn-in"],
+        vec!["resume", "gpu04"],
+        vec!["release", &pending],
+        vec!["priority", &pending, "500"],
+        vec!["hold", &pending],
+        vec!["requeue", &a, "--confirm", &a],
+        vec!["preempt", &b, "--confirm", &b],
+        vec!["preempt", &c, "--grace", "2s", "--confirm", &c],
+        vec![
+            "drain",
+            "gpu03",
+            "--reason",
+            "xid 79",
+            "--kill",
+            "--confirm",
+            "gpu03",
+        ],
+        vec![
+            "drain",
+            "gpu01",
+            "--reason",
+            "xid 48",
+            "--requeue",
+            "--confirm",
+            "gpu01",
+        ],
+    ];
+    for args in cases {
+        let (http_before, cmd_before) = rec.sent();
+        let out = Command::new(common::bin())
+            .args([
+                "--source",
+                "slurm",
+                "--slurm-url",
+                &rec.url,
+                "--slurm-user",
+                "root",
+            ])
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--log-file")
+            .arg(lab.dir.path().join("nightshift.log"))
+            .arg("--audit-log")
+            .arg(lab.dir.path().join("audit.jsonl"))
+            .args(&args)
+            .env("SLURM_JWT", &lab.token)
+            .env("SLURM_CONF", lab.conf())
+            .output()
+            .expect("nightshift");
+        let t = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {t}");
+        let (http, cmds) = rec.sent();
+        // Reads nightshift makes through scontrol (`show`) are not sends.
+        let cmds: Vec<Sent> = cmds[cmd_before.len()..]
+            .iter()
+            .filter(|c| !matches!(c, Sent::Command(a) if a.iter().any(|w| w == "show")))
+            .cloned()
+            .collect();
+        let shown = previewed(&t);
+        // The preview lists REST calls and commands in the order they are
+        // sent; each kind is recorded on its own side, so each kind is
+        // compared in its order.
+        let is_http = |l: &String| matches!(call_of(l), Some(Sent::Http { .. }));
+        let (rest, other): (Vec<String>, Vec<String>) = shown.iter().cloned().partition(is_http);
+        let what = format!("Slurm {:?}: {}", lab.version, args.join(" "));
+        if !rest.is_empty() {
+            assert_sent_as_previewed(&what, &rest, &http[http_before.len()..]);
+        } else {
+            assert!(
+                http.len() == http_before.len(),
+                "{what}: sent {:?}",
+                &http[http_before.len()..]
+            );
+        }
+        if other.iter().any(|l| call_of(l).is_some()) {
+            assert_sent_as_previewed(&what, &other, &cmds);
+        } else {
+            assert!(cmds.is_empty(), "{what}: ran {cmds:?}\n{t}");
+        }
+    }
+    let _ = d;
+}
+
+#[test]
+fn live_every_action_sends_what_its_preview_listed_on_22_05_and_24_11() {
+    if !available() {
+        return;
+    }
+    every_action_sends_what_its_preview_listed(&Lab::start());
+    if available_24_11() {
+        every_action_sends_what_its_preview_listed(&Lab::start_version(Slurm::V24_11));
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod fake;
 pub mod kube;
+pub mod sent;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};

@@ -242,3 +242,151 @@ pub fn available_24_11() -> bool {
         }
     }
 }
+
+/// What nightshift sent to a Slurm lab, recorded on the way (issue 37's
+/// "sent = previewed"): an HTTP proxy in front of slurmrestd that logs
+/// every write request (its path with its query), and wrappers for scontrol, sbatch and scancel that
+/// log their arguments before they run the real ones. Point nightshift's
+/// `--slurm-url` at `url` and its `[slurm] scontrol` at `scontrol`.
+pub struct Recorder {
+    pub url: String,
+    pub scontrol: String,
+    http: std::sync::Arc<std::sync::Mutex<Vec<super::sent::Sent>>>,
+    commands: PathBuf,
+}
+
+impl Recorder {
+    pub fn start(lab: &Lab) -> Recorder {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy port");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let upstream = lab
+            .url
+            .strip_prefix("http://")
+            .expect("an http lab")
+            .to_string();
+        let http = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = http.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (upstream, log) = (upstream.clone(), log.clone());
+                std::thread::spawn(move || proxy_one(conn, &upstream, &log));
+            }
+        });
+        let bin = lab.dir.path().join("recorded-bin");
+        std::fs::create_dir_all(&bin).expect("recorder dir");
+        let commands = lab.dir.path().join("recorded-commands");
+        let real_dir = match lab.version {
+            Slurm::V22_05 => None,
+            _ => Some(lab.dir.path().join("bin")),
+        };
+        for tool in ["scontrol", "sbatch", "scancel"] {
+            let real = real_dir.as_ref().map_or(format!("/usr/bin/{tool}"), |d| {
+                d.join(tool).display().to_string()
+            });
+            let script = format!(
+                "#!/usr/bin/env bash\n{{ printf '%s' {tool}; for a in \"$@\"; do printf '\\037%s' \"$a\"; done; printf '\\n'; }} >> {log:?}\nexec {real:?} \"$@\"\n",
+                log = commands.display().to_string(),
+            );
+            let path = bin.join(tool);
+            std::fs::write(&path, script).expect("wrapper");
+            let _ = Command::new("chmod").arg("+x").arg(&path).status();
+        }
+        Recorder {
+            url,
+            scontrol: bin.join("scontrol").display().to_string(),
+            http,
+            commands,
+        }
+    }
+
+    /// Everything recorded so far: the HTTP writes and the commands, each
+    /// in its order. Commands and HTTP calls are kept apart: their order
+    /// relative to each other is not recorded here.
+    pub fn sent(&self) -> (Vec<super::sent::Sent>, Vec<super::sent::Sent>) {
+        let http = self.http.lock().map(|h| h.clone()).unwrap_or_default();
+        let commands = std::fs::read_to_string(&self.commands)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| super::sent::Sent::Command(l.split('\x1f').map(str::to_string).collect()))
+            .collect();
+        (http, commands)
+    }
+}
+
+/// Serves one client connection: each request is logged (a write's method,
+/// path and body), sent to `upstream` on a connection of its own, and its
+/// answer passed back; then the client's connection is closed.
+fn proxy_one(
+    mut client: std::net::TcpStream,
+    upstream: &str,
+    log: &std::sync::Mutex<Vec<super::sent::Sent>>,
+) {
+    use std::io::{Read, Write};
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        match client.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        match client.read(&mut chunk) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = &buf[head_end..head_end + length];
+    let mut words = head.split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    if method != "GET"
+        && let Ok(mut l) = log.lock()
+    {
+        l.push(super::sent::Sent::Http {
+            method: method.into(),
+            path: target.into(),
+            body: serde_json::from_slice(body).ok(),
+        });
+    }
+    // One request per upstream connection, and the client is told so.
+    let head: String = head
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect::<String>()
+        + "Connection: close\r\n\r\n";
+    let Ok(mut up) = std::net::TcpStream::connect(upstream) else {
+        return;
+    };
+    if up.write_all(head.as_bytes()).is_err() || up.write_all(body).is_err() {
+        return;
+    }
+    let mut answer = Vec::new();
+    let _ = up.read_to_end(&mut answer);
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or(answer.len(), |i| i + 4);
+    let answer_head: String = String::from_utf8_lossy(&answer[..split])
+        .split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect::<String>()
+        + "Connection: close\r\n\r\n";
+    let _ = client.write_all(answer_head.as_bytes());
+    let _ = client.write_all(&answer[split..]);
+}

@@ -27,6 +27,30 @@ pub struct Lab {
     pub lists_served: std::sync::atomic::AtomicU64,
     /// Pods' logs, by `NAMESPACE/NAME`: what the kubelet would serve.
     pub logs: Mutex<std::collections::HashMap<String, PodLog>>,
+    /// Every write the API was asked for (not the lab's own `/lab/`
+    /// switches), in order: what a test compares with what a client
+    /// said it would send.
+    pub writes: Mutex<Vec<Write>>,
+}
+
+/// One write request as received: its method, its path (without the
+/// query) and its body, parsed when it is JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    /// Who sent it: its User-Agent (kubectl's or the client's).
+    pub agent: String,
+    pub method: String,
+    pub path: String,
+    pub body: Option<Value>,
+}
+
+impl std::fmt::Display for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.body {
+            Some(b) => write!(f, "{} {} {b}", self.method, self.path),
+            None => write!(f, "{} {}", self.method, self.path),
+        }
+    }
 }
 
 /// A pod's log as kube-lab serves it (`POST /lab/log?pod=NS/NAME` with
@@ -88,7 +112,13 @@ impl Lab {
             gone_served: Default::default(),
             lists_served: Default::default(),
             logs: Default::default(),
+            writes: Default::default(),
         })
+    }
+
+    /// The writes received so far (see [`Lab::writes`]).
+    pub fn writes_so_far(&self) -> Vec<Write> {
+        self.writes.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
     /// Ends every open watch stream, as a dropped connection would.
@@ -182,6 +212,12 @@ async fn handle(
         ));
     }
     let method = req.method().clone();
+    let agent = req
+        .headers()
+        .get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let ctype = req
         .headers()
         .get(hyper::header::CONTENT_TYPE)
@@ -196,6 +232,17 @@ async fn handle(
         Err(_) => return fail(Failure::new(413, "RequestEntityTooLarge", "body too large")),
     };
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if method != hyper::Method::GET
+        && segs.first() != Some(&"lab")
+        && let Ok(mut w) = lab.writes.lock()
+    {
+        w.push(Write {
+            agent: agent.clone(),
+            method: method.to_string(),
+            path: path.clone(),
+            body: serde_json::from_slice(&body).ok(),
+        });
+    }
     match (method.as_str(), segs.as_slice()) {
         ("GET", ["version"]) => reply(
             200,

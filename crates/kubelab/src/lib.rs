@@ -49,7 +49,7 @@ mod query;
 mod resources;
 mod store;
 
-pub use http::{Lab, serve};
+pub use http::{Lab, Write, serve};
 pub use store::{Resource, Store, merge, selects};
 
 use serde_json::Value;

@@ -80,12 +80,15 @@ impl Executor {
                     Executor::Replay => "(a recording: not sent)",
                     _ => "simulated scheduler:",
                 };
-                let mut out = vec![format!("{who} {}", a.describe())];
-                if let Action::Drain { requeue, .. } = a {
-                    let verb = if *requeue { "requeue" } else { "cancel" };
-                    out.extend(jobs.iter().map(|j| format!("{who} {verb} {j}")));
-                }
-                out
+                Sim::calls(a, jobs)
+                    .into_iter()
+                    .map(|c| match c.split_once(": ") {
+                        Some((cond, rest)) if cond.starts_with("on a ") => {
+                            format!("{cond}: {who} {rest}")
+                        }
+                        _ => format!("{who} {c}"),
+                    })
+                    .collect()
             }
             Executor::Slurm(x) => {
                 if let Action::Preempt {

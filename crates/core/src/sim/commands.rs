@@ -206,6 +206,46 @@ impl Sim {
         Ok(steps)
     }
 
+    /// The steps `apply` will take for `cmd`, in the words of their
+    /// `what`, before anything is applied: what the preview says will be
+    /// sent. `jobs` are the jobs the action ends (the blast radius's: a
+    /// drain's, a requeue's whole gang). A step's line may go on after
+    /// its `what` with what it sets (a reason, a priority).
+    pub fn calls(cmd: &Action, jobs: &[String]) -> Vec<String> {
+        let detail = match cmd {
+            Action::Cordon { reason, .. }
+            | Action::Drain { reason, .. }
+            | Action::SetReason { reason, .. } => format!(" (reason `{reason}`)"),
+            Action::Priority { value, .. } => format!(" to {value}"),
+            _ => String::new(),
+        };
+        let what = format!("{} {}{detail}", cmd.verb(), cmd.target());
+        let ended = |verb: &'static str| jobs.iter().map(move |j| format!("{verb} {j}"));
+        match cmd {
+            Action::Drain { requeue, .. } => std::iter::once(what)
+                .chain(ended(if *requeue { "requeue" } else { "cancel" }))
+                .collect(),
+            Action::Preempt {
+                grace_s: Some(_), ..
+            } => jobs
+                .iter()
+                .map(|j| format!("signal {j} SIGUSR1"))
+                .chain(ended("requeue"))
+                .collect(),
+            Action::Requeue { .. } | Action::Preempt { .. } => ended("requeue").collect(),
+            Action::Validate { node, level } => {
+                let reservation = format!("nightshift-validate-{node}");
+                vec![
+                    format!("reserve {node} ({reservation})"),
+                    format!("check {node} (dcgmi diag -r {level} -j)"),
+                    format!("on a pass: end {reservation}: {node} back in service"),
+                    format!("on a failure: end {reservation}: {node} kept out"),
+                ]
+            }
+            _ => vec![what],
+        }
+    }
+
     /// A drain: the node, then its jobs' gangs requeued (or cancelled);
     /// a requeue the scheduler would refuse is not sent.
     fn drain_steps(

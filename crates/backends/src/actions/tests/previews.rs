@@ -408,3 +408,127 @@ fn validate_refuses_a_node_that_still_runs_work() {
         p.refusal
     );
 }
+
+/// The calls sent are the calls previewed, on the simulated cluster (issue
+/// 37): for every action, the preview's lines against the steps the sim
+/// took — one each, in order, each line naming its step (what the line
+/// adds after the step's `what` is what it sets); a soft preemption
+/// signals, then requeues, as its preview said.
+#[test]
+fn every_sim_action_sends_exactly_the_steps_its_preview_listed() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let running: Vec<String> = c
+        .jobs
+        .iter()
+        .filter(|j| j.state == JobState::Running)
+        .map(|j| j.id.clone())
+        .collect();
+    let gang = c
+        .jobs
+        .iter()
+        .find(|j| j.state == JobState::Running && j.nodes.len() > 1)
+        .map(|j| j.id.clone())
+        .expect("a running gang");
+    let pending = c
+        .jobs
+        .iter()
+        .find(|j| j.state.is_pending())
+        .map(|j| j.id.clone())
+        .expect("a pending job");
+    let other = running
+        .iter()
+        .find(|j| **j != gang && c.job(j).is_some_and(|x| x.nodes.len() == 1))
+        .cloned()
+        .expect("a one-node job");
+    let busy = c.job(&other).expect("job").nodes[0].clone();
+    // Another node with work: cordoned, its reason changed, resumed.
+    let other_node = c
+        .nodes
+        .iter()
+        .find(|n| n.state == NodeState::Up && n.name != busy)
+        .map(|n| n.name.clone())
+        .expect("another node in service");
+    let actions = vec![
+        Action::Cordon {
+            node: other_node.clone(),
+            reason: "fan".into(),
+        },
+        Action::SetReason {
+            node: other_node.clone(),
+            reason: "fan replaced".into(),
+        },
+        Action::Resume { node: other_node },
+        Action::Priority {
+            job: pending.clone(),
+            value: 500,
+        },
+        Action::Hold {
+            job: pending.clone(),
+        },
+        Action::Release { job: pending },
+        Action::Preempt {
+            job: gang.clone(),
+            grace_s: Some(60),
+        },
+        Action::Drain {
+            node: busy.clone(),
+            reason: "xid 79".into(),
+            requeue: true,
+        },
+        // Drained and empty now: its check.
+        Action::Validate {
+            node: busy,
+            level: 2,
+        },
+    ];
+    let policy = Policy {
+        max_partition_share_out: 1.0,
+        max_nodes_per_window: 100,
+        ..Policy::default()
+    };
+    for a in actions {
+        let p = preview(&b, &a, &policy, Duration::ZERO);
+        assert!(p.refusal.is_none(), "{a:?}: {:?}", p.refusal);
+        let typed = p.token.clone().unwrap_or_else(|| "y".into());
+        let done = execute(&b, &p, &typed, &policy, Duration::ZERO).expect("sent");
+        let steps = &done.outcome.steps;
+        let shown = format!(
+            "{a:?}\npreviewed: {:#?}\nsent: {:#?}",
+            p.calls,
+            steps.iter().map(|s| &s.what).collect::<Vec<_>>()
+        );
+        // The alternatives: exactly one of a pass and a failure is sent.
+        let alternatives = p.calls.iter().filter(|l| l.starts_with("on a ")).count();
+        assert_eq!(
+            p.calls.len() - alternatives.saturating_sub(1),
+            steps.len(),
+            "{shown}"
+        );
+        let mut k = 0;
+        for s in steps {
+            let names = |l: &str| l == s.what || l.starts_with(&format!("{} ", s.what));
+            let line = p.calls[k..].iter().position(|l| {
+                let call = l
+                    .split_once("simulated scheduler: ")
+                    .map_or(l.as_str(), |x| x.1);
+                names(call)
+            });
+            let Some(at) = line else {
+                panic!("step {:?} was not previewed\n{shown}", s.what);
+            };
+            // Only an alternative may be passed over.
+            assert!(
+                p.calls[k..k + at].iter().all(|l| l.starts_with("on a ")),
+                "{shown}"
+            );
+            k += at + 1;
+        }
+        if a.verb() == "preempt" {
+            assert!(
+                steps.first().is_some_and(|s| s.what.starts_with("signal ")),
+                "signalled first: {shown}"
+            );
+        }
+    }
+}
