@@ -13,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const SCRAPE: &str = include_str!("fixtures/dcgm/h100-node.txt");
+/// The same node in dcgm-exporter 4.9's names and units.
+const SCRAPE_4_9: &str = include_str!("fixtures/dcgm/h100-node-4.9.txt");
 
 /// Serves `body` at any path until the test ends; returns the port.
 fn serve(body: String) -> u16 {
@@ -130,7 +132,7 @@ fn try_get_gpus(args: &[&str], dir: &std::path::Path) -> (bool, Vec<Value>, Stri
     )
 }
 
-fn check_fixture_gpus(items: &[Value], source: &str) {
+fn check_fixture_gpus(items: &[Value], source: &str, nodes: &[&str]) {
     let of = |node: &str, i: u64| {
         items
             .iter()
@@ -138,7 +140,10 @@ fn check_fixture_gpus(items: &[Value], source: &str) {
             .cloned()
             .unwrap_or(Value::Null)
     };
-    for node in ["gpu01", "gpu02"] {
+    for &node in nodes {
+        let g0 = of(node, 0);
+        assert_eq!(g0["utilization"], 0.97, "{node} gpu0: {g0}");
+        assert_eq!(g0["memory_used_mib"], 71234, "{node} gpu0: {g0}");
         let g3 = of(node, 3);
         assert_eq!(g3["last_xid"]["code"], 79, "{node} gpu3: {g3}");
         assert!(g3["temperature_c"].is_null(), "blank sentinel is unknown");
@@ -173,12 +178,30 @@ fn exporters_directly_and_through_a_real_prometheus() {
     let a = serve(SCRAPE.to_string());
     // A second node with the older exporter's capital `Hostname` label.
     let b = serve(SCRAPE.replace("hostname=\"gpu01\"", "Hostname=\"gpu02\""));
+    // A third with dcgm-exporter 4.9's names and units (issue 38).
+    let c = serve(SCRAPE_4_9.replace("hostname=\"gpu01\"", "hostname=\"gpu03\""));
+    let nodes = ["gpu01", "gpu02", "gpu03"];
 
     // 1. Scraping the exporters directly.
     let ua = format!("http://127.0.0.1:{a}/metrics");
     let ub = format!("http://127.0.0.1:{b}/metrics");
-    let (items, _) = get_gpus(&["--dcgm", &ua, "--dcgm", &ub], dir.path());
-    check_fixture_gpus(&items, "dcgm");
+    let uc = format!("http://127.0.0.1:{c}/metrics");
+    let (items, _) = get_gpus(&["--dcgm", &ua, "--dcgm", &ub, "--dcgm", &uc], dir.path());
+    check_fixture_gpus(&items, "dcgm", &nodes);
+    let names = |node: &str| {
+        items
+            .iter()
+            .find(|g| g["node"] == node && g["index"] == 0)
+            .map(|g| g["metric_names"].clone())
+    };
+    assert_eq!(
+        names("gpu03"),
+        Some(Value::from("dcgm-exporter 4.9 and later (DCGM 4.7 names)"))
+    );
+    assert_eq!(
+        names("gpu01"),
+        Some(Value::from("dcgm-exporter 4.8 and before"))
+    );
 
     // A dead endpoint is a warning, not a failure; the live one still counts.
     let (items, stderr) = get_gpus(
@@ -192,14 +215,14 @@ fn exporters_directly_and_through_a_real_prometheus() {
     assert_eq!(items.len(), 3);
 
     // 2. Through Prometheus, which scrapes them every second.
-    let (_prom, url) = prometheus(dir.path(), &[a, b]);
+    let (_prom, url) = prometheus(dir.path(), &[a, b, c]);
     let ready = wait_for(Duration::from_secs(40), || {
         // Until Prometheus is up, every source fails: not yet.
         let (_, items, _) = try_get_gpus(&["--prometheus", &url], dir.path());
-        (items.len() == 6 && items.iter().all(|g| !g["reading_source"].is_null())).then_some(items)
+        (items.len() == 9 && items.iter().all(|g| !g["reading_source"].is_null())).then_some(items)
     });
-    let items = ready.expect("Prometheus never served both exporters' GPUs");
-    check_fixture_gpus(&items, "prometheus");
+    let items = ready.expect("Prometheus never served the three exporters' GPUs");
+    check_fixture_gpus(&items, "prometheus", &nodes);
 
     // 3. The charts' back-fill: the same two range queries the TUI sends
     // at start, answered by the real Prometheus's query engine.
@@ -242,6 +265,11 @@ fn exporters_directly_and_through_a_real_prometheus() {
         b.gpus.contains_key(&("gpu02".to_string(), 3)),
         "the capital Hostname label names the second exporter's GPUs"
     );
+    // dcgm-exporter 4.9's names: the same history (utilization a ratio there).
+    let new = |g: u32| &b.gpus[&("gpu03".to_string(), g)];
+    assert_eq!(new(0).occupancy.last(), Some(&Some(81)), "{:?}", new(0));
+    assert_eq!(new(0).utilization.last(), Some(&Some(97)), "{:?}", new(0));
+    assert_eq!(new(3).xids.iter().map(|x| x.code).collect::<Vec<_>>(), [79]);
 
     // A query Prometheus rejects is a clear error, not a crash.
     let err = Command::new(common::bin())
@@ -641,7 +669,10 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
 /// A dcgm-exporter-shaped page for `hosts` nodes of 8 GPUs each, every
 /// node under its own `Hostname` label (as one federation-style target
 /// serves a fleet): `gpu-007` GPU 3 has Xid 79; every GPU of `gpu-010`
-/// and `gpu-011` spins (full utilization, no SM occupancy).
+/// and `gpu-011` spins (full utilization, no SM occupancy). Odd nodes
+/// speak dcgm-exporter 4.9's names and units (utilization a ratio), even
+/// ones the names before it: the Xid node and one spinning node are of
+/// the new generation.
 fn fleet_page(hosts: usize) -> String {
     let mut out = String::new();
     for f in [
@@ -651,8 +682,19 @@ fn fleet_page(hosts: usize) -> String {
         "DCGM_FI_DEV_XID_ERRORS",
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
     ] {
+        let renamed = match f {
+            "DCGM_FI_DEV_GPU_UTIL" => "DCGM_FI_DEV_GPU_UTIL_RATIO",
+            "DCGM_FI_PROF_SM_OCCUPANCY" => "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+            "DCGM_FI_DEV_GPU_TEMP" => "DCGM_FI_DEV_GPU_TEMP_CELSIUS",
+            "DCGM_FI_DEV_XID_ERRORS" => "DCGM_FI_DEV_XID_ERROR",
+            other => other,
+        };
         out.push_str(&format!("# TYPE {f} gauge\n"));
+        if renamed != f {
+            out.push_str(&format!("# TYPE {renamed} gauge\n"));
+        }
         for h in 0..hosts {
+            let new = h % 2 == 1;
             for g in 0..8 {
                 let spinning = h == 10 || h == 11;
                 let v = match f {
@@ -665,6 +707,14 @@ fn fleet_page(hosts: usize) -> String {
                         if h == 7 && g == 3 { "79" } else { "0" }.to_string()
                     }
                     _ => "0".to_string(),
+                };
+                let (f, v) = match (new, f) {
+                    (true, "DCGM_FI_DEV_GPU_UTIL") => (
+                        renamed,
+                        (v.parse::<f64>().unwrap_or(0.0) / 100.0).to_string(),
+                    ),
+                    (true, _) => (renamed, v),
+                    (false, _) => (f, v),
                 };
                 out.push_str(&format!(
                     "{f}{{gpu=\"{g}\",UUID=\"GPU-{h:04}-{g}\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gpu-{h:03}\"}} {v}\n"
@@ -699,7 +749,11 @@ fn a_fleet_through_the_real_prometheus_is_read_in_aggregate_and_problems_in_full
         .and_then(|p| p.parse().ok())
         .expect("port");
     wait_for(Duration::from_secs(40), || {
-        let body = http_get(port, "/api/v1/query?query=count(DCGM_FI_DEV_GPU_UTIL)")?;
+        // Both generations of names: half the fleet each.
+        let body = http_get(
+            port,
+            "/api/v1/query?query=count(DCGM_FI_DEV_GPU_UTIL)%2Bcount(DCGM_FI_DEV_GPU_UTIL_RATIO)",
+        )?;
         body.contains("\"192\"").then_some(())
     })
     .expect("Prometheus never held the fleet's 192 GPUs");

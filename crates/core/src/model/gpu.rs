@@ -105,6 +105,38 @@ pub struct Gpu {
     pub reading_source: Option<String>,
     /// When they were read; old readings are shown with their age.
     pub reading_time: Option<Timestamp>,
+    /// Which generation of dcgm-exporter's metric names they came in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_names: Option<MetricNames>,
+}
+
+/// The generation of dcgm-exporter's metric names a reading came in:
+/// DCGM's names before 4.7 (dcgm-exporter up to 4.8), DCGM 4.7's (4.9 and
+/// later: `DCGM_FI_DEV_GPU_UTIL_RATIO`, `DCGM_FI_PROF_SM_OCCUPANCY_RATIO`,
+/// …), or both at once (a custom collector).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetricNames {
+    #[serde(rename = "dcgm-exporter 4.8 and before")]
+    Legacy,
+    #[serde(rename = "dcgm-exporter 4.9 and later (DCGM 4.7 names)")]
+    Dcgm47,
+    #[serde(rename = "both generations")]
+    Mixed,
+    /// A name both generations share (the ECC counters): says nothing.
+    #[serde(rename = "either")]
+    Either,
+}
+
+impl MetricNames {
+    /// What two names of one reading say together.
+    pub fn and(self, other: MetricNames) -> MetricNames {
+        use MetricNames::*;
+        match (self, other) {
+            (Either, x) | (x, Either) => x,
+            (a, b) if a == b => a,
+            _ => Mixed,
+        }
+    }
 }
 
 /// A node's GPUs in aggregate, as a big fleet's Prometheus answers them
@@ -173,6 +205,7 @@ impl Gpu {
             recovery_action: None,
             reading_source: None,
             reading_time: None,
+            metric_names: None,
         }
     }
 }

@@ -21,7 +21,9 @@ pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};
-pub use gpu::{EccCounts, Gpu, GpuHealth, GpuSummary, LastXid, NvLinkErrors, RecoveryAction};
+pub use gpu::{
+    EccCounts, Gpu, GpuHealth, GpuSummary, LastXid, MetricNames, NvLinkErrors, RecoveryAction,
+};
 pub use history::{Fault, PastFault};
 pub use job::{Checkpoint, Job, JobState, TimeLimit};
 pub use node::{ENDPOINT_ONLY, FaultReport, Node, NodeState};

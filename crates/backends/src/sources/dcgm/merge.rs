@@ -449,4 +449,7 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
     }
     g.reading_source = Some(source.to_string());
     g.reading_time = Some(r.time);
+    if r.names.is_some() {
+        g.metric_names = r.names;
+    }
 }

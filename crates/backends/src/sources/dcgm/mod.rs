@@ -48,6 +48,8 @@ pub struct Reading {
     pub namespace: Option<String>,
     /// When the endpoint said it.
     pub time: Timestamp,
+    /// Which generation of dcgm-exporter's names it came in.
+    pub names: Option<MetricNames>,
 }
 
 impl Reading {
@@ -124,7 +126,15 @@ pub fn readings_checked(
             r.time = r.time.min(ms / 1000);
         }
         take_labels(r, s);
-        if s.name == "DCGM_EXP_XID_ERRORS_COUNT" || s.name == "DCGM_FI_DEV_XID_ERRORS_ACTIVE" {
+        let field = field_of(&s.name);
+        let link = nvlink_link_field(&s.name);
+        if let Some(names) = field.map(|f| f.1).or(link.map(|l| l.2)) {
+            r.names = Some(match r.names {
+                Some(n) => n.and(names),
+                None => names,
+            });
+        }
+        if field.is_some_and(|f| f.0 == "xid_window") {
             if let Some(x) = s.label("xid").and_then(|x| x.parse().ok())
                 && s.value > 0.0
                 && !r.recent_xids.contains(&x)
@@ -137,7 +147,7 @@ pub fn readings_checked(
             continue;
         }
         let v = s.value;
-        if let Some((kind, link)) = nvlink_link_field(&s.name) {
+        if let Some((kind, link, _)) = link {
             let e = r.nvlink_links.entry(link).or_default();
             let slot = match kind {
                 "CRC_FLIT" => &mut e.crc_flit,
@@ -150,8 +160,7 @@ pub fn readings_checked(
             *slot = Some(slot.map_or(v, |x| x.max(v)));
             continue;
         }
-        let field = field_of(&s.name);
-        let Some(field) = field else { continue };
+        let Some((field, _)) = field else { continue };
         if field == "xid" && v > 0.0 && v < 1e9 {
             // Every non-zero Xid counts, whichever line it came on.
             let code = v.round() as u32;
@@ -202,72 +211,161 @@ fn take_labels(r: &mut Reading, s: &Sample) {
 }
 
 /// DCGM's per-link NVLink error fields (`DCGM_FI_DEV_NVLINK_CRC_FLIT_
-/// ERROR_COUNT_L3`): the counter's kind and the link.
-fn nvlink_link_field(name: &str) -> Option<(&str, u32)> {
+/// ERROR_COUNT_L3`, `…_CRC_FLIT_ERROR_L3_TOTAL`): the counter's kind and
+/// the link.
+fn nvlink_link_field(name: &str) -> Option<(&str, u32, MetricNames)> {
     let rest = name.strip_prefix("DCGM_FI_DEV_NVLINK_")?;
-    let (kind, link) = rest.split_once("_ERROR_COUNT_L")?;
+    // `…_ERROR_COUNT_L3` before DCGM 4.7, `…_ERROR_L3_TOTAL` since.
+    let (kind, link, names) = match rest.split_once("_ERROR_COUNT_L") {
+        Some((kind, link)) => (kind, link, MetricNames::Legacy),
+        None => {
+            let (kind, link) = rest.split_once("_ERROR_L")?;
+            (kind, link.strip_suffix("_TOTAL")?, MetricNames::Dcgm47)
+        }
+    };
     let link = link.parse().ok()?;
-    matches!(kind, "CRC_FLIT" | "CRC_DATA" | "REPLAY" | "RECOVERY").then_some((kind, link))
+    matches!(kind, "CRC_FLIT" | "CRC_DATA" | "REPLAY" | "RECOVERY").then_some((kind, link, names))
 }
+
+/// Every family nightshift reads, by name, in both generations of
+/// dcgm-exporter's names, and the reading's field each fills: the names
+/// of DCGM 4.6 and before (dcgm-exporter up to 4.8), then the names DCGM
+/// 4.7 gives the same fields (dcgm-exporter 4.9 and later; DCGM's own
+/// table of deprecated aliases, `dcgm_fields`). Where a field changed its
+/// unit with its name, the new one is its own field here (utilization a
+/// 0–1 ratio, not a percentage; GPU memory in bytes, not MiB).
+const FAMILIES: [(&str, &str, MetricNames); 37] = {
+    use MetricNames::{Dcgm47, Legacy};
+    [
+        ("DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy", Legacy),
+        ("DCGM_FI_PROF_SM_ACTIVE", "sm_active", Legacy),
+        ("DCGM_FI_DEV_GPU_UTIL", "util", Legacy),
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr_active", Legacy),
+        ("DCGM_FI_DEV_GPU_TEMP", "temp", Legacy),
+        ("DCGM_FI_DEV_POWER_USAGE", "power", Legacy),
+        ("DCGM_FI_DEV_FB_USED", "fb_used", Legacy),
+        ("DCGM_FI_DEV_FB_FREE", "fb_free", Legacy),
+        (
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+            "nvl_crc_flit",
+            Legacy,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+            "nvl_crc_data",
+            Legacy,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+            "nvl_replay",
+            Legacy,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+            "nvl_recovery",
+            Legacy,
+        ),
+        ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remap_failed", Legacy),
+        ("DCGM_FI_DEV_XID_ERRORS", "xid", Legacy),
+        ("DCGM_FI_PROF_SM_OCCUPANCY_RATIO", "sm_occupancy", Dcgm47),
+        ("DCGM_FI_PROF_SM_UTIL_RATIO", "sm_active", Dcgm47),
+        ("DCGM_FI_DEV_GPU_UTIL_RATIO", "util_ratio", Dcgm47),
+        ("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", "gr_active", Dcgm47),
+        ("DCGM_FI_DEV_GPU_TEMP_CELSIUS", "temp", Dcgm47),
+        ("DCGM_FI_DEV_BOARD_POWER_WATTS", "power", Dcgm47),
+        // Not in DCGM's alias table (a new field, not a rename): named as
+        // 4.9's DCGM_FI_DEV_FB_CAPACITY_BYTES is.
+        ("DCGM_FI_DEV_FB_USED_BYTES", "fb_used_bytes", Dcgm47),
+        ("DCGM_FI_DEV_FB_FREE_BYTES", "fb_free_bytes", Dcgm47),
+        (
+            "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL",
+            "nvl_crc_flit",
+            Dcgm47,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL",
+            "nvl_crc_data",
+            Dcgm47,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL",
+            "nvl_replay",
+            Dcgm47,
+        ),
+        (
+            "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL",
+            "nvl_recovery",
+            Dcgm47,
+        ),
+        ("DCGM_FI_DEV_ROW_REMAP_FAILED", "remap_failed", Dcgm47),
+        ("DCGM_FI_DEV_XID_ERROR", "xid", Dcgm47),
+        // The same name in both generations.
+        (
+            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+            "sbe_vol",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "dbe_vol",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+            "sbe_agg",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+            "dbe_agg",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_FI_DEV_ROW_REMAP_PENDING",
+            "remap_pending",
+            MetricNames::Either,
+        ),
+        // nightshift's agent's and the exporter's own.
+        (
+            "nightshift_gpu_recovery_action",
+            "recovery",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_EXP_XID_ERRORS_COUNT",
+            "xid_window",
+            MetricNames::Either,
+        ),
+        (
+            "DCGM_FI_DEV_XID_ERRORS_ACTIVE",
+            "xid_window",
+            MetricNames::Either,
+        ),
+        ("DCGM_FI_DEV_XID_ERROR_ACTIVE", "xid_window", Dcgm47),
+    ]
+};
+
+pub use crate::model::MetricNames;
 
 /// Every family nightshift reads, by name (a Prometheus asks for these,
 /// not for every `DCGM_FI_*` family an exporter writes — clocks, PCIe,
 /// bandwidth — at each refresh).
-pub const READ_FAMILIES: [&str; 22] = [
-    "DCGM_FI_PROF_SM_OCCUPANCY",
-    "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_FB_FREE",
-    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
-    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
-    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
-    "DCGM_FI_DEV_ROW_REMAP_PENDING",
-    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-    "DCGM_FI_DEV_XID_ERRORS",
-    "nightshift_gpu_recovery_action",
-    "DCGM_EXP_XID_ERRORS_COUNT",
-    "DCGM_FI_DEV_XID_ERRORS_ACTIVE",
-];
+pub fn read_families() -> impl Iterator<Item = &'static str> {
+    FAMILIES.iter().map(|f| f.0)
+}
 
-/// The per-link NVLink error families (`…_ERROR_COUNT_L<n>`), as a
-/// Prometheus regex.
+/// The per-link NVLink error families, in both generations
+/// (`…_ERROR_COUNT_L<n>`, then `…_ERROR_L<n>_TOTAL`), as a Prometheus regex.
 pub const PER_LINK_FAMILIES: &str =
-    "DCGM_FI_DEV_NVLINK_(CRC_FLIT|CRC_DATA|REPLAY|RECOVERY)_ERROR_COUNT_L[0-9]+";
+    "DCGM_FI_DEV_NVLINK_(CRC_FLIT|CRC_DATA|REPLAY|RECOVERY)_ERROR_(COUNT_L[0-9]+|L[0-9]+_TOTAL)";
 
-/// The reading's field a family fills, where nightshift reads it.
-fn field_of(name: &str) -> Option<&'static str> {
-    match name {
-        "DCGM_FI_PROF_SM_OCCUPANCY" => Some("sm_occupancy"),
-        "DCGM_FI_PROF_SM_ACTIVE" => Some("sm_active"),
-        "DCGM_FI_DEV_GPU_UTIL" => Some("util"),
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE" => Some("gr_active"),
-        "DCGM_FI_DEV_GPU_TEMP" => Some("temp"),
-        "DCGM_FI_DEV_POWER_USAGE" => Some("power"),
-        "DCGM_FI_DEV_FB_USED" => Some("fb_used"),
-        "DCGM_FI_DEV_FB_FREE" => Some("fb_free"),
-        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL" => Some("sbe_vol"),
-        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" => Some("dbe_vol"),
-        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL" => Some("sbe_agg"),
-        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL" => Some("dbe_agg"),
-        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" => Some("nvl_crc_flit"),
-        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL" => Some("nvl_crc_data"),
-        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL" => Some("nvl_replay"),
-        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL" => Some("nvl_recovery"),
-        "DCGM_FI_DEV_ROW_REMAP_PENDING" => Some("remap_pending"),
-        "DCGM_FI_DEV_ROW_REMAP_FAILURE" => Some("remap_failed"),
-        "DCGM_FI_DEV_XID_ERRORS" => Some("xid"),
-        "nightshift_gpu_recovery_action" => Some("recovery"),
-        _ => None,
-    }
+/// The reading's field a family fills, where nightshift reads it, and the
+/// generation of names it belongs to.
+fn field_of(name: &str) -> Option<(&'static str, MetricNames)> {
+    FAMILIES
+        .iter()
+        .find(|f| f.0 == name)
+        .map(|&(_, field, names)| (field, names))
 }
 
 /// A GPU's reading completed: the scrape's time when no sample had its
@@ -315,12 +413,18 @@ fn set_worst(r: &mut Reading, field: &str, v: f64) {
     }
 }
 
+/// Bytes as whole MiB.
+fn mib(bytes: f64) -> u64 {
+    (bytes.max(0.0) / 1_048_576.0).round() as u64
+}
+
 fn set(r: &mut Reading, field: &str, v: f64) {
     let count = || v.max(0.0).round() as u64;
     match field {
         "sm_occupancy" => r.sm_occupancy = Some(v.clamp(0.0, 1.0)),
         "sm_active" => r.sm_active = Some(v.clamp(0.0, 1.0)),
         "util" => r.utilization = Some((v / 100.0).clamp(0.0, 1.0)),
+        "util_ratio" => r.utilization = Some(v.clamp(0.0, 1.0)),
         // Graphics-engine activity stands in for utilization only when
         // NVML's is absent; GPU_UTIL, when present, replaces it.
         "gr_active" if r.utilization.is_none() => r.utilization = Some(v.clamp(0.0, 1.0)),
@@ -328,6 +432,8 @@ fn set(r: &mut Reading, field: &str, v: f64) {
         "power" => r.power_w = Some(v),
         "fb_used" => r.memory_used_mib = Some(count()),
         "fb_free" => r.memory_free_mib = Some(count()),
+        "fb_used_bytes" => r.memory_used_mib = Some(mib(v)),
+        "fb_free_bytes" => r.memory_free_mib = Some(mib(v)),
         "sbe_vol" => r.ecc.sbe_volatile = Some(count()),
         "dbe_vol" => r.ecc.dbe_volatile = Some(count()),
         "sbe_agg" => r.ecc.sbe_aggregate = Some(count()),
@@ -359,11 +465,11 @@ fn is_set(r: &Reading, field: &str) -> bool {
     match field {
         "sm_occupancy" => r.sm_occupancy.is_some(),
         "sm_active" => r.sm_active.is_some(),
-        "util" | "gr_active" => r.utilization.is_some(),
+        "util" | "util_ratio" | "gr_active" => r.utilization.is_some(),
         "temp" => r.temperature_c.is_some(),
         "power" => r.power_w.is_some(),
-        "fb_used" => r.memory_used_mib.is_some(),
-        "fb_free" => r.memory_free_mib.is_some(),
+        "fb_used" | "fb_used_bytes" => r.memory_used_mib.is_some(),
+        "fb_free" | "fb_free_bytes" => r.memory_free_mib.is_some(),
         "sbe_vol" => r.ecc.sbe_volatile.is_some(),
         "dbe_vol" => r.ecc.dbe_volatile.is_some(),
         "sbe_agg" => r.ecc.sbe_aggregate.is_some(),

@@ -425,8 +425,8 @@ fn an_event_read_before_the_scheduler_answers_names_its_job_once_it_does() {
 /// family the parser reads but the query leaves out would never come).
 #[test]
 fn the_families_asked_for_by_name_are_the_ones_read() {
-    for name in super::READ_FAMILIES {
-        let line = if name.starts_with("DCGM_EXP_XID") || name.ends_with("XID_ERRORS_ACTIVE") {
+    for name in super::read_families() {
+        let line = if name.starts_with("DCGM_EXP_XID") || name.ends_with("_ACTIVE") {
             format!("{name}{{gpu=\"0\",Hostname=\"h\",xid=\"79\"}} 1\n")
         } else {
             format!("{name}{{gpu=\"0\",Hostname=\"h\"}} 1\n")
@@ -450,9 +450,56 @@ fn the_families_asked_for_by_name_are_the_ones_read() {
         "DCGM_FI_DEV_ROW_REMAP_FAILURE",
         "nightshift_gpu_recovery_action",
     ] {
-        assert!(super::READ_FAMILIES.contains(&name), "{name}");
+        assert!(super::read_families().any(|n| n == name), "{name}");
     }
     let q = crate::sources::prometheus::query();
     assert!(q.contains("nightshift_gpu_recovery_action|"), "{q}");
     assert!(!q.contains(".*"), "by name, not every family: {q}");
+}
+
+/// dcgm-exporter 4.9 renamed its metrics to DCGM 4.7's names and changed
+/// some units (utilization a 0–1 ratio, GPU memory in bytes); the same
+/// GPUs scraped under the new names (tests/fixtures/dcgm/h100-node-4.9.txt,
+/// the 4.8 fixture renamed as DCGM's table of deprecated aliases says)
+/// read the same, each reading saying which names it came in.
+#[test]
+fn the_names_of_dcgm_exporter_4_9_read_as_the_names_before_it() {
+    const NEW: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/dcgm/h100-node-4.9.txt"
+    ));
+    let (old, bad) = parse(OURS);
+    assert!(bad.is_empty(), "{bad:?}");
+    let (new, bad) = parse(NEW);
+    assert!(bad.is_empty(), "{bad:?}");
+    assert!(
+        !new.iter().any(|s| s.name == "DCGM_FI_DEV_GPU_UTIL"),
+        "the 4.9 fixture has none of the old names"
+    );
+    let old = super::readings(&old, "h", 0);
+    let new = super::readings(&new, "h", 0);
+    assert_eq!(old.len(), 3);
+    for (o, n) in old.iter().zip(&new) {
+        assert_eq!(o.names, Some(super::MetricNames::Legacy), "{o:?}");
+        assert_eq!(n.names, Some(super::MetricNames::Dcgm47), "{n:?}");
+        let n = super::Reading {
+            names: o.names,
+            ..n.clone()
+        };
+        assert_eq!(*o, n);
+    }
+    let g0 = &new[0];
+    assert_eq!(g0.utilization, Some(0.97), "a ratio, not 0.97 %");
+    assert_eq!(g0.memory_used_mib, Some(71234), "bytes as MiB");
+    assert_eq!(g0.sm_occupancy, Some(0.812));
+    // The per-link NVLink counters of both generations.
+    let links = "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_L3_TOTAL{gpu=\"1\",hostname=\"h\"} 7\n\
+        DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_L2{gpu=\"1\",hostname=\"h\"} 5\n";
+    let (s, bad) = parse(links);
+    assert!(bad.is_empty(), "{bad:?}");
+    let r = super::readings(&s, "h", 0);
+    assert_eq!(r[0].nvlink_links[&3].crc_flit, Some(7));
+    assert_eq!(r[0].nvlink_links[&2].crc_flit, Some(5));
+    assert_eq!(r[0].nvlink.crc_flit, Some(12));
+    assert_eq!(r[0].names, Some(super::MetricNames::Mixed));
 }

@@ -17,6 +17,9 @@ const FAMILIES: &[(&str, FaultOf)] = &[
     ("DCGM_FI_DEV_XID_ERRORS", FaultOf::Xid),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", FaultOf::Dbe),
     ("DCGM_FI_DEV_ROW_REMAP_FAILURE", FaultOf::RemapFailed),
+    // dcgm-exporter 4.9 and later (DCGM 4.7's names).
+    ("DCGM_FI_DEV_XID_ERROR", FaultOf::Xid),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILED", FaultOf::RemapFailed),
 ];
 
 #[derive(Debug, Clone, Copy)]

@@ -90,9 +90,18 @@ const OFFSET: f64 = 1e6;
 /// by the comparison.
 pub fn aggregates_query() -> String {
     format!(
-        r#"label_replace(sum by ({BY_HOST}) ((DCGM_FI_DEV_GPU_UTIL <= 100) + {OFFSET}), "nightshift_agg", "util", "", "") or label_replace(sum by ({BY_HOST}) ((DCGM_FI_PROF_SM_OCCUPANCY <= 1) + {OFFSET}), "nightshift_agg", "occ", "", "")"#
+        r#"label_replace(sum by ({BY_HOST}) ({UTIL_PERCENT} + {OFFSET}), "nightshift_agg", "util", "", "") or label_replace(sum by ({BY_HOST}) ({OCCUPANCY} + {OFFSET}), "nightshift_agg", "occ", "", "")"#
     )
 }
+
+/// Utilization in percent, in both generations of names: a percentage
+/// before dcgm-exporter 4.9 (`DCGM_FI_DEV_GPU_UTIL`), a 0–1 ratio since
+/// (`DCGM_FI_DEV_GPU_UTIL_RATIO`). Blank sentinels are left out.
+const UTIL_PERCENT: &str =
+    "((DCGM_FI_DEV_GPU_UTIL <= 100) or (100 * DCGM_FI_DEV_GPU_UTIL_RATIO <= 100))";
+/// SM occupancy, 0–1, in both generations of names.
+const OCCUPANCY: &str =
+    "((DCGM_FI_PROF_SM_OCCUPANCY <= 1) or (DCGM_FI_PROF_SM_OCCUPANCY_RATIO <= 1))";
 
 /// (count, mean) from an `OFFSET` sum.
 fn count_and_mean(sum: f64) -> Option<(u32, f64)> {
@@ -123,6 +132,13 @@ pub fn broken_query() -> String {
         "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
         "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
         "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        // dcgm-exporter 4.9 and later (DCGM 4.7's names).
+        "DCGM_FI_DEV_XID_ERROR",
+        "DCGM_FI_DEV_ROW_REMAP_FAILED",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL",
     ]
     .into_iter()
     .map(positive)
@@ -137,7 +153,7 @@ pub fn broken_query() -> String {
 /// not every refresh.
 pub fn spinning_query(stall_util_min: f64, stall_occupancy_max: f64) -> String {
     format!(
-        "group by ({BY_HOST}) (DCGM_FI_DEV_GPU_UTIL >= {} and DCGM_FI_PROF_SM_OCCUPANCY <= {})",
+        "group by ({BY_HOST}) ({UTIL_PERCENT} >= {} and {OCCUPANCY} <= {})",
         (stall_util_min * 100.0).clamp(0.0, 100.0),
         stall_occupancy_max.clamp(0.0, 1.0)
     )
@@ -268,9 +284,13 @@ pub fn full_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
 /// Which hosts had a GPU with an Xid within the last `window_s` seconds:
 /// one pass over each GPU's hour, where a range query of every GPU costs
 /// one pass per step.
+/// The Xid gauge in both generations of names (`DCGM_FI_DEV_XID_ERRORS`,
+/// `DCGM_FI_DEV_XID_ERROR` since dcgm-exporter 4.9).
+const XID: &str = r#"{__name__=~"DCGM_FI_DEV_XID_ERRORS?"}"#;
+
 pub fn xid_hosts_query(window_s: i64) -> String {
     format!(
-        "group by ({BY_HOST}) (max_over_time(DCGM_FI_DEV_XID_ERRORS[{}s]) > 0 < {BLANK})",
+        "group by ({BY_HOST}) (max_over_time({XID}[{}s]) > 0 < {BLANK})",
         window_s.max(1)
     )
 }
@@ -280,7 +300,7 @@ pub fn xid_history_queries(keys: &BTreeSet<HostKey>) -> Vec<String> {
     per_label(keys, |label, values| {
         let alts: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
         format!(
-            r#"DCGM_FI_DEV_XID_ERRORS{{{label}=~"{}"}} != 0"#,
+            r#"{{__name__=~"DCGM_FI_DEV_XID_ERRORS?",{label}=~"{}"}} != 0"#,
             alts.join("|")
         )
     })
@@ -388,8 +408,8 @@ mod tests {
         assert_eq!(
             xid_history_queries(&keys),
             [
-                r#"DCGM_FI_DEV_XID_ERRORS{Hostname=~"gpu07\\.dc"} != 0"#,
-                r#"DCGM_FI_DEV_XID_ERRORS{instance=~"gpu08:9400"} != 0"#
+                r#"{__name__=~"DCGM_FI_DEV_XID_ERRORS?",Hostname=~"gpu07\\.dc"} != 0"#,
+                r#"{__name__=~"DCGM_FI_DEV_XID_ERRORS?",instance=~"gpu08:9400"} != 0"#
             ]
         );
         assert_eq!(regex_quote(r#"a"b|c"#), r#"a\"b\\|c"#);
@@ -399,7 +419,7 @@ mod tests {
     fn the_problem_filters_use_the_engines_stall_thresholds() {
         let q = spinning_query(0.9, 0.05);
         assert!(
-            q.contains("DCGM_FI_DEV_GPU_UTIL >= 90 and DCGM_FI_PROF_SM_OCCUPANCY <= 0.05"),
+            q.contains(&format!("{UTIL_PERCENT} >= 90 and {OCCUPANCY} <= 0.05")),
             "{q}"
         );
         assert!(

@@ -21,7 +21,9 @@ pub mod fleet;
 pub fn query() -> String {
     format!(
         r#"{{__name__=~"{}|{}"}}"#,
-        crate::sources::dcgm::READ_FAMILIES.join("|"),
+        crate::sources::dcgm::read_families()
+            .collect::<Vec<_>>()
+            .join("|"),
         crate::sources::dcgm::PER_LINK_FAMILIES
     )
 }
@@ -30,10 +32,12 @@ pub fn query() -> String {
 pub const PORTS_QUERY: &str = r#"{__name__=~"node_infiniband_(state_id|physical_state_id|rate_bytes_per_second|link_downed_total|link_error_recovery_total|symbol_error_total|port_errors_received_total)|node_uname_info"}"#;
 
 /// The back-fill's activity series, over the last hour.
-pub const RANGE_ACTIVITY: &str = r#"{__name__=~"DCGM_FI_PROF_SM_OCCUPANCY|DCGM_FI_DEV_GPU_UTIL"}"#;
+/// Both generations of names (dcgm-exporter 4.9 renamed them).
+pub const RANGE_ACTIVITY: &str =
+    r#"{__name__=~"DCGM_FI_PROF_SM_OCCUPANCY(_RATIO)?|DCGM_FI_DEV_GPU_UTIL(_RATIO)?"}"#;
 /// The back-fill's Xids: only GPUs that reported one, so the answer stays
 /// small on a big cluster even when the activity one is too big.
-pub const RANGE_XID: &str = "DCGM_FI_DEV_XID_ERRORS != 0";
+pub const RANGE_XID: &str = r#"{__name__=~"DCGM_FI_DEV_XID_ERRORS?"} != 0"#;
 
 #[derive(Clone)]
 pub struct Prometheus {
@@ -310,21 +314,23 @@ impl BackfillBuilder {
             });
             let slot = |t: Timestamp| window.slot(t);
             match name {
-                "DCGM_FI_PROF_SM_OCCUPANCY" => {
+                "DCGM_FI_PROF_SM_OCCUPANCY" | "DCGM_FI_PROF_SM_OCCUPANCY_RATIO" => {
                     for (t, v) in points {
                         if let Some(i) = slot(t) {
                             acc.occupancy.add(slots, mig, i, v);
                         }
                     }
                 }
-                "DCGM_FI_DEV_GPU_UTIL" => {
-                    for (t, v) in points {
+                "DCGM_FI_DEV_GPU_UTIL" | "DCGM_FI_DEV_GPU_UTIL_RATIO" => {
+                    // A percentage before dcgm-exporter 4.9, a ratio since.
+                    let scale = if name.ends_with("_RATIO") { 100.0 } else { 1.0 };
+                    for (t, v) in points.map(|(t, v)| (t, v * scale)) {
                         if let Some(i) = slot(t) {
                             acc.utilization.add(slots, mig, i, v);
                         }
                     }
                 }
-                "DCGM_FI_DEV_XID_ERRORS" if !mig => {
+                "DCGM_FI_DEV_XID_ERRORS" | "DCGM_FI_DEV_XID_ERROR" if !mig => {
                     acc.xid.extend(
                         points
                             .filter(|&(_, v)| (0.0..1e9).contains(&v))
@@ -420,7 +426,10 @@ impl Prometheus {
         let body = self
             .get_json(
                 "query",
-                &[("query", "count(DCGM_FI_DEV_GPU_UTIL)".to_string())],
+                &[(
+                    "query",
+                    r#"count({__name__=~"DCGM_FI_DEV_GPU_UTIL(_RATIO)?"})"#.to_string(),
+                )],
             )
             .await?;
         let (result, _) = instant_answer(&body)?;
