@@ -74,6 +74,26 @@ pub fn moment(ts: Timestamp, now: Timestamp) -> String {
     }
 }
 
+/// [`moment`] for a narrow column: `22:19` today, `12-04 02:47` another
+/// day of this year, `2027-12-02` in another year (its year, never a
+/// month and day a reader takes for this year's).
+pub fn moment_short(ts: Timestamp, now: Timestamp) -> String {
+    use chrono::Datelike;
+    let (Some(t), Some(n)) = (
+        chrono::DateTime::from_timestamp(ts, 0),
+        chrono::DateTime::from_timestamp(now, 0),
+    ) else {
+        return "?".into();
+    };
+    if t.date_naive() == n.date_naive() {
+        t.format("%H:%M").to_string()
+    } else if t.year() == n.year() {
+        t.format("%m-%d %H:%M").to_string()
+    } else {
+        t.format("%Y-%m-%d").to_string()
+    }
+}
+
 /// `2026-11-30 02:47:30Z`.
 pub fn datetime(ts: Timestamp) -> String {
     chrono::DateTime::from_timestamp(ts, 0)
@@ -199,6 +219,11 @@ mod tests {
         assert_eq!(moment(now + 86_400 * 40, now), "2027-01-09 02:47:30Z");
         assert_eq!(duration(86_400 * 3_000), "over a year");
         assert_eq!(duration(86_400 * 3 + 3600), "3d01h");
+        // The jobs table's ETA (issue 38): a start a year away, from jobs
+        // ahead with no time limit, read as a date of this year before.
+        assert_eq!(moment_short(now + 3600, now), "03:47");
+        assert_eq!(moment_short(now + 23 * 3600, now), "12-01 01:47");
+        assert_eq!(moment_short(now + 86_400 * 365, now), "2027-11-30");
     }
 
     #[test]

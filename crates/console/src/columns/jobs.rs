@@ -35,8 +35,9 @@ fn job_time(c: &Ctx, j: &Job) -> Option<i64> {
     }
 }
 
-/// The engine's estimated start of a pending job: `in 1h06m`, `22:19`,
-/// `12-01 03:00` (another day), or why there is none.
+/// The engine's estimated start of a pending job: `22:19` (today),
+/// `12-01 03:00` (another day this year), `2027-12-02` (another year), or
+/// why there is none.
 fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
     use crate::engine::plan::Estimate;
     let Some(base) = c.base else {
@@ -48,13 +49,7 @@ fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
             ("now".into(), Some(*start))
         }
         Some(Estimate::Starts { start, .. }) => {
-            let same_day = start / 86_400 == c.cluster.time / 86_400;
-            let when = if same_day {
-                text::clock(*start)[..5].to_string()
-            } else {
-                text::datetime(*start)[5..16].replace('T', " ")
-            };
-            (when, Some(*start))
+            (text::moment_short(*start, c.cluster.time), Some(*start))
         }
         Some(Estimate::Blocked { .. }) => ("blocked".into(), None),
         Some(Estimate::NoFit { .. }) => ("never".into(), None),
