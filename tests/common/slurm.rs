@@ -2,7 +2,8 @@
 //! fresh temp dir, stopped by pid when dropped: Slurm 22.05 from this
 //! machine's Debian 12 packages (tests/slurm-lab/up.sh), or Slurm 24.11
 //! from Debian 13's inside a chroot made once per machine
-//! (chroot-24.11.sh, up-24.11.sh).
+//! (chroot-24.11.sh, up-24.11.sh), or Slurm 26.05 from Debian testing's
+//! the same way (chroot-26.05.sh, up-24.11.sh with SLURM=26.05).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ pub enum Slurm {
     V22_05,
     /// Debian 13's, in a chroot: REST v0.0.40, v0.0.41, v0.0.42.
     V24_11,
+    /// Debian testing's (forky), in a chroot: REST v0.0.42–v0.0.45.
+    V26_05,
 }
 
 pub struct Lab {
@@ -57,9 +60,13 @@ impl Lab {
         builder.prefix("ns-slurm-");
         let (dir, script, root) = match version {
             Slurm::V22_05 => (builder.tempdir().expect("tempdir"), "up.sh", None),
-            Slurm::V24_11 => {
+            Slurm::V24_11 | Slurm::V26_05 => {
                 // The lab lives inside the chroot, so one path names it for both.
-                let root = chroot_24_11().expect("the Slurm 24.11 chroot");
+                let root = match version {
+                    Slurm::V26_05 => chroot_of("26.05"),
+                    _ => chroot_of("24.11"),
+                }
+                .expect("the Slurm chroot");
                 let tmp = root.join("tmp");
                 (
                     builder.tempdir_in(&tmp).expect("tempdir"),
@@ -77,6 +84,9 @@ impl Lab {
             .env("NODE_PORT0", nodes.to_string());
         if let Some(root) = &root {
             cmd.env("ROOT", root);
+        }
+        if version == Slurm::V26_05 {
+            cmd.env("SLURM", "26.05");
         }
         let out = cmd.output().expect("run the lab's up script");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -107,6 +117,7 @@ impl Lab {
         match self.version {
             Slurm::V22_05 => "lab",
             Slurm::V24_11 => "lab24",
+            Slurm::V26_05 => "lab26",
         }
     }
 
@@ -120,7 +131,9 @@ impl Lab {
     pub fn scontrol(&self) -> String {
         match self.version {
             Slurm::V22_05 => "scontrol".into(),
-            Slurm::V24_11 => self.dir.path().join("bin/scontrol").display().to_string(),
+            Slurm::V24_11 | Slurm::V26_05 => {
+                self.dir.path().join("bin/scontrol").display().to_string()
+            }
         }
     }
 
@@ -136,7 +149,7 @@ impl Lab {
                 .env("SLURM_CONF", self.conf())
                 .current_dir(self.dir.path().join("jobs"))
                 .output(),
-            Slurm::V24_11 => Command::new(self.dir.path().join("bin/lab"))
+            Slurm::V24_11 | Slurm::V26_05 => Command::new(self.dir.path().join("bin/lab"))
                 .arg(cmd)
                 .args(args)
                 .output(),
@@ -162,7 +175,7 @@ impl Drop for Lab {
     fn drop(&mut self) {
         let script = match self.version {
             Slurm::V22_05 => "down.sh",
-            Slurm::V24_11 => "down-24.11.sh",
+            Slurm::V24_11 | Slurm::V26_05 => "down-24.11.sh",
         };
         let _ = Command::new("bash")
             .arg(self.script_dir.join(script))
@@ -202,45 +215,63 @@ pub fn available() -> bool {
     root
 }
 
-/// The Slurm 24.11 chroot, made once per machine by chroot-24.11.sh (about
-/// 20 s and 200 MB from deb.debian.org the first time); its path.
-fn chroot_24_11() -> Result<PathBuf, String> {
-    static ROOT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    ROOT.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm-lab/chroot-24.11.sh");
-        let out = Command::new("bash")
-            .arg(script)
-            .output()
-            .map_err(|e| format!("chroot-24.11.sh: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "chroot-24.11.sh failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok(PathBuf::from(path))
-    })
-    .clone()
+/// A Slurm chroot (`version` 24.11 or 26.05), made once per machine by
+/// its chroot script (about 20 s and 200 MB from deb.debian.org the first
+/// time); its path.
+fn chroot_of(version: &str) -> Result<PathBuf, String> {
+    static ROOTS: std::sync::Mutex<Vec<(String, Result<PathBuf, String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut roots = ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = roots.iter().find(|(v, _)| v == version) {
+        return r.clone();
+    }
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/slurm-lab/chroot-{version}.sh"));
+    let made = Command::new("bash")
+        .arg(script)
+        .output()
+        .map_err(|e| format!("chroot-{version}.sh: {e}"))
+        .and_then(|out| {
+            if out.status.success() {
+                Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+            } else {
+                Err(format!(
+                    "chroot-{version}.sh failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ))
+            }
+        });
+    roots.push((version.to_string(), made.clone()));
+    made
 }
 
-/// Whether Slurm 24.11 can run here: root, and its chroot made or makable
-/// (mmdebstrap and the network the first time). Without, the 24.11 tests
-/// skip with the reason, except under CI=true.
-pub fn available_24_11() -> bool {
+/// Whether Slurm `version` (24.11, 26.05) can run here: root, and its
+/// chroot made or makable (mmdebstrap and the network the first time).
+/// Without, its tests skip with the reason, except under CI=true.
+fn available_in_chroot(version: &str) -> bool {
     if !available() {
         return false;
     }
-    match chroot_24_11() {
+    match chroot_of(version) {
         Ok(_) => true,
         Err(e) => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("the Slurm 24.11 live tests cannot run and CI=true forbids skipping: {e}");
+                panic!(
+                    "the Slurm {version} live tests cannot run and CI=true forbids skipping: {e}"
+                );
             }
-            eprintln!("SKIPPED: Slurm 24.11 live tests: {e}");
+            eprintln!("SKIPPED: Slurm {version} live tests: {e}");
             false
         }
     }
+}
+
+pub fn available_24_11() -> bool {
+    available_in_chroot("24.11")
+}
+
+pub fn available_26_05() -> bool {
+    available_in_chroot("26.05")
 }
 
 /// What nightshift sent to a Slurm lab, recorded on the way (issue 37's
@@ -351,7 +382,8 @@ fn proxy_one(
     let body = &buf[head_end..head_end + length];
     let mut words = head.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    if method != "GET"
+    // Writes, and v0.0.45's requeue, which Slurm defines as a GET.
+    if (method != "GET" || target.contains("/requeue"))
         && let Ok(mut l) = log.lock()
     {
         l.push(super::sent::Sent::Http {

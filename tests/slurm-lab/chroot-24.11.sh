@@ -5,7 +5,12 @@
 # renamed into place, so an interrupted build is never mistaken for one.
 #
 #   ROOT=/var/cache/nightshift/slurm-24.11 chroot-24.11.sh    # prints ROOT
+#
+# With SUITE=forky (chroot-26.05.sh) the same makes Debian testing's chroot:
+# Slurm 26.05 and Prometheus 3. Testing's Release file may be past its
+# Valid-Until on the mirror, so its date is not checked.
 set -euo pipefail
+SUITE=${SUITE:-trixie}
 ROOT=${ROOT:-/var/cache/nightshift/slurm-24.11}
 if [ -x "$ROOT/usr/sbin/slurmctld" ] && [ -f "$ROOT/.nightshift-ready" ]; then
   echo "$ROOT"
@@ -18,9 +23,11 @@ mkdir -p "$(dirname "$ROOT")"
 tmp="$ROOT.tmp.$$"
 rm -rf "$tmp"
 start=$(date +%s)
-mmdebstrap --quiet --variant=apt \
-  --include=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin,munge,curl,procps \
-  trixie "$tmp" http://deb.debian.org/debian >&2
+extra=()
+[ "$SUITE" = trixie ] || extra=(--aptopt='Acquire::Check-Valid-Until "false"')
+mmdebstrap --quiet --variant=apt "${extra[@]}" \
+  --include=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin,munge,curl,procps${EXTRA_PACKAGES:+,$EXTRA_PACKAGES} \
+  "$SUITE" "$tmp" http://deb.debian.org/debian >&2
 rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/var/cache/apt/archives/*.deb
 echo "127.0.0.1 localhost" >"$tmp/etc/hosts"
 chroot "$tmp" id slurmrest >/dev/null 2>&1 ||
@@ -30,5 +37,5 @@ chroot "$tmp" slurmctld -V >&2
 touch "$tmp/.nightshift-ready"
 rm -rf "$ROOT"
 mv "$tmp" "$ROOT"
-echo "chroot-24.11: built $ROOT in $(($(date +%s) - start)) s" >&2
+echo "chroot ($SUITE): built $ROOT in $(($(date +%s) - start)) s" >&2
 echo "$ROOT"

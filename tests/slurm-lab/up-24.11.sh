@@ -26,7 +26,14 @@ IN=${LAB#"$ROOT"}
 # shellcheck source=lab.sh
 . "$(dirname "$0")/lab.sh"
 # 24.11 packages no switch/none or jobcomp/none plugin: no such lines.
-lab_files "$LAB" "$IN" lab24 ""
+# The 26.05 lab (SLURM=26.05, ROOT the forky chroot) is made the same way:
+# its own cluster name, and slurmrestd with every data parser it ships
+# (v0.0.42–v0.0.45; v0.0.40/41 are gone there).
+case ${SLURM:-24.11} in
+  26.05) CLUSTER=lab26 PARSERS= ;;
+  *) CLUSTER=lab24 PARSERS=v0.0.40,v0.0.41,v0.0.42 ;;
+esac
+lab_files "$LAB" "$IN" "$CLUSTER" ""
 mkdir -p "$LAB/bin"
 chmod 1777 "$LAB/run"
 # slurmd 24.11 always starts a cgroup plugin, and dies without a mounted
@@ -91,7 +98,7 @@ done
 }
 
 LAB_ENV=SLURM_JWT=daemon $lab sh -c "nohup slurmrestd -u slurmrest -g slurmrest -a rest_auth/jwt \
-  -s openapi/slurmctld -d v0.0.40,v0.0.41,v0.0.42 127.0.0.1:$REST_PORT unix:$IN/run/rest.sock \
+  -s openapi/slurmctld ${PARSERS:+-d $PARSERS} 127.0.0.1:$REST_PORT unix:$IN/run/rest.sock \
   >$IN/log/slurmrestd.log 2>&1 & echo \$! >$IN/run/slurmrestd.pid"
 code=
 for _ in $(seq 1 100); do

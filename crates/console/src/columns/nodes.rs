@@ -9,7 +9,7 @@ use crate::text::{self, sanitize};
 fn node_state_tone(s: NodeState) -> Tone {
     match s {
         NodeState::Up => Tone::Ok,
-        NodeState::Cordoned | NodeState::Draining => Tone::Warn,
+        NodeState::Cordoned | NodeState::Draining | NodeState::Reserved => Tone::Warn,
         NodeState::Drain | NodeState::Down | NodeState::Unknown => Tone::Critical,
     }
 }

@@ -95,7 +95,7 @@ impl Theme {
     pub fn node_state(self, s: NodeState) -> Style {
         match s {
             NodeState::Up => self.ok(),
-            NodeState::Cordoned | NodeState::Draining => self.warn(),
+            NodeState::Cordoned | NodeState::Draining | NodeState::Reserved => self.warn(),
             NodeState::Drain | NodeState::Down | NodeState::Unknown => self.critical(),
         }
     }

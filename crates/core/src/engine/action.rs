@@ -150,7 +150,7 @@ impl Action {
                                 requeue: true,
                             })
                         }
-                        NodeState::Up | NodeState::Unknown => None,
+                        NodeState::Up | NodeState::Unknown | NodeState::Reserved => None,
                     }
                 })
             }

@@ -227,7 +227,7 @@ fn lifecycle(
     let critical = unusable.contains(node);
     let drained = (n.reason_set_by.clone(), n.reason_time);
     match (n.state, critical) {
-        (NodeState::Up | NodeState::Unknown, true) => {
+        (NodeState::Up | NodeState::Unknown | NodeState::Reserved, true) => {
             (Stage::Open, action.advice().to_string(), None, None)
         }
         (NodeState::Cordoned, true) => (

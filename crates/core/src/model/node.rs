@@ -20,6 +20,11 @@ pub enum NodeState {
     Drain,
     /// Down or not responding.
     Down,
+    /// Held back by the scheduler itself, not by a drain: in a maintenance
+    /// or other reservation, registered with an invalid configuration,
+    /// being powered down. No new work from the queue; running work (a
+    /// reservation's `ignore_jobs`) continues. Never free capacity.
+    Reserved,
     /// The source could not say.
     Unknown,
 }
@@ -32,6 +37,7 @@ impl NodeState {
             NodeState::Draining => "draining",
             NodeState::Drain => "drain",
             NodeState::Down => "down",
+            NodeState::Reserved => "reserved",
             NodeState::Unknown => "unknown",
         }
     }
@@ -44,6 +50,7 @@ impl NodeState {
             NodeState::Draining => "drning",
             NodeState::Drain => "drain",
             NodeState::Down => "down",
+            NodeState::Reserved => "resv",
             NodeState::Unknown => "unknwn",
         }
     }

@@ -11,8 +11,9 @@ use serde_json::Value;
 use std::fmt;
 
 /// API versions nightshift reads, oldest first. v0.0.38 is Slurm 22.05
-/// (Debian 12, tested live); v0.0.39–v0.0.44 are 23.02–25.11.
-pub const KNOWN: [u32; 7] = [38, 39, 40, 41, 42, 43, 44];
+/// (Debian 12, tested live); v0.0.39–v0.0.44 are 23.02–25.11; v0.0.45
+/// is 26.05 (Debian testing, tested live with v0.0.42–v0.0.44 beside it).
+pub const KNOWN: [u32; 8] = [38, 39, 40, 41, 42, 43, 44, 45];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ApiVersion(pub u32);
@@ -33,6 +34,12 @@ impl ApiVersion {
     /// live from v0.0.40 (Slurm 24.11) on.
     pub fn can_hold_jobs(self) -> bool {
         self.0 >= 40
+    }
+
+    /// `GET /job/{id}/requeue`: a requeue without scontrol, from v0.0.45
+    /// (Slurm 26.05; read and tested live).
+    pub fn has_requeue(self) -> bool {
+        self.0 >= 45
     }
 
     /// `GET /jobs/state/`, every job's id and state and nothing else:

@@ -135,8 +135,17 @@ impl Executor {
         }
     }
 
+    /// REST's own requeue where the version has it (v0.0.45: a GET, as
+    /// Slurm's OpenAPI document defines it), else scontrol.
     pub fn requeue_call(&self, job: &str) -> Call {
-        Call::Scontrol(vec!["requeue".into(), job.into()])
+        match Self::numeric(job) {
+            Some(id) if self.version.has_requeue() => Call::Rest {
+                method: "GET",
+                path: format!("/slurm/{}/job/{id}/requeue", self.version),
+                body: Value::Null,
+            },
+            _ => Call::Scontrol(vec!["requeue".into(), job.into()]),
+        }
     }
 
     /// A job update with `hold` where the version has it (24.11 on),
@@ -224,6 +233,16 @@ impl Executor {
             } => self
                 .client
                 .delete(path)
+                .await
+                .map(|_| String::new())
+                .map_err(CallError::from),
+            Call::Rest {
+                method: "GET",
+                path,
+                ..
+            } => self
+                .client
+                .get(path)
                 .await
                 .map(|_| String::new())
                 .map_err(CallError::from),

@@ -23,6 +23,8 @@ pub fn node_state(states: &[String], flags: &[String]) -> NodeState {
         } else {
             NodeState::Drain
         }
+    } else if held_back(&all).is_some() {
+        NodeState::Reserved
     } else if matches!(
         base,
         "IDLE" | "MIXED" | "ALLOCATED" | "COMPLETING" | "PLANNED"
@@ -33,6 +35,28 @@ pub fn node_state(states: &[String], flags: &[String]) -> NodeState {
     } else {
         NodeState::Up
     }
+}
+
+/// Why the scheduler itself keeps a node from new work, by the state flag
+/// that says so (sinfo's `maint`, `resv`, `inval`, `powering_down`,
+/// `blocked`), in the operator's words; None for a node it may use. A
+/// node Slurm powers down to save power (`POWERED_DOWN`) is not here: it
+/// is woken for a job that needs it.
+pub fn held_back(states: &[&str]) -> Option<&'static str> {
+    // The most telling first: a maintenance reservation is a reservation.
+    const WHY: [(&[&str], &str); 5] = [
+        (&["MAINT", "MAINTENANCE"], "in a maintenance reservation"),
+        (
+            &["INVAL", "INVALID", "INVALID_REG"],
+            "registered with an invalid configuration (slurm.conf and slurmd disagree)",
+        ),
+        (&["POWER_DOWN", "POWERING_DOWN"], "being powered down"),
+        (&["BLOCKED"], "blocked by an exclusive topology job"),
+        (&["RESERVED"], "in a reservation: only its jobs run there"),
+    ];
+    WHY.iter()
+        .find(|(flags, _)| flags.iter().any(|f| states.contains(f)))
+        .map(|(_, why)| *why)
 }
 
 pub fn job_state(states: &[String]) -> JobState {
@@ -222,7 +246,12 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
     }
     let mut flags = n.state_flags.clone();
     flags.extend(n.state.0.iter().skip(1).cloned());
-    let reason = Some(n.reason.clone()).filter(|r| !r.is_empty());
+    let all: Vec<&str> = n.state.0.iter().chain(&flags).map(String::as_str).collect();
+    // A node held back by the scheduler says why, though no one gave it a
+    // reason (a maintenance reservation has none of its own).
+    let reason = Some(n.reason.clone())
+        .filter(|r| !r.is_empty())
+        .or_else(|| held_back(&all).map(str::to_string));
     let mut labels = BTreeMap::new();
     if !n.features.is_empty() {
         labels.insert("slurm.features".into(), n.features.join(","));

@@ -669,3 +669,47 @@ mod fuzz {
         }
     }
 }
+
+/// Node state flags the scheduler uses to keep a node from new work
+/// (issue 38: a maintenance reservation read as free capacity): the node
+/// is reserved, never up, with the flag's meaning as its reason when it
+/// has none; a drain still wins; a powered-down node (woken for a job)
+/// stays capacity.
+#[test]
+fn node_state_flags_that_hold_a_node_back_are_not_capacity() {
+    use super::map::{held_back, node_state};
+    use crate::model::NodeState;
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    for flags in [
+        &["MAINTENANCE"][..],
+        &["RESERVED"],
+        &["MAINTENANCE", "RESERVED"],
+        &["INVALID_REG"],
+        &["POWERING_DOWN"],
+        &["BLOCKED"],
+    ] {
+        assert_eq!(
+            node_state(&s(&["IDLE"]), &s(flags)),
+            NodeState::Reserved,
+            "{flags:?}"
+        );
+        assert!(!node_state(&s(&["IDLE"]), &s(flags)).schedulable());
+    }
+    // v0.0.38 puts the flags after the base state in one list.
+    assert_eq!(
+        node_state(&s(&["IDLE", "MAINTENANCE"]), &[]),
+        NodeState::Reserved
+    );
+    assert_eq!(
+        node_state(&s(&["IDLE"]), &s(&["DRAIN", "MAINTENANCE"])),
+        NodeState::Drain
+    );
+    assert_eq!(
+        node_state(&s(&["IDLE"]), &s(&["POWERED_DOWN"])),
+        NodeState::Up
+    );
+    assert_eq!(
+        held_back(&["IDLE", "MAINTENANCE"]),
+        Some("in a maintenance reservation")
+    );
+}
