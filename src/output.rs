@@ -52,6 +52,10 @@ struct NodeItem<'a> {
     reason: Option<&'a str>,
     reason_set_by: Option<&'a str>,
     reason_time: Option<i64>,
+    /// When the scheduler gives a held-back node to the queue again (its
+    /// reservation's end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    back_at: Option<i64>,
     gpu_model: Option<&'a str>,
     topology: Option<&'a str>,
     domains: &'a [crate::model::Domain],
@@ -237,6 +241,7 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
         reason: n.reason.as_deref(),
         reason_set_by: n.reason_set_by.as_deref(),
         reason_time: n.reason_time,
+        back_at: n.back_at,
         gpu_model: n.gpu_model.as_deref(),
         topology: n.topology(),
         domains: &n.domains,

@@ -1072,7 +1072,13 @@ fn endless_prometheus_answers_are_bounded_together() {
         prefix: r#"{"status":"success","data":"#,
     });
     let cfg = dir.path().join("limits.toml");
-    std::fs::write(&cfg, "[limits]\nmax_body_bytes = 134217728\n").expect("config");
+    // A request timeout long enough that the body bound, not the clock,
+    // ends the read on a loaded machine (128 MiB in 5 s was a race).
+    std::fs::write(
+        &cfg,
+        "[limits]\nmax_body_bytes = 134217728\n[endpoints]\ntimeout_s = 60\n",
+    )
+    .expect("config");
     let child = Command::new(bin())
         .args(["--config", cfg.to_str().expect("path")])
         .args([

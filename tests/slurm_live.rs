@@ -2177,15 +2177,52 @@ fn live_slurm_26_05_actions_send_their_preview_and_a_maintenance_reservation_is_
     let nodes = get(&lab, "nodes");
     let n4 = nodes.iter().find(|n| n["name"] == "gpu04").expect("gpu04");
     assert_eq!(n4["state"], "reserved", "{n4}");
-    assert_eq!(n4["reason"], "in a maintenance reservation", "{n4}");
-    let why = nightshift_stdout(&lab, &["why", &there]);
     assert!(
-        !why.contains("can start now") && !why.contains("on gpu04") && !why.contains("in 0s"),
-        "{why}"
+        n4["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("in maintenance reservation maint4 until ")),
+        "{n4}"
     );
+    // The reservation's end, as Slurm says it.
+    let end = lab.run("scontrol", &["show", "reservation", "maint4"]);
+    let back_at = n4["back_at"].as_i64().expect("back_at");
+    let end_text = end
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("EndTime="))
+        .expect("EndTime")
+        .to_string();
+    let iso = lab.run("date", &["-u", "-d", &end_text, "+%s"]);
+    let local = lab.run("date", &["-d", &end_text, "+%s"]);
+    assert!(
+        [iso.trim(), local.trim()].contains(&back_at.to_string().as_str()),
+        "back_at {back_at}; scontrol: {end}"
+    );
+    // Not "now", not there now: when the reservation ends (the running
+    // jobs have no time limit), as the why says.
+    let why = nightshift_stdout(&lab, &["why", &there, "-o", "json"]);
+    let v: Value = serde_json::from_str(&why).expect("why json");
+    let text = v.to_string();
+    assert!(!text.contains("can start now"), "{why}");
     let start = lab.run("squeue", &["-h", "--start", "-j", &there, "-o", "%S"]);
     assert!(
-        start.trim() == "N/A" || why.contains("estimated start: "),
-        "squeue --start: {start}; nightshift: {why}"
+        text.contains(&back_at.to_string()),
+        "the estimate is the reservation's end ({back_at}); squeue --start: {start}; nightshift: {why}"
     );
+    assert!(
+        text.contains("when gpu04 comes back: in maintenance reservation maint4 until"),
+        "the reservation is the cause, with its end: {why}"
+    );
+    // Slurm's own estimate, where it has one, is the same minute give or
+    // take its scheduler's cycle.
+    if start.trim() != "N/A" {
+        let slurm: i64 = lab
+            .run("date", &["-d", start.trim(), "+%s"])
+            .trim()
+            .parse()
+            .expect("epoch");
+        assert!(
+            (slurm - back_at).abs() <= 120,
+            "squeue --start {start} vs {back_at}"
+        );
+    }
 }

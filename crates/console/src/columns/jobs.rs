@@ -52,6 +52,13 @@ fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
             (text::moment_short(*start, c.cluster.time), Some(*start))
         }
         Some(Estimate::Blocked { .. }) => ("blocked".into(), None),
+        // Never, unless it waits for something that can change: a node
+        // out of service coming back, jobs without a time limit ending.
+        Some(Estimate::NoFit { reason, waits_for })
+            if !waits_for.is_empty() || reason.contains("without a time limit") =>
+        {
+            ("no est.".into(), None)
+        }
         Some(Estimate::NoFit { .. }) => ("never".into(), None),
         None => ("-".into(), None),
     }

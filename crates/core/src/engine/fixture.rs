@@ -26,6 +26,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         reason_time: None,
         boot_time: None,
         fault_reports: Vec::new(),
+        back_at: None,
         gpu_model: Some("H100".into()),
         domains: Vec::new(),
         ib_ports: Vec::new(),
@@ -70,6 +71,7 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         restarts: None,
         requeueable: None,
         same_domain: None,
+        required_nodes: Vec::new(),
         pods: Vec::new(),
     }
 }

@@ -395,6 +395,9 @@ impl Planner<'_, '_> {
         if let Some(e) = self.domain_never(job, p, k) {
             return e;
         }
+        if g > 0 && !job.required_nodes.is_empty() {
+            return self.place_on_named(job, g, not_before);
+        }
         let found = if g == 0 {
             // No GPUs asked: any schedulable node will do, now.
             let any = self.slots.parts[p]
@@ -468,6 +471,53 @@ impl Planner<'_, '_> {
         let end = end_of(start, hold);
         if let Some(book) = job.account.as_deref().and_then(|a| self.quotas.get_mut(a)) {
             book.add(start, end, need);
+        }
+        Estimate::Starts {
+            start,
+            nodes: nodes.iter().map(|&n| c.nodes[n].name.clone()).collect(),
+        }
+    }
+
+    /// A job bound to named nodes (`--nodelist`): when all of them have
+    /// its GPUs free, there; or why never.
+    fn place_on_named(&mut self, job: &Job, g: u32, not_before: Timestamp) -> Estimate {
+        let (c, now) = (self.c, self.c.time);
+        let named = job.required_nodes.join(",");
+        let Some(nodes) = job
+            .required_nodes
+            .iter()
+            .map(|n| self.slots.node(n))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            return Estimate::Blocked {
+                reason: format!("it must run on {named}, and the cluster has no such node"),
+            };
+        };
+        let at = self.slots.earliest_on(&nodes, g as usize);
+        if at == NEVER {
+            let out: Vec<String> = nodes
+                .iter()
+                .filter(|&&n| !usable(&c.nodes[n], self.unusable))
+                .map(|&n| c.nodes[n].name.clone())
+                .collect();
+            let reason = if out.is_empty() {
+                format!("it must run on {named}, held by jobs without a time limit")
+            } else {
+                format!("it must run on {named}")
+            };
+            return Estimate::NoFit {
+                reason,
+                waits_for: out,
+            };
+        }
+        let start = at.max(not_before).max(now);
+        let hold = hold_s(job, self.params);
+        let end = end_of(start, hold);
+        for &n in &nodes {
+            self.slots.take(n, g as usize, start, end);
+        }
+        if let Some(book) = job.account.as_deref().and_then(|a| self.quotas.get_mut(a)) {
+            book.add(start, end, job.gpus_requested().unwrap_or(g));
         }
         Estimate::Starts {
             start,

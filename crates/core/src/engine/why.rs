@@ -225,16 +225,31 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
             "the model says it can start now on {}",
             nodes.join(",")
         )),
-        Some(Estimate::Starts { start, .. }) => Some(format!(
-            "estimated start {} (in {}), {}",
-            text::datetime(*start),
-            text::duration(start - c.time),
-            if begins == Some(*start) {
-                "at its begin time: GPUs for it are free by then"
-            } else {
-                "when running jobs reach their time limits"
-            }
-        )),
+        Some(Estimate::Starts { start, nodes }) => {
+            // Placed on a node the scheduler gives back then: its
+            // reservation's end, said as such.
+            let back = nodes.iter().find_map(|n| {
+                let node = c.node(n)?;
+                (node.back_at == Some(*start)).then(|| {
+                    format!(
+                        "when {n} comes back: {}",
+                        node.reason.as_deref().unwrap_or("its reservation ends")
+                    )
+                })
+            });
+            Some(format!(
+                "estimated start {} (in {}), {}",
+                text::datetime(*start),
+                text::duration(start - c.time),
+                if begins == Some(*start) {
+                    "at its begin time: GPUs for it are free by then".to_string()
+                } else if let Some(b) = back {
+                    b
+                } else {
+                    "when running jobs reach their time limits".to_string()
+                }
+            ))
+        }
         Some(Estimate::NoFit { reason, waits_for }) => Some(format!(
             "no estimate: {}",
             Estimate::no_fit_text(reason, waits_for, "start")

@@ -107,6 +107,10 @@ pub struct Job {
     /// `--switches=1`: `leaf`; Kueue's required topology: that level).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_domain: Option<String>,
+    /// The nodes it must run on (Slurm `--nodelist`/`-w`): the plan places
+    /// it there or nowhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_nodes: Vec<String>,
     /// Kubernetes: the job's pods, `NAMESPACE/NAME` (for linking a GPU
     /// reading that names its pod). Empty elsewhere.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -175,6 +179,7 @@ mod tests {
             restarts: None,
             requeueable: None,
             same_domain: None,
+            required_nodes: Vec::new(),
             pods: Vec::new(),
         }
     }

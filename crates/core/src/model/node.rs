@@ -72,6 +72,10 @@ pub struct Node {
     pub reason_set_by: Option<String>,
     /// When the reason was set.
     pub reason_time: Option<Timestamp>,
+    /// When the scheduler gives a node it holds back (reserved) to the
+    /// queue again: its reservation's end. Capacity from then, not before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_at: Option<Timestamp>,
     /// When the node last booted: GPU events from before it were cleared
     /// by the reboot (the driver reloaded, the GPUs were reset).
     #[serde(default)]

@@ -52,6 +52,7 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
         reason_time: None,
         boot_time: None,
         fault_reports: Vec::new(),
+        back_at: None,
         gpu_model,
         domains: Vec::new(),
         ib_ports: Vec::new(),

@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn picks_the_newest_known_version() {
         assert_eq!(choose(&[36, 37, 38]), Ok(ApiVersion(38)));
-        assert_eq!(choose(&[40, 41, 42, 45]), Ok(ApiVersion(42)));
+        assert_eq!(choose(&[40, 41, 42, 46]), Ok(ApiVersion(42)));
         let err = choose(&[36, 37]).expect_err("unknown");
         assert!(
             err.to_string().contains("v0.0.36, v0.0.37") && err.to_string().contains("v0.0.38"),

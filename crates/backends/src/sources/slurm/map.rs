@@ -213,7 +213,14 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
             .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
         requeueable: j.requeue,
         // --switches=1: every node under one leaf switch.
-        same_domain: (j.required_switches.positive() == Some(1)).then(|| "leaf".to_string()),
+        // (`required_switches` from v0.0.40, `minimum_switches` before).
+        same_domain: (j
+            .required_switches
+            .positive()
+            .or(j.minimum_switches.positive())
+            == Some(1))
+        .then(|| "leaf".to_string()),
+        required_nodes: hostlist::expand(&j.required_nodes).unwrap_or_default(),
         pods: Vec::new(),
     })
 }
@@ -265,6 +272,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         reason_time: n.reason_changed_at.positive().filter(|_| reason.is_some()),
         boot_time: n.boot_time.positive(),
         fault_reports: Vec::new(),
+        back_at: None,
         reason,
         gpu_model: model,
         domains: Vec::new(),
@@ -274,6 +282,48 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         gpu_count: g.count,
         gpus,
     })
+}
+
+/// The nodes of the reservations active at `now`: per node, the words for
+/// it ("in maintenance reservation maint3 until 13:28") and the
+/// reservation's end (None: it has none).
+fn reserved_until(
+    reservations: &[wire::Reservation],
+    now: i64,
+    warnings: &mut Vec<String>,
+) -> HashMap<String, (String, Option<i64>)> {
+    let mut out = HashMap::new();
+    for r in reservations {
+        let started = r.start_time.positive().is_none_or(|s| s <= now);
+        let end = if r.end_time.infinite {
+            None
+        } else {
+            r.end_time.positive()
+        };
+        if !started || end.is_some_and(|e| e <= now) || r.node_list.is_empty() {
+            continue;
+        }
+        let members = match hostlist::expand(&r.node_list) {
+            Ok(m) => m,
+            Err(e) => {
+                warnings.push(format!("reservation {}: {e}", r.name));
+                continue;
+            }
+        };
+        let kind = if r.flags.0.iter().any(|f| f == "MAINT" || f == "MAINTENANCE") {
+            "maintenance reservation"
+        } else {
+            "reservation"
+        };
+        let until = end.map_or("with no end".to_string(), |e| {
+            format!("until {}", crate::text::moment(e, now))
+        });
+        let why = format!("in {kind} {} {until}", r.name);
+        for m in members {
+            out.insert(m, (why.clone(), end));
+        }
+    }
+    out
 }
 
 /// A snapshot and the records that could not be read (skipped, named).
@@ -291,6 +341,19 @@ pub fn cluster(
     nodes: &[wire::Node],
     jobs: &[wire::Job],
     parts: &[wire::Partition],
+) -> Mapped {
+    cluster_with(name, now, nodes, jobs, parts, &[])
+}
+
+/// [`cluster`] with the reservations: a node the scheduler holds back for
+/// a reservation says which, and until when (its `back_at`).
+pub fn cluster_with(
+    name: &str,
+    now: i64,
+    nodes: &[wire::Node],
+    jobs: &[wire::Job],
+    parts: &[wire::Partition],
+    reservations: &[wire::Reservation],
 ) -> Mapped {
     let mut warnings = Vec::new();
     let mut member_of: HashMap<String, Vec<String>> = HashMap::new();
@@ -321,9 +384,18 @@ pub fn cluster(
         })
         .collect();
     let mut model_nodes: Vec<Node> = Vec::with_capacity(nodes.len());
+    let held = reserved_until(reservations, now, &mut warnings);
     for n in nodes {
         match node(n, &member_of) {
-            Ok(x) => model_nodes.push(x),
+            Ok(mut x) => {
+                if x.state == NodeState::Reserved
+                    && let Some((why, end)) = held.get(&x.name)
+                {
+                    x.reason = Some(why.clone());
+                    x.back_at = *end;
+                }
+                model_nodes.push(x)
+            }
             Err(e) => warnings.push(format!("skipped {e}")),
         }
     }

@@ -133,6 +133,21 @@ struct Answers {
     nodes: serde_json::Value,
     partitions: serde_json::Value,
     jobs: Jobs,
+    /// The reservations, or why they could not be read (a poll goes on
+    /// without them: the nodes' state flags still say which are held).
+    reservations: Result<serde_json::Value, String>,
+}
+
+/// `GET /reservations` and what it cost, its failure kept as a line.
+async fn reservations(
+    client: &Client,
+    base: &str,
+) -> Result<(Result<serde_json::Value, String>, Duration), SourceError> {
+    let path = format!("{base}/reservations");
+    Ok(match timed(client, &path).await {
+        Ok((v, t)) => (Ok(v), t),
+        Err(e) => (Err(format!("reservations not read: {e}")), Duration::ZERO),
+    })
 }
 
 /// Decodes and maps a poll's answers, off the async workers (100,000 job
@@ -169,6 +184,22 @@ async fn assemble(base: String, cfg: &SlurmConfig, a: Answers) -> Result<map::Ma
         };
         let (parts, w) = decode::<wire::Partition>(&base, "partitions", "partition", a.partitions)?;
         warnings.extend(w);
+        let resv: Vec<wire::Reservation> = match a.reservations {
+            Ok(v) => match decode::<wire::Reservation>(&base, "reservations", "reservation", v) {
+                Ok((r, w)) => {
+                    warnings.extend(w);
+                    r
+                }
+                Err(e) => {
+                    warnings.push(format!("reservations not read: {e}"));
+                    Vec::new()
+                }
+            },
+            Err(e) => {
+                warnings.push(e);
+                Vec::new()
+            }
+        };
         let name = configured
             .or_else(|| {
                 jobs.iter()
@@ -177,7 +208,7 @@ async fn assemble(base: String, cfg: &SlurmConfig, a: Answers) -> Result<map::Ma
                     .map(str::to_string)
             })
             .unwrap_or(fallback);
-        let mut m = map::cluster(&name, now(), &nodes, jobs, &parts);
+        let mut m = map::cluster_with(&name, now(), &nodes, jobs, &parts, &resv);
         warnings.append(&mut m.warnings);
         m.warnings = warnings;
         Ok(m)
@@ -194,14 +225,19 @@ async fn ask_all(client: &Client, base: &str) -> Result<(Answers, Duration), Sou
         format!("{base}/jobs"),
         format!("{base}/partitions"),
     );
-    let ((n, tn), (j, tj), (p, tp)) =
-        tokio::try_join!(timed(client, &np), timed(client, &jp), timed(client, &pp))?;
+    let ((n, tn), (j, tj), (p, tp), (r, tr)) = tokio::try_join!(
+        timed(client, &np),
+        timed(client, &jp),
+        timed(client, &pp),
+        reservations(client, base)
+    )?;
     let a = Answers {
         nodes: n,
         partitions: p,
         jobs: Jobs::Answer(j),
+        reservations: r,
     };
-    Ok((a, tn + tj + tp))
+    Ok((a, tn + tj + tp + tr))
 }
 
 /// One whole snapshot: nodes, jobs and partitions.
@@ -392,16 +428,17 @@ impl Poller {
             format!("{base}/partitions"),
             format!("{base}/jobs/state"),
         );
-        let ((n, tn), (p, tp), (states, ts)) = tokio::try_join!(
+        let ((n, tn), (p, tp), (states, ts), (r, tr)) = tokio::try_join!(
             timed(&self.client, &np),
             timed(&self.client, &pp),
-            timed(&self.client, &sp)
+            timed(&self.client, &sp),
+            reservations(&self.client, &base)
         )?;
         let fresh = poll::states(&states).map_err(|e| SourceError::Decode {
             what: format!("GET {sp}"),
             detail: e.to_string(),
         })?;
-        let mut quick = tn + tp + ts;
+        let mut quick = tn + tp + ts + tr;
         let at = std::time::Instant::now();
         let plan = self.book.plan(&fresh, at, self.full.interval());
         let full = match plan {
@@ -438,6 +475,7 @@ impl Poller {
             nodes: n,
             partitions: p,
             jobs: Jobs::Book(self.book.records()),
+            reservations: r,
         };
         assemble(base, &self.cfg, a).await
     }

@@ -458,7 +458,8 @@ async fn on_24_11_only_changed_jobs_are_fetched_between_full_lists() {
         [
             format!("{v}/jobs/state"),
             format!("{v}/nodes"),
-            format!("{v}/partitions")
+            format!("{v}/partitions"),
+            format!("{v}/reservations")
         ]
     );
     // Job 3 starts, job 5 leaves Slurm's memory.
@@ -712,4 +713,52 @@ fn node_state_flags_that_hold_a_node_back_are_not_capacity() {
         held_back(&["IDLE", "MAINTENANCE"]),
         Some("in a maintenance reservation")
     );
+}
+
+/// A maintenance reservation's nodes say which reservation holds them and
+/// until when, and come back (`back_at`) at its end; a reservation not yet
+/// begun or already over holds nothing (issue 38).
+#[test]
+fn a_reservation_names_its_held_nodes_and_when_they_come_back() {
+    use super::map::cluster_with;
+    use super::wire::{Node, Reservation};
+    let now = 1_796_297_295;
+    let node = |name: &str| -> Node {
+        serde_json::from_value(
+            serde_json::json!({"name": name, "state": ["IDLE", "MAINTENANCE", "RESERVED"],
+            "gres": "gpu:h100:8"}),
+        )
+        .expect("node")
+    };
+    let resv = |name: &str, nodes: &str, start: i64, end: i64| -> Reservation {
+        serde_json::from_value(serde_json::json!({"name": name, "node_list": nodes,
+            "flags": ["MAINT", "IGNORE_JOBS"],
+            "start_time": {"set": true, "infinite": false, "number": start},
+            "end_time": {"set": true, "infinite": false, "number": end}}))
+        .expect("reservation")
+    };
+    let nodes = [node("gpu03"), node("gpu04")];
+    let m = cluster_with(
+        "lab",
+        now,
+        &nodes,
+        &[],
+        &[],
+        &[
+            resv("maint3", "gpu03", now - 60, now + 3600),
+            resv("later", "gpu04", now + 600, now + 7200),
+        ],
+    );
+    let n3 = m.cluster.node("gpu03").expect("gpu03");
+    assert_eq!(n3.back_at, Some(now + 3600));
+    assert!(
+        n3.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("in maintenance reservation maint3 until ")),
+        "{:?}",
+        n3.reason
+    );
+    let n4 = m.cluster.node("gpu04").expect("gpu04");
+    assert_eq!(n4.back_at, None);
+    assert_eq!(n4.reason.as_deref(), Some("in a maintenance reservation"));
 }

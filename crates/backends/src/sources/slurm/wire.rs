@@ -224,6 +224,11 @@ pub struct Job {
     /// `--switches`: the most leaf switches its nodes may span (v0.0.40
     /// on; 0 or absent: no limit).
     pub required_switches: Num,
+    /// The same before v0.0.40 (Slurm 24.05 and older).
+    pub minimum_switches: Num,
+    /// `--nodelist`: the nodes it must run on, as a host list.
+    #[serde(deserialize_with = "string")]
+    pub required_nodes: String,
 }
 
 /// A boolean, or nothing for `null` or any other shape.
@@ -277,6 +282,21 @@ pub struct Partition {
     pub maximums: Maximums,
 }
 
+/// A reservation (`GET /reservations`): its nodes, flags (`MAINT`,
+/// `IGNORE_JOBS`, …) and times, in every version's shape.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Reservation {
+    #[serde(deserialize_with = "string")]
+    pub name: String,
+    #[serde(deserialize_with = "string")]
+    pub node_list: String,
+    #[serde(deserialize_with = "lenient")]
+    pub flags: States,
+    pub start_time: Num,
+    pub end_time: Num,
+}
+
 /// The envelope every response has, the list under its own key. Lists stay
 /// raw JSON here: each record is decoded on its own (`records`), so one
 /// unreadable record is skipped, not the whole answer; a list that is not
@@ -289,6 +309,7 @@ pub struct Envelope {
     pub nodes: Option<Vec<Value>>,
     pub jobs: Option<Vec<Value>>,
     pub partitions: Option<Vec<Value>>,
+    pub reservations: Option<Vec<Value>>,
 }
 
 /// A record's name for a warning: its `name`, its `job_id`, else its place.
@@ -312,6 +333,7 @@ pub fn list<T: serde::de::DeserializeOwned>(
     let list = match key {
         "nodes" => env.nodes,
         "jobs" => env.jobs,
+        "reservations" => env.reservations,
         _ => env.partitions,
     };
     let list = list.ok_or_else(|| invalid!("the answer has no `{key}` list"))?;

@@ -4,7 +4,7 @@
 
 use super::{NEVER, Unusable, end_of, hold_s, usable};
 use crate::engine::SiteParams;
-use crate::model::{Cluster, Timestamp};
+use crate::model::{Cluster, NodeState, Timestamp};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -31,6 +31,8 @@ pub(super) struct Slots {
     /// Per node, the shortest limit of a pending job that could use it:
     /// a shorter gap is never kept.
     min_hold: Vec<Timestamp>,
+    /// Node indexes by name, for jobs bound to named nodes.
+    node_ix: FxHashMap<String, usize>,
     /// Gap visits left for this plan. The search is what backfill adds to
     /// the plan's cost; past this budget the remaining jobs get the plain
     /// estimate (an upper bound), so a 100,000-job queue stays within its
@@ -96,6 +98,20 @@ impl Slots {
     /// until `until`; a slot free before `start` leaves a gap. Only the
     /// keys that change are moved in the sorted sets: usually a few of
     /// the eight.
+    /// The node named `name`, by index.
+    pub(super) fn node(&self, name: &str) -> Option<usize> {
+        self.node_ix.get(name).copied()
+    }
+
+    /// When every one of `nodes` has `g` slots free (NEVER: one never does).
+    pub(super) fn earliest_on(&self, nodes: &[usize], g: usize) -> Timestamp {
+        nodes
+            .iter()
+            .map(|&n| self.key(n, g.max(1)))
+            .max()
+            .unwrap_or(NEVER)
+    }
+
     pub(super) fn take(&mut self, n: usize, g: usize, start: Timestamp, until: Timestamp) {
         let shortest = self.min_hold[n];
         let opened = self.free_at[n]
@@ -250,10 +266,22 @@ pub(super) fn slots_of<'c>(
     // Slot free times from the running jobs' limits.
     let mut free_at: Vec<Vec<Timestamp>> = Vec::with_capacity(c.nodes.len());
     for n in &c.nodes {
-        if !usable(n, unusable) {
-            free_at.push(vec![NEVER; n.gpu_count as usize]);
-            continue;
-        }
+        // A node the scheduler holds back until a known time (its
+        // reservation's end) is capacity from then; other nodes out of
+        // service never are.
+        let from = if usable(n, unusable) {
+            now
+        } else {
+            match n.back_at {
+                Some(t) if n.state == NodeState::Reserved && !unusable.contains(&n.name) => {
+                    t.max(now)
+                }
+                _ => {
+                    free_at.push(vec![NEVER; n.gpu_count as usize]);
+                    continue;
+                }
+            }
+        };
         let mut slots: Vec<Timestamp> = n
             .gpus
             .iter()
@@ -261,13 +289,15 @@ pub(super) fn slots_of<'c>(
                 Some(&j) => {
                     let job = &c.jobs[j];
                     let start = job.start_time.unwrap_or(now);
-                    end_of(start, hold_s(job, params)).max(now)
+                    end_of(start, hold_s(job, params)).max(from)
                 }
-                None if g.job.is_some() => now.saturating_add(params.default_time_limit_s as i64),
-                None => now,
+                None if g.job.is_some() => now
+                    .saturating_add(params.default_time_limit_s as i64)
+                    .max(from),
+                None => from,
             })
             .collect();
-        slots.resize(n.gpu_count as usize, now);
+        slots.resize(n.gpu_count as usize, from);
         slots.sort_unstable();
         free_at.push(slots);
     }
@@ -307,6 +337,7 @@ pub(super) fn slots_of<'c>(
         .map(|ps| ps.iter().map(|&p| part_min[p]).min().unwrap_or(NEVER))
         .collect();
     let mut slots = Slots {
+        node_ix: node_ix.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         min_hold,
         gap_budget: GAP_BUDGET,
         gaps: vec![Vec::new(); free_at.len()],

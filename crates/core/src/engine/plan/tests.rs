@@ -236,3 +236,53 @@ proptest::proptest! {
         }
     }
 }
+
+/// A node the scheduler holds back for a reservation (issue 38: a
+/// maintenance reservation read as free capacity) is capacity from the
+/// reservation's end, not now; with no known end, never.
+#[test]
+fn a_reserved_node_is_capacity_from_its_reservations_end_only() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    let j = pend(&mut c, "1", "p", 1, 8, 10);
+    let reserve = |c: &mut Cluster, back_at: Option<Timestamp>| {
+        let n = std::sync::Arc::make_mut(&mut c.nodes[0]);
+        n.state = NodeState::Reserved;
+        n.back_at = back_at;
+    };
+    reserve(&mut c, Some(NOW + 3600));
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert_eq!(start(&p, j), Some(NOW + 3600));
+    reserve(&mut c, None);
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert!(
+        matches!(p.estimate(j), Some(Estimate::NoFit { .. })),
+        "{:?}",
+        p.estimate(j)
+    );
+}
+
+/// A job bound to named nodes (`--nodelist`) starts there or not at all:
+/// not on another node with room now (issue 38: `-w` of a reserved node
+/// read as "can start now" elsewhere).
+#[test]
+fn a_job_bound_to_named_nodes_waits_for_them() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    run(&mut c, "r", &["n2"], 8, 600, 3600);
+    let j = pend(&mut c, "1", "p", 1, 8, 10);
+    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["n2".into()];
+    let free = pend(&mut c, "2", "p", 1, 8, 5);
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert_eq!(start(&p, j), Some(NOW + 3000));
+    assert!(
+        matches!(p.estimate(j), Some(Estimate::Starts { nodes, .. }) if nodes == &["n2"]),
+        "{:?}",
+        p.estimate(j)
+    );
+    assert_eq!(start(&p, free), Some(NOW), "n1 stays for the others");
+    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["nope".into()];
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert!(matches!(p.estimate(j), Some(Estimate::Blocked { .. })));
+}

@@ -198,6 +198,7 @@ pub(super) fn job_of(
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
         same_domain: wl.and_then(required_topology),
+        required_nodes: Vec::new(),
         pods: pods.iter().map(|p| p.key()).collect(),
     }
 }

@@ -278,6 +278,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         gpu_count,
         gpus,
         fault_reports: reports,
+        back_at: None,
     })
 }
 
