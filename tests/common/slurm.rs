@@ -266,6 +266,16 @@ fn available_in_chroot(version: &str) -> bool {
     }
 }
 
+/// Prometheus 3 (Debian testing's 3.5), from the Slurm 26.05 chroot.
+pub fn prometheus_3() -> Result<PathBuf, String> {
+    let bin = chroot_of("26.05")?.join("usr/bin/prometheus");
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!("{} is not there", bin.display()))
+    }
+}
+
 pub fn available_24_11() -> bool {
     available_in_chroot("24.11")
 }
