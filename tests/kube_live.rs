@@ -1408,3 +1408,59 @@ fn every_kubernetes_action_sends_exactly_the_calls_its_preview_listed() {
     assert!(out.status.success(), "{t}");
     assert_sent_as_previewed("validate gpu-06", &previewed(&t), &ours(from));
 }
+
+/// Kueue up to 0.13 serves Topology at v1alpha1 only, beside v1beta1's
+/// workloads (issue 38: discovery read only the preferred version and said
+/// "served without topologies: not read"). The lab serves that shape; the
+/// failure domains come from the v1alpha1 Topology as they did from the
+/// v1beta1 one, checked against kubectl.
+#[test]
+fn a_topology_served_only_at_v1alpha1_is_read() {
+    if !kubectl_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for f in std::fs::read_dir(common::kube::fixture_dir()).expect("fixtures") {
+        let f = f.expect("entry").path();
+        let text = std::fs::read_to_string(&f).expect("read");
+        let text = if f.ends_with("00-kueue-crds.yaml") {
+            let (before, after) = text
+                .split_once("  name: topologies.kueue.x-k8s.io")
+                .expect("the Topology CRD");
+            format!(
+                "{before}  name: topologies.kueue.x-k8s.io{}",
+                after.replacen("  - name: v1beta1", "  - name: v1alpha1", 1)
+            )
+        } else if f.ends_with("30-kueue.yaml") {
+            text.replacen(
+                "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology",
+                "apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Topology",
+                1,
+            )
+        } else {
+            text
+        };
+        std::fs::write(dir.path().join(f.file_name().expect("name")), text).expect("write");
+    }
+    let lab = KubeLab::start_in(dir.path());
+    let topo = lab.kubectl_json(&[
+        "get",
+        "topologies.v1alpha1.kueue.x-k8s.io",
+        "default",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(topo["apiVersion"], "kueue.x-k8s.io/v1alpha1", "{topo}");
+    let nodes = get(&lab, "nodes");
+    let racks: Vec<&Value> = nodes
+        .iter()
+        .filter(|n| n["domains"][0]["level"] == "rack")
+        .collect();
+    let domains: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("{}: {}", n["name"], n["domains"]))
+        .collect();
+    assert_eq!(racks.len(), nodes.len(), "{domains:#?}");
+    let log = std::fs::read_to_string(lab.dir.path().join("nightshift.log")).unwrap_or_default();
+    assert!(!log.contains("served without topologies"), "{log}");
+}

@@ -246,8 +246,21 @@ pub async fn resources(conn: &Connection) -> Result<(Vec<Watched>, Vec<String>),
         match kube::discovery::oneshot::group(&conn.client, group).await {
             Ok(g) => {
                 let served = g.recommended_resources();
+                // A kind the preferred version lacks may be served at
+                // another (Kueue up to 0.13: Topology at v1alpha1 only,
+                // beside v1beta1's workloads): every served version is read.
+                let other = |want: &str| {
+                    g.versions()
+                        .flat_map(|v| g.versioned_resources(v))
+                        .find(|(r, _)| r.plural == want)
+                };
                 for want in kinds {
-                    match served.iter().find(|(r, _)| r.plural == *want) {
+                    let found = served
+                        .iter()
+                        .find(|(r, _)| r.plural == *want)
+                        .cloned()
+                        .or_else(|| other(want));
+                    match found.as_ref() {
                         Some((r, caps)) => {
                             if let Some(k) = map::KINDS.iter().find(|k| *k == want) {
                                 out.push(Watched {
