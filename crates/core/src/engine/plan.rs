@@ -147,6 +147,16 @@ impl Plan {
 /// Scheduler reasons that no amount of free capacity resolves.
 pub fn is_blocking_reason(reason: &str) -> bool {
     let r = reason.trim();
+    // Kueue's words for a workload it will not admit whatever is free.
+    if let Some(k) = r.strip_prefix("Kueue: ") {
+        let k = k
+            .split_once(": ")
+            .filter(|_| k.starts_with('#'))
+            .map_or(k, |x| x.1);
+        if k.starts_with("Deactivated: ") || k.starts_with("OnHold: ") {
+            return true;
+        }
+    }
     r.starts_with("Dependency")
         || r.starts_with("JobHeld")
         || r == "BeginTime"

@@ -127,6 +127,28 @@ pub fn explain_kueue(m: &str) -> String {
         });
         return format!("{}; #{n} in ClusterQueue {cq}{ahead}", explain_kueue(msg));
     }
+    // Kueue's reasons that no capacity resolves, in its own word.
+    for (word, what) in [
+        ("Deactivated", "its workload is deactivated"),
+        ("OnHold", "Kueue holds it"),
+        (
+            "NoMatchingFlavor",
+            "no ResourceFlavor of its ClusterQueue matches it",
+        ),
+        (
+            "TopologyPlacementFailed",
+            "its required topology cannot be placed",
+        ),
+        (
+            "WaitingForPreemptedWorkloads",
+            "it waits for the workloads preempted for it to end",
+        ),
+    ] {
+        if let Some(rest) = m.strip_prefix(word).and_then(|r| r.strip_prefix(": ")) {
+            return format!("Kueue ({word}): {what} — {rest}");
+        }
+    }
+    let m = m.strip_prefix("WaitingForQuota: ").unwrap_or(m);
     if let Some(i) = m.find("insufficient unused quota for ") {
         let rest = &m[i + "insufficient unused quota for ".len()..];
         let (resource, rest) = rest.split_once(" in flavor ").unwrap_or((rest, ""));

@@ -295,9 +295,17 @@ fn state_of(
     } else if let Some(w) =
         wl.filter(|w| !cond_true(w, "QuotaReserved") && !cond_true(w, "Admitted"))
     {
-        let m = condition(w, "QuotaReserved")
+        let reserved = condition(w, "QuotaReserved");
+        let m = reserved
             .and_then(|c| c["message"].as_str())
             .unwrap_or("waiting for quota");
+        // Kueue's own word for why, where it is more than "Pending"
+        // (Deactivated, OnHold, NoMatchingFlavor, WaitingForQuota,
+        // TopologyPlacementFailed, WaitingForPreemptedWorkloads, …).
+        let m = match reserved.and_then(|c| c["reason"].as_str()) {
+            Some(r) if !r.is_empty() && r != "Pending" => format!("{r}: {m}"),
+            _ => m.to_string(),
+        };
         // Its place in line, where Kueue's visibility API says it.
         let place = positions
             .get(&key(w))

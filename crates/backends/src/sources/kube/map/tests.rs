@@ -487,3 +487,49 @@ fn a_pod_at_kube_scheduler_is_not_queued_behind_a_workload_waiting_for_kueue() {
     assert_eq!(crate::engine::plan::queue_of(&c.jobs[k]), "kueue");
     assert_eq!(crate::engine::plan::queue_of(&c.jobs[i]), "scheduler");
 }
+
+/// Kueue's `QuotaReserved=False` reasons (issue 38) reach `why` in its own
+/// word: a topology it cannot place, a hold; a hold (and a deactivation)
+/// is blocking — no free capacity starts it.
+#[test]
+fn kueue_quota_reserved_reasons_are_kept_in_its_words() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/kube/cluster");
+    let with_reason = |reason: &str| {
+        let mut objects = kubelab::load_dir(&dir).expect("fixture");
+        for o in &mut objects {
+            if o["kind"] == "Workload"
+                && let Some(cs) = o["status"]["conditions"].as_array_mut()
+            {
+                for c in cs {
+                    if c["type"] == "QuotaReserved" && c["status"] == "False" {
+                        c["reason"] = Value::from(reason);
+                        c["message"] = Value::from("the admin said so");
+                    }
+                }
+            }
+        }
+        cluster("lab", &Objects::from_values(objects), 1_796_000_000).cluster
+    };
+    let c = with_reason("TopologyPlacementFailed");
+    let r = c
+        .job("team-a/finetune-7b")
+        .and_then(|j| j.reason.clone())
+        .expect("reason");
+    assert_eq!(r, "Kueue: TopologyPlacementFailed: the admin said so");
+    let words = crate::engine::schedmsg::explain(&r).expect("explained");
+    assert!(
+        words.contains("required topology cannot be placed"),
+        "{words}"
+    );
+    assert!(!crate::engine::plan::is_blocking_reason(&r));
+    let c = with_reason("OnHold");
+    let r = c
+        .job("team-a/finetune-7b")
+        .and_then(|j| j.reason.clone())
+        .expect("reason");
+    assert!(crate::engine::plan::is_blocking_reason(&r), "{r}");
+    assert!(crate::engine::plan::is_blocking_reason(
+        "Kueue: #2 in ClusterQueue team-a-cq: Deactivated: by the owner"
+    ));
+}
