@@ -212,6 +212,28 @@ pub fn usable(n: &crate::model::Node, unusable: &Unusable) -> bool {
     n.state.schedulable() && !unusable.contains(&n.name)
 }
 
+/// The jobs without a time limit on `nodes`, for a reason's end: ` (4701,
+/// 4702 and 3 more)`; empty when there are none.
+fn unlimited_on<'c>(c: &'c Cluster, nodes: impl Iterator<Item = &'c crate::model::Node>) -> String {
+    let mut ids: Vec<&str> = Vec::new();
+    for n in nodes {
+        for g in &n.gpus {
+            let Some(id) = g.job.as_deref() else { continue };
+            let unlimited = c
+                .job(id)
+                .is_some_and(|j| j.time_limit == Some(crate::model::TimeLimit::Unlimited));
+            if unlimited && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    match ids.len() {
+        0 => String::new(),
+        n if n <= 3 => format!(" ({})", ids.join(", ")),
+        n => format!(" ({} and {} more)", ids[..3].join(", "), n - 3),
+    }
+}
+
 /// Why a job of shape `k` × `g` never fits in partition `part`, with the
 /// out-of-service nodes whose return would let it.
 fn no_fit(
@@ -245,8 +267,15 @@ fn no_fit(
     } else if left < k {
         format!("{what}, {left} left in {}", part.name)
     } else {
+        let holders = unlimited_on(
+            c,
+            big_enough
+                .iter()
+                .filter(|n| usable(n, unusable))
+                .map(|n| &***n),
+        );
         format!(
-            "{what}; the {left} that fit in {} are held by jobs without a time limit",
+            "{what}; the {left} that fit in {} are held by jobs without a time limit{holders}",
             part.name
         )
     };
@@ -511,7 +540,8 @@ impl Planner<'_, '_> {
                 .map(|&n| c.nodes[n].name.clone())
                 .collect();
             let reason = if out.is_empty() {
-                format!("it must run on {named}, held by jobs without a time limit")
+                let holders = unlimited_on(c, nodes.iter().map(|&n| &*c.nodes[n]));
+                format!("it must run on {named}, held by jobs without a time limit{holders}")
             } else {
                 format!("it must run on {named}")
             };

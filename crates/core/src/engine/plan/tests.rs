@@ -286,3 +286,22 @@ fn a_job_bound_to_named_nodes_waits_for_them() {
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert!(matches!(p.estimate(j), Some(Estimate::Blocked { .. })));
 }
+
+/// Jobs ahead with no time limit: no estimate, and the reason says which
+/// jobs hold the nodes that fit (issue 38: a start "in 364d23h" before).
+#[test]
+fn no_estimate_names_the_jobs_without_a_time_limit() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    let r = run(&mut c, "r1", &["n1"], 8, 600, 3600);
+    std::sync::Arc::make_mut(&mut c.jobs[r]).time_limit = Some(TimeLimit::Unlimited);
+    let j = pend(&mut c, "1", "p", 1, 8, 10);
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    match p.estimate(j) {
+        Some(Estimate::NoFit { reason, .. }) => assert!(
+            reason.ends_with("held by jobs without a time limit (r1)"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
