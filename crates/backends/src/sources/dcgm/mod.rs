@@ -362,10 +362,19 @@ pub const PER_LINK_FAMILIES: &str =
 /// The reading's field a family fills, where nightshift reads it, and the
 /// generation of names it belongs to.
 fn field_of(name: &str) -> Option<(&'static str, MetricNames)> {
-    FAMILIES
-        .iter()
-        .find(|f| f.0 == name)
-        .map(|&(_, field, names)| (field, names))
+    // Every sample of every scrape asks: one lookup, not a walk of the
+    // table (built once from it).
+    type Index = std::collections::HashMap<&'static str, (&'static str, MetricNames)>;
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            FAMILIES
+                .iter()
+                .map(|&(name, field, names)| (name, (field, names)))
+                .collect()
+        })
+        .get(name)
+        .copied()
 }
 
 /// A GPU's reading completed: the scrape's time when no sample had its
