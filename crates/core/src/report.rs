@@ -116,7 +116,12 @@ pub fn why(w: &Why) -> String {
             sanitize(&nodes.join(","))
         ),
         (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
-        (Some(Estimate::NoFit { reason, waits_for }), _) => format!(
+        (
+            Some(Estimate::NoFit {
+                reason, waits_for, ..
+            }),
+            _,
+        ) => format!(
             "none: {}",
             sanitize(&Estimate::no_fit_text(reason, waits_for, "start"))
         ),

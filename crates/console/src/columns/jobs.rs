@@ -54,12 +54,10 @@ fn eta(c: &Ctx, j: &Job) -> (String, Option<i64>) {
         Some(Estimate::Blocked { .. }) => ("blocked".into(), None),
         // Never, unless it waits for something that can change: a node
         // out of service coming back, jobs without a time limit ending.
-        Some(Estimate::NoFit { reason, waits_for })
-            if !waits_for.is_empty() || reason.contains("without a time limit") =>
-        {
-            ("no est.".into(), None)
-        }
-        Some(Estimate::NoFit { .. }) => ("never".into(), None),
+        Some(Estimate::NoFit {
+            permanent: true, ..
+        }) => ("never".into(), None),
+        Some(Estimate::NoFit { .. }) => ("no est.".into(), None),
         None => ("-".into(), None),
     }
 }

@@ -297,7 +297,12 @@ pub fn job(app: &App, id: &str, theme: Theme) -> Vec<Line<'static>> {
                 }
             ),
             (Some(Estimate::Blocked { reason }), _) => format!("none while {}", sanitize(reason)),
-            (Some(Estimate::NoFit { reason, waits_for }), _) => format!(
+            (
+                Some(Estimate::NoFit {
+                    reason, waits_for, ..
+                }),
+                _,
+            ) => format!(
                 "none: {}",
                 sanitize(&Estimate::no_fit_text(reason, waits_for, "start"))
             ),

@@ -47,10 +47,14 @@ pub enum Estimate {
     /// held without a time limit. `reason` says which, with numbers
     /// ("needs 2 nodes with 4 GPUs, 1 left in a100"); `waits_for` names
     /// the nodes out of service (drained, down, or with critical health)
-    /// whose return would let it fit.
+    /// whose return would let it fit. `permanent`: nothing that can
+    /// happen lets it fit (a shape larger than its partition, its quota or
+    /// any of its domains) — not a wait on nodes coming back or on jobs
+    /// without a time limit ending.
     NoFit {
         reason: String,
         waits_for: Vec<String>,
+        permanent: bool,
     },
 }
 
@@ -257,7 +261,8 @@ fn no_fit(
     } else {
         format!("needs {k} nodes with {g} GPUs")
     };
-    let reason = if (big_enough.len() as u32) < k {
+    let permanent = (big_enough.len() as u32) < k;
+    let reason = if permanent {
         let largest = nodes.iter().map(|n| n.gpu_count).max().unwrap_or(0);
         format!(
             "{what}; partition {} has {} such node(s) in all (largest node: {largest} GPUs)",
@@ -279,7 +284,11 @@ fn no_fit(
             part.name
         )
     };
-    Estimate::NoFit { reason, waits_for }
+    Estimate::NoFit {
+        reason,
+        waits_for,
+        permanent,
+    }
 }
 
 /// Plans the whole queue of a snapshot. `unusable` nodes give no capacity.
@@ -310,6 +319,7 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
                 None => Estimate::NoFit {
                     reason: format!("partition {} is not in the scheduler's data", job.partition),
                     waits_for: Vec::new(),
+                    permanent: true,
                 },
             },
         });
@@ -548,6 +558,7 @@ impl Planner<'_, '_> {
             return Estimate::NoFit {
                 reason,
                 waits_for: out,
+                permanent: false,
             };
         }
         let start = at.max(not_before).max(now);
@@ -583,6 +594,7 @@ impl Planner<'_, '_> {
                 c.partitions[p].name
             ),
             waits_for: Vec::new(),
+            permanent: true,
         })
     }
 
@@ -590,7 +602,8 @@ impl Planner<'_, '_> {
     fn quota_never(&self, job: &Job, need: u32) -> Option<Estimate> {
         let a = job.account.as_deref()?;
         let b = self.quotas.get(a)?;
-        let reason = if need > b.limit {
+        let permanent = need > b.limit;
+        let reason = if permanent {
             format!(
                 "team {a}'s GPU quota ({}) is smaller than the {need} GPUs it needs",
                 b.limit
@@ -604,6 +617,7 @@ impl Planner<'_, '_> {
         Some(Estimate::NoFit {
             reason,
             waits_for: Vec::new(),
+            permanent,
         })
     }
 }

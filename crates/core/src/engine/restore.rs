@@ -460,9 +460,9 @@ pub fn restore_after(
         Some(Estimate::Blocked { reason }) => {
             Wait::Unknown(format!("cannot restart while {reason}"))
         }
-        Some(Estimate::NoFit { reason, waits_for }) => {
-            Wait::Unknown(Estimate::no_fit_text(reason, waits_for, "restart"))
-        }
+        Some(Estimate::NoFit {
+            reason, waits_for, ..
+        }) => Wait::Unknown(Estimate::no_fit_text(reason, waits_for, "restart")),
         None => Wait::Unknown("the queue model has no estimate for it".into()),
     };
     let mut r = compute(&input, site);

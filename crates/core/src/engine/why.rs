@@ -250,7 +250,9 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
                 }
             ))
         }
-        Some(Estimate::NoFit { reason, waits_for }) => Some(format!(
+        Some(Estimate::NoFit {
+            reason, waits_for, ..
+        }) => Some(format!(
             "no estimate: {}",
             Estimate::no_fit_text(reason, waits_for, "start")
         )),

@@ -149,6 +149,7 @@ fn drained_capacity_never_frees_and_holds_block() {
         Some(&Estimate::NoFit {
             reason: "needs 1 node with 1 GPUs, 0 left in p".into(),
             waits_for: vec!["n1".into()],
+            permanent: false,
         })
     );
     assert_eq!(
@@ -298,10 +299,29 @@ fn no_estimate_names_the_jobs_without_a_time_limit() {
     let j = pend(&mut c, "1", "p", 1, 8, 10);
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     match p.estimate(j) {
-        Some(Estimate::NoFit { reason, .. }) => assert!(
-            reason.ends_with("held by jobs without a time limit (r1)"),
-            "{reason}"
-        ),
+        Some(Estimate::NoFit {
+            reason, permanent, ..
+        }) => {
+            assert!(
+                reason.ends_with("held by jobs without a time limit (r1)"),
+                "{reason}"
+            );
+            assert!(!permanent, "it starts once r1 ends: no estimate, not never");
+        }
         other => panic!("{other:?}"),
     }
+    // Larger than any node of its partition: never.
+    let big = pend(&mut c, "2", "p", 1, 16, 1);
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert!(
+        matches!(
+            p.estimate(big),
+            Some(Estimate::NoFit {
+                permanent: true,
+                ..
+            })
+        ),
+        "{:?}",
+        p.estimate(big)
+    );
 }
