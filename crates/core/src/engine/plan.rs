@@ -307,6 +307,7 @@ pub fn plan(c: &Cluster, params: &SiteParams, unusable: &Unusable) -> Plan {
         slots: &mut slots,
         quotas: &mut quotas,
         no_fits: &mut no_fits,
+        named: None,
     };
     for &i in &order {
         let job = &c.jobs[i];
@@ -419,9 +420,12 @@ struct Planner<'a, 'c> {
     quotas: &'a mut FxHashMap<&'c str, QuotaBook>,
     /// Many jobs of one shape share the no-fit answer: computed once.
     no_fits: &'a mut FxHashMap<(usize, u32, u32), Estimate>,
+    /// Node indexes by name, built the first time a job names its nodes
+    /// (`--nodelist`): most queues never need it.
+    named: Option<FxHashMap<&'c str, usize>>,
 }
 
-impl Planner<'_, '_> {
+impl<'c> Planner<'_, 'c> {
     /// When and where `job` (of partition `p`) starts, taking its slots.
     fn place(&mut self, job: &Job, p: usize) -> Estimate {
         let (c, now) = (self.c, self.c.time);
@@ -532,10 +536,17 @@ impl Planner<'_, '_> {
     fn place_on_named(&mut self, job: &Job, g: u32, not_before: Timestamp) -> Estimate {
         let (c, now) = (self.c, self.c.time);
         let named = job.required_nodes.join(",");
+        let index = self.named.get_or_insert_with(|| {
+            c.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.as_str(), i))
+                .collect()
+        });
         let Some(nodes) = job
             .required_nodes
             .iter()
-            .map(|n| self.slots.node(n))
+            .map(|n| index.get(n.as_str()).copied())
             .collect::<Option<Vec<usize>>>()
         else {
             return Estimate::Blocked {

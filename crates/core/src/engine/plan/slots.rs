@@ -31,8 +31,6 @@ pub(super) struct Slots {
     /// Per node, the shortest limit of a pending job that could use it:
     /// a shorter gap is never kept.
     min_hold: Vec<Timestamp>,
-    /// Node indexes by name, for jobs bound to named nodes.
-    node_ix: FxHashMap<String, usize>,
     /// Gap visits left for this plan. The search is what backfill adds to
     /// the plan's cost; past this budget the remaining jobs get the plain
     /// estimate (an upper bound), so a 100,000-job queue stays within its
@@ -98,11 +96,6 @@ impl Slots {
     /// until `until`; a slot free before `start` leaves a gap. Only the
     /// keys that change are moved in the sorted sets: usually a few of
     /// the eight.
-    /// The node named `name`, by index.
-    pub(super) fn node(&self, name: &str) -> Option<usize> {
-        self.node_ix.get(name).copied()
-    }
-
     /// When every one of `nodes` has `g` slots free (NEVER: one never does).
     pub(super) fn earliest_on(&self, nodes: &[usize], g: usize) -> Timestamp {
         nodes
@@ -337,7 +330,6 @@ pub(super) fn slots_of<'c>(
         .map(|ps| ps.iter().map(|&p| part_min[p]).min().unwrap_or(NEVER))
         .collect();
     let mut slots = Slots {
-        node_ix: node_ix.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         min_hold,
         gap_budget: GAP_BUDGET,
         gaps: vec![Vec::new(); free_at.len()],
