@@ -58,6 +58,12 @@ pub fn clock(ts: Timestamp) -> String {
 /// time that is not today, nor a date without its year that is not this
 /// year.
 pub fn moment(ts: Timestamp, now: Timestamp) -> String {
+    moment_as(ts, now, ["%H:%M:%S", "%m-%d %H:%M", "%Y-%m-%d %H:%M:%SZ"])
+}
+
+/// `ts` seen from `now` in one of three formats: today's, another day of
+/// this year's, another year's.
+fn moment_as(ts: Timestamp, now: Timestamp, formats: [&str; 3]) -> String {
     use chrono::Datelike;
     let (Some(t), Some(n)) = (
         chrono::DateTime::from_timestamp(ts, 0),
@@ -65,33 +71,21 @@ pub fn moment(ts: Timestamp, now: Timestamp) -> String {
     ) else {
         return "?".into();
     };
-    if t.date_naive() == n.date_naive() {
-        clock(ts)
+    let f = if t.date_naive() == n.date_naive() {
+        formats[0]
     } else if t.year() == n.year() {
-        t.format("%m-%d %H:%M").to_string()
+        formats[1]
     } else {
-        datetime(ts)
-    }
+        formats[2]
+    };
+    t.format(f).to_string()
 }
 
 /// [`moment`] for a narrow column: `22:19` today, `12-04 02:47` another
 /// day of this year, `2027-12-02` in another year (its year, never a
 /// month and day a reader takes for this year's).
 pub fn moment_short(ts: Timestamp, now: Timestamp) -> String {
-    use chrono::Datelike;
-    let (Some(t), Some(n)) = (
-        chrono::DateTime::from_timestamp(ts, 0),
-        chrono::DateTime::from_timestamp(now, 0),
-    ) else {
-        return "?".into();
-    };
-    if t.date_naive() == n.date_naive() {
-        t.format("%H:%M").to_string()
-    } else if t.year() == n.year() {
-        t.format("%m-%d %H:%M").to_string()
-    } else {
-        t.format("%Y-%m-%d").to_string()
-    }
+    moment_as(ts, now, ["%H:%M", "%m-%d %H:%M", "%Y-%m-%d"])
 }
 
 /// `2026-11-30 02:47:30Z`.
