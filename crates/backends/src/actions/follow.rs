@@ -30,15 +30,9 @@ fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
         target: a.action.target().into(),
         reason: a.action.reason().map(str::to_string),
         preview: describe(a),
-        incident: None,
-        step_of: None,
-        source_time: None,
-        domain_remedy: false,
-        fault: None,
-        warnings: Vec::new(),
-        outcome: None,
         armed: (phase == "armed").then(|| a.clone()),
         note,
+        ..Record::default()
     }
 }
 

@@ -45,7 +45,7 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Shared by an intent and its outcome.
     pub id: String,

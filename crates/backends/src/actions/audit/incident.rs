@@ -160,18 +160,13 @@ mod tests {
             phase: "intent".into(),
             time: since + 60,
             operator: "oncall".into(),
-            scheduler_user: None,
             host: "h".into(),
             cluster: "lab".into(),
             source: "slurm".into(),
             action: "drain".into(),
             target: "a100n1".into(),
-            reason: None,
             preview: "p".into(),
             incident: Some("e1 XID 79 on a100n1 GPU 2 (open)".into()),
-            step_of: None,
-            source_time: None,
-            domain_remedy: false,
             fault: Some(crate::model::PastFault {
                 time: since,
                 node: "a100n1".into(),
@@ -179,10 +174,7 @@ mod tests {
                 fault: Fault::Xid(79),
                 from: "audit".into(),
             }),
-            warnings: Vec::new(),
-            outcome: None,
-            armed: None,
-            note: None,
+            ..Record::default()
         };
         let reading = Reading {
             records: vec![
@@ -210,23 +202,14 @@ mod tests {
             phase: "intent".into(),
             time: 100,
             operator: "oncall".into(),
-            scheduler_user: None,
             host: "h".into(),
             cluster: cluster.into(),
             source: "slurm".into(),
             action: "drain".into(),
             target: node.into(),
-            reason: None,
             preview: "p".into(),
             incident: Some(format!("e1 XID 79 on {node} GPU 3 (open)")),
-            step_of: None,
-            source_time: None,
-            domain_remedy: false,
-            fault: None,
-            warnings: Vec::new(),
-            outcome: None,
-            armed: None,
-            note: None,
+            ..Record::default()
         };
         log.write(&intent("a", "west", "gpu01")).expect("write");
         log.write(&intent("b", "east", "gpu02")).expect("write");

@@ -287,23 +287,13 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         phase: "intent".into(),
         time: crate::actions::audit::now(),
         operator: "someone".into(),
-        scheduler_user: None,
         host: "h".into(),
         cluster: "c".into(),
         source: "sim".into(),
         action: "drain".into(),
         target: "h100-01".into(),
-        reason: None,
         preview: "p".into(),
-        incident: None,
-        step_of: None,
-        source_time: None,
-        domain_remedy: false,
-        fault: None,
-        warnings: Vec::new(),
-        outcome: None,
-        armed: None,
-        note: None,
+        ..Record::default()
     };
     b.log.write(&intent).expect("write");
     assert_eq!(

@@ -173,22 +173,12 @@ fn intent(id: &str, target: &str, time: i64) -> Record {
         phase: "intent".into(),
         time,
         operator: "oncall".into(),
-        scheduler_user: None,
         host: "h".into(),
         cluster: "c".into(),
         source: "slurm".into(),
         action: "drain".into(),
         target: target.into(),
-        reason: None,
         preview: "p".into(),
-        incident: None,
-        step_of: None,
-        source_time: None,
-        domain_remedy: false,
-        fault: None,
-        warnings: Vec::new(),
-        outcome: None,
-        armed: None,
-        note: None,
+        ..Record::default()
     }
 }
