@@ -354,6 +354,16 @@ impl Recorder {
     }
 }
 
+/// An HTTP head with its `Connection` header replaced by `close`.
+fn closing(head: &str) -> String {
+    head.split("\r\n")
+        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{l}\r\n"))
+        .collect::<String>()
+        + "Connection: close\r\n\r\n"
+}
+
 /// Serves one client connection: each request is logged (a write's method,
 /// path and body), sent to `upstream` on a connection of its own, and its
 /// answer passed back; then the client's connection is closed.
@@ -403,13 +413,7 @@ fn proxy_one(
         });
     }
     // One request per upstream connection, and the client is told so.
-    let head: String = head
-        .split("\r\n")
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .filter(|l| !l.is_empty())
-        .map(|l| format!("{l}\r\n"))
-        .collect::<String>()
-        + "Connection: close\r\n\r\n";
+    let head = closing(&head);
     let Ok(mut up) = std::net::TcpStream::connect(upstream) else {
         return;
     };
@@ -422,13 +426,7 @@ fn proxy_one(
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .map_or(answer.len(), |i| i + 4);
-    let answer_head: String = String::from_utf8_lossy(&answer[..split])
-        .split("\r\n")
-        .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
-        .filter(|l| !l.is_empty())
-        .map(|l| format!("{l}\r\n"))
-        .collect::<String>()
-        + "Connection: close\r\n\r\n";
+    let answer_head = closing(&String::from_utf8_lossy(&answer[..split]));
     let _ = client.write_all(answer_head.as_bytes());
     let _ = client.write_all(&answer[split..]);
 }
