@@ -1019,8 +1019,7 @@ fn run_check_job(lab: &KubeLab, node: &str, verdict: &str) {
     assert_eq!(c["terminationMessagePolicy"], "FallbackToLogsOnError");
     let cmd = c["command"][2].as_str().unwrap_or_default().to_string();
     assert!(cmd.ends_with(&format!("dcgmi.sh {verdict} 2")), "{cmd}");
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    let script = common::dcgmi_stand_in();
     let out = std::process::Command::new("sh")
         .arg(&script)
         .args([verdict, "2"])
@@ -1110,8 +1109,7 @@ fn a_cordoned_node_is_validated_by_a_pinned_job_then_uncordoned_or_kept_out() {
         return;
     }
     let lab = KubeLab::start();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    let script = common::dcgmi_stand_in();
     // gpu-07 fails its check, then passes the next (after the repair): a
     // run of its own, not refused because the failed run's Job is kept.
     let runs = [("gpu-05", "pass"), ("gpu-07", "fail"), ("gpu-07", "pass")];
@@ -1345,8 +1343,7 @@ fn every_kubernetes_action_sends_exactly_the_calls_its_preview_listed() {
         return;
     }
     let lab = KubeLab::start();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh");
+    let script = common::dcgmi_stand_in();
     let cfg = lab_config(
         &lab,
         &format!(
@@ -1463,4 +1460,44 @@ fn a_topology_served_only_at_v1alpha1_is_read() {
     assert_eq!(racks.len(), nodes.len(), "{domains:#?}");
     let log = std::fs::read_to_string(lab.dir.path().join("nightshift.log")).unwrap_or_default();
     assert!(!log.contains("served without topologies"), "{log}");
+}
+
+// The "sent = previewed" checker itself (tests/common/sent.rs), once:
+// it must fail where a backend sends more than its preview said.
+#[test]
+fn the_sent_checker_takes_placeholders_quotes_and_alternatives() {
+    use common::sent::{Sent, assert_sent_as_previewed, call_of};
+    let p = vec![
+        r#"POST /apis/batch/v1/namespaces/ns/jobs {"metadata":{"name":"check-n1-<run>"}}"#
+            .to_string(),
+        "wait up to 5m for it".into(),
+        r#"on a pass: PATCH /api/v1/nodes/n1 {"spec":{"unschedulable":null}}"#.into(),
+        r#"on a failure: PATCH /api/v1/nodes/n1 {"spec":{}}"#.into(),
+        "scontrol update 'Reason=it'\\''s out'".into(),
+    ];
+    let sent = vec![
+        call_of(
+            r#"POST /apis/batch/v1/namespaces/ns/jobs {"metadata": {"name": "check-n1-k2x9"}}"#,
+        )
+        .unwrap(),
+        call_of(r#"PATCH /api/v1/nodes/n1 {"spec":{}}"#).unwrap(),
+        Sent::Command(vec![
+            "scontrol".into(),
+            "update".into(),
+            "Reason=it's out".into(),
+        ]),
+    ];
+    assert_sent_as_previewed("t", &p, &sent);
+}
+
+#[test]
+#[should_panic(expected = "sent is not what the preview said")]
+fn the_sent_checker_fails_on_one_call_more_than_previewed() {
+    use common::sent::{assert_sent_as_previewed, call_of};
+    let p = vec!["PATCH /w {\"spec\":{\"active\":false}}".to_string()];
+    let sent = vec![
+        call_of("PATCH /w {\"spec\":{\"active\":false}}").unwrap(),
+        call_of("PATCH /w {\"spec\":{\"active\":true}}").unwrap(),
+    ];
+    assert_sent_as_previewed("t", &p, &sent);
 }
