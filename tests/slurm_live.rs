@@ -1626,11 +1626,7 @@ fn one_console_watches_the_sim_live_slurm_and_the_kube_lab() {
 fn validate_on(lab: &Lab, node: &str, verdict: &str) -> (bool, String) {
     let jobs = lab.dir.path().join("jobs");
     let script = jobs.join("dcgmi.sh");
-    std::fs::copy(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh"),
-        &script,
-    )
-    .expect("copy the check");
+    std::fs::copy(common::dcgmi_stand_in(), &script).expect("copy the check");
     let out_dir = lab.dir.path().join("validate");
     std::fs::create_dir_all(&out_dir).expect("output dir");
     let cfg = lab.dir.path().join(format!("validate-{verdict}.toml"));

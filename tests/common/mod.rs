@@ -14,6 +14,12 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_nightshift")
 }
 
+/// The DCGM diagnostics stand-in the validation tests run as a node's
+/// check (no GPUs here): tests/fixtures/validate/dcgmi.sh.
+pub fn dcgmi_stand_in() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate/dcgmi.sh")
+}
+
 /// Runs nightshift with `args`, logging into `dir`.
 pub fn nightshift(dir: &Path, args: &[&str]) -> Output {
     Command::new(bin())
