@@ -150,6 +150,25 @@ async fn reservations(
     })
 }
 
+/// The reservations a poll uses: read again when `kept` is older than
+/// `every` (they change rarely, and a node entering one says so by its own
+/// state flags meanwhile), else the kept answer at no cost.
+async fn reservations_kept(
+    client: &Client,
+    base: &str,
+    kept: &mut Option<(Result<serde_json::Value, String>, std::time::Instant)>,
+    every: Duration,
+) -> Result<(Result<serde_json::Value, String>, Duration), SourceError> {
+    if let Some((r, at)) = kept.as_ref()
+        && at.elapsed() < every
+    {
+        return Ok((r.clone(), Duration::ZERO));
+    }
+    let (r, cost) = reservations(client, base).await?;
+    *kept = Some((r.clone(), std::time::Instant::now()));
+    Ok((r, cost))
+}
+
 /// Decodes and maps a poll's answers, off the async workers (100,000 job
 /// records are hundreds of MB of JSON).
 async fn assemble(base: String, cfg: &SlurmConfig, a: Answers) -> Result<map::Mapped, SourceError> {
@@ -219,7 +238,12 @@ async fn assemble(base: String, cfg: &SlurmConfig, a: Answers) -> Result<map::Ma
 
 /// Nodes, jobs and partitions, asked for at once (independent requests:
 /// a poll takes the slowest, not the sum), and what they cost slurmrestd.
-async fn ask_all(client: &Client, base: &str) -> Result<(Answers, Duration), SourceError> {
+async fn ask_all(
+    client: &Client,
+    base: &str,
+    kept: &mut Option<(Result<serde_json::Value, String>, std::time::Instant)>,
+    every: Duration,
+) -> Result<(Answers, Duration), SourceError> {
     let (np, jp, pp) = (
         format!("{base}/nodes"),
         format!("{base}/jobs"),
@@ -229,7 +253,7 @@ async fn ask_all(client: &Client, base: &str) -> Result<(Answers, Duration), Sou
         timed(client, &np),
         timed(client, &jp),
         timed(client, &pp),
-        reservations(client, base)
+        reservations_kept(client, base, kept, every)
     )?;
     let a = Answers {
         nodes: n,
@@ -247,7 +271,8 @@ pub async fn fetch(
     cfg: &SlurmConfig,
 ) -> Result<map::Mapped, SourceError> {
     let base = format!("/slurm/{v}");
-    let (a, _) = ask_all(client, &base).await?;
+    // One snapshot: its reservations are read now.
+    let (a, _) = ask_all(client, &base, &mut None, Duration::ZERO).await?;
     assemble(base, cfg, a).await
 }
 
@@ -361,6 +386,9 @@ struct Poller {
     cadence: poll::Cadence,
     /// Every job record, with `jobs/state` (24.11 on).
     full: poll::Cadence,
+    /// The last reservations read and when: re-read every
+    /// `full_jobs_interval`, not every poll.
+    reservations: Option<(Result<serde_json::Value, String>, std::time::Instant)>,
 }
 
 impl Poller {
@@ -372,6 +400,7 @@ impl Poller {
             cfg,
             version: None,
             book: poll::JobBook::default(),
+            reservations: None,
         }
     }
 
@@ -419,7 +448,8 @@ impl Poller {
         };
         let base = format!("/slurm/{v}");
         if !v.has_job_states() {
-            let (a, cost) = ask_all(&self.client, &base).await?;
+            let every = self.cfg.full_jobs_interval;
+            let (a, cost) = ask_all(&self.client, &base, &mut self.reservations, every).await?;
             self.cadence.observe(cost);
             return assemble(base, &self.cfg, a).await;
         }
@@ -432,7 +462,12 @@ impl Poller {
             timed(&self.client, &np),
             timed(&self.client, &pp),
             timed(&self.client, &sp),
-            reservations(&self.client, &base)
+            reservations_kept(
+                &self.client,
+                &base,
+                &mut self.reservations,
+                self.cfg.full_jobs_interval
+            )
         )?;
         let fresh = poll::states(&states).map_err(|e| SourceError::Decode {
             what: format!("GET {sp}"),

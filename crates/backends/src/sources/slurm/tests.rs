@@ -445,9 +445,14 @@ async fn on_24_11_only_changed_jobs_are_fetched_between_full_lists() {
     let m = p.poll().await.expect("first poll");
     assert_eq!(m.cluster.name, "lab24", "Slurm's name, from meta");
     assert_eq!(m.cluster.jobs.len(), 5);
+    let first = asked();
     assert!(
-        asked().contains(&format!("{v}/jobs")),
+        first.contains(&format!("{v}/jobs")),
         "the first poll lists every job"
+    );
+    assert!(
+        first.contains(&format!("{v}/reservations")),
+        "and reads the reservations"
     );
     // Nothing changed: states only.
     p.poll().await.expect("second poll");
@@ -458,9 +463,9 @@ async fn on_24_11_only_changed_jobs_are_fetched_between_full_lists() {
         [
             format!("{v}/jobs/state"),
             format!("{v}/nodes"),
-            format!("{v}/partitions"),
-            format!("{v}/reservations")
-        ]
+            format!("{v}/partitions")
+        ],
+        "the reservations are kept until the full interval"
     );
     // Job 3 starts, job 5 leaves Slurm's memory.
     let mut job3: serde_json::Value =
