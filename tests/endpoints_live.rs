@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{require, wait_for};
+use common::{free_port, require, wait_for};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -119,13 +119,6 @@ async fn next_snapshot(
             Ok(None) | Err(_) => panic!("the endpoint loop stopped"),
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
 }
 
 fn get_gpus(args: &[&str], dir: &std::path::Path) -> (Vec<Value>, String) {

@@ -491,10 +491,7 @@ fn duplicate_series_do_not_hide_an_xid() {
 fn the_agent_caps_its_connections_and_survives_a_huge_request() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
+    let port = common::free_port();
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/readings.json");
     let mut agent = Command::new(bin())
@@ -701,10 +698,7 @@ fn a_kubernetes_api_server_that_never_answers_fails_within_the_request_timeout()
 fn kubernetes_connection_errors_name_the_address_and_the_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     // A closed port: bound, then dropped.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
+    let port = common::free_port();
     // https to a plain-HTTP server.
     let plain = Fake::start(Behaviour::json(200, "{}"));
     for (url, why) in [

@@ -1501,3 +1501,75 @@ fn the_sent_checker_fails_on_one_call_more_than_previewed() {
     ];
     assert_sent_as_previewed("t", &p, &sent);
 }
+
+/// The circuit breaker counts nodes someone else took out in its window
+/// (issue 37): `kubectl cordon` sets no time, so the kubelet's
+/// `NodeNotSchedulable` event says when (kube-lab has no kubelet: the test
+/// creates the event the kubelet would, with kubectl). Two nodes cordoned
+/// a minute ago by hand, with a limit of two per window, refuse a drain of
+/// a third, naming them; nothing is sent.
+#[test]
+fn the_breaker_counts_nodes_cordoned_by_hand_from_the_kubelets_events() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let path = lab.dir.path().join("breaker.toml");
+    std::fs::write(
+        &path,
+        "[actions]\nmax_partition_share_out = 0.9\nmax_nodes_per_window = 2\n",
+    )
+    .expect("config");
+    let cfg = path.to_str().expect("utf-8 path");
+    let date = std::process::Command::new("date")
+        .args(["-u", "-d", "1 minute ago", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .expect("date");
+    let minute_ago = String::from_utf8_lossy(&date.stdout).trim().to_string();
+    for node in ["gpu-06", "gpu-07"] {
+        assert!(lab.kubectl(&["cordon", node]).status.success());
+        let event = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": format!("{node}.cordoned"), "namespace": "default"},
+            "involvedObject": {"kind": "Node", "name": node, "uid": node},
+            "reason": "NodeNotSchedulable",
+            "message": format!("Node {node} status is now: NodeNotSchedulable"),
+            "source": {"component": "kubelet", "host": node},
+            "type": "Normal",
+            "firstTimestamp": minute_ago,
+            "lastTimestamp": minute_ago,
+            "count": 1
+        });
+        let file = lab.dir.path().join(format!("{node}-event.json"));
+        std::fs::write(&file, event.to_string()).expect("event");
+        let out = lab.kubectl(&[
+            "create",
+            "--validate=false",
+            "-f",
+            file.to_str().expect("utf-8"),
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = lab.nightshift(&[
+        "--config",
+        cfg,
+        "drain",
+        "gpu-02",
+        "--reason",
+        "mine",
+        "--requeue",
+        "--confirm",
+        "gpu-02",
+    ]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("2 node(s) already taken out in the last 10 min")
+            && t.contains("gpu-06 at")
+            && t.contains("gpu-07 at"),
+        "{t}"
+    );
+    let n = lab.kubectl_json(&["get", "node", "gpu-02", "-o", "json"]);
+    assert_ne!(n["spec"]["unschedulable"], true, "nothing was sent");
+}

@@ -1397,6 +1397,45 @@ fn live_small_partition_answers_agree_drain_without_force_and_partial_outcomes()
     assert!(sinfo.contains("draining"), "{sinfo}");
     let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
     assert!(!audit.contains("\"partial\":true"), "{audit}");
+
+    // Someone drains gpu01 by hand with scontrol: the breaker counts it by
+    // Slurm's reason_changed_at beside nightshift's two (issue 37), and a
+    // third node in ten minutes refuses the fourth, naming all three.
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=gpu01",
+            "state=drain",
+            "reason=theirs: PSU",
+        ],
+    );
+    let (ok, out) = nightshift_on(
+        &lab,
+        &[],
+        &[
+            "drain",
+            "gpu03",
+            "--reason",
+            "mine",
+            "--requeue",
+            "--confirm",
+            "gpu03",
+        ],
+    );
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("3 node(s) already taken out in the last 10 min")
+            && ["gpu01 at", "gpu02 at", "gpu04 at"]
+                .iter()
+                .all(|n| out.contains(n)),
+        "{out}"
+    );
+    assert!(
+        !lab.run("sinfo", &["-h", "-n", "gpu03", "-O", "StateLong:20"])
+            .contains("drain"),
+        "nothing sent"
+    );
 }
 
 /// slurmrestd dies while a node endpoint keeps answering: the header turns

@@ -639,10 +639,7 @@ fn a_dead_slurmrestd_shows_no_made_up_zeros() {
     if !require("tmux", "apt-get install tmux") {
         return;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
+    let port = common::free_port();
     let t = Tmux::start(100, 30);
     t.type_line(&format!(
         "TERM=tmux-256color {} --source slurm --slurm-url http://127.0.0.1:{port} --slurm-user root --log-file {}; echo EXIT=$?",

@@ -49,6 +49,44 @@ pub fn require(tool: &str, install_hint: &str) -> bool {
     false
 }
 
+/// A loopback port no one listens on, for a server a test starts. Taken
+/// below the kernel's ephemeral range (32768+ here), so an outgoing
+/// connection cannot take it between this check and the server's bind,
+/// and never handed out twice in one test binary, so two labs started in
+/// parallel do not pick the same one. (A port from `bind(:0)` is in the
+/// ephemeral range: CI saw slurmrestd fail with "Address already in use".)
+pub fn free_port() -> u16 {
+    free_ports(1)
+}
+
+/// `n` consecutive free ports (see `free_port`); returns the first.
+pub fn free_ports(n: u16) -> u16 {
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const LOW: u16 = 20_000;
+    const HIGH: u16 = 32_000;
+    // Each test binary starts at its own place in the range.
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let span = HIGH - LOW;
+    let _ = NEXT.compare_exchange(
+        0,
+        LOW + (std::process::id() % u32::from(span)) as u16,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..2_000 {
+        let mut base = NEXT.fetch_add(n, Ordering::SeqCst);
+        if base < LOW || base + n > HIGH {
+            NEXT.store(LOW + n, Ordering::SeqCst);
+            base = LOW;
+        }
+        if (0..n).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+            return base;
+        }
+    }
+    panic!("no {n} free consecutive ports in {LOW}..{HIGH}");
+}
+
 /// Polls `f` until it returns Some or `timeout` passes.
 pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let start = Instant::now();

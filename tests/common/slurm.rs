@@ -5,7 +5,6 @@
 //! (chroot-24.11.sh, up-24.11.sh), or Slurm 26.05 from Debian testing's
 //! the same way (chroot-26.05.sh, up-24.11.sh with SLURM=26.05).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,27 +24,6 @@ pub struct Lab {
     pub token: String,
     pub version: Slurm,
     script_dir: PathBuf,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Four consecutive free ports for the four slurmd.
-fn free_block() -> u16 {
-    for _ in 0..200 {
-        let base = free_port();
-        if base > 60_000 {
-            continue;
-        }
-        if (0..4).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
-            return base;
-        }
-    }
-    panic!("no block of 4 free ports");
 }
 
 impl Lab {
@@ -75,7 +53,7 @@ impl Lab {
                 )
             }
         };
-        let (ctld, rest, nodes) = (free_port(), free_port(), free_block());
+        let (ctld, rest, nodes) = (super::free_port(), super::free_port(), super::free_ports(4));
         let mut cmd = Command::new("bash");
         cmd.arg(script_dir.join(script))
             .env("LAB", dir.path())
@@ -298,7 +276,7 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn start(lab: &Lab) -> Recorder {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("proxy port");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy port");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let upstream = lab
             .url

@@ -349,6 +349,7 @@ pub fn preview(
             wall_now: audit::now(),
             span_s: policy.window.as_secs() as i64,
             except: None,
+            scheduler: Some(c),
         })
     });
     let remedy = cordons_failing_domain(a, base);
@@ -642,6 +643,7 @@ pub async fn run(
             wall_now: audit::now(),
             span_s: now.policy.window.as_secs() as i64,
             except: None,
+            scheduler: Some(now.cluster),
         });
         if let Err(r) =
             now.policy

@@ -3,6 +3,7 @@
 
 use super::incident::fault_of_incident;
 use super::{AuditError, Record};
+use crate::model::{Cluster, NodeState};
 
 /// What [`AuditLog::armed_checked`] found.
 #[derive(Debug, Clone, Default)]
@@ -143,18 +144,23 @@ impl Reading {
             .collect()
     }
 
-    /// The distinct nodes this cluster took out of service within the
-    /// window (cordon, drain: every intent whose outcome did not say it
-    /// failed to — done, partly done, or in flight), each with its latest
-    /// time on the clock it was counted by; a failing domain's remedy
-    /// cordons are not counted. Oldest first.
+    /// The distinct nodes taken out of service within the window, each
+    /// with its latest time on the clock it was counted by, oldest first:
+    /// this cluster's intents (cordon, drain: every one whose outcome did
+    /// not say it failed to — done, partly done, or in flight), and, when
+    /// the window has the snapshot, every node the scheduler says went out
+    /// of service in it whoever did it (cordoned, draining, drained or
+    /// down, with the time its reason was set: Slurm's
+    /// `reason_changed_at`, the kubelet's `NodeNotSchedulable` or
+    /// `NodeNotReady` time). A failing domain's remedy cordons are not
+    /// counted, nor `except`.
     pub fn taken_out(&self, w: &Window<'_>) -> Vec<(String, i64)> {
         let failed = self.failed_to_take_out();
         let mut latest: std::collections::HashMap<&str, i64> = Default::default();
+        let mut remedies: std::collections::HashSet<&str> = Default::default();
         for r in &self.records {
             if r.phase != "intent"
                 || !(r.action == "drain" || r.action == "cordon")
-                || r.domain_remedy
                 || failed.contains(r.id.as_str())
                 || w.except.is_some_and(|n| r.target == n)
                 || !w.clusters.contains(&r.cluster.as_str())
@@ -168,8 +174,29 @@ impl Reading {
             if t < now - w.span_s || t > now {
                 continue;
             }
+            if r.domain_remedy {
+                remedies.insert(r.target.as_str());
+                continue;
+            }
             let e = latest.entry(r.target.as_str()).or_insert(t);
             *e = (*e).max(t);
+        }
+        for n in w.scheduler.map(|c| c.nodes.as_slice()).unwrap_or_default() {
+            let out = matches!(
+                n.state,
+                NodeState::Cordoned | NodeState::Draining | NodeState::Drain | NodeState::Down
+            );
+            let Some(t) = n.reason_time.filter(|_| out) else {
+                continue;
+            };
+            if t < w.source_now - w.span_s
+                || t > w.source_now
+                || w.except == Some(n.name.as_str())
+                || remedies.contains(n.name.as_str())
+            {
+                continue;
+            }
+            latest.entry(n.name.as_str()).or_insert(t);
         }
         let mut out: Vec<(String, i64)> = latest
             .into_iter()
@@ -200,7 +227,8 @@ impl Reading {
 /// gates (docs/decision-engine.md): this cluster's records (under any of
 /// `clusters`), on the source's clock (`source_now`; wall-clock `wall_now`
 /// for records without one), `span_s` long; `except` a node not counted
-/// (an armed plan's own cordon).
+/// (an armed plan's own cordon); `scheduler` the snapshot whose nodes the
+/// scheduler says went out of service in the window are counted too.
 #[derive(Debug, Clone, Copy)]
 pub struct Window<'a> {
     pub clusters: &'a [&'a str],
@@ -208,4 +236,5 @@ pub struct Window<'a> {
     pub wall_now: i64,
     pub span_s: i64,
     pub except: Option<&'a str>,
+    pub scheduler: Option<&'a Cluster>,
 }

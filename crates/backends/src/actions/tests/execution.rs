@@ -741,3 +741,49 @@ fn due_at_once() -> crate::model::Trigger {
         by: None,
     }
 }
+
+/// The breaker counts what the scheduler says went out of service in its
+/// window whoever did it (issue 37): three cordons typed by someone else
+/// (the sim's own command, no audit record) refuse the fourth node,
+/// naming them with their times; a failing domain's remedy cordon, which
+/// the scheduler also shows cordoned, is not counted; nor is a node
+/// drained an hour and a half before (the sim's long-drained node).
+#[test]
+fn the_breaker_counts_nodes_someone_else_took_out_in_its_window() {
+    let b = bench();
+    let c = snapshot(&b.sim);
+    let p = Policy::default();
+    let refusal = |b: &Bench| {
+        preview(b, &drain("a100-05"), &p, Duration::ZERO)
+            .refusal
+            .map(|r| r.to_string())
+            .unwrap_or_default()
+    };
+    // A domain remedy nightshift sent, the cordon seen by the scheduler.
+    b.log
+        .write(&Record {
+            cluster: c.name.clone(),
+            action: "cordon".into(),
+            domain_remedy: true,
+            source_time: Some(c.time),
+            time: crate::actions::audit::now(),
+            ..intent("r1", "h100-08", 0)
+        })
+        .expect("write");
+    cordon_behind_the_guard(&b, "h100-08", "leaf ib-leaf-2 failing");
+    for n in ["h100-01", "a100-01"] {
+        cordon_behind_the_guard(&b, n, "theirs");
+    }
+    let why = refusal(&b);
+    assert!(!why.contains("already taken out"), "{why}");
+    cordon_behind_the_guard(&b, "a100-07", "theirs");
+    let why = refusal(&b);
+    assert!(
+        why.contains("3 node(s) already taken out")
+            && ["h100-01 at", "a100-01 at", "a100-07 at"]
+                .iter()
+                .all(|n| why.contains(n))
+            && !why.contains("h100-08"),
+        "{why}"
+    );
+}

@@ -35,7 +35,7 @@ mod nodes;
 use super::pod::{Container, Pod};
 
 use jobs::{Gang, gang_of, job_of, scheduling_messages};
-use nodes::{add_topology_domains, events, node_of, topology_levels};
+use nodes::{add_topology_domains, cordon_times, events, node_of, topology_levels};
 pub use nodes::{gpu_named, taint_text, xid_code};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -311,6 +311,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         .filter_map(|v| node_of(v, &mut warnings))
         .collect();
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    cordon_times(o, &mut nodes);
     let levels = topology_levels(o);
     for n in &mut nodes {
         add_topology_domains(n, &levels);

@@ -326,6 +326,32 @@ fn state_of(
     }
 }
 
+/// When each cordoned node was cordoned, where its taint did not say
+/// (`kubectl cordon` sets no time): the kubelet's latest
+/// `NodeNotSchedulable` event for it. The circuit breaker counts a node
+/// someone else took out in its window by this time.
+pub(super) fn cordon_times(o: &Objects, nodes: &mut [Node]) {
+    for e in o.of("events") {
+        if e["involvedObject"]["kind"] != "Node" || e["reason"] != "NodeNotSchedulable" {
+            continue;
+        }
+        let name = e["involvedObject"]["name"].as_str().unwrap_or_default();
+        let Some(t) = time(&e["lastTimestamp"])
+            .or_else(|| time(&e["eventTime"]))
+            .or_else(|| time(&e["firstTimestamp"]))
+        else {
+            continue;
+        };
+        if let Some(n) = nodes
+            .iter_mut()
+            .find(|n| n.name == name && n.state == NodeState::Cordoned)
+            && n.reason_time.is_none_or(|r| r < t)
+        {
+            n.reason_time = Some(t);
+        }
+    }
+}
+
 /// Xid events (node events and GPU health conditions naming an Xid) and
 /// node state changes (NodeNotReady), oldest first.
 pub(super) fn events(o: &Objects, c: &Cluster) -> Vec<Event> {
