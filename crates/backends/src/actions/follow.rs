@@ -208,7 +208,7 @@ fn breaker_now(a: &Armed, f: &Firing<'_>) -> Option<Refusal> {
         wall_now: audit::now(),
         span_s: f.policy.window.as_secs() as i64,
         except: Some(node),
-        scheduler: Some(&f.cluster),
+        scheduler: Some(f.cluster),
     });
     f.policy
         .check_listing(&a.action, &view, f.data_age, &recent, false)
