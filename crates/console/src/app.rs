@@ -352,7 +352,10 @@ pub struct App {
     /// said): sent when due.
     pub armed: Vec<crate::model::Armed>,
     /// The step to arm once the option's first step is done.
-    pub(crate) arm_after: Option<(Action, crate::model::Trigger)>,
+    /// The option's later step, armed once its first is done; `true` when
+    /// the operator typed `force NODE` at the first: the plan keeps that
+    /// override for its armed step (as `--force` does on the command line).
+    pub(crate) arm_after: Option<(Action, crate::model::Trigger, bool)>,
     /// The action whose confirmation arms it instead of sending it ("preempt
     /// after its next checkpoint").
     pub(crate) arm_on_confirm: Option<(Action, crate::model::Trigger)>,

@@ -49,6 +49,9 @@ pub enum Request {
     Arm {
         action: Action,
         when: crate::model::Trigger,
+        /// Confirmed past the circuit breaker (`force NODE`): the step
+        /// keeps that override when it fires.
+        forced: bool,
         cluster: Arc<Cluster>,
     },
     /// Send each armed step of this cluster that is due on `cluster`.
@@ -143,13 +146,15 @@ impl Runner {
             Request::Arm {
                 action,
                 when,
+                forced,
                 cluster,
-            } => match follow::arm(
+            } => match follow::arm_forced(
                 &self.log,
                 &self.who(&cluster.name),
                 action,
                 when,
                 cluster.time,
+                forced,
             ) {
                 Ok(a) => news.push(format!("armed: {}", describe(&a))),
                 Err(e) => news.push(format!("not armed: {e}")),

@@ -431,6 +431,12 @@ impl App {
             });
             return;
         }
+        // `force NODE` typed: the plan keeps the override for its armed
+        // step, sealed with it.
+        let forced = p.answer(&typed) == crate::actions::guard::Answer::Force;
+        if let Some(later) = self.arm_after.as_mut() {
+            later.2 = forced;
+        }
         if let Some((a, when)) = self.arm_on_confirm.take()
             && a == action
         {
@@ -442,6 +448,7 @@ impl App {
             self.emit(Effect::Run(Request::Arm {
                 action: a,
                 when,
+                forced,
                 cluster: self.cluster.clone(),
             }));
             return;

@@ -32,7 +32,7 @@ impl App {
 
     /// Remembers the step to arm once the option's first step is done.
     pub(super) fn arm_when_done(&mut self, action: Action, when: Trigger) {
-        self.arm_after = Some((action, when));
+        self.arm_after = Some((action, when, false));
     }
 
     /// After a snapshot: the audit log's armed steps asked for once (they
@@ -96,7 +96,7 @@ impl App {
 
     /// The option's first step is done: its later step is armed now.
     pub(super) fn arm_after_done(&mut self, ok: bool) {
-        let Some((action, when)) = self.arm_after.take() else {
+        let Some((action, when, forced)) = self.arm_after.take() else {
             return;
         };
         if !ok {
@@ -110,6 +110,7 @@ impl App {
         self.emit(Effect::Run(Request::Arm {
             action,
             when,
+            forced,
             cluster: self.cluster.clone(),
         }));
     }

@@ -60,19 +60,7 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
         a.modal
     );
     assert_eq!(a.next_steps.len(), 5, "three more cordons, two requeues");
-    let done = |what: &str| crate::actions::guard::Done {
-        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
-            what: what.into(),
-            ok: true,
-            verified: true,
-            observed: "cordoned".into(),
-            error: None,
-            unchanged: false,
-            refused: None,
-        }]),
-        undo: None,
-        message: "done".into(),
-    };
+    let done = done_step;
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Done(Box::new(done(
             "cordon h100-05",
@@ -138,19 +126,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
     );
     assert!(a.next_steps.is_empty(), "armed, not stepped by hand");
     a.effects.clear();
-    let done = crate::actions::guard::Done {
-        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
-            what: "cordon h100-05".into(),
-            ok: true,
-            verified: true,
-            observed: "cordoned".into(),
-            error: None,
-            unchanged: false,
-            refused: None,
-        }]),
-        undo: None,
-        message: "done".into(),
-    };
+    let done = done_step("cordon h100-05");
     a.take_in(
         Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
         now,
@@ -449,4 +425,68 @@ fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
     );
     press(&mut a, "q");
     assert!(a.asked(|e| matches!(e, Effect::Quit)));
+}
+
+/// `force NODE` typed at an armed plan's cordon (the breaker refused it)
+/// reaches its armed step (issue 37): the drain is armed `forced`, as
+/// `--force` arms it on the command line, so it is not refused when it
+/// fires; a plain confirmation arms it unforced.
+#[test]
+fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
+    use crate::actions::runner::{Reply, Request};
+    for (typed, forced) in [("force h100-05", true), ("h100-05", false)] {
+        let (mut a, _, c, now) = console_at(100);
+        a.take_in(
+            Msg::Action(Reply::Armed {
+                armed: Vec::new(),
+                news: Vec::new(),
+            }),
+            now,
+        );
+        let an = Analysis::compute(
+            &c,
+            None,
+            &Focus::Node("h100-05".into()),
+            &crate::engine::SiteParams::default(),
+            &XidCatalog::default(),
+        );
+        a.take_in(Msg::Analysis(Arc::new(an)), now);
+        a.modal = Some(Modal::Options {
+            target: "h100-05".into(),
+        });
+        key(&mut a, KeyCode::Enter);
+        let action = match &a.modal {
+            Some(Modal::Confirm { action, .. }) => action.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(&action, Action::Cordon { node, .. } if node == "h100-05"));
+        let mut p = preview_typed(action, "h100-05");
+        if forced {
+            p.refusal = Some(crate::actions::policy::Refusal::Breaker(
+                "3 node(s) already taken out in the last 10 min".into(),
+            ));
+        }
+        a.take_in(Msg::Action(Reply::Preview(Box::new(p))), now);
+        a.effects.clear();
+        press(&mut a, typed);
+        let later = a.now + Duration::from_millis(300);
+        a.tick(later);
+        key(&mut a, KeyCode::Enter);
+        assert!(sent_a_run(&a), "{typed}: the cordon is sent");
+        a.take_in(
+            Msg::Action(Reply::Done(Box::new(done_step("cordon h100-05")))),
+            now,
+        );
+        let armed_forced = a
+            .sent()
+            .iter()
+            .find_map(|r| match r {
+                Request::Arm { action, forced, .. } if action.target() == "h100-05" => {
+                    Some(*forced)
+                }
+                _ => None,
+            })
+            .expect("the drain armed");
+        assert_eq!(armed_forced, forced, "{typed}");
+    }
 }
