@@ -71,10 +71,11 @@ fn reported(r: &FaultReport, cat: &XidCatalog) -> (ActionClass, String) {
         .map_or(String::new(), |t| format!(" since {}", text::clock(t)));
     match r.xid {
         Some(code) => (
-            cat.action(code),
+            cat.action_of(code, Some(&r.message)),
             format!(
-                "Xid {code} ({}) reported by {}{since}: still set",
+                "Xid {code} ({}{}) reported by {}{since}: still set",
                 cat.name(code),
+                worded(cat, code, Some(&r.message)),
                 r.source
             ),
         ),
@@ -83,6 +84,13 @@ fn reported(r: &FaultReport, cat: &XidCatalog) -> (ActionClass, String) {
             format!("GPU fault reported by {}{since}: {}", r.source, r.message),
         ),
     }
+}
+
+/// ", fatal" or ", nonfatal" after an Xid's name, where its message's word
+/// decided its action.
+fn worded(cat: &XidCatalog, code: u32, message: Option<&str>) -> String {
+    cat.worded(code, message)
+        .map_or(String::new(), |w| format!(", {}", w.as_str()))
 }
 
 /// [`gpu_verdict`] with the faults the cluster reports about the GPU: each
@@ -99,34 +107,38 @@ pub fn gpu_verdict_with(
     for r in reports {
         found.push(reported(r, cat));
     }
-    let mut xids: Vec<(u32, Option<i64>)> = events
+    let mut xids: Vec<(u32, Option<i64>, Option<&str>)> = events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Xid { code } => Some((code, Some(e.time))),
+            EventKind::Xid { code } => Some((code, Some(e.time), Some(e.message.as_str()))),
             _ => None,
         })
         .collect();
     if let Some(x) = &gpu.last_xid
         && !xids
             .iter()
-            .any(|(c, t)| *c == x.code && (*t == x.time || x.time.is_none()))
+            .any(|(c, t, _)| *c == x.code && (*t == x.time || x.time.is_none()))
     {
-        xids.push((x.code, x.time));
+        xids.push((x.code, x.time, x.message.as_deref()));
     }
     // An Xid a report says is still set is said once, by the report.
-    xids.retain(|(c, _)| !reports.iter().any(|r| r.xid == Some(*c)));
-    let primary = xids.iter().any(|(c, _)| !cat.is_secondary(*c))
+    xids.retain(|(c, _, _)| !reports.iter().any(|r| r.xid == Some(*c)));
+    let primary = xids.iter().any(|(c, _, _)| !cat.is_secondary(*c))
         || reports
             .iter()
             .any(|r| r.xid.is_some_and(|c| !cat.is_secondary(c)));
-    for (code, time) in &xids {
+    for (code, time, message) in &xids {
         if primary && cat.is_secondary(*code) {
             continue;
         }
         let at = time.map_or(String::new(), |t| format!(" at {}", text::clock(t)));
         found.push((
-            cat.action(*code),
-            format!("Xid {code} ({}){at}", cat.name(*code)),
+            cat.action_of(*code, *message),
+            format!(
+                "Xid {code} ({}{}){at}",
+                cat.name(*code),
+                worded(cat, *code, *message)
+            ),
         ));
     }
     for e in events {
@@ -236,7 +248,7 @@ pub fn verdicts(
     cat: &XidCatalog,
     site: &SiteParams,
 ) -> Vec<NodeVerdict> {
-    let (by_gpu, by_node, links) = current_events(c);
+    let (by_gpu, by_node, links) = current_events(c, cat);
     // The rates as of each GPU's newest reading (see `EccBaseline`).
     let now = prev.map(|p| EccBaseline::advance(Some(p), c));
     let failing = super::fabric::failing_domains(c, site);
@@ -247,10 +259,14 @@ pub fn verdicts(
             .gpus
             .iter()
             .map(|g| {
-                // A last Xid from before the node's last boot was cleared by it.
+                // A last Xid from before the node's last boot was cleared
+                // by it; one a freshly booted node raises is its noise.
                 let cleared;
                 let g = match (&g.last_xid, boot) {
-                    (Some(x), Some(b)) if x.time.is_some_and(|t| t <= b) => {
+                    (Some(x), Some(b))
+                        if x.time
+                            .is_some_and(|t| t <= b || cat.boot_noise(x.code, t, Some(b))) =>
+                    {
                         cleared = Gpu {
                             last_xid: None,
                             ..g.clone()
@@ -376,12 +392,13 @@ fn node_verdict(
 /// And its network ports' events ([`super::fabric::QUIET_S`]: a link
 /// quiet that long is history).
 #[allow(clippy::type_complexity)]
-fn current_events(
-    c: &Cluster,
+fn current_events<'a>(
+    c: &'a Cluster,
+    cat: &XidCatalog,
 ) -> (
-    HashMap<(&str, u32), Vec<&Event>>,
-    HashMap<&str, Vec<&Event>>,
-    HashMap<&str, Vec<&Event>>,
+    HashMap<(&'a str, u32), Vec<&'a Event>>,
+    HashMap<&'a str, Vec<&'a Event>>,
+    HashMap<&'a str, Vec<&'a Event>>,
 ) {
     let boots: HashMap<&str, i64> = c
         .nodes
@@ -392,9 +409,13 @@ fn current_events(
     // Reports that name the node but not the GPU (Kubernetes' node
     // problem events, a driver message with only a PCI address).
     let mut by_node: HashMap<&str, Vec<&Event>> = HashMap::new();
-    // Events from before a node's last boot were cleared by the reboot.
+    // Events from before a node's last boot were cleared by the reboot;
+    // a freshly booted node's link noise is no fault on its own.
     let current = |e: &&Event| {
-        e.time > c.time - XID_WINDOW_S && boots.get(e.node.as_str()).is_none_or(|&b| e.time > b)
+        let boot = boots.get(e.node.as_str()).copied();
+        e.time > c.time - XID_WINDOW_S
+            && boot.is_none_or(|b| e.time > b)
+            && !super::incidents::boot_noise(e, boot, cat)
     };
     let mut links: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in c.events.iter().filter(current) {
@@ -459,7 +480,7 @@ pub fn event_severity(e: &Event, cat: &XidCatalog) -> crate::model::GpuHealth {
 /// The action an incident calls for, by itself.
 pub fn event_action(e: &Event, cat: &XidCatalog) -> ActionClass {
     match &e.kind {
-        EventKind::Xid { code } => cat.action(*code),
+        EventKind::Xid { code } => cat.action_of(*code, Some(&e.message)),
         EventKind::Ecc {
             dbe,
             remap_failed,
@@ -510,6 +531,7 @@ mod tests {
         g.last_xid = Some(LastXid {
             code: 79,
             time: Some(0),
+            message: None,
         });
         assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
     }
@@ -520,6 +542,7 @@ mod tests {
         g.last_xid = Some(LastXid {
             code: 4242,
             time: None,
+            message: None,
         });
         let v = verdict(&g);
         assert_eq!(v.action, ActionClass::Investigate);
@@ -527,6 +550,7 @@ mod tests {
         g.last_xid = Some(LastXid {
             code: 45,
             time: None,
+            message: None,
         });
         assert_eq!(verdict(&g).action, ActionClass::RestartJob);
     }

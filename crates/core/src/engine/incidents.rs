@@ -315,12 +315,25 @@ fn rebooted_between(
     boots.get(node).is_some_and(|&t| a < t && t <= b)
 }
 
+/// An Xid a freshly booted node raises on its own (an NVLink link down
+/// while its links train: the catalog's `quiet_after_boot_s`): no failure.
+pub(crate) fn boot_noise(e: &Event, boot: Option<Timestamp>, cat: &XidCatalog) -> bool {
+    match e.kind {
+        EventKind::Xid { code } => cat.boot_noise(code, e.time, boot),
+        _ => false,
+    }
+}
+
 /// Gathers the GPU events into failures: the events of one GPU (or, when
 /// a report names no GPU, of its node) less than [`GROUP_GAP_S`] apart
 /// and not separated by a reboot. Node state changes within a day of a
 /// failure on their node are its stages; stalls of a gang whose rank was
 /// on the failed GPU are its evidence. What joins nothing stands alone.
-fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Event>, Vec<usize>) {
+fn gather<'a>(
+    c: &'a Cluster,
+    stalls: &[Stall],
+    cat: &XidCatalog,
+) -> (Vec<Failure<'a>>, Vec<&'a Event>, Vec<usize>) {
     // Looked up once: a scan of the nodes per comparison was linear in the
     // cluster's size.
     let boots: FxHashMap<&str, Timestamp> = c
@@ -335,6 +348,9 @@ fn gather<'a>(c: &'a Cluster, stalls: &[Stall]) -> (Vec<Failure<'a>>, Vec<&'a Ev
     for e in events {
         if matches!(e.kind, EventKind::NodeState { .. }) {
             node_events.push(e);
+            continue;
+        }
+        if boot_noise(e, boots.get(e.node.as_str()).copied(), cat) {
             continue;
         }
         let port = matches!(e.kind, EventKind::Link { .. });
@@ -675,7 +691,7 @@ pub fn incidents(
     stalls: &[Stall],
     cat: &XidCatalog,
 ) -> Vec<Incident> {
-    let (failures, alone, lone_stalls) = gather(c, stalls);
+    let (failures, alone, lone_stalls) = gather(c, stalls, cat);
     let mut out: Vec<Incident> = failures
         .iter()
         .filter_map(|f| failure_incident(c, f, verdicts, unusable, stalls, cat))

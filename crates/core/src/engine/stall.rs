@@ -376,14 +376,16 @@ fn xid_since(
         .iter()
         .filter(|e| e.node == g.node && e.gpu == Some(g.index) && e.time >= started)
         .filter_map(|e| match e.kind {
-            EventKind::Xid { code } if cat.action(code).needs_drain() => Some((e.time, code)),
+            EventKind::Xid { code } if cat.action_of(code, Some(&e.message)).needs_drain() => {
+                Some((e.time, code))
+            }
             _ => None,
         })
         .next()
         .or_else(|| {
             g.last_xid
                 .as_ref()
-                .filter(|x| cat.action(x.code).needs_drain())
+                .filter(|x| cat.action_of(x.code, x.message.as_deref()).needs_drain())
                 .filter(|x| x.time.is_none_or(|t| t >= started))
                 .map(|x| (x.time.unwrap_or(c.time), x.code))
         })
@@ -432,6 +434,7 @@ mod tests {
         std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 79,
             time: Some(NOW - 60),
+            message: None,
         });
         let s = found(&c, &StallHistory::default());
         let ids: Vec<&str> = s.iter().map(|x| x.job.as_str()).collect();
@@ -465,12 +468,14 @@ mod tests {
         std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 13,
             time: Some(NOW - 60),
+            message: None,
         });
         assert!(found(&c, &StallHistory::default()).is_empty());
         // An Xid from before the job started is not this job's stall.
         std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
             code: 79,
             time: Some(NOW - 10_000),
+            message: None,
         });
         assert!(found(&c, &StallHistory::default()).is_empty());
     }

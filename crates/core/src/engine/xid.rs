@@ -147,6 +147,55 @@ pub struct XidEntry {
     /// Only a consequence of another Xid when one is present (Xid 45).
     #[serde(default)]
     pub secondary: bool,
+    /// The action when the driver's message says the error was fatal
+    /// (Blackwell's NVLink Xids 144–150 say `Fatal` or `Nonfatal`);
+    /// `action` is then for a reading without that word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fatal: Option<ActionClass>,
+    /// The action when the message says `Nonfatal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonfatal: Option<ActionClass>,
+    /// Seconds after a node's boot during which this Xid alone is no
+    /// fault: links still training raise it on healthy nodes (Blackwell's
+    /// NVLink link-down, Xid 155).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_after_boot_s: Option<i64>,
+}
+
+/// What an Xid's driver message says of its severity, where the catalog
+/// tells the two apart: the word `Fatal` or `Nonfatal` (`Non-fatal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worded {
+    Fatal,
+    Nonfatal,
+}
+
+impl Worded {
+    /// The word in a driver message (`…: 149, NETIR_LINK_EVT Fatal XC0 i0
+    /// Link 14 (…)`), if it has one.
+    pub fn of(message: &str) -> Option<Worded> {
+        let words: Vec<&str> = message
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            if w.eq_ignore_ascii_case("nonfatal") {
+                return Some(Worded::Nonfatal);
+            }
+            if w.eq_ignore_ascii_case("fatal") {
+                let non = i > 0 && words[i - 1].eq_ignore_ascii_case("non");
+                return Some(if non { Worded::Nonfatal } else { Worded::Fatal });
+            }
+        }
+        None
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Worded::Fatal => "fatal",
+            Worded::Nonfatal => "nonfatal",
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -228,6 +277,39 @@ impl XidCatalog {
             .map_or(ActionClass::Investigate, |e| e.action)
     }
 
+    /// The action for an Xid with its driver message, where the catalog
+    /// tells fatal from nonfatal by the message's word; without the word
+    /// (or a message), the entry's `action`.
+    pub fn action_of(&self, code: u32, message: Option<&str>) -> ActionClass {
+        let Some(e) = self.get(code) else {
+            return ActionClass::Investigate;
+        };
+        match message.and_then(Worded::of) {
+            Some(Worded::Fatal) => e.fatal.unwrap_or(e.action),
+            Some(Worded::Nonfatal) => e.nonfatal.unwrap_or(e.action),
+            None => e.action,
+        }
+    }
+
+    /// The word that decided [`XidCatalog::action_of`], where the catalog
+    /// tells the two apart for `code` (for the evidence line).
+    pub fn worded(&self, code: u32, message: Option<&str>) -> Option<Worded> {
+        let e = self.get(code)?;
+        if e.fatal.is_none() && e.nonfatal.is_none() {
+            return None;
+        }
+        message.and_then(Worded::of)
+    }
+
+    /// Whether this Xid at `time` is a freshly booted node's noise: within
+    /// its entry's `quiet_after_boot_s` of the node's `boot`.
+    pub fn boot_noise(&self, code: u32, time: i64, boot: Option<i64>) -> bool {
+        match (self.get(code).and_then(|e| e.quiet_after_boot_s), boot) {
+            (Some(q), Some(b)) => time >= b && time < b + q,
+            _ => false,
+        }
+    }
+
     pub fn name(&self, code: u32) -> &str {
         self.get(code).map_or("unknown Xid", |e| e.name.as_str())
     }
@@ -262,6 +344,36 @@ mod tests {
         }
         assert_eq!(cat.action(9999), ActionClass::Investigate);
         assert!(cat.is_secondary(45));
+    }
+
+    #[test]
+    fn the_message_word_decides_the_blackwell_nvlink_xids() {
+        let cat = XidCatalog::default();
+        for code in 144..=150 {
+            assert!(cat.name(code).starts_with("NVLink "), "xid {code}");
+            assert_eq!(cat.action_of(code, None), ActionClass::Investigate);
+            assert_eq!(
+                cat.action_of(code, Some("149, NETIR_LINK_EVT Fatal XC0 i0 Link 14")),
+                ActionClass::DrainResetGpu
+            );
+            assert_eq!(
+                cat.action_of(code, Some("145, RLW_REMAP Nonfatal XC0")),
+                ActionClass::Watch
+            );
+            assert_eq!(
+                cat.action_of(code, Some("a non-fatal error")),
+                ActionClass::Watch
+            );
+        }
+        // Elsewhere the word changes nothing.
+        assert_eq!(
+            cat.action_of(79, Some("Nonfatal")),
+            ActionClass::DrainReboot
+        );
+        assert_eq!(Worded::of("FATALITY"), None);
+        assert!(cat.boot_noise(155, 1_100, Some(1_000)));
+        assert!(!cat.boot_noise(155, 1_700, Some(1_000)));
+        assert!(!cat.boot_noise(79, 1_100, Some(1_000)));
     }
 
     #[test]

@@ -67,6 +67,11 @@ impl NvLinkErrors {
 pub struct LastXid {
     pub code: u32,
     pub time: Option<Timestamp>,
+    /// The driver's message, where the source gives it (a Kubernetes
+    /// condition, the kernel log): Blackwell's NVLink Xids say `Fatal` or
+    /// `Nonfatal` there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

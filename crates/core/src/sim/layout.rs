@@ -117,6 +117,7 @@ fn hung_gang(sim: &mut Sim, hn: &[usize]) {
     Arc::make_mut(&mut sim.nodes[hn[2]]).gpus[3].last_xid = Some(LastXid {
         code: 79,
         time: Some(START_TIME - 30),
+        message: None,
     });
     sim.push_event_at(
         START_TIME - 30,

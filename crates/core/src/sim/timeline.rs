@@ -254,6 +254,7 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
     Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(LastXid {
         code,
         time: Some(at),
+        message: None,
     });
     sim.push_event(&name, Some(gpu), EventKind::Xid { code }, message);
     match incident {

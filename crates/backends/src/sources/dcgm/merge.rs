@@ -445,6 +445,7 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
             g.last_xid = Some(LastXid {
                 code: x,
                 time: Some(r.time),
+                message: None,
             });
         }
     }

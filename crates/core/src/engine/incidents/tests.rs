@@ -169,3 +169,80 @@ fn the_xid_13_names_the_job_it_killed() {
     assert_eq!(i.jobs[0].state_now, Some(JobState::Failed));
     assert_eq!(i.action, ActionClass::RestartJob);
 }
+
+/// Blackwell's NVLink Xids 144–150 are catalogued by their unit and the
+/// word in the driver's message (issue 38): `Fatal` drains and resets the
+/// GPU, `Nonfatal` is watched, a bare code (an exporter's) is looked at —
+/// never "unknown Xid". An NVLink link down (Xid 155) in the first minutes
+/// after a node's boot is no incident on its own; the same later is.
+#[test]
+fn blackwell_nvlink_xids_are_told_by_their_word_and_link_down_at_boot_is_quiet() {
+    use crate::engine::fixture::{NOW, add_node, cluster};
+    use crate::model::{Event, EventKind, GpuHealth};
+    let xid = |node: &str, gpu: u32, code: u32, time: i64, message: &str| Event {
+        seq: 0,
+        time,
+        node: node.into(),
+        gpu: Some(gpu),
+        kind: EventKind::Xid { code },
+        message: message.into(),
+        jobs: Vec::new(),
+    };
+    let mut c = cluster();
+    for n in ["gb-1", "gb-2", "gb-3", "gb-4", "gb-5"] {
+        add_node(&mut c, n, "gb200", 4);
+    }
+    for n in ["gb-4", "gb-5"] {
+        std::sync::Arc::make_mut(c.nodes.iter_mut().find(|x| x.name == n).expect("node"))
+            .boot_time = Some(NOW - 1800);
+    }
+    c.events = vec![
+        xid(
+            "gb-1",
+            0,
+            149,
+            NOW - 60,
+            "NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 14 (0x004d8000)",
+        ),
+        xid(
+            "gb-2",
+            1,
+            145,
+            NOW - 60,
+            "NVRM: Xid (PCI:0009:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 04 (0x004d8000)",
+        ),
+        xid("gb-3", 2, 147, NOW - 60, ""),
+        // Two minutes after gb-4's boot; twenty after gb-5's.
+        xid("gb-4", 0, 155, NOW - 1680, "NVRM: Xid 155, link down"),
+        xid("gb-5", 0, 155, NOW - 600, "NVRM: Xid 155, link down"),
+    ];
+    for (i, e) in c.events.iter_mut().enumerate() {
+        e.seq = i as u64 + 1;
+    }
+    let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+    let action = |node: &str| b.node_verdict(node).map(|v| v.verdict.action);
+    let incident = |node: &str| b.incidents.iter().find(|i| i.node == node);
+    assert_eq!(action("gb-1"), Some(ActionClass::DrainResetGpu));
+    let fatal = incident("gb-1").expect("the fatal one's incident");
+    assert_eq!(fatal.severity, GpuHealth::Critical);
+    let gpu = &b.node_verdict("gb-1").expect("verdict").gpus[0].verdict;
+    assert!(
+        gpu.evidence
+            .iter()
+            .any(|r| r.contains("Xid 149 (NVLink NETIR unit error, fatal)")),
+        "{:?}",
+        gpu.evidence
+    );
+    assert_eq!(action("gb-2"), Some(ActionClass::Watch));
+    assert!(incident("gb-2").is_none_or(|i| i.severity != GpuHealth::Critical));
+    assert_eq!(action("gb-3"), Some(ActionClass::Investigate));
+    assert!(
+        !b.incidents
+            .iter()
+            .any(|i| i.message.contains("unknown Xid"))
+    );
+    assert!(incident("gb-4").is_none(), "link down at boot: no incident");
+    assert!(action("gb-4").is_none_or(|a| a == ActionClass::None));
+    assert_eq!(action("gb-5"), Some(ActionClass::DrainInvestigate));
+    assert!(incident("gb-5").is_some());
+}

@@ -171,6 +171,7 @@ fn hung_night() -> Cluster {
     gpu_mut(&mut c, "n1", 3).last_xid = Some(LastXid {
         code: 79,
         time: Some(NOW - 300),
+        message: None,
     });
     c
 }
@@ -306,12 +307,14 @@ mod properties {
                 g.last_xid = Some(LastXid {
                     code: 79,
                     time: Some(NOW - 30),
+                    message: None,
                 })
             }
             _ => {
                 g.last_xid = Some(LastXid {
                     code: 13,
                     time: Some(NOW - 30),
+                    message: None,
                 })
             }
         }

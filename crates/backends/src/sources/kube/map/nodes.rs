@@ -257,6 +257,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
                 Some(LastXid {
                     code: r.xid?,
                     time: r.since,
+                    message: Some(r.message.clone()),
                 })
             }),
             ..Gpu::unknown(&name, i)
