@@ -35,6 +35,12 @@ pub enum Request {
         action: Action,
         cluster: Arc<Cluster>,
         data_age: Duration,
+        /// The analysis the screen shows (its verdicts, incidents and
+        /// options, with the ECC rates and stall history a single snapshot
+        /// lacks): the preview reads it, so what the screen recommends and
+        /// what the preview says come from one computation. None: one is
+        /// computed from `cluster` alone.
+        base: Option<Arc<Base>>,
     },
     /// Run a confirmed preview. `cluster` and `data_age` are the newest
     /// the app has when the operator confirms: the policies are checked
@@ -58,6 +64,8 @@ pub enum Request {
     Fire {
         cluster: Arc<Cluster>,
         data_age: Duration,
+        /// The screen's analysis, as for `Preview`.
+        base: Option<Arc<Base>>,
     },
     /// Cancel armed steps: these ids (of the cluster named).
     Cancel { ids: Vec<String>, cluster: String },
@@ -159,16 +167,23 @@ impl Runner {
                 Ok(a) => news.push(format!("armed: {}", describe(&a))),
                 Err(e) => news.push(format!("not armed: {e}")),
             },
-            Request::Fire { cluster, data_age } => {
+            Request::Fire {
+                cluster,
+                data_age,
+                base,
+            } => {
                 let Ok(x) = x else {
                     return Reply::Armed {
                         armed: self.armed_here(&cluster.name),
                         news,
                     };
                 };
-                let base = tokio::task::block_in_place(|| {
-                    Base::compute(&cluster, None, &self.site, &self.catalog)
-                });
+                let base = match base {
+                    Some(b) => b,
+                    None => Arc::new(tokio::task::block_in_place(|| {
+                        Base::compute(&cluster, None, &self.site, &self.catalog)
+                    })),
+                };
                 let who = self.who(&cluster.name);
                 let f = Firing {
                     cluster: &cluster,
@@ -225,6 +240,7 @@ impl Runner {
                         action,
                         cluster,
                         data_age,
+                        base,
                     } => {
                         let (policy, site, cat, log) = (
                             self.policy.clone(),
@@ -235,9 +251,12 @@ impl Runner {
                         if let Ok(x) = x {
                             x.prepare(&action).await;
                         }
-                        // The same base the command line computes.
+                        // The screen's analysis; else the command line's.
                         let p = tokio::task::block_in_place(|| {
-                            let base = Base::compute(&cluster, None, &site, &cat);
+                            let base = match base {
+                                Some(b) => b,
+                                None => Arc::new(Base::compute(&cluster, None, &site, &cat)),
+                            };
                             guard::preview(
                                 &action, &cluster, &base, data_age, &policy, &log, false, x, &site,
                             )
@@ -320,6 +339,7 @@ mod tests {
                 action,
                 cluster: cluster.clone(),
                 data_age: Duration::from_secs(1),
+                base: None,
             })
             .await
             .map_err(|_| ())
@@ -356,6 +376,74 @@ mod tests {
         match rrx.recv().await {
             Some(Reply::Done(d)) => assert!(d.outcome.ok && d.outcome.verified, "{d:?}"),
             other => panic!("not run: {other:?}"),
+        }
+    }
+
+    /// The preview reads the analysis the screen shows (issue 39): a node
+    /// out of service whose GPU is critical only by its NVLink error rate
+    /// (two readings apart: no single snapshot has it) makes its resume
+    /// preview warn and ask for the node's name; previewed on the snapshot
+    /// alone, as the runner did, it read healthy.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_preview_reads_the_screens_analysis_with_its_rates() {
+        use crate::engine::health::EccBaseline;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sim = Sim::new(SimConfig::default()).expect("sim");
+        let mut before = sim.snapshot();
+        let node = "a100-08";
+        let mut now = before.clone();
+        now.time += 60;
+        for (c, flits) in [(&mut before, 0), (&mut now, 3_000_000)] {
+            let n = c.nodes.iter_mut().find(|n| n.name == node).expect("node");
+            let n = Arc::make_mut(n);
+            assert_eq!(n.state, crate::model::NodeState::Drain, "out of service");
+            n.gpus[0].nvlink.crc_flit = Some(flits);
+            n.gpus[0].reading_time = Some(c.time);
+        }
+        let screen = Arc::new(Base::compute_on(
+            &now,
+            Some(&EccBaseline::of(&before)),
+            &SiteParams::default(),
+            &XidCatalog::default(),
+            &Default::default(),
+        ));
+        assert!(screen.unusable.contains(node), "critical by its rate");
+        let (ctx, crx) = mpsc::channel(4);
+        let (utx, _urx) = mpsc::channel(64);
+        tokio::spawn(crate::sources::sim::run(sim, 0.0, utx, crx));
+        let (rtx, mut rrx) = mpsc::channel(8);
+        let requests = Runner {
+            control: Control::Sim(ctx),
+            policy: Policy::default(),
+            site: SiteParams::default(),
+            catalog: XidCatalog::default(),
+            log: AuditLog::new(dir.path().join("audit.jsonl")),
+            timeout: Duration::from_secs(5),
+            cluster: None,
+        }
+        .spawn(rtx);
+        let now = Arc::new(now);
+        for base in [Some(screen), None] {
+            let read = base.is_some();
+            requests
+                .send(Request::Preview {
+                    action: Action::Resume { node: node.into() },
+                    cluster: now.clone(),
+                    data_age: Duration::from_secs(1),
+                    base,
+                })
+                .await
+                .map_err(|_| ())
+                .expect("send");
+            let Some(Reply::Preview(p)) = rrx.recv().await else {
+                panic!("no preview");
+            };
+            let warned = p
+                .warnings
+                .iter()
+                .any(|w| w.contains("health is unresolved"));
+            assert_eq!(warned, read, "{:?}", p.warnings);
+            assert_eq!(p.token.as_deref() == Some(node), read, "{:?}", p.token);
         }
     }
 }

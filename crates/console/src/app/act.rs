@@ -148,6 +148,7 @@ impl App {
             action: action.clone(),
             cluster: self.cluster.clone(),
             data_age,
+            base: self.analysis.as_ref().map(|a| a.base.clone()),
         }));
         self.modal = Some(Modal::Confirm {
             action,

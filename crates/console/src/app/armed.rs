@@ -71,6 +71,7 @@ impl App {
         self.emit(Effect::Run(Request::Fire {
             cluster: self.cluster.clone(),
             data_age: self.data_age().unwrap_or_default(),
+            base: self.analysis.as_ref().map(|a| a.base.clone()),
         }));
     }
 

@@ -332,13 +332,23 @@ fn reason_command_previews_a_new_reason_for_the_selected_node() {
     a.effects.clear();
     command(&mut a, "reason xid79 GPU3, RMA 4411");
     match a.sent().last().copied() {
-        Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
-            action,
-            &Action::SetReason {
-                node: "h100-03".into(),
-                reason: "xid79 GPU3, RMA 4411".into()
-            }
-        ),
+        Some(crate::actions::runner::Request::Preview { action, base, .. }) => {
+            assert_eq!(
+                action,
+                &Action::SetReason {
+                    node: "h100-03".into(),
+                    reason: "xid79 GPU3, RMA 4411".into()
+                }
+            );
+            // The preview reads the analysis the screen shows (issue 39).
+            let shown = a.analysis.as_ref().map(|x| &x.base);
+            assert!(
+                base.as_ref()
+                    .zip(shown)
+                    .is_some_and(|(b, s)| Arc::ptr_eq(b, s)),
+                "the screen's analysis goes with the preview"
+            );
+        }
         _ => panic!("no preview request: {:?}", a.flash),
     }
     let mut ro = app();
