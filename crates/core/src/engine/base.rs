@@ -75,7 +75,8 @@ impl Base {
         let by_node: HashMap<&str, &NodeVerdict> =
             verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
         let stalls = stalls(c, &by_node, history, cat, site);
-        let mut incidents = incidents(c, &by_node, &unusable, &stalls, cat);
+        let histories = histories(c, cat, &site.repeat_offender);
+        let mut incidents = incidents(c, &by_node, &unusable, &stalls, cat, &histories);
         // Several nodes' fabric events that are one domain's failure: its
         // incident instead of theirs, newest first still.
         if incidents
@@ -105,7 +106,7 @@ impl Base {
             unusable,
             stalls,
             incidents,
-            histories: histories(c, cat, &site.repeat_offender),
+            histories,
         }
     }
 

@@ -202,7 +202,7 @@ fn lifecycle(
     node: &str,
     action: ActionClass,
     still: bool,
-    unusable: &Unusable,
+    (unusable, level): (&Unusable, u8),
 ) -> (Stage, String, Option<String>, Option<Timestamp>) {
     let Some(n) = c.node(node) else {
         return (
@@ -269,7 +269,9 @@ fn lifecycle(
         (_, false) => (
             Stage::Remedied,
             format!(
-                "health is clean again; {node} is still {} {}: resume it",
+                // The words of the options' "validate_resume", at the level
+                // they check it at (`repeat::check_level`).
+                "health is clean again; {node} is still {} {}: validate (DCGM level {level}), then resume",
                 state_word(n.state.as_str()),
                 by_whom(n)
             ),
@@ -442,7 +444,7 @@ fn failure_incident(
     c: &Cluster,
     f: &Failure<'_>,
     verdicts: &HashMap<&str, &NodeVerdict>,
-    unusable: &Unusable,
+    (unusable, level): (&Unusable, u8),
     stalls: &[Stall],
     cat: &XidCatalog,
 ) -> Option<Incident> {
@@ -475,7 +477,7 @@ fn failure_incident(
             .any(|x| x.gpu == g && x.verdict.action >= action),
         None => v.verdict.action >= action,
     });
-    let (stage, mut status, by, at) = lifecycle(c, f.node, action, still, unusable);
+    let (stage, mut status, by, at) = lifecycle(c, f.node, action, still, (unusable, level));
     let mut jobs = Vec::new();
     for e in &f.events {
         join_jobs(&mut jobs, victims(c, e));
@@ -690,11 +692,15 @@ pub fn incidents(
     unusable: &Unusable,
     stalls: &[Stall],
     cat: &XidCatalog,
+    histories: &std::collections::BTreeMap<String, super::repeat::NodeHistory>,
 ) -> Vec<Incident> {
     let (failures, alone, lone_stalls) = gather(c, stalls, cat);
     let mut out: Vec<Incident> = failures
         .iter()
-        .filter_map(|f| failure_incident(c, f, verdicts, unusable, stalls, cat))
+        .filter_map(|f| {
+            let level = super::repeat::check_level(histories.get(f.node));
+            failure_incident(c, f, verdicts, (unusable, level), stalls, cat)
+        })
         .collect();
     out.extend(alone.into_iter().filter_map(|e| node_incident(c, e, cat)));
     out.extend(

@@ -301,6 +301,17 @@ fn day(ts: Timestamp) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The diagnostics level a node's check runs at before it goes back: a
+/// GPU reset's remedy is checked at level 1 (seconds), a reboot's or an
+/// uncorrectable error's at level 2 (about two minutes). One rule for the
+/// options' "validate, then resume" and the remedied incident's line.
+pub fn check_level(history: Option<&NodeHistory>) -> u8 {
+    match history.map(|h| h.last_remedy) {
+        Some(super::xid::ActionClass::DrainResetGpu | super::xid::ActionClass::ResetNextDrain) => 1,
+        _ => 2,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

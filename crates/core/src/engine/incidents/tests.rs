@@ -103,11 +103,22 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
 
     // The technician reboots it: clean health, still drained.
     s.advance(REPAIR_S as u64 + 1);
-    let (_, b) = base(&s);
+    let (c, b) = base(&s);
     let i = xid79(&b);
     assert_eq!(i.stage, Stage::Remedied, "{}", i.status);
-    assert!(i.status.contains("resume it"));
     assert!(!b.unusable.contains("h100-03"));
+    // One recommendation (issue 39): the incident's line says what the
+    // node's options recommend.
+    let o = crate::engine::options::node_options(&c, &b, "h100-03", &SiteParams::default())
+        .expect("options");
+    let winner = o.options.iter().find(|x| x.recommended).expect("one");
+    assert_eq!(winner.title, "validate (DCGM level 2), then resume");
+    assert!(
+        i.status.ends_with(&format!(": {}", winner.title)),
+        "{} vs {}",
+        i.status,
+        winner.title
+    );
 
     s.apply(&Action::Resume {
         node: "h100-03".into(),
@@ -245,4 +256,30 @@ fn blackwell_nvlink_xids_are_told_by_their_word_and_link_down_at_boot_is_quiet()
     assert!(action("gb-4").is_none_or(|a| a == ActionClass::None));
     assert_eq!(action("gb-5"), Some(ActionClass::DrainInvestigate));
     assert!(incident("gb-5").is_some());
+}
+
+/// The NVLink storm's incident says "drain the node and investigate"; its
+/// node's recommended option is the drain its catalog remedy names, not a
+/// reboot (issue 39: the options recommended "drain now, reboot the
+/// node", a guess the incident never made).
+#[test]
+fn the_nvlink_storms_recommended_option_is_its_incidents_remedy() {
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(2400);
+    let (c, b) = base(&s);
+    let i = b
+        .incidents
+        .iter()
+        .find(|i| i.node == "a100-03" && i.label.starts_with("NVLINK"))
+        .expect("the NVLink incident");
+    assert_eq!(i.action, ActionClass::DrainInvestigate);
+    let o = crate::engine::options::node_options(&c, &b, "a100-03", &SiteParams::default())
+        .expect("options");
+    let winner = o.options.iter().find(|x| x.recommended).expect("one");
+    assert_eq!(winner.name, "drain_now", "{}", winner.title);
+    assert!(
+        winner.manual.iter().any(|m| m.starts_with("investigate")),
+        "{:?}",
+        winner.manual
+    );
 }

@@ -480,10 +480,7 @@ impl<'a> NodeCase<'a> {
     /// reset's remedy is checked at level 1 (seconds), a reboot's or an
     /// uncorrectable error's at level 2 (about two minutes).
     fn check_level(&self) -> u8 {
-        match self.base.history(self.node).map(|h| h.last_remedy) {
-            Some(ActionClass::DrainResetGpu | ActionClass::ResetNextDrain) => 1,
-            _ => 2,
-        }
+        crate::engine::repeat::check_level(self.base.history(self.node))
     }
 
     /// Validate and resume: a node out of service whose GPUs read healthy
@@ -686,7 +683,12 @@ fn drain_broken(
 /// Marks one option recommended and says why in one line.
 fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &SiteParams) {
     let class = o.target.action;
-    let drains = ["drain_now", "reset_gpu", "drain_reboot"];
+    // The catalog's remedy (drain and reset, drain and look) before a
+    // reboot, which is offered where the remedy is lighter and is a guess
+    // there: an NVLink storm's incident says "drain+look", and so does its
+    // recommended option (issue 39).
+    let drains = ["drain_now", "reset_gpu"];
+    let pick_drain = |o: &Options| cheapest(o, &drains).or_else(|| cheapest(o, &["drain_reboot"]));
     let wait = index_of(o, "wait_checkpoint").filter(|&w| o.options[w].gpu_hours_lost.is_some());
     let wait_in = wait.and_then(|w| o.options[w].wait_s).map(text::duration);
     let drain_lost = index_of(o, "drain_now").and_then(|i| o.options[i].gpu_hours_lost);
@@ -704,7 +706,7 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
         )
     } else if !hung.is_empty() {
         (
-            cheapest(o, &drains),
+            pick_drain(o),
             format!(
                 "job(s) {} already hung ({}): waiting for a checkpoint saves nothing, it burns {:.0} GPU-hours per hour",
                 hung.keys().cloned().collect::<Vec<_>>().join(","),
@@ -724,7 +726,7 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
                 dl - wl
             ));
         }
-        (cheapest(o, &drains), why)
+        (pick_drain(o), why)
     } else if class == ActionClass::ResetNextDrain {
         let due = wait.filter(|&w| {
             o.options[w]
