@@ -4,7 +4,7 @@
 use super::Recording;
 use super::RecordingError;
 use super::reader::Cursor;
-use crate::model::{Cluster, EventKind, Timestamp};
+use crate::model::{Cluster, Timestamp};
 use crate::sources::{Origin, Playback, Update};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ pub enum ReplayCmd {
     Slower,
     /// Pause or go on.
     Pause,
-    /// To the next Xid, ECC or node-state event.
+    /// To the next event that can open an incident (`incidents::may_open`).
     NextIncident,
     /// To this time (the source's clock).
     Seek(Timestamp),
@@ -73,22 +73,38 @@ impl Player {
 
     fn play_to_next_incident(&mut self) -> Result<bool, RecordingError> {
         loop {
-            let brings = self.cur.next_delta().is_some_and(|d| {
-                d.events.iter().any(|e| {
-                    matches!(
-                        e.kind,
-                        EventKind::Xid { .. } | EventKind::Ecc { .. } | EventKind::NodeState { .. }
-                    )
-                })
-            });
+            // The engine's word for what can open an incident (an NVLink
+            // storm, a network port going down, not only Xids): in the
+            // delta's new events; a keyframe (every few minutes) carries
+            // the whole state, so its new events are those not seen before.
+            let in_delta = self
+                .cur
+                .next_delta()
+                .map(|d| d.events.iter().any(crate::engine::incidents::may_open));
+            let seen: std::collections::HashSet<(Timestamp, String, String)> = match in_delta {
+                Some(_) => Default::default(),
+                None => self.current().events.iter().map(event_key).collect(),
+            };
             if !self.step()? {
                 return Ok(false);
             }
+            let brings = in_delta.unwrap_or_else(|| {
+                self.current()
+                    .events
+                    .iter()
+                    .any(|e| crate::engine::incidents::may_open(e) && !seen.contains(&event_key(e)))
+            });
             if brings {
                 return Ok(true);
             }
         }
     }
+}
+
+/// An event told apart from the others of its snapshot (its sequence
+/// number is not kept by every source).
+fn event_key(e: &crate::model::Event) -> (Timestamp, String, String) {
+    (e.time, e.node.clone(), e.message.clone())
 }
 
 /// The console's health numbers after a jump: rebuilt, off the playback's
@@ -237,4 +253,61 @@ pub fn spawn(
         }
     });
     Ok((rx, ctx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::sim::{Sim, SimConfig};
+
+    /// Replay's `n` stops at every incident of the night (issue 39: it
+    /// stopped at 02:50:10 with "no incident after", the NVLink storm at
+    /// 03:02:30 and the leaf's links at 03:07:30 ahead): each incident the
+    /// engine finds at the end opened where `n` stopped (the snapshot that
+    /// brought its first event, seconds after the event).
+    #[test]
+    fn next_incident_stops_at_every_incident_of_the_night() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("night.nsrec");
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let mut r = super::super::Recorder::create(&path, "sim").expect("create");
+        // Every 5 s of the night's first 22 minutes: the console polls
+        // about as often.
+        for _ in 0..260 {
+            r.snapshot(&Arc::new(s.snapshot())).expect("record");
+            s.advance(5);
+        }
+        r.finish().expect("finish");
+        let rec = Recording::open(&path).expect("open");
+        let (start, end) = rec.span();
+        let last = rec.state_at(end).expect("end");
+        let mut p = Player::new(rec).expect("player");
+        let mut stops = Vec::new();
+        while p.next_incident().expect("step") {
+            stops.push(p.current().time);
+        }
+        let b = crate::engine::analysis::Base::compute(
+            &last,
+            None,
+            &crate::engine::SiteParams::default(),
+            &crate::engine::xid::XidCatalog::default(),
+        );
+        let times: Vec<(String, i64)> = b
+            .incidents
+            .iter()
+            .filter(|i| i.time > start && i.kind != "stall")
+            .map(|i| (i.label.clone(), i.time))
+            .collect();
+        assert!(
+            times.iter().any(|(l, _)| l.starts_with("NVLINK"))
+                && times.iter().any(|(l, _)| l.starts_with("LEAF")),
+            "{times:?}"
+        );
+        for (label, t) in &times {
+            assert!(
+                stops.iter().any(|s| (*t..=*t + 60).contains(s)),
+                "{label} at {t}: stops {stops:?}"
+            );
+        }
+    }
 }

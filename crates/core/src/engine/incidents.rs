@@ -317,6 +317,12 @@ fn rebooted_between(
     boots.get(node).is_some_and(|&t| a < t && t <= b)
 }
 
+/// Whether an event can open an incident (or stage one): every kind but a
+/// network port coming back up. Replay's `n` jumps to the next of these.
+pub fn may_open(e: &Event) -> bool {
+    !matches!(e.kind, EventKind::Link { down: false, .. })
+}
+
 /// An Xid a freshly booted node raises on its own (an NVLink link down
 /// while its links train: the catalog's `quiet_after_boot_s`): no failure.
 pub(crate) fn boot_noise(e: &Event, boot: Option<Timestamp>, cat: &XidCatalog) -> bool {
