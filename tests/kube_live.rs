@@ -612,7 +612,7 @@ fn the_console_shows_the_kubernetes_cluster_and_cordons_through_its_guard() {
     t.keys(&["y"]);
     t.keys(&["Enter"]);
     // The watch brings the change back; kubectl sees it too.
-    t.expect("cordoned via nightshift");
+    t.expect("taken out of service via nightshift");
     let n = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"]);
     assert_eq!(n["spec"]["unschedulable"], true);
     t.escape();

@@ -79,12 +79,12 @@ impl App {
         let action = match k {
             'D' => self.selected_node().map(|(node, reason)| Action::Drain {
                 node,
-                reason: reason.unwrap_or_else(|| "drained via nightshift".into()),
+                reason: reason.unwrap_or_else(|| crate::model::PLAIN_REASON.into()),
                 requeue: true,
             }),
             'C' => self.selected_node().map(|(node, reason)| Action::Cordon {
                 node,
-                reason: reason.unwrap_or_else(|| "cordoned via nightshift".into()),
+                reason: reason.unwrap_or_else(|| crate::model::PLAIN_REASON.into()),
             }),
             'U' => self
                 .selected_node()

@@ -139,17 +139,17 @@ impl Action {
                 before.node(node).and_then(|n| {
                     let reason = n.reason.clone().unwrap_or_else(|| "undo resume".into());
                     match n.state {
-                        NodeState::Cordoned => Some(Action::Cordon {
+                        // Draining still ran jobs: out of service again
+                        // without ending them (a drain would kill them).
+                        NodeState::Cordoned | NodeState::Draining => Some(Action::Cordon {
                             node: node.clone(),
                             reason,
                         }),
-                        NodeState::Drain | NodeState::Draining | NodeState::Down => {
-                            Some(Action::Drain {
-                                node: node.clone(),
-                                reason,
-                                requeue: true,
-                            })
-                        }
+                        NodeState::Drain | NodeState::Down => Some(Action::Drain {
+                            node: node.clone(),
+                            reason,
+                            requeue: true,
+                        }),
                         NodeState::Up | NodeState::Unknown | NodeState::Reserved => None,
                     }
                 })
@@ -250,5 +250,45 @@ impl Action {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::{add_node, cluster};
+
+    /// Resuming a node takes it out again as it was: a draining node (jobs
+    /// still on it) is cordoned — a drain would kill the jobs that kept
+    /// running (issue 39); a cordoned one cordoned, a drained one drained.
+    #[test]
+    fn the_undo_of_a_resume_keeps_the_jobs_a_draining_node_still_ran() {
+        let mut before = cluster();
+        for n in ["a", "b", "c"] {
+            add_node(&mut before, n, "p", 8);
+        }
+        for (n, s) in [
+            ("a", NodeState::Draining),
+            ("b", NodeState::Cordoned),
+            ("c", NodeState::Drain),
+        ] {
+            let node = before.nodes.iter_mut().find(|x| x.name == n).expect("node");
+            let node = std::sync::Arc::make_mut(node);
+            node.state = s;
+            node.reason = Some(format!("{n}'s reason"));
+        }
+        let undo = |n: &str| Action::Resume { node: n.into() }.undo(&before);
+        assert_eq!(
+            undo("a"),
+            Some(Action::Cordon {
+                node: "a".into(),
+                reason: "a's reason".into()
+            })
+        );
+        assert!(matches!(undo("b"), Some(Action::Cordon { .. })));
+        assert!(matches!(
+            undo("c"),
+            Some(Action::Drain { requeue: true, .. })
+        ));
     }
 }

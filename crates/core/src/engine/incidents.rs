@@ -117,7 +117,7 @@ impl Incident {
                 None => "ib link".into(),
             },
             "domain" => format!("{} failing (fabric)", self.node),
-            _ if self.message.is_empty() => "drained via nightshift".into(),
+            _ if self.message.is_empty() => crate::model::PLAIN_REASON.into(),
             _ => self.message.clone(),
         }
     }

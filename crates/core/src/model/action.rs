@@ -105,6 +105,10 @@ impl Step {
 /// keeps (`Action::Validate`), before the check's own words.
 pub const VALIDATION_FAILED: &str = "nightshift validation failed";
 
+/// The reason a cordon or drain goes with when no incident gives one: one
+/// text for both (a cordon read "drained via nightshift").
+pub const PLAIN_REASON: &str = "taken out of service via nightshift";
+
 /// Something the on-call can do to the cluster: one plain verb shared by
 /// the guard (src/actions), the simulated cluster's executor and the
 /// engine's blast radius. Plain data; what it costs and how it is sent

@@ -16,7 +16,7 @@ mod job;
 mod node;
 mod summary;
 
-pub use action::{Action, Outcome, Refused, Step, VALIDATION_FAILED};
+pub use action::{Action, Outcome, PLAIN_REASON, Refused, Step, VALIDATION_FAILED};
 pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};

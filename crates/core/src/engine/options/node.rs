@@ -96,6 +96,17 @@ pub fn node_options_with(
             case.back_words()
         );
         finish(&mut o, Some(v), why);
+    } else if case.last_check_failed()
+        && !case.n.state.schedulable()
+        && let Some(k) = index_of(&o, "do_nothing")
+    {
+        // Its GPUs read healthy, but its own check said otherwise: not
+        // "healthy: nothing to do" (issue 39).
+        let why = format!(
+            "its last check failed ({}): keep it out of service, fix what the check found, then validate it again",
+            case.n.reason.as_deref().unwrap_or_default()
+        );
+        finish(&mut o, Some(k), why);
     }
     failing_domain_rule(&mut o, c, base, node, case.class);
     Ok(o)
@@ -199,7 +210,7 @@ impl<'a> NodeCase<'a> {
         let problem = verdict.map_or_else(|| "healthy".to_string(), |v| v.verdict.summary.clone());
         let reason = base
             .drain_reason(node)
-            .unwrap_or_else(|| "drained via nightshift".to_string());
+            .unwrap_or_else(|| crate::model::PLAIN_REASON.to_string());
         let drain = Action::Drain {
             node: node.to_string(),
             reason: reason.clone(),
@@ -650,7 +661,7 @@ fn drain_broken(
         node: broken.clone(),
         reason: base
             .drain_reason(broken)
-            .unwrap_or_else(|| "drained via nightshift".to_string()),
+            .unwrap_or_else(|| crate::model::PLAIN_REASON.to_string()),
         requeue: true,
     };
     let bb = blast(c, base, &there, site)?;

@@ -513,6 +513,14 @@ fn a_drained_node_with_healthy_gpus_is_validated_then_resumed() {
     let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
     assert_ne!(pick(&o), "validate_resume");
     assert!(choice(&o, "validate_resume").unknowns[0].contains("its last check failed"));
+    // Nor "healthy: nothing to do" (issue 39): kept out, and why.
+    let kept = o.options.iter().find(|c| c.recommended).expect("one");
+    assert!(
+        kept.why
+            .starts_with("its last check failed (nightshift validation failed: PCIe"),
+        "{}",
+        kept.why
+    );
 }
 
 /// A node under a failing leaf switch (the sim night at +20 min: ib-leaf-2
