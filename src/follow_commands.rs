@@ -240,6 +240,7 @@ pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
                 crate::outln!("nothing armed");
             }
             let ids = follow::short_ids(&armed);
+            let now = (!armed.is_empty()).then(|| now_of(settings));
             for (a, id) in armed.iter().zip(&ids) {
                 crate::outln!(
                     "{}  {}  {}  armed {} (source's clock)",
@@ -248,10 +249,40 @@ pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
                     sanitize(&describe(a)),
                     crate::text::datetime(a.armed_at)
                 );
+                // What it waits for now, as `follow` and the console say it.
+                match &now {
+                    Some(Ok((c, name))) if *name == a.cluster => {
+                        let line = match crate::engine::armed::due(a, c) {
+                            crate::engine::armed::Due::Wait(w) => format!("waiting for {w}"),
+                            crate::engine::armed::Due::Fire(w) => {
+                                format!("due now ({w}): sent by the next console or follow")
+                            }
+                        };
+                        crate::outln!("    now: {}", sanitize(&line));
+                    }
+                    Some(Err(e)) => crate::outln!(
+                        "    now: unknown: {} not read ({})",
+                        sanitize(&a.cluster),
+                        sanitize(e)
+                    ),
+                    _ => {}
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The source's snapshot and the name its steps are armed under, for
+/// `armed` to say what each waits for now; why not, when it cannot be read.
+fn now_of(settings: &Settings) -> Result<(Cluster, String), String> {
+    if settings.replay.is_some() {
+        return Err("a recording is not the cluster now".into());
+    }
+    let rt = runtime().map_err(|e| e.to_string())?;
+    connect(settings, &rt)
+        .map(|(c, _, who)| (c, who.cluster))
+        .map_err(|e| e.to_string())
 }
 
 /// `nightshift disarm ID`.

@@ -1425,6 +1425,12 @@ fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
         "{listed:#}"
     );
     assert_eq!(armed["when"]["jobs"][0]["job"], "4701", "{listed:#}");
+    // The table says what the step waits for now, as follow does.
+    let table = stdout(dir.path(), &["--audit-log", a, "armed"]);
+    assert!(
+        table.contains("    now: waiting for job 4701's checkpoint"),
+        "{table}"
+    );
     let log = std::fs::read_to_string(&audit).expect("audit");
     assert!(!log.contains("\"intent\""), "nothing sent: {log}");
     let out = run(&["9999", "--after-checkpoint", "--confirm", "9999"]);
