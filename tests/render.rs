@@ -1170,7 +1170,7 @@ fn the_leaf_flap_is_one_incident_with_its_domains_options() {
     let mut a = app_after(1230);
     analyse(&mut a);
     let s = screen(&a, 200, 50);
-    assert!(s.contains("LEAF DOWN"), "{s}");
+    assert!(s.contains("LEAF FAILING"), "{s}");
     assert!(s.contains("ib-leaf-2 FAILING 4 link(s) down"), "{s}");
     assert_eq!(
         s.matches("IB DOWN").count(),

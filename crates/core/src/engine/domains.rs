@@ -79,10 +79,6 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
     let last_start = members.iter().map(|m| m.time).max().unwrap_or(first);
     let links = members.iter().any(|m| m.kind == "link");
     let still = nodes.iter().any(|n| still_failing(c, n));
-    let down_now = nodes.iter().any(|n| {
-        c.node(n)
-            .is_some_and(|x| x.ib_ports.iter().any(|p| p.is_down() == Some(true)))
-    });
     let what = what_failed(&d.level);
     let lost = if links {
         "lost their network link"
@@ -121,11 +117,11 @@ fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
         time: first,
         node: d.name.clone(),
         gpu: None,
-        label: format!(
-            "{} {}",
-            d.level.to_uppercase(),
-            if !links || down_now { "DOWN" } else { "FLAP" }
-        ),
+        // One label for the incident's whole life, the grid's word for its
+        // domain (issue 39: LEAF DOWN while its ports were down, LEAF FLAP
+        // once they were back, so a console and a report disagreed); the
+        // status says where it stands now.
+        label: format!("{} FAILING", d.level.to_uppercase()),
         related,
         xid: None,
         message,
@@ -450,7 +446,7 @@ mod tests {
         assert_eq!(d.len(), 1, "{:?}", b.incidents);
         assert_eq!(
             (d[0].node.as_str(), d[0].label.as_str()),
-            ("rack-h100-2", "RACK DOWN")
+            ("rack-h100-2", "RACK FAILING")
         );
         assert!(
             d[0].message.contains("3 nodes went down within 4s"),
@@ -462,6 +458,31 @@ mod tests {
             "{:?}",
             b.incidents
         );
+    }
+
+    /// The leaf's incident has one label for its whole life (issue 39: it
+    /// read LEAF DOWN while its ports were down and LEAF FLAP once they
+    /// came back, so a console and the report named it differently).
+    #[test]
+    fn a_domains_incident_keeps_its_label_as_its_ports_come_back() {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let mut labels = Vec::new();
+        // Ports down (+20m30s), then back (+23m).
+        let mut now = 0;
+        for at in [1230, 1380] {
+            s.advance(at - now);
+            now = at;
+            let c = s.snapshot();
+            let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
+            let i = b
+                .incidents
+                .iter()
+                .find(|i| i.kind == "domain")
+                .expect("the leaf's incident");
+            labels.push((i.id.clone(), i.label.clone()));
+        }
+        assert_eq!(labels[0], labels[1]);
+        assert_eq!(labels[0].1, "LEAF FAILING");
     }
 
     #[test]
