@@ -68,6 +68,9 @@ pub struct IncidentEntry {
     /// The first action on its node or jobs after it, and how long after.
     pub first_action: Option<Action>,
     pub time_to_action_s: Option<i64>,
+    /// The actions after the first that answer it (a plan's other steps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub later_actions: Vec<Action>,
     /// Its stage at the end of the recording.
     pub stage_at_end: String,
     pub burning_gpu_hours_per_hour: Option<f64>,
@@ -214,23 +217,32 @@ fn actions_of(rec: &Recording) -> Vec<Action> {
     actions
 }
 
-/// The first action at or after an incident that answers it: it names the
-/// incident (the audit's `incident`), or acts on its node or one of its jobs.
+/// Whether `a` answers `inc`: an action that names an incident (the
+/// audit's `incident`) answers that one alone (or the domain's incident
+/// that absorbed it); one that names none answers the incidents on its
+/// node or one of their jobs (issue 39: the leaf plan's cordons were
+/// pinned on their nodes' own incidents by their node).
+pub(crate) fn answers(a: &Action, inc: &Incident) -> bool {
+    if a.time < inc.time {
+        return false;
+    }
+    match a
+        .incident
+        .as_deref()
+        .and_then(|x| x.split_whitespace().next())
+    {
+        Some(id) => id == inc.id || inc.absorbed.iter().any(|x| x == id),
+        None => {
+            a.target == inc.node
+                || inc.nodes.contains(&a.target)
+                || inc.jobs.iter().any(|j| j.id == a.target)
+        }
+    }
+}
+
+/// The first action at or after an incident that answers it.
 fn first_action(actions: &[Action], inc: &Incident) -> Option<Action> {
-    let job_ids: Vec<&str> = inc.jobs.iter().map(|j| j.id.as_str()).collect();
-    actions
-        .iter()
-        .find(|a| {
-            a.time >= inc.time
-                && (a
-                    .incident
-                    .as_deref()
-                    .is_some_and(|x| x.split_whitespace().next() == Some(inc.id.as_str()))
-                    || a.target == inc.node
-                    || inc.nodes.contains(&a.target)
-                    || job_ids.contains(&a.target.as_str()))
-        })
-        .cloned()
+    actions.iter().find(|a| answers(a, inc)).cloned()
 }
 
 /// What a job lost, on the snapshot just before it stopped.
@@ -549,6 +561,12 @@ fn entry_of(
     still_open: bool,
 ) -> IncidentEntry {
     let first_action = first_action(actions, inc);
+    let later_actions: Vec<Action> = actions
+        .iter()
+        .filter(|a| answers(a, inc))
+        .skip(1)
+        .cloned()
+        .collect();
     let meaning = match inc.xid {
         Some(x) => cat.name(x).to_string(),
         None => inc.message.clone(),
@@ -567,6 +585,7 @@ fn entry_of(
         jobs,
         time_to_action_s: first_action.as_ref().map(|a| a.time - inc.time),
         first_action,
+        later_actions,
         stage_at_end: if still_open {
             inc.stage.as_str().to_string()
         } else {

@@ -384,11 +384,19 @@ pub fn preview(
                 .and_then(|x| x.cannot(a))
                 .map(|why| Refusal::Unknown(format!("the scheduler cannot do this: {why}")))
         });
-    // The open incident on the node acted on, once: its line and its fault.
-    let incident = a
-        .on_node()
-        .then(|| base.node_incident(a.target()))
-        .flatten();
+    // The incident this answers, once: its line and its fault. A cordon
+    // that is a failing domain's remedy answers the domain's incident, not
+    // the node's own (issue 39: the leaf plan's cordons were filed under
+    // the nodes' Xid and DBE incidents).
+    let incident = if remedy {
+        base.incidents
+            .iter()
+            .find(|i| i.kind == "domain" && i.is_open() && i.nodes.iter().any(|n| n == a.target()))
+    } else {
+        a.on_node()
+            .then(|| base.node_incident(a.target()))
+            .flatten()
+    };
     Preview {
         action: a.clone(),
         calls: match executor {

@@ -138,6 +138,17 @@ fn incident(out: &mut String, i: &super::IncidentEntry) {
             let _ = writeln!(out, "- action: none recorded");
         }
     }
+    for a in &i.later_actions {
+        let _ = writeln!(
+            out,
+            "- then: {} {} by {} at {} — {}",
+            md(&a.action),
+            md(&a.target),
+            md(&a.operator),
+            text::clock(a.time),
+            md(&a.outcome)
+        );
+    }
     let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
 }
 

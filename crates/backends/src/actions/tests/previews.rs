@@ -532,3 +532,49 @@ fn every_sim_action_sends_exactly_the_steps_its_preview_listed() {
         }
     }
 }
+
+/// The leaf plan's cordons answer the leaf's incident, in the audit and in
+/// the report (issue 39: "cordon h100-05" was filed under h100-05's Xid 63
+/// incident, "cordon h100-06" under its DBE, by their node).
+#[test]
+fn a_domain_remedys_cordon_answers_the_domains_incident_in_audit_and_report() {
+    let b = bench();
+    if let Executor::LocalSim(s) = &b.sim {
+        s.lock().expect("sim").advance(1230);
+    }
+    let c = snapshot(&b.sim);
+    let base = base_of(&c);
+    let leaf = base
+        .incidents
+        .iter()
+        .find(|i| i.kind == "domain")
+        .expect("the leaf's incident");
+    let own = base
+        .incidents
+        .iter()
+        .find(|i| i.node == "h100-06" && i.kind != "domain")
+        .expect("h100-06's own incident");
+    let p = preview(
+        &b,
+        &Action::Cordon {
+            node: "h100-06".into(),
+            reason: "ib-leaf-2 failing (fabric)".into(),
+        },
+        &Policy::default(),
+        Duration::ZERO,
+    );
+    let line = p.incident.clone().unwrap_or_default();
+    assert!(line.starts_with(&format!("{} ", leaf.id)), "{line}");
+    let a = crate::postmortem::Action {
+        time: c.time,
+        operator: "oncall".into(),
+        action: "cordon".into(),
+        target: "h100-06".into(),
+        reason: None,
+        preview: String::new(),
+        incident: p.incident,
+        outcome: "verified".into(),
+    };
+    assert!(crate::postmortem::answers(&a, leaf));
+    assert!(!crate::postmortem::answers(&a, own), "{}", own.id);
+}
