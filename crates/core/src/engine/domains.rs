@@ -417,6 +417,28 @@ mod tests {
         assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 5);
     }
 
+    /// One stray flap under another leaf does not make a spine's incident
+    /// (issue 39): h100-01 (ib-leaf-1) loses its link, then three nodes of
+    /// ib-leaf-2 within seconds: the leaf's incident, and h100-01's own.
+    #[test]
+    fn a_stray_flap_under_another_leaf_does_not_make_the_spines_incident() {
+        let b = base(&with_links_lost(
+            &["h100-01", "h100-05", "h100-06", "h100-07"],
+            9,
+        ));
+        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        assert_eq!(d.len(), 1, "{:?}", b.incidents);
+        assert_eq!(d[0].node, "ib-leaf-2");
+        assert_eq!(d[0].nodes, ["h100-05", "h100-06", "h100-07"]);
+        assert!(
+            b.incidents
+                .iter()
+                .any(|i| i.kind == "link" && i.node == "h100-01"),
+            "{:?}",
+            b.incidents
+        );
+    }
+
     /// Nodes of one rack that go down together (a power feed, a rack's
     /// switch and PDU): one incident of the rack, not of its leaf switch
     /// (the same nodes here), and "went down".

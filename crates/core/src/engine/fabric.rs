@@ -150,7 +150,48 @@ pub struct Candidate<'a> {
 /// Levels that are the network's: a group of nodes that went down (not
 /// only their links) is given to a rack or feed of the same size first.
 pub fn is_network(level: &str) -> bool {
-    matches!(level, "leaf" | "spine" | "core" | "switch")
+    let l = level.to_ascii_lowercase();
+    [
+        "leaf", "spine", "core", "switch", "network", "block", "fabric",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// Who to page about a failing domain of `level`, and what they check:
+/// the network's levels (a Kubernetes `network-block` too) to the network
+/// owner; a rack, row, room or power feed to the datacenter; any other to
+/// whoever owns what its nodes share (issue 39: `network-block` was paged
+/// to "the datacenter: check its power and cooling").
+pub fn owner_of(level: &str) -> (&'static str, String) {
+    let l = level.to_ascii_lowercase();
+    if is_network(level) {
+        (
+            "the network owner",
+            "check the switch and its cables".into(),
+        )
+    } else if l.contains("nvlink") {
+        ("the hardware owner", "check its NVLink switches".into())
+    } else if [
+        "rack",
+        "row",
+        "room",
+        "power",
+        "pdu",
+        "zone",
+        "hall",
+        "datacenter",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+    {
+        ("the datacenter", "check its power and cooling".into())
+    } else {
+        (
+            "the owner of what its nodes share",
+            format!("check what the nodes of this {level} share"),
+        )
+    }
 }
 
 /// The groups of candidates that are one domain's failure: (the domain,
@@ -200,9 +241,11 @@ pub fn group(
                 .copied()
                 .collect();
             let nodes: BTreeSet<&str> = run.iter().map(|k| k.node).collect();
-            if nodes.len() >= min_nodes.max(2) {
-                let down = run.iter().all(|k| k.down);
-                let home = narrowest_common(&nodes, &node_domains, &size, down).unwrap_or(d);
+            let down = run.iter().all(|k| k.down);
+            let home = (nodes.len() >= min_nodes.max(2))
+                .then(|| narrowest_common(&nodes, &node_domains, &size, down).unwrap_or(d))
+                .filter(|home| evidence_below(home, &nodes, &node_domains));
+            if let Some(home) = home {
                 taken.extend(run.iter().map(|k| k.index));
                 out.push((home.clone(), run.iter().map(|k| k.index).collect()));
                 i += run.len();
@@ -212,6 +255,36 @@ pub fn group(
         }
     }
     out
+}
+
+/// Whether a switch wider than a leaf (a spine) has its evidence in more
+/// than one of the switches below it: at least two of them each with two
+/// or more of `nodes` (issue 39: one stray flap under another leaf, 41 s
+/// before three nodes of one leaf lost their links, made a spine
+/// incident that asked to cordon all four). Nodes whose narrowest network
+/// domain is `home` itself, and domains that are not the network's, are
+/// not held to it.
+fn evidence_below(
+    home: &Domain,
+    nodes: &BTreeSet<&str>,
+    node_domains: &BTreeMap<&str, &[Domain]>,
+) -> bool {
+    if !is_network(&home.level) {
+        return true;
+    }
+    let mut below: BTreeMap<&Domain, usize> = BTreeMap::new();
+    for n in nodes {
+        let Some(ds) = node_domains.get(n) else {
+            continue;
+        };
+        let Some(at) = ds.iter().position(|d| d == home) else {
+            continue;
+        };
+        if let Some(child) = ds[..at].iter().rev().find(|d| is_network(&d.level)) {
+            *below.entry(child).or_insert(0) += 1;
+        }
+    }
+    below.is_empty() || below.values().filter(|&&n| n >= 2).count() >= 2
 }
 
 /// The domain with the fewest nodes that all of `nodes` share; on a tie
@@ -307,5 +380,28 @@ pub fn what_failed(level: &str) -> &str {
         "nvlink" => "NVLink domain",
         "power" | "pdu" => "power feed",
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod owner_tests {
+    use super::owner_of;
+
+    /// A Kubernetes level named after its label is paged to its owner: a
+    /// network block to the network's, a rack to the datacenter, anything
+    /// else to whoever owns what its nodes share (issue 39).
+    #[test]
+    fn a_domain_is_paged_to_its_owner_by_its_levels_name() {
+        assert_eq!(owner_of("leaf").0, "the network owner");
+        assert_eq!(owner_of("network-block").0, "the network owner");
+        assert_eq!(
+            owner_of("cloud.google.com/gce-topology-block").0,
+            "the network owner"
+        );
+        assert_eq!(owner_of("rack").0, "the datacenter");
+        assert_eq!(owner_of("power").0, "the datacenter");
+        let (who, check) = owner_of("gpu-generation");
+        assert_eq!(who, "the owner of what its nodes share");
+        assert!(check.contains("gpu-generation"), "{check}");
     }
 }

@@ -161,11 +161,7 @@ fn cordon_choice(
         .first()
         .and_then(|n| n.domains.iter().find(|d| d.name == name))
         .map_or("domain", |d| d.level.as_str());
-    let (owner, check) = if super::super::fabric::is_network(level) {
-        ("the network owner", "check the switch and its cables")
-    } else {
-        ("the datacenter", "check its power and cooling")
-    };
+    let (owner, check) = super::super::fabric::owner_of(level);
     Choice {
         name: "cordon_domain",
         title: format!(
@@ -185,9 +181,7 @@ fn cordon_choice(
         capacity_out: CapacityOut {
             gpus: in_service,
             for_s: None,
-            note:
-                "no new work there until the network owner fixes it; running jobs keep their GPUs"
-                    .into(),
+            note: format!("no new work there until {owner} fixes it; running jobs keep their GPUs"),
         },
         queue_moves: None,
         unknowns,
