@@ -182,7 +182,19 @@ pub fn blast_domain(
         seeds: seeds.into_iter().collect(),
         requeue,
         out_of_service,
-        partition: c.node(nodes[0]).and_then(|n| n.partitions.first().cloned()),
+        // The partition that loses the most GPUs (a domain's nodes may
+        // be in several: dgx3's H100s under an A100 leaf).
+        partition: {
+            let mut by: std::collections::BTreeMap<&str, u32> = Default::default();
+            for n in nodes.iter().filter_map(|n| c.node(n)) {
+                if let Some(p) = n.partitions.first() {
+                    *by.entry(p.as_str()).or_insert(0) += n.gpu_count;
+                }
+            }
+            by.into_iter()
+                .max_by_key(|(p, g)| (*g, std::cmp::Reverse(*p)))
+                .map(|(p, _)| p.to_string())
+        },
         keep_running: kept.iter().map(|&i| c.jobs[i].id.clone()).collect(),
     };
     let target = Action::Drain {
@@ -219,7 +231,7 @@ fn finish(c: &Cluster, base: &Base, target: &Target, s: Scenario, site: &SitePar
         .iter()
         .filter_map(|k| k.restore.lost_gpu_hours.value)
         .sum();
-    let (partition, cluster) = capacity(c, s.partition.as_deref(), s.out_of_service);
+    let (partition, cluster) = capacity(c, &s.after, s.partition.as_deref(), s.out_of_service);
     let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
     let moved = moved_jobs(c, plan_before, &s.after, &plan_after, &killed_ids);
     let jumped = match target {
@@ -448,8 +460,16 @@ fn killed_jobs(c: &Cluster, s: &Scenario, plan_after: &Plan, site: &SiteParams) 
         .collect()
 }
 
-/// The capacity taken out, of the partition and of the cluster.
-fn capacity(c: &Cluster, partition: Option<&str>, out: u32) -> (Option<Capacity>, Capacity) {
+/// The capacity taken out, of the partition and of the cluster: of the
+/// partition, the GPUs of its own nodes that `after` takes out of service
+/// (issue 39: a domain's drain counted every node's GPUs against the first
+/// node's partition, "200.0% of partition a100 (16 of 8)").
+fn capacity(
+    c: &Cluster,
+    after: &Cluster,
+    partition: Option<&str>,
+    out: u32,
+) -> (Option<Capacity>, Capacity) {
     let share = |removed: u32, total: u32| {
         if total == 0 {
             0.0
@@ -460,15 +480,16 @@ fn capacity(c: &Cluster, partition: Option<&str>, out: u32) -> (Option<Capacity>
     let part = partition
         .and_then(|name| c.partitions.iter().find(|p| p.name == name))
         .map(|p| {
-            let total = c
-                .nodes
-                .iter()
-                .filter(|n| n.partitions.contains(&p.name))
+            let members = || c.nodes.iter().filter(|n| n.partitions.contains(&p.name));
+            let total = members().map(|n| n.gpu_count).sum();
+            let removed: u32 = members()
+                .filter(|n| n.state.schedulable())
+                .filter(|n| after.node(&n.name).is_some_and(|a| !a.state.schedulable()))
                 .map(|n| n.gpu_count)
                 .sum();
             Capacity {
                 name: p.name.clone(),
-                gpus_removed: out,
+                gpus_removed: removed,
                 gpus_total: total,
                 share: share(out, total),
             }

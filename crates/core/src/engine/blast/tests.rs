@@ -244,3 +244,28 @@ proptest! {
         }
     }
 }
+
+/// A domain whose nodes are in two partitions: the partition's share
+/// counts its own nodes' GPUs alone, of the partition that loses the most
+/// (issue 39: "200.0% of partition a100 (16 of 8)", an H100 node's GPUs
+/// counted against the A100 partition).
+#[test]
+fn a_domains_blast_counts_each_partitions_own_gpus() {
+    use crate::model::Domain;
+    let mut c = cluster();
+    add_node(&mut c, "a1", "a100", 8);
+    add_node(&mut c, "h1", "h100", 8);
+    add_node(&mut c, "h2", "h100", 8);
+    add_node(&mut c, "h3", "h100", 8);
+    for n in ["a1", "h1", "h2"] {
+        let node = c.nodes.iter_mut().find(|x| x.name == n).expect("node");
+        std::sync::Arc::make_mut(node).domains = vec![Domain::new("leaf", "leaf-b")];
+    }
+    let b = blast_domain(&c, &base_of(&c), "leaf-b", true, &site()).expect("blast");
+    let p = b.partition.expect("partition");
+    assert_eq!(
+        (p.name.as_str(), p.gpus_removed, p.gpus_total),
+        ("h100", 16, 24)
+    );
+    assert_eq!(b.cluster.gpus_removed, 24);
+}
