@@ -313,10 +313,20 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 spans.push(Span::styled(glyph.to_string(), style));
             }
             spans.push(Span::raw(" ".repeat(gpus_w - node.gpus.len() + 1)));
-            let (mark, style) = match (node.last_xid(), node.state) {
-                (Some((_, x)), _) => (format!("x{}", x.code), theme.critical()),
-                (None, NodeState::Up) => (String::new(), theme.dim()),
-                (None, s) => (s.short().to_string(), theme.node_state(s)),
+            // Out of service: its state (a cordoned node read by its Xid).
+            // In service: the Xid of the incident the analysis names for it
+            // (its DBE's 48, not the 63 the remap left after), else its
+            // last Xid (issue 39).
+            let incident_xid = app
+                .analysis
+                .as_ref()
+                .and_then(|a| a.base.node_incident(&node.name))
+                .and_then(|i| i.xid);
+            let xid = incident_xid.or_else(|| node.last_xid().map(|(_, x)| x.code));
+            let (mark, style) = match (node.state, xid) {
+                (NodeState::Up, Some(code)) => (format!("x{code}"), theme.critical()),
+                (NodeState::Up, None) => (String::new(), theme.dim()),
+                (s, _) => (s.short().to_string(), theme.node_state(s)),
             };
             // A space after the mark: `cordon` ran into the next name.
             spans.push(Span::styled(format!("{mark:<w$} ", w = MARK_W - 2), style));
