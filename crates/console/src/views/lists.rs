@@ -138,7 +138,13 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                         .borders(Borders::ALL)
                         .border_style(theme.dim())
                         .title(Line::styled(
-                            " selected (enter: node, D: drain) ",
+                            // No action key where none acts (a replay,
+                            // read-only): issue 39.
+                            if app.replay || app.read_only {
+                                " selected (enter: node) "
+                            } else {
+                                " selected (enter: node, D: drain) "
+                            },
                             theme.title(),
                         )),
                 ),

@@ -490,3 +490,17 @@ fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
         assert_eq!(armed_forced, forced, "{typed}");
     }
 }
+
+/// A replay offers no action key in the incident pane (issue 39: it said
+/// "D: drain" where nothing is sent); live, it does.
+#[test]
+fn the_incident_pane_offers_drain_only_where_it_acts() {
+    for replay in [false, true] {
+        let mut a = super::app();
+        a.replay = replay;
+        super::command(&mut a, "incidents");
+        let s = drawn(&a);
+        assert!(s.contains("selected (enter: node"), "{s}");
+        assert_eq!(s.contains("D: drain"), !replay, "{s}");
+    }
+}
