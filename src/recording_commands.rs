@@ -103,6 +103,9 @@ async fn record_live(
 pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::Kpis, CommandError> {
     use crate::engine::kpis::KpiBook;
     let mut book = KpiBook::new(window_s);
+    // The last snapshot seen: its hung gangs' unsaved work is counted as
+    // the report and `:kpis` count it.
+    let mut last: Option<std::sync::Arc<crate::model::Cluster>> = None;
     if let Some(path) = &settings.replay {
         let rec = Recording::open(path)?;
         for w in rec.damage() {
@@ -119,6 +122,7 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
                 break;
             }
             book.observe(&c);
+            last = Some(c);
         }
     } else if let SourceConfig::Sim { sim, .. } = &settings.source {
         let mut s = crate::sources::sim::Sim::new(*sim)?;
@@ -127,8 +131,15 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
             s.advance(1);
             book.observe(&s.snapshot());
         }
+        last = Some(std::sync::Arc::new(s.snapshot()));
     } else {
         return Err(CommandError::KpisNeedHistory);
     }
-    book.figures(window_s).ok_or(CommandError::NoSnapshot)
+    let mut k = book.figures(window_s).ok_or(CommandError::NoSnapshot)?;
+    if let Some(c) = last {
+        let base =
+            crate::engine::analysis::Base::compute(&c, None, &settings.site, &settings.xid_catalog);
+        k.lost_gpu_hours_hung = Some(crate::engine::kpis::hung_lost(&base, &c));
+    }
+    Ok(k)
 }

@@ -859,6 +859,20 @@ fn the_report_of_a_recorded_night_names_the_incidents_and_what_they_cost() {
     let hit = r["gpu_hours_lost"].as_f64().expect("headline");
     assert!((all - hit).abs() < 1e-9, "{all} vs {hit}");
     assert!(md.contains("by hung jobs still holding their GPUs"), "{md}");
+    // `get kpis` of the same recording says the same numbers (issue 39:
+    // it left out the hung gang the report counted).
+    let got: Value = serde_json::from_str(&stdout(
+        dir.path(),
+        &["--replay", f, "get", "kpis", "-o", "json"],
+    ))
+    .expect("json");
+    for field in [
+        "lost_gpu_hours_failed",
+        "lost_gpu_hours_requeued",
+        "lost_gpu_hours_hung",
+    ] {
+        assert_eq!(got[field], k[field], "{field}: {got:#} vs {k:#}");
+    }
     assert!(md.contains("**still running** — nothing lost"), "{md}");
     assert!(
         !md.contains("0.0 GPU-hours lost since its checkpoint, kept running"),

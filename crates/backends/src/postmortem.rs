@@ -392,7 +392,7 @@ pub fn report(
             at_end.contains(inc.id.as_str()),
         ));
     }
-    let hung = hung_lost(&base_end, &end);
+    let hung = crate::engine::kpis::hung_lost(&base_end, &end);
     let mut kpis = book.figures(to - from);
     if let Some(k) = &mut kpis {
         k.lost_gpu_hours_hung = Some(hung);
@@ -598,15 +598,6 @@ fn entry_of(
 
 /// The hung jobs' unsaved work, as the health numbers count it: lost when
 /// they are requeued (one definition: restore::lost_gpu_hours).
-fn hung_lost(base_end: &Base, end: &Cluster) -> f64 {
-    base_end
-        .stalls
-        .iter()
-        .filter_map(|s| end.job(&s.job))
-        .filter_map(|j| crate::engine::restore::lost_gpu_hours(j, end.time))
-        .sum::<f64>()
-        + 0.0
-}
 
 /// The incidents still open at the end, a line each.
 fn open_incidents(base_end: &Base) -> Vec<String> {

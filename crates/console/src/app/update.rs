@@ -84,7 +84,14 @@ impl App {
     pub(crate) fn refresh_kpi_figures(&mut self) {
         self.kpi_figures = match self.overlay {
             Some(super::Overlay::Kpis { window_s }) => {
-                self.kpis.lock().ok().and_then(|k| k.figures(window_s))
+                let mut k = self.kpis.lock().ok().and_then(|k| k.figures(window_s));
+                // The hung gangs' unsaved work, from the analysis the
+                // screens show (the report's definition).
+                if let (Some(k), Some(a)) = (&mut k, &self.analysis) {
+                    k.lost_gpu_hours_hung =
+                        Some(crate::engine::kpis::hung_lost(&a.base, &self.cluster));
+                }
+                k
             }
             _ => None,
         };

@@ -403,5 +403,17 @@ impl KpiBook {
     }
 }
 
+/// The unsaved work of the jobs `base` finds hung on `c`, in GPU-hours:
+/// lost when they are requeued (`restore::lost_gpu_hours`). One definition
+/// for `:kpis`, `get kpis` and the report (issue 39: the report counted the
+/// hung 32-GPU gang, `:kpis` of the same recording did not).
+pub fn hung_lost(base: &super::analysis::Base, c: &Cluster) -> f64 {
+    base.stalls
+        .iter()
+        .filter_map(|s| c.job(&s.job))
+        .filter_map(|j| super::restore::lost_gpu_hours(j, c.time))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests;

@@ -504,3 +504,18 @@ fn the_incident_pane_offers_drain_only_where_it_acts() {
         assert_eq!(s.contains("D: drain"), !replay, "{s}");
     }
 }
+
+/// `:kpis` counts the hung gang's unsaved work as the report does (issue
+/// 39: it said "0.0 by requeued" and nothing of the hung 32-GPU gang the
+/// report counted), from the analysis the screens show.
+#[test]
+fn the_kpis_panel_counts_the_hung_gang_as_the_report_does() {
+    let mut a = super::app();
+    crate::engine::kpis::observe_shared(&a.kpis().0.clone(), &a.cluster.clone());
+    super::command(&mut a, "kpis");
+    let hung = a.kpis().1.and_then(|k| k.lost_gpu_hours_hung);
+    let base = &a.analysis.as_ref().expect("analysis").base;
+    let want = crate::engine::kpis::hung_lost(base, &a.cluster);
+    assert!(want > 0.0, "the Xid 79's gang hangs");
+    assert_eq!(hung, Some(want));
+}
