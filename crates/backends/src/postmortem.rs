@@ -596,9 +596,6 @@ fn entry_of(
     }
 }
 
-/// The hung jobs' unsaved work, as the health numbers count it: lost when
-/// they are requeued (one definition: restore::lost_gpu_hours).
-
 /// The incidents still open at the end, a line each.
 fn open_incidents(base_end: &Base) -> Vec<String> {
     base_end
