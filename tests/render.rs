@@ -1164,7 +1164,7 @@ fn the_gpu_screen_shows_nvlink_errors_where_reported() {
 /// The leaf switch's flap on the sim night (+20 min): one incident of the
 /// switch at the top of the list, the grid's domain line marks it failing,
 /// `O` on it compares the domain's choices (cordon it, drain it all, wait)
-/// with the cordon recommended, and enter opens its first node.
+/// with the cordon recommended, and enter opens the domain's nodes.
 #[test]
 fn the_leaf_flap_is_one_incident_with_its_domains_options() {
     let mut a = app_after(1230);
@@ -1186,7 +1186,18 @@ fn the_leaf_flap_is_one_incident_with_its_domains_options() {
     );
     assert!(s.contains("drain all 4 nodes of ib-leaf-2"), "{s}");
     assert!(s.contains("the fabric failed, not the GPUs"), "{s}");
+    // Enter opens the domain (issue 39: it opened h100-05, its first
+    // node): its four nodes and their state, nothing else.
     keys(&mut a, &[KeyCode::Esc, KeyCode::Enter]);
+    analyse(&mut a);
+    let s = screen(&a, 200, 50);
+    for n in ["h100-05", "h100-06", "h100-07", "h100-08"] {
+        assert!(s.contains(n), "{n}: {s}");
+    }
+    assert!(s.contains("domain:ib-leaf-2"), "the filter says why: {s}");
+    assert!(!s.contains("h100-01 "), "{s}");
+    // Its first node from there says why it is held.
+    keys(&mut a, &[KeyCode::Enter]);
     analyse(&mut a);
     let s = screen(&a, 200, 50);
     assert!(

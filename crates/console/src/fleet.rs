@@ -283,9 +283,14 @@ mod tests {
         // enter on a row of the second cluster: that cluster, on the
         // incident's node.
         let i = rows.iter().position(|(m, _)| *m == 1).expect("a west row");
-        // A domain's incident opens its first node.
+        // A domain's incident opens the domain's nodes (a list filtered
+        // to it); a node's, the node.
         let inc = rows[i].1;
-        let node = inc.nodes.first().unwrap_or(&inc.node).clone();
+        let (node, domain) = if inc.kind == "domain" {
+            (None, Some(format!("domain:{}", inc.node)))
+        } else {
+            (Some(inc.node.clone()), None)
+        };
         let id = inc.id.clone();
         drop(rows);
         for _ in 0..i {
@@ -294,10 +299,19 @@ mod tests {
         code(&mut f, KeyCode::Enter);
         assert_eq!(f.active, Some(1), "incident {id}");
         let s = f.members[1].app.screen();
-        assert_eq!(s.target.as_deref(), Some(node.as_str()));
-        // esc on its node, then on its first screen: the fleet again.
+        assert_eq!(s.target, node);
+        let filtered = domain.is_some();
+        if let Some(d) = domain {
+            assert_eq!(s.filter, d);
+        }
+        // esc on its node (a domain's list: its filter, then the list),
+        // then on its first screen: the fleet again.
         code(&mut f, KeyCode::Esc);
         assert_eq!(f.active, Some(1));
+        if filtered {
+            code(&mut f, KeyCode::Esc);
+            assert_eq!(f.active, Some(1));
+        }
         code(&mut f, KeyCode::Esc);
         assert_eq!(f.active, None);
         // A digit opens a cluster; `:ctx NAME` in a cluster switches.

@@ -537,6 +537,13 @@ impl App {
 /// that screen shows the domain, its verdict and the incident), its GPU
 /// selected.
 pub(crate) fn incident_screen(inc: &crate::engine::incidents::Incident) -> Screen {
+    // A domain's incident opens the domain: its nodes, their state (issue
+    // 39: it opened its alphabetically first node).
+    if inc.kind == "domain" {
+        let mut s = Screen::new(View::Nodes, None);
+        s.filter = format!("domain:{}", inc.node);
+        return s;
+    }
     let node = inc.nodes.first().unwrap_or(&inc.node);
     let mut s = Screen::new(View::NodeDetail, Some(node.clone()));
     if let Some(g) = inc.gpu {

@@ -14,6 +14,15 @@ fn node_state_tone(s: NodeState) -> Tone {
     }
 }
 
+fn domains_of(n: &Node) -> String {
+    let names: Vec<&str> = n.domains.iter().map(|d| d.name.as_str()).collect();
+    if names.is_empty() {
+        "-".into()
+    } else {
+        names.join(",")
+    }
+}
+
 fn node_max_temp(n: &Node) -> Option<f64> {
     n.gpus
         .iter()
@@ -146,5 +155,17 @@ pub const NODES: &[Column<Node>] = &[
             )
         },
         sort: |_, n| txt(n.reason.as_deref().unwrap_or("")),
+    },
+    Column {
+        // Its failure domains, narrowest first: `/domain:ib-leaf-2` lists a
+        // switch's nodes (enter on a domain's incident opens that). Last:
+        // the first ten columns keep their sort digits.
+        name: "DOMAIN",
+        priority: 3,
+        min: 6,
+        max: 20,
+        fill: false,
+        cell: |_, n| Cell::plain(sanitize(&domains_of(n))),
+        sort: |_, n| txt(&domains_of(n)),
     },
 ];
