@@ -1455,3 +1455,135 @@ fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// One situation (issue 39): the same moment asked through the engine's
+/// analysis, `get incidents`, `options` and `report` gives one answer. A
+/// recorded sim night, sampled every simulated minute from +5 to +25 min
+/// (in process, on the recording the commands read): each open incident
+/// that needs its node out is answered by a drain among its node's options
+/// (the catalog's remedy: no reboot for a "drain and look"); each remedied
+/// one says what its node's options recommend; no node of an open domain
+/// incident is recommended back to service or left as it is. Then the
+/// command line at +20 min gives those incidents and that recommendation,
+/// and the report of the night names as open at its end what `get
+/// incidents` does then.
+#[test]
+fn every_surface_gives_one_answer_for_the_same_moment() {
+    use nightshift::engine::analysis::Base;
+    use nightshift::engine::incidents::Stage;
+    use nightshift::engine::options::node_options;
+    use nightshift::engine::xid::ActionClass;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("night.nsrec");
+    let f = file.to_str().expect("path");
+    stdout(dir.path(), &["--sim-seconds", "1500", "record", f]);
+    let rec = nightshift::recording::Recording::open(&file).expect("open");
+    let (start, _) = rec.span();
+    let site = nightshift::engine::SiteParams::default();
+    let cat = nightshift::engine::xid::XidCatalog::default();
+    let drains = ["drain_now", "reset_gpu", "drain_reboot", "repair"];
+    let winner_at = |t: i64| {
+        let c = rec.state_at(t).expect("state");
+        let b = Base::compute(&c, None, &site, &cat);
+        (c, b)
+    };
+    let mut checked = 0;
+    for minute in 5..=25 {
+        let (c, b) = winner_at(start + minute * 60);
+        for i in b
+            .incidents
+            .iter()
+            .filter(|i| i.is_open() && i.kind != "stall")
+        {
+            let nodes = if i.kind == "domain" {
+                i.nodes.clone()
+            } else {
+                vec![i.node.clone()]
+            };
+            for node in nodes {
+                let o = node_options(&c, &b, &node, &site).expect("options");
+                let w = o.options.iter().find(|x| x.recommended).expect("one");
+                let said = format!("+{minute}m {} {node}: {} ({})", i.id, w.name, w.title);
+                if i.kind == "domain" {
+                    assert!(
+                        !["validate_resume", "do_nothing"].contains(&w.name),
+                        "{said}: put back or left while its domain fails"
+                    );
+                } else if i.stage == Stage::Open && i.action.needs_drain() {
+                    assert!(drains.contains(&w.name), "{said} for {:?}", i.action);
+                    if i.action != ActionClass::DrainReboot {
+                        assert_ne!(w.name, "drain_reboot", "{said} for {:?}", i.action);
+                    }
+                } else if i.stage == Stage::Remedied {
+                    assert!(
+                        i.status.ends_with(&format!(": {}", w.title)),
+                        "{said}: {}",
+                        i.status
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 40, "only {checked} answers compared");
+    // The command line at +20 min: the analysis's incidents, and the
+    // recommendation for the DBE's node.
+    let json =
+        |args: &[&str]| -> Value { serde_json::from_str(&stdout(dir.path(), args)).expect("json") };
+    let (c, b) = winner_at(start + 20 * 60);
+    let got = json(&[
+        "--replay",
+        f,
+        "--at",
+        "+20m",
+        "get",
+        "incidents",
+        "-o",
+        "json",
+    ]);
+    let ids = |items: &Value| -> Vec<String> {
+        items
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|i| i["id"].as_str().map(str::to_string))
+            .collect()
+    };
+    let engine_ids: Vec<String> = b.incidents.iter().map(|i| i.id.clone()).collect();
+    assert_eq!(ids(&got["items"]), engine_ids);
+    let o = json(&[
+        "--replay", f, "--at", "+20m", "options", "h100-06", "-o", "json",
+    ]);
+    let cli_pick = o["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .find(|x| x["recommended"] == true)
+        .and_then(|x| x["name"].as_str())
+        .map(str::to_string);
+    let engine_pick = node_options(&c, &b, "h100-06", &site)
+        .expect("options")
+        .options
+        .into_iter()
+        .find(|x| x.recommended)
+        .map(|x| x.name.to_string());
+    assert_eq!(cli_pick, engine_pick);
+    // The night's end: the report's open incidents are `get incidents`'.
+    let end = json(&["--replay", f, "get", "incidents", "-o", "json"]);
+    let open_now: std::collections::BTreeSet<String> = end["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| !["resolved"].contains(&i["stage"].as_str().unwrap_or_default()))
+        .filter_map(|i| i["id"].as_str().map(str::to_string))
+        .collect();
+    let r = json(&["report", f, "-o", "json"]);
+    let reported: std::collections::BTreeSet<String> = r["open_at_end"]
+        .as_array()
+        .expect("open_at_end")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert_eq!(reported, open_now, "{r:#}");
+}
