@@ -418,9 +418,13 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
     match format {
         Format::Json => crate::outln!("{}", crate::text::json_pretty(&records)?),
         Format::Table => {
+            // Two clocks, each named (issue 39): when it was written (the
+            // wall clock) and the source's time it acted on (a sim's or a
+            // replay's night; the armed steps' clock).
             crate::outln!(
-                "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
-                "TIME",
+                "{:<20}  {:<11}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
+                "WALL CLOCK (UTC)",
+                "SOURCE",
                 "PHASE",
                 "OPERATOR",
                 "ACTION",
@@ -441,8 +445,10 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
                     Some(o) => format!("not verified: {}", o.observed),
                 };
                 crate::outln!(
-                    "{:<20}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
+                    "{:<20}  {:<11}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
                     text::datetime(r.time),
+                    r.source_time
+                        .map_or("-".to_string(), |t| text::moment_short(t, r.time)),
                     r.phase,
                     sanitize(&r.operator),
                     r.action,

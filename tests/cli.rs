@@ -358,6 +358,10 @@ fn drain_with_requeue_through_the_guard() {
     // `nightshift audit` shows it.
     let (ok, text, _) = act(dir.path(), &["audit"]);
     assert!(ok && text.contains("verified: h100-03 is drain"), "{text}");
+    // Each clock named: when it was written, and the source's time it
+    // acted on (the sim's night, as armed steps show it).
+    assert!(text.starts_with("WALL CLOCK (UTC)      SOURCE  "), "{text}");
+    assert!(text.contains("  11-30 02:47  intent"), "{text}");
 }
 
 #[test]
