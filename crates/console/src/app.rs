@@ -348,6 +348,9 @@ pub struct App {
     /// is one per node): `n` in the outcome's dialog previews the next,
     /// each behind the guard like any action.
     pub(crate) next_steps: Vec<Action>,
+    /// How many steps the option being stepped through has: the next is
+    /// step `plan_steps - next_steps.len() + 1` of them.
+    pub(crate) plan_steps: usize,
     /// Steps armed for this cluster (the audit log's, as the runner last
     /// said): sent when due.
     pub armed: Vec<crate::model::Armed>,
@@ -436,6 +439,7 @@ impl App {
             bell_on_critical: false,
             last_undo: None,
             next_steps: Vec::new(),
+            plan_steps: 0,
             armed: Vec::new(),
             arm_after: None,
             arm_on_confirm: None,

@@ -240,6 +240,7 @@ impl App {
             return;
         }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();
+        let total = choice.steps.len();
         let said = (choice.steps.len() > 1).then(|| {
             format!(
                 "{}: step 1 of {}; then {} (n after each)",
@@ -254,6 +255,7 @@ impl App {
                     self.flash = said;
                 }
                 self.next_steps = rest;
+                self.plan_steps = total;
                 self.preview_action(first);
             }
             None => self.flash = Some(format!("{}: nothing to send", choice.title)),
@@ -379,7 +381,14 @@ impl App {
                 // went through); `u` opens the undo's own guarded preview;
                 // any other key closes, and ends the option's steps.
                 if key.code == KeyCode::Char('n') && ok && !self.next_steps.is_empty() {
+                    let k = self.plan_steps.saturating_sub(self.next_steps.len()) + 1;
                     let next = self.next_steps.remove(0);
+                    // Every step numbered, as the first was (issue 39).
+                    self.flash = Some(format!(
+                        "step {k} of {}: {}",
+                        self.plan_steps,
+                        next.describe()
+                    ));
                     self.preview_action(next);
                     return;
                 }

@@ -99,7 +99,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     Span::styled("n", theme.title()),
                     Span::styled(
                         format!(
-                            " previews the option's next step ({}; {} left)",
+                            " previews step {} of {}: {} ({} left)",
+                            app.plan_steps.saturating_sub(app.next_steps.len()) + 1,
+                            app.plan_steps,
                             sanitize(&next.describe()),
                             app.next_steps.len()
                         ),

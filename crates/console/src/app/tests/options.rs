@@ -67,11 +67,24 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
         )))),
         a.now,
     );
+    assert!(
+        drawn(&a).contains("n previews step 2 of 6: cordon h100-06"),
+        "{}",
+        drawn(&a)
+    );
     press(&mut a, "n");
     assert!(
         matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == cordon("h100-06")),
         "{:?}",
         a.modal
+    );
+    // Every step numbered, as the first was (issue 39).
+    assert!(
+        a.flash
+            .as_deref()
+            .is_some_and(|f| f.starts_with("step 2 of 6: cordon h100-06")),
+        "{:?}",
+        a.flash
     );
     // Cancelled: the chain ends; n after an outcome opens nothing.
     key(&mut a, KeyCode::Esc);
