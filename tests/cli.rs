@@ -1518,7 +1518,7 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
                     if i.action != ActionClass::DrainReboot {
                         assert_ne!(w.name, "drain_reboot", "{said} for {:?}", i.action);
                     }
-                } else if i.stage == Stage::Remedied {
+                } else if i.stage == Stage::Remedied || i.stage == Stage::AwaitingRemedy {
                     assert!(
                         i.status.ends_with(&format!(": {}", w.title)),
                         "{said}: {}",

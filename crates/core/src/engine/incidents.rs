@@ -252,8 +252,9 @@ fn lifecycle(
         ),
         (NodeState::Drain | NodeState::Down, true) => (
             Stage::AwaitingRemedy,
+            // The words of its node's recommended option ("keep_out").
             format!(
-                "drained {}; now {}, then resume it",
+                "drained {}; keep it out: {}, then validate",
                 by_whom(n),
                 action.remedy()
             ),

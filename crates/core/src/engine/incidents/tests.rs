@@ -74,10 +74,20 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
     let (c, b) = base(&s);
     let i = xid79(&b);
     assert_eq!(i.stage, Stage::AwaitingRemedy, "{}", i.status);
+    // Drained already: its node's options keep it out for the reboot (not
+    // "drain now and requeue"), and the incident says just that.
+    let o = crate::engine::options::node_options(&c, &b, "h100-03", &SiteParams::default())
+        .expect("options");
+    let w = o.options.iter().find(|x| x.recommended).expect("one");
+    assert_eq!(w.name, "keep_out");
+    assert!(o.options.iter().all(|x| x.name != "drain_now"));
     assert!(
-        i.status.contains("reboot the node, then resume it"),
-        "{}",
         i.status
+            .ends_with(": keep it out: reboot the node, then validate")
+            && i.status.ends_with(&w.title),
+        "{} vs {}",
+        i.status,
+        w.title
     );
     assert_eq!(i.drained_by, Some(crate::host::os_user()), "the operator");
     assert_eq!(i.jobs[0].state_then, Some(JobState::Running));

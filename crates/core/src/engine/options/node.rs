@@ -11,7 +11,7 @@ use crate::engine::base::Base;
 use crate::engine::blast::{Blast, blast};
 use crate::engine::error::EngineError;
 use crate::engine::xid::ActionClass;
-use crate::model::{Action, Cluster};
+use crate::model::{Action, Cluster, NodeState};
 use crate::text;
 use std::collections::BTreeMap;
 
@@ -40,7 +40,12 @@ pub fn node_options_with(
     b: Blast,
 ) -> Result<Options, EngineError> {
     let case = NodeCase::new(c, base, node, site, b)?;
-    let mut options = vec![case.drain_now()];
+    let drained = matches!(case.n.state, NodeState::Drain | NodeState::Down);
+    let mut options = vec![if drained {
+        case.keep_out()
+    } else {
+        case.drain_now()
+    }];
     if let Some(choice) = case.wait_checkpoint() {
         options.push(choice);
     }
@@ -309,6 +314,36 @@ impl<'a> NodeCase<'a> {
                 format!("until the remedy ({}) and a resume", class.remedy()),
             ),
             None => (None, "until someone resumes it".to_string()),
+        }
+    }
+
+    /// A node drained already (or down), nothing running: not "drain now
+    /// and requeue" (issue 39), but keep it out for its remedy, then back
+    /// through its check. Nothing to send now.
+    fn keep_out(&self) -> Choice {
+        let node = self.node;
+        let (for_s, note) = self.out_for(self.class);
+        let mut manual = self.remedy_steps(self.class);
+        manual.push(format!("validate {node}, then resume it"));
+        Choice {
+            name: "keep_out",
+            title: if self.class.needs_drain() {
+                format!("keep it out: {}, then validate", self.class.remedy())
+            } else {
+                "keep it out of service".into()
+            },
+            actions: Vec::new(),
+            steps: Vec::new(),
+            manual,
+            gpu_hours_lost: Some(0.0),
+            resume_in_s: for_s,
+            capacity_out: CapacityOut {
+                gpus: 0,
+                for_s: Some(0),
+                note,
+            },
+            queue_moves: Some(0),
+            ..Choice::default()
         }
     }
 
@@ -698,7 +733,7 @@ fn recommend_for_node(o: &mut Options, hung: &BTreeMap<String, f64>, site: &Site
     // reboot, which is offered where the remedy is lighter and is a guess
     // there: an NVLink storm's incident says "drain+look", and so does its
     // recommended option (issue 39).
-    let drains = ["drain_now", "reset_gpu"];
+    let drains = ["drain_now", "keep_out", "reset_gpu"];
     let pick_drain = |o: &Options| cheapest(o, &drains).or_else(|| cheapest(o, &["drain_reboot"]));
     let wait = index_of(o, "wait_checkpoint").filter(|&w| o.options[w].gpu_hours_lost.is_some());
     let wait_in = wait.and_then(|w| o.options[w].wait_s).map(text::duration);
