@@ -83,7 +83,7 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
     assert!(o.options.iter().all(|x| x.name != "drain_now"));
     assert!(
         i.status
-            .ends_with(": keep it out: reboot the node, then validate")
+            .ends_with("; keep it out: reboot the node, then validate")
             && i.status.ends_with(&w.title),
         "{} vs {}",
         i.status,
