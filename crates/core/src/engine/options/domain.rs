@@ -148,9 +148,18 @@ fn cordon_choice(
             reason: format!("{name} failing: fabric, not the GPUs"),
         })
         .collect();
+    // The requeues are the plan's last steps: their terms on the cluster
+    // its cordons leave (issue 39: the row said "back in 5m30s", the
+    // requeue's own preview after the cordons "back in 12h05m").
+    let mut cordoned = c.clone();
+    for n in cordoned.nodes.iter_mut() {
+        if steps.iter().any(|a| a.target() == n.name) {
+            std::sync::Arc::make_mut(n).state = crate::model::NodeState::Cordoned;
+        }
+    }
     for id in hung.keys() {
-        if let Ok(b) = blast(c, base, &Target::Requeue { job: id.clone() }, site) {
-            let (l, r, u) = kill_terms(c, &b);
+        if let Ok(b) = blast(&cordoned, base, &Target::Requeue { job: id.clone() }, site) {
+            let (l, r, u) = kill_terms(&cordoned, &b);
             requeue_lost = requeue_lost.zip(l).map(|(a, b)| a + b);
             requeue_back = requeue_back.zip(r).map(|(a, b): (i64, i64)| a.max(b));
             unknowns.extend(u);

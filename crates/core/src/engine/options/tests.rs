@@ -580,3 +580,41 @@ fn a_node_with_a_gpu_at_warn_is_not_recommended_back_as_healthy() {
         "{o:#?}"
     );
 }
+
+/// The leaf plan's row says when its stalled gangs are back as their own
+/// requeue previews will once its cordons are done (issue 39: the row said
+/// "back in 5m30s" on the capacity its own cordons take away; the step's
+/// preview, after them, "back in 12h05m").
+#[test]
+fn the_domain_plans_back_in_is_what_its_requeues_say_after_its_cordons() {
+    use crate::sim::{Sim, SimConfig};
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(1230);
+    let c = s.snapshot();
+    let site = SiteParams::default();
+    let o = domain::domain_options(&c, &base_of(&c), "ib-leaf-2", &site).expect("options");
+    let plan = choice(&o, "cordon_domain");
+    let back = plan.resume_in_s.expect("back in");
+    let mut requeues = Vec::new();
+    for a in &plan.steps {
+        match a {
+            Action::Cordon { .. } => {
+                s.apply(a).expect("cordon");
+            }
+            Action::Requeue { job } => requeues.push(job.clone()),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(!requeues.is_empty(), "its stalled gangs");
+    let after = s.snapshot();
+    let b = base_of(&after);
+    let latest = requeues
+        .iter()
+        .map(|j| {
+            let bl = blast(&after, &b, &Action::Requeue { job: j.clone() }, &site).expect("blast");
+            kill_terms(&after, &bl).1.expect("back in")
+        })
+        .max()
+        .expect("one");
+    assert_eq!(back, latest, "{}", plan.title);
+}
