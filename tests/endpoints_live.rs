@@ -438,9 +438,10 @@ fn the_tui_shows_exporter_gpus_with_no_scheduler() {
         log.display()
     ));
     t.expect("endpoints │ node endpoints │");
-    // GPU 3 (Xid 79) and GPU 5 (DBE) are critical on the grid.
+    // GPU 3 (Xid 79) and GPU 5 (DBE) are critical on the grid; the node
+    // is marked by its most drastic incident's Xid (the one enter opens).
     t.expect("gpu01 ");
-    t.expect("x48");
+    t.expect("x79");
     t.keys(&[":"]);
     t.keys(&["-l", "incidents"]);
     t.keys(&["Enter"]);

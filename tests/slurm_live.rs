@@ -2260,4 +2260,39 @@ fn live_slurm_26_05_actions_send_their_preview_and_a_maintenance_reservation_is_
             "squeue --start {start} vs {back_at}"
         );
     }
+    // The reservation gone, `there` takes gpu04: every node is held by a
+    // job without a time limit. One more 8-GPU job has no estimate, and
+    // says which jobs hold the room (issue 38: "in 364d23h", a date read
+    // as this year's) — Slurm has none either.
+    lab.run("scontrol", &["delete", "reservation=maint4"]);
+    assert!(
+        wait_for(Duration::from_secs(30), || (squeue_field(
+            &lab, &there, "%T"
+        ) == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        lab.run("squeue", &[])
+    );
+    let last = lab.sbatch(&["-J", "last", "--gres=gpu:8"]);
+    let why = nightshift_stdout(&lab, &["why", &last]);
+    assert!(
+        why.contains("held by jobs without a time limit (")
+            && !why.contains("364d")
+            && !why.contains("can start now"),
+        "{why}"
+    );
+    let start = lab.run("squeue", &["-h", "--start", "-j", &last, "-o", "%S"]);
+    let year_on: i64 = lab
+        .run("date", &["-d", "+300 days", "+%s"])
+        .trim()
+        .parse()
+        .expect("epoch");
+    let slurm_far = start.trim() == "N/A"
+        || lab
+            .run("date", &["-d", start.trim(), "+%s"])
+            .trim()
+            .parse::<i64>()
+            .is_ok_and(|t| t > year_on);
+    assert!(slurm_far, "squeue --start: {start}");
 }

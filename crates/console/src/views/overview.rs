@@ -323,8 +323,12 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 .and_then(|a| a.base.node_incident(&node.name))
                 .and_then(|i| i.xid);
             let xid = incident_xid.or_else(|| node.last_xid().map(|(_, x)| x.code));
+            // A node no scheduler reports (an endpoint's only) is not out
+            // of service: its Xid too.
             let (mark, style) = match (node.state, xid) {
-                (NodeState::Up, Some(code)) => (format!("x{code}"), theme.critical()),
+                (NodeState::Up | NodeState::Unknown, Some(code)) => {
+                    (format!("x{code}"), theme.critical())
+                }
                 (NodeState::Up, None) => (String::new(), theme.dim()),
                 (s, _) => (s.short().to_string(), theme.node_state(s)),
             };
