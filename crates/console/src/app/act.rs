@@ -376,31 +376,32 @@ impl App {
             Modal::Running { action } => Modal::Running { action },
             Modal::Options { target } => return self.on_options_key(key, target),
             Modal::Rearm { armed } => return self.on_rearm_key(key, armed),
-            Modal::Done { ok, .. } => {
-                // `n` previews the option's next step (after a step that
-                // went through); `u` opens the undo's own guarded preview;
-                // any other key closes, and ends the option's steps.
-                if key.code == KeyCode::Char('n') && ok && !self.next_steps.is_empty() {
-                    let k = self.plan_steps.saturating_sub(self.next_steps.len()) + 1;
-                    let next = self.next_steps.remove(0);
-                    // Every step numbered, as the first was (issue 39).
-                    self.flash = Some(format!(
-                        "step {k} of {}: {}",
-                        self.plan_steps,
-                        next.describe()
-                    ));
-                    self.preview_action(next);
-                    return;
-                }
-                self.next_steps.clear();
-                if key.code == KeyCode::Char('u')
-                    && let Some(undo) = self.last_undo.clone()
-                {
-                    self.preview_action(undo);
-                }
-                return;
-            }
+            Modal::Done { ok, .. } => return self.on_done_key(key, ok),
         });
+    }
+
+    /// A key on an outcome: `n` previews the option's next step (after a
+    /// step that went through); `u` opens the undo's own guarded preview;
+    /// any other key closes, and ends the option's steps.
+    fn on_done_key(&mut self, key: KeyEvent, ok: bool) {
+        if key.code == KeyCode::Char('n') && ok && !self.next_steps.is_empty() {
+            let k = self.plan_steps.saturating_sub(self.next_steps.len()) + 1;
+            let next = self.next_steps.remove(0);
+            // Every step numbered, as the first was (issue 39).
+            self.flash = Some(format!(
+                "step {k} of {}: {}",
+                self.plan_steps,
+                next.describe()
+            ));
+            self.preview_action(next);
+            return;
+        }
+        self.next_steps.clear();
+        if key.code == KeyCode::Char('u')
+            && let Some(undo) = self.last_undo.clone()
+        {
+            self.preview_action(undo);
+        }
     }
 
     fn confirm(

@@ -415,7 +415,7 @@ fn current_events<'a>(
         let boot = boots.get(e.node.as_str()).copied();
         e.time > c.time - XID_WINDOW_S
             && boot.is_none_or(|b| e.time > b)
-            && !super::incidents::boot_noise(e, boot, cat)
+            && !super::xid::boot_noise(e, boot, cat)
     };
     let mut links: HashMap<&str, Vec<&Event>> = HashMap::new();
     for e in c.events.iter().filter(current) {

@@ -324,15 +324,6 @@ pub fn may_open(e: &Event) -> bool {
     !matches!(e.kind, EventKind::Link { down: false, .. })
 }
 
-/// An Xid a freshly booted node raises on its own (an NVLink link down
-/// while its links train: the catalog's `quiet_after_boot_s`): no failure.
-pub(crate) fn boot_noise(e: &Event, boot: Option<Timestamp>, cat: &XidCatalog) -> bool {
-    match e.kind {
-        EventKind::Xid { code } => cat.boot_noise(code, e.time, boot),
-        _ => false,
-    }
-}
-
 /// Gathers the GPU events into failures: the events of one GPU (or, when
 /// a report names no GPU, of its node) less than [`GROUP_GAP_S`] apart
 /// and not separated by a reboot. Node state changes within a day of a
@@ -359,7 +350,7 @@ fn gather<'a>(
             node_events.push(e);
             continue;
         }
-        if boot_noise(e, boots.get(e.node.as_str()).copied(), cat) {
+        if super::xid::boot_noise(e, boots.get(e.node.as_str()).copied(), cat) {
             continue;
         }
         let port = matches!(e.kind, EventKind::Link { .. });

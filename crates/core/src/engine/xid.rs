@@ -319,6 +319,20 @@ impl XidCatalog {
     }
 }
 
+/// An Xid a freshly booted node raises on its own (an NVLink link down
+/// while its links train: the catalog's `quiet_after_boot_s`): no fault,
+/// no incident. `boot`: its node's boot time.
+pub fn boot_noise(
+    e: &crate::model::Event,
+    boot: Option<crate::model::Timestamp>,
+    cat: &XidCatalog,
+) -> bool {
+    match e.kind {
+        crate::model::EventKind::Xid { code } => cat.boot_noise(code, e.time, boot),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
