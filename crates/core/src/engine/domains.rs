@@ -6,7 +6,7 @@ use super::SiteParams;
 use super::fabric::{Candidate, QUIET_S, group, what_failed};
 use super::incidents::{Incident, IncidentJob, Stage};
 use super::xid::ActionClass;
-use crate::model::{Cluster, Domain, EventKind, GpuHealth, NodeState};
+use crate::model::{Cluster, Domain, EventKind, GpuHealth, NodeState, Timestamp};
 use crate::text;
 use std::collections::BTreeSet;
 
@@ -19,17 +19,47 @@ fn is_candidate(i: &Incident) -> bool {
 /// `incidents` with the ones that are one domain's failure replaced by
 /// that domain's incident.
 pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<Incident> {
-    let candidates: Vec<Candidate> = incidents
+    // One candidate per fabric event of each node's incident, not one at
+    // the incident's start: a node whose run of events began earlier in
+    // the hour still joins the others' failure by its newest events, so
+    // the grouping is a function of the events alone, the same in every
+    // process (issue 39).
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (index, i) in incidents
         .iter()
         .enumerate()
         .filter(|(_, i)| is_candidate(i))
-        .map(|(index, i)| Candidate {
-            index,
-            node: i.node.as_str(),
-            time: i.time,
-            down: i.kind == "node",
-        })
-        .collect();
+    {
+        let down = i.kind == "node";
+        let before = candidates.len();
+        for e in c
+            .events
+            .iter()
+            .filter(|e| e.node == i.node && e.time >= i.time)
+        {
+            let fabric = match &e.kind {
+                EventKind::Link { down: lost, .. } => !down && *lost,
+                EventKind::NodeState { to, .. } => down && to == "down",
+                _ => false,
+            };
+            if fabric {
+                candidates.push(Candidate {
+                    index,
+                    node: i.node.as_str(),
+                    time: e.time,
+                    down,
+                });
+            }
+        }
+        if candidates.len() == before {
+            candidates.push(Candidate {
+                index,
+                node: i.node.as_str(),
+                time: i.time,
+                down,
+            });
+        }
+    }
     let groups = group(
         c,
         &candidates,
@@ -39,12 +69,15 @@ pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<I
     if groups.is_empty() {
         return incidents;
     }
-    let absorbed: BTreeSet<usize> = groups.iter().flat_map(|(_, m)| m.iter().copied()).collect();
+    let absorbed: BTreeSet<usize> = groups
+        .iter()
+        .flat_map(|(_, m, _)| m.iter().copied())
+        .collect();
     let mut out: Vec<Incident> = groups
         .iter()
-        .map(|(d, members)| {
+        .map(|(d, members, span)| {
             let ms: Vec<&Incident> = members.iter().filter_map(|&i| incidents.get(i)).collect();
-            domain_incident(c, d, &ms)
+            domain_incident(c, d, &ms, *span)
         })
         .collect();
     out.extend(
@@ -71,12 +104,17 @@ fn still_failing(c: &Cluster, node: &str) -> bool {
         })
 }
 
-fn domain_incident(c: &Cluster, d: &Domain, members: &[&Incident]) -> Incident {
+/// The domain's incident: `span` the first and last time of the events
+/// that made it one (a member's own run may have begun earlier).
+fn domain_incident(
+    c: &Cluster,
+    d: &Domain,
+    members: &[&Incident],
+    (first, last_start): (Timestamp, Timestamp),
+) -> Incident {
     let mut nodes: Vec<String> = members.iter().map(|m| m.node.clone()).collect();
     nodes.sort();
     nodes.dedup();
-    let first = members.iter().map(|m| m.time).min().unwrap_or(c.time);
-    let last_start = members.iter().map(|m| m.time).max().unwrap_or(first);
     let links = members.iter().any(|m| m.kind == "link");
     let still = nodes.iter().any(|n| still_failing(c, n));
     let what = what_failed(&d.level);
@@ -436,6 +474,45 @@ mod tests {
                 .any(|i| i.kind == "link" && i.node == "h100-01"),
             "{:?}",
             b.incidents
+        );
+    }
+
+    /// Grouping reads the events, not where each node's run of them began
+    /// (issue 39: a node with an earlier flap in the hour was not grouped
+    /// again, so two consoles on the same events disagreed): h100-05
+    /// flapped half an hour ago and loses its link again with h100-06 and
+    /// h100-07 — the three are the leaf's incident, told over the seconds
+    /// they failed together.
+    #[test]
+    fn a_node_that_flapped_earlier_in_the_hour_joins_its_leafs_failure() {
+        let mut c = with_links_lost(&["h100-05", "h100-06", "h100-07"], 4);
+        let last = c.events.iter().map(|e| e.seq).max().unwrap_or(0);
+        for (k, back) in [(1, 1800), (2, 1790)] {
+            c.events.push(Event {
+                seq: last + k,
+                time: c.time - back,
+                node: "h100-05".into(),
+                gpu: None,
+                kind: EventKind::Link {
+                    port: "mlx5_0/1".into(),
+                    down: k == 1,
+                },
+                message: "IB port mlx5_0/1 flapped".into(),
+                jobs: Vec::new(),
+            });
+        }
+        let b = base(&c);
+        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        assert_eq!(d.len(), 1, "{:?}", b.incidents);
+        assert_eq!(d[0].node, "ib-leaf-2");
+        assert_eq!(d[0].nodes, ["h100-05", "h100-06", "h100-07"]);
+        assert!(d[0].message.contains("within 8s"), "{}", d[0].message);
+        // The node's own verdicts say the same domain is failing.
+        let v = b.node_verdict("h100-05").expect("verdict");
+        assert!(
+            v.verdict.summary.contains("ib-leaf-2"),
+            "{}",
+            v.verdict.summary
         );
     }
 

@@ -195,13 +195,14 @@ pub fn owner_of(level: &str) -> (&'static str, String) {
 }
 
 /// The groups of candidates that are one domain's failure: (the domain,
-/// the candidates' indices), by the rule in the module's note.
+/// the candidates' indices, the first and last time of the events that
+/// made it), by the rule in the module's note.
 pub fn group(
     c: &Cluster,
     candidates: &[Candidate<'_>],
     window_s: i64,
     min_nodes: usize,
-) -> Vec<(Domain, Vec<usize>)> {
+) -> Vec<(Domain, Vec<usize>, (Timestamp, Timestamp))> {
     // The common case, at any size: nothing to group.
     if candidates.len() < min_nodes.max(2) {
         return Vec::new();
@@ -224,7 +225,7 @@ pub fn group(
     let mut order: Vec<(&Domain, usize)> = size.iter().map(|(d, n)| (*d, *n)).collect();
     order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut taken: BTreeSet<usize> = BTreeSet::new();
-    let mut out: Vec<(Domain, Vec<usize>)> = Vec::new();
+    let mut out: Vec<(Domain, Vec<usize>, (Timestamp, Timestamp))> = Vec::new();
     for (d, _) in order {
         let mut inside: Vec<&Candidate> = candidates
             .iter()
@@ -234,9 +235,16 @@ pub fn group(
         inside.sort_by_key(|k| (k.time, k.index));
         let mut i = 0;
         while i < inside.len() {
+            // A candidate may be one of several events of one incident:
+            // once its incident is in a group, its other events are too.
+            if taken.contains(&inside[i].index) {
+                i += 1;
+                continue;
+            }
             let start = inside[i].time;
             let run: Vec<&Candidate> = inside[i..]
                 .iter()
+                .filter(|k| !taken.contains(&k.index))
                 .take_while(|k| k.time - start <= window_s)
                 .copied()
                 .collect();
@@ -246,9 +254,18 @@ pub fn group(
                 .then(|| narrowest_common(&nodes, &node_domains, &size, down).unwrap_or(d))
                 .filter(|home| evidence_below(home, &nodes, &node_domains));
             if let Some(home) = home {
-                taken.extend(run.iter().map(|k| k.index));
-                out.push((home.clone(), run.iter().map(|k| k.index).collect()));
-                i += run.len();
+                // In the order of their first event (the domain incident's
+                // id is its first member's).
+                let mut members: Vec<usize> = Vec::new();
+                for k in &run {
+                    if !members.contains(&k.index) {
+                        members.push(k.index);
+                    }
+                }
+                taken.extend(members.iter().copied());
+                let last = run.last().map_or(start, |k| k.time);
+                out.push((home.clone(), members, (start, last)));
+                i += 1;
             } else {
                 i += 1;
             }
@@ -336,7 +353,7 @@ pub fn failing_domains(
     let mut firsts: BTreeMap<&str, (Timestamp, Timestamp)> = BTreeMap::new();
     let mut events: Vec<&Event> = c.events.iter().filter(|e| is_domain_event(e)).collect();
     events.sort_by_key(|e| (e.time, e.seq));
-    for e in events {
+    for e in &events {
         let f = firsts.entry(e.node.as_str()).or_insert((e.time, e.time));
         if e.time - f.1 > GROUP_GAP_S {
             *f = (e.time, e.time);
@@ -349,18 +366,25 @@ pub fn failing_domains(
         .filter(|(_, (_, last))| c.time - last < QUIET_S)
         .map(|(n, (first, _))| (n, first))
         .collect();
+    // One candidate per event of each node's current run, as the domain
+    // incidents are grouped (`domains::gather`): one rule for both.
     let candidates: Vec<Candidate> = recent
         .iter()
         .enumerate()
-        .map(|(index, (node, time))| Candidate {
-            index,
-            node,
-            time: *time,
-            down: false,
+        .flat_map(|(index, (node, first))| {
+            events
+                .iter()
+                .filter(move |e| e.node == *node && e.time >= *first)
+                .map(move |e| Candidate {
+                    index,
+                    node,
+                    time: e.time,
+                    down: false,
+                })
         })
         .collect();
     let mut out = rustc_hash::FxHashMap::default();
-    for (d, members) in group(
+    for (d, members, _) in group(
         c,
         &candidates,
         site.domain_window_s as i64,
