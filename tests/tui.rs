@@ -753,6 +753,9 @@ fn a_drained_node_goes_back_to_service_through_a_passing_check() {
     t.expect("press y to confirm");
     t.keys(&["y"]);
     t.expect("h100-03 back in service ✓");
+    // The outcome's dialog is up (its undo offered) before esc closes it:
+    // an esc that came before it left `q` to close it instead of quitting.
+    t.expect("undoes it");
     let log = std::fs::read_to_string(&audit).expect("audit");
     assert!(
         log.contains("\"action\":\"validate\"") && log.contains("\"action\":\"drain\""),
