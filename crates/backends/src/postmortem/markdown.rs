@@ -121,15 +121,22 @@ fn incident(out: &mut String, i: &super::IncidentEntry) {
         };
         let _ = writeln!(out, "{who} — {lost} GPU-hours {since}, {back}");
     }
+    // "ACTION TARGET by WHO at HH:MM:SS", one way for the first and the rest.
+    let said = |a: &super::Action| {
+        format!(
+            "{} {} by {} at {}",
+            md(&a.action),
+            md(&a.target),
+            md(&a.operator),
+            text::clock(a.time)
+        )
+    };
     match (&i.first_action, i.time_to_action_s) {
         (Some(a), Some(s)) => {
             let _ = writeln!(
                 out,
-                "- action: {} {} by {} at {}, {} after the incident — {}",
-                md(&a.action),
-                md(&a.target),
-                md(&a.operator),
-                text::clock(a.time),
+                "- action: {}, {} after the incident — {}",
+                said(a),
                 text::duration(s),
                 md(&a.outcome)
             );
@@ -139,15 +146,7 @@ fn incident(out: &mut String, i: &super::IncidentEntry) {
         }
     }
     for a in &i.later_actions {
-        let _ = writeln!(
-            out,
-            "- then: {} {} by {} at {} — {}",
-            md(&a.action),
-            md(&a.target),
-            md(&a.operator),
-            text::clock(a.time),
-            md(&a.outcome)
-        );
+        let _ = writeln!(out, "- then: {} — {}", said(a), md(&a.outcome));
     }
     let _ = writeln!(out, "- at the end: {}\n", md(&i.stage_at_end));
 }
