@@ -309,6 +309,34 @@ mod tests {
     use super::*;
     use crate::sources::sim::{Sim, SimConfig};
 
+    /// A runner on the sim `sim` (running on its own task), its audit log
+    /// in `dir`: where requests go, where replies come, and the sim's
+    /// updates (kept by the caller: the sim stops when they are dropped).
+    fn runner_on(
+        sim: Sim,
+        dir: &std::path::Path,
+    ) -> (
+        mpsc::Sender<Request>,
+        mpsc::Receiver<Reply>,
+        mpsc::Receiver<crate::sources::Update>,
+    ) {
+        let (ctx, crx) = mpsc::channel(4);
+        let (utx, urx) = mpsc::channel(64);
+        tokio::spawn(crate::sources::sim::run(sim, 0.0, utx, crx));
+        let (rtx, rrx) = mpsc::channel(8);
+        let requests = Runner {
+            control: Control::Sim(ctx),
+            policy: Policy::default(),
+            site: SiteParams::default(),
+            catalog: XidCatalog::default(),
+            log: AuditLog::new(dir.join("audit.jsonl")),
+            timeout: Duration::from_secs(5),
+            cluster: None,
+        }
+        .spawn(rtx);
+        (requests, rrx, urx)
+    }
+
     /// The runner previews on fresh data, then refuses to run when the
     /// data has gone stale by the time the operator confirms.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,20 +344,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let sim = Sim::new(SimConfig::default()).expect("sim");
         let cluster = Arc::new(sim.snapshot());
-        let (ctx, crx) = mpsc::channel(4);
-        let (utx, _urx) = mpsc::channel(64);
-        tokio::spawn(crate::sources::sim::run(sim, 0.0, utx, crx));
-        let (rtx, mut rrx) = mpsc::channel(8);
-        let requests = Runner {
-            control: Control::Sim(ctx),
-            policy: Policy::default(),
-            site: SiteParams::default(),
-            catalog: XidCatalog::default(),
-            log: AuditLog::new(dir.path().join("audit.jsonl")),
-            timeout: Duration::from_secs(5),
-            cluster: None,
-        }
-        .spawn(rtx);
+        let (requests, mut rrx, _updates) = runner_on(sim, dir.path());
         let action = Action::Cordon {
             node: "h100-07".into(),
             reason: "watch".into(),
@@ -408,20 +423,7 @@ mod tests {
             &Default::default(),
         ));
         assert!(screen.unusable.contains(node), "critical by its rate");
-        let (ctx, crx) = mpsc::channel(4);
-        let (utx, _urx) = mpsc::channel(64);
-        tokio::spawn(crate::sources::sim::run(sim, 0.0, utx, crx));
-        let (rtx, mut rrx) = mpsc::channel(8);
-        let requests = Runner {
-            control: Control::Sim(ctx),
-            policy: Policy::default(),
-            site: SiteParams::default(),
-            catalog: XidCatalog::default(),
-            log: AuditLog::new(dir.path().join("audit.jsonl")),
-            timeout: Duration::from_secs(5),
-            cluster: None,
-        }
-        .spawn(rtx);
+        let (requests, mut rrx, _updates) = runner_on(sim, dir.path());
         let now = Arc::new(now);
         for base in [Some(screen), None] {
             let read = base.is_some();
