@@ -7,6 +7,7 @@ use crate::actions::guard::{self, Preview, Who};
 use crate::actions::{Action, top_priority};
 use crate::cli::{ActArgs, Command, Format};
 use crate::config::Settings;
+use crate::engine::memory::Moment;
 use crate::error::CommandError;
 use crate::model::Cluster;
 use crate::sources::SourceConfig;
@@ -216,14 +217,10 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
         eprintln!("nightshift: warning: {}", sanitize(&w));
     }
     let rt = runtime()?;
-    let (cluster, executor, who) = connect(settings, &rt)?;
+    let (moment, executor, who) = connect_moment(settings, &rt)?;
+    let base = moment.base(&settings.site, &settings.xid_catalog);
+    let cluster = moment.cluster;
     let (action, act) = action_of(cmd, &cluster).ok_or(CommandError::NotAnAction)??;
-    let base = crate::engine::analysis::Base::compute(
-        &cluster,
-        None,
-        &settings.site,
-        &settings.xid_catalog,
-    );
     let p = preview_now(
         settings,
         &rt,
@@ -295,15 +292,26 @@ pub(crate) fn connect(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(Cluster, Executor, Who), CommandError> {
+    connect_moment(settings, rt).map(|(m, x, who)| (m.cluster, x, who))
+}
+
+/// [`connect`], with what the analysis remembers of the snapshots before
+/// (a recording's, replayed): the base its previews read is the one the
+/// console showed at that moment.
+pub(crate) fn connect_moment(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(Moment, Executor, Who), CommandError> {
     if let Some(path) = &settings.replay {
         // The options of a recorded moment: shown, never sent.
-        let c = crate::recording::run::replayed(path, settings.at.as_deref())?;
+        let m =
+            crate::recording::run::replayed_moment(path, settings.at.as_deref(), &settings.site)?;
         let who = Who {
             scheduler_user: None,
-            cluster: c.name.clone(),
+            cluster: m.cluster.name.clone(),
             source: "replay".into(),
         };
-        return Ok((c, Executor::Replay, who));
+        return Ok((m, Executor::Replay, who));
     }
     let (c, executor, who) = match &settings.source {
         SourceConfig::Sim { sim, .. } => {
@@ -360,7 +368,7 @@ pub(crate) fn connect(
         cluster: guard::audited_name(settings.cluster.as_deref(), &who.cluster),
         ..who
     };
-    Ok((c, executor, who))
+    Ok((Moment::alone(c, &settings.site), executor, who))
 }
 
 /// `nightshift options NODE|JOB`: the remediation options side by side,
@@ -372,13 +380,9 @@ pub fn options(
     format: Format,
 ) -> Result<(), CommandError> {
     let rt = runtime()?;
-    let (cluster, executor, _) = connect(settings, &rt)?;
-    let base = crate::engine::analysis::Base::compute(
-        &cluster,
-        None,
-        &settings.site,
-        &settings.xid_catalog,
-    );
+    let (moment, executor, _) = connect_moment(settings, &rt)?;
+    let base = moment.base(&settings.site, &settings.xid_catalog);
+    let cluster = moment.cluster;
     let mut o = crate::engine::options::options(&cluster, &base, target, grace_s, &settings.site)?;
     for choice in &mut o.options {
         for a in &choice.steps {

@@ -3,6 +3,7 @@ use nightshift::cli::{BlastAction, Cli, Command, Format, RestoreArgs};
 use nightshift::config::{FileConfig, Selection, Settings};
 use nightshift::engine::analysis::Base;
 use nightshift::engine::blast::{Target, blast};
+use nightshift::engine::memory::Moment;
 use nightshift::engine::restore::{RestoreInput, compute, restore};
 use nightshift::engine::why::why;
 use nightshift::engine::{Provenance, units};
@@ -53,9 +54,9 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         // A dumb terminal cannot draw a full-screen console: plain text.
         None | Some(Command::Tui) if std::env::var("TERM").is_ok_and(|t| t == "dumb") => {
-            let c = snapshot(&settings)?;
-            let b = base(&c, &settings);
-            nightshift::out!("{}", output::plain_overview(&c, &b));
+            let m = snapshot(&settings)?;
+            let (c, b) = (&m.cluster, base(&m, &settings));
+            nightshift::out!("{}", output::plain_overview(c, &b));
             Ok(())
         }
         None | Some(Command::Tui) => console(settings),
@@ -65,18 +66,18 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &k, report::kpis)
         }
         Some(Command::Get(args)) => {
-            let c = snapshot(&settings)?;
+            let m = snapshot(&settings)?;
             nightshift::out!(
                 "{}",
-                output::render(&c, &base(&c, &settings), args.what, args.output)?
+                output::render(&m.cluster, &base(&m, &settings), args.what, args.output)?
             );
             Ok(())
         }
         Some(Command::Why(args)) => {
-            let c = snapshot(&settings)?;
-            let j = job_index(&c, &args.job)?;
-            let base = base(&c, &settings);
-            let w = why(&c, j, &base).ok_or_else(|| format!("no job {}", args.job))?;
+            let m = snapshot(&settings)?;
+            let j = job_index(&m.cluster, &args.job)?;
+            let base = base(&m, &settings);
+            let w = why(&m.cluster, j, &base).ok_or_else(|| format!("no job {}", args.job))?;
             emit(args.output, &w, report::why)
         }
         Some(Command::Blast(args)) => blast_command(&settings, args),
@@ -187,8 +188,8 @@ fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
                 .iter()
                 .map(|s| {
                     let name = s.cluster.clone().unwrap_or_default();
-                    let answer = snapshot(s).and_then(|c| {
-                        output::render(&c, &base(&c, s), args.what, args.output)
+                    let answer = snapshot(s).and_then(|m| {
+                        output::render(&m.cluster, &base(&m, s), args.what, args.output)
                             .map_err(|e| e.to_string())
                     });
                     (name, answer)
@@ -229,12 +230,13 @@ fn on_console_runtime(
 
 /// `nightshift blast …`: what an action would cost.
 fn blast_command(settings: &Settings, args: nightshift::cli::BlastArgs) -> Result<(), String> {
-    let c = snapshot(settings)?;
+    let m = snapshot(settings)?;
+    let c = &m.cluster;
     let target = match args.action {
         BlastAction::Domain { name, kill } => {
             let b = nightshift::engine::blast::blast_domain(
-                &c,
-                &base(&c, settings),
+                c,
+                &base(&m, settings),
                 &name,
                 !kill,
                 &settings.site,
@@ -253,7 +255,7 @@ fn blast_command(settings: &Settings, args: nightshift::cli::BlastArgs) -> Resul
         },
         BlastAction::Priority { job, value } => Target::Priority { job, value },
     };
-    let b = blast(&c, &base(&c, settings), &target, &settings.site)?;
+    let b = blast(c, &base(&m, settings), &target, &settings.site)?;
     emit(args.output, &b, report::blast)
 }
 
@@ -311,8 +313,8 @@ fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String
         .transpose()?;
     let r = match &args.job {
         Some(id) => {
-            let c = snapshot(settings)?;
-            let j = job_index(&c, id)?;
+            let m = snapshot(settings)?;
+            let (c, j) = (&m.cluster, job_index(&m.cluster, id)?);
             let mut site = settings.site.clone();
             if let Some(b) = storage_bw {
                 site.storage_read_bw = b;
@@ -320,8 +322,8 @@ fn restore_command(settings: &Settings, args: &RestoreArgs) -> Result<(), String
             if let Some(b) = node_bw {
                 site.node_read_bw = b;
             }
-            let base = Base::compute(&c, None, &site, &settings.xid_catalog);
-            restore(&c, &base, j, &site).ok_or_else(|| format!("no job {id}"))?
+            let base = m.base(&site, &settings.xid_catalog);
+            restore(c, &base, j, &site).ok_or_else(|| format!("no job {id}"))?
         }
         None => {
             let state_bytes = args
@@ -366,10 +368,11 @@ fn emit<T: Serialize>(
     Ok(())
 }
 
-/// The engine's base for a snapshot: the same computation the TUI's
-/// analyst makes, so the command line and the console agree.
-fn base(c: &Cluster, settings: &Settings) -> Base {
-    Base::compute(c, None, &settings.site, &settings.xid_catalog)
+/// The engine's base for a moment: the same computation, on the same
+/// memory of the snapshots before it, that the console's analyst makes,
+/// so the command line and the console agree.
+fn base(m: &Moment, settings: &Settings) -> Base {
+    m.base(&settings.site, &settings.xid_catalog)
 }
 
 fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
@@ -381,17 +384,18 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
 
 /// The chosen source's current state, once, with the node endpoints'
 /// readings laid over it.
-fn snapshot(settings: &Settings) -> Result<Cluster, String> {
+fn snapshot(settings: &Settings) -> Result<Moment, String> {
     if let Some(path) = &settings.replay {
-        return Ok(nightshift::recording::run::replayed(
+        return Ok(nightshift::recording::run::replayed_moment(
             path,
             settings.at.as_deref(),
+            &settings.site,
         )?);
     }
     let mut c = live_snapshot(settings)?;
     // [topology]: the domains the source does not say.
     nightshift::warn_unknown_topology(&settings.topology.apply(&mut c));
-    Ok(c)
+    Ok(Moment::alone(c, &settings.site))
 }
 
 /// The source's snapshot now, with the node endpoints' readings.

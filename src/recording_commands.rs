@@ -106,6 +106,8 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
     // The last snapshot seen: its hung gangs' unsaved work is counted as
     // the report and `:kpis` count it.
     let mut last: Option<std::sync::Arc<crate::model::Cluster>> = None;
+    // The stalls' history, as the console's analyst keeps it.
+    let mut memory = crate::engine::memory::Memory::default();
     if let Some(path) = &settings.replay {
         let rec = Recording::open(path)?;
         for w in rec.damage() {
@@ -122,14 +124,19 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
                 break;
             }
             book.observe(&c);
+            memory.observe(&c, &settings.site);
             last = Some(c);
         }
     } else if let SourceConfig::Sim { sim, .. } = &settings.source {
         let mut s = crate::sources::sim::Sim::new(*sim)?;
-        book.observe(&s.snapshot());
+        let mut see = |c: &crate::model::Cluster| {
+            book.observe(c);
+            memory.observe(c, &settings.site);
+        };
+        see(&s.snapshot());
         for _ in 0..settings.sim_seconds {
             s.advance(1);
-            book.observe(&s.snapshot());
+            see(&s.snapshot());
         }
         last = Some(std::sync::Arc::new(s.snapshot()));
     } else {
@@ -137,8 +144,7 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
     }
     let mut k = book.figures(window_s).ok_or(CommandError::NoSnapshot)?;
     if let Some(c) = last {
-        let base =
-            crate::engine::analysis::Base::compute(&c, None, &settings.site, &settings.xid_catalog);
+        let base = memory.base(&c, &settings.site, &settings.xid_catalog);
         k.lost_gpu_hours_hung = Some(crate::engine::kpis::hung_lost(&base, &c));
     }
     Ok(k)

@@ -1460,21 +1460,71 @@ fn a_requeue_after_the_checkpoint_is_armed_not_sent() {
     );
 }
 
-/// One situation (issue 39): the same moment asked through the engine's
-/// analysis, `get incidents`, `options` and `report` gives one answer. A
-/// recorded sim night, sampled every simulated minute from +5 to +25 min
-/// (in process, on the recording the commands read): each open incident
-/// that needs its node out is answered by a drain among its node's options
-/// (the catalog's remedy: no reboot for a "drain and look"); each remedied
-/// one says what its node's options recommend; no node of an open domain
-/// incident is recommended back to service or left as it is. Then the
-/// command line at +20 min gives those incidents and that recommendation,
-/// and the report of the night names as open at its end what `get
-/// incidents` does then.
+/// The console's analyst (the task the console runs) fed a recording's
+/// snapshots up to `until`, as the console is fed while it plays it: its
+/// analysis of the last of them.
+fn console_analysis(
+    rec: &nightshift::recording::Recording,
+    until: i64,
+) -> std::sync::Arc<nightshift::engine::analysis::Analysis> {
+    use nightshift::analyst::Out;
+    use nightshift::engine::analysis::Focus;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::channel(4096);
+        let (_focus, focus_rx) = tokio::sync::watch::channel(Focus::None);
+        let kpis = std::sync::Arc::new(std::sync::Mutex::new(
+            nightshift::engine::kpis::KpiBook::new(3600),
+        ));
+        let mut out = nightshift::analyst::spawn(
+            rx,
+            focus_rx,
+            nightshift::engine::SiteParams::default(),
+            nightshift::engine::xid::XidCatalog::default(),
+            kpis,
+        );
+        let mut last = 0;
+        for c in rec.states() {
+            let c = c.expect("state");
+            if c.time > until {
+                break;
+            }
+            last = c.time;
+            tx.send(nightshift::sources::Update::Snapshot(c))
+                .await
+                .expect("send");
+            // Take what it sent so far: it never waits on a full channel.
+            while let Ok(o) = out.try_recv() {
+                drop(o);
+            }
+        }
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(60), out.recv()).await {
+                Ok(Some(Out::Analysis(a))) if a.base.time == last => return a,
+                Ok(Some(_)) => {}
+                other => panic!("no analysis of the snapshot at {last}: {other:?}"),
+            }
+        }
+    })
+}
+
+/// One situation (issue 39): the same moment asked through every surface
+/// gives one answer. A recorded sim night:
+/// - sampled every simulated minute from +5 to +25 min on the one analysis
+///   (its memory fed every snapshot in order): each open incident that
+///   needs its node out is answered by a drain among its node's options
+///   (the catalog's remedy: no reboot for a "drain and look"); each
+///   remedied one says what its node's options recommend; no node of an
+///   open domain incident is recommended back to service or left as is;
+/// - at +20 min: the console's analyst (fed the recording as the console
+///   plays it), `get incidents`, `options`, `why`, `blast` and `get kpis`
+///   give the same incidents (every field, the hung gang's stall
+///   included), recommendation, estimate, cost and hung GPU-hours;
+/// - at the end: the report names as open what `get incidents` does.
 #[test]
 fn every_surface_gives_one_answer_for_the_same_moment() {
-    use nightshift::engine::analysis::Base;
     use nightshift::engine::incidents::Stage;
+    use nightshift::engine::memory::Memory;
     use nightshift::engine::options::node_options;
     use nightshift::engine::xid::ActionClass;
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1486,14 +1536,25 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
     let site = nightshift::engine::SiteParams::default();
     let cat = nightshift::engine::xid::XidCatalog::default();
     let drains = ["drain_now", "reset_gpu", "drain_reboot", "repair"];
-    let winner_at = |t: i64| {
-        let c = rec.state_at(t).expect("state");
-        let b = Base::compute(&c, None, &site, &cat);
-        (c, b)
-    };
+    // The one analysis at each minute, its memory fed every snapshot.
+    let mut memory = Memory::default();
+    let mut minutes = std::collections::BTreeMap::new();
+    let mut prev: Option<std::sync::Arc<nightshift::model::Cluster>> = None;
+    for c in rec.states() {
+        let c = c.expect("state");
+        if let Some(p) = &prev {
+            let minute = (c.time - start) / 60;
+            if (p.time - start) / 60 < minute && (5..=26).contains(&minute) {
+                // `p` is the last snapshot at or before the minute.
+                minutes.insert(minute, ((**p).clone(), memory.base(p, &site, &cat)));
+            }
+        }
+        memory.observe(&c, &site);
+        prev = Some(c);
+    }
+    assert!(minutes.len() >= 20, "{} minutes sampled", minutes.len());
     let mut checked = 0;
-    for minute in 5..=25 {
-        let (c, b) = winner_at(start + minute * 60);
+    for (minute, (c, b)) in &minutes {
         for i in b
             .incidents
             .iter()
@@ -1505,7 +1566,7 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
                 vec![i.node.clone()]
             };
             for node in nodes {
-                let o = node_options(&c, &b, &node, &site).expect("options");
+                let o = node_options(c, b, &node, &site).expect("options");
                 let w = o.options.iter().find(|x| x.recommended).expect("one");
                 let said = format!("+{minute}m {} {node}: {} ({})", i.id, w.name, w.title);
                 if i.kind == "domain" {
@@ -1526,34 +1587,35 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         }
     }
     assert!(checked >= 40, "only {checked} answers compared");
-    // The command line at +20 min: the analysis's incidents, and the
-    // recommendation for the DBE's node.
+
+    // +20 min: the console's analyst, then the command line.
+    let (c, b) = &minutes[&20];
+    let at = c.time.to_string();
+    let console = console_analysis(&rec, c.time);
+    let engine_items = serde_json::to_value(&b.incidents).expect("json");
+    assert_eq!(
+        serde_json::to_value(&console.base.incidents).expect("json"),
+        engine_items,
+        "the console's incidents"
+    );
+    assert!(
+        b.incidents.iter().any(|i| i.kind == "stall")
+            || b.incidents
+                .iter()
+                .any(|i| i.burning_gpu_hours_per_hour.is_some()),
+        "a hung gang is part of the moment compared"
+    );
     let json =
         |args: &[&str]| -> Value { serde_json::from_str(&stdout(dir.path(), args)).expect("json") };
-    let (c, b) = winner_at(start + 20 * 60);
-    let got = json(&[
-        "--replay",
-        f,
-        "--at",
-        "+20m",
-        "get",
-        "incidents",
-        "-o",
-        "json",
-    ]);
-    let ids = |items: &Value| -> Vec<String> {
-        items
-            .as_array()
-            .expect("items")
-            .iter()
-            .filter_map(|i| i["id"].as_str().map(str::to_string))
-            .collect()
+    let replay = |rest: &[&str]| -> Value {
+        let mut args = vec!["--replay", f, "--at", at.as_str()];
+        args.extend_from_slice(rest);
+        json(&args)
     };
-    let engine_ids: Vec<String> = b.incidents.iter().map(|i| i.id.clone()).collect();
-    assert_eq!(ids(&got["items"]), engine_ids);
-    let o = json(&[
-        "--replay", f, "--at", "+20m", "options", "h100-06", "-o", "json",
-    ]);
+    let got = replay(&["get", "incidents", "-o", "json"]);
+    assert_eq!(got["items"], engine_items, "get incidents");
+    // The node of the night's DBE: its options' recommendation.
+    let o = replay(&["options", "h100-06", "-o", "json"]);
     let cli_pick = o["options"]
         .as_array()
         .expect("options")
@@ -1561,13 +1623,38 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         .find(|x| x["recommended"] == true)
         .and_then(|x| x["name"].as_str())
         .map(str::to_string);
-    let engine_pick = node_options(&c, &b, "h100-06", &site)
+    let engine_pick = node_options(c, b, "h100-06", &site)
         .expect("options")
         .options
         .into_iter()
         .find(|x| x.recommended)
         .map(|x| x.name.to_string());
     assert_eq!(cli_pick, engine_pick);
+    // A waiting job's estimate, and the cost of draining the DBE's node.
+    let pending = c
+        .jobs
+        .iter()
+        .position(|j| j.state.is_pending())
+        .expect("a waiting job");
+    let w = nightshift::engine::why::why(c, pending, b).expect("why");
+    let cli_why = replay(&["why", &c.jobs[pending].id, "-o", "json"]);
+    assert_eq!(cli_why, serde_json::to_value(&w).expect("json"), "why");
+    let target = nightshift::engine::blast::Target::Drain {
+        reason: String::new(),
+        node: "h100-06".into(),
+        requeue: true,
+    };
+    let blast = nightshift::engine::blast::blast(c, b, &target, &site).expect("blast");
+    let cli_blast = replay(&["blast", "drain", "h100-06", "-o", "json"]);
+    assert_eq!(
+        cli_blast,
+        serde_json::to_value(&blast).expect("json"),
+        "blast"
+    );
+    // The hung gangs' unsaved work: the console's `:kpis`, `get kpis`.
+    let kpis = replay(&["get", "kpis", "-o", "json"]);
+    let hung = nightshift::engine::kpis::hung_lost(&console.base, c);
+    assert_eq!(kpis["lost_gpu_hours_hung"], json!(hung), "{kpis:#}");
     // The night's end: the report's open incidents are `get incidents`'.
     let end = json(&["--replay", f, "get", "incidents", "-o", "json"]);
     let open_now: std::collections::BTreeSet<String> = end["items"]

@@ -913,6 +913,13 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     );
     let opts = text(&lab.nightshift(&["options", "gpu-06"]));
     assert!(opts.contains("drain"), "{opts}");
+    // One situation (issue 39): a recording of this moment, and every
+    // command's answer for it is the one analysis's.
+    let file = lab.dir.path().join("kube.nsrec");
+    let out = lab.nightshift(&["record", file.to_str().expect("path"), "--for", "3s"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 3);
+    assert!(compared >= 4, "only {compared} answers compared");
 
     // A plain yes does not put a broken GPU back in service.
     let out = lab.nightshift(&["--config", cfg, "resume", "gpu-06", "--confirm", "y"]);

@@ -1245,6 +1245,10 @@ fn recording_of_live_slurm(lab: &Lab) {
     let md = nightshift_stdout(lab, &["report", f]);
     assert!(md.starts_with("# Night report: "), "{md}");
     assert!(md.contains("(slurm)"), "{md}");
+    // One situation (issue 39): the recorded moment's analysis is what
+    // every command prints for it.
+    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 4);
+    assert!(compared >= 4, "only {compared} answers compared");
 }
 
 /// `restore JOB` and `blast drain NODE`: the text says what the JSON says,

@@ -4,6 +4,7 @@
 pub mod fake;
 pub mod kube;
 pub mod sent;
+pub mod situation;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::incidents::Incident;
 use crate::engine::kpis::{Change, JobWatch, KpiBook, Kpis};
+use crate::engine::memory::Memory;
 use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
 use crate::model::{Cluster, JobState, Timestamp};
@@ -169,12 +170,26 @@ fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Acti
 fn capture(
     rec: &Recording,
     mut times: Vec<Timestamp>,
-) -> Result<std::collections::BTreeMap<Timestamp, Arc<Cluster>>, RecordingError> {
+    looks: &rustc_hash::FxHashSet<Timestamp>,
+    site: &SiteParams,
+) -> Result<std::collections::BTreeMap<Timestamp, Moment>, RecordingError> {
     times.sort_unstable();
     times.dedup();
     let mut out = std::collections::BTreeMap::new();
     let mut want = times.into_iter().peekable();
     let mut prev: Option<Arc<Cluster>> = None;
+    // What the analysis remembers of the snapshots up to `prev`, fed as
+    // the console's analyst is. A look keeps all of it; a job's stop (one
+    // per stopped job, thousands at 10,000 nodes) keeps it without the
+    // error counters' readings, which only the health rates read.
+    let mut memory = Memory::default();
+    let keep = |t: Timestamp, memory: &Memory| {
+        if looks.contains(&t) {
+            Arc::new(memory.clone())
+        } else {
+            Arc::new(memory.without_rates())
+        }
+    };
     for c in rec.states() {
         let c = c?;
         while let Some(&t) = want.peek() {
@@ -182,22 +197,26 @@ fn capture(
                 break;
             }
             if let Some(p) = &prev {
-                out.insert(t, p.clone());
+                out.insert(t, (p.clone(), keep(t, &memory)));
             }
             want.next();
         }
         if want.peek().is_none() {
             return Ok(out);
         }
+        memory.observe(&c, site);
         prev = Some(c);
     }
     if let Some(p) = prev {
         for t in want {
-            out.insert(t, p.clone());
+            out.insert(t, (p.clone(), keep(t, &memory)));
         }
     }
     Ok(out)
 }
+
+/// A recorded snapshot and what the analysis remembered then.
+type Moment = (Arc<Cluster>, Arc<Memory>);
 
 /// Every recorded action: each intent with its outcome, on the source's
 /// clock, oldest first.
@@ -305,9 +324,10 @@ pub fn report(
         fates,
         end,
         faults,
-    } = walk(rec, from, to)?;
+        memory,
+    } = walk(rec, from, to, site)?;
     let repeat_offenders = repeat_offenders(&end, faults, site, cat);
-    let base_end = Base::compute(&end, None, site, cat);
+    let base_end = memory.base(&end, site, cat);
 
     let actions = actions_of(rec);
 
@@ -318,15 +338,16 @@ pub fn report(
     // losses are read just before they stopped. The states at those times
     // are caught in one more pass over the file each (never held whole).
     let looks = look_times(rec, &actions, from, to);
-    let states = capture(rec, with_stops(&looks, &fates, from))?;
+    let look_set = looks.iter().copied().collect();
+    let states = capture(rec, with_stops(&looks, &fates, from), &look_set, site)?;
     let mut bases: FxHashMap<Timestamp, Option<(Arc<Cluster>, Base)>> = FxHashMap::default();
     // The state at `t` (the last at or before it) and its base.
     let mut at = |t: Timestamp| -> Option<(Arc<Cluster>, Base)> {
         bases
             .entry(t)
             .or_insert_with(|| {
-                let c = states.get(&t)?.clone();
-                let b = Base::compute(&c, None, site, cat);
+                let (c, memory) = states.get(&t)?.clone();
+                let b = memory.base(&c, site, cat);
                 Some((c, b))
             })
             .clone()
@@ -421,18 +442,28 @@ struct Night {
     /// Every hardware fault seen over the night (a source keeps its
     /// newest events only).
     faults: crate::engine::repeat::FaultLog,
+    /// What the analysis remembers at the end (the console's, had it
+    /// watched the whole night).
+    memory: Memory,
 }
 
-fn walk(rec: &Recording, from: Timestamp, to: Timestamp) -> Result<Night, RecordingError> {
+fn walk(
+    rec: &Recording,
+    from: Timestamp,
+    to: Timestamp,
+    site: &SiteParams,
+) -> Result<Night, RecordingError> {
     let mut book = KpiBook::new(to - from + 1);
     let mut fates = Fates::default();
     let mut end: Option<Arc<Cluster>> = None;
     let mut faults = crate::engine::repeat::FaultLog::default();
+    let mut memory = Memory::default();
     for c in rec.states() {
         let c = c?;
         book.observe(&c);
         fates.observe(&c);
         faults.add(&c);
+        memory.observe(&c, site);
         end = Some(c);
     }
     Ok(Night {
@@ -440,6 +471,7 @@ fn walk(rec: &Recording, from: Timestamp, to: Timestamp) -> Result<Night, Record
         fates,
         end: end.ok_or(RecordingError::Nothing)?,
         faults,
+        memory,
     })
 }
 

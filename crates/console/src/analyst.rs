@@ -7,7 +7,7 @@
 
 use crate::engine::SiteParams;
 use crate::engine::analysis::{Analysis, Base, Focus};
-use crate::engine::health::EccBaseline;
+use crate::engine::memory::Memory;
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
 use crate::sources::Update;
@@ -51,12 +51,12 @@ pub fn spawn(
         let mut latest: Option<Arc<Cluster>> = None;
         // The snapshot the last base was computed for, and that base.
         let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
-        // Correctable-error counters of the last analysed snapshot, for rates.
-        let mut baseline: Option<Arc<EccBaseline>> = None;
         let mut source_open = true;
-        // When jobs began to show the hung-collective signature: observed
-        // on every snapshot, analysed or not.
-        let mut history = crate::engine::stall::StallHistory::default();
+        // What the analysis remembers between snapshots (error counters
+        // for rates, when jobs began to show the hung-collective
+        // signature, how jobs ended): observed on every snapshot, analysed
+        // or not, as `--replay --at` and the report observe them.
+        let mut memory = Arc::new(Memory::default());
         // No full analysis before this (the CPU budget).
         let mut earliest = Instant::now();
         let mut deferred = false;
@@ -64,7 +64,7 @@ pub fn spawn(
             tokio::select! {
                 up = source.recv(), if source_open => match up {
                     Some(Update::Snapshot(c)) => {
-                        history.observe(&c, &site);
+                        Arc::make_mut(&mut memory).observe(&c, &site);
                         crate::engine::kpis::observe_shared(&kpis, &c);
                         if tx.send(Out::Source(Update::Snapshot(c.clone()))).await.is_err() {
                             return;
@@ -105,7 +105,7 @@ pub fn spawn(
             // Forward whatever queued up while we computed; analyse the newest.
             while let Ok(up) = source.try_recv() {
                 if let Update::Snapshot(c) = &up {
-                    history.observe(c, &site);
+                    Arc::make_mut(&mut memory).observe(c, &site);
                     crate::engine::kpis::observe_shared(&kpis, c);
                     latest = Some(c.clone());
                 }
@@ -128,15 +128,14 @@ pub fn spawn(
             let f = focus.borrow().clone();
             let analysis = analyse(
                 c.clone(),
-                baseline.clone(),
+                memory.clone(),
                 f,
-                (site.clone(), catalog.clone(), history.clone()),
+                (site.clone(), catalog.clone()),
             )
             .await;
             earliest = next_analysis(began, began.elapsed());
             match analysis {
-                Ok((a, next)) => {
-                    baseline = Some(next);
+                Ok(a) => {
                     done = Some((c, a.base.clone()));
                     if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
                         return;
@@ -157,18 +156,17 @@ async fn refocus(c: Arc<Cluster>, base: Arc<Base>, f: Focus, s: SiteParams) -> O
         .ok()
 }
 
-/// A full analysis of `c`, off the async workers: the base, the answers
-/// for the focus, and the correctable-error counters for the next rates.
+/// A full analysis of `c` (the last snapshot `memory` observed), off the
+/// async workers: the base and the answers for the focus.
 async fn analyse(
     c: Arc<Cluster>,
-    baseline: Option<Arc<EccBaseline>>,
+    memory: Arc<Memory>,
     f: Focus,
-    (s, k, h): (SiteParams, XidCatalog, crate::engine::stall::StallHistory),
-) -> Result<(Analysis, Arc<EccBaseline>), tokio::task::JoinError> {
+    (s, k): (SiteParams, XidCatalog),
+) -> Result<Analysis, tokio::task::JoinError> {
     tokio::task::spawn_blocking(move || {
-        let base = Arc::new(Base::compute_on(&c, baseline.as_deref(), &s, &k, &h));
-        let next = Arc::new(EccBaseline::advance(baseline.as_deref(), &c));
-        (Analysis::with_base(base, &c, &f, &s), next)
+        let base = Arc::new(memory.base(&c, &s, &k));
+        Analysis::with_base(base, &c, &f, &s)
     })
     .await
 }

@@ -4,6 +4,7 @@
 use super::RecordingError;
 use super::{Recorder, Recording, parse_at};
 use crate::actions::audit::AuditLog;
+use crate::engine::memory::{Memory, Moment};
 use crate::model::Cluster;
 use crate::sources::Update;
 use std::path::Path;
@@ -13,6 +14,18 @@ use tokio::sync::mpsc;
 /// `--replay FILE [--at TIME]`: the recorded state the printing commands
 /// answer for (the end of the recording by default).
 pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, RecordingError> {
+    Ok(replayed_moment(path, at, &crate::engine::SiteParams::default())?.cluster)
+}
+
+/// The recorded state at `--at` with what the analysis remembers of the
+/// snapshots before it, fed in order from the recording's start as the
+/// console's analyst is fed while it plays: `--replay --at` answers what
+/// the console showed at that moment.
+pub fn replayed_moment(
+    path: &Path,
+    at: Option<&str>,
+    site: &crate::engine::SiteParams,
+) -> Result<Moment, RecordingError> {
     let rec = Recording::open(path)?;
     for w in rec.damage() {
         crate::text::warn(&w);
@@ -30,19 +43,26 @@ pub fn replayed(path: &Path, at: Option<&str>) -> Result<Cluster, RecordingError
             crate::text::datetime(end)
         ));
     }
-    let mut state = rec.state_at(t)?;
     // The night's faults up to then, not only the events the source still
     // held at `t`: the nodes that keep failing are counted on all of them.
     let mut faults = crate::engine::repeat::FaultLog::default();
+    let mut memory = Memory::default();
+    let mut state = None;
     for c in rec.states() {
         let c = c?;
         if c.time > t {
             break;
         }
         faults.add(&c);
+        memory.observe(&c, site);
+        state = Some(c);
     }
-    state.history.extend(faults.into_faults());
-    Ok(state)
+    let mut cluster = match state {
+        Some(c) => Arc::unwrap_or_clone(c),
+        None => rec.state_at(t)?,
+    };
+    cluster.history.extend(faults.into_faults());
+    Ok(Moment { cluster, memory })
 }
 
 /// The console's `--record FILE`: everything the source sends passes on

@@ -16,6 +16,7 @@ pub mod fixture;
 pub mod health;
 pub mod incidents;
 pub mod kpis;
+pub mod memory;
 pub mod options;
 pub mod plan;
 pub mod repeat;

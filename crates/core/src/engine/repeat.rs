@@ -163,7 +163,7 @@ pub fn event_faults(c: &Cluster) -> Vec<PastFault> {
 /// The faults of a run of snapshots (a recording's), each once: a source
 /// keeps its newest events only, so a night's history is gathered as it
 /// goes by.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct FaultLog {
     seen: std::collections::BTreeSet<(String, Option<u32>, Fault, Timestamp)>,
 }
@@ -173,6 +173,28 @@ impl FaultLog {
         for f in event_faults(c) {
             self.seen.insert((f.node, f.gpu, f.fault, f.time));
         }
+    }
+
+    /// Forgets the faults before `t` (older than any window asks).
+    pub fn forget_before(&mut self, t: Timestamp) {
+        if self.seen.iter().any(|f| f.3 < t) {
+            self.seen.retain(|f| f.3 >= t);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// The faults, each as a past fault read from the events.
+    pub fn faults(&self) -> impl Iterator<Item = PastFault> + '_ {
+        self.seen.iter().map(|(node, gpu, fault, time)| PastFault {
+            time: *time,
+            node: node.clone(),
+            gpu: *gpu,
+            fault: *fault,
+            from: "events".into(),
+        })
     }
 
     pub fn into_faults(self) -> Vec<PastFault> {

@@ -72,37 +72,36 @@ impl EccBaseline {
                     let gpus = n
                         .gpus
                         .iter()
-                        .map(|g| {
-                            let time = g.reading_time.unwrap_or(c.time);
-                            let (sbe, nvlink) = (g.ecc.sbe_aggregate, g.nvlink.total());
-                            match prev.and_then(|p| p.reading(&n.name, g.index)) {
-                                Some(r) if r.time >= time => r,
-                                Some(r) => {
-                                    let dt = time - r.time;
-                                    Reading {
-                                        index: g.index,
-                                        sbe,
-                                        nvlink,
-                                        time,
-                                        rates: Rates {
-                                            sbe_per_hour: rate(sbe, r.sbe, dt),
-                                            nvlink_per_hour: rate(nvlink, r.nvlink, dt),
-                                        },
-                                    }
-                                }
-                                None => Reading {
-                                    index: g.index,
-                                    sbe,
-                                    nvlink,
-                                    time,
-                                    rates: Rates::default(),
-                                },
-                            }
-                        })
+                        .map(|g| next_reading(prev.and_then(|p| p.reading(&n.name, g.index)), g, c))
                         .collect();
                     (n.name.clone(), gpus)
                 })
                 .collect(),
+        }
+    }
+
+    /// [`EccBaseline::advance`] in place: the analysis's memory takes in
+    /// every snapshot, so no node's name or readings are copied when they
+    /// are already held.
+    pub fn observe(&mut self, c: &Cluster) {
+        self.time = c.time;
+        for n in &c.nodes {
+            let held = match self.counters.get_mut(n.name.as_str()) {
+                Some(held) => held,
+                None => self.counters.entry(n.name.clone()).or_default(),
+            };
+            let mut next: Vec<Reading> = Vec::with_capacity(n.gpus.len());
+            for g in &n.gpus {
+                let prev = held.iter().find(|r| r.index == g.index).copied();
+                next.push(next_reading(prev, g, c));
+            }
+            *held = next;
+        }
+        if self.counters.len() > c.nodes.len() {
+            let names: std::collections::HashSet<&str> =
+                c.nodes.iter().map(|n| n.name.as_str()).collect();
+            self.counters
+                .retain(|name, _| names.contains(name.as_str()));
         }
     }
 
@@ -114,8 +113,38 @@ impl EccBaseline {
     }
 
     /// The GPU's error rates as of its newest reading.
-    pub(super) fn rates(&self, node: &str, gpu: u32) -> Rates {
+    pub fn rates(&self, node: &str, gpu: u32) -> Rates {
         self.reading(node, gpu)
             .map_or(Rates::default(), |r| r.rates)
+    }
+}
+
+/// One GPU's reading in `c` after `prev`: with a new reading, its rates
+/// over the time since the last; without, the last reading kept.
+fn next_reading(prev: Option<Reading>, g: &crate::model::Gpu, c: &Cluster) -> Reading {
+    let time = g.reading_time.unwrap_or(c.time);
+    let (sbe, nvlink) = (g.ecc.sbe_aggregate, g.nvlink.total());
+    match prev {
+        Some(r) if r.time >= time => r,
+        Some(r) => {
+            let dt = time - r.time;
+            Reading {
+                index: g.index,
+                sbe,
+                nvlink,
+                time,
+                rates: Rates {
+                    sbe_per_hour: rate(sbe, r.sbe, dt),
+                    nvlink_per_hour: rate(nvlink, r.nvlink, dt),
+                },
+            }
+        }
+        None => Reading {
+            index: g.index,
+            sbe,
+            nvlink,
+            time,
+            rates: Rates::default(),
+        },
     }
 }

@@ -1,0 +1,270 @@
+//! What the one analysis remembers between snapshots: each GPU's last
+//! error-counter reading (for rates), when each job began to show the
+//! hung-collective signature (for sustained stalls), and how the jobs that
+//! left the data ended. The console's analyst, `--replay --at`, the report
+//! and the guard's previews feed it the same snapshots in the same order
+//! and so read the same base: no surface computes its own.
+
+use super::SiteParams;
+use super::base::Base;
+use super::health::EccBaseline;
+use super::repeat::FaultLog;
+use super::stall::StallHistory;
+use super::xid::XidCatalog;
+use crate::model::{Cluster, JobState, Timestamp};
+use rustc_hash::FxHashMap;
+
+/// How long a job that left the data is remembered by how it ended: the
+/// events that name it are kept no longer (an incident's window).
+const ENDED_KEEP_S: i64 = 24 * 3600;
+
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    baseline: Option<EccBaseline>,
+    stalls: StallHistory,
+    /// The hardware faults of the snapshots seen, each once (a source
+    /// keeps its newest events only): the repeat-offender rule counts them
+    /// all, the same in a console open all night and in `--replay --at`.
+    faults: FaultLog,
+    /// Jobs seen in an end state (failed, cancelled, completed): the state
+    /// and when it was first seen so.
+    ended: FxHashMap<String, (JobState, Timestamp)>,
+}
+
+fn ended(s: JobState) -> bool {
+    matches!(
+        s,
+        JobState::Failed | JobState::Cancelled | JobState::Completed
+    )
+}
+
+impl Memory {
+    /// Takes in the next snapshot. Every snapshot, analysed or not: the
+    /// rates and the stalls' start do not depend on how often the analysis
+    /// runs.
+    pub fn observe(&mut self, c: &Cluster, site: &SiteParams) {
+        if c.time < self.stalls.time {
+            // A clock that went back (a new source, a jump back in a
+            // replay): what was remembered is of another timeline.
+            *self = Memory::default();
+        }
+        self.stalls.observe(c, site);
+        self.faults.add(c);
+        self.faults
+            .forget_before(c.time.saturating_sub(site.repeat_offender.window_s));
+        match &mut self.baseline {
+            Some(b) => b.observe(c),
+            None => self.baseline = Some(EccBaseline::of(c)),
+        }
+        for j in c.jobs.iter().filter(|j| ended(j.state)) {
+            match self.ended.get_mut(j.id.as_str()) {
+                // A job requeued after it failed may end again otherwise.
+                Some(e) if e.0 != j.state => *e = (j.state, c.time),
+                Some(_) => {}
+                None => {
+                    self.ended.insert(j.id.clone(), (j.state, c.time));
+                }
+            }
+        }
+        let oldest = c.time.saturating_sub(ENDED_KEEP_S);
+        if self.ended.len() > 1024 && self.ended.values().any(|(_, t)| *t < oldest) {
+            self.ended.retain(|_, (_, t)| *t >= oldest);
+        }
+    }
+
+    /// The base of `c`, the last snapshot observed.
+    pub fn base(&self, c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {
+        let with_faults;
+        let c = if self.faults.is_empty() {
+            c
+        } else {
+            // The nodes and jobs are shared, not copied.
+            let mut whole = c.clone();
+            whole.history.extend(self.faults.faults());
+            with_faults = whole;
+            &with_faults
+        };
+        let mut b = Base::compute_on(c, self.baseline.as_ref(), site, cat, &self.stalls);
+        self.recall_ended(&mut b);
+        b
+    }
+
+    /// This memory without the error counters' readings (the health
+    /// rates read as unknown) or the ended jobs (their incidents' jobs
+    /// read as gone): small enough to keep one per job's stop, where only
+    /// the job's loss is read.
+    pub fn without_rates(&self) -> Memory {
+        Memory {
+            baseline: None,
+            stalls: self.stalls.clone(),
+            faults: self.faults.clone(),
+            ended: FxHashMap::default(),
+        }
+    }
+
+    /// The stall history (what the console's stall chart reads).
+    pub fn stalls(&self) -> &StallHistory {
+        &self.stalls
+    }
+
+    /// How a job that left the data ended, if it was seen ending.
+    pub fn ended_as(&self, id: &str) -> Option<JobState> {
+        self.ended.get(id).map(|(s, _)| *s)
+    }
+
+    /// An incident's job that left the data is told by how it was seen to
+    /// end ("running→failed"), the same in a console that watched it go
+    /// and one that opened later on a recording, not "running→gone".
+    fn recall_ended(&self, b: &mut Base) {
+        for i in &mut b.incidents {
+            for j in i.jobs.iter_mut().filter(|j| j.state_now.is_none()) {
+                j.state_now = self.ended_as(&j.id);
+            }
+        }
+    }
+}
+
+/// A snapshot and the memory of the snapshots up to it: what every
+/// surface's answers for that moment are computed from.
+#[derive(Debug, Clone, Default)]
+pub struct Moment {
+    pub cluster: Cluster,
+    pub memory: Memory,
+}
+
+impl Moment {
+    /// A snapshot with no earlier ones (a live one-shot command).
+    pub fn alone(cluster: Cluster, site: &SiteParams) -> Moment {
+        let mut memory = Memory::default();
+        memory.observe(&cluster, site);
+        Moment { cluster, memory }
+    }
+
+    /// The one analysis of this moment.
+    pub fn base(&self, site: &SiteParams, cat: &XidCatalog) -> Base {
+        self.memory.base(&self.cluster, site, cat)
+    }
+}
+
+/// The base of one snapshot alone, with no earlier ones (a live one-shot
+/// command): the memory of that snapshot only.
+pub fn base_of_one(c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {
+    let mut m = Memory::default();
+    m.observe(c, site);
+    m.base(c, site, cat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{Sim, SimConfig};
+
+    fn xid13_job_now(b: &Base) -> Option<JobState> {
+        let i = b
+            .incidents
+            .iter()
+            .find(|i| i.label == "XID 13")
+            .expect("the Xid 13 incident");
+        i.jobs[0].state_now
+    }
+
+    /// "running→failed" in a console that watched the job fail, and the
+    /// same once the job has left the data — never "running→gone" in one
+    /// console and "failed" in another (issue 39).
+    #[test]
+    fn a_job_that_left_after_failing_is_told_as_failed() {
+        let (site, cat) = (SiteParams::default(), XidCatalog::default());
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(45);
+        let failed = s.snapshot();
+        let mut m = Memory::default();
+        m.observe(&failed, &site);
+        assert_eq!(
+            xid13_job_now(&m.base(&failed, &site, &cat)),
+            Some(JobState::Failed)
+        );
+        // The scheduler forgets it (Slurm's MinJobAge).
+        let mut later = failed.clone();
+        later.time += 600;
+        let id = {
+            let b = m.base(&failed, &site, &cat);
+            let i = b
+                .incidents
+                .iter()
+                .find(|i| i.label == "XID 13")
+                .expect("Xid 13");
+            i.jobs[0].id.clone()
+        };
+        later.jobs.retain(|j| j.id != id);
+        m.observe(&later, &site);
+        assert_eq!(
+            xid13_job_now(&m.base(&later, &site, &cat)),
+            Some(JobState::Failed)
+        );
+        // A process that never saw it end cannot say how it ended.
+        assert_eq!(xid13_job_now(&base_of_one(&later, &site, &cat)), None);
+    }
+
+    /// The counters' readings kept in place give the rates the analyst's
+    /// copy-per-snapshot gave.
+    #[test]
+    fn rates_kept_in_place_are_the_rates_of_advancing() {
+        let site = SiteParams::default();
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let first = s.snapshot();
+        let mut copied = EccBaseline::of(&first);
+        let mut m = Memory::default();
+        m.observe(&first, &site);
+        // Through the NVLink storm (about 15 minutes in).
+        for _ in 0..100 {
+            s.advance(15);
+            let c = s.snapshot();
+            copied = EccBaseline::advance(Some(&copied), &c);
+            m.observe(&c, &site);
+            let held = m.baseline.as_ref().expect("baseline");
+            for n in &c.nodes {
+                for g in &n.gpus {
+                    assert_eq!(
+                        held.rates(&n.name, g.index),
+                        copied.rates(&n.name, g.index),
+                        "{} GPU{} at {}",
+                        n.name,
+                        g.index,
+                        c.time
+                    );
+                }
+            }
+        }
+        // Some GPU had a rate: the comparison compared something.
+        let c = s.snapshot();
+        let held = m.baseline.as_ref().expect("baseline");
+        assert!(c.nodes.iter().any(|n| n.gpus.iter().any(|g| {
+            held.rates(&n.name, g.index)
+                .sbe_per_hour
+                .is_some_and(|r| r > 0.0)
+                || held
+                    .rates(&n.name, g.index)
+                    .nvlink_per_hour
+                    .is_some_and(|r| r > 0.0)
+        })));
+    }
+
+    /// A clock that goes back (a jump back in a replay) starts over: no
+    /// stall or rate carried from another timeline.
+    #[test]
+    fn a_clock_that_goes_back_forgets() {
+        let site = SiteParams::default();
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(600);
+        let late = s.snapshot();
+        let mut m = Memory::default();
+        m.observe(&late, &site);
+        let mut early = late.clone();
+        early.time -= 300;
+        early.jobs.clear();
+        m.observe(&early, &site);
+        assert!(m.ended.is_empty());
+        assert_eq!(m.stalls().time, early.time);
+        assert_eq!(m.baseline.as_ref().map(|b| b.time), Some(early.time));
+    }
+}
