@@ -105,7 +105,8 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
                 sources::SourceConfig::Sim { speed, .. } => speed,
                 _ => 1.0,
             };
-            let (rx, ctl) = crate::recording::replay::spawn(rec, speed, kpis.clone())?;
+            let (rx, ctl) =
+                crate::recording::replay::spawn(rec, speed, kpis.clone(), settings.site.clone())?;
             (rx, sources::Control::None, Some(ctl))
         }
         None => {

@@ -1508,6 +1508,44 @@ fn console_analysis(
     })
 }
 
+/// The console playing a recording, paused at its start, then jumped to
+/// `to` (`:goto`): its analyst's analysis of the snapshot it jumped to.
+fn console_after_jump(
+    file: &std::path::Path,
+    to: i64,
+) -> std::sync::Arc<nightshift::engine::analysis::Analysis> {
+    use nightshift::analyst::Out;
+    use nightshift::engine::analysis::Focus;
+    use nightshift::recording::replay::ReplayCmd;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let rec = nightshift::recording::Recording::open(file).expect("open");
+        let kpis = std::sync::Arc::new(std::sync::Mutex::new(
+            nightshift::engine::kpis::KpiBook::new(3600),
+        ));
+        let site = nightshift::engine::SiteParams::default();
+        let (rx, ctl) = nightshift::recording::replay::spawn(rec, 1.0, kpis.clone(), site.clone())
+            .expect("replay");
+        let (_focus, focus_rx) = tokio::sync::watch::channel(Focus::None);
+        let mut out = nightshift::analyst::spawn(
+            rx,
+            focus_rx,
+            site,
+            nightshift::engine::xid::XidCatalog::default(),
+            kpis,
+        );
+        ctl.send(ReplayCmd::Pause).await.expect("pause");
+        ctl.send(ReplayCmd::Seek(to)).await.expect("seek");
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(60), out.recv()).await {
+                Ok(Some(Out::Analysis(a))) if a.base.time == to => return a,
+                Ok(Some(_)) => {}
+                other => panic!("no analysis after the jump to {to}: {other:?}"),
+            }
+        }
+    })
+}
+
 /// One situation (issue 39): the same moment asked through every surface
 /// gives one answer. A recorded sim night:
 /// - sampled every simulated minute from +5 to +25 min on the one analysis
@@ -1517,7 +1555,8 @@ fn console_analysis(
 ///   remedied one says what its node's options recommend; no node of an
 ///   open domain incident is recommended back to service or left as is;
 /// - at +20 min: the console's analyst (fed the recording as the console
-///   plays it), `get incidents`, `options`, `why`, `blast` and `get kpis`
+///   plays it, and one that jumped there from the start), `get
+///   incidents`, `options`, `why`, `blast` and `get kpis`
 ///   give the same incidents (every field, the hung gang's stall
 ///   included), recommendation, estimate, cost and hung GPU-hours;
 /// - at the end: the report names as open what `get incidents` does.
@@ -1597,6 +1636,12 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         serde_json::to_value(&console.base.incidents).expect("json"),
         engine_items,
         "the console's incidents"
+    );
+    let jumped = console_after_jump(&file, c.time);
+    assert_eq!(
+        serde_json::to_value(&jumped.base.incidents).expect("json"),
+        engine_items,
+        "the incidents of a console that jumped there"
     );
     assert!(
         b.incidents.iter().any(|i| i.kind == "stall")

@@ -63,6 +63,10 @@ pub fn spawn(
         loop {
             tokio::select! {
                 up = source.recv(), if source_open => match up {
+                    Some(Update::Recalled(m)) => {
+                        memory = m;
+                        continue;
+                    }
                     Some(Update::Snapshot(c)) => {
                         Arc::make_mut(&mut memory).observe(&c, &site);
                         crate::engine::kpis::observe_shared(&kpis, &c);
@@ -104,6 +108,10 @@ pub fn spawn(
             }
             // Forward whatever queued up while we computed; analyse the newest.
             while let Ok(up) = source.try_recv() {
+                if let Update::Recalled(m) = up {
+                    memory = m;
+                    continue;
+                }
                 if let Update::Snapshot(c) = &up {
                     Arc::make_mut(&mut memory).observe(c, &site);
                     crate::engine::kpis::observe_shared(&kpis, c);

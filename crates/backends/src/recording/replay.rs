@@ -131,6 +131,28 @@ fn rebuild_kpis(rec: Recording, kpis: crate::engine::kpis::SharedKpis, to: Times
     });
 }
 
+/// What the analysis remembers of the recorded snapshots before `before`,
+/// read from the recording's start off the async workers (a jump at
+/// 10,000 nodes reads a lot).
+async fn recall(
+    rec: Recording,
+    before: Timestamp,
+    site: crate::engine::SiteParams,
+) -> Option<crate::engine::memory::Memory> {
+    tokio::task::spawn_blocking(move || {
+        let mut m = crate::engine::memory::Memory::default();
+        for c in rec.states().filter_map(Result::ok) {
+            if c.time >= before {
+                break;
+            }
+            m.observe(&c, &site);
+        }
+        m
+    })
+    .await
+    .ok()
+}
+
 /// Starts the playback at the recording's start; updates arrive on the
 /// returned channel, commands go the other way. After a jump the shared
 /// health numbers are rebuilt from the start.
@@ -138,6 +160,7 @@ pub fn spawn(
     rec: Recording,
     speed: f64,
     kpis: crate::engine::kpis::SharedKpis,
+    site: crate::engine::SiteParams,
 ) -> Result<(mpsc::Receiver<Update>, mpsc::Sender<ReplayCmd>), RecordingError> {
     let damage = rec.damage();
     let mut p = Player::new(rec)?;
@@ -222,6 +245,12 @@ pub fn spawn(
                     tracing::info!(?cmd, speed, paused, "replay");
                     if moved {
                         rebuild_kpis(p.rec.clone(), kpis.clone(), p.current().time);
+                        let at = p.current().time;
+                        if let Some(m) = recall(p.rec.clone(), at, site.clone()).await
+                            && tx.send(Update::Recalled(Arc::new(m))).await.is_err()
+                        {
+                            return;
+                        }
                     }
                     if moved && !send(p.current()).await {
                         return;

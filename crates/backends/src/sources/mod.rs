@@ -77,6 +77,12 @@ pub enum Update {
     Notice(String),
     /// Playing a recording: where it is and how it plays.
     Playback(Playback),
+    /// A replay jumped: what the analysis remembers of the recorded
+    /// snapshots before the next one, read from the recording's start. The
+    /// analyst takes it in place of its own, so the console after a jump
+    /// answers what `--replay --at` answers for that moment (stalls since
+    /// when they began, every fault of the night).
+    Recalled(Arc<crate::engine::memory::Memory>),
 }
 
 /// A recording's playback as the console shows it in the header.

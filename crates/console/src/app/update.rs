@@ -227,6 +227,8 @@ impl App {
                 s.quality = note;
             }
             Update::Playback(p) => self.playback = Some(p),
+            // The analyst's alone (it does not pass it on).
+            Update::Recalled(_) => {}
             Update::Notice(text) => {
                 tracing::warn!("{text}");
                 self.flash = Some(text);

@@ -58,6 +58,7 @@ async fn endpoint_rounds_never_refresh_the_scheduler_and_keep_its_error() {
             Update::Refresh { .. }
             | Update::Notice(_)
             | Update::Playback(_)
+            | Update::Recalled(_)
             | Update::Quality { .. } => {}
             Update::Status {
                 origin: Origin::Scheduler,
