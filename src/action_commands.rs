@@ -10,8 +10,6 @@ use crate::config::Settings;
 use crate::engine::memory::Moment;
 use crate::error::CommandError;
 use crate::model::Cluster;
-use crate::sources::SourceConfig;
-use crate::sources::sim::Sim;
 use crate::text::{self, sanitize};
 use serde::Serialize;
 use std::time::Duration;
@@ -313,49 +311,20 @@ pub(crate) fn connect_moment(
         };
         return Ok((m, Executor::Replay, who));
     }
-    let (c, executor, who) = match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
-            let mut s = Sim::new(*sim)?;
-            s.advance(settings.sim_seconds);
-            let c = s.snapshot();
-            let who = Who {
-                scheduler_user: None,
-                cluster: c.name.clone(),
-                source: "sim".into(),
-            };
-            (
-                c,
-                Executor::LocalSim(Box::new(std::sync::Mutex::new(s))),
-                who,
-            )
-        }
-        SourceConfig::Slurm(cfg) => {
-            let m = rt.block_on(crate::sources::slurm::fetch_once(cfg))?;
-            for w in &m.warnings {
-                eprintln!("nightshift: warning: {}", sanitize(w));
-            }
-            let c = m.cluster;
-            let x = rt.block_on(crate::sources::slurm::exec::Executor::connect(cfg))?;
-            let who = Who {
-                scheduler_user: Some(cfg.user.clone()),
-                cluster: c.name.clone(),
-                source: "slurm".into(),
-            };
-            (c, Executor::Slurm(Box::new(x)), who)
-        }
-        SourceConfig::Kube(cfg) => {
-            let c = rt.block_on(crate::sources::kube::fetch_once(cfg))?;
-            let x = rt.block_on(crate::sources::kube::exec::Executor::connect(cfg))?;
-            let who = Who {
-                scheduler_user: None,
-                cluster: c.name.clone(),
-                source: "kube".into(),
-            };
-            (c, Executor::Kube(Box::new(x)), who)
-        }
-        SourceConfig::None => {
-            return Err(CommandError::NoScheduler);
-        }
+    let (reading, executor) = rt
+        .block_on(Executor::connect_once(
+            &settings.source,
+            settings.sim_seconds,
+        ))?
+        .ok_or(CommandError::NoScheduler)?;
+    for w in &reading.warnings {
+        eprintln!("nightshift: warning: {}", sanitize(w));
+    }
+    let c = reading.cluster;
+    let who = Who {
+        scheduler_user: reading.scheduler_user,
+        cluster: c.name.clone(),
+        source: reading.source.into(),
     };
     // The same picture `get` prints: the endpoints' GPU readings and
     // Prometheus's fault history laid over the scheduler's, and the

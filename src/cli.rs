@@ -239,6 +239,21 @@ pub enum Command {
         #[command(flatten)]
         act: ActArgs,
     },
+    /// Why nightshift sees nothing, or less than it should: the source,
+    /// its token, scontrol, each endpoint and the GPU families it lacks,
+    /// the audit log, the terminal — one line each, with what to do. Exits
+    /// non-zero when something blinds it
+    Doctor {
+        #[arg(short, long, value_enum, default_value_t = Format::Table)]
+        output: Format,
+    },
+    /// Print the shell completions for SHELL (bash, zsh, fish, elvish,
+    /// powershell), e.g. `nightshift completions bash >
+    /// ~/.local/share/bash-completion/completions/nightshift`
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), e.g. `nightshift man >
+    /// ~/.local/share/man/man1/nightshift.1`
+    Man,
     /// Run the node agent: NVML readings served as dcgm-exporter metrics, events, health
     Agent {
         /// Address to listen on

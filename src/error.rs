@@ -27,6 +27,8 @@ pub enum CommandError {
     #[error(transparent)]
     Recording(#[from] crate::recording::RecordingError),
     #[error(transparent)]
+    Once(#[from] crate::sources::once::OnceError),
+    #[error(transparent)]
     NotSent(#[from] crate::actions::guard::NotSent),
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

@@ -18,6 +18,7 @@ pub use nightshift_agent as agent;
 pub mod action_commands;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod error;
 pub mod fleet_tui;
 pub mod follow_commands;

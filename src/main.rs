@@ -8,8 +8,6 @@ use nightshift::engine::restore::{RestoreInput, compute, restore};
 use nightshift::engine::why::why;
 use nightshift::engine::{Provenance, units};
 use nightshift::model::Cluster;
-use nightshift::sources::SourceConfig;
-use nightshift::sources::sim::Sim;
 use nightshift::{output, report};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -33,6 +31,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), String> {
+    // Read nothing, connect to nothing: the program describes itself.
+    match &cli.command {
+        Some(Command::Completions { shell }) => return completions(*shell),
+        Some(Command::Man) => return man_page(),
+        _ => {}
+    }
     let sim_nodes_given = cli.global.nodes.is_some();
     let file = match &cli.global.config {
         Some(path) => FileConfig::load(path)?,
@@ -109,6 +113,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 .transpose()?,
             args.output,
         )?),
+        Some(Command::Doctor { output }) => doctor(&[settings], output),
         Some(Command::Audit { output }) => {
             Ok(nightshift::action_commands::show(&settings, output)?)
         }
@@ -146,6 +151,95 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// `nightshift doctor`: the checks of each cluster (one, or every
+/// `[[clusters]]` entry with --all); an error when one fails.
+fn doctor(all: &[Settings], format: Format) -> Result<(), String> {
+    use nightshift::doctor::{Verdict, run, table};
+    let checks: Vec<(String, Vec<nightshift::doctor::Check>)> = all
+        .iter()
+        .map(|s| (s.cluster.clone().unwrap_or_default(), run(s)))
+        .collect();
+    match format {
+        Format::Json if all.len() == 1 => {
+            nightshift::outln!("{}", nightshift::text::json_pretty(&checks[0].1)?)
+        }
+        Format::Json => {
+            let by: std::collections::BTreeMap<&str, &Vec<_>> =
+                checks.iter().map(|(n, c)| (n.as_str(), c)).collect();
+            nightshift::outln!("{}", nightshift::text::json_pretty(&by)?)
+        }
+        Format::Table => {
+            for (name, c) in &checks {
+                if all.len() > 1 {
+                    nightshift::outln!("cluster {}", nightshift::text::sanitize(name));
+                }
+                nightshift::out!("{}", table(c));
+            }
+        }
+    }
+    let failed = checks
+        .iter()
+        .flat_map(|(_, c)| c)
+        .filter(|c| c.verdict == Verdict::Fail)
+        .count();
+    match failed {
+        0 => Ok(()),
+        n => Err(format!(
+            "{n} check(s) failed: nightshift is blind or cannot act until they are fixed"
+        )),
+    }
+}
+
+/// `nightshift completions SHELL`: generated from the command line's own
+/// definition, so it never lags behind it.
+fn completions(shell: clap_complete::Shell) -> Result<(), String> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "nightshift", &mut out);
+    nightshift::out!("{}", String::from_utf8_lossy(&out));
+    Ok(())
+}
+
+/// `nightshift man`: the manual page, from the same definition; each
+/// subcommand is a section of it.
+fn man_page() -> Result<(), String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .map_err(|e| format!("cannot write the manual page: {e}"))?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = sub.get_name().to_string();
+        let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+        out.extend_from_slice(format!(".SH \"NIGHTSHIFT {}\"\n", name.to_uppercase()).as_bytes());
+        out.extend_from_slice(format!("{}\n", roff_text(&about)).as_bytes());
+        let mut body = Vec::new();
+        clap_mangen::Man::new(sub.clone())
+            .render_options_section(&mut body)
+            .map_err(|e| format!("cannot write the manual page: {e}"))?;
+        // Its options under the subcommand's own heading.
+        out.extend_from_slice(
+            &String::from_utf8_lossy(&body)
+                .replacen(".SH OPTIONS", ".SS Options", 1)
+                .into_bytes(),
+        );
+    }
+    nightshift::out!("{}", String::from_utf8_lossy(&out));
+    Ok(())
+}
+
+/// Text as roff reads it: a leading dot or quote is escaped.
+fn roff_text(s: &str) -> String {
+    s.lines()
+        .map(|l| match l.chars().next() {
+            Some('.' | '\'') => format!("\\&{l}"),
+            _ => l.replace('\\', "\\e"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The armed follow-ups' commands (issue 29): arm, list, cancel, follow.
 fn follow_command(settings: &Settings, cmd: Command) -> Result<(), String> {
     use nightshift::follow_commands as follow;
@@ -181,6 +275,7 @@ fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
     }
     match command {
         None | Some(Command::Tui) => on_console_runtime(nightshift::fleet_tui::run(all)),
+        Some(Command::Doctor { output }) => doctor(&all, output),
         Some(Command::Get(args)) if args.what != nightshift::cli::GetWhat::Kpis => {
             // Each cluster answers on its own: one that cannot is its
             // error, beside the others' answers.
@@ -400,28 +495,20 @@ fn snapshot(settings: &Settings) -> Result<Moment, String> {
 
 /// The source's snapshot now, with the node endpoints' readings.
 fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
-    let base = match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
-            let mut sim = Sim::new(*sim)?;
-            sim.advance(settings.sim_seconds);
-            sim.snapshot()
-        }
-        SourceConfig::Slurm(cfg) => {
-            let m = runtime()?.block_on(nightshift::sources::slurm::fetch_once(cfg))?;
-            for w in &m.warnings {
+    let read = nightshift::sources::once::read(&settings.source, settings.sim_seconds);
+    let base = match runtime()?.block_on(read).map_err(|e| e.to_string())? {
+        Some(r) => {
+            for w in &r.warnings {
                 eprintln!("nightshift: warning: {}", nightshift::text::sanitize(w));
             }
-            m.cluster
+            r.cluster
         }
-        SourceConfig::Kube(cfg) => {
-            runtime()?.block_on(nightshift::sources::kube::fetch_once(cfg))?
-        }
-        SourceConfig::None if settings.endpoints.is_empty() => {
+        None if settings.endpoints.is_empty() => {
             return Err(
                 "--source none needs node endpoints: --dcgm URL, --node-exporter URL or --prometheus URL".into(),
             );
         }
-        SourceConfig::None => Cluster::default(),
+        None => Cluster::default(),
     };
     nightshift::one_shot::with_endpoints(settings, base)
 }

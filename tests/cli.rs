@@ -1719,3 +1719,83 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         .collect();
     assert_eq!(reported, open_now, "{r:#}");
 }
+
+/// Completions and the manual page come from the command line's own
+/// definition (issue 41): bash loads the completion script and completes
+/// a subcommand and a flag from it; zsh's script declares itself; groff
+/// renders the page without a warning, with a section for each command
+/// and its flags.
+#[test]
+fn completions_load_in_bash_and_the_manual_renders_in_groff() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bash = stdout(dir.path(), &["completions", "bash"]);
+    let script = dir.path().join("nightshift.bash");
+    std::fs::write(&script, &bash).expect("write");
+    // Load it, then ask it what `nightshift dra<TAB>` and `nightshift
+    // drain --aft<TAB>` complete to, as bash's completion would.
+    let probe = format!(
+        "source {}; COMP_WORDS=(nightshift dra); COMP_CWORD=1; _nightshift nightshift dra nightshift; echo \"${{COMPREPLY[@]}}\"; \
+         COMP_WORDS=(nightshift drain --aft); COMP_CWORD=2; _nightshift nightshift --aft drain; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &probe])
+        .output()
+        .expect("bash");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let mut lines = said.lines();
+    assert_eq!(
+        lines.next(),
+        Some("drain"),
+        "{said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|l| l.split_whitespace().any(|w| w == "--after-checkpoint")),
+        "{said}"
+    );
+    let zsh = stdout(dir.path(), &["completions", "zsh"]);
+    assert!(
+        zsh.starts_with("#compdef nightshift"),
+        "{}",
+        &zsh[..zsh.len().min(80)]
+    );
+
+    let page = stdout(dir.path(), &["man"]);
+    assert!(
+        page.starts_with(".ie") || page.starts_with(".TH"),
+        "{}",
+        &page[..page.len().min(80)]
+    );
+    for section in [
+        "NIGHTSHIFT DRAIN",
+        "NIGHTSHIFT WHY",
+        "NIGHTSHIFT COMPLETIONS",
+    ] {
+        assert!(page.contains(&format!(".SH \"{section}\"")), "no {section}");
+    }
+    if !common::require("groff", "apt-get install groff-base") {
+        return;
+    }
+    let file = dir.path().join("nightshift.1");
+    std::fs::write(&file, &page).expect("write");
+    let out = std::process::Command::new("groff")
+        // -k: through preconv, as man reads a page (the help is UTF-8).
+        .args(["-k", "-man", "-Tutf8", "-ww"])
+        .arg(&file)
+        .output()
+        .expect("groff");
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && warnings.trim().is_empty(),
+        "{warnings}"
+    );
+    // groff draws `\-` as a minus sign.
+    let text = String::from_utf8_lossy(&out.stdout).replace(['\u{2212}', '\u{2010}'], "-");
+    assert!(
+        text.contains("--after-checkpoint"),
+        "the drain's flags are in the page"
+    );
+}

@@ -1179,3 +1179,107 @@ fn a_held_audit_lock_is_waited_for_a_bounded_time_and_said() {
     let log = std::fs::read_to_string(&audit).unwrap_or_default();
     assert!(!log.contains("\"intent\""), "nothing sent: {log}");
 }
+
+/// `nightshift doctor` (issue 41): each thing that blinds nightshift is a
+/// line with its fix, and the exit says whether something failed. On the
+/// sim with a writable audit log: all well. Then an audit log that cannot
+/// be written, a dead exporter, a real scrape without NVLink counters
+/// (what that blinds), and an exporter whose names nightshift does not
+/// read (a rename), each on its own line.
+#[test]
+fn doctor_names_what_blinds_nightshift_each_with_its_fix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let a = audit.to_str().expect("path");
+    let out = run(dir.path(), &["--audit-log", a, "doctor", "-o", "json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(out.status.success(), "{checks:#}");
+    let verdict = |name: &str| {
+        checks
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["verdict"].as_str().unwrap_or_default().to_string())
+    };
+    assert_eq!(verdict("scheduler").as_deref(), Some("ok"), "{checks:#}");
+    assert_eq!(verdict("audit log").as_deref(), Some("ok"), "{checks:#}");
+
+    std::fs::write(dir.path().join("plain"), "a file, not a folder").expect("write");
+    let unwritable = dir.path().join("plain").join("audit.jsonl");
+    let dead = format!("http://127.0.0.1:{}/metrics", common::free_port());
+    let scrape = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm/h100-node.txt"),
+    )
+    .expect("fixture");
+    let real = Fake::start(Behaviour::text(200, scrape.clone()));
+    let real_url = real.url("/metrics");
+    let out = run(
+        dir.path(),
+        &[
+            "--audit-log",
+            unwritable.to_str().expect("path"),
+            "--dcgm",
+            &dead,
+            "--dcgm",
+            &real_url,
+            "doctor",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in\n{text}"))
+            .to_string()
+    };
+    assert!(
+        line("FAIL  audit log").contains("every action is refused"),
+        "{text}"
+    );
+    assert!(
+        line(&format!("FAIL  endpoint {dead}")).contains("cannot reach"),
+        "{text}"
+    );
+    assert!(
+        line(&format!("ok    endpoint {real_url}")).contains("answered"),
+        "{text}"
+    );
+    assert!(
+        line("warn  GPU readings").contains("no NVLink counters: link storms cannot be seen"),
+        "{text}"
+    );
+    assert!(
+        text.contains("→ --audit-log PATH"),
+        "each failure says what to do: {text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("check(s) failed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Every name renamed to one nightshift does not read.
+    let renamed = Fake::start(Behaviour::text(
+        200,
+        scrape.replace("DCGM_FI_", "DCGM_NEXT_"),
+    ));
+    let out = run(
+        dir.path(),
+        &[
+            "--audit-log",
+            a,
+            "--dcgm",
+            &renamed.url("/metrics"),
+            "doctor",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("FAIL  GPU readings")
+            && l.contains("no GPU reading nightshift knows")),
+        "{text}"
+    );
+}

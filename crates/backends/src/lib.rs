@@ -5,7 +5,7 @@
 
 // The core's modules under their own names, so `crate::model` reads the
 // same in every crate.
-use nightshift_core::{engine, host, limits, model, report, text};
+use nightshift_core::{engine, host, limits, model, protocol, report, text};
 
 pub mod actions;
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::engine::analysis::{Analysis, Base, Focus};
 use crate::engine::memory::Memory;
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
-use crate::sources::Update;
+use crate::protocol::source::Update;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -183,7 +183,7 @@ async fn analyse(
 mod tests {
     use super::*;
     use crate::engine::fixture::{NOW, add_node, cluster, run};
-    use crate::sources::{Origin, SourceError};
+    use crate::protocol::source::{Origin, SourceError};
 
     /// Statuses pass through in order; snapshots that show the
     /// hung-collective signature for the whole window end in a stall.

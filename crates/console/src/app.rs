@@ -16,13 +16,13 @@ pub use history::History;
 pub use index::Index;
 pub use rows::first_shown;
 
-use crate::actions::Action;
-use crate::actions::guard::Preview;
-use crate::actions::runner::{Reply, Request};
 use crate::engine::analysis::{Analysis, Focus};
 use crate::engine::xid::XidCatalog;
+use crate::model::Action;
 use crate::model::Cluster;
-use crate::sources::{Origin, Update};
+use crate::protocol::action::Preview;
+use crate::protocol::action::{Reply, Request};
+use crate::protocol::source::{Origin, Update};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,7 +82,7 @@ pub enum Effect {
     /// A request for the action runner: a preview, a confirmed action.
     Run(Request),
     /// A command for the recording being played (seek, faster, pause…).
-    Replay(crate::recording::replay::ReplayCmd),
+    Replay(crate::protocol::replay::ReplayCmd),
     /// Ring the terminal bell: a new critical incident.
     Bell,
     /// ctrl-z or SIGTSTP: give the terminal back and stop until `fg`.
@@ -382,7 +382,7 @@ pub struct App {
     /// Playing a recording: the keys steer it (`Effect::Replay`).
     pub(crate) replay: bool,
     /// Playing a recording: where it is and how it plays (the header).
-    pub(crate) playback: Option<crate::sources::Playback>,
+    pub(crate) playback: Option<crate::protocol::source::Playback>,
     /// The first replayed snapshot's time (`:at +10m` counts from it).
     pub(crate) replay_start: Option<crate::model::Timestamp>,
     /// What the loop is to do, gathered while a message is taken in and

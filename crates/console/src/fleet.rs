@@ -230,8 +230,8 @@ mod tests {
     use super::*;
     use crate::engine::analysis::{Analysis, Focus};
     use crate::engine::xid::XidCatalog;
-    use crate::sources::sim::{Sim, SimConfig};
-    use crate::sources::{Origin, Update};
+    use crate::protocol::source::{Origin, Update};
+    use crate::sim::{Sim, SimConfig};
     use std::sync::Arc;
     use std::time::Duration;
 
@@ -353,7 +353,7 @@ mod tests {
     fn one_clusters_error_stays_its_own() {
         let mut f = Fleet::new(vec![member("east", 0), member("west", 0)]);
         let now = Instant::now();
-        let e = crate::sources::SourceError::Other("slurmrestd is gone".into());
+        let e = crate::protocol::source::SourceError::Other("slurmrestd is gone".into());
         f.to_member(1, Msg::Source(Update::failed(Origin::Scheduler, e)), now);
         assert!(f.members[1].app.failing_origin().is_some());
         assert!(f.members[0].app.failing_origin().is_none());

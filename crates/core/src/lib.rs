@@ -11,6 +11,7 @@ pub mod engine;
 pub mod host;
 pub mod limits;
 pub mod model;
+pub mod protocol;
 pub mod report;
 pub mod sim;
 pub mod text;

@@ -5,31 +5,53 @@ pub use super::query::{field_query, label_query, merge};
 pub use super::resources::{Resource, builtin_resources, crd_resources};
 
 /// Whether a label selector (`matchLabels`, `matchExpressions`) selects
-/// `labels`. The lab's own, as kube-apiserver's: not the code under test
-/// (nightshift's mapper has its own), so a mistake in one is not hidden by
-/// the same mistake in the other.
+/// `labels`, written from the Kubernetes documentation ("Labels and
+/// Selectors", and `LabelSelector` in the API reference), not from
+/// nightshift's mapper, so a mistake in one is not hidden by the same
+/// mistake in the other:
+/// - the requirements of `matchLabels` and `matchExpressions` are ANDed;
+/// - an empty selector (`{}`) selects every object; a null one (absent)
+///   selects none (policy/v1 PodDisruptionBudget);
+/// - `In` and `NotIn` need a non-empty `values` (else the selector is
+///   invalid and selects nothing); `NotIn` also selects objects without
+///   the key; `Exists` and `DoesNotExist` take no values;
+/// - any other operator is invalid: nothing.
 pub fn selects(selector: &Value, labels: &Value) -> bool {
+    let Some(sel) = selector.as_object() else {
+        return false;
+    };
     let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let labels_ok = selector["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| label(k) == v.as_str()));
-    let exprs_ok = selector["matchExpressions"].as_array().is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e["operator"].as_str().unwrap_or_default() {
-                "In" => label(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => label(key).is_some(),
-                "DoesNotExist" => label(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && exprs_ok
+    let match_labels = match sel.get("matchLabels") {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m
+            .iter()
+            .all(|(k, v)| v.as_str().is_some_and(|v| label(k) == Some(v))),
+        Some(_) => false,
+    };
+    let requirement = |e: &Value| -> bool {
+        let Some(key) = e.get("key").and_then(Value::as_str) else {
+            return false;
+        };
+        let values: Option<Vec<&str>> = match e.get("values") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => a.iter().map(Value::as_str).collect(),
+            Some(_) => return false,
+        };
+        let values = values.unwrap_or_default();
+        match e.get("operator").and_then(Value::as_str) {
+            Some("In") if !values.is_empty() => label(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") if !values.is_empty() => label(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") if values.is_empty() => label(key).is_some(),
+            Some("DoesNotExist") if values.is_empty() => label(key).is_none(),
+            _ => false,
+        }
+    };
+    let match_expressions = match sel.get("matchExpressions") {
+        None | Some(Value::Null) => true,
+        Some(Value::Array(es)) => es.iter().all(requirement),
+        Some(_) => false,
+    };
+    match_labels && match_expressions
 }
 use serde_json::{Value, json};
 
@@ -526,6 +548,36 @@ mod tests {
         let sel =
             json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]});
         assert!(selects(&sel, &labels));
+        // From the documentation's rules, each.
+        assert!(selects(&json!({}), &labels), "empty selects all");
+        assert!(!selects(&Value::Null, &labels), "null selects none");
+        let expr = |op: &str, values: Value| json!({"matchExpressions": [{"key": "zone", "operator": op, "values": values}]});
+        assert!(
+            selects(&expr("NotIn", json!(["a"])), &labels),
+            "NotIn: key absent"
+        );
+        assert!(!selects(&expr("In", json!([])), &labels), "In needs values");
+        assert!(
+            !selects(&expr("Exists", json!(["x"])), &labels),
+            "Exists takes none"
+        );
+        assert!(
+            !selects(&expr("Gt", json!(["1"])), &labels),
+            "not a selector operator"
+        );
+        assert!(
+            !selects(
+                &json!({"matchLabels": {"app": "train"}, "matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}),
+                &labels
+            ),
+            "ANDed"
+        );
+        // Set-based queries (`labelSelector=`), with commas inside sets.
+        assert!(label_query("app in (train,serve),tier", &labels));
+        assert!(!label_query("app notin (train),tier", &labels));
+        assert!(label_query("zone notin (a, b)", &labels));
+        assert!(!label_query("zone in (a)", &labels));
+        assert!(label_query("app==train , tier!=cpu", &labels));
         let p = pod("a", json!({}), "Running");
         assert!(field_query("spec.nodeName=gpu-01", &p));
         assert!(!field_query("spec.nodeName=gpu-02", &p));

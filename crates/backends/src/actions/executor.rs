@@ -30,6 +30,40 @@ fn unsent(what: String, error: String) -> Step {
 }
 
 impl Executor {
+    /// Reads the configured scheduler once and connects the executor that
+    /// acts on it (a sim of this process's own for the sim); `None` with no
+    /// scheduler configured. The one-shot commands' start: the program
+    /// never names a backend.
+    pub async fn connect_once(
+        cfg: &crate::sources::SourceConfig,
+        sim_seconds: u64,
+    ) -> Result<Option<(crate::sources::once::Reading, Executor)>, crate::sources::once::OnceError>
+    {
+        use crate::sources::SourceConfig;
+        Ok(Some(match cfg {
+            SourceConfig::Sim { sim, .. } => {
+                let mut s = Sim::new(*sim)?;
+                s.advance(sim_seconds);
+                let r = crate::sources::once::sim_reading(&s);
+                (r, Executor::LocalSim(Box::new(Mutex::new(s))))
+            }
+            SourceConfig::Slurm(c) => {
+                let Some(r) = crate::sources::once::read(cfg, sim_seconds).await? else {
+                    return Ok(None);
+                };
+                (r, Executor::Slurm(Box::new(SlurmExec::connect(c).await?)))
+            }
+            SourceConfig::Kube(c) => {
+                let Some(r) = crate::sources::once::read(cfg, sim_seconds).await? else {
+                    return Ok(None);
+                };
+                let x = crate::sources::kube::exec::Executor::connect(c).await?;
+                (r, Executor::Kube(Box::new(x)))
+            }
+            SourceConfig::None => return Ok(None),
+        }))
+    }
+
     /// The exact calls, in order, shown before anything is sent. `jobs` are
     /// the jobs a drain will end (from the preview's blast radius).
     /// Reads what the preview's calls depend on, where that takes I/O

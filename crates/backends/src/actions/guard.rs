@@ -13,114 +13,8 @@ use crate::engine::analysis::Base;
 use crate::engine::blast::{Blast, blast};
 use crate::engine::error::EngineError;
 use crate::model::{Cluster, Refused};
+pub use crate::protocol::action::{Answer, Done, Preview};
 use std::time::Duration;
-
-/// What the operator sees before confirming.
-#[derive(Debug, Clone)]
-pub struct Preview {
-    pub action: Action,
-    pub blast: Option<Result<Blast, EngineError>>,
-    /// One line: what it costs.
-    pub summary: String,
-    /// The exact scheduler calls, in the scheduler's words.
-    pub calls: Vec<String>,
-    pub no_op: bool,
-    /// Set when a policy refuses; confirming then does nothing, unless the
-    /// refusal is the circuit breaker's and the override is typed.
-    pub refusal: Option<Refusal>,
-    pub undo: Option<Action>,
-    /// What must be typed to confirm (a node name, a job id); `None`: `y`.
-    pub token: Option<String>,
-    /// Things the operator must read before confirming: the unresolved
-    /// health of a node about to be resumed.
-    pub warnings: Vec<String>,
-    /// The circuit breaker was overridden when the preview was made
-    /// (`--force` on the command line).
-    pub forced: bool,
-    /// A cordon of a node of a failing domain: the domain's remedy, not
-    /// counted against the circuit breaker (checked when previewed).
-    pub domain_remedy: bool,
-    /// The open incident on the node this acts on, for the audit.
-    pub incident: Option<String>,
-    /// That incident's hardware fault, as data (`audit::fault_of`).
-    pub fault: Option<crate::model::PastFault>,
-    /// The armed step this sends, when it sends one.
-    pub step_of: Option<String>,
-    /// The source's clock at the preview.
-    pub source_time: i64,
-    /// The node acted on was in service when the preview was made (a drain
-    /// of a node that someone took out meanwhile must not go on).
-    pub node_in_service: bool,
-    /// The cluster it acts on, when the console watches several: named in
-    /// the preview, and typed before the target (`CLUSTER/NODE`).
-    pub cluster: Option<String>,
-}
-
-/// How the operator answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    No,
-    Yes,
-    /// Yes, overriding the circuit breaker (typed `force TARGET`).
-    Force,
-}
-
-impl Preview {
-    /// What to type to override the circuit breaker, when it refuses.
-    pub fn force_token(&self) -> Option<String> {
-        matches!(self.refusal, Some(Refusal::Breaker(_))).then(|| match &self.cluster {
-            Some(c) => format!("force {c}/{}", self.action.target()),
-            None => format!("force {}", self.action.target()),
-        })
-    }
-
-    /// The same preview for one cluster of several: its name goes before
-    /// what is typed to confirm (`CLUSTER/NODE`; `y` stays `y`).
-    pub fn in_cluster(mut self, name: &str) -> Preview {
-        self.token = self.token.map(|t| format!("{name}/{t}"));
-        self.cluster = Some(name.to_string());
-        self
-    }
-
-    /// The undo's command line, naming the cluster when it is one of
-    /// several.
-    pub fn undo_line(&self) -> Option<String> {
-        self.undo
-            .as_ref()
-            .map(|u| u.command_line_in(self.cluster.as_deref()))
-    }
-
-    /// What must be typed: the target for destructive actions, else `y`.
-    pub fn confirm_prompt(&self) -> String {
-        if let Some(f) = self.force_token() {
-            return format!("type `{f}` and press enter to override the circuit breaker");
-        }
-        match &self.token {
-            Some(t) => format!("type {t} and press enter to confirm"),
-            None => "press y to confirm".into(),
-        }
-    }
-
-    pub fn answer(&self, typed: &str) -> Answer {
-        let typed = typed.trim();
-        if let Some(f) = self.force_token() {
-            return if typed == f {
-                Answer::Force
-            } else {
-                Answer::No
-            };
-        }
-        let yes = match &self.token {
-            Some(t) => typed == t,
-            None => typed.eq_ignore_ascii_case("y") || typed.eq_ignore_ascii_case("yes"),
-        };
-        if yes { Answer::Yes } else { Answer::No }
-    }
-
-    pub fn accepts(&self, typed: &str) -> bool {
-        self.answer(typed) != Answer::No
-    }
-}
 
 /// Context for the audit record.
 #[derive(Debug, Clone)]
@@ -467,15 +361,6 @@ fn unreadable_audit(e: audit::AuditError) -> Refusal {
     Refusal::Unknown(format!(
         "{e}; nightshift acts only with an audit log it can read (fix it, or point --audit-log elsewhere)"
     ))
-}
-
-/// The result of a confirmed action.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Done {
-    pub outcome: AuditOutcome,
-    /// How to undo what was done (also after a partial outcome).
-    pub undo: Option<Action>,
-    pub message: String,
 }
 
 fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOutcome>) -> Record {

@@ -11,22 +11,8 @@ pub mod runner;
 pub mod seal;
 
 pub use crate::model::Action;
-use crate::model::Cluster;
 
-/// "Top of its partition": one above the highest pending priority there.
-pub fn top_priority(c: &Cluster, job: &str) -> Result<u64, crate::engine::error::EngineError> {
-    let j = c
-        .job(job)
-        .ok_or_else(|| crate::engine::error::EngineError::NoJob(job.to_string()))?;
-    let max = c
-        .jobs
-        .iter()
-        .filter(|x| x.state.is_pending() && x.partition == j.partition && x.id != j.id)
-        .filter_map(|x| x.priority)
-        .max()
-        .unwrap_or(0);
-    Ok(max.saturating_add(1).max(j.priority.unwrap_or(0)))
-}
+pub use crate::engine::action::top_priority;
 
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 
 use super::Action;
 use crate::model::Cluster;
+pub use crate::protocol::action::Refusal;
 use std::time::Duration;
 
 /// The guard's policies: read-only, data age, and the circuit breaker.
@@ -32,36 +33,6 @@ impl Default for Policy {
             max_nodes_per_window: 3,
             window: Duration::from_secs(600),
             cluster: None,
-        }
-    }
-}
-
-/// Why the guard will not act.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    ReadOnly,
-    Stale(String),
-    Breaker(String),
-    Unknown(String),
-    /// It would change nothing (already so, nothing to requeue): nothing
-    /// is sent and nothing is audited.
-    Nothing(String),
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::ReadOnly => write!(
-                f,
-                "read-only mode: nightshift changes nothing (start it without --read-only to act)"
-            ),
-            Refusal::Stale(s) => write!(f, "data too old to act on: {s}; wait for a refresh"),
-            Refusal::Breaker(s) => write!(
-                f,
-                "circuit breaker: {s} (override: --force on the command line, type `force NODE` in the console)"
-            ),
-            Refusal::Unknown(s) => write!(f, "{s}"),
-            Refusal::Nothing(s) => write!(f, "nothing to do: {s}"),
         }
     }
 }

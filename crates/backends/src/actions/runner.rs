@@ -3,15 +3,14 @@
 //! answers on a channel of its own (`Reply`); the app wraps the replies in
 //! its own message type.
 
-use super::Action;
 use super::audit::AuditLog;
 use super::executor::Executor;
-use super::guard::{self, Check, Done, Preview, Who};
+use super::guard::{self, Check, Who};
 use super::policy::Policy;
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::xid::XidCatalog;
-use crate::model::Cluster;
+pub use crate::protocol::action::{Reply, Request};
 use crate::sources::Control;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,67 +25,6 @@ pub enum NoExecutor {
     Slurm(#[from] crate::sources::slurm::exec::CallError),
     #[error(transparent)]
     Kube(#[from] crate::sources::kube::exec::CallError),
-}
-
-/// What the app asks of the runner.
-#[derive(Debug)]
-pub enum Request {
-    Preview {
-        action: Action,
-        cluster: Arc<Cluster>,
-        data_age: Duration,
-        /// The analysis the screen shows (its verdicts, incidents and
-        /// options, with the ECC rates and stall history a single snapshot
-        /// lacks): the preview reads it, so what the screen recommends and
-        /// what the preview says come from one computation. None: one is
-        /// computed from `cluster` alone.
-        base: Option<Arc<Base>>,
-    },
-    /// Run a confirmed preview. `cluster` and `data_age` are the newest
-    /// the app has when the operator confirms: the policies are checked
-    /// again on them.
-    Run {
-        preview: Box<Preview>,
-        typed: String,
-        cluster: Arc<Cluster>,
-        data_age: Duration,
-    },
-    /// Arm `action` to be sent when `when` is seen (the plan was confirmed).
-    Arm {
-        action: Action,
-        when: crate::model::Trigger,
-        /// Confirmed past the circuit breaker (`force NODE`): the step
-        /// keeps that override when it fires.
-        forced: bool,
-        cluster: Arc<Cluster>,
-    },
-    /// Send each armed step of this cluster that is due on `cluster`.
-    Fire {
-        cluster: Arc<Cluster>,
-        data_age: Duration,
-        /// The screen's analysis, as for `Preview`.
-        base: Option<Arc<Base>>,
-    },
-    /// Cancel armed steps: these ids (of the cluster named).
-    Cancel { ids: Vec<String>, cluster: String },
-    /// The steps armed in the audit log for the cluster named (at start:
-    /// armed before this console, to be asked about).
-    Armed { cluster: String },
-}
-
-/// What the runner answers.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    Preview(Box<Preview>),
-    Done(Box<Done>),
-    /// Refused, or could not be sent.
-    Failed(String),
-    /// The steps armed now (this cluster's), and what happened to others:
-    /// a line each (fired, refused, cancelled, armed).
-    Armed {
-        armed: Vec<crate::model::Armed>,
-        news: Vec<String>,
-    },
 }
 
 pub struct Runner {
@@ -307,6 +245,7 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Action;
     use crate::sources::sim::{Sim, SimConfig};
 
     /// A runner on the sim `sim` (running on its own task), its audit log

@@ -215,35 +215,12 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), RecordingError> {
 
 /// A time on the command line: Unix seconds, `+90m` from the recording's
 /// start, or `HH:MM[:SS]` (UTC) on the day the recording starts (the next
-/// day when that is before the start).
+/// day when that is before the start). Read by the protocol's own.
 pub fn parse_at(s: &str, started: Timestamp) -> Result<Timestamp, RecordingError> {
-    let s = s.trim();
-    if let Some(rest) = s.strip_prefix('+') {
-        let d = crate::engine::units::parse_duration(rest)?;
-        return Ok(started + d as i64);
-    }
-    if let Ok(t) = s.parse::<i64>() {
-        return Ok(t);
-    }
-    let parts: Vec<&str> = s.split(':').collect();
-    let num = |p: &str| p.parse::<i64>().map_err(|_| ());
-    let hms = match parts.as_slice() {
-        [h, m] => num(h).and_then(|h| num(m).map(|m| (h, m, 0))),
-        [h, m, sec] => num(h).and_then(|h| num(m).and_then(|m| num(sec).map(|s| (h, m, s)))),
-        _ => Err(()),
-    };
-    match hms {
-        Ok((h, m, sec)) if h < 24 && m < 60 && sec < 60 => {
-            let day = started.div_euclid(86_400) * 86_400;
-            let t = day + h * 3600 + m * 60 + sec;
-            Ok(if t < started - 12 * 3600 {
-                t + 86_400
-            } else {
-                t
-            })
-        }
-        _ => Err(RecordingError::At(s.to_string())),
-    }
+    crate::protocol::replay::parse_at(s, started).map_err(|e| match e {
+        crate::protocol::replay::AtError::Duration(d) => d.into(),
+        crate::protocol::replay::AtError::Unreadable(s) => RecordingError::At(s),
+    })
 }
 
 #[cfg(test)]

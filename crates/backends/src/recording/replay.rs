@@ -10,19 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// What the console asks of the playback.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ReplayCmd {
-    /// Twice as fast, half as fast.
-    Faster,
-    Slower,
-    /// Pause or go on.
-    Pause,
-    /// To the next event that can open an incident (`incidents::may_open`).
-    NextIncident,
-    /// To this time (the source's clock).
-    Seek(Timestamp),
-}
+pub use crate::protocol::replay::ReplayCmd;
 
 /// Fastest and slowest playback, in recorded seconds per second.
 const SPEEDS: (f64, f64) = (0.25, 4096.0);
@@ -153,6 +141,36 @@ async fn recall(
     .ok()
 }
 
+/// Said when the time asked for is outside the recording.
+fn outside(t: Timestamp, lo: Timestamp, hi: Timestamp) -> Option<String> {
+    (t < lo || t > hi).then(|| {
+        format!(
+            "replay: {} is outside the recording ({} – {}): to {}",
+            crate::text::clock(t),
+            crate::text::clock(lo),
+            crate::text::clock(hi),
+            crate::text::clock(t.clamp(lo, hi))
+        )
+    })
+}
+
+/// After a jump: the health numbers rebuilt, and the analysis's memory of
+/// the snapshots before the one jumped to handed to the analyst before
+/// that snapshot. False when the console is gone.
+async fn after_jump(
+    p: &Player,
+    kpis: &crate::engine::kpis::SharedKpis,
+    site: &crate::engine::SiteParams,
+    tx: &mpsc::Sender<Update>,
+) -> bool {
+    let at = p.cur.current.time;
+    rebuild_kpis(p.rec.clone(), kpis.clone(), at);
+    match recall(p.rec.clone(), at, site.clone()).await {
+        Some(m) => tx.send(Update::Recalled(Arc::new(m))).await.is_ok(),
+        None => true,
+    }
+}
+
 /// Starts the playback at the recording's start; updates arrive on the
 /// returned channel, commands go the other way. After a jump the shared
 /// health numbers are rebuilt from the start.
@@ -229,28 +247,14 @@ pub fn spawn(
                             }
                         },
                         ReplayCmd::Seek(t) => {
-                            // Said when the time asked for is outside the recording.
-                            let (lo, hi) = (start, end);
-                            if t < lo || t > hi {
-                                let note = format!(
-                                    "replay: {} is outside the recording ({} – {}): to {}",
-                                    crate::text::clock(t), crate::text::clock(lo), crate::text::clock(hi),
-                                    crate::text::clock(t.clamp(lo, hi))
-                                );
-                                if tx.send(Update::Notice(note)).await.is_err() { return; }
-                            }
+                            if let Some(note) = outside(t, start, end)
+                                && tx.send(Update::Notice(note)).await.is_err() { return; }
                             p.seek(t).is_ok()
                         }
                     };
                     tracing::info!(?cmd, speed, paused, "replay");
-                    if moved {
-                        rebuild_kpis(p.rec.clone(), kpis.clone(), p.current().time);
-                        let at = p.current().time;
-                        if let Some(m) = recall(p.rec.clone(), at, site.clone()).await
-                            && tx.send(Update::Recalled(Arc::new(m))).await.is_err()
-                        {
-                            return;
-                        }
+                    if moved && !after_jump(&p, &kpis, &site, &tx).await {
+                        return;
                     }
                     if moved && !send(p.current()).await {
                         return;

@@ -302,6 +302,18 @@ pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
     }
 }
 
+/// The host name a URL points at, for series without a host label.
+pub fn host_of(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split(['/', ':']).next().unwrap_or(rest).to_string()
+}
+
+/// The `host:port` a URL points at (a node exporter's `instance`).
+pub fn authority_of(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split('/').next().unwrap_or(rest).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod endpoints;
 pub mod error;
 pub mod http;
 pub mod kube;
+pub mod once;
 pub mod prometheus;
 pub mod sim;
 pub mod site_topology;
@@ -16,104 +17,12 @@ pub mod slurm;
 pub(crate) mod testserver;
 pub mod validate;
 
-use crate::model::Cluster;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub use error::SourceError;
 
-/// Where data comes from: the scheduler, or one node endpoint. Each has its
-/// own age and last error; the age of one never stands in for another's.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Origin {
-    /// The scheduler (sim, slurmrestd): jobs, nodes, the queue.
-    Scheduler,
-    /// A dcgm-exporter / agent URL, or a Prometheus server.
-    Endpoint(String),
-}
-
-impl Origin {
-    pub fn name(&self) -> String {
-        match self {
-            Origin::Scheduler => "scheduler".into(),
-            Origin::Endpoint(u) => u.clone(),
-        }
-    }
-}
-
-/// What a source tells the UI.
-#[derive(Debug, Clone)]
-pub enum Update {
-    /// The newest complete picture of the cluster. It says nothing about
-    /// freshness: that is `Status`, per origin.
-    Snapshot(Arc<Cluster>),
-    /// One origin was polled: it answered (`None`), or this went wrong and
-    /// its last data stands, growing stale.
-    Status {
-        origin: Origin,
-        error: Option<SourceError>,
-    },
-    /// GPU history from before nightshift opened (Prometheus), once, with
-    /// hosts named as the scheduler names its nodes.
-    Backfill(Arc<crate::model::Backfill>),
-    /// How often an origin is polled now, and why (the configured interval,
-    /// or slower to keep within slurmrestd's budget); sent when it changes.
-    Refresh {
-        origin: Origin,
-        every: std::time::Duration,
-        /// Slower than configured, to keep within slurmrestd's budget.
-        stretched: bool,
-        note: String,
-    },
-    /// An origin answered, but slowly or in part (`note`, for the header);
-    /// `None`: whole and in time again. The answer itself stands.
-    Quality {
-        origin: Origin,
-        note: Option<String>,
-    },
-    /// Something the on-call should know that is no origin's data: the
-    /// console's recording stopped, for one.
-    Notice(String),
-    /// Playing a recording: where it is and how it plays.
-    Playback(Playback),
-    /// A replay jumped: what the analysis remembers of the recorded
-    /// snapshots before the next one, read from the recording's start. The
-    /// analyst takes it in place of its own, so the console after a jump
-    /// answers what `--replay --at` answers for that moment (stalls since
-    /// when they began, every fault of the night).
-    Recalled(Arc<crate::engine::memory::Memory>),
-}
-
-/// A recording's playback as the console shows it in the header.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Playback {
-    pub paused: bool,
-    /// Recorded seconds per second.
-    pub speed: f64,
-    /// The snapshot shown, and the recording's first and last.
-    pub at: crate::model::Timestamp,
-    pub start: crate::model::Timestamp,
-    pub end: crate::model::Timestamp,
-    /// Nothing more to play.
-    pub ended: bool,
-}
-
-impl Update {
-    pub fn ok(origin: Origin) -> Update {
-        Update::Status {
-            origin,
-            error: None,
-        }
-    }
-
-    pub fn failed(origin: Origin, e: SourceError) -> Update {
-        Update::Status {
-            origin,
-            error: Some(e),
-        }
-    }
-}
+pub use crate::protocol::source::{Origin, Playback, Update};
 
 /// Which backend to read, with its settings.
 #[derive(Debug, Clone)]

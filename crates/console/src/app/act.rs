@@ -3,8 +3,8 @@
 //! `H` hold, `E` release. Each opens the guard's preview; `esc` cancels.
 
 use super::{App, Effect, Modal, Row, View};
-use crate::actions::Action;
-use crate::actions::runner::Request;
+use crate::model::Action;
+use crate::protocol::action::Request;
 use crossterm::event::{KeyCode, KeyEvent};
 
 /// An `enter` this soon after the confirmation's last character came in
@@ -91,7 +91,7 @@ impl App {
                 .map(|(node, _)| Action::Resume { node }),
             'R' => self.selected_job().map(|job| Action::Requeue { job }),
             'T' => self.selected_job().and_then(|job| {
-                crate::actions::top_priority(&self.cluster, &job)
+                crate::engine::action::top_priority(&self.cluster, &job)
                     .ok()
                     .map(|value| Action::Priority { job, value })
             }),
@@ -407,7 +407,7 @@ impl App {
     fn confirm(
         &mut self,
         action: Action,
-        preview: Option<Box<crate::actions::guard::Preview>>,
+        preview: Option<Box<crate::protocol::action::Preview>>,
         typed: String,
     ) {
         let Some(p) = preview else {
@@ -444,7 +444,7 @@ impl App {
         }
         // `force NODE` typed: the plan keeps the override for its armed
         // step, sealed with it.
-        let forced = p.answer(&typed) == crate::actions::guard::Answer::Force;
+        let forced = p.answer(&typed) == crate::protocol::action::Answer::Force;
         if let Some(later) = self.arm_after.as_mut() {
             later.2 = forced;
         }

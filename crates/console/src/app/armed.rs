@@ -7,9 +7,9 @@
 //! cancelled as the operator says.
 
 use super::{App, Effect, Modal};
-use crate::actions::runner::Request;
 use crate::engine::armed::{Due, describe, due};
 use crate::model::{Action, Armed, Trigger};
+use crate::protocol::action::Request;
 
 /// Snapshots between two readings of the audit log's armed steps.
 pub(crate) const ARMED_REFRESH: u32 = 5;

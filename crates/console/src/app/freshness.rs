@@ -2,7 +2,7 @@
 //! which origin to warn about.
 
 use super::{App, OriginState};
-use crate::sources::Origin;
+use crate::protocol::source::Origin;
 use std::time::Duration;
 
 impl App {

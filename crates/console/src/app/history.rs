@@ -236,7 +236,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::sim::{Sim, SimConfig};
+    use crate::sim::{Sim, SimConfig};
 
     #[test]
     fn samples_every_step_and_backfills_the_queue_from_the_jobs() {

@@ -281,9 +281,9 @@ impl App {
             _ if cmd.starts_with("disarm ") => self.disarm_command(cmd["disarm ".len()..].trim()),
             _ if cmd.starts_with("at ") && self.replay => {
                 let start = self.history_start();
-                match crate::recording::parse_at(&cmd["at ".len()..], start) {
+                match crate::protocol::replay::parse_at(&cmd["at ".len()..], start) {
                     Ok(t) => {
-                        self.emit(Effect::Replay(crate::recording::replay::ReplayCmd::Seek(t)));
+                        self.emit(Effect::Replay(crate::protocol::replay::ReplayCmd::Seek(t)));
                         self.flash = Some(format!("replay: to {}", crate::text::clock(t)));
                     }
                     Err(e) => self.flash = Some(e.to_string()),
@@ -313,7 +313,7 @@ impl App {
     /// Playback keys: `>` faster, `<` slower, space pauses, `n` jumps to the
     /// next incident; `:at 03:10` seeks. False when the key is not one.
     fn on_replay_key(&mut self, key: KeyEvent) -> bool {
-        use crate::recording::replay::ReplayCmd;
+        use crate::protocol::replay::ReplayCmd;
         let (cmd, say) = match key.code {
             KeyCode::Char('>' | '.') => (ReplayCmd::Faster, "faster"),
             KeyCode::Char('<' | ',') => (ReplayCmd::Slower, "slower"),

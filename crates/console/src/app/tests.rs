@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::xid::XidCatalog;
-use crate::sources::sim::{Sim, SimConfig};
+use crate::sim::{Sim, SimConfig};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 impl App {
@@ -12,7 +12,7 @@ impl App {
     }
 
     /// The requests for the action runner asked for so far.
-    fn sent(&self) -> Vec<&crate::actions::runner::Request> {
+    fn sent(&self) -> Vec<&crate::protocol::action::Request> {
         self.effects
             .iter()
             .filter_map(|e| match e {
@@ -23,7 +23,7 @@ impl App {
     }
 
     /// The playback commands asked for so far.
-    fn replay_sent(&self) -> Vec<crate::recording::replay::ReplayCmd> {
+    fn replay_sent(&self) -> Vec<crate::protocol::replay::ReplayCmd> {
         self.effects
             .iter()
             .filter_map(|e| match e {
@@ -214,7 +214,7 @@ fn data_turns_stale_and_errors_keep_the_last_snapshot() {
     a.tick(later);
     assert!(a.is_stale());
     let nodes = a.cluster.nodes.len();
-    let refused = crate::sources::SourceError::Unreachable {
+    let refused = crate::protocol::source::SourceError::Unreachable {
         what: "slurmrestd".into(),
         detail: "connection refused".into(),
     };
@@ -277,7 +277,7 @@ fn an_endpoint_answering_never_makes_a_dead_scheduler_look_fresh() {
     let mut a = app();
     let t0 = a.now;
     let dcgm = Origin::Endpoint("http://gpu01:9400/metrics".into());
-    let dead = crate::sources::SourceError::Timeout {
+    let dead = crate::protocol::source::SourceError::Timeout {
         what: "GET /slurm/v0.0.38/nodes".into(),
         secs: 10,
     };
@@ -318,7 +318,7 @@ fn the_drain_key_is_refused_on_stale_data_at_execute_time() {
     key(&mut a, KeyCode::Enter);
     // The run request carries the data's age now, for the guard to check.
     match a.sent().last().copied() {
-        Some(crate::actions::runner::Request::Run { data_age, .. }) => {
+        Some(crate::protocol::action::Request::Run { data_age, .. }) => {
             assert_eq!(*data_age, Duration::from_secs(60))
         }
         _ => panic!("no run request"),
@@ -332,7 +332,7 @@ fn reason_command_previews_a_new_reason_for_the_selected_node() {
     a.effects.clear();
     command(&mut a, "reason xid79 GPU3, RMA 4411");
     match a.sent().last().copied() {
-        Some(crate::actions::runner::Request::Preview { action, base, .. }) => {
+        Some(crate::protocol::action::Request::Preview { action, base, .. }) => {
             assert_eq!(
                 action,
                 &Action::SetReason {
@@ -365,8 +365,8 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
     let undo = Action::Resume {
         node: "h100-03".into(),
     };
-    let done = crate::actions::guard::Done {
-        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
+    let done = crate::protocol::action::Done {
+        outcome: crate::model::audit::Outcome::of_steps(vec![crate::model::Step {
             what: "drain h100-03".into(),
             ok: true,
             verified: true,
@@ -379,7 +379,7 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
         message: "done".into(),
     };
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
+        Msg::Action(crate::protocol::action::Reply::Done(Box::new(done))),
         a.now,
     );
     assert!(matches!(a.modal, Some(Modal::Done { ok: true, .. })));
@@ -391,7 +391,7 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
     );
     assert!(matches!(
         a.sent().last().copied(),
-        Some(crate::actions::runner::Request::Preview { .. })
+        Some(crate::protocol::action::Request::Preview { .. })
     ));
 }
 
@@ -428,7 +428,7 @@ fn the_first_screen_opens_on_its_incidents_and_d_drains_from_there() {
     a.effects.clear();
     press(&mut a, "D");
     match a.sent().last().copied() {
-        Some(crate::actions::runner::Request::Preview { action, .. }) => assert_eq!(
+        Some(crate::protocol::action::Request::Preview { action, .. }) => assert_eq!(
             action,
             &Action::Drain {
                 node: "h100-03".into(),
@@ -602,15 +602,15 @@ fn drain_dialog(a: &mut App) {
     };
     let p = preview_typed(action, "h100-03");
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        Msg::Action(crate::protocol::action::Reply::Preview(Box::new(p))),
         a.now,
     );
     a.effects.clear();
 }
 
 /// The runner's preview of `action`: nothing refused, `token` to type.
-fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview {
-    crate::actions::guard::Preview {
+fn preview_typed(action: Action, token: &str) -> crate::protocol::action::Preview {
+    crate::protocol::action::Preview {
         action,
         blast: None,
         summary: String::new(),
@@ -632,9 +632,9 @@ fn preview_typed(action: Action, token: &str) -> crate::actions::guard::Preview 
 }
 
 /// The runner's answer that `what` was done and verified.
-fn done_step(what: &str) -> crate::actions::guard::Done {
-    crate::actions::guard::Done {
-        outcome: crate::actions::audit::Outcome::of_steps(vec![crate::model::Step {
+fn done_step(what: &str) -> crate::protocol::action::Done {
+    crate::protocol::action::Done {
+        outcome: crate::model::audit::Outcome::of_steps(vec![crate::model::Step {
             what: what.into(),
             ok: true,
             verified: true,
@@ -651,7 +651,7 @@ fn done_step(what: &str) -> crate::actions::guard::Done {
 fn sent_a_run(a: &App) -> bool {
     a.sent()
         .iter()
-        .any(|r| matches!(r, crate::actions::runner::Request::Run { .. }))
+        .any(|r| matches!(r, crate::protocol::action::Request::Run { .. }))
 }
 
 mod typing;

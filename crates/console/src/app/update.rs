@@ -3,9 +3,9 @@
 //! the action runner's replies.
 
 use super::{App, Effect, Index, Intent, Modal, Msg};
-use crate::actions::guard::Done;
-use crate::actions::runner::Reply;
-use crate::sources::{Origin, Update};
+use crate::protocol::action::Done;
+use crate::protocol::action::Reply;
+use crate::protocol::source::{Origin, Update};
 use std::time::Instant;
 
 impl App {
@@ -36,7 +36,7 @@ impl App {
     /// The guard's dialog for `action`, as its key opens it (the preview is
     /// asked of the runner): for scripts and tests.
     #[must_use = "the effects are the loop's to carry out"]
-    pub fn open_action(&mut self, action: crate::actions::Action) -> Vec<Effect> {
+    pub fn open_action(&mut self, action: crate::model::Action) -> Vec<Effect> {
         self.preview_action(action);
         self.log_flash();
         std::mem::take(&mut self.effects)

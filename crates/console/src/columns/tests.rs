@@ -55,7 +55,7 @@ fn a_cut_value_says_so() {
 
 /// The sim's night and its engine base.
 fn sim_night() -> (Cluster, Base) {
-    use crate::sources::sim::{Sim, SimConfig};
+    use crate::sim::{Sim, SimConfig};
     let c = Sim::new(SimConfig::default()).expect("sim").snapshot();
     let base = Base::compute(
         &c,

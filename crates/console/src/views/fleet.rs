@@ -152,7 +152,7 @@ fn draw_clusters(
         // Its failing origin on a line of its own, as long as the row.
         if let Some((origin, e, _)) = app.failing_origin() {
             let who = match origin {
-                crate::sources::Origin::Scheduler => String::new(),
+                crate::protocol::source::Origin::Scheduler => String::new(),
                 o => format!("{}: ", o.name()),
             };
             lines.push(Line::styled(

@@ -169,14 +169,14 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         spans.push(Span::raw(" "));
         // The scheduler's age is the STALE badge's; an endpoint's is its own.
         let age = match (origin, age) {
-            (crate::sources::Origin::Scheduler, Some(_)) => String::new(),
+            (crate::protocol::source::Origin::Scheduler, Some(_)) => String::new(),
             (_, None) => " (never answered)".to_string(),
             (_, Some(a)) => format!(" (last answer {} ago)", text::duration(a.as_secs() as i64)),
         };
         // The scheduler's errors name it (slurmrestd, the sim); an endpoint
         // is named by its URL.
         let who = match origin {
-            crate::sources::Origin::Scheduler => String::new(),
+            crate::protocol::source::Origin::Scheduler => String::new(),
             o => format!("{}: ", sanitize(&o.name())),
         };
         spans.push(Span::styled(
@@ -210,7 +210,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 }
 
 /// `▶ 2× 02:53 / 02:57 (40 %)`, `⏸ 02:53 / 02:57 (40 %)`, `■ end 02:57`.
-pub fn playback(p: &crate::sources::Playback) -> String {
+pub fn playback(p: &crate::protocol::source::Playback) -> String {
     if p.ended {
         return format!("■ end {}", text::clock(p.end));
     }
@@ -244,7 +244,7 @@ fn draw_waiting(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     )];
     for (origin, st) in &app.origins {
         let who = match origin {
-            crate::sources::Origin::Scheduler => app.source_name.to_string(),
+            crate::protocol::source::Origin::Scheduler => app.source_name.to_string(),
             o => o.name(),
         };
         match &st.error {

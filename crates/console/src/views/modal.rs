@@ -132,7 +132,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 /// undo, the warnings; and the prompt under them (what to type, or why it
 /// is refused).
 fn preview_lines(
-    p: &crate::actions::guard::Preview,
+    p: &crate::protocol::action::Preview,
     typed: &str,
     theme: Theme,
     lines: &mut Vec<Line<'static>>,

@@ -67,7 +67,7 @@ pub fn ports_from(samples: &[Sample], endpoint: &str, time: Timestamp) -> Vec<Po
             Some(h) => h.to_string(),
             None => names
                 .get(ep)
-                .map_or_else(|| super::scrape::host_of(ep), |n| n.to_string()),
+                .map_or_else(|| crate::sources::http::host_of(ep), |n| n.to_string()),
         };
         let r = by
             .entry((ep.to_string(), device.to_string(), port))

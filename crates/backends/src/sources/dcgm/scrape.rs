@@ -26,19 +26,7 @@ pub struct Round {
     pub notes: Vec<(String, String)>,
 }
 
-pub use crate::sources::http::{http_error, status_error};
-
-/// The host name a URL points at, for series without a host label.
-pub fn host_of(url: &str) -> String {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    rest.split(['/', ':']).next().unwrap_or(rest).to_string()
-}
-
-/// The `host:port` a URL points at (a node exporter's `instance`).
-pub fn authority_of(url: &str) -> String {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    rest.split('/').next().unwrap_or(rest).to_string()
-}
+pub use crate::sources::http::{authority_of, host_of, http_error, status_error};
 
 use crate::host::now;
 

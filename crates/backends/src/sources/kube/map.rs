@@ -165,13 +165,7 @@ fn s<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     cur.as_str()
 }
 
-/// RFC 3339 → epoch seconds.
-pub fn time(v: &Value) -> Option<Timestamp> {
-    let t = v.as_str()?;
-    chrono::DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|d| d.timestamp())
-}
+pub use super::fields::time;
 
 /// A count (allocatable GPUs), 0 when absent or not a count.
 pub fn count_of(v: &Value) -> u64 {

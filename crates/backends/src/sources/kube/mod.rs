@@ -3,6 +3,7 @@
 //! Kueue and Volcano objects, mapped into the model (see `map`).
 
 pub mod exec;
+pub mod fields;
 pub mod map;
 pub mod pod;
 pub mod slim;

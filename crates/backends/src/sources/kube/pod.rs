@@ -122,7 +122,7 @@ impl Pod {
         Pod {
             name: text(&m["name"]).unwrap_or_default(),
             namespace: text(&m["namespace"]),
-            created: super::map::time(&m["creationTimestamp"]),
+            created: super::fields::time(&m["creationTimestamp"]),
             labels: pairs(&m["labels"]),
             annotations: pairs_of(&m["annotations"], read_annotation),
             owners: m["ownerReferences"]
@@ -146,7 +146,7 @@ impl Pod {
             priority: spec["priority"].as_i64(),
             active_deadline_s: spec["activeDeadlineSeconds"].as_u64(),
             phase: text(&status["phase"]),
-            start_time: super::map::time(&status["startTime"]),
+            start_time: super::fields::time(&status["startTime"]),
             restarts: status["containerStatuses"]
                 .as_array()
                 .into_iter()

@@ -8,7 +8,6 @@
 use super::dcgm::Reading;
 use super::dcgm::textformat::Sample;
 use crate::model::{Backfill, GpuBackfill, Timestamp, XidSeen};
-use crate::sources::SourceError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -46,52 +45,7 @@ pub struct Prometheus {
     timeout: Duration,
 }
 
-/// What can go wrong asking Prometheus, in one line each.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PromError {
-    /// Prometheus answered with `status: error`.
-    #[error("Prometheus query failed ({kind}): {message}")]
-    Failed { kind: String, message: String },
-    #[error("Prometheus answered without data.result")]
-    NoResult,
-    #[error("Prometheus answered a range (matrix) to an instant query")]
-    MatrixToInstant,
-    #[error("Prometheus answered a range query without a matrix")]
-    NoMatrix,
-    #[error("Prometheus's history holds more than {0} series (limits.max_series_per_scrape)")]
-    TooManySeries(u64),
-    #[error("cannot build the HTTP client: {0}")]
-    Http(String),
-    #[error("bad Prometheus URL {base}: {why}")]
-    Url { base: String, why: String },
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error("{what}: HTTP {status}, not JSON ({why}): {start}")]
-    NotJson {
-        what: String,
-        status: u16,
-        why: String,
-        start: String,
-    },
-    #[error("Prometheus answer not parsed: {0}")]
-    Parse(String),
-}
-
-/// As the console's freshness line shows it: an HTTP failure as itself.
-impl From<PromError> for SourceError {
-    fn from(e: PromError) -> SourceError {
-        match e {
-            PromError::Source(s) => s,
-            other => SourceError::Other(other.to_string()),
-        }
-    }
-}
-
-impl From<PromError> for String {
-    fn from(e: PromError) -> String {
-        e.to_string()
-    }
-}
+pub use super::error::PromError;
 
 /// An instant answer's series and warnings; an error answer (with
 /// Prometheus's words), one without a result, or a range is an error.

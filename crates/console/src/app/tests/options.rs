@@ -62,7 +62,7 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
     assert_eq!(a.next_steps.len(), 5, "three more cordons, two requeues");
     let done = done_step;
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done(
+        Msg::Action(crate::protocol::action::Reply::Done(Box::new(done(
             "cordon h100-05",
         )))),
         a.now,
@@ -90,7 +90,7 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
     key(&mut a, KeyCode::Esc);
     assert!(a.next_steps.is_empty());
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done("x")))),
+        Msg::Action(crate::protocol::action::Reply::Done(Box::new(done("x")))),
         a.now,
     );
     press(&mut a, "n");
@@ -110,10 +110,10 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
     assert!(
         a.sent()
             .iter()
-            .any(|r| matches!(r, crate::actions::runner::Request::Armed { .. }))
+            .any(|r| matches!(r, crate::protocol::action::Request::Armed { .. }))
     );
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Armed {
+        Msg::Action(crate::protocol::action::Reply::Armed {
             armed: Vec::new(),
             news: Vec::new(),
         }),
@@ -141,14 +141,14 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
     a.effects.clear();
     let done = done_step("cordon h100-05");
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Done(Box::new(done))),
+        Msg::Action(crate::protocol::action::Reply::Done(Box::new(done))),
         now,
     );
     let (action, when) = a
         .sent()
         .iter()
         .find_map(|r| match r {
-            crate::actions::runner::Request::Arm { action, when, .. } => {
+            crate::protocol::action::Request::Arm { action, when, .. } => {
                 Some((action.clone(), when.clone()))
             }
             _ => None,
@@ -171,7 +171,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         forced: false,
     };
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Armed {
+        Msg::Action(crate::protocol::action::Reply::Armed {
             armed: vec![armed],
             news: vec!["armed: drain h100-05 after the checkpoint of job 4701".into()],
         }),
@@ -189,14 +189,14 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
     assert!(
         !a.sent()
             .iter()
-            .any(|r| matches!(r, crate::actions::runner::Request::Fire { .. }))
+            .any(|r| matches!(r, crate::protocol::action::Request::Fire { .. }))
     );
     sim.advance(300);
     a.take_in(Msg::Source(Update::Snapshot(Arc::new(sim.snapshot()))), now);
     assert!(
         a.sent()
             .iter()
-            .any(|r| matches!(r, crate::actions::runner::Request::Fire { .. }))
+            .any(|r| matches!(r, crate::protocol::action::Request::Fire { .. }))
     );
     // A read-only console never sends it.
     let mut ro =
@@ -211,11 +211,11 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
 /// closes; cancelling the preview arms nothing.
 #[test]
 fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
-    use crate::actions::runner::Request;
+    use crate::protocol::action::Request;
     let (mut a, _, c, now) = console_at(100);
     // Nothing was armed before this console.
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Armed {
+        Msg::Action(crate::protocol::action::Reply::Armed {
             armed: Vec::new(),
             news: Vec::new(),
         }),
@@ -270,7 +270,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     );
     let p = preview_typed(action, "4701");
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Preview(Box::new(p))),
+        Msg::Action(crate::protocol::action::Reply::Preview(Box::new(p))),
         now,
     );
     a.effects.clear();
@@ -309,7 +309,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         forced: false,
     };
     a.take_in(
-        Msg::Action(crate::actions::runner::Reply::Armed {
+        Msg::Action(crate::protocol::action::Reply::Armed {
             armed: vec![armed],
             news: Vec::new(),
         }),
@@ -372,7 +372,7 @@ fn console_at(secs: u64) -> (App, Sim, Arc<crate::model::Cluster>, Instant) {
 /// next `q` quits.
 #[test]
 fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
-    use crate::actions::runner::{Reply, Request};
+    use crate::protocol::action::{Reply, Request};
     let asked = |a: &App| a.sent().iter().any(|r| matches!(r, Request::Armed { .. }));
     let mut a =
         App::new("slurm", false, false, Duration::from_secs(10)).measured_by(crate::views::extent);
@@ -446,7 +446,7 @@ fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
 /// fires; a plain confirmation arms it unforced.
 #[test]
 fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
-    use crate::actions::runner::{Reply, Request};
+    use crate::protocol::action::{Reply, Request};
     for (typed, forced) in [("force h100-05", true), ("h100-05", false)] {
         let (mut a, _, c, now) = console_at(100);
         a.take_in(
@@ -475,7 +475,7 @@ fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
         assert!(matches!(&action, Action::Cordon { node, .. } if node == "h100-05"));
         let mut p = preview_typed(action, "h100-05");
         if forced {
-            p.refusal = Some(crate::actions::policy::Refusal::Breaker(
+            p.refusal = Some(crate::protocol::action::Refusal::Breaker(
                 "3 node(s) already taken out in the last 10 min".into(),
             ));
         }

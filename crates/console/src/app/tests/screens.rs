@@ -167,7 +167,7 @@ fn a_stopped_recording_is_said_on_screen_and_kept_in_the_log() {
 
 #[test]
 fn replay_keys_steer_the_playback_and_act_on_nothing() {
-    use crate::recording::replay::ReplayCmd;
+    use crate::protocol::replay::ReplayCmd;
     let mut a =
         App::new("replay", true, false, Duration::from_secs(10)).measured_by(crate::views::extent);
     let sim = Sim::new(SimConfig::default()).expect("sim");

@@ -19,7 +19,7 @@ impl std::fmt::Display for Call {
     }
 }
 
-pub const REASON: &str = "nightshift.io/reason";
+pub use crate::sources::kube::fields::REASON;
 pub(crate) const KUEUE: &str = "/apis/kueue.x-k8s.io/v1beta1";
 
 pub(crate) fn node_path(node: &str) -> String {

@@ -314,7 +314,7 @@ fn state_of(
         });
         (
             NodeState::Cordoned,
-            v["metadata"]["annotations"][crate::sources::kube::exec::REASON]
+            v["metadata"]["annotations"][crate::sources::kube::fields::REASON]
                 .as_str()
                 .map(str::to_string)
                 .or(taint),

@@ -1,0 +1,69 @@
+//! One reading of the configured scheduler, whichever it is: what every
+//! one-shot command (`get`, `why`, `blast`, `options`, the actions) starts
+//! from. The one place the program's commands meet the backends by name.
+
+use super::SourceConfig;
+use crate::model::Cluster;
+
+/// The scheduler's state now, and what it said on the side.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub cluster: Cluster,
+    /// Things the reading skipped or could not read, one line each.
+    pub warnings: Vec<String>,
+    /// `sim`, `slurm` or `kube`: the audit's source.
+    pub source: &'static str,
+    /// Who the scheduler knows the operator as (Slurm's JWT user).
+    pub scheduler_user: Option<String>,
+}
+
+/// Why the scheduler could not be read (or, for an action, reached).
+#[derive(Debug, thiserror::Error)]
+pub enum OnceError {
+    #[error(transparent)]
+    Sim(#[from] super::sim::SimError),
+    #[error(transparent)]
+    Source(#[from] super::SourceError),
+    #[error(transparent)]
+    Slurm(#[from] super::slurm::exec::CallError),
+    #[error(transparent)]
+    Kube(#[from] super::kube::exec::CallError),
+}
+
+/// Reads the scheduler once; `None` with no scheduler configured
+/// (`--source none`). The sim is advanced `sim_seconds` first.
+pub async fn read(cfg: &SourceConfig, sim_seconds: u64) -> Result<Option<Reading>, OnceError> {
+    Ok(Some(match cfg {
+        SourceConfig::Sim { sim, .. } => {
+            let mut s = super::sim::Sim::new(*sim)?;
+            s.advance(sim_seconds);
+            sim_reading(&s)
+        }
+        SourceConfig::Slurm(c) => {
+            let m = super::slurm::fetch_once(c).await?;
+            Reading {
+                cluster: m.cluster,
+                warnings: m.warnings,
+                source: "slurm",
+                scheduler_user: Some(c.user.clone()),
+            }
+        }
+        SourceConfig::Kube(c) => Reading {
+            cluster: super::kube::fetch_once(c).await?,
+            warnings: Vec::new(),
+            source: "kube",
+            scheduler_user: None,
+        },
+        SourceConfig::None => return Ok(None),
+    }))
+}
+
+/// A sim's state now as a reading.
+pub fn sim_reading(s: &super::sim::Sim) -> Reading {
+    Reading {
+        cluster: s.snapshot(),
+        warnings: Vec::new(),
+        source: "sim",
+        scheduler_user: None,
+    }
+}
