@@ -63,7 +63,17 @@ pub fn run(settings: &Settings) -> Vec<Check> {
     let took = started.elapsed();
     let cluster = scheduler(&mut out, &settings.source, read, took);
     if let SourceConfig::Slurm(cfg) = &settings.source {
-        out.push(token(cfg.token.as_deref(), crate::host::now()));
+        let t = token(cfg.token.as_deref(), crate::host::now());
+        // A refused request with a token that is no good: that is why
+        // (slurmrestd 22.05 says only "Unspecified error", HTTP 500).
+        if t.verdict == Verdict::Fail
+            && let Some(s) = out
+                .iter_mut()
+                .find(|c| c.name == "scheduler" && c.verdict == Verdict::Fail)
+        {
+            s.fix = Some(format!("slurmrestd refuses the token: {}", t.detail));
+        }
+        out.push(t);
         out.push(scontrol(&cfg.scontrol, cfg.slurm_conf.as_deref()));
     }
     endpoints(&mut out, settings, &rt, cluster.unwrap_or_default());

@@ -294,11 +294,17 @@ fn before_the_first_answer_nothing_made_up_is_shown() {
             s.contains("listens there"),
             "the error whole, to its end:\n{s}"
         );
+        // Where to look for why (issue 41).
+        assert!(s.contains("nightshift doctor"), "{s}");
         insta::assert_snapshot!(format!("waiting_dead_slurmrestd_{w}x{h}"), s);
     }
     keys(&mut a, &[KeyCode::Char('m')]);
     let s = screen(&a, 120, 30);
     assert!(s.contains("Connection refused"), "in the message log:\n{s}");
+    assert!(
+        s.contains("nightshift doctor"),
+        "the log points to it:\n{s}"
+    );
     // The same error again is not logged twice; answering again is.
     a.on_update(Update::failed(Origin::Scheduler, err), Instant::now());
     let logged = |a: &App, what: &str| {

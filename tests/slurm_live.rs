@@ -769,6 +769,73 @@ fn bad_token_and_dead_endpoint_are_clear_errors() {
         .expect_err("dead");
     assert!(matches!(err, SourceError::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("cannot reach slurmrestd"), "{err}");
+    doctor_on_the_lab(&lab);
+}
+
+/// `nightshift doctor` against the live lab (issue 41): a good token, an
+/// expired one (slurmrestd refuses it), a `slurm.conf` that is not there,
+/// no `scontrol` — each its own line with what to do.
+fn doctor_on_the_lab(lab: &Lab) {
+    let line = |said: &str, start: &str| -> String {
+        said.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start:?} in\n{said}"))
+            .to_string()
+    };
+    let (ok, said) = nightshift_on(lab, &[], &["doctor"]);
+    assert!(ok, "{said}");
+    assert!(
+        line(&said, "ok    scheduler").contains("slurm answered in"),
+        "{said}"
+    );
+    assert!(
+        line(&said, "ok    slurm token").contains("expires at"),
+        "{said}"
+    );
+    assert!(
+        line(&said, "ok    scontrol").contains("SLURM_CONF="),
+        "{said}"
+    );
+    // A token that lived one second.
+    let out = Command::new("scontrol")
+        .args(["token", "username=root", "lifespan=1"])
+        .env("SLURM_CONF", lab.conf())
+        .output()
+        .expect("scontrol token");
+    let expired = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .strip_prefix("SLURM_JWT=")
+        .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&out.stderr)))
+        .to_string();
+    std::thread::sleep(Duration::from_secs(3));
+    let (ok, said) = nightshift_on(lab, &[("SLURM_JWT", &expired)], &["doctor"]);
+    assert!(!ok, "{said}");
+    assert!(
+        line(&said, "FAIL  slurm token").contains("expired at"),
+        "{said}"
+    );
+    assert!(line(&said, "FAIL  scheduler").contains("slurm"), "{said}");
+    assert!(
+        said.contains("→ slurmrestd refuses the token: expired at"),
+        "{said}"
+    );
+    assert!(said.contains("→ `scontrol token lifespan=86400`"), "{said}");
+    // scontrol asking no cluster, then no scontrol at all.
+    let (ok, said) = nightshift_on(
+        lab,
+        &[("SLURM_CONF", "/nonexistent/slurm.conf")],
+        &["doctor"],
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        line(&said, "FAIL  scontrol").contains("is not a file"),
+        "{said}"
+    );
+    let (_, said) = nightshift_on(lab, &[("PATH", "/nonexistent")], &["doctor"]);
+    assert!(
+        line(&said, "warn  scontrol").contains("not found"),
+        "{said}"
+    );
 }
 
 /// nightshift against the lab, with the token in the environment and the

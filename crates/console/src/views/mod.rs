@@ -258,6 +258,7 @@ fn draw_waiting(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             )),
         }
     }
+    lines.extend(doctor_hint(app, theme));
     lines.push(Line::styled(
         "it is asked again by itself; every error stays in the message log (m)",
         theme.dim(),
@@ -638,7 +639,20 @@ fn message_lines(app: &App, width: u16, theme: Theme) -> Vec<Line<'static>> {
     if lines.is_empty() {
         lines.push(Line::styled("no messages yet", theme.dim()));
     }
+    if let Some(hint) = doctor_hint(app, theme) {
+        lines.insert(0, hint);
+    }
     hang(lines, width)
+}
+
+/// While a source fails: where to look for why (`nightshift doctor`).
+fn doctor_hint(app: &App, theme: Theme) -> Option<Line<'static>> {
+    app.origins.values().any(|o| o.error.is_some()).then(|| {
+        Line::styled(
+            "a source fails: `nightshift doctor` (same flags, another terminal) checks the source, its token, the endpoints and the audit log, each with what to fix",
+            theme.warn(),
+        )
+    })
 }
 
 fn draw_messages(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
