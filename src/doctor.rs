@@ -1,7 +1,8 @@
 //! `nightshift doctor`: why nightshift sees nothing, or less than it
 //! should — one line per check, each with its verdict and what to do. It
 //! reads the configured source and endpoints once, looks at the audit log
-//! and the terminal, and changes nothing.
+//! and the terminal, and changes nothing on the cluster (the audit log's
+//! file and lock are made where missing, as the first action would).
 
 use crate::config::Settings;
 use crate::sources::SourceConfig;
@@ -318,7 +319,7 @@ fn endpoints(
                 &name,
                 Verdict::Fail,
                 err.to_string(),
-                Some("is the exporter running and reachable from here? (curl the URL)"),
+                Some("is it running, and reachable from here? (curl the URL from this host)"),
             ),
         });
     }

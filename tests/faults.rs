@@ -1208,6 +1208,7 @@ fn doctor_names_what_blinds_nightshift_each_with_its_fix() {
     std::fs::write(dir.path().join("plain"), "a file, not a folder").expect("write");
     let unwritable = dir.path().join("plain").join("audit.jsonl");
     let dead = format!("http://127.0.0.1:{}/metrics", common::free_port());
+    let dead_prometheus = format!("http://127.0.0.1:{}", common::free_port());
     let scrape = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dcgm/h100-node.txt"),
     )
@@ -1223,6 +1224,8 @@ fn doctor_names_what_blinds_nightshift_each_with_its_fix() {
             &dead,
             "--dcgm",
             &real_url,
+            "--prometheus",
+            &dead_prometheus,
             "doctor",
         ],
     );
