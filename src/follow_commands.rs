@@ -324,10 +324,7 @@ fn reread(
         let s = sim
             .get_mut()
             .map_err(|_| CommandError::Failed("the simulated cluster is unusable".into()))?;
-        let speed = match &settings.source {
-            crate::sources::SourceConfig::Sim { speed, .. } => *speed,
-            _ => 1.0,
-        };
+        let speed = settings.source.speed();
         s.advance((step.as_secs_f64() * speed).round() as u64);
         return Ok(s.snapshot());
     }

@@ -5,7 +5,6 @@
 
 use crate::config::Settings;
 use crate::model::Cluster;
-use crate::sources::SourceConfig;
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
@@ -43,7 +42,7 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
         .collect();
     // With no scheduler, the endpoints are all the data: if every one
     // failed there is nothing to print, and saying so is an error.
-    if matches!(settings.source, SourceConfig::None) && failed.len() == poll.polled.len() {
+    if !settings.source.has_scheduler() && failed.len() == poll.polled.len() {
         return Err(format!("every source failed: {}", failed.join("; ")));
     }
     for f in &failed {

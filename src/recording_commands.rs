@@ -5,7 +5,7 @@ use crate::actions::audit::AuditLog;
 use crate::config::Settings;
 use crate::error::CommandError;
 use crate::recording::{Recorder, Recording, parse_at};
-use crate::sources::{SourceConfig, Update};
+use crate::sources::Update;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,12 +14,12 @@ use std::sync::Arc;
 /// `--for`.
 pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result<(), CommandError> {
     let log = settings.audit();
-    match &settings.source {
-        SourceConfig::Sim { sim, .. } => {
+    match settings.source.sim() {
+        Some(sim) => {
             if settings.sim_seconds == 0 {
                 return Err(CommandError::SimLength);
             }
-            let mut s = crate::sources::sim::Sim::new(*sim)?;
+            let mut s = crate::sources::sim::Sim::new(sim)?;
             let mut r = Recorder::create(file, "sim")?;
             r.follow_audit(log);
             let began = std::time::Instant::now();
@@ -32,7 +32,7 @@ pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result
             say_done(file, snaps, raw, began.elapsed());
             Ok(())
         }
-        _ => {
+        None => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -127,8 +127,8 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
             memory.observe(&c, &settings.site);
             last = Some(c);
         }
-    } else if let SourceConfig::Sim { sim, .. } = &settings.source {
-        let mut s = crate::sources::sim::Sim::new(*sim)?;
+    } else if let Some(sim) = settings.source.sim() {
+        let mut s = crate::sources::sim::Sim::new(sim)?;
         let mut see = |c: &crate::model::Cluster| {
             book.observe(c);
             memory.observe(c, &settings.site);

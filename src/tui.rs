@@ -101,10 +101,7 @@ pub async fn run(settings: Settings) -> Result<(), CommandError> {
     let (source, control, replay) = match &settings.replay {
         Some(path) => {
             let rec = crate::recording::Recording::open(path)?;
-            let speed = match settings.source {
-                sources::SourceConfig::Sim { speed, .. } => speed,
-                _ => 1.0,
-            };
+            let speed = settings.source.speed();
             let (rx, ctl) =
                 crate::recording::replay::spawn(rec, speed, kpis.clone(), settings.site.clone())?;
             (rx, sources::Control::None, Some(ctl))

@@ -147,7 +147,7 @@ impl Settings {
         // only when the source is Kubernetes. Otherwise (a typo, the sim, a
         // Slurm) acting on the top level's source instead is refused.
         if let Some(c) = args.context.as_deref()
-            && !matches!(s.source, crate::sources::SourceConfig::Kube(_))
+            && !s.source.has_contexts()
         {
             return Err(ConfigError::Cluster(if names.is_empty() {
                 format!(

@@ -38,6 +38,34 @@ pub enum SourceConfig {
 }
 
 impl SourceConfig {
+    /// The simulated cluster's settings, when the source is the sim.
+    pub fn sim(&self) -> Option<sim::SimConfig> {
+        match self {
+            SourceConfig::Sim { sim, .. } => Some(*sim),
+            _ => None,
+        }
+    }
+
+    /// How fast time passes: the sim's speed, real time for the rest.
+    pub fn speed(&self) -> f64 {
+        match self {
+            SourceConfig::Sim { speed, .. } => *speed,
+            _ => 1.0,
+        }
+    }
+
+    /// Whether kubeconfig contexts name its clusters (Kubernetes).
+    pub fn has_contexts(&self) -> bool {
+        matches!(self, SourceConfig::Kube(_))
+    }
+
+    /// Whether there is a scheduler at all (`--source none`: endpoints only).
+    pub fn has_scheduler(&self) -> bool {
+        !matches!(self, SourceConfig::None)
+    }
+}
+
+impl SourceConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SourceConfig::Sim { .. } => "sim",
