@@ -77,6 +77,9 @@ pub fn run(settings: &Settings) -> Vec<Check> {
         out.push(t);
         out.push(scontrol(&cfg.scontrol, cfg.slurm_conf.as_deref()));
     }
+    if let SourceConfig::Kube(cfg) = &settings.source {
+        out.push(kubernetes(rt.block_on(crate::sources::kube::discover(cfg))));
+    }
     endpoints(&mut out, settings, &rt, cluster.unwrap_or_default());
     out.push(audit_log(settings));
     out.push(terminal());
@@ -149,6 +152,42 @@ fn scheduler(
             };
             out.push(check("scheduler", Verdict::Fail, e.to_string(), Some(fix)));
             None
+        }
+    }
+}
+
+/// Where a Kubernetes source connects, as whom, and which scheduling
+/// kinds the server serves.
+fn kubernetes(d: Result<crate::sources::kube::Discovered, SourceError>) -> Check {
+    match d {
+        Err(e) => check(
+            "kubernetes",
+            Verdict::Fail,
+            e.to_string(),
+            Some("`kubectl --context CONTEXT get nodes` with the same kubeconfig"),
+        ),
+        Ok(d) => {
+            let kinds = if d.kinds.is_empty() {
+                "no Kueue, Volcano or Topology kinds: pods' own priority and gangs only".to_string()
+            } else {
+                d.kinds.join(", ")
+            };
+            check(
+                "kubernetes",
+                Verdict::Ok,
+                format!(
+                    "context {} as user {} at {}; {kinds}{}",
+                    d.context.as_deref().unwrap_or("(in-cluster)"),
+                    d.user.as_deref().unwrap_or("(service account)"),
+                    d.url,
+                    if d.notes.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", d.notes.join("; "))
+                    }
+                ),
+                None,
+            )
         }
     }
 }

@@ -920,6 +920,21 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
     assert!(out.status.success(), "{}", text(&out));
     let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 3);
     assert!(compared >= 4, "only {compared} answers compared");
+    // `nightshift doctor` (issue 41): where it connects, as whom, what it
+    // discovered; the GPU-fault node does not make the source fail.
+    let out = lab.nightshift(&["doctor"]);
+    let said = text(&out);
+    let k = said
+        .lines()
+        .find(|l| l.starts_with("ok    kubernetes"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(k.contains("context ") && k.contains(" as user "), "{k}");
+    assert!(k.contains("Workload kueue.x-k8s.io/"), "{k}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("ok    scheduler") && l.contains("kube answered")),
+        "{said}"
+    );
 
     // A plain yes does not put a broken GPU back in service.
     let out = lab.nightshift(&["--config", cfg, "resume", "gpu-06", "--confirm", "y"]);

@@ -192,6 +192,53 @@ pub async fn connect(cfg: &KubeConfig) -> Result<Connection, SourceError> {
     })
 }
 
+/// What `nightshift doctor` says of a Kubernetes source: where it
+/// connects, as which kubeconfig user, and the scheduling kinds the server
+/// serves (Kueue, Volcano, Kueue's Topology) at the versions nightshift
+/// reads.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    pub context: Option<String>,
+    pub user: Option<String>,
+    pub url: String,
+    /// `Workload kueue.x-k8s.io/v1beta1`, one per kind beyond the core's.
+    pub kinds: Vec<String>,
+    /// What discovery said on the side (a kind served at no version read).
+    pub notes: Vec<String>,
+}
+
+/// Connects and discovers, as the console would, without reading objects.
+pub async fn discover(cfg: &KubeConfig) -> Result<Discovered, SourceError> {
+    let conn = connect(cfg).await?;
+    let (watched, notes) = resources(&conn).await?;
+    let kc = match &cfg.kubeconfig {
+        Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+        None => kube::config::Kubeconfig::read().ok(),
+    };
+    let context = cfg
+        .context
+        .clone()
+        .or_else(|| kc.as_ref().and_then(|k| k.current_context.clone()));
+    let user = kc.as_ref().and_then(|k| {
+        k.contexts
+            .iter()
+            .find(|c| Some(&c.name) == context.as_ref())
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.user.clone())
+    });
+    Ok(Discovered {
+        context,
+        user,
+        url: conn.url,
+        kinds: watched
+            .iter()
+            .filter(|w| !w.resource.group.is_empty())
+            .map(|w| format!("{} {}", w.resource.kind, w.resource.api_version))
+            .collect(),
+        notes,
+    })
+}
+
 /// One watched (or listed) resource.
 #[derive(Debug, Clone)]
 pub struct Watched {
