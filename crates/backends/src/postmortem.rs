@@ -323,10 +323,9 @@ pub fn report(
         book,
         fates,
         end,
-        faults,
         memory,
     } = walk(rec, from, to, site)?;
-    let repeat_offenders = repeat_offenders(&end, faults, site, cat);
+    let repeat_offenders = repeat_offenders(&end, memory.fault_log(), site, cat);
     let base_end = memory.base(&end, site, cat);
 
     let actions = actions_of(rec);
@@ -439,11 +438,9 @@ struct Night {
     book: KpiBook,
     fates: Fates,
     end: Arc<Cluster>,
-    /// Every hardware fault seen over the night (a source keeps its
-    /// newest events only).
-    faults: crate::engine::repeat::FaultLog,
     /// What the analysis remembers at the end (the console's, had it
-    /// watched the whole night).
+    /// watched the whole night), every hardware fault of it included (a
+    /// source keeps its newest events only).
     memory: Memory,
 }
 
@@ -456,13 +453,11 @@ fn walk(
     let mut book = KpiBook::new(to - from + 1);
     let mut fates = Fates::default();
     let mut end: Option<Arc<Cluster>> = None;
-    let mut faults = crate::engine::repeat::FaultLog::default();
     let mut memory = Memory::default();
     for c in rec.states() {
         let c = c?;
         book.observe(&c);
         fates.observe(&c);
-        faults.add(&c);
         memory.observe(&c, site);
         end = Some(c);
     }
@@ -470,7 +465,6 @@ fn walk(
         book,
         fates,
         end: end.ok_or(RecordingError::Nothing)?,
-        faults,
         memory,
     })
 }
@@ -479,12 +473,12 @@ fn walk(
 /// counting every fault seen in any of its snapshots.
 fn repeat_offenders(
     end: &Cluster,
-    faults: crate::engine::repeat::FaultLog,
+    faults: &crate::engine::repeat::FaultLog,
     site: &SiteParams,
     cat: &XidCatalog,
 ) -> Vec<crate::engine::repeat::NodeHistory> {
     let mut whole = end.clone();
-    whole.history.extend(faults.into_faults());
+    whole.history.extend(faults.faults());
     crate::engine::repeat::histories(&whole, cat, &site.repeat_offender)
         .into_values()
         .filter(|h| h.is_repeat_offender())

@@ -45,7 +45,6 @@ pub fn replayed_moment(
     }
     // The night's faults up to then, not only the events the source still
     // held at `t`: the nodes that keep failing are counted on all of them.
-    let mut faults = crate::engine::repeat::FaultLog::default();
     let mut memory = Memory::default();
     let mut state = None;
     for c in rec.states() {
@@ -53,7 +52,6 @@ pub fn replayed_moment(
         if c.time > t {
             break;
         }
-        faults.add(&c);
         memory.observe(&c, site);
         state = Some(c);
     }
@@ -61,7 +59,7 @@ pub fn replayed_moment(
         Some(c) => Arc::unwrap_or_clone(c),
         None => rec.state_at(t)?,
     };
-    cluster.history.extend(faults.into_faults());
+    cluster.history.extend(memory.fault_log().faults());
     Ok(Moment { cluster, memory })
 }
 

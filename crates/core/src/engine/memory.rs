@@ -102,6 +102,11 @@ impl Memory {
         }
     }
 
+    /// Every hardware fault seen, each once.
+    pub fn fault_log(&self) -> &FaultLog {
+        &self.faults
+    }
+
     /// The stall history (what the console's stall chart reads).
     pub fn stalls(&self) -> &StallHistory {
         &self.stalls
