@@ -309,10 +309,10 @@ pub(crate) fn connect_moment(
             cluster: m.cluster.name.clone(),
             source: "replay".into(),
         };
-        return Ok((m, Executor::Replay, who));
+        return Ok((m, Executor::replay(), who));
     }
     let (reading, executor) = rt
-        .block_on(Executor::connect_once(
+        .block_on(nightshift_backends::sources::once::connect(
             &settings.source,
             settings.sim_seconds,
         ))?

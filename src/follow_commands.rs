@@ -320,13 +320,9 @@ fn reread(
     executor: &mut Executor,
     step: Duration,
 ) -> Result<Cluster, CommandError> {
-    if let Executor::LocalSim(sim) = executor {
-        let s = sim
-            .get_mut()
-            .map_err(|_| CommandError::Failed("the simulated cluster is unusable".into()))?;
-        let speed = settings.source.speed();
-        s.advance((step.as_secs_f64() * speed).round() as u64);
-        return Ok(s.snapshot());
+    let speed = settings.source.speed();
+    if let Some(c) = executor.advance((step.as_secs_f64() * speed).round() as u64) {
+        return c.map_err(CommandError::Failed);
     }
     let (c, x, _) = connect(settings, rt)?;
     *executor = x;

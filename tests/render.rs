@@ -696,7 +696,9 @@ fn open_dialog(
     let _ = app.open_action(action.clone());
     let dir = tempfile::tempdir().expect("tempdir");
     let base = Base::compute(c, None, &SiteParams::default(), &XidCatalog::default());
-    let exec = Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
+    let exec = Executor::new(nightshift::sources::sim::Own(std::sync::Arc::new(
+        std::sync::Mutex::new(sim),
+    )));
     let p = guard::preview(
         &action,
         c,
@@ -856,8 +858,9 @@ fn every_dialog_keeps_its_prompt() {
         )
     };
     sim.advance(0);
-    let exec =
-        nightshift::actions::executor::Executor::LocalSim(Box::new(std::sync::Mutex::new(sim)));
+    let exec = nightshift::actions::executor::Executor::new(nightshift::sources::sim::Own(
+        std::sync::Arc::new(std::sync::Mutex::new(sim)),
+    ));
     let dir = tempfile::tempdir().expect("tempdir");
     let log = nightshift::actions::audit::AuditLog::new(dir.path().join("a.jsonl"));
     let who = nightshift::actions::guard::Who {

@@ -466,10 +466,10 @@ fn live_slurm_reads_agree_and_executors_act() {
     // executor keeps their reason, sends nothing for it, owes no undo.
     rt.block_on(exec.drain(&single_node, "theirs: PSU"))
         .expect("their drain");
-    let guarded = nightshift::actions::executor::Executor::Slurm(Box::new(
+    let guarded = nightshift::actions::executor::Executor::new(
         rt.block_on(Executor::connect(&config(&lab)))
             .expect("connect"),
-    ));
+    );
     let steps = rt.block_on(guarded.execute(&nightshift::model::Action::Cordon {
         node: single_node.clone(),
         reason: "mine".into(),

@@ -1,465 +1,77 @@
-//! Executors: how an action reaches each backend, the exact calls it will
+//! Executors: how an action reaches its backend, the exact calls it will
 //! make (for the preview), and what was seen afterwards (verify), step by
 //! step: a drain is the node update and then one requeue per job, and a
-//! failed requeue after a good drain is reported as exactly that.
+//! failed requeue after a good drain is reported as exactly that. Each
+//! backend is a `Scheduler` beside its own reading (Slurm's in
+//! `sources::slurm::exec`, Kubernetes' in `sources::kube::exec`, the sim's
+//! in `sources::sim`); this is the one handle the guard holds.
 
 use super::Action;
-use crate::model::Step;
-use crate::sources::sim::{CommandRequest, Sim};
-use crate::sources::slurm::exec::{
-    Call, CallError as SlurmCallError, Executor as SlurmExec, Outcome,
-};
-use std::sync::Mutex;
+pub use super::scheduler::{ObserveError, Pending, Scheduler};
+use crate::model::{Cluster, Outcome, Step};
 
-use tokio::sync::{mpsc, oneshot};
-
-pub enum Executor {
-    /// The sim running in the TUI, through its command channel.
-    Sim(mpsc::Sender<CommandRequest>),
-    /// A sim owned by this process (the CLI).
-    LocalSim(Box<Mutex<Sim>>),
-    Slurm(Box<SlurmExec>),
-    Kube(Box<crate::sources::kube::exec::Executor>),
-    /// A recording played back: what would be sent is shown, nothing is.
-    Replay,
-}
-
-/// A step that could not be sent at all.
-fn unsent(what: String, error: String) -> Step {
-    Step::failed(what, error)
-}
+/// The scheduler an action is sent to.
+pub struct Executor(Box<dyn Scheduler>);
 
 impl Executor {
-    /// Reads the configured scheduler once and connects the executor that
-    /// acts on it (a sim of this process's own for the sim); `None` with no
-    /// scheduler configured. The one-shot commands' start: the program
-    /// never names a backend.
-    pub async fn connect_once(
-        cfg: &crate::sources::SourceConfig,
-        sim_seconds: u64,
-    ) -> Result<Option<(crate::sources::once::Reading, Executor)>, crate::sources::once::OnceError>
-    {
-        use crate::sources::SourceConfig;
-        Ok(Some(match cfg {
-            SourceConfig::Sim { sim, .. } => {
-                let mut s = Sim::new(*sim)?;
-                s.advance(sim_seconds);
-                let r = crate::sources::once::sim_reading(&s);
-                (r, Executor::LocalSim(Box::new(Mutex::new(s))))
-            }
-            SourceConfig::Slurm(c) => {
-                let Some(r) = crate::sources::once::read(cfg, sim_seconds).await? else {
-                    return Ok(None);
-                };
-                (r, Executor::Slurm(Box::new(SlurmExec::connect(c).await?)))
-            }
-            SourceConfig::Kube(c) => {
-                let Some(r) = crate::sources::once::read(cfg, sim_seconds).await? else {
-                    return Ok(None);
-                };
-                let x = crate::sources::kube::exec::Executor::connect(c).await?;
-                (r, Executor::Kube(Box::new(x)))
-            }
-            SourceConfig::None => return Ok(None),
-        }))
+    pub fn new(s: impl Scheduler + 'static) -> Executor {
+        Executor(Box::new(s))
     }
 
-    /// The exact calls, in order, shown before anything is sent. `jobs` are
-    /// the jobs a drain will end (from the preview's blast radius).
-    /// Reads what the preview's calls depend on, where that takes I/O
-    /// (Kubernetes: the pods a drain evicts, the workload a requeue names).
+    /// A recording played back: what would be sent is shown, nothing is.
+    pub fn replay() -> Executor {
+        Executor::new(Replayed)
+    }
+
     pub async fn prepare(&self, a: &Action) {
-        if let Executor::Kube(x) = self {
-            x.prepare(a).await;
-        }
+        self.0.prepare(a).await
     }
 
-    /// What the backend knows will go wrong (known once prepared: a
-    /// PodDisruptionBudget that will refuse an eviction).
     pub fn warnings(&self, a: &Action) -> Vec<String> {
-        match self {
-            Executor::Kube(x) => x.warnings(a),
-            _ => Vec::new(),
-        }
+        self.0.warnings(a)
     }
 
-    /// Why the backend cannot carry `a` out at all (known once prepared),
-    /// in one line.
     pub fn cannot(&self, a: &Action) -> Option<String> {
-        match (self, a) {
-            (Executor::Kube(x), _) => x.cannot(a).map(|c| c.to_string()),
-            (Executor::Slurm(x), Action::Validate { .. }) => x.validate_cannot(),
-            _ => None,
-        }
+        self.0.cannot(a)
     }
 
-    /// How much longer than the action timeout `a` may take: a
-    /// validation waits for its check (and then a minute for the rest).
     pub fn extra_time(&self, a: &Action) -> std::time::Duration {
-        match (self, a) {
-            (Executor::Slurm(x), Action::Validate { .. }) => {
-                x.validate_timeout() + std::time::Duration::from_secs(60)
-            }
-            (Executor::Kube(x), Action::Validate { .. }) => {
-                x.validate.timeout + std::time::Duration::from_secs(60)
-            }
-            _ => std::time::Duration::ZERO,
-        }
+        self.0.extra_time(a)
     }
 
     pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
-        match self {
-            Executor::Sim(_) | Executor::LocalSim(_) | Executor::Replay => {
-                let who = match self {
-                    Executor::Replay => "(a recording: not sent)",
-                    _ => "simulated scheduler:",
-                };
-                Sim::calls(a, jobs)
-                    .into_iter()
-                    .map(|c| match c.split_once(": ") {
-                        Some((cond, rest)) if cond.starts_with("on a ") => {
-                            format!("{cond}: {who} {rest}")
-                        }
-                        _ => format!("{who} {c}"),
-                    })
-                    .collect()
-            }
-            Executor::Slurm(x) => {
-                if let Action::Preempt {
-                    job,
-                    grace_s: Some(g),
-                } = a
-                {
-                    return vec![
-                        x.signal_call(job, x.checkpoint_signal()).to_string(),
-                        format!(
-                            "wait up to {} for job {job}'s checkpoint (its ckpt_last moves)",
-                            crate::text::duration(*g as i64)
-                        ),
-                        x.requeue_call(job).to_string(),
-                    ];
-                }
-                let calls: Vec<Call> = match a {
-                    Action::Cordon { node, reason } => {
-                        vec![x.drain_call(node, &format!("cordon: {reason}"))]
-                    }
-                    Action::Resume { node } => vec![x.resume_call(node)],
-                    Action::Validate { node, level } => {
-                        return x.validate_calls(node, *level);
-                    }
-                    Action::Drain {
-                        node,
-                        reason,
-                        requeue,
-                    } => std::iter::once(x.drain_call(node, reason))
-                        .chain(jobs.iter().map(|j| {
-                            if *requeue {
-                                x.requeue_call(j)
-                            } else {
-                                x.cancel_call(j)
-                            }
-                        }))
-                        .collect(),
-                    Action::SetReason { node, reason } => vec![x.reason_call(node, reason)],
-                    Action::Requeue { job } | Action::Preempt { job, .. } => {
-                        vec![x.requeue_call(job)]
-                    }
-                    Action::Priority { job, value } => vec![x.priority_call(job, *value)],
-                    Action::Hold { job } => vec![x.hold_call(job)],
-                    Action::Release { job } => vec![x.release_call(job)],
-                };
-                calls.iter().map(ToString::to_string).collect()
-            }
-            // The pods to evict and the workload to requeue are read now,
-            // from the API server, so the preview shows the calls exactly.
-            Executor::Kube(x) => x.calls(a),
-        }
+        self.0.calls(a, jobs)
     }
 
-    /// Sends the action, step by step, and re-reads the state after each.
-    /// A step that fails is re-read too: a call that timed out may still
-    /// have been applied, and then it is reported as done.
     pub async fn execute(&self, a: &Action) -> Vec<Step> {
-        let what = format!("{} {}", a.verb(), a.target());
-        match self {
-            Executor::Sim(tx) => {
-                let (reply, rx) = oneshot::channel();
-                if tx.send((a.clone(), reply)).await.is_err() {
-                    return vec![unsent(what, "the simulated cluster has stopped".into())];
-                }
-                match rx.await {
-                    Ok(Ok(steps)) => steps,
-                    Ok(Err(e)) => vec![unsent(what, e.to_string())],
-                    Err(_) => vec![unsent(what, "the simulated cluster did not answer".into())],
-                }
-            }
-            Executor::LocalSim(sim) => match sim.lock() {
-                Ok(mut s) => s
-                    .apply(a)
-                    .unwrap_or_else(|e| vec![unsent(what, e.to_string())]),
-                Err(_) => vec![unsent(what, "the simulated cluster is unusable".into())],
-            },
-            Executor::Slurm(x) => slurm_steps(x, a).await,
-            Executor::Kube(x) => x.execute(a).await,
-            Executor::Replay => vec![unsent(what, "a recording cannot be acted on".into())],
-        }
+        self.0.execute(a).await
     }
 
-    /// Re-reads the state an action should have left, changing nothing.
     pub async fn observe(&self, a: &Action) -> Result<Outcome, ObserveError> {
-        match self {
-            Executor::Sim(_) => Err(ObserveError::SimBusy),
-            Executor::LocalSim(sim) => {
-                let s = sim.lock().map_err(|_| ObserveError::SimUnusable)?;
-                let (verified, observed) = s.observe(a);
-                Ok(Outcome { verified, observed })
-            }
-            Executor::Slurm(x) => Ok(x.observe(a).await?),
-            Executor::Kube(x) => Ok(x.observe(a).await?),
-            Executor::Replay => Err(ObserveError::Replay),
-        }
+        self.0.observe(a).await
+    }
+
+    /// See `Scheduler::advance`.
+    pub fn advance(&mut self, secs: u64) -> Option<Result<Cluster, String>> {
+        self.0.advance(secs)
     }
 }
 
-/// Why the state an action should have left could not be re-read.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ObserveError {
-    #[error("the simulated cluster is busy")]
-    SimBusy,
-    #[error("the simulated cluster is unusable")]
-    SimUnusable,
-    #[error("a recording cannot be acted on")]
-    Replay,
-    #[error(transparent)]
-    Slurm(#[from] crate::sources::slurm::exec::CallError),
-    #[error(transparent)]
-    Kube(#[from] crate::sources::kube::exec::CallError),
-}
+/// A recording played back: its calls are the sim's words, marked as not
+/// sent, and nothing is ever executed.
+struct Replayed;
 
-/// One Slurm call as a step; a failed call is re-read before it is
-/// reported as failed.
-async fn slurm_step(
-    x: &SlurmExec,
-    what: String,
-    sent: Result<Outcome, SlurmCallError>,
-    check: Option<&Action>,
-) -> Step {
-    let refused = sent
-        .as_ref()
-        .err()
-        .and_then(crate::sources::slurm::exec::refusal);
-    slurm_step_sent(x, what, sent, check)
-        .await
-        .refused_for(refused)
-}
-
-async fn slurm_step_sent(
-    x: &SlurmExec,
-    what: String,
-    sent: Result<Outcome, SlurmCallError>,
-    check: Option<&Action>,
-) -> Step {
-    match sent.map_err(|e| e.to_string()) {
-        Ok(o) => Step::sent(what, o),
-        Err(e) => match match check {
-            Some(a) => x.observe(a).await.map_err(|e| e.to_string()),
-            None => Err(e.clone()),
-        } {
-            Ok(o) if o.verified => Step {
-                what,
-                ok: true,
-                verified: true,
-                observed: format!("{} (the call reported: {e})", o.observed),
-                error: None,
-                unchanged: false,
-                refused: None,
-            },
-            Ok(o) => Step {
-                what,
-                ok: false,
-                verified: false,
-                observed: o.observed,
-                error: Some(e),
-                unchanged: false,
-                refused: None,
-            },
-            Err(_) => unsent(what, e),
-        },
+impl Scheduler for Replayed {
+    fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
+        crate::sources::sim::calls_as("(a recording: not sent)", a, jobs)
     }
-}
 
-/// Soft preemption on Slurm: signal the job to checkpoint, wait until its
-/// checkpoint moves (its comment's `ckpt_last`) or the grace period ends,
-/// then requeue it. What it waited for is a step of its own.
-async fn soft_preempt(x: &SlurmExec, job: &str, grace_s: u64) -> Vec<Step> {
-    let before = x.checkpoint_of(job).await.ok().and_then(|(c, _)| c);
-    let signal = x.checkpoint_signal();
-    let signalled = slurm_step(
-        x,
-        format!("signal {job} {signal}"),
-        x.signal(job, signal).await,
-        None,
-    )
-    .await;
-    if !signalled.ok {
-        return vec![signalled];
+    fn execute<'a>(&'a self, a: &'a Action) -> Pending<'a, Vec<Step>> {
+        let what = format!("{} {}", a.verb(), a.target());
+        Box::pin(async move { vec![Step::failed(what, "a recording cannot be acted on".into())] })
     }
-    let began = std::time::Instant::now();
-    let limit = std::time::Duration::from_secs(grace_s);
-    let waited = loop {
-        match x.checkpoint_of(job).await {
-            Ok((after, _)) if after.is_some() && after > before => {
-                break Step::sent(
-                    format!("wait for {job}'s checkpoint"),
-                    Outcome {
-                        verified: true,
-                        observed: format!(
-                            "checkpoint written after {}",
-                            crate::text::duration(began.elapsed().as_secs() as i64)
-                        ),
-                    },
-                );
-            }
-            Ok((_, false)) => {
-                break Step::sent(
-                    format!("wait for {job}'s checkpoint"),
-                    Outcome {
-                        verified: true,
-                        observed: "the job ended by itself".into(),
-                    },
-                );
-            }
-            _ if began.elapsed() >= limit => {
-                break Step::sent(
-                    format!("wait for {job}'s checkpoint"),
-                    Outcome {
-                        verified: true,
-                        observed: format!(
-                            "no checkpoint seen within {}: requeued without it",
-                            crate::text::duration(grace_s as i64)
-                        ),
-                    },
-                );
-            }
-            _ => tokio::time::sleep(std::time::Duration::from_secs(2)).await,
-        }
-    };
-    let check = Action::Requeue { job: job.into() };
-    let requeued = slurm_step(
-        x,
-        format!("requeue {job}"),
-        x.requeue(job).await,
-        Some(&check),
-    )
-    .await;
-    vec![signalled, waited, requeued]
-}
 
-/// A node drained (or draining) as this action is sent — by another
-/// operator since the preview: its reason is kept and nothing is sent for
-/// it, and the step says so (nothing of this action's to undo).
-async fn taken_out_by_someone(x: &SlurmExec, node: &str, what: &str) -> Option<Step> {
-    let n = x.node_now(node).await.ok()?;
-    if !matches!(
-        n.state,
-        crate::model::NodeState::Drain
-            | crate::model::NodeState::Draining
-            | crate::model::NodeState::Cordoned
-    ) {
-        return None;
-    }
-    // The cordon of nightshift's own "drain after the checkpoint" plan:
-    // this drain is its second step, and its reason replaces the cordon's.
-    if n.reason
-        .as_deref()
-        .is_some_and(|r| r.ends_with(crate::model::AFTER_CHECKPOINT))
-    {
-        return None;
-    }
-    let mut step = Step::sent(
-        what.to_string(),
-        Outcome {
-            verified: true,
-            observed: format!(
-                "node {node}: already {} by someone else (reason {:?}, kept)",
-                n.state.as_str(),
-                n.reason.as_deref().unwrap_or("")
-            ),
-        },
-    );
-    step.unchanged = true;
-    Some(step)
-}
-
-async fn slurm_steps(x: &SlurmExec, a: &Action) -> Vec<Step> {
-    let what = format!("{} {}", a.verb(), a.target());
-    match a {
-        Action::Drain {
-            node,
-            reason,
-            requeue,
-        } => {
-            let drained = match taken_out_by_someone(x, node, &what).await {
-                Some(kept) => kept,
-                None => slurm_step(x, what, x.drain(node, reason).await, Some(a)).await,
-            };
-            if !drained.ok {
-                return vec![drained];
-            }
-            let mut steps = vec![drained];
-            let jobs = match x.jobs_on(node).await {
-                Ok(j) => j,
-                Err(e) => {
-                    steps.push(unsent(
-                        format!("list the jobs on {node}"),
-                        format!("{e}: its jobs were not requeued"),
-                    ));
-                    return steps;
-                }
-            };
-            for (job, requeueable) in jobs {
-                if *requeue && !requeueable {
-                    steps.push(Step::refuses_requeue(&job, node));
-                    continue;
-                }
-                let check = Action::Requeue { job: job.clone() };
-                let (verb, sent, check) = if *requeue {
-                    ("requeue", x.requeue(&job).await, Some(&check))
-                } else {
-                    ("cancel", x.cancel(&job).await, None)
-                };
-                steps.push(slurm_step(x, format!("{verb} {job}"), sent, check).await);
-            }
-            steps
-        }
-        Action::Cordon { node, reason } => match taken_out_by_someone(x, node, &what).await {
-            Some(kept) => vec![kept],
-            None => vec![
-                slurm_step(
-                    x,
-                    what,
-                    x.drain(node, &format!("cordon: {reason}")).await,
-                    Some(a),
-                )
-                .await,
-            ],
-        },
-        Action::Resume { node } => vec![slurm_step(x, what, x.resume(node).await, Some(a)).await],
-        Action::Validate { node, level } => x.validate(node, *level).await,
-        Action::SetReason { node, reason } => {
-            vec![slurm_step(x, what, x.set_reason(node, reason).await, Some(a)).await]
-        }
-        Action::Preempt {
-            job,
-            grace_s: Some(g),
-        } => soft_preempt(x, job, *g).await,
-        Action::Requeue { job } | Action::Preempt { job, .. } => {
-            vec![slurm_step(x, what, x.requeue(job).await, Some(a)).await]
-        }
-        Action::Priority { job, value } => {
-            vec![slurm_step(x, what, x.set_priority(job, *value).await, Some(a)).await]
-        }
-        Action::Hold { job } => vec![slurm_step(x, what, x.hold(job).await, Some(a)).await],
-        Action::Release { job } => vec![slurm_step(x, what, x.release(job).await, Some(a)).await],
+    fn observe<'a>(&'a self, _a: &'a Action) -> Pending<'a, Result<Outcome, ObserveError>> {
+        Box::pin(async { Err(ObserveError("a recording cannot be acted on".into())) })
     }
 }

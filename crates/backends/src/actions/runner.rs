@@ -21,10 +21,9 @@ use tokio::sync::mpsc;
 pub enum NoExecutor {
     #[error("no scheduler source: actions need --source sim, slurm or kube")]
     NoScheduler,
-    #[error(transparent)]
-    Slurm(#[from] crate::sources::slurm::exec::CallError),
-    #[error(transparent)]
-    Kube(#[from] crate::sources::kube::exec::CallError),
+    /// The scheduler did not answer the connection, in its words.
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 pub struct Runner {
@@ -42,25 +41,11 @@ pub struct Runner {
 
 impl Runner {
     async fn executor(&self) -> Result<Executor, NoExecutor> {
-        Ok(match &self.control {
-            Control::Sim(tx) => Executor::Sim(tx.clone()),
-            Control::Slurm(cfg) => Executor::Slurm(Box::new(
-                crate::sources::slurm::exec::Executor::connect(cfg).await?,
-            )),
-            Control::Kube(cfg) => Executor::Kube(Box::new(
-                crate::sources::kube::exec::Executor::connect(cfg).await?,
-            )),
-            Control::None => return Err(NoExecutor::NoScheduler),
-        })
+        self.control.connect().await
     }
 
     fn who(&self, cluster: &str) -> Who {
-        let (source, user) = match &self.control {
-            Control::Sim(_) => ("sim", None),
-            Control::Slurm(cfg) => ("slurm", Some(cfg.user.clone())),
-            Control::Kube(_) => ("kube", None),
-            Control::None => ("none", None),
-        };
+        let (source, user) = self.control.identity();
         Who {
             scheduler_user: user,
             cluster: guard::audited_name(self.cluster.as_deref(), cluster),

@@ -105,6 +105,43 @@ pub enum Control {
     None,
 }
 
+impl Control {
+    /// The executor that acts on this source: the sim's command channel,
+    /// or a new connection to Slurm or Kubernetes.
+    pub async fn connect(
+        &self,
+    ) -> Result<crate::actions::executor::Executor, crate::actions::runner::NoExecutor> {
+        use crate::actions::executor::Executor;
+        use crate::actions::runner::NoExecutor;
+        let unreachable = |e: &dyn std::fmt::Display| NoExecutor::Unreachable(e.to_string());
+        Ok(match self {
+            Control::Sim(tx) => Executor::new(sim::Channel(tx.clone())),
+            Control::Slurm(cfg) => Executor::new(
+                slurm::exec::Executor::connect(cfg)
+                    .await
+                    .map_err(|e| unreachable(&e))?,
+            ),
+            Control::Kube(cfg) => Executor::new(
+                kube::exec::Executor::connect(cfg)
+                    .await
+                    .map_err(|e| unreachable(&e))?,
+            ),
+            Control::None => return Err(NoExecutor::NoScheduler),
+        })
+    }
+
+    /// The audit's source name, and who the scheduler knows the operator
+    /// as (Slurm's JWT user).
+    pub fn identity(&self) -> (&'static str, Option<String>) {
+        match self {
+            Control::Sim(_) => ("sim", None),
+            Control::Slurm(cfg) => ("slurm", Some(cfg.user.clone())),
+            Control::Kube(_) => ("kube", None),
+            Control::None => ("none", None),
+        }
+    }
+}
+
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
 ///

@@ -67,3 +67,46 @@ pub fn sim_reading(s: &super::sim::Sim) -> Reading {
         scheduler_user: None,
     }
 }
+
+/// Reads the configured scheduler once and connects the executor that
+/// acts on it (a sim of this process's own for the sim); `None` with no
+/// scheduler configured. The one-shot commands' start: the program never
+/// names a backend.
+pub async fn connect(
+    cfg: &SourceConfig,
+    sim_seconds: u64,
+) -> Result<Option<(Reading, crate::actions::executor::Executor)>, OnceError> {
+    use crate::actions::executor::Executor;
+    Ok(Some(match cfg {
+        SourceConfig::Sim { sim, .. } => {
+            let mut s = super::sim::Sim::new(*sim)?;
+            s.advance(sim_seconds);
+            let r = sim_reading(&s);
+            (
+                r,
+                Executor::new(super::sim::Own(std::sync::Arc::new(std::sync::Mutex::new(
+                    s,
+                )))),
+            )
+        }
+        SourceConfig::Slurm(c) => {
+            let Some(r) = read(cfg, sim_seconds).await? else {
+                return Ok(None);
+            };
+            (
+                r,
+                Executor::new(super::slurm::exec::Executor::connect(c).await?),
+            )
+        }
+        SourceConfig::Kube(c) => {
+            let Some(r) = read(cfg, sim_seconds).await? else {
+                return Ok(None);
+            };
+            (
+                r,
+                Executor::new(super::kube::exec::Executor::connect(c).await?),
+            )
+        }
+        SourceConfig::None => return Ok(None),
+    }))
+}

@@ -70,3 +70,6 @@ async fn deliver(
     tx.send(Update::Snapshot(snap)).await.is_ok()
         && tx.send(Update::ok(Origin::Scheduler)).await.is_ok()
 }
+
+mod scheduler;
+pub use scheduler::{Channel, Own, calls_as};

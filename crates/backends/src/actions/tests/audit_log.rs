@@ -161,7 +161,7 @@ fn an_audit_log_that_is_a_symlink_is_refused() {
     )
     .expect_err("refused");
     assert!(err.contains("nothing sent"), "{err}");
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     assert!(
         c.node("h100-03").is_some_and(|n| n.state.schedulable()),
         "the node was not drained"
@@ -192,7 +192,7 @@ fn an_unreadable_audit_log_refuses_every_action() {
 #[test]
 fn armed_steps_name_the_torn_lines_they_skip() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let a = crate::actions::follow::arm(
         &b.log,
         &who(),

@@ -26,7 +26,7 @@ fn drain_and_requeue_takes_the_whole_gang_verified_and_audited() {
         "{}",
         done.message
     );
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let n = c.node("h100-03").expect("node");
     assert_eq!(
         (n.state, n.reason.as_deref()),
@@ -77,7 +77,7 @@ fn a_wrong_confirmation_sends_nothing() {
     .expect_err("refused");
     assert!(err.contains("nothing sent"), "{err}");
     assert_eq!(
-        snapshot(&b.sim).node("h100-03").map(|n| n.state),
+        snapshot(&b.world).node("h100-03").map(|n| n.state),
         Some(NodeState::Up)
     );
     assert!(b.log.read().is_empty(), "no intent either");
@@ -102,7 +102,7 @@ fn read_only_and_stale_data_send_nothing() {
     .expect_err("stale");
     assert!(err.contains("too old"), "{err}");
     assert_eq!(
-        snapshot(&b.sim).node("h100-03").map(|n| n.state),
+        snapshot(&b.world).node("h100-03").map(|n| n.state),
         Some(NodeState::Up)
     );
     assert!(b.log.read().is_empty());
@@ -142,7 +142,7 @@ fn the_circuit_breaker_trips_on_a_third_of_a_partition() {
         "{err}"
     );
     // And by count in the window, from the audit log.
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let refusal = p.check(
         &Action::Cordon {
             node: "a100-01".into(),
@@ -174,7 +174,7 @@ fn the_circuit_breaker_trips_on_a_third_of_a_partition() {
 #[test]
 fn reversible_actions_take_y_and_report_their_undo() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let top = crate::actions::top_priority(&c, "4723").expect("top");
     assert_eq!(top, 8001, "one above the a100 queue's best");
     let a = Action::Priority {
@@ -245,7 +245,7 @@ fn the_breaker_is_shown_before_typing_and_overridden_only_by_typing_force() {
     assert!(execute(&b, &pv, "y", &p, Duration::ZERO).is_err());
     assert!(execute(&b, &pv, "h100-05", &p, Duration::ZERO).is_err());
     assert_eq!(
-        snapshot(&b.sim).node("h100-05").map(|n| n.state),
+        snapshot(&b.world).node("h100-05").map(|n| n.state),
         Some(NodeState::Up),
         "nothing sent"
     );
@@ -273,7 +273,7 @@ fn data_age_is_checked_again_at_execute_time() {
         "{err}"
     );
     assert_eq!(
-        snapshot(&b.sim).node("h100-07").map(|n| n.state),
+        snapshot(&b.world).node("h100-07").map(|n| n.state),
         Some(NodeState::Up)
     );
     assert!(b.log.read().is_empty(), "no intent for a refused action");
@@ -343,7 +343,7 @@ fn a_second_drain_while_the_first_is_in_flight_is_refused() {
         "{err}"
     );
     assert!(
-        snapshot(&b.sim)
+        snapshot(&b.world)
             .node("h100-07")
             .is_some_and(|n| n.state.schedulable()),
         "nothing was sent"
@@ -385,7 +385,7 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
     .expect("someone else's cordon");
     let err = execute(&b, &p, "h100-07", &Policy::default(), Duration::ZERO).expect_err("refused");
     assert!(err.to_string().contains("since the preview"), "{err}");
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     assert_eq!(
         c.node("h100-07").and_then(|n| n.reason.clone()).as_deref(),
         Some("theirs"),
@@ -402,7 +402,7 @@ fn a_node_taken_out_since_the_preview_is_not_acted_on() {
 fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
     use crate::actions::follow::{self, short_id};
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let arm = |node: &str| {
         follow::arm(
             &b.log,
@@ -442,8 +442,8 @@ fn steps_armed_in_one_second_are_shown_and_cancelled_apart() {
 fn an_armed_step_is_sent_by_one_nightshift_only() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
-    let c = snapshot(&b.sim);
-    let state = || snapshot(&b.sim).node("h100-03").map(|n| n.state);
+    let c = snapshot(&b.world);
+    let state = || snapshot(&b.world).node("h100-03").map(|n| n.state);
     let before = state();
     assert_ne!(before, Some(NodeState::Drain));
     let a = follow::arm(
@@ -486,8 +486,8 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
     use crate::actions::follow::{self, Fired};
     use crate::model::Armed;
     let b = bench();
-    let c = snapshot(&b.sim);
-    let state = |n: &str| snapshot(&b.sim).node(n).map(|n| n.state);
+    let c = snapshot(&b.world);
+    let state = |n: &str| snapshot(&b.world).node(n).map(|n| n.state);
     let gone = due_at_once();
     let real = follow::arm(&b.log, &who(), drain("h100-03"), gone.clone(), c.time).expect("armed");
     // Forged lines: a drain that cancels a gang, unsealed; the real step's
@@ -569,7 +569,7 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
 fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
-    let c0 = snapshot(&b.sim);
+    let c0 = snapshot(&b.world);
     let jobs: Vec<String> = c0
         .jobs_on_node("h100-03")
         .filter(|j| j.state.holds_resources())
@@ -592,7 +592,7 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
         Fired::Sent { ok: true, .. } => {}
         other => panic!("{other:?}"),
     }
-    let after = snapshot(&b.sim);
+    let after = snapshot(&b.world);
     for j in &jobs {
         assert!(
             after.job(j).is_some_and(|j| !j.state.holds_resources()),
@@ -612,7 +612,7 @@ fn a_send_cut_off_mid_way_is_finished_when_the_follower_comes_back() {
 #[test]
 fn the_breaker_counts_this_clusters_distinct_nodes_on_the_sources_clock() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let at = |id: &str, cluster: &str, node: &str, source_time: Option<i64>| Record {
         cluster: cluster.into(),
         source_time,
@@ -677,7 +677,7 @@ fn the_breaker_counts_this_clusters_distinct_nodes_on_the_sources_clock() {
 fn an_armed_drain_over_someone_elses_drain_is_refused() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let a = follow::arm(&b.log, &who(), drain("h100-05"), due_at_once(), c.time).expect("armed");
     cordon_behind_the_guard(&b, "h100-05", "theirs: remap pending, RMA");
     match fire(&b, &a) {
@@ -698,7 +698,7 @@ fn an_armed_drain_over_someone_elses_drain_is_refused() {
 fn a_forced_plan_keeps_its_override_for_its_armed_step() {
     use crate::actions::follow::{self, Fired};
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let gone = due_at_once();
     // The partition is past its share out: two more h100 nodes down.
     for n in ["h100-01", "h100-02"] {
@@ -726,7 +726,7 @@ fn a_forced_plan_keeps_its_override_for_its_armed_step() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        snapshot(&b.sim).node("h100-04").map(|n| n.state),
+        snapshot(&b.world).node("h100-04").map(|n| n.state),
         Some(NodeState::Drain)
     );
 }
@@ -751,7 +751,7 @@ fn due_at_once() -> crate::model::Trigger {
 #[test]
 fn the_breaker_counts_nodes_someone_else_took_out_in_its_window() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let p = Policy::default();
     let refusal = |b: &Bench| {
         preview(b, &drain("a100-05"), &p, Duration::ZERO)

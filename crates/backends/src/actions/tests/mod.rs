@@ -12,7 +12,7 @@ use crate::actions::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
 use crate::model::{JobState, NodeState};
 use crate::sources::sim::{Sim, SimConfig};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod audit_log;
@@ -22,6 +22,8 @@ mod seal_fuzz;
 
 struct Bench {
     sim: Executor,
+    /// The sim the executor acts on, as another operator would see it.
+    world: Arc<Mutex<Sim>>,
     log: AuditLog,
     _dir: tempfile::TempDir,
 }
@@ -29,19 +31,18 @@ struct Bench {
 fn bench() -> Bench {
     let dir = tempfile::tempdir().expect("tempdir");
     let sim = Sim::new(SimConfig::default()).expect("sim");
+    let world = Arc::new(Mutex::new(sim));
     Bench {
-        sim: Executor::LocalSim(Box::new(Mutex::new(sim))),
+        sim: Executor::new(crate::sources::sim::Own(world.clone())),
+        world,
         log: AuditLog::new(dir.path().join("audit.jsonl"))
             .with_key(Some(dir.path().join("state/armed.key"))),
         _dir: dir,
     }
 }
 
-fn snapshot(e: &Executor) -> crate::model::Cluster {
-    match e {
-        Executor::LocalSim(s) => s.lock().expect("sim").snapshot(),
-        _ => unreachable!("tests use a local sim"),
-    }
+fn snapshot(world: &Mutex<Sim>) -> crate::model::Cluster {
+    world.lock().expect("sim").snapshot()
 }
 
 fn who() -> Who {
@@ -79,7 +80,7 @@ fn execute(
     policy: &Policy,
     age: Duration,
 ) -> Result<guard::Done, guard::NotSent> {
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -103,18 +104,14 @@ fn execute(
 /// Cordons `node` on the bench's sim directly, as another operator (or an
 /// interrupted nightshift) would: no guard, no audit.
 fn cordon_behind_the_guard(b: &Bench, node: &str, reason: &str) {
-    match &b.sim {
-        Executor::LocalSim(s) => {
-            s.lock()
-                .expect("sim")
-                .apply(&Action::Cordon {
-                    node: node.into(),
-                    reason: reason.into(),
-                })
-                .expect("cordon");
-        }
-        _ => unreachable!("tests use a local sim"),
-    }
+    b.world
+        .lock()
+        .expect("sim")
+        .apply(&Action::Cordon {
+            node: node.into(),
+            reason: reason.into(),
+        })
+        .expect("cordon");
 }
 
 /// The engine's base of `c` with the default site and catalog.
@@ -130,7 +127,7 @@ fn base_of(c: &crate::model::Cluster) -> crate::engine::analysis::Base {
 /// Fires the armed step `a` on the bench's cluster as it is now, as
 /// `follow` would (the default policy, fresh data).
 fn fire(b: &Bench, a: &crate::model::Armed) -> crate::actions::follow::Fired {
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let base = base_of(&c);
     let (policy, site, w) = (Policy::default(), SiteParams::default(), who());
     let f = crate::actions::follow::Firing {
@@ -152,7 +149,7 @@ fn fire(b: &Bench, a: &crate::model::Armed) -> crate::actions::follow::Fired {
 }
 
 fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Preview {
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let base = base_of(&c);
     guard::preview(
         a,

@@ -31,7 +31,7 @@ fn draining_a_drained_node_is_refused_as_nothing_to_do() {
 #[test]
 fn actions_that_change_nothing_are_refused_at_preview() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let pending = c
         .jobs
         .iter()
@@ -98,7 +98,7 @@ fn actions_that_change_nothing_are_refused_at_preview() {
 #[test]
 fn a_drain_with_a_no_requeue_job_tells_one_story() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let sweep = c
         .jobs
         .iter()
@@ -164,7 +164,7 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
         "{:?}",
         intent.warnings
     );
-    let after = snapshot(&b.sim);
+    let after = snapshot(&b.world);
     assert_eq!(
         after.node(&node).map(|n| n.state),
         Some(NodeState::Draining),
@@ -283,7 +283,8 @@ fn resuming_a_node_with_unresolved_critical_health_needs_its_name_typed() {
 #[test]
 fn a_drain_the_catalog_advises_against_says_so() {
     let b = bench();
-    if let Executor::LocalSim(s) = &b.sim {
+    {
+        let s = &b.world;
         s.lock().expect("sim").advance(100);
     }
     let pv = preview(&b, &drain("a100-07"), &Policy::default(), Duration::ZERO);
@@ -306,7 +307,8 @@ fn a_drain_the_catalog_advises_against_says_so() {
 #[test]
 fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_is_not() {
     let b = bench();
-    if let Executor::LocalSim(s) = &b.sim {
+    {
+        let s = &b.world;
         // ib-leaf-2 flaps under h100-05..08 at +20 min.
         s.lock().expect("sim").advance(1230);
     }
@@ -341,7 +343,7 @@ fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_
             .unwrap_or_else(|| "y".into());
         run(&b, &cordon, &token, &Policy::default(), Duration::ZERO).expect("cordoned");
     }
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     assert!(
         ["h100-05", "h100-06", "h100-07", "h100-08"]
             .iter()
@@ -372,7 +374,7 @@ fn draining_a_node_of_a_failing_switch_is_refused_by_the_breaker_and_its_cordon_
 #[test]
 fn validate_refuses_a_node_that_still_runs_work() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let node = c
         .nodes
         .iter()
@@ -417,7 +419,7 @@ fn validate_refuses_a_node_that_still_runs_work() {
 #[test]
 fn every_sim_action_sends_exactly_the_steps_its_preview_listed() {
     let b = bench();
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let running: Vec<String> = c
         .jobs
         .iter()
@@ -539,10 +541,11 @@ fn every_sim_action_sends_exactly_the_steps_its_preview_listed() {
 #[test]
 fn a_domain_remedys_cordon_answers_the_domains_incident_in_audit_and_report() {
     let b = bench();
-    if let Executor::LocalSim(s) = &b.sim {
+    {
+        let s = &b.world;
         s.lock().expect("sim").advance(1230);
     }
-    let c = snapshot(&b.sim);
+    let c = snapshot(&b.world);
     let base = base_of(&c);
     let leaf = base
         .incidents

@@ -27,6 +27,7 @@ mod calls;
 mod error;
 mod evict;
 mod preview;
+mod scheduler;
 mod validate;
 
 pub use calls::*;

@@ -12,6 +12,7 @@ use crate::sources::SourceError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+mod steps;
 mod validate;
 
 /// How long to wait for a change to become visible.
