@@ -8,7 +8,6 @@ pub mod follow;
 pub mod guard;
 pub mod policy;
 pub mod runner;
-pub mod scheduler;
 pub mod seal;
 
 pub use crate::model::Action;

@@ -16,15 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// Why no executor could be had for an action.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum NoExecutor {
-    #[error("no scheduler source: actions need --source sim, slurm or kube")]
-    NoScheduler,
-    /// The scheduler did not answer the connection, in its words.
-    #[error("{0}")]
-    Unreachable(String),
-}
+pub use crate::protocol::scheduler::NoExecutor;
 
 pub struct Runner {
     pub control: Control,

@@ -110,9 +110,9 @@ impl Control {
     /// or a new connection to Slurm or Kubernetes.
     pub async fn connect(
         &self,
-    ) -> Result<crate::actions::executor::Executor, crate::actions::runner::NoExecutor> {
-        use crate::actions::executor::Executor;
-        use crate::actions::runner::NoExecutor;
+    ) -> Result<crate::protocol::scheduler::Executor, crate::protocol::scheduler::NoExecutor> {
+        use crate::protocol::scheduler::Executor;
+        use crate::protocol::scheduler::NoExecutor;
         let unreachable = |e: &dyn std::fmt::Display| NoExecutor::Unreachable(e.to_string());
         Ok(match self {
             Control::Sim(tx) => Executor::new(sim::Channel(tx.clone())),

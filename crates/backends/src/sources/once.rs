@@ -75,8 +75,8 @@ pub fn sim_reading(s: &super::sim::Sim) -> Reading {
 pub async fn connect(
     cfg: &SourceConfig,
     sim_seconds: u64,
-) -> Result<Option<(Reading, crate::actions::executor::Executor)>, OnceError> {
-    use crate::actions::executor::Executor;
+) -> Result<Option<(Reading, crate::protocol::scheduler::Executor)>, OnceError> {
+    use crate::protocol::scheduler::Executor;
     Ok(Some(match cfg {
         SourceConfig::Sim { sim, .. } => {
             let mut s = super::sim::Sim::new(*sim)?;

@@ -72,4 +72,4 @@ async fn deliver(
 }
 
 mod scheduler;
-pub use scheduler::{Channel, Own, calls_as};
+pub use scheduler::{Channel, Own};

@@ -206,6 +206,18 @@ impl Sim {
         Ok(steps)
     }
 
+    /// The sim's calls for `a`, each said by `who` (the simulated
+    /// scheduler, or a recording that sends nothing).
+    pub fn calls_as(who: &str, a: &Action, jobs: &[String]) -> Vec<String> {
+        Sim::calls(a, jobs)
+            .into_iter()
+            .map(|c| match c.split_once(": ") {
+                Some((cond, rest)) if cond.starts_with("on a ") => format!("{cond}: {who} {rest}"),
+                _ => format!("{who} {c}"),
+            })
+            .collect()
+    }
+
     /// The steps `apply` will take for `cmd`, in the words of their
     /// `what`, before anything is applied: what the preview says will be
     /// sent. `jobs` are the jobs the action ends (the blast radius's: a

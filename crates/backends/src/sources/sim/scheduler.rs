@@ -3,22 +3,10 @@
 //! command line's), both speaking the sim's calls.
 
 use super::{CommandRequest, Sim};
-use crate::actions::executor::{ObserveError, Pending, Scheduler};
 use crate::model::{Action, Cluster, Outcome, Step};
+use crate::protocol::scheduler::{ObserveError, Pending, Scheduler};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-
-/// The sim's calls for `a`, each said by `who` (the simulated scheduler,
-/// or a recording that sends nothing).
-pub fn calls_as(who: &str, a: &Action, jobs: &[String]) -> Vec<String> {
-    Sim::calls(a, jobs)
-        .into_iter()
-        .map(|c| match c.split_once(": ") {
-            Some((cond, rest)) if cond.starts_with("on a ") => format!("{cond}: {who} {rest}"),
-            _ => format!("{who} {c}"),
-        })
-        .collect()
-}
 
 const SIMULATED: &str = "simulated scheduler:";
 
@@ -31,7 +19,7 @@ pub struct Channel(pub mpsc::Sender<CommandRequest>);
 
 impl Scheduler for Channel {
     fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
-        calls_as(SIMULATED, a, jobs)
+        Sim::calls_as(SIMULATED, a, jobs)
     }
 
     fn execute<'a>(&'a self, a: &'a Action) -> Pending<'a, Vec<Step>> {
@@ -65,7 +53,7 @@ pub struct Own(pub Arc<Mutex<Sim>>);
 
 impl Scheduler for Own {
     fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
-        calls_as(SIMULATED, a, jobs)
+        Sim::calls_as(SIMULATED, a, jobs)
     }
 
     fn execute<'a>(&'a self, a: &'a Action) -> Pending<'a, Vec<Step>> {

@@ -3,8 +3,8 @@
 //! made), its refusals, its steps and its re-reading.
 
 use super::Executor;
-use crate::actions::executor::{ObserveError, Pending, Scheduler};
 use crate::model::{Action, Outcome, Step};
+use crate::protocol::scheduler::{ObserveError, Pending, Scheduler};
 
 impl Scheduler for Executor {
     fn prepare<'a>(&'a self, a: &'a Action) -> Pending<'a, ()> {

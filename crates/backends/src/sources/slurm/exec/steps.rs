@@ -4,8 +4,8 @@
 //! someone else took out left as it is.
 
 use super::{Call, CallError as SlurmCallError, Executor as SlurmExec, Outcome};
-use crate::actions::executor::{ObserveError, Pending, Scheduler};
 use crate::model::{Action, Step};
+use crate::protocol::scheduler::{ObserveError, Pending, Scheduler};
 
 /// A step that could not be sent at all.
 fn unsent(what: String, error: String) -> Step {

@@ -5,6 +5,7 @@
 //! guard, the runner and `follow` know none of them by name.
 
 use crate::model::{Action, Cluster, Outcome, Step};
+use crate::sim::Sim;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -66,4 +67,80 @@ pub trait Scheduler: Send + Sync {
     fn advance(&mut self, _secs: u64) -> Option<Result<Cluster, String>> {
         None
     }
+}
+
+/// The scheduler an action is sent to.
+pub struct Executor(Box<dyn Scheduler>);
+
+impl Executor {
+    pub fn new(s: impl Scheduler + 'static) -> Executor {
+        Executor(Box::new(s))
+    }
+
+    /// A recording played back: what would be sent is shown, nothing is.
+    pub fn replay() -> Executor {
+        Executor::new(Replayed)
+    }
+
+    pub async fn prepare(&self, a: &Action) {
+        self.0.prepare(a).await
+    }
+
+    pub fn warnings(&self, a: &Action) -> Vec<String> {
+        self.0.warnings(a)
+    }
+
+    pub fn cannot(&self, a: &Action) -> Option<String> {
+        self.0.cannot(a)
+    }
+
+    pub fn extra_time(&self, a: &Action) -> std::time::Duration {
+        self.0.extra_time(a)
+    }
+
+    pub fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
+        self.0.calls(a, jobs)
+    }
+
+    pub async fn execute(&self, a: &Action) -> Vec<Step> {
+        self.0.execute(a).await
+    }
+
+    pub async fn observe(&self, a: &Action) -> Result<Outcome, ObserveError> {
+        self.0.observe(a).await
+    }
+
+    /// See `Scheduler::advance`.
+    pub fn advance(&mut self, secs: u64) -> Option<Result<Cluster, String>> {
+        self.0.advance(secs)
+    }
+}
+
+/// A recording played back: its calls are the sim's words, marked as not
+/// sent, and nothing is ever executed.
+struct Replayed;
+
+impl Scheduler for Replayed {
+    fn calls(&self, a: &Action, jobs: &[String]) -> Vec<String> {
+        Sim::calls_as("(a recording: not sent)", a, jobs)
+    }
+
+    fn execute<'a>(&'a self, a: &'a Action) -> Pending<'a, Vec<Step>> {
+        let what = format!("{} {}", a.verb(), a.target());
+        Box::pin(async move { vec![Step::failed(what, "a recording cannot be acted on".into())] })
+    }
+
+    fn observe<'a>(&'a self, _a: &'a Action) -> Pending<'a, Result<Outcome, ObserveError>> {
+        Box::pin(async { Err(ObserveError("a recording cannot be acted on".into())) })
+    }
+}
+
+/// Why no executor could be had for an action.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoExecutor {
+    #[error("no scheduler source: actions need --source sim, slurm or kube")]
+    NoScheduler,
+    /// The scheduler did not answer the connection, in its words.
+    #[error("{0}")]
+    Unreachable(String),
 }
