@@ -10,7 +10,7 @@
 
 pub use nightshift_backends::{actions, postmortem, recording, sources};
 pub use nightshift_console::{analyst, app, columns, fleet, views};
-pub use nightshift_core::{engine, host, limits, model, report, text};
+pub use nightshift_core::{engine, host, limits, model, protocol, report, text};
 
 #[cfg(feature = "agent")]
 pub use nightshift_agent as agent;

@@ -935,6 +935,62 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
             .any(|l| l.starts_with("ok    scheduler") && l.contains("kube answered")),
         "{said}"
     );
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("ok    kubernetes rights") && l.contains("are allowed")),
+        "{said}"
+    );
+    // A context without the rights to act (kube-lab's `lab-viewer`, the
+    // `view` role's verbs). kubectl, the real client, finds the stand-in's
+    // answers to be the API server's: can-i says no, a cordon is forbidden.
+    let viewer = "gpu-lab-viewer";
+    let can = lab.kubectl(&["--context", viewer, "auth", "can-i", "patch", "nodes"]);
+    assert_eq!(
+        String::from_utf8_lossy(&can.stdout).trim(),
+        "no",
+        "{}",
+        text(&can)
+    );
+    let can = lab.kubectl(&["--context", viewer, "auth", "can-i", "list", "pods", "-A"]);
+    assert_eq!(
+        String::from_utf8_lossy(&can.stdout).trim(),
+        "yes",
+        "{}",
+        text(&can)
+    );
+    // (kubectl 1.32's cordon prints the refusal and still exits 0.)
+    let refused = lab.kubectl(&["--context", viewer, "cordon", "gpu-01"]);
+    assert!(
+        text(&refused).contains("cannot patch resource \"nodes\""),
+        "{}",
+        text(&refused)
+    );
+    assert_ne!(
+        lab.kubectl_json(&["get", "node", "gpu-01", "-o", "json"])["spec"]["unschedulable"],
+        true
+    );
+    let out = lab.nightshift(&["--context", viewer, "doctor"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    let rights = said
+        .lines()
+        .find(|l| l.starts_with("FAIL  kubernetes rights"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        rights.contains("cannot act: may not patch nodes (cordon")
+            && rights.contains("create pods/eviction (a drain's evictions)"),
+        "{rights}"
+    );
+    assert!(said.contains("as user lab-viewer"), "{said}");
+    // Read-only, the same user is all nightshift needs.
+    let out = lab.nightshift(&["--context", viewer, "--read-only", "doctor"]);
+    let said = text(&out);
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("ok    kubernetes rights")
+                && l.contains("read-only: actions' verbs not asked")),
+        "{said}"
+    );
 
     // A plain yes does not put a broken GPU back in service.
     let out = lab.nightshift(&["--config", cfg, "resume", "gpu-06", "--confirm", "y"]);

@@ -627,6 +627,7 @@ fn live_slurm_24_11_reads_agree_on_each_api_version_and_writes_go_through_rest()
         return;
     }
     let lab = Lab::start_version(Slurm::V24_11);
+    doctor_names_the_release(&lab, "24.11");
     let load = mixed_load(&lab);
     for api in ["v0.0.40", "v0.0.41", "v0.0.42"] {
         let via = Via {
@@ -796,6 +797,12 @@ fn doctor_on_the_lab(lab: &Lab) {
         line(&said, "ok    scontrol").contains("SLURM_CONF="),
         "{said}"
     );
+    // The API version chosen and the release slurmrestd speaks for.
+    let api = line(&said, "ok    slurm api");
+    assert!(
+        api.contains("v0.0.") && api.contains("slurmrestd says Slurm 22.05"),
+        "{api}"
+    );
     // A token that lived one second.
     let out = Command::new("scontrol")
         .args(["token", "username=root", "lifespan=1"])
@@ -835,6 +842,26 @@ fn doctor_on_the_lab(lab: &Lab) {
     assert!(
         line(&said, "warn  scontrol").contains("not found"),
         "{said}"
+    );
+}
+
+/// `nightshift doctor` on a newer lab: the scheduler read, the token good,
+/// the API version chosen and the release slurmrestd says it is.
+fn doctor_names_the_release(lab: &Lab, release: &str) {
+    let (_, said) = nightshift_on(lab, &[], &["doctor"]);
+    for start in ["ok    scheduler", "ok    slurm token"] {
+        assert!(
+            said.lines().any(|l| l.starts_with(start)),
+            "{start}: {said}"
+        );
+    }
+    let api = said
+        .lines()
+        .find(|l| l.starts_with("ok    slurm api"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        api.contains("v0.0.4") && api.contains(&format!("slurmrestd says Slurm {release}")),
+        "{api}"
     );
 }
 
@@ -2245,6 +2272,7 @@ fn live_slurm_26_05_actions_send_their_preview_and_a_maintenance_reservation_is_
     every_action_sends_what_its_preview_listed(&Lab::start_version(Slurm::V26_05));
 
     let lab = Lab::start_version(Slurm::V26_05);
+    doctor_names_the_release(&lab, "26.05");
     // Three nodes full; gpu04, the only one with room, goes into a
     // maintenance reservation.
     let busy: Vec<String> = ["gpu01", "gpu02", "gpu03"]

@@ -212,6 +212,14 @@ async fn handle(
         ));
     }
     let method = req.method().clone();
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let user = match crate::rbac::user_of(
+        header(hyper::header::AUTHORIZATION.as_str()),
+        header("impersonate-user"),
+    ) {
+        Ok(u) => u,
+        Err(f) => return fail(f),
+    };
     let agent = req
         .headers()
         .get(hyper::header::USER_AGENT)
@@ -232,8 +240,17 @@ async fn handle(
         Err(_) => return fail(Failure::new(413, "RequestEntityTooLarge", "body too large")),
     };
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let review = segs.as_slice() == ["apis", AUTHORIZATION, "v1", "selfsubjectaccessreviews"];
+    if segs.first() != Some(&"lab") && !review {
+        let watch = matches!(query_param(&query, "watch"), Some("true" | "1"));
+        let verb = crate::rbac::verb_of(method.as_str(), &segs, watch);
+        if !user.may(verb) {
+            return fail(crate::rbac::forbidden(user, verb, &segs));
+        }
+    }
     if method != hyper::Method::GET
         && segs.first() != Some(&"lab")
+        && !review
         && let Ok(mut w) = lab.writes.lock()
     {
         w.push(Write {
@@ -255,6 +272,20 @@ async fn handle(
                 "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
         ),
         ("GET", ["apis"]) => reply(200, &groups(&lab)),
+        ("GET", ["apis", AUTHORIZATION, "v1"]) => reply(200, &crate::rbac::resource_list()),
+        ("POST", ["apis", AUTHORIZATION, "v1", "selfsubjectaccessreviews"]) => {
+            let read = if ctype.starts_with("application/vnd.kubernetes.protobuf") {
+                crate::rbac::review_from_protobuf(&body)
+                    .ok_or_else(|| Failure::new(400, "BadRequest", "not a protobuf review"))
+            } else {
+                serde_json::from_slice::<Value>(&body)
+                    .map_err(|e| Failure::new(400, "BadRequest", e.to_string()))
+            };
+            match read.and_then(|b| crate::rbac::review(user, &b)) {
+                Ok(v) => reply(201, &v),
+                Err(f) => fail(f),
+            }
+        }
         ("GET", ["api", v]) => resource_list(&lab, "", v),
         ("GET", ["apis", VISIBILITY, "v1beta1"]) if kueue_served(&lab) => reply(
             200,
@@ -344,6 +375,7 @@ async fn handle(
 
 /// Kueue's visibility API group (an aggregated API on a real cluster).
 const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
+const AUTHORIZATION: &str = "authorization.k8s.io";
 
 fn kueue_served(lab: &Lab) -> bool {
     lab.store.lock().is_ok_and(|s| {
@@ -389,6 +421,8 @@ fn groups(lab: &Lab) -> Value {
         let v = json!({"groupVersion": format!("{VISIBILITY}/v1beta1"), "version": "v1beta1"});
         groups.push(json!({"name": VISIBILITY, "versions": [v], "preferredVersion": v}));
     }
+    let v = json!({"groupVersion": format!("{AUTHORIZATION}/v1"), "version": "v1"});
+    groups.push(json!({"name": AUTHORIZATION, "versions": [v], "preferredVersion": v}));
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 

@@ -40,16 +40,23 @@
 //! connection), `POST /lab/down?seconds=N` (answer 503 for N seconds),
 //! `POST /lab/apply` (create or replace one object, JSON).
 //!
-//! Not served: authentication (every request is allowed), Table output,
+//! - two users (see `rbac`): no credentials is `lab-admin`, who may do
+//!   anything; `lab-viewer` (impersonated, or by its token) may only get,
+//!   list and watch, and is answered 403 Forbidden otherwise;
+//!   `SelfSubjectAccessReview` says which.
+//!
+//! Not served: other authentication, RBAC objects, Table output,
 //! JSON patch and server-side apply (415), creation other than through
 //! `/lab/apply`, aggregated discovery; a `continue` token never expires.
 
 mod http;
 mod query;
+mod rbac;
 mod resources;
 mod store;
 
 pub use http::{Lab, Write, serve};
+pub use rbac::VIEWER_TOKEN;
 pub use store::{Resource, Store, merge, selects};
 
 use serde_json::Value;
@@ -134,13 +141,18 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Value>, LabError> {
     Ok(out)
 }
 
-/// A kubeconfig for a lab at `server` (`http://127.0.0.1:PORT`), with one
-/// context named after the cluster.
+/// A kubeconfig for a lab at `server` (`http://127.0.0.1:PORT`): the
+/// context named after the cluster (current) is `lab-admin`'s;
+/// `CLUSTER-viewer` is the read-only `lab-viewer`'s (lab-admin acting as
+/// lab-viewer: `as:`, the impersonation kubectl and kube-rs send over
+/// plain HTTP).
 pub fn kubeconfig(server: &str, cluster: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: {cluster}\n  cluster:\n    server: {server}\n\
          contexts:\n- name: {cluster}\n  context:\n    cluster: {cluster}\n    user: lab-admin\n\
-         current-context: {cluster}\nusers:\n- name: lab-admin\n  user: {{}}\npreferences: {{}}\n"
+         - name: {cluster}-viewer\n  context:\n    cluster: {cluster}\n    user: lab-viewer\n\
+         current-context: {cluster}\nusers:\n- name: lab-admin\n  user: {{}}\n\
+         - name: lab-viewer\n  user:\n    as: lab-viewer\npreferences: {{}}\n"
     )
 }
 

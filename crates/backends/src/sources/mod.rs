@@ -4,6 +4,7 @@
 //! whole snapshots: the UI keeps the newest and knows how old it is.
 
 pub mod dcgm;
+pub mod doctor;
 pub mod endpoints;
 pub mod error;
 pub mod http;

@@ -5,6 +5,7 @@
 //! depends on the core alone and never on the backends' I/O crates.
 
 pub mod action;
+pub mod doctor;
 pub mod replay;
 pub mod scheduler;
 pub mod source;

@@ -2,6 +2,7 @@
 //! pods, events, PodDisruptionBudgets, and — when their CRDs are served —
 //! Kueue and Volcano objects, mapped into the model (see `map`).
 
+pub mod doctor;
 pub mod exec;
 pub mod fields;
 pub mod map;
@@ -209,6 +210,13 @@ pub struct Discovered {
 
 /// Connects and discovers, as the console would, without reading objects.
 pub async fn discover(cfg: &KubeConfig) -> Result<Discovered, SourceError> {
+    discover_on(cfg).await.map(|(d, _, _)| d)
+}
+
+/// `discover`, with the connection it made and the resources it found.
+pub async fn discover_on(
+    cfg: &KubeConfig,
+) -> Result<(Discovered, Connection, Vec<Watched>), SourceError> {
     let conn = connect(cfg).await?;
     let (watched, notes) = resources(&conn).await?;
     let kc = match &cfg.kubeconfig {
@@ -226,17 +234,18 @@ pub async fn discover(cfg: &KubeConfig) -> Result<Discovered, SourceError> {
             .and_then(|c| c.context.as_ref())
             .and_then(|c| c.user.clone())
     });
-    Ok(Discovered {
+    let d = Discovered {
         context,
         user,
-        url: conn.url,
+        url: conn.url.clone(),
         kinds: watched
             .iter()
             .filter(|w| !w.resource.group.is_empty())
             .map(|w| format!("{} {}", w.resource.kind, w.resource.api_version))
             .collect(),
         notes,
-    })
+    };
+    Ok((d, conn, watched))
 }
 
 /// One watched (or listed) resource.

@@ -74,7 +74,7 @@ impl std::fmt::Display for Call {
 }
 
 /// `scancel` (or `sbatch`) from the same place as the configured `scontrol`.
-fn beside(scontrol: &str, program: &str) -> String {
+pub(crate) fn beside(scontrol: &str, program: &str) -> String {
     match scontrol.rsplit_once('/') {
         Some((dir, _)) => format!("{dir}/{program}"),
         None => program.into(),

@@ -3,6 +3,7 @@
 //! requeue, priority) for the guarded actions.
 
 pub mod client;
+pub mod doctor;
 pub mod error;
 pub mod exec;
 pub mod gres;
