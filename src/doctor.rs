@@ -48,35 +48,42 @@ fn endpoints(
     if e.is_empty() {
         return;
     }
-    let started = Instant::now();
-    let poll = rt.block_on(async {
-        let mut p = crate::sources::endpoints::Poller::new(e)?.whole();
-        Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
-    });
-    let took = started.elapsed();
-    let poll = match poll {
-        Ok(p) => p,
-        Err(why) => {
-            out.push(check("endpoints", Verdict::Fail, why, None));
-            return;
-        }
-    };
-    for (origin, error) in &poll.polled {
-        let name = format!("endpoint {}", origin.name());
-        out.push(match error {
-            None => check(
-                &name,
-                Verdict::Ok,
-                format!("answered (all in {} ms)", took.as_millis()),
-                None,
-            ),
-            Some(err) => check(
-                &name,
-                Verdict::Fail,
-                err.to_string(),
-                Some("is it running, and reachable from here? (curl the URL from this host)"),
-            ),
+    // Prometheus on its own, so that its time is its own (a slow one ages
+    // every refresh of the console); the direct endpoints together.
+    let mut groups = Vec::new();
+    if e.prometheus.is_some() {
+        groups.push(crate::sources::endpoints::Endpoints {
+            dcgm: Vec::new(),
+            node_exporter: Vec::new(),
+            ..e.clone()
         });
+    }
+    if !e.dcgm.is_empty() || !e.node_exporter.is_empty() {
+        groups.push(crate::sources::endpoints::Endpoints {
+            prometheus: None,
+            ..e.clone()
+        });
+    }
+    let mut poll = crate::sources::endpoints::Poll::default();
+    for g in &groups {
+        let started = Instant::now();
+        let polled = rt.block_on(async {
+            let mut p = crate::sources::endpoints::Poller::new(g)?.whole();
+            Ok::<_, String>(p.poll(&base, &[], &g.hosts).await)
+        });
+        let took = started.elapsed();
+        let polled = match polled {
+            Ok(p) => p,
+            Err(why) => {
+                out.push(check("endpoints", Verdict::Fail, why, None));
+                return;
+            }
+        };
+        for (origin, error) in &polled.polled {
+            out.push(endpoint_line(&origin.name(), error.as_ref(), took));
+        }
+        poll.readings.extend(polled.readings);
+        poll.polled.extend(polled.polled);
     }
     // A GPU seen (by its labels) with no field nightshift reads: an
     // exporter whose names it does not know.
@@ -115,6 +122,7 @@ fn endpoints(
     if r.iter().all(|x| x.nvlink.total().is_none()) {
         missing.push("no NVLink counters: link storms cannot be seen");
     }
+    let names = generation(&r);
     out.push(check(
         "GPU readings",
         if missing.is_empty() {
@@ -123,7 +131,7 @@ fn endpoints(
             Verdict::Warn
         },
         format!(
-            "{} GPUs on {} hosts{}",
+            "{} GPUs on {} hosts, named as {names}{}",
             r.len(),
             hosts.len(),
             if missing.is_empty() {
@@ -135,6 +143,61 @@ fn endpoints(
         (!missing.is_empty())
             .then_some("enable those fields in the exporter's counters file (dcgm-exporter -f)"),
     ));
+}
+
+/// An endpoint that answered (slow or not) or did not.
+fn endpoint_line(
+    name: &str,
+    error: Option<&crate::sources::SourceError>,
+    took: std::time::Duration,
+) -> Check {
+    let name = format!("endpoint {name}");
+    match error {
+        // The console refreshes every few seconds: an answer that takes
+        // longer than the refresh target (docs/performance.md) ages it.
+        None if took > SLOW => check(
+            &name,
+            Verdict::Warn,
+            format!(
+                "answered, slowly: {} ms (over {} s, every refresh waits on it)",
+                took.as_millis(),
+                SLOW.as_secs()
+            ),
+            Some(
+                "look at its load (a Prometheus: its query log, recording rules), or raise [endpoints] interval",
+            ),
+        ),
+        None => check(
+            &name,
+            Verdict::Ok,
+            format!("answered in {} ms", took.as_millis()),
+            None,
+        ),
+        Some(err) => check(
+            &name,
+            Verdict::Fail,
+            err.to_string(),
+            Some("is it running, and reachable from here? (curl the URL from this host)"),
+        ),
+    }
+}
+
+/// An answer slower than this is a slow endpoint.
+const SLOW: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Which generation of dcgm-exporter's names the readings came in.
+fn generation(r: &[&crate::sources::dcgm::Reading]) -> &'static str {
+    use crate::model::MetricNames;
+    let seen = r
+        .iter()
+        .filter_map(|x| x.names)
+        .fold(MetricNames::Either, MetricNames::and);
+    match seen {
+        MetricNames::Legacy => "dcgm-exporter 4.8 and before",
+        MetricNames::Dcgm47 => "dcgm-exporter 4.9 and later (DCGM 4.7 names)",
+        MetricNames::Mixed => "both generations (a mix of exporters)",
+        MetricNames::Either => "names both generations share",
+    }
 }
 
 /// The audit log: where it is, whether it can be written and locked, and

@@ -245,6 +245,7 @@ fn exporters_directly_and_through(prometheus_bin: &str) {
     });
     let items = ready.expect("Prometheus never served the three exporters' GPUs");
     check_fixture_gpus(&items, "prometheus", &nodes);
+    doctor_on_prometheus(dir.path(), &url, &uc);
 
     // 3. The charts' back-fill: the same two range queries the TUI sends
     // at start, answered by the real Prometheus's query engine.
@@ -309,6 +310,48 @@ fn exporters_directly_and_through(prometheus_bin: &str) {
 }
 
 /// HTTP GET with std only; returns the body.
+/// `nightshift doctor` on this real Prometheus (issue 41): answering, the
+/// exporters' name generations, and the same Prometheus behind a proxy
+/// that holds each request 2.5 s — slow, said with what to do.
+fn doctor_on_prometheus(dir: &std::path::Path, url: &str, new_names: &str) {
+    let audit = dir.join("audit.jsonl");
+    let audit = audit.to_str().expect("path");
+    let doctor = |args: &[&str]| {
+        let out = common::nightshift(dir, &[args, &["--audit-log", audit, "doctor"]].concat());
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let line = |said: &str, start: &str| {
+        said.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no {start:?} in\n{said}"))
+            .to_string()
+    };
+    let said = doctor(&["--prometheus", url]);
+    assert!(
+        line(&said, "ok    endpoint").contains("answered in"),
+        "{said}"
+    );
+    assert!(
+        line(&said, "warn  GPU readings").contains("9 GPUs on 3 hosts, named as both generations"),
+        "{said}"
+    );
+    let said = doctor(&["--dcgm", new_names]);
+    assert!(
+        line(&said, "warn  GPU readings").contains("named as dcgm-exporter 4.9 and later"),
+        "{said}"
+    );
+    let port: u16 = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let slow = common::fake::slow_proxy(port, Duration::from_millis(2500));
+    let said = doctor(&["--prometheus", &format!("http://127.0.0.1:{slow}")]);
+    let l = line(&said, "warn  endpoint");
+    assert!(l.contains("answered, slowly"), "{said}");
+    assert!(said.contains("→ look at its load"), "{said}");
+}
+
 fn http_get(port: u16, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;

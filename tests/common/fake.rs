@@ -195,3 +195,36 @@ fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
         }
     }
 }
+
+/// A TCP proxy on loopback to `port` that holds each connection `delay`
+/// before it passes it on: the server behind it, answering slowly (a
+/// loaded Prometheus). Returns the proxy's port.
+#[allow(dead_code)]
+pub fn slow_proxy(port: u16, delay: Duration) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mine = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                std::thread::sleep(delay);
+                let Ok(server) = TcpStream::connect(("127.0.0.1", port)) else {
+                    return;
+                };
+                let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Write);
+                    })
+                };
+                let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else {
+                    return;
+                };
+                let up = pipe(client, server);
+                let down = pipe(s2, c2);
+                let _ = up.join();
+                let _ = down.join();
+            });
+        }
+    });
+    mine
+}
