@@ -284,14 +284,26 @@ fn terminal() -> Check {
     } else {
         "256 colours or fewer"
     };
+    let paste = match bracketed_paste() {
+        Some(true) => "bracketed paste supported",
+        Some(false) => {
+            "no bracketed paste: a paste arrives as keys (a typed confirmation refuses it)"
+        }
+        None => "did not say whether it brackets pastes (DECRQM 2004)",
+    };
     match size {
         Some((w, h)) if w < 80 || h < 24 => check(
             "terminal",
             Verdict::Warn,
-            format!("{w}×{h}, {colours}: under 80×24 the console shows less"),
+            format!("{w}×{h}, {colours}, {paste}: under 80×24 the console shows less"),
             Some("a larger window"),
         ),
-        Some((w, h)) => check("terminal", Verdict::Ok, format!("{w}×{h}, {colours}"), None),
+        Some((w, h)) => check(
+            "terminal",
+            Verdict::Ok,
+            format!("{w}×{h}, {colours}, {paste}"),
+            None,
+        ),
         None => check(
             "terminal",
             Verdict::Warn,
@@ -299,6 +311,65 @@ fn terminal() -> Check {
             None,
         ),
     }
+}
+
+/// Asks the terminal whether it knows bracketed paste (DECRQM for private
+/// mode 2004: `CSI ? 2004 $ p`, answered `CSI ? 2004 ; Ps $ y`, Ps 0 when
+/// the mode is unknown). `None`: no answer within 300 ms.
+fn bracketed_paste() -> Option<bool> {
+    use std::io::{IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    // Standard input raw (no line buffering, no echo) while it answers:
+    // stdin's own modes, set and restored here.
+    // SAFETY: termios is plain data, filled by tcgetattr before any use.
+    let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 0 is a terminal (checked above); the pointer is valid.
+    if unsafe { libc::tcgetattr(0, &mut saved) } != 0 {
+        return None;
+    }
+    let mut raw = saved;
+    // SAFETY: a valid termios, then set on fd 0.
+    unsafe { libc::cfmakeraw(&mut raw) };
+    if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } != 0 {
+        return None;
+    }
+    let mut answer = Vec::new();
+    let mut out = std::io::stdout();
+    if out
+        .write_all(b"\x1b[?2004$p")
+        .and_then(|()| out.flush())
+        .is_ok()
+    {
+        let deadline = Instant::now() + std::time::Duration::from_millis(300);
+        while !answer.ends_with(b"$y") && answer.len() < 64 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut fd = libc::pollfd {
+                fd: 0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, for the duration of the call.
+            let ready = unsafe { libc::poll(&mut fd, 1, left.as_millis() as libc::c_int) };
+            if ready <= 0 {
+                break;
+            }
+            // fd 0 itself: std's stdin buffers, and poll would not see
+            // what its buffer took.
+            let mut byte = [0u8; 1];
+            // SAFETY: reads at most one byte into a one-byte buffer.
+            if unsafe { libc::read(0, byte.as_mut_ptr().cast(), 1) } != 1 {
+                break;
+            }
+            answer.push(byte[0]);
+        }
+    }
+    // SAFETY: restores the modes read above on the same descriptor.
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &saved) };
+    let text = String::from_utf8_lossy(&answer);
+    let ps = text.split("?2004;").nth(1)?.split('$').next()?;
+    Some(ps != "0")
 }
 
 /// The checks as lines: `ok    scheduler  slurm answered…  → fix`.

@@ -766,3 +766,91 @@ fn a_drained_node_goes_back_to_service_through_a_passing_check() {
     t.expect("EXIT=0");
     assert_restored(&t);
 }
+
+/// `nightshift doctor` in a pty whose terminal the test plays: when the
+/// doctor asks whether bracketed paste is known (DECRQM 2004), the test
+/// answers `answer` (or nothing); returns what the doctor printed.
+fn doctor_in_a_pty(answer: Option<&'static [u8]>) -> String {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut master, mut slave) = (0, 0);
+    let size = libc::winsize {
+        ws_row: 24,
+        ws_col: 80,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: out-pointers to two ints and a winsize that outlive the call.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: openpty gave us both descriptors; each is owned once here.
+    let (master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            std::fs::File::from_raw_fd(slave),
+        )
+    };
+    let mut child = Command::new(bin())
+        .args(["--audit-log"])
+        .arg(dir.path().join("audit.jsonl"))
+        .args(["--log-file"])
+        .arg(dir.path().join("log"))
+        .arg("doctor")
+        .env_remove("COLORTERM")
+        .stdin(slave.try_clone().expect("slave"))
+        .stdout(slave.try_clone().expect("slave"))
+        .stderr(slave)
+        .spawn()
+        .expect("nightshift doctor");
+    let mut terminal = master.try_clone().expect("master");
+    let reader = std::thread::spawn(move || {
+        let mut master = master;
+        let mut seen = Vec::new();
+        let mut answered = false;
+        let mut buf = [0u8; 4096];
+        // EIO once the child is gone and the slave closed.
+        while let Ok(n @ 1..) = master.read(&mut buf) {
+            seen.extend_from_slice(&buf[..n]);
+            if !answered && seen.windows(9).any(|w| w == b"\x1b[?2004$p") {
+                answered = true;
+                if let Some(a) = answer {
+                    terminal.write_all(a).expect("answer");
+                }
+            }
+        }
+        String::from_utf8_lossy(&seen).to_string()
+    });
+    child.wait().expect("wait");
+    reader.join().expect("reader")
+}
+
+#[test]
+fn doctor_asks_the_terminal_whether_it_brackets_pastes() {
+    let line = |said: &str| {
+        said.lines()
+            .find(|l| l.contains("terminal "))
+            .unwrap_or_else(|| panic!("{said}"))
+            .to_string()
+    };
+    // DECRPM: 2 — known, reset (the console sets it when it starts).
+    let said = doctor_in_a_pty(Some(b"\x1b[?2004;2$y"));
+    assert!(
+        line(&said).contains("80×24, 256 colours or fewer, bracketed paste supported"),
+        "{said:?}"
+    );
+    // 0 — not recognized.
+    let said = doctor_in_a_pty(Some(b"\x1b[?2004;0$y"));
+    assert!(line(&said).contains("no bracketed paste"), "{said:?}");
+    // No answer at all (tmux 3.3 says nothing).
+    let said = doctor_in_a_pty(None);
+    assert!(line(&said).contains("did not say"), "{said:?}");
+}

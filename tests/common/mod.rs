@@ -11,8 +11,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// The binary under test: this build's, or the one `NIGHTSHIFT_TEST_BIN`
+/// names (scripts/portable-build.sh runs the command-line tests on the
+/// portable build with it).
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_nightshift")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("NIGHTSHIFT_TEST_BIN")
+            .ok()
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_nightshift").to_string())
+    })
 }
 
 /// The DCGM diagnostics stand-in the validation tests run as a node's
