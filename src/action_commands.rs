@@ -10,6 +10,7 @@ use crate::config::Settings;
 use crate::engine::memory::Moment;
 use crate::error::CommandError;
 use crate::model::Cluster;
+use crate::model::Phase;
 use crate::text::{self, sanitize};
 use serde::Serialize;
 use std::time::Duration;
@@ -410,7 +411,7 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
                     None => r
                         .note
                         .clone()
-                        .or_else(|| (r.phase == "armed").then(|| r.preview.clone()))
+                        .or_else(|| (r.phase == Phase::Armed).then(|| r.preview.clone()))
                         .unwrap_or_else(|| "-".to_string()),
                     Some(o) if o.no_op => "no-op".into(),
                     Some(o) if !o.ok => format!("FAILED: {}", o.error.as_deref().unwrap_or("")),

@@ -3,6 +3,7 @@
 mod common;
 
 use common::nightshift;
+use nightshift::engine::incidents::IncidentKind;
 use serde_json::{Value, json};
 
 fn json(args: &[&str]) -> Value {
@@ -1597,9 +1598,9 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         for i in b
             .incidents
             .iter()
-            .filter(|i| i.is_open() && i.kind != "stall")
+            .filter(|i| i.is_open() && i.kind != IncidentKind::Stall)
         {
-            let nodes = if i.kind == "domain" {
+            let nodes = if i.kind == IncidentKind::Domain {
                 i.nodes.clone()
             } else {
                 vec![i.node.clone()]
@@ -1608,7 +1609,7 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
                 let o = node_options(c, b, &node, &site).expect("options");
                 let w = o.options.iter().find(|x| x.recommended).expect("one");
                 let said = format!("+{minute}m {} {node}: {} ({})", i.id, w.name, w.title);
-                if i.kind == "domain" {
+                if i.kind == IncidentKind::Domain {
                     assert!(
                         !["validate_resume", "do_nothing"].contains(&w.name),
                         "{said}: put back or left while its domain fails"
@@ -1644,7 +1645,7 @@ fn every_surface_gives_one_answer_for_the_same_moment() {
         "the incidents of a console that jumped there"
     );
     assert!(
-        b.incidents.iter().any(|i| i.kind == "stall")
+        b.incidents.iter().any(|i| i.kind == IncidentKind::Stall)
             || b.incidents
                 .iter()
                 .any(|i| i.burning_gpu_hours_per_hour.is_some()),

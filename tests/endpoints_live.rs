@@ -6,6 +6,7 @@
 mod common;
 
 use common::{free_port, require, wait_for};
+use nightshift::engine::incidents::IncidentKind;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -707,7 +708,10 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
         let mut found = None;
         for _ in 0..2 {
             let c = next_snapshot(&mut out).await;
-            if let Some(i) = incidents(&c).into_iter().find(|i| i.kind == "link") {
+            if let Some(i) = incidents(&c)
+                .into_iter()
+                .find(|i| i.kind == IncidentKind::Link)
+            {
                 found = Some(i);
                 break;
             }
@@ -732,10 +736,9 @@ fn an_ib_port_flapping_in_the_real_node_exporter_is_an_incident_within_two_scrap
         let mut flap = None;
         for _ in 0..2 {
             let c = next_snapshot(&mut out).await;
-            if let Some(i) = incidents(&c)
-                .into_iter()
-                .find(|i| i.kind == "link" && i.evidence.iter().any(|e| e.contains("mlx5_1/1")))
-            {
+            if let Some(i) = incidents(&c).into_iter().find(|i| {
+                i.kind == IncidentKind::Link && i.evidence.iter().any(|e| e.contains("mlx5_1/1"))
+            }) {
                 flap = Some(i);
                 break;
             }

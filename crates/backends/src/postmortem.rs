@@ -7,10 +7,12 @@ use crate::actions::audit::Record;
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::incidents::Incident;
+use crate::engine::incidents::IncidentKind;
 use crate::engine::kpis::{Change, JobWatch, KpiBook, Kpis};
 use crate::engine::memory::Memory;
 use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
+use crate::model::Phase;
 use crate::model::{Cluster, JobState, Timestamp};
 use crate::recording::{Recording, RecordingError};
 use rustc_hash::FxHashMap;
@@ -224,12 +226,12 @@ fn actions_of(rec: &Recording) -> Vec<Action> {
     let audit = rec.audit();
     let outcomes: FxHashMap<&str, &Record> = audit
         .iter()
-        .filter(|(_, r)| r.phase == "outcome")
+        .filter(|(_, r)| r.phase == Phase::Outcome)
         .map(|(_, r)| (r.id.as_str(), *r))
         .collect();
     let mut actions: Vec<Action> = audit
         .iter()
-        .filter(|(_, r)| r.phase == "intent")
+        .filter(|(_, r)| r.phase == Phase::Intent)
         .map(|(t, r)| action_of(*t, r, outcomes.get(r.id.as_str()).copied()))
         .collect();
     actions.sort_by_key(|a| a.time);
@@ -372,7 +374,8 @@ pub fn report(
     for inc in ordered {
         let mut jobs = Vec::new();
         for j in &inc.jobs {
-            let stalled = inc.kind == "stall" || base_end.stalls.iter().any(|x| x.job == j.id);
+            let stalled =
+                inc.kind == IncidentKind::Stall || base_end.stalls.iter().any(|x| x.job == j.id);
             let (fate, stopped) = fates.fate(&j.id, stalled);
             // Work is lost when the job stops (died, requeued), or — a hung
             // job still holding its GPUs — all of it since its checkpoint
@@ -549,7 +552,7 @@ fn seen(found: &mut std::collections::BTreeMap<String, Incident>, now: Vec<Incid
     for i in now {
         let wider = found
             .get(&i.id)
-            .is_none_or(|x| i.kind == "domain" && i.nodes.len() > x.nodes.len());
+            .is_none_or(|x| i.kind == IncidentKind::Domain && i.nodes.len() > x.nodes.len());
         if wider {
             found.insert(i.id.clone(), i);
         }

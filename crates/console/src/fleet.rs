@@ -286,7 +286,7 @@ mod tests {
         // A domain's incident opens the domain's nodes (a list filtered
         // to it); a node's, the node.
         let inc = rows[i].1;
-        let (node, domain) = if inc.kind == "domain" {
+        let (node, domain) = if inc.kind == crate::engine::incidents::IncidentKind::Domain {
             (None, Some(format!("domain:{}", inc.node)))
         } else {
             (Some(inc.node.clone()), None)

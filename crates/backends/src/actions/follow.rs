@@ -12,14 +12,15 @@ use super::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::armed::{Due, describe, due};
+use crate::model::Phase;
 use crate::model::audit::Record;
 use crate::model::{Action, Armed, Cluster, Trigger};
 use std::time::Duration;
 
-fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
+fn record(a: &Armed, who: &Who, phase: Phase, note: Option<String>) -> Record {
     Record {
         id: a.id.clone(),
-        phase: phase.into(),
+        phase,
         time: audit::now(),
         operator: audit::os_user(),
         scheduler_user: who.scheduler_user.clone(),
@@ -30,7 +31,7 @@ fn record(a: &Armed, who: &Who, phase: &str, note: Option<String>) -> Record {
         target: a.action.target().into(),
         reason: a.action.reason().map(str::to_string),
         preview: describe(a),
-        armed: (phase == "armed").then(|| a.clone()),
+        armed: (phase == Phase::Armed).then(|| a.clone()),
         note,
         ..Record::default()
     }
@@ -72,7 +73,7 @@ pub fn arm_forced(
     };
     super::seal::armable(&a).map_err(ArmError::NotArmable)?;
     a.tag = super::seal::tag(&key, &a);
-    log.write(&record(&a, who, "armed", None))
+    log.write(&record(&a, who, Phase::Armed, None))
         .map_err(ArmError::Audit)?;
     Ok(a)
 }
@@ -156,7 +157,7 @@ pub fn cancel(log: &AuditLog, who: &Who, id: &str, why: &str) -> Result<Armed, S
             ));
         }
     };
-    log.write(&record(&a, who, "cancelled", Some(why.to_string())))
+    log.write(&record(&a, who, Phase::Cancelled, Some(why.to_string())))
         .map_err(|e| e.to_string())?;
     Ok(a)
 }
@@ -252,7 +253,7 @@ fn close_interrupted(a: &Armed, f: &Firing<'_>) -> bool {
         .collect();
     for r in &open {
         let closed = Record {
-            phase: "outcome".into(),
+            phase: Phase::Outcome,
             time: audit::now(),
             outcome: Some(audit::Outcome {
                 ok: false,
@@ -325,7 +326,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         let note = format!("{}: {why}", describe(a));
         let _ = f
             .log
-            .write(&record(a, f.who, "refused", Some(note.clone())));
+            .write(&record(a, f.who, Phase::Refused, Some(note.clone())));
         Fired::Refused(note)
     };
     if let Some(r) = breaker_now(a, f) {
@@ -341,7 +342,9 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     // Nothing left to do after its own interrupted send: it was done.
     if let (true, Some(Refusal::Nothing(n))) = (interrupted, &p.refusal) {
         let note = format!("{why}: done by its interrupted send ({n})");
-        let _ = f.log.write(&record(a, f.who, "fired", Some(note.clone())));
+        let _ = f
+            .log
+            .write(&record(a, f.who, Phase::Fired, Some(note.clone())));
         return Fired::Sent {
             message: note,
             ok: true,
@@ -361,7 +364,9 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     match guard::run(&p, &typed, f.executor, f.log, f.who, f.timeout, now).await {
         Ok(done) => {
             let note = format!("{why}: {}", done.message);
-            let _ = f.log.write(&record(a, f.who, "fired", Some(note.clone())));
+            let _ = f
+                .log
+                .write(&record(a, f.who, Phase::Fired, Some(note.clone())));
             Fired::Sent {
                 message: note,
                 ok: done.outcome.ok,

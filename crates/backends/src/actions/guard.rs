@@ -12,6 +12,8 @@ use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::blast::{Blast, blast};
 use crate::engine::error::EngineError;
+use crate::engine::incidents::IncidentKind;
+use crate::model::Phase;
 use crate::model::{Cluster, Refused};
 pub use crate::protocol::action::{Answer, Done, Preview};
 use std::time::Duration;
@@ -105,10 +107,12 @@ fn engine_warnings(
     // something else (an application Xid: restart the job, the GPU is fine).
     if let Action::Drain { node, .. } | Action::Cordon { node, .. } = a
         && !base.unusable.contains(node.as_str())
-        && let Some(i) = base
-            .incidents
-            .iter()
-            .find(|i| &i.node == node && i.is_open() && i.kind != "node" && !i.action.needs_drain())
+        && let Some(i) = base.incidents.iter().find(|i| {
+            &i.node == node
+                && i.is_open()
+                && i.kind != IncidentKind::Node
+                && !i.action.needs_drain()
+        })
     {
         warnings.push(format!(
             "the catalog's remedy for {} on {node} is not a drain: {} — see the options (O, or nightshift options {node})",
@@ -133,7 +137,7 @@ fn cordons_failing_domain(a: &Action, base: &Base) -> bool {
     };
     base.incidents
         .iter()
-        .any(|i| i.kind == "domain" && i.is_open() && i.nodes.contains(node))
+        .any(|i| i.kind == IncidentKind::Domain && i.is_open() && i.nodes.contains(node))
 }
 
 /// The breaker's refusal of a drain whose node's only trouble is its
@@ -146,7 +150,7 @@ fn failing_domain_drain(a: &Action, base: &Base) -> Option<Refusal> {
     let d = base
         .incidents
         .iter()
-        .find(|i| i.kind == "domain" && i.is_open() && i.nodes.contains(node))?;
+        .find(|i| i.kind == IncidentKind::Domain && i.is_open() && i.nodes.contains(node))?;
     let only_fabric = base
         .node_verdict(node)
         .is_none_or(|v| v.verdict.action <= crate::engine::xid::ActionClass::CordonDomain);
@@ -283,9 +287,9 @@ pub fn preview(
     // the node's own (issue 39: the leaf plan's cordons were filed under
     // the nodes' Xid and DBE incidents).
     let incident = if remedy {
-        base.incidents
-            .iter()
-            .find(|i| i.kind == "domain" && i.is_open() && i.nodes.iter().any(|n| n == a.target()))
+        base.incidents.iter().find(|i| {
+            i.kind == IncidentKind::Domain && i.is_open() && i.nodes.iter().any(|n| n == a.target())
+        })
     } else {
         a.on_node()
             .then(|| base.node_incident(a.target()))
@@ -363,10 +367,10 @@ fn unreadable_audit(e: audit::AuditError) -> Refusal {
     ))
 }
 
-fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOutcome>) -> Record {
+fn record(p: &Preview, who: &Who, id: &str, phase: Phase, outcome: Option<AuditOutcome>) -> Record {
     Record {
         id: id.to_string(),
-        phase: phase.into(),
+        phase,
         time: audit::now(),
         operator: audit::os_user(),
         scheduler_user: who.scheduler_user.clone(),
@@ -378,12 +382,12 @@ fn record(p: &Preview, who: &Who, id: &str, phase: &str, outcome: Option<AuditOu
         reason: p.action.reason().map(str::to_string),
         preview: p.summary.clone(),
         incident: p.incident.clone(),
-        fault: (phase == "intent").then(|| p.fault.clone()).flatten(),
+        fault: (phase == Phase::Intent).then(|| p.fault.clone()).flatten(),
         step_of: p.step_of.clone(),
         source_time: Some(p.source_time),
         domain_remedy: p.domain_remedy,
         // The intent carries what the operator saw; the outcome its result.
-        warnings: if phase == "intent" {
+        warnings: if phase == Phase::Intent {
             p.warnings.clone()
         } else {
             Vec::new()
@@ -547,7 +551,7 @@ pub async fn run(
         if let Some(why) = taken_meanwhile(p, &now, &reading) {
             return Err(NotSent::TakenMeanwhile(why));
         }
-        log.write(&record(p, who, &id, "intent", None))
+        log.write(&record(p, who, &id, Phase::Intent, None))
             .map_err(NotSent::from)
     })??;
     let outcome = if p.no_op {
@@ -594,7 +598,7 @@ pub async fn run(
             }
         }
     };
-    let written = log.write(&record(p, who, &id, "outcome", Some(outcome.clone())));
+    let written = log.write(&record(p, who, &id, Phase::Outcome, Some(outcome.clone())));
     let mut message = message(p, &outcome);
     if let Err(e) = written {
         message.push_str(&format!(" (audit outcome not written: {e})"));

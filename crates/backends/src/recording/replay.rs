@@ -328,7 +328,7 @@ mod tests {
         let times: Vec<(String, i64)> = b
             .incidents
             .iter()
-            .filter(|i| i.time > start && i.kind != "stall")
+            .filter(|i| i.time > start && i.kind != crate::engine::incidents::IncidentKind::Stall)
             .map(|i| (i.label.clone(), i.time))
             .collect();
         assert!(

@@ -23,7 +23,7 @@ pub struct Recorder {
     last_flush: Instant,
     dirty: bool,
     /// Audit records already written: (id, phase).
-    seen: std::collections::HashSet<(String, String)>,
+    seen: std::collections::HashSet<(String, crate::model::Phase)>,
     /// The audit log followed, and its length when last read.
     audit_log: Option<(AuditLog, u64)>,
     /// Uncompressed bytes written, for the size figures.
@@ -135,7 +135,7 @@ impl Recorder {
     fn audit(&mut self, records: &[Record]) -> Result<(), RecordingError> {
         let time = self.prev.as_ref().map_or(0, |c| c.time);
         for r in records {
-            if self.seen.insert((r.id.clone(), r.phase.clone())) {
+            if self.seen.insert((r.id.clone(), r.phase)) {
                 self.line(&Entry::Audit {
                     time,
                     record: Box::new(r.clone()),
@@ -148,7 +148,7 @@ impl Recorder {
     /// Marks audit records already in the log as seen (they predate it).
     fn skip_audit(&mut self, records: &[Record]) {
         for r in records {
-            self.seen.insert((r.id.clone(), r.phase.clone()));
+            self.seen.insert((r.id.clone(), r.phase));
         }
     }
 

@@ -2,6 +2,7 @@
 //! `esc` to go back, `j`/`k` to move, `?` for help, `q` to quit.
 
 use super::{App, Effect, Input, Modal, Overlay, Row, Screen, View};
+use crate::engine::incidents::IncidentKind;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Rows moved by page keys.
@@ -539,7 +540,7 @@ impl App {
 pub(crate) fn incident_screen(inc: &crate::engine::incidents::Incident) -> Screen {
     // A domain's incident opens the domain: its nodes, their state (issue
     // 39: it opened its alphabetically first node).
-    if inc.kind == "domain" {
+    if inc.kind == IncidentKind::Domain {
         let mut s = Screen::new(View::Nodes, None);
         s.filter = format!("domain:{}", inc.node);
         return s;

@@ -4,6 +4,7 @@
 use super::theme::Theme;
 use crate::app::App;
 use crate::engine::analysis::FocusAnswer;
+use crate::engine::incidents::IncidentKind;
 use crate::engine::options::Options;
 use crate::engine::plan::Estimate;
 use crate::engine::restore::Quantity;
@@ -225,7 +226,7 @@ pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
         .base
         .incidents
         .iter()
-        .filter(|i| i.node == gpu.node && i.gpu == Some(gpu.index) && i.kind != "stall")
+        .filter(|i| i.node == gpu.node && i.gpu == Some(gpu.index) && i.kind != IncidentKind::Stall)
         .take(3)
     {
         let jobs = if inc.jobs.is_empty() {

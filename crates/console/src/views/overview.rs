@@ -3,6 +3,7 @@
 use super::table::offset;
 use super::theme::Theme;
 use crate::app::App;
+use crate::engine::incidents::IncidentKind;
 use crate::model::{GpuHealth, NodeState};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
@@ -96,7 +97,7 @@ fn domain_line(app: &App, theme: Theme) -> Option<Line<'static>> {
             a.base
                 .incidents
                 .iter()
-                .any(|i| i.kind == "domain" && i.is_open() && i.node == name)
+                .any(|i| i.kind == IncidentKind::Domain && i.is_open() && i.node == name)
         })
     };
     let mut order: Vec<&crate::engine::fabric::DomainView> = ds.iter().collect();

@@ -10,6 +10,7 @@ use super::plan::{Plan, Unusable, plan};
 use super::repeat::{NodeHistory, histories};
 use super::stall::{Stall, StallHistory, stalls};
 use super::xid::{ActionClass, XidCatalog};
+use crate::engine::incidents::IncidentKind;
 use crate::model::{Cluster, GpuHealth, Timestamp};
 use std::collections::HashMap;
 
@@ -81,13 +82,13 @@ impl Base {
         // incident instead of theirs, newest first still.
         if incidents
             .iter()
-            .any(|i| i.kind == "link" || i.kind == "node")
+            .any(|i| i.kind == IncidentKind::Link || i.kind == IncidentKind::Node)
         {
             incidents = super::domains::gather(c, incidents, site);
             incidents.sort_by(|a, b| {
                 b.time
                     .cmp(&a.time)
-                    .then((a.kind == "stall").cmp(&(b.kind == "stall")))
+                    .then((a.kind == IncidentKind::Stall).cmp(&(b.kind == IncidentKind::Stall)))
                     .then(b.id.cmp(&a.id))
             });
         }

@@ -6,6 +6,7 @@ use super::SiteParams;
 use super::fabric::{Candidate, QUIET_S, group, what_failed};
 use super::incidents::{Incident, IncidentJob, Stage};
 use super::xid::ActionClass;
+use crate::engine::incidents::IncidentKind;
 use crate::model::{Cluster, Domain, EventKind, GpuHealth, NodeState, Timestamp};
 use crate::text;
 use std::collections::BTreeSet;
@@ -13,7 +14,7 @@ use std::collections::BTreeSet;
 /// Whether an incident can be part of a domain's: a node's network link,
 /// a node gone down.
 fn is_candidate(i: &Incident) -> bool {
-    i.kind == "link" || (i.kind == "node" && i.label == "NODE DOWN")
+    i.kind == IncidentKind::Link || (i.kind == IncidentKind::Node && i.label == "NODE DOWN")
 }
 
 /// `incidents` with the ones that are one domain's failure replaced by
@@ -30,7 +31,7 @@ pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<I
         .enumerate()
         .filter(|(_, i)| is_candidate(i))
     {
-        let down = i.kind == "node";
+        let down = i.kind == IncidentKind::Node;
         let before = candidates.len();
         for e in c
             .events
@@ -115,7 +116,7 @@ fn domain_incident(
     let mut nodes: Vec<String> = members.iter().map(|m| m.node.clone()).collect();
     nodes.sort();
     nodes.dedup();
-    let links = members.iter().any(|m| m.kind == "link");
+    let links = members.iter().any(|m| m.kind == IncidentKind::Link);
     let still = nodes.iter().any(|n| still_failing(c, n));
     let what = what_failed(&d.level);
     let lost = if links {
@@ -150,7 +151,7 @@ fn domain_incident(
             d.name,
             members.first().map_or(String::new(), |m| m.id.clone())
         ),
-        kind: "domain",
+        kind: IncidentKind::Domain,
         seq: None,
         time: first,
         node: d.name.clone(),
@@ -295,7 +296,11 @@ mod tests {
         s.advance(1230);
         let c = s.snapshot();
         let b = base(&c);
-        let dom: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        let dom: Vec<&Incident> = b
+            .incidents
+            .iter()
+            .filter(|i| i.kind == IncidentKind::Domain)
+            .collect();
         assert_eq!(dom.len(), 1, "{:?}", b.incidents);
         let d = dom[0];
         assert_eq!(d.node, "ib-leaf-2");
@@ -320,7 +325,7 @@ mod tests {
         );
         // Not four node incidents asking for four drains.
         assert!(
-            !b.incidents.iter().any(|i| i.kind == "link"),
+            !b.incidents.iter().any(|i| i.kind == IncidentKind::Link),
             "{:?}",
             b.incidents
         );
@@ -366,9 +371,15 @@ mod tests {
         let d = b
             .incidents
             .iter()
-            .find(|i| i.kind == "domain")
+            .find(|i| i.kind == IncidentKind::Domain)
             .expect("domain");
-        assert_eq!(b.incidents.iter().filter(|i| i.kind == "domain").count(), 1);
+        assert_eq!(
+            b.incidents
+                .iter()
+                .filter(|i| i.kind == IncidentKind::Domain)
+                .count(),
+            1
+        );
         assert!(
             d.jobs.iter().all(|j| j.state_now == Some(JobState::Failed)),
             "{:?}",
@@ -380,7 +391,7 @@ mod tests {
         let d = b
             .incidents
             .iter()
-            .find(|i| i.kind == "domain")
+            .find(|i| i.kind == IncidentKind::Domain)
             .expect("domain");
         assert_eq!(d.stage, Stage::Resolved, "{}", d.status);
         assert!(
@@ -420,11 +431,11 @@ mod tests {
         let i = b
             .incidents
             .iter()
-            .find(|i| i.kind == "link")
+            .find(|i| i.kind == IncidentKind::Link)
             .expect("link incident");
         assert_eq!((i.node.as_str(), i.label.as_str()), ("h100-07", "IB DOWN"));
         assert_eq!(i.action, ActionClass::DrainInvestigate);
-        assert!(!b.incidents.iter().any(|i| i.kind == "domain"));
+        assert!(!b.incidents.iter().any(|i| i.kind == IncidentKind::Domain));
         let v = b.node_verdict("h100-07").expect("verdict");
         assert_eq!(v.verdict.action, ActionClass::DrainInvestigate);
         assert!(
@@ -434,25 +445,41 @@ mod tests {
         );
         // Two nodes are not a domain's failure (domain_min_nodes is 3).
         let b = base(&with_links_lost(&["h100-07", "h100-08"], 5));
-        assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 2);
+        assert_eq!(
+            b.incidents
+                .iter()
+                .filter(|i| i.kind == IncidentKind::Link)
+                .count(),
+            2
+        );
     }
 
     #[test]
     fn links_lost_under_two_leaves_at_once_are_the_spines_and_far_apart_are_not_one() {
         let all = ["h100-01", "h100-02", "h100-05", "h100-06", "h100-07"];
         let b = base(&with_links_lost(&all, 3));
-        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        let d: Vec<&Incident> = b
+            .incidents
+            .iter()
+            .filter(|i| i.kind == IncidentKind::Domain)
+            .collect();
         assert_eq!(d.len(), 1, "{:?}", b.incidents);
         assert_eq!(d[0].node, "ib-spine-1");
         assert_eq!(d[0].nodes.len(), 5);
         // The same losses a minute apart each: no window holds three.
         let b = base(&with_links_lost(&all, 61));
         assert!(
-            !b.incidents.iter().any(|i| i.kind == "domain"),
+            !b.incidents.iter().any(|i| i.kind == IncidentKind::Domain),
             "{:?}",
             b.incidents
         );
-        assert_eq!(b.incidents.iter().filter(|i| i.kind == "link").count(), 5);
+        assert_eq!(
+            b.incidents
+                .iter()
+                .filter(|i| i.kind == IncidentKind::Link)
+                .count(),
+            5
+        );
     }
 
     /// One stray flap under another leaf does not make a spine's incident
@@ -464,14 +491,18 @@ mod tests {
             &["h100-01", "h100-05", "h100-06", "h100-07"],
             9,
         ));
-        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        let d: Vec<&Incident> = b
+            .incidents
+            .iter()
+            .filter(|i| i.kind == IncidentKind::Domain)
+            .collect();
         assert_eq!(d.len(), 1, "{:?}", b.incidents);
         assert_eq!(d[0].node, "ib-leaf-2");
         assert_eq!(d[0].nodes, ["h100-05", "h100-06", "h100-07"]);
         assert!(
             b.incidents
                 .iter()
-                .any(|i| i.kind == "link" && i.node == "h100-01"),
+                .any(|i| i.kind == IncidentKind::Link && i.node == "h100-01"),
             "{:?}",
             b.incidents
         );
@@ -502,7 +533,11 @@ mod tests {
             });
         }
         let b = base(&c);
-        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        let d: Vec<&Incident> = b
+            .incidents
+            .iter()
+            .filter(|i| i.kind == IncidentKind::Domain)
+            .collect();
         assert_eq!(d.len(), 1, "{:?}", b.incidents);
         assert_eq!(d[0].node, "ib-leaf-2");
         assert_eq!(d[0].nodes, ["h100-05", "h100-06", "h100-07"]);
@@ -541,7 +576,11 @@ mod tests {
             });
         }
         let b = base(&c);
-        let d: Vec<&Incident> = b.incidents.iter().filter(|i| i.kind == "domain").collect();
+        let d: Vec<&Incident> = b
+            .incidents
+            .iter()
+            .filter(|i| i.kind == IncidentKind::Domain)
+            .collect();
         assert_eq!(d.len(), 1, "{:?}", b.incidents);
         assert_eq!(
             (d[0].node.as_str(), d[0].label.as_str()),
@@ -576,7 +615,7 @@ mod tests {
             let i = b
                 .incidents
                 .iter()
-                .find(|i| i.kind == "domain")
+                .find(|i| i.kind == IncidentKind::Domain)
                 .expect("the leaf's incident");
             labels.push((i.id.clone(), i.label.clone()));
         }
@@ -600,7 +639,7 @@ mod tests {
         let i = b
             .incidents
             .iter()
-            .find(|i| i.kind == "nvlink")
+            .find(|i| i.kind == IncidentKind::Nvlink)
             .expect("nvlink incident");
         assert_eq!((i.node.as_str(), i.gpu), ("a100-03", Some(1)));
         assert_eq!(i.action, ActionClass::DrainInvestigate);

@@ -46,6 +46,43 @@ impl Stage {
     }
 }
 
+/// What an incident is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IncidentKind {
+    Xid,
+    Ecc,
+    Nvlink,
+    /// A node's network port.
+    Link,
+    /// The node itself (down, drained).
+    Node,
+    /// A hung gang.
+    Stall,
+    /// Several nodes' links: a switch, a rack.
+    Domain,
+}
+
+impl IncidentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentKind::Xid => "xid",
+            IncidentKind::Ecc => "ecc",
+            IncidentKind::Nvlink => "nvlink",
+            IncidentKind::Link => "link",
+            IncidentKind::Node => "node",
+            IncidentKind::Stall => "stall",
+            IncidentKind::Domain => "domain",
+        }
+    }
+}
+
+impl std::fmt::Display for IncidentKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IncidentJob {
     pub id: String,
@@ -64,9 +101,7 @@ pub struct IncidentJob {
 pub struct Incident {
     /// `e<seq>` for an event, `stall-<job>` for a stall.
     pub id: String,
-    /// `xid`, `ecc`, `nvlink`, `link` (a node's network port), `node`,
-    /// `stall` or `domain` (several nodes' links: a switch, a rack).
-    pub kind: &'static str,
+    pub kind: IncidentKind,
     pub seq: Option<u64>,
     pub time: Timestamp,
     pub node: String,
@@ -108,15 +143,15 @@ impl Incident {
     pub fn drain_reason(&self) -> String {
         let gpu = self.gpu.map_or(String::new(), |g| format!(" GPU{g}"));
         match self.kind {
-            "xid" => format!("{}{gpu}", self.label.to_lowercase().replace(' ', "")),
-            "ecc" => format!("ecc{gpu}"),
-            "stall" => format!("stalled gang{gpu}"),
-            "nvlink" => format!("nvlink errors{gpu}"),
-            "link" => match self.evidence.first() {
+            IncidentKind::Xid => format!("{}{gpu}", self.label.to_lowercase().replace(' ', "")),
+            IncidentKind::Ecc => format!("ecc{gpu}"),
+            IncidentKind::Stall => format!("stalled gang{gpu}"),
+            IncidentKind::Nvlink => format!("nvlink errors{gpu}"),
+            IncidentKind::Link => match self.evidence.first() {
                 Some(_) => format!("ib link: {}", self.message),
                 None => "ib link".into(),
             },
-            "domain" => format!("{} failing (fabric)", self.node),
+            IncidentKind::Domain => format!("{} failing (fabric)", self.node),
             _ if self.message.is_empty() => crate::model::PLAIN_REASON.into(),
             _ => self.message.clone(),
         }
@@ -525,10 +560,10 @@ fn failure_incident(
     Some(Incident {
         id: format!("e{}", first.seq),
         kind: match primary.kind {
-            EventKind::Xid { .. } => "xid",
-            EventKind::Link { .. } => "link",
-            EventKind::NvLink { .. } => "nvlink",
-            _ => "ecc",
+            EventKind::Xid { .. } => IncidentKind::Xid,
+            EventKind::Link { .. } => IncidentKind::Link,
+            EventKind::NvLink { .. } => IncidentKind::Nvlink,
+            _ => IncidentKind::Ecc,
         },
         seq: Some(first.seq),
         time: first.time,
@@ -603,7 +638,7 @@ fn node_incident(c: &Cluster, e: &Event, cat: &XidCatalog) -> Option<Incident> {
     };
     Some(Incident {
         id: format!("e{}", e.seq),
-        kind: "node",
+        kind: IncidentKind::Node,
         seq: Some(e.seq),
         time: e.time,
         node: e.node.clone(),
@@ -646,7 +681,7 @@ fn stall_incident(
         .map_or(String::new(), |j| format!(" ({})", j.name));
     Incident {
         id: format!("stall-{}", s.job),
-        kind: "stall",
+        kind: IncidentKind::Stall,
         seq: None,
         time: s.since,
         node: s.node.clone(),
@@ -711,7 +746,7 @@ pub fn incidents(
     out.sort_by(|a, b| {
         b.time
             .cmp(&a.time)
-            .then((a.kind == "stall").cmp(&(b.kind == "stall")))
+            .then((a.kind == IncidentKind::Stall).cmp(&(b.kind == IncidentKind::Stall)))
             .then(b.id.cmp(&a.id))
     });
     out

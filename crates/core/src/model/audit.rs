@@ -45,12 +45,51 @@ impl Outcome {
     }
 }
 
+/// Which step of an action's life a record is.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Before it is sent: what will be sent, and why.
+    #[default]
+    Intent,
+    /// After: what was seen (shares the intent's id).
+    Outcome,
+    /// A step armed to fire later (`follow`, the console).
+    Armed,
+    /// An armed step called off.
+    Cancelled,
+    /// An armed step whose time came, refused by the guard.
+    Refused,
+    /// An armed step sent.
+    Fired,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Intent => "intent",
+            Phase::Outcome => "outcome",
+            Phase::Armed => "armed",
+            Phase::Cancelled => "cancelled",
+            Phase::Refused => "refused",
+            Phase::Fired => "fired",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Shared by an intent and its outcome.
     pub id: String,
-    /// `intent` or `outcome`.
-    pub phase: String,
+    pub phase: Phase,
     /// Unix seconds, wall clock.
     pub time: i64,
     /// The operating-system user at the keyboard.

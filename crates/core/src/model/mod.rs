@@ -18,6 +18,7 @@ mod summary;
 
 pub use action::{Action, Outcome, PLAIN_REASON, Refused, Step, VALIDATION_FAILED};
 pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
+pub use audit::Phase;
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};

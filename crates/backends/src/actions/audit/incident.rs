@@ -157,7 +157,7 @@ mod tests {
     fn faults_are_told_apart_by_their_identity_not_their_label() {
         let at = |id: &str, since: i64| Record {
             id: id.into(),
-            phase: "intent".into(),
+            phase: crate::model::Phase::Intent,
             time: since + 60,
             operator: "oncall".into(),
             host: "h".into(),
@@ -199,7 +199,7 @@ mod tests {
         let log = AuditLog::new(dir.path().join("audit.jsonl"));
         let intent = |id: &str, cluster: &str, node: &str| Record {
             id: id.into(),
-            phase: "intent".into(),
+            phase: crate::model::Phase::Intent,
             time: 100,
             operator: "oncall".into(),
             host: "h".into(),

@@ -3,6 +3,7 @@
 
 use super::incident::fault_of_incident;
 use super::{AuditError, Record};
+use crate::model::Phase;
 use crate::model::{Cluster, NodeState};
 
 /// What [`AuditLog::armed_checked`] found.
@@ -64,12 +65,12 @@ impl Reading {
         let done: std::collections::HashSet<&str> = self
             .records
             .iter()
-            .filter(|r| r.phase == "outcome")
+            .filter(|r| r.phase == Phase::Outcome)
             .map(|r| r.id.as_str())
             .collect();
         self.records
             .iter()
-            .filter(|r| r.phase == "intent" && !done.contains(r.id.as_str()))
+            .filter(|r| r.phase == Phase::Intent && !done.contains(r.id.as_str()))
             .collect()
     }
 
@@ -84,7 +85,7 @@ impl Reading {
         let mut seen = std::collections::HashSet::new();
         self.records
             .iter()
-            .filter(|r| r.phase == "intent" && clusters.contains(&r.cluster.as_str()))
+            .filter(|r| r.phase == Phase::Intent && clusters.contains(&r.cluster.as_str()))
             .filter_map(|r| {
                 // The fault as data (node, GPU, kind, first time): the same
                 // in every process, so three incidents of one node from
@@ -112,12 +113,12 @@ impl Reading {
         let ended: std::collections::HashSet<&str> = self
             .records
             .iter()
-            .filter(|r| matches!(r.phase.as_str(), "fired" | "refused" | "cancelled"))
+            .filter(|r| matches!(r.phase, Phase::Fired | Phase::Refused | Phase::Cancelled))
             .map(|r| r.id.as_str())
             .collect();
         self.records
             .iter()
-            .filter(|r| r.phase == "armed" && !ended.contains(r.id.as_str()))
+            .filter(|r| r.phase == Phase::Armed && !ended.contains(r.id.as_str()))
             .filter_map(|r| r.armed.as_ref())
             .collect()
     }
@@ -134,7 +135,7 @@ impl Reading {
     fn failed_to_take_out(&self) -> std::collections::HashSet<&str> {
         self.records
             .iter()
-            .filter(|r| r.phase == "outcome")
+            .filter(|r| r.phase == Phase::Outcome)
             .filter(|r| {
                 r.outcome
                     .as_ref()
@@ -159,7 +160,7 @@ impl Reading {
         let mut latest: std::collections::HashMap<&str, i64> = Default::default();
         let mut remedies: std::collections::HashSet<&str> = Default::default();
         for r in &self.records {
-            if r.phase != "intent"
+            if r.phase != Phase::Intent
                 || !(r.action == "drain" || r.action == "cordon")
                 || failed.contains(r.id.as_str())
                 || w.except.is_some_and(|n| r.target == n)
@@ -213,7 +214,7 @@ impl Reading {
         self.records
             .iter()
             .filter(|r| {
-                r.phase == "intent"
+                r.phase == Phase::Intent
                     && r.time >= since
                     && (r.action == "drain" || r.action == "cordon")
                     && !failed.contains(r.id.as_str())

@@ -2,6 +2,7 @@
 //! and execution: what is sent, verified and audited, and when nothing is.
 
 use super::*;
+use crate::model::Phase;
 
 #[test]
 fn drain_and_requeue_takes_the_whole_gang_verified_and_audited() {
@@ -284,7 +285,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
     let b = bench();
     let mut intent = Record {
         id: "other-1".into(),
-        phase: "intent".into(),
+        phase: Phase::Intent,
         time: crate::actions::audit::now(),
         operator: "someone".into(),
         host: "h".into(),
@@ -301,7 +302,7 @@ fn an_intent_in_flight_counts_against_the_breaker() {
         Ok(1),
         "another nightshift is draining"
     );
-    intent.phase = "outcome".into();
+    intent.phase = Phase::Outcome;
     intent.outcome = Some(crate::actions::audit::Outcome::of_steps(vec![
         crate::model::Step {
             what: "drain h100-01".into(),
@@ -464,7 +465,7 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
     // The other one fires it and lets go.
     b.log
         .write(&Record {
-            phase: "fired".into(),
+            phase: Phase::Fired,
             ..intent(&a.id, "h100-03", c.time)
         })
         .expect("fired");
@@ -493,7 +494,7 @@ fn a_lock_that_cannot_be_taken_and_forged_steps_send_nothing() {
     // Forged lines: a drain that cancels a gang, unsealed; the real step's
     // seal on another node; the real step's id on a resume.
     let forged = |a: Armed| Record {
-        phase: "armed".into(),
+        phase: Phase::Armed,
         armed: Some(a),
         ..intent(&real.id, "x", c.time)
     };

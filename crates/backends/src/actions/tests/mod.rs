@@ -10,6 +10,7 @@ use crate::actions::executor::Executor;
 use crate::actions::guard::{self, Who};
 use crate::actions::policy::{Policy, Refusal};
 use crate::engine::SiteParams;
+use crate::model::Phase;
 use crate::model::{JobState, NodeState};
 use crate::sources::sim::{Sim, SimConfig};
 use std::sync::{Arc, Mutex};
@@ -167,7 +168,7 @@ fn preview(b: &Bench, a: &Action, policy: &Policy, age: Duration) -> guard::Prev
 fn intent(id: &str, target: &str, time: i64) -> Record {
     Record {
         id: id.into(),
-        phase: "intent".into(),
+        phase: Phase::Intent,
         time,
         operator: "oncall".into(),
         host: "h".into(),

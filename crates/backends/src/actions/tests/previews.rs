@@ -3,6 +3,8 @@
 //! against, and what to do when only part is done.
 
 use super::*;
+use crate::engine::incidents::IncidentKind;
+use crate::model::Phase;
 
 #[test]
 fn draining_a_drained_node_is_refused_as_nothing_to_do() {
@@ -152,7 +154,7 @@ fn a_drain_with_a_no_requeue_job_tells_one_story() {
         .log
         .read()
         .into_iter()
-        .find(|r| r.phase == "intent")
+        .find(|r| r.phase == Phase::Intent)
         .expect("intent");
     assert!(
         intent.preview.contains("keep running"),
@@ -550,12 +552,12 @@ fn a_domain_remedys_cordon_answers_the_domains_incident_in_audit_and_report() {
     let leaf = base
         .incidents
         .iter()
-        .find(|i| i.kind == "domain")
+        .find(|i| i.kind == IncidentKind::Domain)
         .expect("the leaf's incident");
     let own = base
         .incidents
         .iter()
-        .find(|i| i.node == "h100-06" && i.kind != "domain")
+        .find(|i| i.node == "h100-06" && i.kind != IncidentKind::Domain)
         .expect("h100-06's own incident");
     let p = preview(
         &b,

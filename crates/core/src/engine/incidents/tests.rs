@@ -1,6 +1,7 @@
 use super::*;
 use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
+use crate::engine::incidents::IncidentKind;
 use crate::engine::why::why;
 use crate::model::Action;
 use crate::sim::{REPAIR_S, Sim, SimConfig};
@@ -60,7 +61,7 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
     assert_eq!(i.burning_gpu_hours_per_hour, Some(32.0));
     assert!(i.evidence.iter().any(|e| e.contains("the gang stalled")));
     assert!(b.incident("stall-4700").is_none());
-    assert!(!b.incidents.iter().any(|x| x.kind == "stall"));
+    assert!(!b.incidents.iter().any(|x| x.kind == IncidentKind::Stall));
     assert!(b.unusable.contains("h100-03"));
     no_advice_points_at(&c, &b, "h100-03");
 
@@ -100,7 +101,7 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
     assert!(
         !b.incidents
             .iter()
-            .any(|x| x.kind == "node" && x.node == "h100-03"),
+            .any(|x| x.kind == IncidentKind::Node && x.node == "h100-03"),
         "{:?}",
         b.incidents.iter().map(|x| &x.label).collect::<Vec<_>>()
     );

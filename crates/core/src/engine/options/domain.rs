@@ -12,6 +12,7 @@ use super::{
     CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hung_in, index_of,
     kill_terms,
 };
+use crate::engine::incidents::IncidentKind;
 use crate::model::{Action, Cluster};
 
 /// The options for domain `name` (at any level).
@@ -33,7 +34,7 @@ pub fn domain_options(
     let incident = base
         .incidents
         .iter()
-        .find(|i| i.kind == "domain" && i.node == name && i.is_open());
+        .find(|i| i.kind == IncidentKind::Domain && i.node == name && i.is_open());
     let drain = blast_domain(c, base, name, true, site)?;
     let hung = hung_in(base, &drain);
     // Multi-node jobs with a rank under it (whole gangs): what the fabric

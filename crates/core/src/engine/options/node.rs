@@ -10,6 +10,7 @@ use crate::engine::SiteParams;
 use crate::engine::base::Base;
 use crate::engine::blast::{Blast, blast};
 use crate::engine::error::EngineError;
+use crate::engine::incidents::IncidentKind;
 use crate::engine::xid::ActionClass;
 use crate::model::{Action, Cluster, NodeState};
 use crate::text;
@@ -124,11 +125,9 @@ pub fn node_options_with(
 /// domain is fixed" when it is out already), and recommended unless the
 /// node's own GPUs need more (a drain).
 fn failing_domain_rule(o: &mut Options, c: &Cluster, base: &Base, node: &str, class: ActionClass) {
-    let Some(d) = base
-        .incidents
-        .iter()
-        .find(|i| i.kind == "domain" && i.is_open() && i.nodes.iter().any(|n| n == node))
-    else {
+    let Some(d) = base.incidents.iter().find(|i| {
+        i.kind == IncidentKind::Domain && i.is_open() && i.nodes.iter().any(|n| n == node)
+    }) else {
         return;
     };
     o.options.retain(|c| c.name != "validate_resume");
