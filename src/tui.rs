@@ -1,11 +1,13 @@
 //! Owns the terminal: raw mode and the alternate screen on the way in, and
 //! always restored on the way out (quit, error, panic, SIGTERM, SIGHUP).
 //! The loop waits on keys, source updates, a 1 s tick and signals; drawing
-//! happens only when something changed, at most ~60 frames a second.
+//! happens only when something changed, at most ~60 frames a second. One
+//! loop for one cluster (a fleet of one) and for `--all`'s fleet.
 
 use crate::app::{App, Effect, Msg};
 use crate::config::Settings;
 use crate::error::CommandError;
+use crate::fleet::{Fleet, Member};
 use crate::sources;
 use crossterm::event::{Event, EventStream};
 use crossterm::{cursor, execute, terminal};
@@ -15,6 +17,7 @@ use ratatui::backend::CrosstermBackend;
 use std::io::{self, Stdout};
 use std::time::{Duration, Instant};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
 
 pub(crate) const FRAME: Duration = Duration::from_millis(16);
 /// Updates taken in one turn of the loop before keys get their turn.
@@ -91,123 +94,166 @@ pub(crate) fn setup(mouse: bool) -> io::Result<Term> {
     }
 }
 
-pub async fn run(settings: Settings) -> Result<(), CommandError> {
+/// What the loop keeps of one cluster to talk to it.
+pub(crate) struct Link {
+    runner: mpsc::Sender<crate::actions::runner::Request>,
+    focus: watch::Sender<crate::engine::analysis::Focus>,
+    /// The nodes open on screen, for the source.
+    open: watch::Sender<Vec<String>>,
+    /// Playing a recording: its controls.
+    replay: Option<mpsc::Sender<crate::recording::replay::ReplayCmd>>,
+}
+
+/// One cluster started: its app, its link, and the recording it writes.
+pub(crate) struct Started {
+    pub(crate) member: Member,
+    pub(crate) link: Link,
+    pub(crate) tap: Option<crate::recording::run::Tap>,
+}
+
+/// One cluster: its source (or a recording's playback), analyst and
+/// runner started, their messages sent to `tx` tagged with `i`. The same
+/// for one cluster and for each of a fleet's.
+pub(crate) fn start(
+    i: usize,
+    s: &Settings,
+    tx: &mpsc::Sender<(usize, Msg)>,
+) -> Result<Started, CommandError> {
     // The health numbers: fed by the analyst, rebuilt by a replay's jumps.
     let kpis: crate::engine::kpis::SharedKpis = std::sync::Arc::new(std::sync::Mutex::new(
         crate::engine::kpis::KpiBook::new(crate::app::KPI_KEEP_S),
     ));
     // The nodes the console has open: a fleet's Prometheus reads them in full.
-    let (open_tx, open_rx) = tokio::sync::watch::channel(Vec::<String>::new());
-    let (source, control, replay) = match &settings.replay {
+    let (open_tx, open_rx) = watch::channel(Vec::<String>::new());
+    let (source, control, replay) = match &s.replay {
         Some(path) => {
             let rec = crate::recording::Recording::open(path)?;
-            let speed = settings.source.speed();
-            let (rx, ctl) =
-                crate::recording::replay::spawn(rec, speed, kpis.clone(), settings.site.clone())?;
+            let (rx, ctl) = crate::recording::replay::spawn(
+                rec,
+                s.source.speed(),
+                kpis.clone(),
+                s.site.clone(),
+            )?;
             (rx, sources::Control::None, Some(ctl))
         }
         None => {
-            let (rx, control) = sources::spawn(
-                settings.source.clone(),
-                &settings.endpoints,
-                &settings.topology,
-                open_rx,
-            )?;
+            let (rx, control) =
+                sources::spawn(s.source.clone(), &s.endpoints, &s.topology, open_rx)?;
             (rx, control, None)
         }
     };
-    let (source, tap) = match &settings.record {
+    let (source, tap) = match &s.record {
         Some(path) => {
-            let (rx, tap) =
-                crate::recording::run::tap(source, path, settings.source.name(), settings.audit())?;
+            let (rx, tap) = crate::recording::run::tap(source, path, s.source.name(), s.audit())?;
             (rx, Some(tap))
         }
         None => (source, None),
     };
     // The audit log's faults join each snapshot's history (after the
     // recording's tap: a recording keeps what the source said).
-    let source = match &settings.replay {
+    let source = match &s.replay {
         Some(_) => source,
-        None => {
-            crate::actions::audit::with_history(source, settings.audit(), settings.cluster.clone())
-        }
+        None => crate::actions::audit::with_history(source, s.audit(), s.cluster.clone()),
     };
-    let result = console(settings, source, control, replay, kpis, open_tx).await;
+    let (focus_tx, focus_rx) = watch::channel(crate::engine::analysis::Focus::None);
+    let (action_tx, mut action_rx) = mpsc::channel(8);
+    let runner = crate::actions::runner::Runner {
+        control,
+        policy: s.policy.clone(),
+        site: s.site.clone(),
+        catalog: s.xid_catalog.clone(),
+        log: s.audit(),
+        timeout: s.action_timeout,
+        cluster: s.cluster.clone(),
+    }
+    .spawn(action_tx);
+    crate::analyst::spawn_into(
+        source,
+        focus_rx,
+        s.site.clone(),
+        s.xid_catalog.clone(),
+        kpis.clone(),
+        tx.clone(),
+        move |o| (i, msg_of(o)),
+    );
+    let t = tx.clone();
+    tokio::spawn(async move {
+        while let Some(r) = action_rx.recv().await {
+            if t.send((i, Msg::Action(r))).await.is_err() {
+                return;
+            }
+        }
+        let _ = t.send((i, Msg::RunnerStopped)).await;
+    });
+    let mut app = App::new(
+        if replay.is_some() {
+            "replay"
+        } else {
+            s.source.name()
+        },
+        s.read_only,
+        s.no_color,
+        s.stale_after,
+    )
+    .measured_by(crate::views::extent)
+    .with_catalog(s.xid_catalog.clone())
+    .with_kpis(kpis)
+    .with_bell_on_critical(s.bell_on_critical);
+    let warnings = crate::actions::audit::warn_unfinished(&s.audit());
+    if let Some(w) = warnings.first() {
+        tracing::warn!("{w}");
+        app = app.with_warning(format!("WARNING: {w}"));
+    }
+    let name = s
+        .cluster
+        .clone()
+        .unwrap_or_else(|| format!("cluster-{}", i + 1));
+    Ok(Started {
+        member: Member { name, app },
+        link: Link {
+            runner,
+            focus: focus_tx,
+            open: open_tx,
+            replay,
+        },
+        tap,
+    })
+}
+
+/// The console on one cluster: a fleet of one.
+pub async fn run(settings: Settings) -> Result<(), CommandError> {
+    let (tx, rx) = mpsc::channel::<(usize, Msg)>(256);
+    let started = start(0, &settings, &tx)?;
+    drop(tx);
+    let fleet = Fleet::alone(started.member.name, started.member.app);
+    let result = console(fleet, rx, vec![started.link], settings.mouse).await;
     // Every way out of the console finishes the recording.
-    if let Some(tap) = tap {
+    if let Some(tap) = started.tap {
         tap.finish().await;
     }
     result
 }
 
-/// The console on its source, until it is quit.
-async fn console(
-    settings: Settings,
-    source: tokio::sync::mpsc::Receiver<sources::Update>,
-    control: sources::Control,
-    replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
-    kpis: crate::engine::kpis::SharedKpis,
-    open: tokio::sync::watch::Sender<Vec<String>>,
+/// The console on its clusters, until it is quit: the terminal set up,
+/// the loop, the terminal restored.
+pub(crate) async fn console(
+    mut fleet: Fleet,
+    mut rx: mpsc::Receiver<(usize, Msg)>,
+    links: Vec<Link>,
+    mouse: bool,
 ) -> Result<(), CommandError> {
-    let (focus_tx, focus_rx) = tokio::sync::watch::channel(crate::engine::analysis::Focus::None);
-    let (action_tx, action_rx) = tokio::sync::mpsc::channel(8);
-    let runner = crate::actions::runner::Runner {
-        control,
-        policy: settings.policy.clone(),
-        site: settings.site.clone(),
-        catalog: settings.xid_catalog.clone(),
-        log: settings.audit(),
-        timeout: settings.action_timeout,
-        cluster: settings.cluster.clone(),
-    }
-    .spawn(action_tx);
-    let updates = crate::analyst::spawn(
-        source,
-        focus_rx,
-        settings.site.clone(),
-        settings.xid_catalog.clone(),
-        kpis.clone(),
-    );
     let mut signals = Signals::new()?;
-    let mut terminal = setup(settings.mouse).map_err(|e| CommandError::Terminal {
+    let mut terminal = setup(mouse).map_err(|e| CommandError::Terminal {
         what: "cannot set up the terminal",
         source: e,
     })?;
-    let warnings = crate::actions::audit::warn_unfinished(&crate::actions::audit::AuditLog::new(
-        settings.audit_log.clone(),
-    ));
-    let mut app = App::new(
-        if replay.is_some() {
-            "replay"
-        } else {
-            settings.source.name()
-        },
-        settings.read_only,
-        settings.no_color,
-        settings.stale_after,
-    )
-    .measured_by(crate::views::extent)
-    .with_catalog(settings.xid_catalog.clone())
-    .with_kpis(kpis)
-    .with_bell_on_critical(settings.bell_on_critical);
-    if let Some(w) = warnings.first() {
-        tracing::warn!("{w}");
-        app = app.with_warning(format!("WARNING: {w}"));
-    }
-    let mut channels = Channels {
-        updates,
-        actions: action_rx,
-        runner,
-        focus: focus_tx,
-        open,
-        replay,
-    };
     let result = event_loop(
         &mut terminal,
-        &mut app,
-        &mut channels,
+        &mut fleet,
+        &mut rx,
+        &links,
         &mut signals,
-        settings.mouse,
+        mouse,
     )
     .await;
     restore();
@@ -237,18 +283,6 @@ impl Signals {
     }
 }
 
-/// The loop's connections to the tasks around it.
-struct Channels {
-    updates: tokio::sync::mpsc::Receiver<crate::analyst::Out>,
-    actions: tokio::sync::mpsc::Receiver<crate::actions::runner::Reply>,
-    runner: tokio::sync::mpsc::Sender<crate::actions::runner::Request>,
-    focus: tokio::sync::watch::Sender<crate::engine::analysis::Focus>,
-    /// The nodes open on screen, for the source.
-    open: tokio::sync::watch::Sender<Vec<String>>,
-    /// Playing a recording: its controls.
-    replay: Option<tokio::sync::mpsc::Sender<crate::recording::replay::ReplayCmd>>,
-}
-
 /// The terminal bell (a new critical incident); a terminal that cannot
 /// ring is no error.
 pub(crate) fn ring_bell() {
@@ -265,73 +299,91 @@ pub(crate) fn msg_of(out: crate::analyst::Out) -> Msg {
     }
 }
 
+/// The one loop, for one cluster and for a fleet: keys to the cluster on
+/// screen (or the fleet's overview), each cluster's messages to its own
+/// app, the effects carried out on that cluster's link.
 async fn event_loop(
     terminal: &mut Term,
-    app: &mut App,
-    ch: &mut Channels,
+    fleet: &mut Fleet,
+    rx: &mut mpsc::Receiver<(usize, Msg)>,
+    links: &[Link],
     sig: &mut Signals,
     mouse: bool,
 ) -> Result<(), CommandError> {
     let mut keys = EventStream::new();
-    // What the app asked for, carried out after each message.
+    // What the apps asked for, carried out after each turn.
     let mut effects = Vec::new();
     if let Ok(size) = terminal.size() {
-        effects = app.update(Msg::Resize(size.width, size.height), Instant::now());
+        effects = fleet.to_all(&Msg::Resize(size.width, size.height), Instant::now());
     }
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut updates_open = true;
-    let mut actions_open = true;
+    let mut open = true;
     let mut frames = Frames::new();
     loop {
-        let wait = frames.draw(terminal, |f| crate::views::render(f, app))?;
-        // Every arm that reads a channel is off once the channel closed:
-        // a closed channel answers at once, and would spin the loop.
-        let msg: Option<Msg> = tokio::select! {
-            ev = keys.next() => match ev {
-                Some(Ok(Event::Key(k))) => Some(Msg::Key(k)),
-                Some(Ok(Event::Resize(w, h))) => Some(Msg::Resize(w, h)),
-                Some(Ok(Event::Mouse(m))) => Some(Msg::Mouse(m)),
-                Some(Ok(Event::Paste(text))) => Some(Msg::Paste(text)),
-                Some(Ok(_)) => None,
-                Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(CommandError::Terminal { what: "terminal input failed", source: e }); }
-                None => return Ok(()),
-            },
-            done = ch.actions.recv(), if actions_open => match done {
-                Some(r) => Some(Msg::Action(r)),
-                None => {
-                    actions_open = false;
-                    Some(Msg::RunnerStopped)
+        let wait = frames.draw(terminal, |f| crate::views::fleet::render(f, fleet))?;
+        // The time an event is taken in is when it arrived, not when the
+        // loop began to wait for it: an enter typed 100 ms after a name read
+        // as pasted with it (the typed confirmation's paste guard).
+        let changed = tokio::select! {
+            ev = keys.next() => {
+                let now = Instant::now();
+                let active = fleet.active;
+                match ev {
+                    Some(Ok(Event::Key(k))) => effects.extend(fleet.key(k, now)),
+                    Some(Ok(Event::Resize(w, h))) => effects.extend(fleet.to_all(&Msg::Resize(w, h), now)),
+                    Some(Ok(Event::Mouse(m))) => if let Some(a) = active {
+                        effects.extend(fleet.to_member(a, Msg::Mouse(m), now));
+                    },
+                    Some(Ok(Event::Paste(text))) => if let Some(a) = active {
+                        effects.extend(fleet.to_member(a, Msg::Paste(text), now));
+                    },
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => { tracing::error!("terminal input: {e}"); return Err(CommandError::Terminal { what: "terminal input failed", source: e }); }
+                    None => return Ok(()),
                 }
+                true
             },
-            up = ch.updates.recv(), if updates_open => match up {
-                Some(u) => {
+            // Every arm that reads a channel is off once it closed: a
+            // closed channel answers at once, and would spin the loop.
+            m = rx.recv(), if open => match m {
+                Some((i, msg)) => {
                     // Take in what queued up, in order, then draw once; a
                     // bounded batch, so that a source that never pauses
                     // cannot keep keys (q) from being read.
-                    effects.extend(app.update(msg_of(u), Instant::now()));
+                    let now = Instant::now();
+                    effects.extend(fleet.to_member(i, msg, now));
                     for _ in 0..MAX_BATCH {
-                        let Ok(more) = ch.updates.try_recv() else { break };
-                        effects.extend(app.update(msg_of(more), Instant::now()));
+                        let Ok((i, more)) = rx.try_recv() else { break };
+                        effects.extend(fleet.to_member(i, more, now));
                     }
-                    Some(Msg::Tick)
+                    effects.extend(fleet.to_all(&Msg::Tick, now));
+                    true
                 }
                 None => {
-                    updates_open = false;
-                    Some(Msg::SourceStopped)
+                    open = false;
+                    false
                 }
             },
-            _ = tick.tick() => Some(Msg::Tick),
-            _ = tokio::time::sleep(wait), if frames.dirty => None,
+            _ = tick.tick() => {
+                effects.extend(fleet.to_all(&Msg::Tick, Instant::now()));
+                true
+            },
+            _ = tokio::time::sleep(wait), if frames.dirty => false,
             _ = sig.term.recv() => { tracing::info!("SIGTERM: restoring the terminal"); return Ok(()); }
             _ = sig.hup.recv() => { tracing::info!("SIGHUP: restoring the terminal"); return Ok(()); }
             _ = sig.int.recv() => { tracing::info!("SIGINT: restoring the terminal"); return Ok(()); }
-            _ = sig.tstp.recv() => Some(Msg::StopSignal),
+            _ = sig.tstp.recv() => {
+                match fleet.active {
+                    Some(a) => effects.extend(fleet.to_member(a, Msg::StopSignal, Instant::now())),
+                    None => effects.push((0, Effect::Suspend)),
+                }
+                true
+            },
         };
-        if let Some(m) = msg {
-            effects.extend(app.update(m, Instant::now()));
+        if changed {
             frames.dirty = true;
         }
-        for effect in std::mem::take(&mut effects) {
+        for (i, effect) in std::mem::take(&mut effects) {
             match effect {
                 Effect::Quit => return Ok(()),
                 Effect::Suspend => {
@@ -342,22 +394,28 @@ async fn event_loop(
                     frames.redraw_all();
                 }
                 Effect::Bell => ring_bell(),
-                // One cluster: nothing to switch to (the app says so).
-                Effect::Context(_) => {}
+                Effect::Run(req) => {
+                    let sent = match links.get(i) {
+                        Some(l) => l.runner.send(req).await.is_ok(),
+                        None => false,
+                    };
+                    if !sent {
+                        effects.extend(fleet.to_member(i, Msg::RunnerStopped, Instant::now()));
+                    }
+                }
                 Effect::Replay(cmd) => {
-                    if let Some(r) = &ch.replay {
+                    if let Some(r) = links.get(i).and_then(|l| l.replay.as_ref()) {
                         let _ = r.send(cmd).await;
                     }
                 }
-                Effect::Run(req) => {
-                    if ch.runner.send(req).await.is_err() {
-                        effects.extend(app.update(Msg::RunnerStopped, Instant::now()));
-                    }
-                }
+                // Switching clusters is the fleet's own (`Fleet::take`).
+                Effect::Context(_) => {}
             }
         }
-        send_changed(&ch.open, app.open_nodes());
-        send_changed(&ch.focus, app.focus());
+        for (m, l) in fleet.members.iter().zip(links) {
+            send_changed(&l.open, m.app.open_nodes());
+            send_changed(&l.focus, m.app.focus());
+        }
     }
 }
 

@@ -39,13 +39,29 @@ pub fn next_analysis(began: Instant, took: Duration) -> Instant {
 }
 
 pub fn spawn(
-    mut source: mpsc::Receiver<Update>,
+    source: mpsc::Receiver<Update>,
     focus: watch::Receiver<Focus>,
     site: SiteParams,
     catalog: XidCatalog,
     kpis: crate::engine::kpis::SharedKpis,
 ) -> mpsc::Receiver<Out> {
     let (tx, rx) = mpsc::channel(16);
+    spawn_into(source, focus, site, catalog, kpis, tx, |o| o);
+    rx
+}
+
+/// `spawn`, its output wrapped by `wrap` into a channel the caller owns
+/// (the console's loop takes every cluster's messages from one channel,
+/// tagged with the cluster: no task relays them).
+pub fn spawn_into<T: Send + 'static>(
+    mut source: mpsc::Receiver<Update>,
+    focus: watch::Receiver<Focus>,
+    site: SiteParams,
+    catalog: XidCatalog,
+    kpis: crate::engine::kpis::SharedKpis,
+    tx: mpsc::Sender<T>,
+    wrap: impl Fn(Out) -> T + Send + 'static,
+) {
     tokio::spawn(async move {
         let mut focus = focus;
         let mut latest: Option<Arc<Cluster>> = None;
@@ -70,20 +86,20 @@ pub fn spawn(
                     Some(Update::Snapshot(c)) => {
                         Arc::make_mut(&mut memory).observe(&c, &site);
                         crate::engine::kpis::observe_shared(&kpis, &c);
-                        if tx.send(Out::Source(Update::Snapshot(c.clone()))).await.is_err() {
+                        if tx.send(wrap(Out::Source(Update::Snapshot(c.clone())))).await.is_err() {
                             return;
                         }
                         latest = Some(c);
                     }
                     Some(other) => {
-                        if tx.send(Out::Source(other)).await.is_err() {
+                        if tx.send(wrap(Out::Source(other))).await.is_err() {
                             return;
                         }
                         continue;
                     }
                     None => {
                         source_open = false;
-                        if tx.send(Out::SourceStopped).await.is_err() {
+                        if tx.send(wrap(Out::SourceStopped)).await.is_err() {
                             return;
                         }
                         continue;
@@ -97,7 +113,7 @@ pub fn spawn(
                     if let Some((c, base)) = done.clone() {
                         let f = focus.borrow().clone();
                         if let Some(a) = refocus(c, base, f, site.clone()).await
-                            && tx.send(Out::Analysis(Arc::new(a))).await.is_err()
+                            && tx.send(wrap(Out::Analysis(Arc::new(a)))).await.is_err()
                         {
                             return;
                         }
@@ -117,7 +133,7 @@ pub fn spawn(
                     crate::engine::kpis::observe_shared(&kpis, c);
                     latest = Some(c.clone());
                 }
-                if tx.send(Out::Source(up)).await.is_err() {
+                if tx.send(wrap(Out::Source(up))).await.is_err() {
                     return;
                 }
             }
@@ -145,7 +161,7 @@ pub fn spawn(
             match analysis {
                 Ok(a) => {
                     done = Some((c, a.base.clone()));
-                    if tx.send(Out::Analysis(Arc::new(a))).await.is_err() {
+                    if tx.send(wrap(Out::Analysis(Arc::new(a)))).await.is_err() {
                         return;
                     }
                 }
@@ -153,7 +169,6 @@ pub fn spawn(
             }
         }
     });
-    rx
 }
 
 /// The focus's answers on the last base, off the async workers.

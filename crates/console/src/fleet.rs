@@ -31,6 +31,9 @@ pub struct Fleet {
     /// `:` typed on the overview.
     pub command: Option<String>,
     pub flash: Option<String>,
+    /// One cluster on its own (`nightshift` without `--all`): always on
+    /// screen, no overview to go back to.
+    pub alone: bool,
 }
 
 /// What the loop carries out: a member's effect (its runner, the bell),
@@ -54,6 +57,20 @@ impl Fleet {
             selected: 0,
             command: None,
             flash: None,
+            alone: false,
+        }
+    }
+
+    /// One cluster as a fleet of one: its app always on screen, knowing
+    /// no other cluster (`:ctx` says there is none to switch to).
+    pub fn alone(name: String, app: App) -> Fleet {
+        Fleet {
+            members: vec![Member { name, app }],
+            active: Some(0),
+            selected: 0,
+            command: None,
+            flash: None,
+            alone: true,
         }
     }
 
@@ -107,6 +124,8 @@ impl Fleet {
         let mut out = Vec::new();
         for e in effects {
             match e {
+                // One cluster: nothing to switch to (the app says so).
+                Effect::Context(_) if self.alone => {}
                 Effect::Context(None) => self.active = None,
                 Effect::Context(Some(name)) => self.switch(&name),
                 other => out.push((m, other)),

@@ -12,9 +12,16 @@ use crate::text;
 use std::collections::BTreeSet;
 
 /// Whether an incident can be part of a domain's: a node's network link,
-/// a node gone down.
-fn is_candidate(i: &Incident) -> bool {
-    i.kind == IncidentKind::Link || (i.kind == IncidentKind::Node && i.label == "NODE DOWN")
+/// a node gone down (read from its event, not from its label).
+fn is_candidate(c: &Cluster, i: &Incident) -> bool {
+    match i.kind {
+        IncidentKind::Link => true,
+        IncidentKind::Node => c.events.iter().any(|e| {
+            Some(e.seq) == i.seq
+                && matches!(&e.kind, EventKind::NodeState { to, .. } if to == NodeState::Down.as_str())
+        }),
+        _ => false,
+    }
 }
 
 /// `incidents` with the ones that are one domain's failure replaced by
@@ -29,7 +36,7 @@ pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<I
     for (index, i) in incidents
         .iter()
         .enumerate()
-        .filter(|(_, i)| is_candidate(i))
+        .filter(|(_, i)| is_candidate(c, i))
     {
         let down = i.kind == IncidentKind::Node;
         let before = candidates.len();
