@@ -36,6 +36,7 @@ if ! cargo zigbuild --help >/dev/null 2>&1; then
     cargo install --locked cargo-zigbuild
 fi
 
+built="${CARGO_TARGET_DIR:-target}"
 targets=(x86_64)
 [ "$AARCH64" = 1 ] && targets+=(aarch64)
 mkdir -p target/portable
@@ -43,7 +44,7 @@ for arch in "${targets[@]}"; do
     rustup target add "$arch-unknown-linux-gnu" >/dev/null
     cargo zigbuild --release --locked --bin nightshift --target "$arch-unknown-linux-gnu.$FLOOR"
     out="target/portable/nightshift-$arch"
-    cp "target/$arch-unknown-linux-gnu/release/nightshift" "$out"
+    cp "$built/$arch-unknown-linux-gnu/release/nightshift" "$out"
     # The newest glibc version any symbol asks for.
     newest=$(readelf --dyn-syms --wide "$out" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
     if [ -z "$newest" ]; then

@@ -1,7 +1,7 @@
 //! The action commands: `nightshift drain|cordon|resume|requeue|priority|
 //! hold|release …` through the same guard the TUI uses, and `audit`.
 
-use crate::actions::audit::{AuditLog, warn_unfinished};
+use crate::actions::audit::warn_unfinished;
 use crate::actions::executor::Executor;
 use crate::actions::guard::{self, Preview, Who};
 use crate::actions::{Action, top_priority};
@@ -126,28 +126,38 @@ pub(crate) fn preview_now(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
     executor: &Executor,
-    log: &AuditLog,
     (cluster, base): (&Cluster, &crate::engine::analysis::Base),
     action: &Action,
     act: &ActArgs,
 ) -> Preview {
-    rt.block_on(executor.prepare(action));
-    let mut p = guard::preview(
+    // One cluster of several (`--context NAME`): the preview names it, and
+    // the undo it prints acts there when pasted. What is typed to confirm
+    // stays the target (the context was typed already).
+    rt.block_on(settings.orchestrator(false).preview(
+        Ok(executor),
         action,
         cluster,
         base,
         Duration::ZERO,
-        &settings.policy,
-        log,
         act.force,
-        Ok(executor),
-        &settings.site,
-    );
-    // One cluster of several (`--context NAME`): the preview names it, and
-    // the undo it prints acts there when pasted. What is typed to confirm
-    // stays the target (the context was typed already).
-    p.cluster = settings.cluster.clone();
-    p
+    ))
+}
+
+/// Sends a preview through the guard (checked again against `cluster`),
+/// as the console's runner does.
+pub(crate) fn send(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+    executor: &Executor,
+    (p, typed): (&Preview, &str),
+    who: &Who,
+    cluster: &Cluster,
+) -> Result<guard::Done, guard::NotSent> {
+    rt.block_on(
+        settings
+            .orchestrator(false)
+            .run(executor, p, typed, who, cluster, Duration::ZERO),
+    )
 }
 
 pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
@@ -220,15 +230,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     let base = moment.base(&settings.site, &settings.xid_catalog);
     let cluster = moment.cluster;
     let (action, act) = action_of(cmd, &cluster).ok_or(CommandError::NotAnAction)??;
-    let p = preview_now(
-        settings,
-        &rt,
-        &executor,
-        &log,
-        (&cluster, &base),
-        &action,
-        act,
-    );
+    let p = preview_now(settings, &rt, &executor, (&cluster, &base), &action, act);
     print_preview(&p, act.output)?;
     // Nothing to do is not an error: nothing was sent, as asked.
     if let Some(crate::actions::policy::Refusal::Nothing(_)) = &p.refusal {
@@ -254,20 +256,7 @@ pub fn run(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
         }
         (None, _) => "y".into(),
     };
-    let now = guard::Check {
-        cluster: &cluster,
-        data_age: Duration::ZERO,
-        policy: &settings.policy,
-    };
-    let done = rt.block_on(guard::run(
-        &p,
-        &typed,
-        &executor,
-        &log,
-        &who,
-        settings.action_timeout,
-        now,
-    ))?;
+    let done = send(settings, &rt, &executor, (&p, &typed), &who, &cluster)?;
     crate::outln!("{}", sanitize(&done.message));
     if done.outcome.partial {
         return Err(CommandError::Partial(

@@ -562,6 +562,24 @@ impl Settings {
         crate::actions::audit::AuditLog::new(self.audit_log.clone())
             .with_key(self.armed_key.clone())
     }
+
+    /// The guard's settings for this cluster: the console's runner and the
+    /// command line orchestrate an action with the same. `cluster_in_token`:
+    /// the typed confirmation names the cluster (the console's).
+    pub fn orchestrator(
+        &self,
+        cluster_in_token: bool,
+    ) -> crate::actions::orchestrator::Orchestrator {
+        crate::actions::orchestrator::Orchestrator {
+            policy: self.policy.clone(),
+            site: self.site.clone(),
+            catalog: self.xid_catalog.clone(),
+            log: self.audit(),
+            timeout: self.action_timeout,
+            cluster: self.cluster.clone(),
+            cluster_in_token,
+        }
+    }
 }
 
 impl FileConfig {

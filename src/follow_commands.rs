@@ -4,7 +4,7 @@
 //! guard, its rules checked again then — with no terminal, so the on-call
 //! can go back to sleep.
 
-use crate::action_commands::{connect, preview_now, print_preview, runtime};
+use crate::action_commands::{connect, preview_now, print_preview, runtime, send};
 use crate::actions::audit::AuditLog;
 use crate::actions::executor::Executor;
 use crate::actions::follow::{self, Fired, Firing};
@@ -54,15 +54,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         node: node.clone(),
         reason: format!("{reason}{}", crate::model::AFTER_CHECKPOINT),
     };
-    let p = preview_now(
-        settings,
-        &rt,
-        &executor,
-        &log,
-        (&cluster, &base),
-        &cordon,
-        act,
-    );
+    let p = preview_now(settings, &rt, &executor, (&cluster, &base), &cordon, act);
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);
     crate::outln!(
@@ -88,20 +80,7 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         // Cordoned already: only the drain is left to arm.
         Some(Refusal::Nothing(n)) => crate::outln!("cordon: {}", sanitize(n)),
         _ => {
-            let now = guard::Check {
-                cluster: &cluster,
-                data_age: Duration::ZERO,
-                policy: &settings.policy,
-            };
-            let done = rt.block_on(guard::run(
-                &p,
-                "y",
-                &executor,
-                &log,
-                &who,
-                settings.action_timeout,
-                now,
-            ))?;
+            let done = send(settings, &rt, &executor, (&p, "y"), &who, &cluster)?;
             crate::outln!("{}", sanitize(&done.message));
             if !done.outcome.ok {
                 return Err(CommandError::Failed(
@@ -181,15 +160,7 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     if !jobs.contains(&job) {
         jobs.insert(0, job.clone());
     }
-    let p = preview_now(
-        settings,
-        &rt,
-        &executor,
-        &log,
-        (&cluster, &base),
-        &action,
-        act,
-    );
+    let p = preview_now(settings, &rt, &executor, (&cluster, &base), &action, act);
     print_preview(&p, act.output)?;
     let when = after_checkpoints(&cluster, &jobs);
     crate::outln!(

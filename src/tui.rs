@@ -159,12 +159,7 @@ pub(crate) fn start(
     let (action_tx, mut action_rx) = mpsc::channel(8);
     let runner = crate::actions::runner::Runner {
         control,
-        policy: s.policy.clone(),
-        site: s.site.clone(),
-        catalog: s.xid_catalog.clone(),
-        log: s.audit(),
-        timeout: s.action_timeout,
-        cluster: s.cluster.clone(),
+        guard: s.orchestrator(true),
     }
     .spawn(action_tx);
     crate::analyst::spawn_into(

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod executor;
 pub mod follow;
 pub mod guard;
+pub mod orchestrator;
 pub mod policy;
 pub mod runner;
 pub mod seal;

@@ -3,32 +3,20 @@
 //! answers on a channel of its own (`Reply`); the app wraps the replies in
 //! its own message type.
 
-use super::audit::AuditLog;
 use super::executor::Executor;
-use super::guard::{self, Check, Who};
-use super::policy::Policy;
-use crate::engine::SiteParams;
-use crate::engine::analysis::Base;
-use crate::engine::xid::XidCatalog;
+use super::guard::{self, Who};
+pub use super::orchestrator::Orchestrator;
 pub use crate::protocol::action::{Reply, Request};
 use crate::sources::Control;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub use crate::protocol::scheduler::NoExecutor;
 
 pub struct Runner {
     pub control: Control,
-    pub policy: Policy,
-    pub site: SiteParams,
-    pub catalog: XidCatalog,
-    pub log: AuditLog,
-    /// How long an action may take before its outcome is re-read.
-    pub timeout: Duration,
-    /// The cluster's name when the console watches several (`[[clusters]]`):
-    /// in the preview, the typed confirmation and the audit record.
-    pub cluster: Option<String>,
+    /// The one orchestration of an action (the command line's too).
+    pub guard: Orchestrator,
 }
 
 impl Runner {
@@ -40,7 +28,7 @@ impl Runner {
         let (source, user) = self.control.identity();
         Who {
             scheduler_user: user,
-            cluster: guard::audited_name(self.cluster.as_deref(), cluster),
+            cluster: guard::audited_name(self.guard.cluster.as_deref(), cluster),
             source: source.into(),
         }
     }
@@ -48,7 +36,8 @@ impl Runner {
     /// This cluster's armed steps in the audit log.
     fn armed_here(&self, cluster: &str) -> Vec<crate::model::Armed> {
         let who = self.who(cluster);
-        self.log
+        self.guard
+            .log
             .armed()
             .into_iter()
             .filter(|a| a.cluster == who.cluster)
@@ -72,7 +61,7 @@ impl Runner {
                 forced,
                 cluster,
             } => match follow::arm_forced(
-                &self.log,
+                &self.guard.log,
                 &self.who(&cluster.name),
                 action,
                 when,
@@ -95,21 +84,19 @@ impl Runner {
                 };
                 let base = match base {
                     Some(b) => b,
-                    None => Arc::new(tokio::task::block_in_place(|| {
-                        Base::compute(&cluster, None, &self.site, &self.catalog)
-                    })),
+                    None => Arc::new(tokio::task::block_in_place(|| self.guard.base_of(&cluster))),
                 };
                 let who = self.who(&cluster.name);
                 let f = Firing {
                     cluster: &cluster,
                     base: &base,
                     data_age,
-                    policy: &self.policy,
-                    site: &self.site,
-                    log: &self.log,
+                    policy: &self.guard.policy,
+                    site: &self.guard.site,
+                    log: &self.guard.log,
                     executor: x,
                     who: &who,
-                    timeout: self.timeout,
+                    timeout: self.guard.timeout,
                 };
                 for a in self.armed_here(&cluster.name) {
                     match follow::fire_if_due(&a, &f).await {
@@ -122,7 +109,7 @@ impl Runner {
             Request::Cancel { ids, cluster } => {
                 let who = self.who(&cluster);
                 for id in ids {
-                    match follow::cancel(&self.log, &who, &id, "cancelled in the console") {
+                    match follow::cancel(&self.guard.log, &who, &id, "cancelled in the console") {
                         Ok(a) => news.push(format!("cancelled: {}", describe(&a))),
                         Err(e) => news.push(e),
                     }
@@ -157,29 +144,17 @@ impl Runner {
                         data_age,
                         base,
                     } => {
-                        let (policy, site, cat, log) = (
-                            self.policy.clone(),
-                            self.site.clone(),
-                            self.catalog.clone(),
-                            self.log.clone(),
-                        );
-                        if let Ok(x) = x {
-                            x.prepare(&action).await;
-                        }
                         // The screen's analysis; else the command line's.
-                        let p = tokio::task::block_in_place(|| {
-                            let base = match base {
-                                Some(b) => b,
-                                None => Arc::new(Base::compute(&cluster, None, &site, &cat)),
-                            };
-                            guard::preview(
-                                &action, &cluster, &base, data_age, &policy, &log, false, x, &site,
-                            )
-                        });
-                        let p = match &self.cluster {
-                            Some(name) => p.in_cluster(name),
-                            None => p,
+                        let base = match base {
+                            Some(b) => b,
+                            None => Arc::new(tokio::task::block_in_place(|| {
+                                self.guard.base_of(&cluster)
+                            })),
                         };
+                        let p = self
+                            .guard
+                            .preview(x, &action, &cluster, &base, data_age, false)
+                            .await;
                         Reply::Preview(Box::new(p))
                     }
                     Request::Arm { .. }
@@ -197,12 +172,9 @@ impl Runner {
                     } => {
                         let Ok(x) = x else { continue };
                         let who = self.who(&cluster.name);
-                        let now = Check {
-                            cluster: &cluster,
-                            data_age,
-                            policy: &self.policy,
-                        };
-                        match guard::run(&preview, &typed, x, &self.log, &who, self.timeout, now)
+                        match self
+                            .guard
+                            .run(x, &preview, &typed, &who, &cluster, data_age)
                             .await
                         {
                             Ok(done) => Reply::Done(Box::new(done)),
@@ -222,8 +194,14 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::actions::audit::AuditLog;
+    use crate::actions::policy::Policy;
+    use crate::engine::SiteParams;
+    use crate::engine::analysis::Base;
+    use crate::engine::xid::XidCatalog;
     use crate::model::Action;
     use crate::sources::sim::{Sim, SimConfig};
+    use std::time::Duration;
 
     /// A runner on the sim `sim` (running on its own task), its audit log
     /// in `dir`: where requests go, where replies come, and the sim's
@@ -242,12 +220,15 @@ mod tests {
         let (rtx, rrx) = mpsc::channel(8);
         let requests = Runner {
             control: Control::Sim(ctx),
-            policy: Policy::default(),
-            site: SiteParams::default(),
-            catalog: XidCatalog::default(),
-            log: AuditLog::new(dir.join("audit.jsonl")),
-            timeout: Duration::from_secs(5),
-            cluster: None,
+            guard: Orchestrator {
+                policy: Policy::default(),
+                site: SiteParams::default(),
+                catalog: XidCatalog::default(),
+                log: AuditLog::new(dir.join("audit.jsonl")),
+                timeout: Duration::from_secs(5),
+                cluster: None,
+                cluster_in_token: true,
+            },
         }
         .spawn(rtx);
         (requests, rrx, urx)
