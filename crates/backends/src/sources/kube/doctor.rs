@@ -232,10 +232,11 @@ fn kubernetes(d: Result<&Discovered, &SourceError>) -> Check {
                 "kubernetes",
                 Verdict::Ok,
                 format!(
-                    "context {} as user {} at {}; {kinds}{}",
+                    "context {} as user {} at {} (Kubernetes {}); {kinds}{}",
                     d.context.as_deref().unwrap_or("(in-cluster)"),
                     d.user.as_deref().unwrap_or("(service account)"),
                     d.url,
+                    d.version.as_deref().unwrap_or("version not given"),
                     if d.notes.is_empty() {
                         String::new()
                     } else {

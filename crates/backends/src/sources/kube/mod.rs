@@ -202,6 +202,8 @@ pub struct Discovered {
     pub context: Option<String>,
     pub user: Option<String>,
     pub url: String,
+    /// The API server's version (`/version`'s gitVersion).
+    pub version: Option<String>,
     /// `Workload kueue.x-k8s.io/v1beta1`, one per kind beyond the core's.
     pub kinds: Vec<String>,
     /// What discovery said on the side (a kind served at no version read).
@@ -234,10 +236,17 @@ pub async fn discover_on(
             .and_then(|c| c.context.as_ref())
             .and_then(|c| c.user.clone())
     });
+    let version = conn
+        .client
+        .apiserver_version()
+        .await
+        .ok()
+        .map(|v| v.git_version);
     let d = Discovered {
         context,
         user,
         url: conn.url.clone(),
+        version,
         kinds: watched
             .iter()
             .filter(|w| !w.resource.group.is_empty())
