@@ -929,7 +929,10 @@ fn a_gpu_fault_condition_and_taint_keep_the_node_critical_and_a_resume_honest() 
         .find(|l| l.starts_with("ok    kubernetes"))
         .unwrap_or_else(|| panic!("{said}"));
     assert!(k.contains("context ") && k.contains(" as user "), "{k}");
-    assert!(k.contains("(Kubernetes v1.32.0-nightshift-kube-lab)"), "{k}");
+    assert!(
+        k.contains("(Kubernetes v1.32.0-nightshift-kube-lab)"),
+        "{k}"
+    );
     assert!(k.contains("Workload kueue.x-k8s.io/"), "{k}");
     assert!(
         said.lines()

@@ -366,6 +366,7 @@ pub fn options(
 mod domain;
 mod job;
 mod node;
+mod node_case;
 pub use domain::domain_options;
 pub use job::{job_options, job_options_with};
 pub use node::{node_options, node_options_with};
