@@ -149,12 +149,12 @@ pub(crate) fn start(
         }
         None => (source, None),
     };
-    // The audit log's faults join each snapshot's history (after the
-    // recording's tap: a recording keeps what the source said).
-    let source = match &s.replay {
-        Some(_) => source,
-        None => crate::actions::audit::with_history(source, s.audit(), s.cluster.clone()),
-    };
+    // The audit log's faults reach the analysis beside each snapshot (a
+    // recording keeps what the source said; a replay reads its own).
+    let audit = s.replay.is_none().then(|| crate::analyst::AuditFeed {
+        faults: crate::actions::audit::watch_faults(s.audit()),
+        cluster: s.cluster.clone(),
+    });
     let (focus_tx, focus_rx) = watch::channel(crate::engine::analysis::Focus::None);
     let (action_tx, mut action_rx) = mpsc::channel(8);
     let runner = crate::actions::runner::Runner {
@@ -168,8 +168,8 @@ pub(crate) fn start(
         s.site.clone(),
         s.xid_catalog.clone(),
         kpis.clone(),
-        tx.clone(),
-        move |o| (i, msg_of(o)),
+        audit,
+        (tx.clone(), move |o| (i, msg_of(o))),
     );
     let t = tx.clone();
     tokio::spawn(async move {

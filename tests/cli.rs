@@ -1380,6 +1380,73 @@ fn earlier_drains_in_the_audit_log_make_a_repeat_offender() {
         .clone();
     assert_eq!(h["faults"][0]["count"], 3, "{h:#}");
     assert!(h["repeat_offender"].is_string(), "{h:#}");
+    // The console's analysis reads the same log beside its snapshots (no
+    // snapshot rewritten for it) and says the same of the same moment.
+    let console = console_history_with_audit(
+        &audit,
+        t,
+        "h100-03",
+        h["repeat_offender"].as_str().unwrap_or_default(),
+    );
+    assert_eq!(
+        console,
+        (3, h["repeat_offender"].as_str().map(String::from))
+    );
+}
+
+/// The console's analyst on the sim at `time`, fed the audit log as the
+/// console feeds it (`watch_faults`, `AuditFeed`): `node`'s fault count
+/// and its repeat-offender line, once the analysis names it.
+fn console_history_with_audit(
+    audit: &std::path::Path,
+    time: i64,
+    node: &str,
+    expected: &str,
+) -> (u32, Option<String>) {
+    use nightshift::analyst::{AuditFeed, Out};
+    use nightshift::engine::analysis::Focus;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut sim = nightshift::sources::sim::Sim::new(Default::default()).expect("sim");
+        let start = sim.snapshot().time;
+        sim.advance(u64::try_from(time - start).unwrap_or(0));
+        let c = std::sync::Arc::new(sim.snapshot());
+        assert_eq!(c.time, time, "the command line's moment");
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let (_focus, focus_rx) = tokio::sync::watch::channel(Focus::None);
+        let (otx, mut out) = tokio::sync::mpsc::channel(64);
+        let log = nightshift::actions::audit::AuditLog::new(audit.to_path_buf());
+        nightshift::analyst::spawn_into(
+            rx,
+            focus_rx,
+            nightshift::engine::SiteParams::default(),
+            nightshift::engine::xid::XidCatalog::default(),
+            std::sync::Arc::new(std::sync::Mutex::new(
+                nightshift::engine::kpis::KpiBook::new(3600),
+            )),
+            Some(AuditFeed {
+                faults: nightshift::actions::audit::watch_faults(log),
+                cluster: None,
+            }),
+            (otx, |o| o),
+        );
+        tx.send(nightshift::sources::Update::Snapshot(c))
+            .await
+            .expect("send");
+        loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(30), out.recv()).await {
+                Ok(Some(Out::Analysis(a))) => {
+                    let h = a.base.history(node).expect("history");
+                    let count = h.faults.first().map_or(0, |f| f.count);
+                    if !expected.is_empty() || count > 0 {
+                        return (count, h.repeat_offender.clone());
+                    }
+                }
+                Ok(Some(_)) => {}
+                other => panic!("no analysis: {}", other.is_ok()),
+            }
+        }
+    })
 }
 
 /// "Requeue after its checkpoint" from the command line (issue 29): the

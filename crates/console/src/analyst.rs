@@ -10,7 +10,7 @@ use crate::engine::analysis::{Analysis, Base, Focus};
 use crate::engine::memory::Memory;
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
-use crate::protocol::source::Update;
+use crate::protocol::source::{Audited, Update, audited_for};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -23,6 +23,35 @@ pub enum Out {
     Analysis(Arc<Analysis>),
     /// The source's channel closed: nothing more will come.
     SourceStopped,
+}
+
+/// The audit log's faults as they change (the program watches the log),
+/// and the cluster's name in `[[clusters]]`: what nightshift was used to
+/// act on here reaches the analysis as data beside the snapshots.
+pub struct AuditFeed {
+    pub faults: watch::Receiver<Arc<Audited>>,
+    pub cluster: Option<String>,
+}
+
+/// Gives the memory this cluster's audited faults when the log's faults or
+/// the snapshot's name changed since `seen`.
+fn audit_into(
+    feed: Option<&AuditFeed>,
+    seen: &mut Option<(Arc<Audited>, String)>,
+    memory: &mut Arc<Memory>,
+    c: &Cluster,
+) {
+    let Some(feed) = feed else { return };
+    let now = feed.faults.borrow().clone();
+    if seen
+        .as_ref()
+        .is_some_and(|(a, n)| Arc::ptr_eq(a, &now) && *n == c.name)
+    {
+        return;
+    }
+    let mine = audited_for(&now, feed.cluster.as_deref(), &c.name);
+    Arc::make_mut(memory).set_audited(Arc::new(mine));
+    *seen = Some((now, c.name.clone()));
 }
 
 /// The share of one core a full analysis may take on average: after an
@@ -46,7 +75,7 @@ pub fn spawn(
     kpis: crate::engine::kpis::SharedKpis,
 ) -> mpsc::Receiver<Out> {
     let (tx, rx) = mpsc::channel(16);
-    spawn_into(source, focus, site, catalog, kpis, tx, |o| o);
+    spawn_into(source, focus, site, catalog, kpis, None, (tx, |o| o));
     rx
 }
 
@@ -59,11 +88,13 @@ pub fn spawn_into<T: Send + 'static>(
     site: SiteParams,
     catalog: XidCatalog,
     kpis: crate::engine::kpis::SharedKpis,
-    tx: mpsc::Sender<T>,
-    wrap: impl Fn(Out) -> T + Send + 'static,
+    audit: Option<AuditFeed>,
+    (tx, wrap): (mpsc::Sender<T>, impl Fn(Out) -> T + Send + 'static),
 ) {
     tokio::spawn(async move {
         let mut focus = focus;
+        // The audited faults last given to the memory, and for which name.
+        let mut audit_seen: Option<(Arc<Audited>, String)> = None;
         let mut latest: Option<Arc<Cluster>> = None;
         // The snapshot the last base was computed for, and that base.
         let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
@@ -81,9 +112,11 @@ pub fn spawn_into<T: Send + 'static>(
                 up = source.recv(), if source_open => match up {
                     Some(Update::Recalled(m)) => {
                         memory = m;
+                        audit_seen = None;
                         continue;
                     }
                     Some(Update::Snapshot(c)) => {
+                        audit_into(audit.as_ref(), &mut audit_seen, &mut memory, &c);
                         Arc::make_mut(&mut memory).observe(&c, &site);
                         crate::engine::kpis::observe_shared(&kpis, &c);
                         if tx.send(wrap(Out::Source(Update::Snapshot(c.clone())))).await.is_err() {
@@ -126,9 +159,11 @@ pub fn spawn_into<T: Send + 'static>(
             while let Ok(up) = source.try_recv() {
                 if let Update::Recalled(m) = up {
                     memory = m;
+                    audit_seen = None;
                     continue;
                 }
                 if let Update::Snapshot(c) = &up {
+                    audit_into(audit.as_ref(), &mut audit_seen, &mut memory, c);
                     Arc::make_mut(&mut memory).observe(c, &site);
                     crate::engine::kpis::observe_shared(&kpis, c);
                     latest = Some(c.clone());

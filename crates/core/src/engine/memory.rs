@@ -29,6 +29,10 @@ pub struct Memory {
     /// Jobs seen in an end state (failed, cancelled, completed): the state
     /// and when it was first seen so.
     ended: FxHashMap<String, (JobState, Timestamp)>,
+    /// The faults nightshift was used to act on here (the audit log's
+    /// intents), set by the console's analyst as the log grows: typed
+    /// data beside the snapshots, read into the base's history.
+    audited: std::sync::Arc<Vec<crate::model::PastFault>>,
 }
 
 fn ended(s: JobState) -> bool {
@@ -45,8 +49,11 @@ impl Memory {
     pub fn observe(&mut self, c: &Cluster, site: &SiteParams) {
         if c.time < self.stalls.time {
             // A clock that went back (a new source, a jump back in a
-            // replay): what was remembered is of another timeline.
+            // replay): what was remembered is of another timeline. What
+            // the audit log says stays: it is not the snapshots'.
+            let audited = std::mem::take(&mut self.audited);
             *self = Memory::default();
+            self.audited = audited;
         }
         self.stalls.observe(c, site);
         self.faults.add(c);
@@ -75,18 +82,25 @@ impl Memory {
     /// The base of `c`, the last snapshot observed.
     pub fn base(&self, c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {
         let with_faults;
-        let c = if self.faults.is_empty() {
+        let c = if self.faults.is_empty() && self.audited.is_empty() {
             c
         } else {
             // The nodes and jobs are shared, not copied.
             let mut whole = c.clone();
             whole.history.extend(self.faults.faults());
+            whole.history.extend(self.audited.iter().cloned());
             with_faults = whole;
             &with_faults
         };
         let mut b = Base::compute_on(c, self.baseline.as_ref(), site, cat, &self.stalls);
         self.recall_ended(&mut b);
         b
+    }
+
+    /// The audit log's faults for this cluster (see `audited`); the same
+    /// list again changes nothing.
+    pub fn set_audited(&mut self, faults: std::sync::Arc<Vec<crate::model::PastFault>>) {
+        self.audited = faults;
     }
 
     /// This memory without the error counters' readings (the health
@@ -99,6 +113,7 @@ impl Memory {
             stalls: self.stalls.clone(),
             faults: self.faults.clone(),
             ended: FxHashMap::default(),
+            audited: self.audited.clone(),
         }
     }
 

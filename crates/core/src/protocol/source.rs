@@ -180,3 +180,63 @@ impl From<Invalid> for SourceError {
         SourceError::Other(e.0)
     }
 }
+
+/// The faults the audit log says nightshift acted on, by the cluster name
+/// each intent was recorded under: typed data the analysis reads beside
+/// the snapshots (no relay writes them into a snapshot).
+pub type Audited = std::collections::BTreeMap<String, Vec<crate::model::PastFault>>;
+
+/// The audited faults of one cluster: those recorded under its name in
+/// `[[clusters]]` (`configured`) or under its snapshot's name, each once.
+pub fn audited_for(
+    audited: &Audited,
+    configured: Option<&str>,
+    snapshot: &str,
+) -> Vec<crate::model::PastFault> {
+    let mut out: Vec<crate::model::PastFault> = Vec::new();
+    for name in configured.into_iter().chain([snapshot]) {
+        for f in audited.get(name).into_iter().flatten() {
+            let same = |g: &crate::model::PastFault| {
+                g.node == f.node && g.gpu == f.gpu && g.fault == f.fault && g.time == f.time
+            };
+            if !out.iter().any(same) {
+                out.push(f.clone());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod audited_tests {
+    use super::*;
+    use crate::model::{Fault, PastFault};
+
+    fn fault(node: &str) -> PastFault {
+        PastFault {
+            time: 100,
+            node: node.into(),
+            gpu: Some(3),
+            fault: Fault::Xid(79),
+            from: "audit".into(),
+        }
+    }
+
+    /// A cluster's faults are those recorded under its configured name and
+    /// under its snapshot's name, never another cluster's of one shared log.
+    #[test]
+    fn a_clusters_audited_faults_are_its_own_under_either_name() {
+        let mut a = Audited::new();
+        a.insert("west".into(), vec![fault("gpu01")]);
+        a.insert("east".into(), vec![fault("gpu02")]);
+        let nodes = |a: &Audited| -> Vec<String> {
+            audited_for(a, Some("west"), "slurm-west")
+                .into_iter()
+                .map(|f| f.node)
+                .collect()
+        };
+        assert_eq!(nodes(&a), ["gpu01"]);
+        a.insert("slurm-west".into(), vec![fault("gpu03"), fault("gpu01")]);
+        assert_eq!(nodes(&a), ["gpu01", "gpu03"]);
+    }
+}

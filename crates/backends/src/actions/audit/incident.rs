@@ -72,50 +72,38 @@ pub(super) fn fault_of_incident(incident: &str, time: i64) -> Option<crate::mode
     })
 }
 
-/// Adds the audit log's faults to each snapshot's history (`Cluster::history`),
-/// re-reading the log only when it has grown: the console's history of a
-/// node includes what nightshift was used to act on — on this cluster (its
-/// name in `[[clusters]]`, `cluster`, or the snapshot's own).
-pub fn with_history(
-    mut rx: tokio::sync::mpsc::Receiver<crate::sources::Update>,
+/// The audit log's faults, by the cluster each was recorded under, kept
+/// current: read now, then again whenever the log has grown (looked at
+/// each second). The console's analyst gives its cluster's to the
+/// analysis beside each snapshot (`analyst::AuditFeed`): a node's history
+/// includes what nightshift was used to act on, and no snapshot is
+/// rewritten for it.
+pub fn watch_faults(
     log: AuditLog,
-    cluster: Option<String>,
-) -> tokio::sync::mpsc::Receiver<crate::sources::Update> {
-    let (tx, out) = tokio::sync::mpsc::channel(16);
+) -> tokio::sync::watch::Receiver<Arc<crate::protocol::source::Audited>> {
+    let mut seen = log_len(&log);
+    let (tx, rx) = tokio::sync::watch::channel(Arc::new(log.reading().faults_by_cluster()));
     tokio::spawn(async move {
-        let mut seen: Option<(u64, String)> = None;
-        let mut faults: Vec<crate::model::PastFault> = Vec::new();
-        while let Some(u) = rx.recv().await {
-            let u = match u {
-                crate::sources::Update::Snapshot(c) => {
-                    let now = (log_len(&log), c.name.clone());
-                    if seen.as_ref() != Some(&now) {
-                        seen = Some(now);
-                        let l = log.clone();
-                        let names: Vec<String> = cluster.iter().chain([&c.name]).cloned().collect();
-                        faults = tokio::task::spawn_blocking(move || {
-                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                            l.reading().faults(&names)
-                        })
-                        .await
-                        .unwrap_or_default();
-                    }
-                    if faults.is_empty() {
-                        crate::sources::Update::Snapshot(c)
-                    } else {
-                        let mut c = Arc::unwrap_or_clone(c);
-                        c.history.extend(faults.iter().cloned());
-                        crate::sources::Update::Snapshot(Arc::new(c))
-                    }
-                }
-                other => other,
-            };
-            if tx.send(u).await.is_err() {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            every.tick().await;
+            if tx.is_closed() {
                 return;
             }
+            let now = log_len(&log);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            let l = log.clone();
+            let faults = tokio::task::spawn_blocking(move || l.reading().faults_by_cluster())
+                .await
+                .unwrap_or_default();
+            tx.send_replace(Arc::new(faults));
         }
     });
-    out
+    rx
 }
 
 /// The log's length now (0 when it is not there).
@@ -190,11 +178,11 @@ mod tests {
         assert_eq!(faults[0].time, 1000, "the fault's own time");
     }
 
-    /// The console's snapshots carry the audit log's faults of their own
+    /// The console's analysis gets the audit log's faults of its own
     /// cluster (by the name it is audited under), re-read when the log
     /// grows.
     #[test]
-    fn snapshots_gain_their_own_clusters_audited_faults() {
+    fn the_analysis_gains_its_own_clusters_audited_faults() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = AuditLog::new(dir.path().join("audit.jsonl"));
         let intent = |id: &str, cluster: &str, node: &str| Record {
@@ -218,26 +206,23 @@ mod tests {
             .build()
             .expect("rt");
         rt.block_on(async {
-            let (tx, rx) = tokio::sync::mpsc::channel(4);
-            let mut out = with_history(rx, log.clone(), Some("west".into()));
-            let snapshot = || {
-                crate::sources::Update::Snapshot(Arc::new(crate::model::Cluster {
-                    name: "slurm-west".into(),
-                    ..crate::model::Cluster::default()
-                }))
-            };
-            let history = |u: Option<crate::sources::Update>| match u {
-                Some(crate::sources::Update::Snapshot(c)) => {
-                    c.history.iter().map(|f| f.node.clone()).collect::<Vec<_>>()
-                }
-                other => panic!("{other:?}"),
-            };
-            tx.send(snapshot()).await.expect("send");
-            assert_eq!(history(out.recv().await), ["gpu01"]);
+            let watched = watch_faults(log.clone());
+            let nodes =
+                |w: &tokio::sync::watch::Receiver<Arc<crate::protocol::source::Audited>>| {
+                    crate::protocol::source::audited_for(&w.borrow(), Some("west"), "slurm-west")
+                        .into_iter()
+                        .map(|f| f.node)
+                        .collect::<Vec<_>>()
+                };
+            assert_eq!(nodes(&watched), ["gpu01"]);
             log.write(&intent("c", "slurm-west", "gpu03"))
                 .expect("write");
-            tx.send(snapshot()).await.expect("send");
-            assert_eq!(history(out.recv().await), ["gpu01", "gpu03"]);
+            let mut w = watched.clone();
+            tokio::time::timeout(std::time::Duration::from_secs(5), w.changed())
+                .await
+                .expect("re-read within 5 s")
+                .expect("watch");
+            assert_eq!(nodes(&watched), ["gpu01", "gpu03"]);
         });
     }
 }

@@ -14,7 +14,7 @@ mod incident;
 mod reading;
 
 pub(crate) use incident::log_len;
-pub use incident::{fault_of, incident_line, with_history};
+pub use incident::{fault_of, incident_line, watch_faults};
 pub use reading::{ArmedSteps, Reading, Window};
 
 #[derive(Debug, Clone)]

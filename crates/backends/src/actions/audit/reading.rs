@@ -108,6 +108,18 @@ impl Reading {
             .collect()
     }
 
+    /// `faults`, for every cluster the log names: what the console's
+    /// analysis reads beside each snapshot (`protocol::source::Audited`).
+    pub fn faults_by_cluster(&self) -> crate::protocol::source::Audited {
+        let names: std::collections::BTreeSet<&str> =
+            self.records.iter().map(|r| r.cluster.as_str()).collect();
+        names
+            .into_iter()
+            .map(|n| (n.to_string(), self.faults(&[n])))
+            .filter(|(_, f)| !f.is_empty())
+            .collect()
+    }
+
     /// Steps armed and not yet fired, refused or cancelled, oldest first.
     pub fn armed(&self) -> Vec<&crate::model::Armed> {
         let ended: std::collections::HashSet<&str> = self
