@@ -5,6 +5,7 @@
 # and the bytes it writes to its terminal (a pty kept by script(1)).
 #   scripts/bench.sh                 # NODES=10000 JOBS=100000 SECS=120 WARM=30
 #   CONSOLE_ONLY=1 scripts/bench.sh  # the console's figures alone
+#   BIN=path/to/nightshift CONSOLE_ONLY=1 scripts/bench.sh  # another build's
 # Figures go to stdout; docs/performance.md keeps them with the date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,11 @@ if [ -z "${CONSOLE_ONLY:-}" ]; then
   cargo bench --bench scale 2>/dev/null | grep -v '^\s*$' || true
 fi
 
-cargo build --release -q
+BIN=${BIN:-}
+if [ -z "$BIN" ]; then
+  cargo build --release -q
+  BIN=target/release/nightshift
+fi
 command -v tmux >/dev/null || { echo "bench.sh: tmux is needed for the console's figures" >&2; exit 1; }
 sock="nightshift-bench-$$"
 log=$(mktemp)
@@ -24,7 +29,7 @@ log=$(mktemp)
 # pty: the file's growth is the bytes per second a user's SSH link carries.
 ts=$(mktemp)
 tmux -L "$sock" new-session -d -x 200 -y 50 \
-  "exec script -q -f -c 'exec target/release/nightshift --nodes $NODES --jobs $JOBS --speed 1 --log-file $log' $ts"
+  "exec script -q -f -c 'exec $BIN --nodes $NODES --jobs $JOBS --speed 1 --log-file $log' $ts"
 trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -f "$log" "$ts"' EXIT
 sleep 2
 pid=$(pgrep -P "$(tmux -L "$sock" display -p '#{pane_pid}')" | head -1)
