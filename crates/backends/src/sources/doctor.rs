@@ -23,7 +23,8 @@ pub async fn scheduler(
     let cluster = reading(&mut out, cfg, read, took);
     match cfg {
         SourceConfig::Slurm(c) => {
-            let more = super::slurm::doctor::checks(c, crate::host::now()).await;
+            let reached = cluster.is_some();
+            let more = super::slurm::doctor::checks(c, crate::host::now(), reached).await;
             // A refused request with a token that is no good: that is why
             // (slurmrestd 22.05 says only "Unspecified error", HTTP 500).
             if let Some(t) = more

@@ -10,12 +10,15 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// The Slurm checks after the scheduler's reading: the token, the API
 /// and the commands.
-pub async fn checks(cfg: &SlurmConfig, now: i64) -> Vec<Check> {
-    vec![
-        token(cfg.token.as_deref(), now),
-        api(cfg).await,
-        scontrol(&cfg.scontrol, cfg.slurm_conf.as_deref()),
-    ]
+/// `reached`: slurmrestd answered the reading; where it did not, its API
+/// is not asked again (that would wait for a dead server twice).
+pub async fn checks(cfg: &SlurmConfig, now: i64, reached: bool) -> Vec<Check> {
+    let mut out = vec![token(cfg.token.as_deref(), now)];
+    if reached {
+        out.push(api(cfg).await);
+    }
+    out.push(scontrol(&cfg.scontrol, cfg.slurm_conf.as_deref()));
+    out
 }
 
 /// The API version nightshift chose and the Slurm release slurmrestd
@@ -97,44 +100,31 @@ pub fn token(token: Option<&str>, now: i64) -> Check {
         .and_then(|p| URL_SAFE_NO_PAD.decode(p.trim_end_matches('=')).ok())
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| v["exp"].as_i64());
-    match exp {
-        None => check(
+    let Some(e) = exp else {
+        return check(
             "slurm token",
             Verdict::Warn,
             "not a JWT with an expiry (exp) nightshift can read".into(),
             None,
-        ),
-        Some(e) if e <= now => check(
-            "slurm token",
+        );
+    };
+    let at = crate::text::datetime(e);
+    let (verdict, detail, fix) = if e <= now {
+        (
             Verdict::Fail,
-            format!(
-                "expired at {} ({} ago)",
-                crate::text::datetime(e),
-                crate::text::duration(now - e)
-            ),
+            format!("expired at {at} ({} ago)", crate::text::duration(now - e)),
             Some("`scontrol token lifespan=86400`, then SLURM_JWT=…"),
-        ),
-        Some(e) if e - now < 3600 => check(
-            "slurm token",
-            Verdict::Warn,
-            format!(
-                "expires at {} (in {})",
-                crate::text::datetime(e),
-                crate::text::duration(e - now)
-            ),
-            Some("renew it before the night: `scontrol token lifespan=86400`"),
-        ),
-        Some(e) => check(
-            "slurm token",
-            Verdict::Ok,
-            format!(
-                "expires at {} (in {})",
-                crate::text::datetime(e),
-                crate::text::duration(e - now)
-            ),
-            None,
-        ),
-    }
+        )
+    } else {
+        let detail = format!("expires at {at} (in {})", crate::text::duration(e - now));
+        if e - now < 3600 {
+            let fix = "renew it before the night: `scontrol token lifespan=86400`";
+            (Verdict::Warn, detail, Some(fix))
+        } else {
+            (Verdict::Ok, detail, None)
+        }
+    };
+    check("slurm token", verdict, detail, fix)
 }
 
 /// The `scontrol` the validation and the REST versions' gaps run, and
