@@ -356,11 +356,12 @@ fn blast_command(settings: &Settings, args: nightshift::cli::BlastArgs) -> Resul
 
 /// `nightshift report FILE`: the night of a recording.
 fn report_command(settings: &Settings, args: &nightshift::cli::ReportArgs) -> Result<(), String> {
-    let rec = nightshift::recording::Recording::open(&args.file)?;
-    for w in rec.damage() {
-        nightshift::text::warn(&w);
+    // One pass over the file: its damage is known once it is read.
+    let stream = nightshift::recording::stream::Stream::open(&args.file)?;
+    let r = nightshift::postmortem::report(stream, &settings.site, &settings.xid_catalog)?;
+    for w in &r.damage {
+        nightshift::text::warn(w);
     }
-    let r = nightshift::postmortem::report(&rec, &settings.site, &settings.xid_catalog)?;
     match args.output {
         nightshift::cli::ReportFormat::Markdown => {
             nightshift::out!("{}", nightshift::postmortem::markdown(&r))

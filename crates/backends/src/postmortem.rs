@@ -8,16 +8,15 @@ use crate::engine::SiteParams;
 use crate::engine::analysis::Base;
 use crate::engine::incidents::Incident;
 use crate::engine::incidents::IncidentKind;
-use crate::engine::kpis::{Change, JobWatch, KpiBook, Kpis};
-use crate::engine::memory::Memory;
+use crate::engine::kpis::Kpis;
 use crate::engine::restore::restore;
 use crate::engine::xid::XidCatalog;
 use crate::model::Phase;
-use crate::model::{Cluster, JobState, Timestamp};
-use crate::recording::{Recording, RecordingError};
+use crate::model::{Cluster, Timestamp};
+use crate::recording::RecordingError;
+use crate::recording::stream::Stream;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HitJob {
@@ -100,51 +99,9 @@ pub struct NightReport {
     /// Nodes past `[engine] repeat_offender` at the end: their hardware
     /// faults over the recording and the history its source gave.
     pub repeat_offenders: Vec<crate::engine::repeat::NodeHistory>,
-}
-
-/// What happened to each job over the recording: its state at the end,
-/// and when it died or was sent back to the queue.
-#[derive(Default)]
-struct Fates {
-    watch: JobWatch,
-    ended: FxHashMap<String, Timestamp>,
-    requeued: FxHashMap<String, Timestamp>,
-}
-
-impl Fates {
-    fn observe(&mut self, c: &Cluster) {
-        let (ended, requeued) = (&mut self.ended, &mut self.requeued);
-        self.watch.observe(c, |j, change| match change {
-            Change::Stopped(_) => {
-                ended
-                    .entry(j.id.clone())
-                    .or_insert(j.end_time.unwrap_or(c.time));
-            }
-            Change::Requeued => {
-                requeued.entry(j.id.clone()).or_insert(c.time);
-            }
-            Change::Started => {}
-        });
-    }
-
-    /// Its fate, and when it stopped (died or requeued).
-    fn fate(&self, id: &str, stalled: bool) -> (String, Option<Timestamp>) {
-        let last = self.watch.state(id);
-        let ended = self.ended.get(id).copied();
-        let requeued = self.requeued.get(id).copied();
-        match last {
-            Some(JobState::Failed) => ("failed".into(), ended),
-            Some(JobState::Cancelled) => ("cancelled".into(), ended),
-            _ if requeued.is_some() => ("requeued".into(), requeued),
-            Some(JobState::Completed) => ("completed".into(), None),
-            Some(s) if s.holds_resources() && stalled => {
-                ("stalled, still holding its GPUs".into(), None)
-            }
-            Some(s) if s.holds_resources() => ("still running".into(), None),
-            Some(s) => (s.as_str().into(), None),
-            None => ("gone from the data".into(), None),
-        }
-    }
+    /// What was wrong with the file, a line each (said as warnings).
+    #[serde(skip)]
+    pub damage: Vec<String>,
 }
 
 fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Action {
@@ -168,66 +125,13 @@ fn action_of(time: Timestamp, intent: &Record, outcome: Option<&Record>) -> Acti
     }
 }
 
-/// For each time, the recording's state then (the last at or before it).
-fn capture(
-    rec: &Recording,
-    mut times: Vec<Timestamp>,
-    looks: &rustc_hash::FxHashSet<Timestamp>,
-    site: &SiteParams,
-) -> Result<std::collections::BTreeMap<Timestamp, Moment>, RecordingError> {
-    times.sort_unstable();
-    times.dedup();
-    let mut out = std::collections::BTreeMap::new();
-    let mut want = times.into_iter().peekable();
-    let mut prev: Option<Arc<Cluster>> = None;
-    // What the analysis remembers of the snapshots up to `prev`, fed as
-    // the console's analyst is. A look keeps all of it; a job's stop (one
-    // per stopped job, thousands at 10,000 nodes) keeps it without the
-    // error counters' readings, which only the health rates read.
-    let mut memory = Memory::default();
-    let keep = |t: Timestamp, memory: &Memory| {
-        if looks.contains(&t) {
-            Arc::new(memory.clone())
-        } else {
-            Arc::new(memory.without_rates())
-        }
-    };
-    for c in rec.states() {
-        let c = c?;
-        while let Some(&t) = want.peek() {
-            if c.time <= t {
-                break;
-            }
-            if let Some(p) = &prev {
-                out.insert(t, (p.clone(), keep(t, &memory)));
-            }
-            want.next();
-        }
-        if want.peek().is_none() {
-            return Ok(out);
-        }
-        memory.observe(&c, site);
-        prev = Some(c);
-    }
-    if let Some(p) = prev {
-        for t in want {
-            out.insert(t, (p.clone(), keep(t, &memory)));
-        }
-    }
-    Ok(out)
-}
-
-/// A recorded snapshot and what the analysis remembered then.
-type Moment = (Arc<Cluster>, Arc<Memory>);
-
 /// Every recorded action: each intent with its outcome, on the source's
 /// clock, oldest first.
-fn actions_of(rec: &Recording) -> Vec<Action> {
-    let audit = rec.audit();
+fn actions_of(audit: &[(Timestamp, Record)]) -> Vec<Action> {
     let outcomes: FxHashMap<&str, &Record> = audit
         .iter()
         .filter(|(_, r)| r.phase == Phase::Outcome)
-        .map(|(_, r)| (r.id.as_str(), *r))
+        .map(|(_, r)| (r.id.as_str(), r))
         .collect();
     let mut actions: Vec<Action> = audit
         .iter()
@@ -266,7 +170,7 @@ fn first_action(actions: &[Action], inc: &Incident) -> Option<Action> {
     actions.iter().find(|a| answers(a, inc)).cloned()
 }
 
-/// What a job lost, on the snapshot just before it stopped.
+/// What a job lost, from the snapshot just before it stopped.
 struct Loss {
     lost: Option<f64>,
     back: Option<f64>,
@@ -274,91 +178,31 @@ struct Loss {
     user: Option<String>,
 }
 
-fn loss_then(
-    c: &Cluster,
-    b: &Base,
-    id: &str,
-    stopped_at: Option<Timestamp>,
-    site: &SiteParams,
-) -> Loss {
-    let ix = c.jobs.iter().position(|x| x.id == id);
-    let job = ix.map(|i| &c.jobs[i]);
-    let r = ix
-        .filter(|&i| c.jobs[i].state.holds_resources())
-        .and_then(|i| restore(c, b, i, site));
-    // Up to when it stopped, as the health numbers count it.
-    let stopped = job
-        .zip(stopped_at)
-        .and_then(|(j, t)| crate::engine::restore::lost_gpu_hours(j, t));
-    Loss {
-        lost: stopped.or_else(|| r.as_ref().and_then(|r| r.lost_gpu_hours.value)),
-        back: r.as_ref().and_then(|r| r.total_s.value),
-        name: job.map(|x| x.name.clone()),
-        user: job.map(|x| x.user.clone()),
-    }
-}
-
-/// The times to look for incidents: the start, then every
-/// `KEY_EVERY_S` while the state changes. Derived from the snapshots, never
-/// from the span: a recording whose clock jumps decades holds two looks
-/// there, not millions.
-fn looks_every_few_minutes(rec: &Recording, from: Timestamp, to: Timestamp) -> Vec<Timestamp> {
-    let every = crate::recording::KEY_EVERY_S;
-    let mut looks = vec![from];
-    for m in rec.marks.iter() {
-        let next = from.saturating_add(((m.time - from) / every + 1).saturating_mul(every));
-        if next < to && looks.last() != Some(&next) {
-            looks.push(next);
-        }
-    }
-    looks
-}
-
-/// The report of a recording.
+/// The report of a recording, read in one pass (see `night`).
 pub fn report(
-    rec: &Recording,
+    stream: Stream,
     site: &SiteParams,
     cat: &XidCatalog,
 ) -> Result<NightReport, RecordingError> {
-    let (from, to) = rec.span();
     let Night {
+        header,
+        from,
+        to,
         book,
         fates,
         end,
         memory,
-    } = walk(rec, from, to, site)?;
+        mut found,
+        audit,
+        before,
+        truncated,
+        damage,
+    } = night::walk(stream, site, cat)?;
     let repeat_offenders = repeat_offenders(&end, memory.fault_log(), site, cat);
     let base_end = memory.base(&end, site, cat);
-
-    let actions = actions_of(rec);
-
+    let actions = actions_of(&audit);
     let mut incidents = Vec::new();
     let mut lost_of_job: FxHashMap<String, f64> = FxHashMap::default();
-    // Incidents come and go (a stall ends when its gang is requeued): look
-    // every few minutes, just before each action, and at the end. Jobs'
-    // losses are read just before they stopped. The states at those times
-    // are caught in one more pass over the file each (never held whole).
-    let looks = look_times(rec, &actions, from, to);
-    let look_set = looks.iter().copied().collect();
-    let states = capture(rec, with_stops(&looks, &fates, from), &look_set, site)?;
-    let mut bases: FxHashMap<Timestamp, Option<(Arc<Cluster>, Base)>> = FxHashMap::default();
-    // The state at `t` (the last at or before it) and its base.
-    let mut at = |t: Timestamp| -> Option<(Arc<Cluster>, Base)> {
-        bases
-            .entry(t)
-            .or_insert_with(|| {
-                let (c, memory) = states.get(&t)?.clone();
-                let b = memory.base(&c, site, cat);
-                Some((c, b))
-            })
-            .clone()
-    };
-    let mut found: std::collections::BTreeMap<String, Incident> = Default::default();
-    for t in looks {
-        if let Some((_, b)) = at(t) {
-            seen(&mut found, b.incidents);
-        }
-    }
     keep_earlier_views(&mut found, &base_end.incidents);
     // A node's incident seen before it was known to be part of its
     // domain's is told by the domain's.
@@ -380,20 +224,27 @@ pub fn report(
             // Work is lost when the job stops (died, requeued), or — a hung
             // job still holding its GPUs — all of it since its checkpoint
             // will be when it is requeued. A running job has lost nothing.
-            // The state just before it stopped (a hung one: the end).
-            let when = stopped.map(|t| (t - 1).max(from)).or(stalled.then_some(to));
-            let at_end = || Some((end.clone(), base_end.clone()));
-            let state = match when {
-                Some(t) if t == to => at_end(),
-                Some(t) => at(t),
-                None => None,
-            };
             let Loss {
                 lost,
                 back,
                 name,
                 user,
-            } = loss_at(state, &end, &j.id, stopped, &fate, site);
+            } = match stopped {
+                Some((t, how)) => {
+                    let b = before
+                        .get(&(j.id.clone(), how))
+                        .cloned()
+                        .unwrap_or_default();
+                    loss_before(&b, &end, &j.id, t, &fate)
+                }
+                None if stalled => loss_at_end(&end, &base_end, &j.id, site),
+                None => Loss {
+                    lost: Some(0.0),
+                    back: None,
+                    name: None,
+                    user: None,
+                },
+            };
             if let Some(l) = lost {
                 lost_of_job.insert(j.id.clone(), l);
             }
@@ -423,7 +274,7 @@ pub fn report(
     let open_at_end = open_incidents(&base_end);
     Ok(NightReport {
         cluster: end.name.clone(),
-        source: rec.header.source.clone(),
+        source: header.source,
         from,
         to,
         incidents,
@@ -431,45 +282,48 @@ pub fn report(
         open_at_end,
         gpu_hours_lost: lost_of_job.values().sum::<f64>() + 0.0,
         kpis,
-        truncated: rec.truncated.clone(),
+        truncated,
         repeat_offenders,
+        damage,
     })
 }
 
-/// What one pass over the recording gathers.
-struct Night {
-    book: KpiBook,
-    fates: Fates,
-    end: Arc<Cluster>,
-    /// What the analysis remembers at the end (the console's, had it
-    /// watched the whole night), every hardware fault of it included (a
-    /// source keeps its newest events only).
-    memory: Memory,
-}
-
-fn walk(
-    rec: &Recording,
-    from: Timestamp,
-    to: Timestamp,
-    site: &SiteParams,
-) -> Result<Night, RecordingError> {
-    let mut book = KpiBook::new(to - from + 1);
-    let mut fates = Fates::default();
-    let mut end: Option<Arc<Cluster>> = None;
-    let mut memory = Memory::default();
-    for c in rec.states() {
-        let c = c?;
-        book.observe(&c);
-        fates.observe(&c);
-        memory.observe(&c, site);
-        end = Some(c);
+/// What a job that stopped lost: its work since its checkpoint up to when
+/// it was thrown away (a failed job at its end time, a requeued one when
+/// requeued), and the restore estimate of the snapshot before.
+fn loss_before(b: &Before, end: &Cluster, id: &str, stopped: Timestamp, fate: &str) -> Loss {
+    let stopped_at = end
+        .job(id)
+        .and_then(|x| x.end_time)
+        .filter(|_| !fate.starts_with("requeued"))
+        .unwrap_or(stopped);
+    let r = b.restore.as_ref();
+    Loss {
+        lost: b
+            .job
+            .as_deref()
+            .and_then(|j| crate::engine::restore::lost_gpu_hours(j, stopped_at))
+            .or_else(|| r.and_then(|r| r.lost_gpu_hours.value)),
+        back: r.and_then(|r| r.total_s.value),
+        name: b.job.as_ref().map(|x| x.name.clone()),
+        user: b.job.as_ref().map(|x| x.user.clone()),
     }
-    Ok(Night {
-        book,
-        fates,
-        end: end.ok_or(RecordingError::Nothing)?,
-        memory,
-    })
+}
+
+/// What a hung job still holding its GPUs at the end will lose: all of it
+/// since its checkpoint, when it is requeued.
+fn loss_at_end(end: &Cluster, base_end: &Base, id: &str, site: &SiteParams) -> Loss {
+    let ix = end.jobs.iter().position(|x| x.id == id);
+    let job = ix.map(|i| &end.jobs[i]);
+    let r = ix
+        .filter(|&i| end.jobs[i].state.holds_resources())
+        .and_then(|i| restore(end, base_end, i, site));
+    Loss {
+        lost: r.as_ref().and_then(|r| r.lost_gpu_hours.value),
+        back: r.as_ref().and_then(|r| r.total_s.value),
+        name: job.map(|x| x.name.clone()),
+        user: job.map(|x| x.user.clone()),
+    }
 }
 
 /// The nodes past `[engine] repeat_offender` at the end of the night,
@@ -488,77 +342,8 @@ fn repeat_offenders(
         .collect()
 }
 
-/// When to look for incidents: every few minutes, and just before each
-/// action.
-fn look_times(
-    rec: &Recording,
-    actions: &[Action],
-    from: Timestamp,
-    to: Timestamp,
-) -> Vec<Timestamp> {
-    let mut looks = looks_every_few_minutes(rec, from, to);
-    looks.extend(actions.iter().map(|a| a.time));
-    looks
-}
-
-/// The looks, and the moment before each job stopped (its losses are read
-/// there).
-fn with_stops(looks: &[Timestamp], fates: &Fates, from: Timestamp) -> Vec<Timestamp> {
-    let mut wanted = looks.to_vec();
-    wanted.extend(
-        fates
-            .ended
-            .values()
-            .chain(fates.requeued.values())
-            .map(|t| t.saturating_sub(1).max(from)),
-    );
-    wanted
-}
-
-/// What a job an incident hit lost, read from `state` (the state just
-/// before it stopped; a hung one: the end). Its work was thrown away when
-/// it stopped: a failed job at its end time, a requeued one when requeued.
-fn loss_at(
-    state: Option<(Arc<Cluster>, Base)>,
-    end: &Cluster,
-    job: &str,
-    stopped: Option<Timestamp>,
-    fate: &str,
-    site: &SiteParams,
-) -> Loss {
-    // When its work was thrown away: a failed job at its end time.
-    let stopped_at = stopped.map(|t| {
-        end.job(job)
-            .and_then(|x| x.end_time)
-            .filter(|_| !fate.starts_with("requeued"))
-            .unwrap_or(t)
-    });
-    match state {
-        Some((c, b)) => loss_then(&c, &b, job, stopped_at, site),
-        None => Loss {
-            lost: Some(0.0),
-            back: None,
-            name: None,
-            user: None,
-        },
-    }
-}
-
 /// The end's view of each incident, keeping what only earlier looks saw
 /// (the gang its failure stalled before the drain requeued it).
-/// Keeps each incident's first view; a domain's incident gathers nodes as
-/// their links go: its widest view is the one to tell.
-fn seen(found: &mut std::collections::BTreeMap<String, Incident>, now: Vec<Incident>) {
-    for i in now {
-        let wider = found
-            .get(&i.id)
-            .is_none_or(|x| i.kind == IncidentKind::Domain && i.nodes.len() > x.nodes.len());
-        if wider {
-            found.insert(i.id.clone(), i);
-        }
-    }
-}
-
 fn keep_earlier_views(
     found: &mut std::collections::BTreeMap<String, Incident>,
     at_end: &[Incident],
@@ -636,4 +421,6 @@ fn open_incidents(base_end: &Base) -> Vec<String> {
 }
 
 mod markdown;
+mod night;
 pub use markdown::markdown;
+use night::{Before, Night};

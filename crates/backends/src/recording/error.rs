@@ -69,8 +69,6 @@ pub enum RecordingError {
     DeltaNode { index: usize, count: usize },
     #[error("a delta orders job {0}, never recorded")]
     DeltaOrder(String),
-    #[error("a delta changes job {0}, never recorded")]
-    DeltaJob(String),
     #[error("--at {0:?}: give HH:MM[:SS] (UTC), +DURATION from the start, or Unix seconds")]
     At(String),
     #[error(transparent)]

@@ -26,7 +26,7 @@ pub struct Mark {
 
 /// Snapshot times outside 1970 … 9999 are not a source's clock: such a line
 /// is skipped (a report would otherwise walk the decades between them).
-const TIMES: std::ops::RangeInclusive<Timestamp> = 0..=253_402_300_799;
+pub(super) const TIMES: std::ops::RangeInclusive<Timestamp> = 0..=253_402_300_799;
 
 #[derive(Debug, Clone)]
 pub struct Recording {
@@ -56,24 +56,24 @@ struct PeekCluster {
 }
 
 /// The lines of a recording's decompressed stream, and how it ended.
-struct Lines {
+pub(super) struct Lines {
     inner:
         std::io::BufReader<zstd::stream::read::Decoder<'static, std::io::BufReader<std::fs::File>>>,
-    buf: Vec<u8>,
+    pub(super) buf: Vec<u8>,
     /// The number of the line last read (the first is 1).
-    number: u64,
+    pub(super) number: u64,
     /// Lines longer than this are skipped unread (`limits.max_recording_line_bytes`).
     max_line: u64,
     /// The lines skipped for their length.
-    too_long: Vec<String>,
+    pub(super) too_long: Vec<String>,
     /// Set when the stream ends early; the iterator then ends.
-    cut: Option<String>,
+    pub(super) cut: Option<String>,
 }
 
 impl Lines {
     /// Opens a recording for one pass. It must be a regular file: a FIFO or
     /// a terminal cannot be read twice (indexing, then replaying).
-    fn open(path: &Path) -> Result<Lines, RecordingError> {
+    pub(super) fn open(path: &Path) -> Result<Lines, RecordingError> {
         let cannot_open = |e| RecordingError::Open {
             path: path.to_path_buf(),
             source: Arc::new(e),
@@ -105,7 +105,7 @@ impl Lines {
     /// The next complete line; `None` at the end or at a cut. A line longer
     /// than the bound is skipped (and named in `too_long`) without being
     /// held.
-    fn next_line(&mut self) -> Option<&[u8]> {
+    pub(super) fn next_line(&mut self) -> Option<&[u8]> {
         use std::io::Read;
         loop {
             if self.cut.is_some() {
@@ -166,6 +166,36 @@ impl Lines {
     }
 }
 
+/// The header, the first line: refused when it is not a recording's or
+/// is of a version newer than this reader.
+pub(super) fn read_header(lines: &mut Lines, path: &Path) -> Result<Header, RecordingError> {
+    let bad = |why: String| RecordingError::NotOurs {
+        path: path.to_path_buf(),
+        why,
+    };
+    let header: Header = match lines.next_line() {
+        Some(l) => match serde_json::from_slice::<Entry>(l) {
+            Ok(Entry::Header(h)) => h,
+            Ok(_) => return Err(RecordingError::NoHeader(path.to_path_buf())),
+            Err(e) => return Err(bad(e.to_string())),
+        },
+        None => {
+            return Err(match lines.cut.take() {
+                Some(e) => bad(e),
+                None => RecordingError::Empty(path.to_path_buf()),
+            });
+        }
+    };
+    if header.format != FORMAT || header.version > VERSION {
+        return Err(RecordingError::Version {
+            path: path.to_path_buf(),
+            format: header.format,
+            version: header.version,
+        });
+    }
+    Ok(header)
+}
+
 /// Whether a line is a snapshot line (keyframe or delta), cheaply: the tag
 /// is written first.
 fn is_snapshot(line: &[u8]) -> bool {
@@ -175,30 +205,7 @@ fn is_snapshot(line: &[u8]) -> bool {
 impl Recording {
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         let mut lines = Lines::open(path)?;
-        let bad = |why: String| RecordingError::NotOurs {
-            path: path.to_path_buf(),
-            why,
-        };
-        let header: Header = match lines.next_line() {
-            Some(l) => match serde_json::from_slice::<Entry>(l) {
-                Ok(Entry::Header(h)) => h,
-                Ok(_) => return Err(RecordingError::NoHeader(path.to_path_buf())),
-                Err(e) => return Err(bad(e.to_string())),
-            },
-            None => {
-                return Err(match lines.cut {
-                    Some(e) => bad(e),
-                    None => RecordingError::Empty(path.to_path_buf()),
-                });
-            }
-        };
-        if header.format != FORMAT || header.version > VERSION {
-            return Err(RecordingError::Version {
-                path: path.to_path_buf(),
-                format: header.format,
-                version: header.version,
-            });
-        }
+        let header = read_header(&mut lines, path)?;
         let mut marks = Vec::new();
         let mut audit = Vec::new();
         let mut skipped = Vec::new();
@@ -262,20 +269,7 @@ impl Recording {
     /// What was wrong with the file, a line each: how it ended early and
     /// the lines skipped (the first 20, then how many more).
     pub fn damage(&self) -> Vec<String> {
-        let name = self.path.display();
-        let mut out: Vec<String> = self
-            .truncated
-            .iter()
-            .map(|t| format!("{name}: {t}"))
-            .collect();
-        out.extend(self.skipped.iter().take(20).map(|w| format!("{name} {w}")));
-        if self.skipped.len() > 20 {
-            out.push(format!(
-                "{name}: and {} more line(s) skipped",
-                self.skipped.len() - 20
-            ));
-        }
-        out
+        damage_lines(&self.path, self.truncated.as_deref(), &self.skipped)
     }
 
     /// The first and last snapshot times.
@@ -366,7 +360,7 @@ struct KeyLine {
 /// A snapshot line. Its struct is read straight from the line (the `kind`
 /// tag ignored): serde's tagged-enum path buffers every value first, which
 /// cost a third of reading a big recording.
-fn parse(line: &[u8]) -> Result<Entry, RecordingError> {
+pub(super) fn parse(line: &[u8]) -> Result<Entry, RecordingError> {
     let bad = |e: serde_json::Error| RecordingError::BadLine(Arc::new(e));
     if line.starts_with(br#"{"kind":"delta""#) {
         serde_json::from_slice::<Delta>(line)
@@ -407,8 +401,27 @@ fn read_mark(lines: &mut Lines, marks: &[Mark], next: &mut usize) -> Option<Entr
     None
 }
 
+/// What was wrong with a file, a line each: how it ended early and the
+/// lines skipped (the first 20, then how many more).
+pub(super) fn damage_lines(
+    path: &Path,
+    truncated: Option<&str>,
+    skipped: &[String],
+) -> Vec<String> {
+    let name = path.display();
+    let mut out: Vec<String> = truncated.iter().map(|t| format!("{name}: {t}")).collect();
+    out.extend(skipped.iter().take(20).map(|w| format!("{name} {w}")));
+    if skipped.len() > 20 {
+        out.push(format!(
+            "{name}: and {} more line(s) skipped",
+            skipped.len() - 20
+        ));
+    }
+    out
+}
+
 /// The line number a `line N: …` warning names.
-fn line_of(w: &str) -> u64 {
+pub(super) fn line_of(w: &str) -> u64 {
     w.strip_prefix("line ")
         .and_then(|r| r.split(':').next())
         .and_then(|n| n.parse().ok())
@@ -436,7 +449,11 @@ impl Cursor {
             return Ok(false);
         };
         match e {
-            Entry::Key { cluster } => self.current = *cluster,
+            Entry::Key { cluster } => {
+                let mut key = *cluster;
+                super::share_with(&self.current, &mut key);
+                self.current = key;
+            }
             Entry::Delta(d) => {
                 if let Err(e) = apply(&mut self.current, &d) {
                     tracing::warn!(
@@ -494,7 +511,11 @@ impl Iterator for States {
             };
             let step = match e {
                 Entry::Key { cluster } => {
-                    self.current = Some(*cluster);
+                    let mut key = *cluster;
+                    if let Some(prev) = &self.current {
+                        super::share_with(prev, &mut key);
+                    }
+                    self.current = Some(key);
                     Ok(())
                 }
                 Entry::Delta(d) => match self.current.as_mut() {

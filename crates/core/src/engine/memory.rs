@@ -8,6 +8,7 @@
 use super::SiteParams;
 use super::base::Base;
 use super::health::EccBaseline;
+use super::plan::Unusable;
 use super::repeat::FaultLog;
 use super::stall::StallHistory;
 use super::xid::XidCatalog;
@@ -81,20 +82,35 @@ impl Memory {
 
     /// The base of `c`, the last snapshot observed.
     pub fn base(&self, c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {
-        let with_faults;
-        let c = if self.faults.is_empty() && self.audited.is_empty() {
-            c
-        } else {
-            // The nodes and jobs are shared, not copied.
-            let mut whole = c.clone();
-            whole.history.extend(self.faults.faults());
-            whole.history.extend(self.audited.iter().cloned());
-            with_faults = whole;
-            &with_faults
-        };
-        let mut b = Base::compute_on(c, self.baseline.as_ref(), site, cat, &self.stalls);
+        let c = self.with_history(c);
+        let mut b = Base::compute_on(&c, self.baseline.as_ref(), site, cat, &self.stalls);
         self.recall_ended(&mut b);
         b
+    }
+
+    /// The nodes the base of `c` would hold unusable (what a plan of a
+    /// what-if reads), without the rest of the analysis: a job's restore
+    /// estimate at its stop, where the report needs no more.
+    pub fn unusable(&self, c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Unusable {
+        let c = self.with_history(c);
+        super::health::critical_nodes(&super::health::verdicts(
+            &c,
+            self.baseline.as_ref(),
+            cat,
+            site,
+        ))
+    }
+
+    /// `c` with the faults remembered and the audit's in its history; the
+    /// nodes and jobs are shared, not copied.
+    fn with_history<'a>(&self, c: &'a Cluster) -> std::borrow::Cow<'a, Cluster> {
+        if self.faults.is_empty() && self.audited.is_empty() {
+            return std::borrow::Cow::Borrowed(c);
+        }
+        let mut whole = c.clone();
+        whole.history.extend(self.faults.faults());
+        whole.history.extend(self.audited.iter().cloned());
+        std::borrow::Cow::Owned(whole)
     }
 
     /// The audit log's faults for this cluster (see `audited`); the same

@@ -473,9 +473,19 @@ pub fn restore_after(
 /// Restore for `job` if it were requeued now (with its gang), on the
 /// capacity `base` counts: in service and healthy.
 pub fn restore(c: &Cluster, base: &Base, job: usize, site: &SiteParams) -> Option<Restore> {
+    restore_on(c, &base.unusable, job, site)
+}
+
+/// [`restore`] given only the nodes the base holds unusable.
+pub fn restore_on(
+    c: &Cluster,
+    unusable: &super::plan::Unusable,
+    job: usize,
+    site: &SiteParams,
+) -> Option<Restore> {
     let j = c.jobs.get(job)?;
     let (after, _) = whatif::end_job(c, job, true);
-    let p = plan(&after, site, &base.unusable);
+    let p = plan(&after, site, unusable);
     Some(restore_after(j, c.time, &after, &p, site))
 }
 
