@@ -20,7 +20,7 @@ pub fn record(settings: &Settings, file: &Path, duration: Option<u64>) -> Result
                 return Err(CommandError::SimLength);
             }
             let mut s = crate::sources::sim::Sim::new(sim)?;
-            let mut r = Recorder::create(file, "sim")?;
+            let mut r = Recorder::create(file, "sim")?.with_site(settings.site.clone());
             r.follow_audit(log);
             let began = std::time::Instant::now();
             for _ in 0..=settings.sim_seconds {
@@ -66,7 +66,7 @@ async fn record_live(
         &settings.topology,
         crate::sources::nothing_open(),
     )?;
-    let mut r = Recorder::create(file, settings.source.name())?;
+    let mut r = Recorder::create(file, settings.source.name())?.with_site(settings.site.clone());
     r.follow_audit(log);
     let began = std::time::Instant::now();
     let until = duration.map(|d| tokio::time::Instant::now() + std::time::Duration::from_secs(d));

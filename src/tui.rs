@@ -144,7 +144,8 @@ pub(crate) fn start(
     };
     let (source, tap) = match &s.record {
         Some(path) => {
-            let (rx, tap) = crate::recording::run::tap(source, path, s.source.name(), s.audit())?;
+            let (rx, tap) =
+                crate::recording::run::tap(source, path, (s.source.name(), &s.site), s.audit())?;
             (rx, Some(tap))
         }
         None => (source, None),

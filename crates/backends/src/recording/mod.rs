@@ -100,6 +100,61 @@ pub enum Entry {
         time: Timestamp,
         record: Box<Record>,
     },
+    /// What the analysis remembered and the health numbers just before
+    /// the keyframe that follows (version 2): read where a jump wants it
+    /// ([`Recall`]), passed over otherwise.
+    Recall,
+}
+
+/// The line before each keyframe (version 2): the analysis's memory and
+/// the health numbers as of the snapshot before it, each having taken in
+/// every snapshot since the recording began. A jump, `--replay --at` and
+/// the console's seek start from the keyframe before the time asked for
+/// and this, not from the recording's start.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recall {
+    /// `recall`.
+    pub kind: String,
+    /// The keyframe's time.
+    pub time: Timestamp,
+    /// The site's parameters the memory was taken with
+    /// ([`Memory::site_key`]): another site's is not used.
+    pub site: String,
+    pub memory: crate::engine::memory::Memory,
+    pub book: crate::engine::kpis::KpiBook,
+}
+
+/// The index beside a recording (`FILE.idx`, version 2), written as the
+/// recording is: its header, each snapshot line's time and number, each
+/// keyframe's zstd frame (where it starts in the file and its first
+/// line), the audit records. Opening reads it, not the recording (an hour
+/// at 10,000 nodes is 17.7 GB of JSON to scan); without it, or when it
+/// does not match, the recording is scanned as before.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IndexLine {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<Header>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// A keyframe's frame: its offset in the file and its first line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<(Timestamp, Box<Record>)>,
+    /// The recording's size once flushed: an index whose last size is
+    /// not the file's (cut by a crash, written to since, edited) is not
+    /// used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// Where a recording's index is.
+pub fn index_path(path: &std::path::Path) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".idx");
+    p.into()
 }
 
 impl Entry {
@@ -110,6 +165,7 @@ impl Entry {
             Entry::Key { cluster } => Some(cluster.time),
             Entry::Delta(d) => Some(d.time),
             Entry::Audit { time, .. } => Some(*time),
+            Entry::Recall => None,
         }
     }
 }

@@ -22,6 +22,10 @@ pub struct Mark {
     pub key: bool,
     pub time: Timestamp,
     pub line: u64,
+    /// A keyframe's zstd frame (version 2, from the index): its offset in
+    /// the file and its first line. Reading starts there, not at the
+    /// file's start.
+    pub frame: Option<(u64, u64)>,
 }
 
 /// Snapshot times outside 1970 … 9999 are not a source's clock: such a line
@@ -74,6 +78,11 @@ impl Lines {
     /// Opens a recording for one pass. It must be a regular file: a FIFO or
     /// a terminal cannot be read twice (indexing, then replaying).
     pub(super) fn open(path: &Path) -> Result<Lines, RecordingError> {
+        Lines::open_at(path, (0, 1))
+    }
+
+    /// Opens a recording at a zstd frame: `(offset, first line)`.
+    fn open_at(path: &Path, (offset, first): (u64, u64)) -> Result<Lines, RecordingError> {
         let cannot_open = |e| RecordingError::Open {
             path: path.to_path_buf(),
             source: Arc::new(e),
@@ -84,7 +93,12 @@ impl Lines {
             Ok(_) => return Err(RecordingError::NotAFile(path.to_path_buf())),
             Err(e) => return Err(cannot_open(e)),
         }
-        let file = std::fs::File::open(path).map_err(cannot_open)?;
+        let mut file = std::fs::File::open(path).map_err(cannot_open)?;
+        if offset > 0 {
+            use std::io::Seek;
+            file.seek(std::io::SeekFrom::Start(offset))
+                .map_err(cannot_open)?;
+        }
         let mut dec =
             zstd::stream::read::Decoder::new(file).map_err(|e| RecordingError::NotZstd {
                 path: path.to_path_buf(),
@@ -95,7 +109,7 @@ impl Lines {
         Ok(Lines {
             inner: std::io::BufReader::with_capacity(1 << 20, dec),
             buf: Vec::new(),
-            number: 0,
+            number: first.saturating_sub(1),
             max_line: crate::limits::get().max_recording_line_bytes,
             too_long: Vec::new(),
             cut: None,
@@ -206,6 +220,9 @@ impl Recording {
     pub fn open(path: &Path) -> Result<Recording, RecordingError> {
         let mut lines = Lines::open(path)?;
         let header = read_header(&mut lines, path)?;
+        if let Some(r) = Recording::indexed(path, &header) {
+            return Ok(r);
+        }
         let mut marks = Vec::new();
         let mut audit = Vec::new();
         let mut skipped = Vec::new();
@@ -226,6 +243,7 @@ impl Recording {
                                     key,
                                     time,
                                     line: number,
+                                    frame: None,
                                 });
                                 continue;
                             }
@@ -236,7 +254,7 @@ impl Recording {
                     Err(e) => format!("unreadable ({e})"),
                 }
             } else {
-                match serde_json::from_slice::<Entry>(l) {
+                match parse(l) {
                     Ok(Entry::Audit { time, record }) => {
                         audit.push((time, *record));
                         continue;
@@ -266,6 +284,69 @@ impl Recording {
         })
     }
 
+    /// The recording as its index says (version 2), when the index is
+    /// there and is this recording's: nothing of the recording is read
+    /// but its header.
+    fn indexed(path: &Path, header: &Header) -> Option<Recording> {
+        let text = std::fs::read(super::index_path(path)).ok()?;
+        let mut marks = Vec::new();
+        let mut audit = Vec::new();
+        let mut lines = text.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+        let first: super::IndexLine = serde_json::from_slice(lines.next()?).ok()?;
+        if first.header.as_ref() != Some(header) {
+            tracing::warn!(
+                "{}: its index is another recording's; scanned",
+                path.display()
+            );
+            return None;
+        }
+        // What the index says up to its last size (what the file held
+        // when it was flushed): lines after it may name what the file
+        // does not hold.
+        let (mut size, mut upto) = (None, (0, 0));
+        for l in lines {
+            // A line cut by a crash ends the index.
+            let Ok(l) = serde_json::from_slice::<super::IndexLine>(l) else {
+                break;
+            };
+            if l.size.is_some() {
+                size = l.size;
+                upto = (marks.len(), audit.len());
+            }
+            match (l.t, l.line, l.audit) {
+                (Some(time), Some(line), _) if TIMES.contains(&time) => marks.push(Mark {
+                    key: l.frame.is_some(),
+                    time,
+                    line,
+                    frame: l.frame,
+                }),
+                (_, _, Some((t, r))) => audit.push((t, *r)),
+                _ => {}
+            }
+        }
+        marks.truncate(upto.0);
+        audit.truncate(upto.1);
+        let now = std::fs::metadata(path).ok().map(|m| m.len());
+        if size.is_none() || size != now {
+            tracing::info!(
+                "{}: its index does not cover it ({size:?} of {now:?} bytes); scanned",
+                path.display()
+            );
+            return None;
+        }
+        if !marks.iter().any(|m| m.key) {
+            return None;
+        }
+        Some(Recording {
+            path: path.to_path_buf(),
+            header: header.clone(),
+            marks: marks.into(),
+            audit,
+            truncated: None,
+            skipped: Vec::new(),
+        })
+    }
+
     /// What was wrong with the file, a line each: how it ended early and
     /// the lines skipped (the first 20, then how many more).
     pub fn damage(&self) -> Vec<String> {
@@ -283,6 +364,19 @@ impl Recording {
     /// one at or before it), replayed from the keyframe before it (an
     /// earlier one when that keyframe cannot be parsed).
     pub fn cursor_at(&self, t: Timestamp) -> Result<Cursor, RecordingError> {
+        Ok(self.recalled_at(t, None)?.0)
+    }
+
+    /// A cursor at `t` as [`Recording::cursor_at`], and — when `site` is
+    /// given and the keyframe it starts from carries one taken with that
+    /// site's parameters — what the analysis remembered and the health
+    /// numbers just before that keyframe. The cursor then sits on the
+    /// keyframe itself, for the caller to step on to `t` feeding them.
+    pub fn recalled_at(
+        &self,
+        t: Timestamp,
+        site: Option<&str>,
+    ) -> Result<(Cursor, Option<Box<super::Recall>>), RecordingError> {
         let (lo, _) = self.span();
         if t < lo {
             return Err(RecordingError::BeforeStart { at: t, start: lo });
@@ -296,8 +390,16 @@ impl Recording {
             .rev();
         let mut last_error = RecordingError::NoKeyframe;
         for key in keys {
-            let mut lines = Lines::open(&self.path)?;
-            let Some(l) = lines.seek_line(self.marks[key].line) else {
+            let mark = self.marks[key];
+            let mut lines = Lines::open_at(&self.path, mark.frame.unwrap_or((0, 1)))?;
+            // The line before a keyframe of version 2 is its recall.
+            let recall = match site {
+                Some(site) if mark.line > 1 => lines
+                    .seek_line(mark.line - 1)
+                    .and_then(|l| recall_of(l, site)),
+                _ => None,
+            };
+            let Some(l) = lines.seek_line(mark.line) else {
                 return Err(RecordingError::Cut(
                     lines.cut.unwrap_or_else(|| "the recording changed".into()),
                 ));
@@ -307,7 +409,7 @@ impl Recording {
                 Ok(_) => return Err(RecordingError::IndexDisagrees),
                 Err(e) => {
                     last_error = RecordingError::Line {
-                        line: self.marks[key].line,
+                        line: mark.line,
                         error: Box::new(e),
                     };
                     tracing::warn!("recording {}: {last_error}; skipped", self.path.display());
@@ -321,10 +423,12 @@ impl Recording {
                 ahead: None,
                 next_mark: key + 1,
             };
-            while c.next_time_of_mark().is_some_and(|x| x <= t) {
-                c.step()?;
+            if recall.is_none() {
+                while c.next_time_of_mark().is_some_and(|x| x <= t) {
+                    c.step()?;
+                }
             }
-            return Ok(c);
+            return Ok((c, recall));
         }
         Err(last_error)
     }
@@ -351,6 +455,30 @@ impl Recording {
     }
 }
 
+/// The recall on `line`, when it is one and was taken with the site's
+/// parameters `site` ([`Memory::site_key`]).
+///
+/// [`Memory::site_key`]: crate::engine::memory::Memory::site_key
+fn recall_of(line: &[u8], site: &str) -> Option<Box<super::Recall>> {
+    if !line.starts_with(br#"{"kind":"recall""#) {
+        return None;
+    }
+    match serde_json::from_slice::<super::Recall>(line) {
+        Ok(r) if r.site == site => Some(Box::new(r)),
+        Ok(r) => {
+            tracing::info!(
+                "recording: a recall taken with other parameters ({}); read from the start",
+                r.site
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!("recording: an unreadable recall ({e}); read from the start");
+            None
+        }
+    }
+}
+
 /// A keyframe line without its tag.
 #[derive(Deserialize)]
 struct KeyLine {
@@ -366,6 +494,9 @@ pub(super) fn parse(line: &[u8]) -> Result<Entry, RecordingError> {
         serde_json::from_slice::<Delta>(line)
             .map(|d| Entry::Delta(Box::new(d)))
             .map_err(bad)
+    } else if line.starts_with(br#"{"kind":"recall""#) {
+        // Read where a jump wants it (`Recall`), not on the way past.
+        Ok(Entry::Recall)
     } else if line.starts_with(br#"{"kind":"key""#) {
         serde_json::from_slice::<KeyLine>(line)
             .map(|k| Entry::Key { cluster: k.cluster })
@@ -465,6 +596,22 @@ impl Cursor {
             _ => {}
         }
         Ok(true)
+    }
+
+    /// Steps on while the next snapshot is at or before `t`, handing each
+    /// snapshot stepped to `f`.
+    pub fn step_to(
+        &mut self,
+        t: Timestamp,
+        mut f: impl FnMut(&Cluster),
+    ) -> Result<(), RecordingError> {
+        while self.next_time_of_mark().is_some_and(|x| x <= t) {
+            if !self.step()? {
+                break;
+            }
+            f(&self.current);
+        }
+        Ok(())
     }
 
     /// The time of the next snapshot, when there is one.

@@ -96,14 +96,34 @@ fn event_key(e: &crate::model::Event) -> (Timestamp, String, String) {
 }
 
 /// The console's health numbers after a jump: rebuilt, off the playback's
-/// task, from the recording's start up to the snapshot the console has
-/// taken in by then (what it saw meanwhile included), so that `:kpis`
-/// covers the night up to the replay's position, not just since the jump.
-fn rebuild_kpis(rec: Recording, kpis: crate::engine::kpis::SharedKpis, to: Timestamp) {
+/// task, up to the snapshot the console has taken in by then (what it saw
+/// meanwhile included), so that `:kpis` covers the night up to the
+/// replay's position, not just since the jump. From the keyframe before
+/// it and the numbers recorded with it (version 2), else from the start.
+fn rebuild_kpis(
+    rec: Recording,
+    kpis: crate::engine::kpis::SharedKpis,
+    to: Timestamp,
+    site: crate::engine::SiteParams,
+) {
     tokio::task::spawn_blocking(move || {
         let Ok(keep) = kpis.lock().map(|b| b.keep_s()) else {
             return;
         };
+        let key = crate::engine::memory::Memory::site_key(&site);
+        if let Ok((mut cur, Some(recall))) = rec.recalled_at(to, Some(&key)) {
+            let mut book = recall.book.keeping(keep);
+            book.observe(&cur.current);
+            if cur.step_to(to, |c| book.observe(c)).is_err() {
+                return;
+            }
+            let Ok(mut shared) = kpis.lock() else { return };
+            let upto = shared.last_time().unwrap_or(to);
+            if cur.step_to(upto, |c| book.observe(c)).is_ok() {
+                *shared = book;
+            }
+            return;
+        }
         let mut book = crate::engine::kpis::KpiBook::new(keep);
         let mut states = rec.states().filter_map(Result::ok).peekable();
         while let Some(c) = states.next_if(|c| c.time <= to) {
@@ -120,14 +140,23 @@ fn rebuild_kpis(rec: Recording, kpis: crate::engine::kpis::SharedKpis, to: Times
 }
 
 /// What the analysis remembers of the recorded snapshots before `before`,
-/// read from the recording's start off the async workers (a jump at
-/// 10,000 nodes reads a lot).
+/// read off the async workers: from the keyframe before it and the memory
+/// recorded with it (version 2), else from the recording's start.
 async fn recall(
     rec: Recording,
     before: Timestamp,
     site: crate::engine::SiteParams,
 ) -> Option<crate::engine::memory::Memory> {
     tokio::task::spawn_blocking(move || {
+        let key = crate::engine::memory::Memory::site_key(&site);
+        if let Ok((mut cur, Some(recall))) = rec.recalled_at(before, Some(&key)) {
+            let mut m = recall.memory;
+            if cur.current.time < before {
+                m.observe(&cur.current, &site);
+                cur.step_to(before - 1, |c| m.observe(c, &site)).ok()?;
+            }
+            return Some(m);
+        }
         let mut m = crate::engine::memory::Memory::default();
         for c in rec.states().filter_map(Result::ok) {
             if c.time >= before {
@@ -135,10 +164,11 @@ async fn recall(
             }
             m.observe(&c, &site);
         }
-        m
+        Some(m)
     })
     .await
     .ok()
+    .flatten()
 }
 
 /// Said when the time asked for is outside the recording.
@@ -164,7 +194,7 @@ async fn after_jump(
     tx: &mpsc::Sender<Update>,
 ) -> bool {
     let at = p.cur.current.time;
-    rebuild_kpis(p.rec.clone(), kpis.clone(), at);
+    rebuild_kpis(p.rec.clone(), kpis.clone(), at, site.clone());
     match recall(p.rec.clone(), at, site.clone()).await {
         Some(m) => tx.send(Update::Recalled(Arc::new(m))).await.is_ok(),
         None => true,

@@ -43,6 +43,17 @@ pub fn replayed_moment(
             crate::text::datetime(end)
         ));
     }
+    // From the keyframe before `t` and what the analysis remembered then
+    // (version 2), not from the start.
+    let key = Memory::site_key(site);
+    if let (mut cur, Some(recall)) = rec.recalled_at(t.min(end), Some(&key))? {
+        let mut memory = recall.memory;
+        memory.observe(&cur.current, site);
+        cur.step_to(t, |c| memory.observe(c, site))?;
+        let mut cluster = cur.current;
+        cluster.history.extend(memory.fault_log().faults());
+        return Ok(Moment { cluster, memory });
+    }
     // The night's faults up to then, not only the events the source still
     // held at `t`: the nodes that keep failing are counted on all of them.
     let mut memory = Memory::default();
@@ -71,10 +82,10 @@ pub fn replayed_moment(
 pub fn tap(
     mut rx: mpsc::Receiver<Update>,
     file: &Path,
-    source: &str,
+    (source, site): (&str, &crate::engine::SiteParams),
     log: AuditLog,
 ) -> Result<(mpsc::Receiver<Update>, Tap), RecordingError> {
-    let mut r = Recorder::create(file, source)?;
+    let mut r = Recorder::create(file, source)?.with_site(site.clone());
     r.follow_audit(log);
     let (tx, out) = mpsc::channel(16);
     let (stop_tx, mut stop) = tokio::sync::oneshot::channel::<()>();

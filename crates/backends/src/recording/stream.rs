@@ -168,7 +168,7 @@ impl Iterator for Stream {
                 }
             };
             match entry {
-                Entry::Header(_) => continue,
+                Entry::Header(_) | Entry::Recall => continue,
                 Entry::Audit { time, record } => return Some(Item::Audit(time, record)),
                 Entry::Key { cluster } => {
                     if !TIMES.contains(&cluster.time) {

@@ -288,3 +288,79 @@ fn a_delta_names_the_jobs_that_left_or_the_whole_order() {
     apply(&mut back, &d).expect("apply");
     assert_eq!(back, c);
 }
+
+/// A recording of version 2 opens from its index (nothing of it read but
+/// the header: the same snapshots and audit as a scan finds), each
+/// keyframe begins a zstd frame of its own, and `--replay --at` starts
+/// from the keyframe before the time and what was recorded with it: the
+/// same memory, health numbers and state as a reader that took in every
+/// snapshot from the start. Another site's parameters are not taken.
+#[test]
+fn an_index_opens_the_recording_and_a_moment_starts_from_its_keyframe() {
+    use crate::engine::kpis::KpiBook;
+    use crate::engine::memory::Memory;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    let live = night(700, &path);
+    let rec = Recording::open(&path).expect("open");
+    let keys: Vec<_> = rec.marks.iter().filter(|m| m.key).collect();
+    assert_eq!(keys.len(), 3);
+    assert!(keys.iter().all(|m| m.frame.is_some()), "{keys:?}");
+    assert!(keys[1].frame.map_or(0, |f| f.0) > 0, "a frame of its own");
+    // The same file without its index is scanned: the same marks.
+    let bare = dir.path().join("bare.nsrec");
+    std::fs::copy(&path, &bare).expect("copy");
+    let scanned = Recording::open(&bare).expect("scan");
+    let plain = |r: &Recording| -> Vec<(bool, i64, u64)> {
+        r.marks.iter().map(|m| (m.key, m.time, m.line)).collect()
+    };
+    assert_eq!(plain(&rec), plain(&scanned));
+    assert!(scanned.marks.iter().all(|m| m.frame.is_none()));
+    let site = crate::engine::SiteParams::default();
+    let json = |v: &dyn erased::Json| v.json();
+    for i in [0usize, 299, 300, 301, 450, 600, 699] {
+        let t = live[i].time;
+        let m = run::replayed_moment(&path, Some(&t.to_string()), &site).expect("moment");
+        let mut from_start = Memory::default();
+        let mut book = KpiBook::new(i64::MAX / 4);
+        for c in &live[..=i] {
+            from_start.observe(c, &site);
+            book.observe(c);
+        }
+        assert_eq!(json(&m.memory), json(&from_start), "the memory at {i}");
+        let mut want = (*live[i]).clone();
+        want.history.extend(from_start.fault_log().faults());
+        assert_eq!(m.cluster, want, "the state at {i}");
+        let key = Memory::site_key(&site);
+        let (mut cur, recall) = rec.recalled_at(t, Some(&key)).expect("recalled");
+        let recall = recall.expect("a recall before every keyframe");
+        let mut b = recall.book;
+        b.observe(&cur.current);
+        cur.step_to(t, |c| b.observe(c)).expect("step");
+        assert_eq!(
+            b.figures(3600),
+            book.figures(3600),
+            "the health numbers at {i}"
+        );
+    }
+    let other = crate::engine::SiteParams {
+        stall_util_min: site.stall_util_min + 0.01,
+        ..site.clone()
+    };
+    let (_, recall) = rec
+        .recalled_at(live[450].time, Some(&Memory::site_key(&other)))
+        .expect("recalled");
+    assert!(recall.is_none(), "another site's memory is not taken");
+}
+
+mod erased {
+    /// A value as JSON, to compare what has no `PartialEq`.
+    pub trait Json {
+        fn json(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> serde_json::Value {
+            serde_json::to_value(self).unwrap_or_default()
+        }
+    }
+}

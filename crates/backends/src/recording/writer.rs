@@ -1,8 +1,11 @@
 //! Writing a recording: a header, keyframes, deltas, audit records.
 
 use super::RecordingError;
-use super::{Entry, FORMAT, Header, KEY_EVERY_S, VERSION, WINDOW_LOG, delta};
+use super::{Entry, FORMAT, Header, IndexLine, KEY_EVERY_S, Recall, VERSION, WINDOW_LOG, delta};
 use crate::actions::audit::AuditLog;
+use crate::engine::SiteParams;
+use crate::engine::kpis::KpiBook;
+use crate::engine::memory::Memory;
 use crate::model::audit::Record;
 use crate::model::{Cluster, Timestamp};
 use std::fs::File;
@@ -14,8 +17,21 @@ use std::time::{Duration, Instant};
 /// Flushed (a zstd block, then the file synced) this often at most.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
+type Encoder = zstd::stream::write::Encoder<'static, BufWriter<File>>;
+
 pub struct Recorder {
-    enc: zstd::stream::write::Encoder<'static, BufWriter<File>>,
+    /// The zstd frame being written; a keyframe begins a new one, so that
+    /// a reader can start decompressing there.
+    enc: Option<Encoder>,
+    /// The index beside the recording, when it could be made.
+    index: Option<BufWriter<File>>,
+    /// Lines written (the header is line 1).
+    lines: u64,
+    /// What the analysis remembers and the health numbers, as of the last
+    /// snapshot: written before each keyframe.
+    memory: Memory,
+    book: KpiBook,
+    site: SiteParams,
     pub path: PathBuf,
     source: String,
     prev: Option<Arc<Cluster>>,
@@ -42,13 +58,24 @@ impl Recorder {
                 path: path.to_path_buf(),
                 source: Arc::new(e),
             })?;
-        let mut enc = zstd::stream::write::Encoder::new(BufWriter::new(file), 3)
-            .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
-        enc.long_distance_matching(true)
-            .and_then(|()| enc.window_log(WINDOW_LOG))
-            .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
+        let enc = encoder(BufWriter::new(file))?;
+        // The index is an aid: a recording without one is scanned. One
+        // left beside an earlier file of this name is another's.
+        let _ = std::fs::remove_file(super::index_path(path));
+        let index = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(super::index_path(path))
+            .map(BufWriter::new)
+            .map_err(|e| tracing::warn!("{}: no index beside it: {e}", path.display()))
+            .ok();
         Ok(Recorder {
-            enc,
+            enc: Some(enc),
+            index,
+            lines: 0,
+            memory: Memory::default(),
+            book: KpiBook::new(i64::MAX / 4),
+            site: SiteParams::default(),
             path: path.to_path_buf(),
             source: source.to_string(),
             prev: None,
@@ -62,16 +89,65 @@ impl Recorder {
         })
     }
 
+    /// The site's parameters the recorded memory is taken with (the
+    /// defaults otherwise).
+    pub fn with_site(mut self, site: SiteParams) -> Recorder {
+        self.site = site;
+        self
+    }
+
+    fn enc(&mut self) -> Result<&mut Encoder, RecordingError> {
+        self.enc.as_mut().ok_or_else(|| {
+            RecordingError::Write(Arc::new(std::io::Error::other(
+                "the recording was closed after a failed write",
+            )))
+        })
+    }
+
+    /// An index line; a failure to write it drops the index (the recording
+    /// goes on, and is scanned when read).
+    fn index(&mut self, l: &IndexLine) {
+        let Some(w) = &mut self.index else { return };
+        let ok = serde_json::to_vec(l)
+            .map_err(std::io::Error::other)
+            .and_then(|mut v| {
+                v.push(b'\n');
+                w.write_all(&v)
+            });
+        if let Err(e) = ok {
+            tracing::warn!("{}: the index is dropped: {e}", self.path.display());
+            self.index = None;
+            let _ = std::fs::remove_file(super::index_path(&self.path));
+        }
+    }
+
+    /// Ends the current zstd frame and begins another; the new frame's
+    /// offset in the file.
+    fn new_frame(&mut self) -> Result<u64, RecordingError> {
+        let err = |e: std::io::Error| RecordingError::Write(Arc::new(e));
+        let enc = self
+            .enc
+            .take()
+            .ok_or_else(|| err(std::io::Error::other("closed")))?;
+        let mut w = enc.finish().map_err(err)?;
+        w.flush().map_err(err)?;
+        let offset = w.get_ref().metadata().map_err(err)?.len();
+        self.enc = Some(encoder(w)?);
+        Ok(offset)
+    }
+
     fn line(&mut self, e: &Entry) -> Result<(), RecordingError> {
         let mut text = serde_json::to_vec(e).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
         text.push(b'\n');
         self.raw_bytes += text.len() as u64;
-        self.enc
+        let path = self.path.clone();
+        self.enc()?
             .write_all(&text)
             .map_err(|e| RecordingError::WriteTo {
-                path: self.path.clone(),
+                path,
                 source: Arc::new(e),
             })?;
+        self.lines += 1;
         self.dirty = true;
         Ok(())
     }
@@ -80,32 +156,92 @@ impl Recorder {
     /// say what changed), else what changed.
     pub fn snapshot(&mut self, c: &Arc<Cluster>) -> Result<(), RecordingError> {
         if self.prev.is_none() {
-            self.line(&Entry::Header(Header {
+            let header = Header {
                 format: FORMAT.into(),
                 version: VERSION,
                 source: self.source.clone(),
                 cluster: c.name.clone(),
                 started: c.time,
                 recorder: format!("nightshift {}", env!("CARGO_PKG_VERSION")),
-            }))?;
+            };
+            self.line(&Entry::Header(header.clone()))?;
+            self.index(&IndexLine {
+                header: Some(header),
+                ..IndexLine::default()
+            });
         }
         let d = match &self.prev {
             Some(p) if c.time - self.last_key < KEY_EVERY_S => delta(p, c),
             _ => None,
         };
         match d {
-            Some(d) => self.line(&Entry::Delta(Box::new(d)))?,
-            None => {
-                self.last_key = c.time;
-                self.line(&Entry::Key {
-                    cluster: Box::new((**c).clone()),
-                })?;
+            Some(d) => {
+                self.line(&Entry::Delta(Box::new(d)))?;
+                self.index(&IndexLine {
+                    t: Some(c.time),
+                    line: Some(self.lines),
+                    ..IndexLine::default()
+                });
             }
+            None => self.keyframe(c)?,
         }
+        self.memory.observe(c, &self.site);
+        self.book.observe(c);
         self.prev = Some(c.clone());
         self.snapshots += 1;
         self.audit_since()?;
         self.flush_if_due()
+    }
+
+    /// A keyframe, in a zstd frame of its own after what the analysis
+    /// remembered and the health numbers up to it.
+    fn keyframe(&mut self, c: &Arc<Cluster>) -> Result<(), RecordingError> {
+        self.last_key = c.time;
+        let offset = match self.prev {
+            // The first frame holds the header too.
+            None => 0,
+            Some(_) => self.new_frame()?,
+        };
+        let first = if self.prev.is_none() {
+            1
+        } else {
+            self.lines + 1
+        };
+        let recall = Recall {
+            kind: "recall".into(),
+            time: c.time,
+            site: Memory::site_key(&self.site),
+            memory: self.memory.clone(),
+            book: self.book.clone(),
+        };
+        self.raw_line(&recall)?;
+        self.line(&Entry::Key {
+            cluster: Box::new((**c).clone()),
+        })?;
+        self.index(&IndexLine {
+            t: Some(c.time),
+            line: Some(self.lines),
+            frame: Some((offset, first)),
+            ..IndexLine::default()
+        });
+        Ok(())
+    }
+
+    /// A line of any shape (the recall line is not an `Entry`).
+    fn raw_line<T: serde::Serialize>(&mut self, v: &T) -> Result<(), RecordingError> {
+        let mut text = serde_json::to_vec(v).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
+        text.push(b'\n');
+        self.raw_bytes += text.len() as u64;
+        let path = self.path.clone();
+        self.enc()?
+            .write_all(&text)
+            .map_err(|e| RecordingError::WriteTo {
+                path,
+                source: Arc::new(e),
+            })?;
+        self.lines += 1;
+        self.dirty = true;
+        Ok(())
     }
 
     /// Records the actions of `log` from now on, each with the next
@@ -140,6 +276,10 @@ impl Recorder {
                     time,
                     record: Box::new(r.clone()),
                 })?;
+                self.index(&IndexLine {
+                    audit: Some((time, Box::new(r.clone()))),
+                    ..IndexLine::default()
+                });
             }
         }
         self.flush_if_due()
@@ -163,19 +303,57 @@ impl Recorder {
     /// far survives a crash.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
         let err = |e: std::io::Error| RecordingError::Write(Arc::new(e));
-        self.enc.flush().map_err(err)?;
-        self.enc.get_mut().flush().map_err(err)?;
-        self.enc.get_ref().get_ref().sync_data().map_err(err)?;
+        let enc = self.enc()?;
+        enc.flush().map_err(err)?;
+        enc.get_mut().flush().map_err(err)?;
+        enc.get_ref().get_ref().sync_data().map_err(err)?;
+        let size = enc.get_ref().get_ref().metadata().map_err(err)?.len();
+        self.index(&IndexLine {
+            size: Some(size),
+            ..IndexLine::default()
+        });
+        // After the recording: the index never names a line the file
+        // does not hold yet.
+        if let Some(w) = &mut self.index
+            && let Err(e) = w.flush()
+        {
+            tracing::warn!("{}: the index is dropped: {e}", self.path.display());
+            self.index = None;
+        }
         self.last_flush = Instant::now();
         self.dirty = false;
         Ok(())
     }
 
     /// Ends the stream cleanly.
-    pub fn finish(self) -> Result<(), RecordingError> {
+    pub fn finish(mut self) -> Result<(), RecordingError> {
         let err = |e: std::io::Error| RecordingError::Finish(Arc::new(e));
-        let mut w = self.enc.finish().map_err(err)?;
+        let enc = self
+            .enc
+            .take()
+            .ok_or_else(|| err(std::io::Error::other("closed")))?;
+        let mut w = enc.finish().map_err(err)?;
         w.flush().map_err(err)?;
-        w.get_ref().sync_data().map_err(err)
+        w.get_ref().sync_data().map_err(err)?;
+        let size = w.get_ref().metadata().map_err(err)?.len();
+        self.index(&IndexLine {
+            size: Some(size),
+            ..IndexLine::default()
+        });
+        if let Some(mut i) = self.index.take() {
+            i.flush().map_err(err)?;
+        }
+        Ok(())
     }
+}
+
+/// A zstd frame's encoder: level 3, long-distance matching over a 128 MiB
+/// window.
+fn encoder(w: BufWriter<File>) -> Result<Encoder, RecordingError> {
+    let mut enc =
+        zstd::stream::write::Encoder::new(w, 3).map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
+    enc.long_distance_matching(true)
+        .and_then(|()| enc.window_log(WINDOW_LOG))
+        .map_err(|e| RecordingError::Zstd(Arc::new(e)))?;
+    Ok(enc)
 }

@@ -9,12 +9,13 @@ use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
 /// One snapshot, reduced to what the figures need.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 struct Sample {
     time: Timestamp,
     gpus: u32,
     allocated: u32,
     /// Σ SM occupancy over GPUs whose occupancy is known, and how many.
+    #[serde(with = "super::exact")]
     busy: f64,
     busy_known: u32,
     nodes: u32,
@@ -25,7 +26,7 @@ struct Sample {
 }
 
 /// What is remembered of each job between snapshots.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 struct Seen {
     state: JobState,
     restarts: u32,
@@ -46,12 +47,13 @@ pub enum Change {
 /// Each job's state and restart count from one snapshot to the next, and
 /// what changed: the one place the health numbers and the post-mortem tell
 /// starts, failures and requeues apart.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct JobWatch {
     seen: FxHashMap<String, Seen>,
     /// The last snapshot's jobs: a job that is the same shared record at
     /// the same place has not changed, and is not looked up (100,000 a
     /// snapshot at 10,000 nodes, where a few dozen change).
+    #[serde(skip)]
     last: Vec<std::sync::Arc<crate::model::Job>>,
 }
 
@@ -108,7 +110,7 @@ impl JobWatch {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 struct Start {
     time: Timestamp,
     partition: String,
@@ -117,10 +119,11 @@ struct Start {
 }
 
 /// A job that stopped short: failed, or sent back to the queue.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 struct Loss {
     time: Timestamp,
     failed: bool,
+    #[serde(with = "super::exact::option")]
     gpu_hours: Option<f64>,
 }
 
@@ -134,9 +137,10 @@ pub fn observe_shared(book: &SharedKpis, c: &Cluster) {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct KpiBook {
     samples: VecDeque<Sample>,
+    #[serde(skip)]
     sampler: sampler::Sampler,
     jobs: JobWatch,
     starts: VecDeque<Start>,
@@ -239,6 +243,12 @@ impl KpiBook {
             keep_s,
             ..KpiBook::default()
         }
+    }
+
+    /// The same book keeping `keep_s` seconds from the next snapshot on.
+    pub fn keeping(mut self, keep_s: i64) -> KpiBook {
+        self.keep_s = keep_s;
+        self
     }
 
     /// How many seconds of observations it keeps.

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 /// events that name it are kept no longer (an incident's window).
 const ENDED_KEEP_S: i64 = 24 * 3600;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Memory {
     baseline: Option<EccBaseline>,
     stalls: StallHistory,
@@ -32,7 +32,9 @@ pub struct Memory {
     ended: FxHashMap<String, (JobState, Timestamp)>,
     /// The faults nightshift was used to act on here (the audit log's
     /// intents), set by the console's analyst as the log grows: typed
-    /// data beside the snapshots, read into the base's history.
+    /// data beside the snapshots, read into the base's history. Not
+    /// recorded: the audit log is read again where the memory is used.
+    #[serde(skip)]
     audited: std::sync::Arc<Vec<crate::model::PastFault>>,
 }
 
@@ -131,6 +133,16 @@ impl Memory {
             ended: FxHashMap::default(),
             audited: self.audited.clone(),
         }
+    }
+
+    /// What of the site's parameters a memory depends on (the stall
+    /// signature's thresholds, the repeat-offender window): a memory
+    /// recorded with others is not taken for this site's.
+    pub fn site_key(site: &SiteParams) -> String {
+        format!(
+            "stall {} {}; repeat window {}",
+            site.stall_util_min, site.stall_occupancy_max, site.repeat_offender.window_s
+        )
     }
 
     /// Every hardware fault seen, each once.

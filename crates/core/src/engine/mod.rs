@@ -10,6 +10,7 @@ pub mod base;
 pub mod blast;
 pub mod domains;
 pub mod error;
+pub mod exact;
 pub mod fabric;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;

@@ -163,7 +163,7 @@ pub fn event_faults(c: &Cluster) -> Vec<PastFault> {
 /// The faults of a run of snapshots (a recording's), each once: a source
 /// keeps its newest events only, so a night's history is gathered as it
 /// goes by.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct FaultLog {
     seen: std::collections::BTreeSet<(String, Option<u32>, Fault, Timestamp)>,
 }

@@ -51,11 +51,12 @@ pub struct Stall {
 
 /// When each running job first showed the hung-collective signature, on
 /// the snapshots' clock. The analyst feeds it every snapshot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct StallHistory {
     since: FxHashMap<String, Timestamp>,
     /// The latest snapshot time observed.
     pub time: Timestamp,
+    #[serde(skip)]
     spins: Spins,
 }
 

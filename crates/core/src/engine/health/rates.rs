@@ -7,11 +7,13 @@ use std::collections::HashMap;
 /// A GPU's error rates between two snapshots, per hour; `None`: unknown
 /// (no earlier snapshot, or the counter is not reported). Rates, not
 /// totals, decide: a counter that stands still is history.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rates {
     /// Correctable ECC errors.
+    #[serde(with = "crate::engine::exact::option")]
     pub sbe_per_hour: Option<f64>,
     /// NVLink errors of every kind, over all the GPU's links.
+    #[serde(with = "crate::engine::exact::option")]
     pub nvlink_per_hour: Option<f64>,
 }
 
@@ -37,7 +39,7 @@ pub(super) fn rate(now: Option<u64>, then: Option<u64>, dt_s: i64) -> Option<f64
 /// last reading gave — it does not read as "no change, healthy". The
 /// analyst keeps this, not the whole earlier snapshot (a second copy of a
 /// 10,000-node cluster).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct EccBaseline {
     pub time: crate::model::Timestamp,
     /// Per node: each GPU's newest reading and its rates.
@@ -46,11 +48,12 @@ pub struct EccBaseline {
     /// its GPUs' readings stamped with their own time, brings no new
     /// reading and is not read again (at 10,000 nodes a snapshot changes
     /// about a tenth of them).
+    #[serde(skip)]
     last: Vec<std::sync::Arc<crate::model::Node>>,
 }
 
 /// One GPU's newest counter reading and the rates as of it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Reading {
     index: u32,
     sbe: Option<u64>,
