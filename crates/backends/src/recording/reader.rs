@@ -561,7 +561,7 @@ pub(super) fn line_of(w: &str) -> u64 {
 
 impl Cursor {
     /// The time of the next mark (what the index says comes next).
-    fn next_time_of_mark(&self) -> Option<Timestamp> {
+    pub fn next_time_of_mark(&self) -> Option<Timestamp> {
         self.marks.get(self.next_mark).map(|m| m.time)
     }
 

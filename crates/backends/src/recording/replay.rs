@@ -42,6 +42,36 @@ impl Player {
         self.cur.next_time()
     }
 
+    /// Seeks to `t` from the keyframe before it, taking in on the way what
+    /// was recorded with that keyframe (version 2): the analysis's memory
+    /// of the snapshots before the one sought to, and the health numbers
+    /// through it. One pass from the keyframe; `None` (and sought all the
+    /// same) when the keyframe carries none for this site.
+    fn seek_recalling(
+        &mut self,
+        t: Timestamp,
+        site: &crate::engine::SiteParams,
+    ) -> Result<Option<Recalled>, RecordingError> {
+        let (start, end) = self.rec.span();
+        let key = crate::engine::memory::Memory::site_key(site);
+        let (mut cur, recall) = self.rec.recalled_at(t.clamp(start, end), Some(&key))?;
+        let Some(recall) = recall else {
+            self.cur = cur;
+            return Ok(None);
+        };
+        let (mut memory, mut book) = (recall.memory, recall.book);
+        book.observe(&cur.current);
+        while cur.next_time_of_mark().is_some_and(|x| x <= t) {
+            memory.observe(&cur.current, site);
+            if !cur.step()? {
+                break;
+            }
+            book.observe(&cur.current);
+        }
+        self.cur = cur;
+        Ok(Some((memory, book)))
+    }
+
     fn seek(&mut self, t: Timestamp) -> Result<(), RecordingError> {
         let (start, end) = self.rec.span();
         self.cur = self.rec.cursor_at(t.clamp(start, end))?;
@@ -171,6 +201,24 @@ async fn recall(
     .flatten()
 }
 
+/// What a seek recalled: the analysis's memory and the health numbers.
+type Recalled = (crate::engine::memory::Memory, crate::engine::kpis::KpiBook);
+
+/// After a seek that recalled them: the health numbers in place (kept as
+/// long as the console keeps them) and the memory handed to the analyst
+/// before the snapshot. False when the console is gone.
+async fn hand_over(
+    (memory, book): Recalled,
+    kpis: &crate::engine::kpis::SharedKpis,
+    tx: &mpsc::Sender<Update>,
+) -> bool {
+    if let Ok(mut shared) = kpis.lock() {
+        let keep = shared.keep_s();
+        *shared = book.keeping(keep);
+    }
+    tx.send(Update::Recalled(Arc::new(memory))).await.is_ok()
+}
+
 /// Said when the time asked for is outside the recording.
 fn outside(t: Timestamp, lo: Timestamp, hi: Timestamp) -> Option<String> {
     (t < lo || t > hi).then(|| {
@@ -257,6 +305,8 @@ pub fn spawn(
             tokio::select! {
                 cmd = crx.recv() => {
                     let Some(cmd) = cmd else { return };
+                    let began = std::time::Instant::now();
+                    let mut recalled = None;
                     let moved = match cmd {
                         ReplayCmd::Faster => { speed = (speed * 2.0).min(SPEEDS.1); false }
                         ReplayCmd::Slower => { speed = (speed / 2.0).max(SPEEDS.0); false }
@@ -279,12 +329,29 @@ pub fn spawn(
                         ReplayCmd::Seek(t) => {
                             if let Some(note) = outside(t, start, end)
                                 && tx.send(Update::Notice(note)).await.is_err() { return; }
-                            p.seek(t).is_ok()
+                            match p.seek_recalling(t, &site) {
+                                Ok(r) => { recalled = r; true }
+                                Err(e) => {
+                                    tracing::warn!("replay: {e}");
+                                    false
+                                }
+                            }
                         }
                     };
                     tracing::info!(?cmd, speed, paused, "replay");
-                    if moved && !after_jump(&p, &kpis, &site, &tx).await {
-                        return;
+                    if moved {
+                        let handed = match recalled.take() {
+                            Some(r) => hand_over(r, &kpis, &tx).await,
+                            None => after_jump(&p, &kpis, &site, &tx).await,
+                        };
+                        if !handed {
+                            return;
+                        }
+                        tracing::info!(
+                            at = p.current().time,
+                            took_ms = began.elapsed().as_millis() as u64,
+                            "replay: moved"
+                        );
                     }
                     if moved && !send(p.current()).await {
                         return;
