@@ -35,6 +35,38 @@ pub struct AuditFeed {
 
 /// Gives the memory this cluster's audited faults when the log's faults or
 /// the snapshot's name changed since `seen`.
+/// What the analyst takes in from the source: the memory it feeds (with
+/// the audit's faults for the cluster), and the health numbers.
+struct Intake {
+    audit: Option<AuditFeed>,
+    /// The audited faults last given to the memory, and for which name.
+    seen: Option<(Arc<Audited>, String)>,
+    /// What the analysis remembers between snapshots (error counters for
+    /// rates, when jobs began to show the hung-collective signature, how
+    /// jobs ended): observed on every snapshot, analysed or not, as
+    /// `--replay --at` and the report observe them.
+    memory: Arc<Memory>,
+    site: SiteParams,
+    kpis: crate::engine::kpis::SharedKpis,
+}
+
+impl Intake {
+    /// A replay's jump: the memory of the snapshots before the one it
+    /// jumped to.
+    fn recall(&mut self, m: Arc<Memory>) {
+        self.memory = m;
+        self.seen = None;
+    }
+
+    /// A snapshot: the audit's faults for its cluster, then the memory and
+    /// the health numbers fed.
+    fn snapshot(&mut self, c: &Cluster) {
+        audit_into(self.audit.as_ref(), &mut self.seen, &mut self.memory, c);
+        Arc::make_mut(&mut self.memory).observe(c, &self.site);
+        crate::engine::kpis::observe_shared(&self.kpis, c);
+    }
+}
+
 fn audit_into(
     feed: Option<&AuditFeed>,
     seen: &mut Option<(Arc<Audited>, String)>,
@@ -93,17 +125,17 @@ pub fn spawn_into<T: Send + 'static>(
 ) {
     tokio::spawn(async move {
         let mut focus = focus;
-        // The audited faults last given to the memory, and for which name.
-        let mut audit_seen: Option<(Arc<Audited>, String)> = None;
         let mut latest: Option<Arc<Cluster>> = None;
         // The snapshot the last base was computed for, and that base.
         let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
         let mut source_open = true;
-        // What the analysis remembers between snapshots (error counters
-        // for rates, when jobs began to show the hung-collective
-        // signature, how jobs ended): observed on every snapshot, analysed
-        // or not, as `--replay --at` and the report observe them.
-        let mut memory = Arc::new(Memory::default());
+        let mut intake = Intake {
+            audit,
+            seen: None,
+            memory: Arc::new(Memory::default()),
+            site: site.clone(),
+            kpis,
+        };
         // No full analysis before this (the CPU budget).
         let mut earliest = Instant::now();
         let mut deferred = false;
@@ -111,14 +143,11 @@ pub fn spawn_into<T: Send + 'static>(
             tokio::select! {
                 up = source.recv(), if source_open => match up {
                     Some(Update::Recalled(m)) => {
-                        memory = m;
-                        audit_seen = None;
+                        intake.recall(m);
                         continue;
                     }
                     Some(Update::Snapshot(c)) => {
-                        audit_into(audit.as_ref(), &mut audit_seen, &mut memory, &c);
-                        Arc::make_mut(&mut memory).observe(&c, &site);
-                        crate::engine::kpis::observe_shared(&kpis, &c);
+                        intake.snapshot(&c);
                         if tx.send(wrap(Out::Source(Update::Snapshot(c.clone())))).await.is_err() {
                             return;
                         }
@@ -158,14 +187,11 @@ pub fn spawn_into<T: Send + 'static>(
             // Forward whatever queued up while we computed; analyse the newest.
             while let Ok(up) = source.try_recv() {
                 if let Update::Recalled(m) = up {
-                    memory = m;
-                    audit_seen = None;
+                    intake.recall(m);
                     continue;
                 }
                 if let Update::Snapshot(c) = &up {
-                    audit_into(audit.as_ref(), &mut audit_seen, &mut memory, c);
-                    Arc::make_mut(&mut memory).observe(c, &site);
-                    crate::engine::kpis::observe_shared(&kpis, c);
+                    intake.snapshot(c);
                     latest = Some(c.clone());
                 }
                 if tx.send(wrap(Out::Source(up))).await.is_err() {
@@ -187,7 +213,7 @@ pub fn spawn_into<T: Send + 'static>(
             let f = focus.borrow().clone();
             let analysis = analyse(
                 c.clone(),
-                memory.clone(),
+                intake.memory.clone(),
                 f,
                 (site.clone(), catalog.clone()),
             )

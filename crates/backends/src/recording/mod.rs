@@ -1,18 +1,26 @@
 //! The night on record: what a source delivered, snapshot by snapshot, and
 //! the actions taken meanwhile, in one append-only file that replays.
 //!
-//! Format (version 1): one zstd stream of JSON lines. The first line is a
+//! Format (version 2): zstd frames of JSON lines. The first line is a
 //! header; then a keyframe (a whole snapshot) every `KEY_EVERY_S` seconds
 //! of the source's clock, and between them deltas — only the nodes and jobs
 //! that changed (unchanged ones are the same `Arc` from a source that
-//! shares them, else compared by value), new events, the job order when it
-//! changed. Audit records are lines of their own, stamped with the source's
-//! clock when they were seen. Why this shape: JSON lines keep it readable
-//! with `zstd -dc FILE | jq`, the deltas keep a quiet cluster to a few bytes
-//! a second, and zstd with long-distance matching (a 128 MiB window) folds
-//! what the deltas still repeat. The writer flushes a zstd block and syncs
-//! the file every second, so a crash loses at most the last second: the
-//! reader stops at the first incomplete block and says so.
+//! shares them, else compared by value), new events, the jobs that left
+//! (or the whole job order when it changed otherwise). Audit records are
+//! lines of their own, stamped with the source's clock when they were
+//! seen. Each keyframe begins a zstd frame of its own and follows a recall
+//! line: what the analysis remembered and the health numbers just before
+//! it ([`Recall`]), so a jump reads from the keyframe before it, not from
+//! the start. An index beside the file (`FILE.idx`, [`IndexLine`]) says
+//! where each snapshot line and frame is, so opening reads no more than
+//! the header. Why this shape: JSON lines keep it readable with `zstd -dc
+//! FILE | jq`, the deltas keep a quiet cluster to a few bytes a second,
+//! and zstd with long-distance matching (a 128 MiB window) folds what the
+//! deltas still repeat within a frame. The writer flushes a zstd block and
+//! syncs the file every second, so a crash loses at most the last second:
+//! the reader stops at the first incomplete block and says so. Version 1
+//! files (one frame, no recall, no index) are read as before; a reader of
+//! version 1 refuses version 2, naming the version.
 
 mod error;
 pub use error::RecordingError;

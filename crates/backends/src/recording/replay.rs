@@ -219,6 +219,42 @@ async fn hand_over(
     tx.send(Update::Recalled(Arc::new(memory))).await.is_ok()
 }
 
+/// `n`: on to the next incident, or a word why not; `None` when the
+/// console is gone.
+async fn next_incident(p: &mut Player, tx: &mpsc::Sender<Update>) -> Option<bool> {
+    let note = match p.next_incident() {
+        Ok(true) => return Some(true),
+        Ok(false) => format!(
+            "replay: no incident after {}: staying here",
+            crate::text::clock(p.current().time)
+        ),
+        Err(e) => format!("replay: {e}"),
+    };
+    tx.send(Update::Notice(note)).await.ok().map(|()| false)
+}
+
+/// After a move: what the analysis remembers and the health numbers
+/// handed over (as the seek recalled them, else rebuilt), and how long the
+/// move took said in the log. False when the console is gone.
+async fn settle(
+    p: &Player,
+    recalled: Option<Recalled>,
+    began: std::time::Instant,
+    (kpis, site): (&crate::engine::kpis::SharedKpis, &crate::engine::SiteParams),
+    tx: &mpsc::Sender<Update>,
+) -> bool {
+    let handed = match recalled {
+        Some(r) => hand_over(r, kpis, tx).await,
+        None => after_jump(p, kpis, site, tx).await,
+    };
+    tracing::info!(
+        at = p.current().time,
+        took_ms = began.elapsed().as_millis() as u64,
+        "replay: moved"
+    );
+    handed
+}
+
 /// Said when the time asked for is outside the recording.
 fn outside(t: Timestamp, lo: Timestamp, hi: Timestamp) -> Option<String> {
     (t < lo || t > hi).then(|| {
@@ -311,20 +347,9 @@ pub fn spawn(
                         ReplayCmd::Faster => { speed = (speed * 2.0).min(SPEEDS.1); false }
                         ReplayCmd::Slower => { speed = (speed / 2.0).max(SPEEDS.0); false }
                         ReplayCmd::Pause => { paused = !paused; false }
-                        ReplayCmd::NextIncident => match p.next_incident() {
-                            Ok(true) => true,
-                            Ok(false) => {
-                                let note = format!(
-                                    "replay: no incident after {}: staying here",
-                                    crate::text::clock(p.current().time)
-                                );
-                                if tx.send(Update::Notice(note)).await.is_err() { return; }
-                                false
-                            }
-                            Err(e) => {
-                                if tx.send(Update::Notice(format!("replay: {e}"))).await.is_err() { return; }
-                                false
-                            }
+                        ReplayCmd::NextIncident => match next_incident(&mut p, &tx).await {
+                            Some(moved) => moved,
+                            None => return,
                         },
                         ReplayCmd::Seek(t) => {
                             if let Some(note) = outside(t, start, end)
@@ -339,19 +364,8 @@ pub fn spawn(
                         }
                     };
                     tracing::info!(?cmd, speed, paused, "replay");
-                    if moved {
-                        let handed = match recalled.take() {
-                            Some(r) => hand_over(r, &kpis, &tx).await,
-                            None => after_jump(&p, &kpis, &site, &tx).await,
-                        };
-                        if !handed {
-                            return;
-                        }
-                        tracing::info!(
-                            at = p.current().time,
-                            took_ms = began.elapsed().as_millis() as u64,
-                            "replay: moved"
-                        );
+                    if moved && !settle(&p, recalled, began, (&kpis, &site), &tx).await {
+                        return;
                     }
                     if moved && !send(p.current()).await {
                         return;

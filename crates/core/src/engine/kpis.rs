@@ -8,14 +8,16 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
-/// One snapshot, reduced to what the figures need.
+/// One snapshot, reduced to what the figures need. Recorded as a row
+/// ([`SampleRow`]): a recording carries a day of them before each
+/// keyframe.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(from = "SampleRow", into = "SampleRow")]
 struct Sample {
     time: Timestamp,
     gpus: u32,
     allocated: u32,
     /// Σ SM occupancy over GPUs whose occupancy is known, and how many.
-    #[serde(with = "super::exact")]
     busy: f64,
     busy_known: u32,
     nodes: u32,
@@ -23,6 +25,42 @@ struct Sample {
     /// Some job waiting for capacity could not start although enough GPUs
     /// were free in total in its partition.
     fragmented: bool,
+}
+
+/// A sample as a row: time, GPUs, allocated, the occupancy sum's bits
+/// (read back to the bit), GPUs reporting it, nodes, nodes out,
+/// fragmented.
+#[derive(Serialize, serde::Deserialize)]
+struct SampleRow(Timestamp, u32, u32, u64, u32, u32, u32, bool);
+
+impl From<Sample> for SampleRow {
+    fn from(s: Sample) -> SampleRow {
+        SampleRow(
+            s.time,
+            s.gpus,
+            s.allocated,
+            s.busy.to_bits(),
+            s.busy_known,
+            s.nodes,
+            s.nodes_out,
+            s.fragmented,
+        )
+    }
+}
+
+impl From<SampleRow> for Sample {
+    fn from(r: SampleRow) -> Sample {
+        Sample {
+            time: r.0,
+            gpus: r.1,
+            allocated: r.2,
+            busy: f64::from_bits(r.3),
+            busy_known: r.4,
+            nodes: r.5,
+            nodes_out: r.6,
+            fragmented: r.7,
+        }
+    }
 }
 
 /// What is remembered of each job between snapshots.
