@@ -1,8 +1,11 @@
 //! The console's state and how keys and source updates change it.
 //! Rendering (src/views) only reads this.
 
+mod access;
 mod act;
 mod armed;
+mod builder;
+pub use builder::KPI_KEEP_S;
 mod freshness;
 pub mod history;
 pub mod index;
@@ -392,148 +395,7 @@ pub struct App {
     measure: Option<Measure>,
 }
 
-/// How far back the console's health numbers reach.
-pub const KPI_KEEP_S: i64 = 24 * 3600;
-
 impl App {
-    pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
-        // A scheduler source is expected from the start: until it answers
-        // the data is not fresh, whatever a node endpoint says.
-        let mut origins = BTreeMap::new();
-        if source_name != "endpoints" {
-            origins.insert(Origin::Scheduler, OriginState::default());
-        }
-        App {
-            cluster: Arc::new(Cluster::default()),
-            analysis: None,
-            catalog: XidCatalog::default(),
-            index: Index::default(),
-            source_name: source_name.to_string(),
-            contexts: Vec::new(),
-            context: None,
-            stack: vec![Screen::new(View::Overview, None)],
-            input: Input::Normal,
-            overlay_scroll: 0,
-            kpi_figures: None,
-            kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
-                KPI_KEEP_S,
-            ))),
-            overlay: None,
-            messages: std::collections::VecDeque::new(),
-            read_only,
-            no_color,
-            rows: Vec::new(),
-            history: History::default(),
-            origins,
-            now: Instant::now(),
-            snapshot_at: None,
-            stale_after,
-            flash: None,
-            typed_at: None,
-            modal: None,
-            modal_scroll: 0,
-            size: (80, 24),
-            grid: Vec::new(),
-            seen: std::collections::HashSet::new(),
-            known: std::collections::HashSet::new(),
-            bell_on_critical: false,
-            last_undo: None,
-            next_steps: Vec::new(),
-            plan_steps: 0,
-            armed: Vec::new(),
-            arm_after: None,
-            arm_on_confirm: None,
-            plan_note: None,
-            armed_loaded: None,
-            armed_age: 0,
-            quit_warned: false,
-            rearm_pending: false,
-            fire_in_flight: false,
-            replay: source_name == "replay",
-            playback: None,
-            replay_start: None,
-            effects: Vec::new(),
-            measure: None,
-        }
-    }
-
-    /// The Xid catalog the console names Xids by (`--xid-catalog`).
-    pub fn with_catalog(mut self, catalog: XidCatalog) -> App {
-        self.catalog = catalog;
-        self
-    }
-
-    /// The health numbers' book, shared with the analyst that feeds it.
-    pub fn with_kpis(mut self, kpis: crate::engine::kpis::SharedKpis) -> App {
-        self.kpis = kpis;
-        self
-    }
-
-    /// Ring the terminal bell on a new critical incident.
-    pub fn with_bell_on_critical(mut self, ring: bool) -> App {
-        self.bell_on_critical = ring;
-        self
-    }
-
-    /// A warning on the status line from the start (an interrupted action
-    /// found in the audit log).
-    pub fn with_warning(mut self, warning: String) -> App {
-        self.flash = Some(warning);
-        self
-    }
-
-    /// The snapshot shown.
-    pub fn cluster(&self) -> &Arc<Cluster> {
-        &self.cluster
-    }
-
-    /// The engine's answers for it (or a slightly older snapshot).
-    pub fn analysis(&self) -> Option<&Arc<Analysis>> {
-        self.analysis.as_ref()
-    }
-
-    /// The snapshot's lookups (nodes by name, jobs on a node).
-    pub fn index(&self) -> &Index {
-        &self.index
-    }
-
-    /// The clock the console last looked at.
-    pub fn now(&self) -> Instant {
-        self.now
-    }
-
-    /// The status line's message.
-    pub fn flash(&self) -> Option<&str> {
-        self.flash.as_deref()
-    }
-
-    /// Every status message kept, oldest first, with when it was said.
-    pub fn messages(&self) -> &std::collections::VecDeque<(Said, String)> {
-        &self.messages
-    }
-
-    /// The panel over the screen, and how far it is scrolled.
-    pub fn overlay(&self) -> (Option<Overlay>, u16) {
-        (self.overlay, self.overlay_scroll)
-    }
-
-    /// The health numbers' book, and the `:kpis` panel's figures.
-    pub fn kpis(
-        &self,
-    ) -> (
-        &crate::engine::kpis::SharedKpis,
-        Option<&crate::engine::kpis::Kpis>,
-    ) {
-        (&self.kpis, self.kpi_figures.as_ref())
-    }
-
-    /// The app measured by the views (see [`Extent`]): without it nothing
-    /// scrolls past the terminal.
-    pub fn measured_by(mut self, measure: Measure) -> App {
-        self.measure = Some(measure);
-        self
-    }
-
     /// How far the text reaches past the terminal now.
     pub(crate) fn extent(&self) -> Extent {
         self.measure.map(|m| m(self)).unwrap_or_default()
@@ -720,14 +582,6 @@ impl App {
             // One cluster of several: back out to the fleet.
             self.emit(Effect::Context(None));
         }
-    }
-
-    /// The console watches several clusters: these are their names (this
-    /// one among them), for `:ctx` and its completion.
-    pub fn with_contexts(mut self, own: &str, names: Vec<String>) -> App {
-        self.context = Some(own.to_string());
-        self.contexts = names;
-        self
     }
 
     /// Opens the incident `id`'s screen (its node), as `enter` on its row

@@ -1,0 +1,117 @@
+//! Making the App: its first state and the builders the program uses to
+//! give it what it reads from (the Xid catalog, the health numbers' book,
+//! the clusters beside it, the views' measure).
+
+use super::{App, History, Index, Input, Measure, OriginState, Screen, View};
+use crate::engine::xid::XidCatalog;
+use crate::model::Cluster;
+use crate::protocol::source::Origin;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How far back the console's health numbers reach.
+pub const KPI_KEEP_S: i64 = 24 * 3600;
+
+impl App {
+    pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
+        // A scheduler source is expected from the start: until it answers
+        // the data is not fresh, whatever a node endpoint says.
+        let mut origins = BTreeMap::new();
+        if source_name != "endpoints" {
+            origins.insert(Origin::Scheduler, OriginState::default());
+        }
+        App {
+            cluster: Arc::new(Cluster::default()),
+            analysis: None,
+            catalog: XidCatalog::default(),
+            index: Index::default(),
+            source_name: source_name.to_string(),
+            contexts: Vec::new(),
+            context: None,
+            stack: vec![Screen::new(View::Overview, None)],
+            input: Input::Normal,
+            overlay_scroll: 0,
+            kpi_figures: None,
+            kpis: std::sync::Arc::new(std::sync::Mutex::new(crate::engine::kpis::KpiBook::new(
+                KPI_KEEP_S,
+            ))),
+            overlay: None,
+            messages: std::collections::VecDeque::new(),
+            read_only,
+            no_color,
+            rows: Vec::new(),
+            history: History::default(),
+            origins,
+            now: Instant::now(),
+            snapshot_at: None,
+            stale_after,
+            flash: None,
+            typed_at: None,
+            modal: None,
+            modal_scroll: 0,
+            size: (80, 24),
+            grid: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            known: std::collections::HashSet::new(),
+            bell_on_critical: false,
+            last_undo: None,
+            next_steps: Vec::new(),
+            plan_steps: 0,
+            armed: Vec::new(),
+            arm_after: None,
+            arm_on_confirm: None,
+            plan_note: None,
+            armed_loaded: None,
+            armed_age: 0,
+            quit_warned: false,
+            rearm_pending: false,
+            fire_in_flight: false,
+            replay: source_name == "replay",
+            playback: None,
+            replay_start: None,
+            effects: Vec::new(),
+            measure: None,
+        }
+    }
+
+    /// The Xid catalog the console names Xids by (`--xid-catalog`).
+    pub fn with_catalog(mut self, catalog: XidCatalog) -> App {
+        self.catalog = catalog;
+        self
+    }
+
+    /// The health numbers' book, shared with the analyst that feeds it.
+    pub fn with_kpis(mut self, kpis: crate::engine::kpis::SharedKpis) -> App {
+        self.kpis = kpis;
+        self
+    }
+
+    /// Ring the terminal bell on a new critical incident.
+    pub fn with_bell_on_critical(mut self, ring: bool) -> App {
+        self.bell_on_critical = ring;
+        self
+    }
+
+    /// A warning on the status line from the start (an interrupted action
+    /// found in the audit log).
+    pub fn with_warning(mut self, warning: String) -> App {
+        self.flash = Some(warning);
+        self
+    }
+
+    /// The app measured by the views (see [`Extent`]): without it nothing
+    /// scrolls past the terminal.
+    pub fn measured_by(mut self, measure: Measure) -> App {
+        self.measure = Some(measure);
+        self
+    }
+
+    /// The console watches several clusters: these are their names (this
+    /// one among them), for `:ctx` and its completion.
+    pub fn with_contexts(mut self, own: &str, names: Vec<String>) -> App {
+        self.context = Some(own.to_string());
+        self.contexts = names;
+        self
+    }
+}
