@@ -1,8 +1,10 @@
 //! The lab API server's HTTP side: discovery, list, get, watch, patch,
 //! delete and the eviction subresource, answered as kube-apiserver does.
 
+use super::discovery::{AUTHORIZATION, VISIBILITY, groups, kueue_served, resource_list};
+use super::response::{Body, fail, reply};
 use super::store::{Failure, Store, field_query, label_query};
-use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Bytes, Frame};
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -10,8 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
-
-type Body = BoxBody<Bytes, Infallible>;
 
 /// The server's state: the store, plus the switches tests pull.
 pub struct Lab {
@@ -148,20 +148,6 @@ pub async fn serve(listener: TcpListener, lab: Arc<Lab>) {
     }
 }
 
-fn reply(code: u16, body: &Value) -> hyper::Response<Body> {
-    let mut r = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::OK);
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-fn fail(f: Failure) -> hyper::Response<Body> {
-    reply(f.code, &f.status())
-}
-
 fn query_param<'a>(query: &'a str, key: &str) -> Option<&'a str> {
     query
         .split('&')
@@ -271,7 +257,7 @@ async fn handle(
             &json!({"kind": "APIVersions", "versions": ["v1"],
                 "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
         ),
-        ("GET", ["apis"]) => reply(200, &groups(&lab)),
+        ("GET", ["apis"]) => reply(200, &groups(&lab.store)),
         ("GET", ["apis", AUTHORIZATION, "v1"]) => reply(200, &crate::rbac::resource_list()),
         ("POST", ["apis", AUTHORIZATION, "v1", "selfsubjectaccessreviews"]) => {
             let read = if ctype.starts_with("application/vnd.kubernetes.protobuf") {
@@ -286,8 +272,8 @@ async fn handle(
                 Err(f) => fail(f),
             }
         }
-        ("GET", ["api", v]) => resource_list(&lab, "", v),
-        ("GET", ["apis", VISIBILITY, "v1beta1"]) if kueue_served(&lab) => reply(
+        ("GET", ["api", v]) => resource_list(&lab.store, "", v),
+        ("GET", ["apis", VISIBILITY, "v1beta1"]) if kueue_served(&lab.store) => reply(
             200,
             &json!({"kind": "APIResourceList", "apiVersion": "v1",
                 "groupVersion": format!("{VISIBILITY}/v1beta1"),
@@ -315,7 +301,7 @@ async fn handle(
                 "the server could not find the requested resource",
             )),
         },
-        ("GET", ["apis", g, v]) => resource_list(&lab, g, v),
+        ("GET", ["apis", g, v]) => resource_list(&lab.store, g, v),
         ("POST", ["lab", "compact"]) => {
             if let Ok(mut s) = lab.store.lock() {
                 s.compact();
@@ -371,101 +357,6 @@ async fn handle(
             "the server could not find the requested resource",
         )),
     }
-}
-
-/// Kueue's visibility API group (an aggregated API on a real cluster).
-const VISIBILITY: &str = "visibility.kueue.x-k8s.io";
-const AUTHORIZATION: &str = "authorization.k8s.io";
-
-fn kueue_served(lab: &Lab) -> bool {
-    lab.store.lock().is_ok_and(|s| {
-        s.resource("kueue.x-k8s.io", "v1beta1", "workloads")
-            .is_some()
-    })
-}
-
-fn groups(lab: &Lab) -> Value {
-    let Ok(s) = lab.store.lock() else {
-        return json!({});
-    };
-    let mut names: Vec<&str> = Vec::new();
-    for r in &s.resources {
-        if !r.group.is_empty() && !names.contains(&r.group.as_str()) {
-            names.push(&r.group);
-        }
-    }
-    let groups: Vec<Value> = names
-        .iter()
-        .map(|g| {
-            let versions: Vec<Value> = s
-                .resources
-                .iter()
-                .filter(|r| r.group == *g)
-                .map(|r| r.version.as_str())
-                .fold(Vec::new(), |mut acc: Vec<&str>, v| {
-                    if !acc.contains(&v) {
-                        acc.push(v);
-                    }
-                    acc
-                })
-                .into_iter()
-                .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
-                .collect();
-            json!({"name": g, "versions": versions, "preferredVersion": versions[0]})
-        })
-        .collect();
-    let mut groups = groups;
-    if s.resource("kueue.x-k8s.io", "v1beta1", "workloads")
-        .is_some()
-    {
-        let v = json!({"groupVersion": format!("{VISIBILITY}/v1beta1"), "version": "v1beta1"});
-        groups.push(json!({"name": VISIBILITY, "versions": [v], "preferredVersion": v}));
-    }
-    let v = json!({"groupVersion": format!("{AUTHORIZATION}/v1"), "version": "v1"});
-    groups.push(json!({"name": AUTHORIZATION, "versions": [v], "preferredVersion": v}));
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-}
-
-fn resource_list(lab: &Lab, group: &str, version: &str) -> hyper::Response<Body> {
-    let Ok(s) = lab.store.lock() else {
-        return fail(Failure::new(500, "InternalError", "store poisoned"));
-    };
-    let mut resources: Vec<Value> = Vec::new();
-    for r in s
-        .resources
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
-    {
-        let mut verbs = vec!["get", "list", "watch", "patch", "delete"];
-        if r.kind == "Event" || r.kind.ends_with("Definition") {
-            verbs.push("create");
-        }
-        resources.push(json!({"name": r.plural, "singularName": r.singular,
-            "namespaced": r.namespaced, "kind": r.kind, "verbs": verbs,
-            "shortNames": r.short_names}));
-        if r.kind == "Pod" {
-            resources.push(json!({"name": "pods/eviction", "singularName": "",
-                "namespaced": true, "group": "policy", "version": "v1",
-                "kind": "Eviction", "verbs": ["create"]}));
-        }
-    }
-    if resources.is_empty() {
-        return fail(Failure::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        ));
-    }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    reply(
-        200,
-        &json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-            "resources": resources}),
-    )
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -49,10 +49,12 @@
 //! JSON patch and server-side apply (415), creation other than through
 //! `/lab/apply`, aggregated discovery; a `continue` token never expires.
 
+mod discovery;
 mod http;
 mod query;
 mod rbac;
 mod resources;
+mod response;
 mod store;
 
 pub use http::{Lab, Write, serve};
