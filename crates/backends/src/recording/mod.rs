@@ -45,6 +45,10 @@ pub const FORMAT: &str = "nightshift-recording";
 pub const VERSION: u32 = 2;
 /// A keyframe this often (source clock): seeking replays at most this much.
 pub const KEY_EVERY_S: i64 = 300;
+/// A keyframe, too, once the deltas since the last one pass this many
+/// bytes of JSON: a seek parses at most this much (about 50 s of the
+/// 10,000-node sim; a small cluster keeps to `KEY_EVERY_S`).
+pub const KEY_EVERY_BYTES: u64 = 256 << 20;
 /// zstd's window, as a power of two: deltas an hour apart still match.
 const WINDOW_LOG: u32 = 27;
 
@@ -99,6 +103,11 @@ pub struct Delta {
 pub enum Entry {
     Header(Header),
     Key {
+        /// A keyframe that follows a delta of the same snapshot (version
+        /// 2): there for a seek to start from; read in order, the delta
+        /// already brought it and it is passed over unparsed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        bridged: bool,
         cluster: Box<Cluster>,
     },
     Delta(Box<Delta>),
@@ -149,6 +158,9 @@ pub struct IndexLine {
     /// A keyframe's frame: its offset in the file and its first line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<(u64, u64)>,
+    /// A keyframe after a delta of the same snapshot (see `Entry::Key`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bridged: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<(Timestamp, Box<Record>)>,
     /// The recording's size once flushed: an index whose last size is
@@ -170,7 +182,7 @@ impl Entry {
     pub fn time(&self) -> Option<Timestamp> {
         match self {
             Entry::Header(_) => None,
-            Entry::Key { cluster } => Some(cluster.time),
+            Entry::Key { cluster, .. } => Some(cluster.time),
             Entry::Delta(d) => Some(d.time),
             Entry::Audit { time, .. } => Some(*time),
             Entry::Recall => None,

@@ -26,6 +26,9 @@ pub struct Mark {
     /// the file and its first line. Reading starts there, not at the
     /// file's start.
     pub frame: Option<(u64, u64)>,
+    /// A keyframe after a delta of the same snapshot: a seek starts from
+    /// it, reading in order passes over it.
+    pub bridged: bool,
 }
 
 /// Snapshot times outside 1970 … 9999 are not a source's clock: such a line
@@ -51,6 +54,8 @@ pub struct Recording {
 struct Peek {
     kind: String,
     time: Option<Timestamp>,
+    #[serde(default)]
+    bridged: bool,
     cluster: Option<PeekCluster>,
 }
 
@@ -244,6 +249,7 @@ impl Recording {
                                     time,
                                     line: number,
                                     frame: None,
+                                    bridged: p.bridged,
                                 });
                                 continue;
                             }
@@ -319,6 +325,7 @@ impl Recording {
                     time,
                     line,
                     frame: l.frame,
+                    bridged: l.bridged,
                 }),
                 (_, _, Some((t, r))) => audit.push((t, *r)),
                 _ => {}
@@ -405,7 +412,7 @@ impl Recording {
                 ));
             };
             let cluster = match parse(l) {
-                Ok(Entry::Key { cluster }) => cluster,
+                Ok(Entry::Key { cluster, .. }) => cluster,
                 Ok(_) => return Err(RecordingError::IndexDisagrees),
                 Err(e) => {
                     last_error = RecordingError::Line {
@@ -482,6 +489,8 @@ fn recall_of(line: &[u8], site: &str) -> Option<Box<super::Recall>> {
 /// A keyframe line without its tag.
 #[derive(Deserialize)]
 struct KeyLine {
+    #[serde(default)]
+    bridged: bool,
     cluster: Box<Cluster>,
 }
 
@@ -499,7 +508,10 @@ pub(super) fn parse(line: &[u8]) -> Result<Entry, RecordingError> {
         Ok(Entry::Recall)
     } else if line.starts_with(br#"{"kind":"key""#) {
         serde_json::from_slice::<KeyLine>(line)
-            .map(|k| Entry::Key { cluster: k.cluster })
+            .map(|k| Entry::Key {
+                bridged: k.bridged,
+                cluster: k.cluster,
+            })
             .map_err(bad)
     } else {
         serde_json::from_slice(line).map_err(bad)
@@ -523,6 +535,10 @@ pub struct Cursor {
 fn read_mark(lines: &mut Lines, marks: &[Mark], next: &mut usize) -> Option<Entry> {
     while let Some(m) = marks.get(*next) {
         *next += 1;
+        if m.bridged {
+            // The delta before it brought this snapshot.
+            continue;
+        }
         let l = lines.seek_line(m.line)?;
         match parse(l) {
             Ok(e) => return Some(e),
@@ -562,7 +578,10 @@ pub(super) fn line_of(w: &str) -> u64 {
 impl Cursor {
     /// The time of the next mark (what the index says comes next).
     pub fn next_time_of_mark(&self) -> Option<Timestamp> {
-        self.marks.get(self.next_mark).map(|m| m.time)
+        self.marks[self.next_mark.min(self.marks.len())..]
+            .iter()
+            .find(|m| !m.bridged)
+            .map(|m| m.time)
     }
 
     /// The next snapshot entry, read ahead without applying it.
@@ -580,7 +599,7 @@ impl Cursor {
             return Ok(false);
         };
         match e {
-            Entry::Key { cluster } => {
+            Entry::Key { cluster, .. } => {
                 let mut key = *cluster;
                 super::share_with(&self.current, &mut key);
                 self.current = key;
@@ -657,7 +676,7 @@ impl Iterator for States {
                 return None;
             };
             let step = match e {
-                Entry::Key { cluster } => {
+                Entry::Key { cluster, .. } => {
                     let mut key = *cluster;
                     if let Some(prev) = &self.current {
                         super::share_with(prev, &mut key);

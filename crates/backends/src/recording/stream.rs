@@ -84,7 +84,14 @@ impl Stream {
             let (ptx, prx) = sync_channel::<Parsed>(AHEAD);
             spawn("recording-parse", move || {
                 for (n, l) in rx {
-                    if ptx.send((n, parse(&l))).is_err() {
+                    // A keyframe after a delta of the same snapshot, and
+                    // the recall before it: for seeks, passed over here.
+                    let e = if l.starts_with(br#"{"kind":"key","bridged":true"#) {
+                        Ok(Entry::Recall)
+                    } else {
+                        parse(&l)
+                    };
+                    if ptx.send((n, e)).is_err() {
                         return;
                     }
                 }
@@ -170,7 +177,7 @@ impl Iterator for Stream {
             match entry {
                 Entry::Header(_) | Entry::Recall => continue,
                 Entry::Audit { time, record } => return Some(Item::Audit(time, record)),
-                Entry::Key { cluster } => {
+                Entry::Key { cluster, .. } => {
                     if !TIMES.contains(&cluster.time) {
                         self.skip(
                             n,

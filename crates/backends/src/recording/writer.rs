@@ -1,7 +1,10 @@
 //! Writing a recording: a header, keyframes, deltas, audit records.
 
 use super::RecordingError;
-use super::{Entry, FORMAT, Header, IndexLine, KEY_EVERY_S, Recall, VERSION, WINDOW_LOG, delta};
+use super::{
+    Entry, FORMAT, Header, IndexLine, KEY_EVERY_BYTES, KEY_EVERY_S, Recall, VERSION, WINDOW_LOG,
+    delta,
+};
 use crate::actions::audit::AuditLog;
 use crate::engine::SiteParams;
 use crate::engine::kpis::KpiBook;
@@ -27,6 +30,8 @@ pub struct Recorder {
     index: Option<BufWriter<File>>,
     /// Lines written (the header is line 1).
     lines: u64,
+    /// Bytes of JSON written since the last keyframe.
+    since_key: u64,
     /// What the analysis remembers and the health numbers, as of the last
     /// snapshot: written before each keyframe.
     memory: Memory,
@@ -73,6 +78,7 @@ impl Recorder {
             enc: Some(enc),
             index,
             lines: 0,
+            since_key: 0,
             memory: Memory::default(),
             book: KpiBook::new(i64::MAX / 4),
             site: SiteParams::default(),
@@ -140,6 +146,7 @@ impl Recorder {
         let mut text = serde_json::to_vec(e).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
         text.push(b'\n');
         self.raw_bytes += text.len() as u64;
+        self.since_key += text.len() as u64;
         let path = self.path.clone();
         self.enc()?
             .write_all(&text)
@@ -170,11 +177,9 @@ impl Recorder {
                 ..IndexLine::default()
             });
         }
-        let d = match &self.prev {
-            Some(p) if c.time - self.last_key < KEY_EVERY_S => delta(p, c),
-            _ => None,
-        };
-        match d {
+        let due = c.time.saturating_sub(self.last_key) >= KEY_EVERY_S
+            || self.since_key >= KEY_EVERY_BYTES;
+        match self.prev.as_ref().and_then(|p| delta(p, c)) {
             Some(d) => {
                 self.line(&Entry::Delta(Box::new(d)))?;
                 self.index(&IndexLine {
@@ -182,8 +187,13 @@ impl Recorder {
                     line: Some(self.lines),
                     ..IndexLine::default()
                 });
+                // Read in order, the delta says it; a seek starts from the
+                // keyframe after it.
+                if due {
+                    self.keyframe(c, true)?;
+                }
             }
-            None => self.keyframe(c)?,
+            None => self.keyframe(c, false)?,
         }
         self.memory.observe(c, &self.site);
         self.book.observe(c);
@@ -195,7 +205,7 @@ impl Recorder {
 
     /// A keyframe, in a zstd frame of its own after what the analysis
     /// remembered and the health numbers up to it.
-    fn keyframe(&mut self, c: &Arc<Cluster>) -> Result<(), RecordingError> {
+    fn keyframe(&mut self, c: &Arc<Cluster>, bridged: bool) -> Result<(), RecordingError> {
         self.last_key = c.time;
         let offset = match self.prev {
             // The first frame holds the header too.
@@ -216,12 +226,15 @@ impl Recorder {
         };
         self.raw_line(&recall)?;
         self.line(&Entry::Key {
+            bridged,
             cluster: Box::new((**c).clone()),
         })?;
+        self.since_key = 0;
         self.index(&IndexLine {
             t: Some(c.time),
             line: Some(self.lines),
             frame: Some((offset, first)),
+            bridged,
             ..IndexLine::default()
         });
         Ok(())
@@ -232,6 +245,7 @@ impl Recorder {
         let mut text = serde_json::to_vec(v).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
         text.push(b'\n');
         self.raw_bytes += text.len() as u64;
+        self.since_key += text.len() as u64;
         let path = self.path.clone();
         self.enc()?
             .write_all(&text)
