@@ -3,7 +3,9 @@
 //!
 //! Format (version 2): zstd frames of JSON lines. The first line is a
 //! header; then a keyframe (a whole snapshot) every `KEY_EVERY_S` seconds
-//! of the source's clock, and between them deltas — only the nodes and jobs
+//! of the source's clock or `KEY_EVERY_BYTES` of deltas (a keyframe that
+//! can also be said as a delta follows that delta, `bridged`: read in
+//! order it is passed over), and between them deltas — only the nodes and jobs
 //! that changed (unchanged ones are the same `Arc` from a source that
 //! shares them, else compared by value), new events, the jobs that left
 //! (or the whole job order when it changed otherwise). Audit records are

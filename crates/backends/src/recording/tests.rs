@@ -309,7 +309,11 @@ fn an_index_opens_the_recording_and_a_moment_starts_from_its_keyframe() {
     assert!(keys[1].frame.map_or(0, |f| f.0) > 0, "a frame of its own");
     // Read in order, the delta of the same snapshot before it says it.
     assert!(!keys[0].bridged && keys[1].bridged && keys[2].bridged);
-    let before = rec.marks.iter().position(|m| m.key && m.bridged).expect("bridged");
+    let before = rec
+        .marks
+        .iter()
+        .position(|m| m.key && m.bridged)
+        .expect("bridged");
     assert_eq!(rec.marks[before - 1].time, rec.marks[before].time);
     // The same file without its index is scanned: the same marks.
     let bare = dir.path().join("bare.nsrec");
