@@ -143,20 +143,7 @@ impl Recorder {
     }
 
     fn line(&mut self, e: &Entry) -> Result<(), RecordingError> {
-        let mut text = serde_json::to_vec(e).map_err(|e| RecordingError::Encode(Arc::new(e)))?;
-        text.push(b'\n');
-        self.raw_bytes += text.len() as u64;
-        self.since_key += text.len() as u64;
-        let path = self.path.clone();
-        self.enc()?
-            .write_all(&text)
-            .map_err(|e| RecordingError::WriteTo {
-                path,
-                source: Arc::new(e),
-            })?;
-        self.lines += 1;
-        self.dirty = true;
-        Ok(())
+        self.raw_line(e)
     }
 
     /// Records a snapshot: a keyframe when due (or when only a keyframe can
