@@ -118,14 +118,39 @@ pub fn kpis(settings: &Settings, window_s: i64) -> Result<crate::engine::kpis::K
             Some(s) => parse_at(s, start)?,
             None => end,
         };
-        for c in rec.states() {
-            let c = c?;
-            if c.time > until {
-                break;
+        // From the keyframe before `until` and what was recorded with it
+        // (version 2), else from the start.
+        let key = crate::engine::memory::Memory::site_key(&settings.site);
+        let recalled = match until >= start {
+            true => match rec.recalled_at(until.min(end), Some(&key))? {
+                (cur, Some(r)) => Some((cur, r)),
+                (_, None) => None,
+            },
+            false => None,
+        };
+        let site = &settings.site;
+        match recalled {
+            Some((mut cur, r)) => {
+                (book, memory) = (r.book.keeping(window_s), r.memory);
+                book.observe(&cur.current);
+                memory.observe(&cur.current, site);
+                cur.step_to(until, |c| {
+                    book.observe(c);
+                    memory.observe(c, site);
+                })?;
+                last = Some(std::sync::Arc::new(cur.current));
             }
-            book.observe(&c);
-            memory.observe(&c, &settings.site);
-            last = Some(c);
+            None => {
+                for c in rec.states() {
+                    let c = c?;
+                    if c.time > until {
+                        break;
+                    }
+                    book.observe(&c);
+                    memory.observe(&c, site);
+                    last = Some(c);
+                }
+            }
         }
     } else if let Some(sim) = settings.source.sim() {
         let mut s = crate::sources::sim::Sim::new(sim)?;
