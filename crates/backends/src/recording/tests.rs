@@ -121,9 +121,10 @@ fn bad_lines_in_the_middle_are_skipped_and_named() {
     let path = dir.path().join("night.nsrec");
     let live = night(40, &path);
     rewrite(&path, |lines| {
-        // Lines: 1 header, 2 keyframe, 3.. deltas. After the delta of
-        // snapshot 20 (line 21): garbage, a delta without a time, and
-        // deltas stamped with a negative, the smallest and a huge time.
+        // Lines: 1 header, 2 the keyframe's recall, 3 keyframe, 4..
+        // deltas. After line 21 (the delta of snapshot 19): garbage, a
+        // delta without a time, and deltas stamped with a negative, the
+        // smallest and a huge time.
         let bad = [
             "this is not JSON at all".to_string(),
             r#"{"kind":"delta"}"#.to_string(),
