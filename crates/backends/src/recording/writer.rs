@@ -135,8 +135,7 @@ impl Recorder {
             .enc
             .take()
             .ok_or_else(|| err(std::io::Error::other("closed")))?;
-        let mut w = enc.finish().map_err(err)?;
-        w.flush().map_err(err)?;
+        let w = end_frame(enc).map_err(err)?;
         let offset = w.get_ref().metadata().map_err(err)?.len();
         self.enc = Some(encoder(w)?);
         Ok(offset)
@@ -333,8 +332,7 @@ impl Recorder {
             .enc
             .take()
             .ok_or_else(|| err(std::io::Error::other("closed")))?;
-        let mut w = enc.finish().map_err(err)?;
-        w.flush().map_err(err)?;
+        let w = end_frame(enc).map_err(err)?;
         w.get_ref().sync_data().map_err(err)?;
         let size = w.get_ref().metadata().map_err(err)?.len();
         self.index(&IndexLine {
@@ -346,6 +344,13 @@ impl Recorder {
         }
         Ok(())
     }
+}
+
+/// Ends a zstd frame and hands its file back, written out.
+fn end_frame(enc: Encoder) -> std::io::Result<BufWriter<File>> {
+    let mut w = enc.finish()?;
+    w.flush()?;
+    Ok(w)
 }
 
 /// A zstd frame's encoder: level 3, long-distance matching over a 128 MiB

@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod armed;
 pub mod base;
 pub mod blast;
+pub mod changed;
 pub mod domains;
 pub mod error;
 pub mod exact;

@@ -66,8 +66,7 @@ pub struct StallHistory {
 /// about a tenth of the 80,000 GPUs).
 #[derive(Debug, Clone, Default)]
 struct Spins {
-    nodes: Vec<std::sync::Arc<crate::model::Node>>,
-    gpus: Vec<Vec<(String, Option<bool>)>>,
+    gpus: crate::engine::changed::PerRecord<crate::model::Node, Vec<(String, Option<bool>)>>,
     /// The thresholds they were read with.
     read_with: (f64, f64),
 }
@@ -81,31 +80,21 @@ impl Spins {
                 ..Spins::default()
             };
         }
-        for (i, n) in c.nodes.iter().enumerate() {
-            if self
-                .nodes
-                .get(i)
-                .is_some_and(|l| std::sync::Arc::ptr_eq(l, n))
-            {
-                continue;
-            }
-            let gpus = n
-                .gpus
+        self.gpus.update(&c.nodes, |n| {
+            n.gpus
                 .iter()
                 .filter_map(|g| Some((g.job.clone()?, spinning(g, site))))
-                .collect();
-            match self.gpus.get_mut(i) {
-                Some(x) => *x = gpus,
-                None => self.gpus.push(gpus),
-            }
-        }
-        self.gpus.truncate(c.nodes.len());
-        self.nodes.clone_from(&c.nodes);
+                .collect()
+        });
     }
 
     /// Each GPU that holds a job: the job, and whether it spins.
     fn iter(&self) -> impl Iterator<Item = (&str, Option<bool>)> {
-        self.gpus.iter().flatten().map(|(j, s)| (j.as_str(), *s))
+        self.gpus
+            .parts()
+            .iter()
+            .flatten()
+            .map(|(j, s)| (j.as_str(), *s))
     }
 }
 

@@ -6,8 +6,8 @@
 //! for each) was the largest part of a report's pass over a recording.
 
 use super::Sample;
+use crate::engine::changed::PerRecord;
 use crate::model::{Cluster, Job, Node};
-use std::sync::Arc;
 
 /// Waiting for capacity, not for a hold, a dependency or a quota.
 fn waits_for_capacity(reason: Option<&str>) -> bool {
@@ -40,76 +40,58 @@ struct Ask {
 /// The last snapshot's nodes and jobs with what each added.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Sampler {
-    nodes: Vec<Arc<Node>>,
-    parts: Vec<NodePart>,
-    jobs: Vec<Arc<Job>>,
-    asks: Vec<Option<Ask>>,
+    nodes: PerRecord<Node, NodePart>,
+    asks: PerRecord<Job, Option<Ask>>,
     /// Partition names seen, each once.
     partitions: Vec<String>,
 }
 
+/// A partition's place in `partitions`, added when new.
+fn partition(partitions: &mut Vec<String>, name: &str) -> usize {
+    match partitions.iter().position(|p| p == name) {
+        Some(i) => i,
+        None => {
+            partitions.push(name.to_string());
+            partitions.len() - 1
+        }
+    }
+}
+
+fn part(partitions: &mut Vec<String>, n: &Node) -> NodePart {
+    NodePart {
+        gpus: n.gpu_count,
+        allocated: n.gpus_allocated(),
+        out: !n.state.schedulable(),
+        busy: n.gpus.iter().filter_map(|g| g.sm_occupancy).collect(),
+        free: n.gpus_free(),
+        partitions: n
+            .partitions
+            .iter()
+            .map(|p| partition(partitions, p))
+            .collect(),
+    }
+}
+
+fn ask(partitions: &mut Vec<String>, j: &Job) -> Option<Ask> {
+    if !j.state.is_pending() || !waits_for_capacity(j.reason.as_deref()) {
+        return None;
+    }
+    let (per, total) = (j.gpus_per_node?, j.gpus_requested()?);
+    Some(Ask {
+        partition: partition(partitions, &j.partition),
+        per,
+        total,
+        nodes: j.node_count.unwrap_or(1).max(1),
+    })
+}
+
 impl Sampler {
-    fn partition(&mut self, name: &str) -> usize {
-        match self.partitions.iter().position(|p| p == name) {
-            Some(i) => i,
-            None => {
-                self.partitions.push(name.to_string());
-                self.partitions.len() - 1
-            }
-        }
-    }
-
-    fn part(&mut self, n: &Node) -> NodePart {
-        NodePart {
-            gpus: n.gpu_count,
-            allocated: n.gpus_allocated(),
-            out: !n.state.schedulable(),
-            busy: n.gpus.iter().filter_map(|g| g.sm_occupancy).collect(),
-            free: n.gpus_free(),
-            partitions: n.partitions.iter().map(|p| self.partition(p)).collect(),
-        }
-    }
-
-    fn ask(&mut self, j: &Job) -> Option<Ask> {
-        if !j.state.is_pending() || !waits_for_capacity(j.reason.as_deref()) {
-            return None;
-        }
-        let (per, total) = (j.gpus_per_node?, j.gpus_requested()?);
-        Some(Ask {
-            partition: self.partition(&j.partition),
-            per,
-            total,
-            nodes: j.node_count.unwrap_or(1).max(1),
-        })
-    }
-
     /// `c` as a sample; what did not change since the last call is not
     /// read again.
     pub(super) fn sample(&mut self, c: &Cluster) -> Sample {
-        for (i, n) in c.nodes.iter().enumerate() {
-            if self.nodes.get(i).is_some_and(|l| Arc::ptr_eq(l, n)) {
-                continue;
-            }
-            let part = self.part(n);
-            match self.parts.get_mut(i) {
-                Some(p) => *p = part,
-                None => self.parts.push(part),
-            }
-        }
-        self.parts.truncate(c.nodes.len());
-        self.nodes.clone_from(&c.nodes);
-        for (i, j) in c.jobs.iter().enumerate() {
-            if self.jobs.get(i).is_some_and(|l| Arc::ptr_eq(l, j)) {
-                continue;
-            }
-            let ask = self.ask(j);
-            match self.asks.get_mut(i) {
-                Some(a) => *a = ask,
-                None => self.asks.push(ask),
-            }
-        }
-        self.asks.truncate(c.jobs.len());
-        self.jobs.clone_from(&c.jobs);
+        let partitions = &mut self.partitions;
+        self.nodes.update(&c.nodes, |n| part(partitions, n));
+        self.asks.update(&c.jobs, |j| ask(partitions, j));
         self.total(c)
     }
 
@@ -127,7 +109,7 @@ impl Sampler {
         // Per partition (where a node is): total free, and how many nodes
         // have at least k free.
         let mut free: Vec<Option<(u32, [u32; 9])>> = vec![None; self.partitions.len()];
-        for p in &self.parts {
+        for p in self.nodes.parts() {
             s.gpus += p.gpus;
             s.allocated += p.allocated;
             s.nodes_out += u32::from(p.out);
@@ -143,7 +125,7 @@ impl Sampler {
                 }
             }
         }
-        s.fragmented = self.asks.iter().flatten().any(|a| {
+        s.fragmented = self.asks.parts().iter().flatten().any(|a| {
             let Some((sum, at_least)) = free.get(a.partition).copied().flatten() else {
                 return false;
             };
