@@ -12,6 +12,7 @@
 #   scripts/bench-prometheus-fleet.sh            # HOSTS=10000 WINDOW=60
 #   SERVE_ONLY=1 scripts/bench-prometheus-fleet.sh   # the loaded server alone
 #   PARTS="oneshot console" scripts/bench-prometheus-fleet.sh   # some tables
+#   PARTS=incidents RUNS=5 scripts/bench-prometheus-fleet.sh  # one-shots' cost
 #
 # Needs prometheus (apt-get install prometheus), tmux, python3, ~5 GB free
 # memory. Prints markdown; docs/performance.md has results.
@@ -129,8 +130,8 @@ prom_cpu_of() {
 OLD='{__name__=~"DCGM_FI_DEV_.*|DCGM_FI_PROF_.*"}'
 # The every-series answer takes far longer than the default 5 s timeout.
 printf '[endpoints]\ntimeout_s = 300\n' > "$WORK/slow.toml"
-# PARTS: which tables (cpu oneshot console), all by default.
-PARTS=${PARTS:-cpu oneshot console}
+# PARTS: which tables (cpu oneshot incidents console), all by default.
+PARTS=${PARTS:-cpu oneshot incidents console}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 if part console; then
 # The console on the fleet: first useful screen, then its steady state.
@@ -217,6 +218,40 @@ per_refresh() { # mode, extra args
 echo "| fleet path, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh fleet fleet) |"
 echo "| every series, the console's refreshes over ${WINDOW_S} s, less idle | $(per_refresh 'every series' every --config $WORK/slow.toml --prometheus-every-gpu-max 1000000) |"
 
+fi
+if part incidents; then
+# One-shot commands' cost to the server (issue 42), RUNS times each: its
+# own CPU (query to 10 s after, between scrapes), what it made the server
+# allocate (go_memstats_alloc_bytes_total), and whether a garbage
+# collection fell in the window. The collection is the server's, of its
+# whole ~2 GB heap (2–3 s of CPU here); it comes once per ~2 GB allocated,
+# so its share of a command is the command's allocation over that.
+gc_and_alloc() {
+  curl -sf "$URL/metrics" | awk '/^go_gc_duration_seconds_count/ {g=$2} /^go_memstats_alloc_bytes_total / {a=$2} END {printf "%d %.0f\n", g, a/1e6}'
+}
+one_cost() { # label, command...
+  local label=$1; shift
+  quiet_for 60
+  local g0 a0 c0 c1 g1 a1
+  read -r g0 a0 < <(gc_and_alloc)
+  c0=$(cpu $PROM)
+  "$@" >/dev/null 2>&1 || true
+  sleep 10
+  c1=$(cpu $PROM)
+  read -r g1 a1 < <(gc_and_alloc)
+  echo "| $label | $(python3 -c "print(f'{$c1 - $c0:.2f}')") | $((a1 - a0)) | $((g1 - g0)) |"
+}
+echo
+echo "### One-shot commands: the server's CPU and allocation"
+echo
+echo "| command | Prometheus CPU s | allocated MB | collections |"
+echo "|---|---|---|---|"
+for _ in $(seq 1 "${RUNS:-5}"); do
+  one_cost "\`get incidents\`" "$NS" --source none --prometheus "$URL" --log-file "$WORK/cli.log" get incidents -o json
+done
+for _ in $(seq 1 "${RUNS:-5}"); do
+  one_cost "\`get nodes\`" "$NS" --source none --prometheus "$URL" --log-file "$WORK/cli.log" get nodes -o json
+done
 fi
 if part oneshot; then
 echo

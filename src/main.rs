@@ -8,6 +8,7 @@ use nightshift::engine::restore::{RestoreInput, compute, restore};
 use nightshift::engine::why::why;
 use nightshift::engine::{Provenance, units};
 use nightshift::model::Cluster;
+use nightshift::one_shot::Wanted;
 use nightshift::{output, report};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -70,7 +71,11 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &k, report::kpis)
         }
         Some(Command::Get(args)) => {
-            let m = snapshot(&settings)?;
+            let wanted = match args.what {
+                nightshift::cli::GetWhat::Incidents => Wanted::Incidents,
+                _ => Wanted::Whole,
+            };
+            let m = snapshot_for(&settings, wanted)?;
             nightshift::out!(
                 "{}",
                 output::render(&m.cluster, &base(&m, &settings), args.what, args.output)?
@@ -481,6 +486,11 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
 /// The chosen source's current state, once, with the node endpoints'
 /// readings laid over it.
 fn snapshot(settings: &Settings) -> Result<Moment, String> {
+    snapshot_for(settings, Wanted::Whole)
+}
+
+/// The same, reading of a fleet's Prometheus what `wanted` needs.
+fn snapshot_for(settings: &Settings, wanted: Wanted) -> Result<Moment, String> {
     if let Some(path) = &settings.replay {
         return Ok(nightshift::recording::run::replayed_moment(
             path,
@@ -488,14 +498,14 @@ fn snapshot(settings: &Settings) -> Result<Moment, String> {
             &settings.site,
         )?);
     }
-    let mut c = live_snapshot(settings)?;
+    let mut c = live_snapshot(settings, wanted)?;
     // [topology]: the domains the source does not say.
     nightshift::warn_unknown_topology(&settings.topology.apply(&mut c));
     Ok(Moment::alone(c, &settings.site))
 }
 
 /// The source's snapshot now, with the node endpoints' readings.
-fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
+fn live_snapshot(settings: &Settings, wanted: Wanted) -> Result<Cluster, String> {
     let read = nightshift::sources::once::read(&settings.source, settings.sim_seconds);
     let base = match runtime()?.block_on(read).map_err(|e| e.to_string())? {
         Some(r) => {
@@ -511,7 +521,7 @@ fn live_snapshot(settings: &Settings) -> Result<Cluster, String> {
         }
         None => Cluster::default(),
     };
-    nightshift::one_shot::with_endpoints(settings, base)
+    nightshift::one_shot::with_endpoints_for(settings, base, wanted)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

@@ -13,9 +13,30 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
 
+/// What a one-shot command reads of a fleet's Prometheus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// Every question at once: the healthy nodes' aggregates, the broken
+    /// and the spinning GPUs' nodes in full.
+    Whole,
+    /// The incidents alone: the broken GPUs' nodes in full (and their
+    /// jobs' other nodes). One reading cannot call a gang stalled, and no
+    /// incident reads a healthy node's aggregate.
+    Incidents,
+}
+
 /// `base` (the scheduler's snapshot) with the endpoints' readings, once,
 /// and the audit log's faults in its history.
-pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster, String> {
+pub fn with_endpoints(settings: &Settings, base: Cluster) -> Result<Cluster, String> {
+    with_endpoints_for(settings, base, Wanted::Whole)
+}
+
+/// The same, reading of a fleet's Prometheus what `wanted` needs.
+pub fn with_endpoints_for(
+    settings: &Settings,
+    mut base: Cluster,
+    wanted: Wanted,
+) -> Result<Cluster, String> {
     let names: Vec<&str> = settings
         .cluster
         .iter()
@@ -29,7 +50,11 @@ pub fn with_endpoints(settings: &Settings, mut base: Cluster) -> Result<Cluster,
         return Ok(base);
     }
     let mut poll = runtime()?.block_on(async {
-        let mut p = crate::sources::endpoints::Poller::new(e)?.whole();
+        let p = crate::sources::endpoints::Poller::new(e)?;
+        let mut p = match wanted {
+            Wanted::Whole => p.whole(),
+            Wanted::Incidents => p.problems(),
+        };
         Ok::<_, String>(p.poll(&base, &[], &e.hosts).await)
     })?;
     for n in &poll.notes {

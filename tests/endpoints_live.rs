@@ -1020,6 +1020,37 @@ fn a_fleet_through(prometheus_bin: &str) {
                 .iter()
                 .all(Option::is_none)
         );
+        // `get incidents`' one poll (issue 42): the GPU count says it is
+        // a fleet, and only the broken GPU's node is read, in full, with
+        // its weeks of faults; no healthy node's aggregate and no spinning
+        // node, which one reading cannot call stalled. `get nodes`' poll
+        // reads all three.
+        let mut lean = nightshift::sources::endpoints::Poller::new(&e)
+            .expect("poller")
+            .problems();
+        let round = lean.poll(&base, &[], &e.hosts).await;
+        assert!(round.aggregates.is_empty(), "{:?}", round.aggregates);
+        let hosts: std::collections::BTreeSet<&str> =
+            round.readings.iter().map(|r| r.host.as_str()).collect();
+        assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["gpu-007"]);
+        assert_eq!(round.readings.len(), 8);
+        // Its weeks of faults were asked at once (the history test below
+        // reads them back through `get incidents`).
+        assert!(
+            !round.notes.iter().any(|n| n.contains("no fault history")),
+            "{:?}",
+            round.notes
+        );
+        let mut whole = nightshift::sources::endpoints::Poller::new(&e)
+            .expect("poller")
+            .whole();
+        let round = whole.poll(&base, &[], &e.hosts).await;
+        assert_eq!(round.aggregates.len(), 21, "the healthy nodes in aggregate");
+        assert_eq!(
+            round.readings.len(),
+            24,
+            "gpu-007, gpu-010, gpu-011 in full"
+        );
     });
 }
 
@@ -1139,6 +1170,33 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
             .any(|n| n["gpu_summary"].is_object()),
         "read as a fleet: {fleet:#}"
     );
+
+    // What `get incidents` asks (issue 42): the broken host in full, no
+    // healthy node's aggregate, and the broken host's weeks at once —
+    // gpu-007's two Xid 79s of the history and today's; gpu-008 is not
+    // asked.
+    let rt = runtime();
+    rt.block_on(async {
+        let e = nightshift::sources::endpoints::Endpoints {
+            prometheus: Some(url.clone()),
+            prometheus_every_gpu_max: 8,
+            ..nightshift::sources::endpoints::Endpoints::default()
+        };
+        let mut p = nightshift::sources::endpoints::Poller::new(&e)
+            .expect("poller")
+            .problems();
+        let base = nightshift::model::Cluster::default();
+        let round = p.poll(&base, &[], &e.hosts).await;
+        assert!(round.aggregates.is_empty(), "{:?}", round.aggregates);
+        assert!(round.readings.iter().all(|r| r.host == "gpu-007"));
+        let xids: Vec<_> = round
+            .faults
+            .iter()
+            .filter(|f| f.node == "gpu-007" && f.fault == nightshift::model::Fault::Xid(79))
+            .collect();
+        assert!(xids.len() >= 2, "{:?} {:?}", round.faults, round.notes);
+        assert!(round.faults.iter().all(|f| f.node == "gpu-007"));
+    });
 
     // The console's path, not the one-shot's: the endpoints' loop as the
     // console runs it (no scheduler here), the server read as a fleet. Its

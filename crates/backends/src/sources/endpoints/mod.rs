@@ -113,6 +113,19 @@ pub struct Poll {
     pub faults: Vec<crate::model::PastFault>,
 }
 
+/// What a poller's first refresh asks a fleet's Prometheus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum First {
+    /// The console's: the aggregates and the broken GPUs; the spinning
+    /// GPUs and the weeks of faults on the next refresh.
+    Console,
+    /// A one-shot command's whole picture: every question at once.
+    Whole,
+    /// A one-shot command that reads the problems alone: the GPU count,
+    /// the broken GPUs and their weeks of faults.
+    Problems,
+}
+
 impl Poller {
     pub fn new(e: &Endpoints) -> Result<Poller, StartError> {
         Ok(Poller {
@@ -134,9 +147,23 @@ impl Poller {
     /// For a command that polls once: its poll asks a fleet's Prometheus
     /// every question at once (the console asks the spinning GPUs on its
     /// second refresh, so that the first screen comes sooner).
-    pub fn whole(mut self) -> Poller {
+    pub fn whole(self) -> Poller {
+        self.once(First::Whole)
+    }
+
+    /// For a command that polls once and reads only the broken GPUs (the
+    /// incidents): a fleet's Prometheus is asked how many GPUs it holds,
+    /// which nodes have a broken GPU, and those nodes (with their jobs'
+    /// other nodes) in full; not the healthy nodes' aggregates, nor the
+    /// spinning GPUs, which one reading cannot call stalled (the engine
+    /// needs `stall_window_s` of them).
+    pub fn problems(self) -> Poller {
+        self.once(First::Problems)
+    }
+
+    fn once(mut self, first: First) -> Poller {
         if let Some(p) = &mut self.prometheus {
-            p.whole_first = true;
+            p.first = first;
         }
         self
     }

@@ -94,6 +94,32 @@ pub fn aggregates_query() -> String {
     )
 }
 
+/// How many GPUs report utilization, in one number: whether the server
+/// holds a fleet, for a command that reads no healthy node.
+/// One selection of both generations' names (a blank sentinel is far
+/// over 100 in either unit).
+pub fn count_query() -> String {
+    r#"count({__name__=~"DCGM_FI_DEV_GPU_UTIL(_RATIO)?"} <= 100)"#.to_string()
+}
+
+/// Reads a `count_query` answer (no series: none).
+pub fn count_from(body: &Value) -> Result<(u64, Vec<String>), PromError> {
+    let (result, warnings) = super::instant_answer(body)?;
+    let n = result
+        .first()
+        .and_then(|s| {
+            s.get("value")?
+                .as_array()?
+                .get(1)?
+                .as_str()?
+                .parse::<f64>()
+                .ok()
+        })
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .unwrap_or(0.0);
+    Ok((n as u64, warnings))
+}
+
 /// Utilization in percent, in both generations of names: a percentage
 /// before dcgm-exporter 4.9 (`DCGM_FI_DEV_GPU_UTIL`), a 0–1 ratio since
 /// (`DCGM_FI_DEV_GPU_UTIL_RATIO`). Blank sentinels are left out.

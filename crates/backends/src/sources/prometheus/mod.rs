@@ -378,21 +378,9 @@ impl Prometheus {
     /// How many GPUs report a utilization (one series back).
     pub async fn gpu_count(&self) -> Result<u64, PromError> {
         let body = self
-            .get_json(
-                "query",
-                &[(
-                    "query",
-                    r#"count({__name__=~"DCGM_FI_DEV_GPU_UTIL(_RATIO)?"})"#.to_string(),
-                )],
-            )
+            .get_json("query", &[("query", fleet::count_query())])
             .await?;
-        let (result, _) = instant_answer(&body)?;
-        Ok(result
-            .first()
-            .and_then(|s| s.pointer("/value/1"))
-            .and_then(Value::as_str)
-            .and_then(|v| v.parse::<f64>().ok())
-            .map_or(0, |v| v.max(0.0) as u64))
+        Ok(fleet::count_from(&body)?.0)
     }
 
     /// The last `slots` × `step` seconds up to `end`, for the charts.
