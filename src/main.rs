@@ -16,6 +16,8 @@ use std::process::ExitCode;
 // glibc's malloc gave each of the runtime's threads an arena and kept what
 // they freed: the console at 10,000 nodes sat at 620 MB resident where
 // MALLOC_ARENA_MAX=2 gave 470 MB (docs/performance.md).
+// `--features system-alloc` keeps glibc's, for heaptrack.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
