@@ -102,7 +102,7 @@ fn filters_on_any_column_inverse_and_by_field() {
         .map(|(_, g)| g)
         .filter(|g| matches(&ctx, GPUS, g, "lastxid:79"))
         .collect();
-    assert_eq!((x79[0].node.as_str(), x79[0].index), ("h100-03", 3));
+    assert_eq!((&*x79[0].node, x79[0].index), ("h100-03", 3));
     let drained: Vec<&Node> = c
         .nodes
         .iter()

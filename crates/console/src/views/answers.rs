@@ -226,7 +226,9 @@ pub fn gpu(app: &App, gpu: &Gpu, theme: Theme) -> Vec<Line<'static>> {
         .base
         .incidents
         .iter()
-        .filter(|i| i.node == gpu.node && i.gpu == Some(gpu.index) && i.kind != IncidentKind::Stall)
+        .filter(|i| {
+            *i.node == *gpu.node && i.gpu == Some(gpu.index) && i.kind != IncidentKind::Stall
+        })
         .take(3)
     {
         let jobs = if inc.jobs.is_empty() {

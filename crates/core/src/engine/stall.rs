@@ -278,7 +278,7 @@ pub fn stalls(
         let occ = mean(by_job[*id].iter().filter_map(|g| g.sm_occupancy));
         let still_working = occ.is_some_and(|o| o > site.stall_occupancy_max);
         for g in &by_job[*id] {
-            let Some(v) = verdicts.get(g.node.as_str()) else {
+            let Some(v) = verdicts.get(&*g.node) else {
                 continue;
             };
             if !v
@@ -299,7 +299,7 @@ pub fn stalls(
                     text::clock(t)
                 )];
                 if found.as_ref().is_none_or(|f| t < f.0) {
-                    found = Some((t, g.node.clone(), Some(g.index), evidence, false));
+                    found = Some((t, g.node.to_string(), Some(g.index), evidence, false));
                 }
             }
         }
@@ -313,7 +313,7 @@ pub fn stalls(
             let gpus = &by_job[*id];
             let util = mean(gpus.iter().filter_map(|g| g.utilization));
             let occ = mean(gpus.iter().filter_map(|g| g.sm_occupancy));
-            let node = gpus.first().map_or(String::new(), |g| g.node.clone());
+            let node = gpus.first().map_or(String::new(), |g| g.node.to_string());
             found = Some((
                 since,
                 node,
@@ -419,7 +419,7 @@ fn xid_since(
 ) -> Option<(Timestamp, u32)> {
     c.events
         .iter()
-        .filter(|e| e.node == g.node && e.gpu == Some(g.index) && e.time >= started)
+        .filter(|e| *e.node == *g.node && e.gpu == Some(g.index) && e.time >= started)
         .filter_map(|e| match e.kind {
             EventKind::Xid { code } if cat.action_of(code, Some(&e.message)).needs_drain() => {
                 Some((e.time, code))

@@ -1,5 +1,6 @@
 use super::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// ECC error counters. `None` means the source did not report the counter
 /// (dcgm-exporter ships with ECC fields off by default).
@@ -76,10 +77,10 @@ pub struct LastXid {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
-    pub node: String,
+    pub node: Arc<str>,
     pub index: u32,
-    pub uuid: Option<String>,
-    pub model: Option<String>,
+    pub uuid: Option<Arc<str>>,
+    pub model: Option<Arc<str>>,
     /// The job holding this GPU, when the scheduler says which GPU it holds.
     pub job: Option<String>,
     pub memory_used_mib: Option<u64>,
@@ -107,7 +108,7 @@ pub struct Gpu {
     /// What the driver says recovery needs (NVML field 230).
     pub recovery_action: Option<RecoveryAction>,
     /// Where the readings came from (`sim`, `dcgm http://…`, `prometheus`).
-    pub reading_source: Option<String>,
+    pub reading_source: Option<Arc<str>>,
     /// When they were read; old readings are shown with their age.
     pub reading_time: Option<Timestamp>,
     /// Which generation of dcgm-exporter's metric names they came in.
@@ -188,8 +189,13 @@ pub enum GpuHealth {
 impl Gpu {
     /// A GPU with only its identity known; every reading unknown.
     pub fn unknown(node: &str, index: u32) -> Gpu {
+        Gpu::unknown_on(&node.into(), index)
+    }
+
+    /// The same on a node whose name its GPUs share.
+    pub fn unknown_on(node: &Arc<str>, index: u32) -> Gpu {
         Gpu {
-            node: node.to_string(),
+            node: node.clone(),
             index,
             uuid: None,
             model: None,

@@ -386,6 +386,8 @@ fn healthy_port() -> crate::model::IbPort {
 fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: usize) {
     let width = count.to_string().len().max(2);
     let mut members = Vec::with_capacity(count);
+    // One copy of the model's name for every GPU of the partition.
+    let model_name: Arc<str> = model.into();
     for i in 1..=count {
         let node_name = format!("{name}-{i:0width$}");
         let domains = domains_of(sim, name, i);
@@ -396,11 +398,12 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             model.replace(' ', "-"),
         );
         labels.insert("topology.rack".to_string(), rack.clone());
+        let shared: Arc<str> = node_name.as_str().into();
         let gpus = (0..8)
             .map(|g| {
-                let mut gpu = Gpu::unknown(&node_name, g);
-                gpu.uuid = Some(format!("GPU-{:08x}-{:04x}-{g}", fnv(&node_name), i));
-                gpu.model = Some(model.to_string());
+                let mut gpu = Gpu::unknown_on(&shared, g);
+                gpu.uuid = Some(format!("GPU-{:08x}-{:04x}-{g}", fnv(&node_name), i).into());
+                gpu.model = Some(model_name.clone());
                 gpu.memory_total_mib = Some(mem_mib);
                 gpu.ecc.sbe_volatile = Some(0);
                 gpu.ecc.dbe_volatile = Some(0);

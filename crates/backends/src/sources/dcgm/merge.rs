@@ -409,9 +409,16 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
     macro_rules! over {
         ($($f:ident),*) => { $( if r.$f.is_some() { g.$f = r.$f.clone(); } )* };
     }
+    // Names kept as they are when the reading says the same: a node's
+    // copy shares them with the one before.
+    for (to, from) in [(&mut g.uuid, &r.uuid), (&mut g.model, &r.model)] {
+        if let Some(v) = from
+            && to.as_deref() != Some(v.as_str())
+        {
+            *to = Some(v.as_str().into());
+        }
+    }
     over!(
-        uuid,
-        model,
         sm_occupancy,
         sm_active,
         utilization,
@@ -449,7 +456,9 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
             });
         }
     }
-    g.reading_source = Some(source.to_string());
+    if g.reading_source.as_deref() != Some(source) {
+        g.reading_source = Some(source.into());
+    }
     g.reading_time = Some(r.time);
     if r.names.is_some() {
         g.metric_names = r.names;

@@ -239,10 +239,11 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
             g.count
         ));
     }
-    let model = g.model.clone().map(|m| m.to_uppercase());
+    let model: Option<std::sync::Arc<str>> = g.model.as_ref().map(|m| m.to_uppercase().into());
+    let name: std::sync::Arc<str> = n.name.as_str().into();
     let gpus = (0..g.count)
         .map(|i| {
-            let mut gpu = Gpu::unknown(&n.name, i);
+            let mut gpu = Gpu::unknown_on(&name, i);
             gpu.model = model.clone();
             gpu
         })
@@ -274,7 +275,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         fault_reports: Vec::new(),
         back_at: None,
         reason,
-        gpu_model: model,
+        gpu_model: model.as_deref().map(str::to_string),
         domains: Vec::new(),
         ib_ports: Vec::new(),
         gpu_summary: None,

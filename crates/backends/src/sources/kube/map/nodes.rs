@@ -244,7 +244,10 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         .find(|r| r.source.starts_with("taint "))
         .map(|r| r.source.clone());
     let (state, reason, reason_time) = state_of(v, ready, taint);
-    let model = labels.get("nvidia.com/gpu.product").cloned();
+    let model: Option<std::sync::Arc<str>> = labels
+        .get("nvidia.com/gpu.product")
+        .map(|m| m.as_str().into());
+    let shared: std::sync::Arc<str> = name.as_str().into();
     let mem = labels
         .get("nvidia.com/gpu.memory")
         .and_then(|m| m.parse().ok());
@@ -260,7 +263,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
                     message: Some(r.message.clone()),
                 })
             }),
-            ..Gpu::unknown(&name, i)
+            ..Gpu::unknown_on(&shared, i)
         })
         .collect();
     Some(Node {
@@ -274,7 +277,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         state,
         reason,
         reason_time,
-        gpu_model: model,
+        gpu_model: model.as_deref().map(str::to_string),
         labels,
         gpu_count,
         gpus,
