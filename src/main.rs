@@ -73,11 +73,7 @@ fn run(cli: Cli) -> Result<(), String> {
             emit(args.output, &k, report::kpis)
         }
         Some(Command::Get(args)) => {
-            let wanted = match args.what {
-                nightshift::cli::GetWhat::Incidents => Wanted::Incidents,
-                _ => Wanted::Whole,
-            };
-            let m = snapshot_for(&settings, wanted)?;
+            let m = snapshot_for(&settings, wanted_by(args.what))?;
             nightshift::out!(
                 "{}",
                 output::render(&m.cluster, &base(&m, &settings), args.what, args.output)?
@@ -489,6 +485,15 @@ fn job_index(c: &Cluster, id: &str) -> Result<usize, String> {
 /// readings laid over it.
 fn snapshot(settings: &Settings) -> Result<Moment, String> {
     snapshot_for(settings, Wanted::Whole)
+}
+
+/// What `get WHAT` reads of a fleet's Prometheus: the incidents need only
+/// the broken GPUs.
+fn wanted_by(what: nightshift::cli::GetWhat) -> Wanted {
+    match what {
+        nightshift::cli::GetWhat::Incidents => Wanted::Incidents,
+        _ => Wanted::Whole,
+    }
 }
 
 /// The same, reading of a fleet's Prometheus what `wanted` needs.
