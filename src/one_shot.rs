@@ -19,9 +19,10 @@ pub enum Wanted {
     /// Every question at once: the healthy nodes' aggregates, the broken
     /// and the spinning GPUs' nodes in full.
     Whole,
-    /// The incidents alone: the broken GPUs' nodes in full (and their
-    /// jobs' other nodes). One reading cannot call a gang stalled, and no
-    /// incident reads a healthy node's aggregate.
+    /// The incidents alone: the broken GPUs' nodes in full. One reading
+    /// cannot call a gang stalled (so neither the spinning GPUs nor a
+    /// gang's other nodes are read), and no incident reads a healthy
+    /// node's aggregate.
     Incidents,
 }
 

@@ -153,10 +153,11 @@ impl Poller {
 
     /// For a command that polls once and reads only the broken GPUs (the
     /// incidents): a fleet's Prometheus is asked how many GPUs it holds,
-    /// which nodes have a broken GPU, and those nodes (with their jobs'
-    /// other nodes) in full; not the healthy nodes' aggregates, nor the
-    /// spinning GPUs, which one reading cannot call stalled (the engine
-    /// needs `stall_window_s` of them).
+    /// which nodes have a broken GPU, and those nodes in full with their
+    /// weeks of faults. Not the healthy nodes' aggregates (without them a
+    /// gang's other nodes are not named, so not read), nor the spinning
+    /// GPUs: one reading cannot call a gang stalled (the engine needs
+    /// `stall_window_s` of the signature).
     pub fn problems(self) -> Poller {
         self.once(First::Problems)
     }
