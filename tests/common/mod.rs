@@ -195,9 +195,11 @@ impl Tmux {
     /// prompt shows, enter once the text shows (keys sent in one burst
     /// right after a resize were lost under load).
     pub fn command(&self, text: &str) {
-        // The prompt's key again if it never showed (a key lost under a
-        // loaded machine): `:` on an open prompt would type a colon, so it
-        // is sent again only while no prompt shows.
+        // The prompt's key again if it never showed (a key lost, or a
+        // redraw late, under a loaded machine): sent again only while no
+        // prompt shows. If the prompt was open after all, the second colon
+        // lands in its text, which the console forgives (`::queue` runs
+        // `queue`, as vim's `::q`).
         for _ in 0..3 {
             self.keys(&[":"]);
             let shown = wait_for(Duration::from_secs(5), || {

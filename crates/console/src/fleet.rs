@@ -194,7 +194,9 @@ impl Fleet {
         match key.code {
             KeyCode::Esc => {}
             KeyCode::Enter => {
-                let cmd = text.trim();
+                // The prompt's colon pressed twice is forgiven, as in a
+                // cluster's console.
+                let cmd = text.trim().trim_start_matches(':').trim_start();
                 match cmd.split_once(' ') {
                     _ if cmd == "q" || cmd == "quit" => return vec![(0, Effect::Quit)],
                     Some(("ctx", name)) => self.switch(name.trim()),

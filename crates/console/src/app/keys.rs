@@ -252,7 +252,9 @@ impl App {
     }
 
     pub(crate) fn command(&mut self, cmd: &str) {
-        let cmd = cmd.trim();
+        // A colon pressed twice (or typed from habit) is forgiven, as vim
+        // forgives `::q`: the prompt's own colon is not part of the command.
+        let cmd = cmd.trim().trim_start_matches(':').trim_start();
         match cmd {
             "" => {}
             "q!" => self.emit(Effect::Quit),

@@ -93,6 +93,17 @@ fn at_in_a_live_console_says_it_is_for_replays() {
     assert!(f.contains("replay"), "{f}");
 }
 
+/// A colon pressed twice is the prompt's colon, not the command's: `::job
+/// X` opens the job, as vim takes `::q`.
+#[test]
+fn a_colon_pressed_twice_still_runs_the_command() {
+    let mut a = app();
+    command(&mut a, ":queue");
+    assert_eq!(a.screen().view, View::Queue, "{:?}", a.flash);
+    command(&mut a, ": nodes");
+    assert_eq!(a.screen().view, View::Nodes, "{:?}", a.flash);
+}
+
 /// `/foo:bar` with no field foo: said, with the list's fields, instead of
 /// an empty list in silence; a time (`/02:47`) still filters as text.
 #[test]
