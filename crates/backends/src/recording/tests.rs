@@ -290,6 +290,52 @@ fn a_delta_names_the_jobs_that_left_or_the_whole_order() {
     assert_eq!(back, c);
 }
 
+/// A delta carries where its jobs are: applied by those places (no other
+/// job read), by id where they are absent (an older recording) or do not
+/// fit (a place that holds another job), to the same snapshot each way.
+#[test]
+fn a_delta_applies_by_the_jobs_places_or_else_by_id() {
+    let s = Sim::new(SimConfig::default()).expect("sim");
+    let a = s.snapshot();
+    let mut b = a.clone();
+    b.jobs.remove(3);
+    b.jobs.remove(1);
+    let mut changed = (*b.jobs[4]).clone();
+    changed.name.push_str("-changed");
+    b.jobs[4] = Arc::new(changed);
+    for n in 1..=2 {
+        let mut extra = (*b.jobs[0]).clone();
+        extra.id = format!("new-{n}");
+        b.jobs.push(Arc::new(extra));
+    }
+    let d = delta(&a, &b).expect("delta");
+    let len = b.jobs.len();
+    assert_eq!(d.jobs_gone_at, vec![1, 3]);
+    assert_eq!(d.jobs_at, vec![4, len - 2, len - 1]);
+    let applied = |d: &Delta| {
+        let mut back = a.clone();
+        apply(&mut back, d).expect("apply");
+        back
+    };
+    assert_eq!(applied(&d), b, "by place");
+    let older = Delta {
+        jobs_at: Vec::new(),
+        jobs_gone_at: Vec::new(),
+        ..d.clone()
+    };
+    assert_eq!(applied(&older), b, "by id, as an older recording");
+    let wrong = Delta {
+        jobs_at: vec![5, len - 2, len - 1],
+        jobs_gone_at: vec![2, 3],
+        ..d.clone()
+    };
+    assert_eq!(applied(&wrong), b, "places that do not fit: by id");
+    // The line says the places; a reader that does not know them passes
+    // over them (no unknown field is refused), and reads by id.
+    let line = serde_json::to_value(&d).expect("json");
+    assert!(line.get("jobs_at").is_some(), "{line}");
+}
+
 /// A recording of version 2 opens from its index (nothing of it read but
 /// the header: the same snapshots and audit as a scan finds), each
 /// keyframe begins a zstd frame of its own, and `--replay --at` starts

@@ -88,39 +88,36 @@ pub enum Change {
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct JobWatch {
     seen: FxHashMap<String, Seen>,
-    /// The last snapshot's jobs: a job that is the same shared record at
-    /// the same place has not changed, and is not looked up (100,000 a
-    /// snapshot at 10,000 nodes, where a few dozen change).
+    /// The last snapshot's jobs: a job that is the same shared record has
+    /// not changed, and is not looked up (100,000 a snapshot at 10,000
+    /// nodes, where a few dozen change).
     #[serde(skip)]
-    last: Vec<std::sync::Arc<crate::model::Job>>,
+    last: crate::engine::changed::Held<crate::model::Job>,
 }
 
 impl JobWatch {
     /// Takes in the next snapshot; `f` hears of every job that changed.
     pub fn observe(&mut self, c: &Cluster, mut f: impl FnMut(&crate::model::Job, Change)) {
-        for (i, j) in c.jobs.iter().enumerate() {
-            if self
-                .last
-                .get(i)
-                .is_some_and(|l| std::sync::Arc::ptr_eq(l, j))
-            {
-                continue;
-            }
+        let seen = &mut self.seen;
+        self.last.update(&c.jobs, |i| {
+            let Some(j) = c.jobs.get(i) else {
+                return;
+            };
             let now = Seen {
                 state: j.state,
                 restarts: j.restarts.unwrap_or(0),
             };
             // Most jobs do not change between snapshots: no id copied
             // (100,000 jobs a snapshot at 10,000 nodes).
-            let b = match self.seen.get_mut(j.id.as_str()) {
+            let b = match seen.get_mut(j.id.as_str()) {
                 Some(seen) => std::mem::replace(seen, now),
                 None => {
-                    self.seen.insert(j.id.clone(), now);
-                    continue;
+                    seen.insert(j.id.clone(), now);
+                    return;
                 }
             };
             if b.state == now.state && b.restarts == now.restarts {
-                continue;
+                return;
             }
             if b.state.is_pending() && now.state.holds_resources() {
                 f(j, Change::Started);
@@ -134,8 +131,7 @@ impl JobWatch {
             {
                 f(j, Change::Requeued);
             }
-        }
-        self.last.clone_from(&c.jobs);
+        });
         if self.seen.len() > 2 * c.jobs.len() + 1024 {
             let ids: rustc_hash::FxHashSet<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
             self.seen.retain(|id, _| ids.contains(id.as_str()));
