@@ -24,6 +24,12 @@ pub enum Item {
     Audit(Timestamp, Box<Record>),
 }
 
+/// How a keyframe that follows a delta of the same snapshot begins, and
+/// the recall line before a keyframe: a reader going in order passes over
+/// both (an empty line handed to a parser says one was passed over).
+const BRIDGED: &[u8] = br#"{"kind":"key","bridged":true"#;
+const RECALL: &[u8] = br#"{"kind":"recall""#;
+
 /// Parsers: each takes every other line.
 const PARSERS: usize = 2;
 /// Lines each parser may hold ahead of the reader.
@@ -49,14 +55,44 @@ pub struct Stream {
     skipped: Vec<String>,
 }
 
+/// A line buffer the parsers are done with, back to the reader: a fresh
+/// one of megabytes each line was new pages the kernel zeroes, a tenth of
+/// the report's CPU at 10,000 nodes (issue 42, measured with perf).
+/// Buffers above this size (a keyframe's) are not kept.
+const RECYCLE_MAX: usize = 64 << 20;
+
 /// Cuts the stream into lines, handing them to the parsers in turn.
-fn cut(mut lines: Lines, to: Vec<SyncSender<(u64, Vec<u8>)>>, ending: SyncSender<Ending>) {
+fn cut(
+    mut lines: Lines,
+    to: Vec<SyncSender<(u64, Vec<u8>)>>,
+    recycled: Receiver<Vec<u8>>,
+    ending: SyncSender<Ending>,
+) {
     let mut turn = 0;
-    while lines.next_line().is_some() {
+    loop {
+        // A bridged keyframe and its recall: passed over unread (the
+        // parser would pass over them too).
+        if lines.pass_over(&[BRIDGED, RECALL]) {
+            if to[turn].send((lines.number, Vec::new())).is_err() {
+                break;
+            }
+            turn = (turn + 1) % to.len();
+            continue;
+        }
+        if lines.next_line().is_none() {
+            break;
+        }
         // The line is handed over, not copied (megabytes each at 10,000
-        // nodes); the next is read into a buffer of its size.
-        let size = lines.buf.len();
-        let l = std::mem::replace(&mut lines.buf, Vec::with_capacity(size));
+        // nodes); the next is read into a buffer done with, or a new one
+        // of its size.
+        // Room for a line a half longer than this one: growing a buffer
+        // of megabytes is a copy into new pages.
+        let size = lines.buf.len().saturating_mul(3) / 2;
+        let mut next = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(size));
+        next.reserve(size);
+        let l = std::mem::replace(&mut lines.buf, next);
         if to[turn].send((lines.number, l)).is_err() {
             break;
         }
@@ -79,18 +115,25 @@ impl Stream {
         let mut lines = Lines::open(path)?;
         let header = read_header(&mut lines, path)?;
         let (mut inputs, mut parsed) = (Vec::new(), Vec::new());
+        let (back, recycled) = sync_channel::<Vec<u8>>(2 * PARSERS * (AHEAD + 2));
         for _ in 0..PARSERS {
             let (tx, rx) = sync_channel::<(u64, Vec<u8>)>(AHEAD);
             let (ptx, prx) = sync_channel::<Parsed>(AHEAD);
+            let back = back.clone();
             spawn("recording-parse", move || {
-                for (n, l) in rx {
+                for (n, mut l) in rx {
                     // A keyframe after a delta of the same snapshot, and
                     // the recall before it: for seeks, passed over here.
-                    let e = if l.starts_with(br#"{"kind":"key","bridged":true"#) {
+                    let e = if l.is_empty() || l.starts_with(BRIDGED) {
                         Ok(Entry::Recall)
                     } else {
                         parse(&l)
                     };
+                    if l.capacity() <= RECYCLE_MAX {
+                        l.clear();
+                        // None wanted (the reader has enough): dropped.
+                        let _ = back.try_send(l);
+                    }
                     if ptx.send((n, e)).is_err() {
                         return;
                     }
@@ -99,8 +142,9 @@ impl Stream {
             inputs.push(tx);
             parsed.push(prx);
         }
+        drop(back);
         let (etx, ending) = sync_channel(1);
-        spawn("recording-read", move || cut(lines, inputs, etx))?;
+        spawn("recording-read", move || cut(lines, inputs, recycled, etx))?;
         Ok(Stream {
             path: path.to_path_buf(),
             header,
