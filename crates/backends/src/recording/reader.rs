@@ -202,7 +202,7 @@ impl Lines {
             return None;
         }
         match self.inner.fill_buf() {
-            Ok(chunk) if chunk.is_empty() => return None,
+            Ok([]) => return None,
             Ok(_) => {}
             Err(e) => {
                 self.cut = Some(format!("stopped at a damaged block: {e}"));
