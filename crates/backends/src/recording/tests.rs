@@ -419,3 +419,48 @@ mod erased {
         }
     }
 }
+
+/// Read in order (the report's one pass), a bridged keyframe and the
+/// recall before it are passed over unread: the snapshots are the live
+/// ones. One cut off mid-write at the end is said as the cut.
+#[test]
+fn the_one_pass_passes_over_bridged_keyframes_and_says_a_cut_one() {
+    use stream::{Item, Stream};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    let live = night(20, &path);
+    let mut bridged = String::new();
+    rewrite(&path, |lines| {
+        // Lines: 1 header, 2 the keyframe's recall, 3 keyframe, 4.. deltas.
+        assert!(lines[1].starts_with(r#"{"kind":"recall""#), "{}", lines[1]);
+        bridged = lines[2].replacen(r#"{"kind":"key","#, r#"{"kind":"key","bridged":true,"#, 1);
+        assert_ne!(bridged, lines[2]);
+        // A bridged keyframe of another moment: read, it would be taken.
+        let recall = lines[1].clone();
+        lines.insert(12, recall);
+        lines.insert(13, bridged.clone());
+    });
+    let snapshots = |path: &std::path::Path| -> (Vec<Arc<Cluster>>, Option<String>) {
+        let mut s = Stream::open(path).expect("open");
+        let got = (&mut s)
+            .filter_map(|i| match i {
+                Item::Snapshot(c) => Some(c),
+                Item::Audit(..) => None,
+            })
+            .collect();
+        (got, s.truncated())
+    };
+    let (got, cut) = snapshots(&path);
+    assert_eq!(got.len(), live.len());
+    assert!(got.iter().zip(&live).all(|(a, b)| **a == **b));
+    assert_eq!(cut, None);
+    // The same keyframe, cut mid-write, last in the file.
+    let raw = zstd::stream::decode_all(std::fs::File::open(&path).expect("open")).expect("decode");
+    let mut text = String::from_utf8(raw).expect("utf-8");
+    text.push_str(&bridged[..bridged.len() / 2]);
+    let packed = zstd::stream::encode_all(text.as_bytes(), 3).expect("encode");
+    std::fs::write(&path, packed).expect("write");
+    let (got, cut) = snapshots(&path);
+    assert_eq!(got.len(), live.len());
+    assert!(cut.is_some_and(|c| c.contains("incomplete")));
+}
