@@ -83,10 +83,9 @@ fn cut(
             break;
         }
         // The line is handed over, not copied (megabytes each at 10,000
-        // nodes); the next is read into a buffer done with, or a new one
-        // of its size.
-        // Room for a line a half longer than this one: growing a buffer
-        // of megabytes is a copy into new pages.
+        // nodes); the next is read into a buffer done with, or a new one,
+        // with room for a line a half longer than this one (growing a
+        // buffer of megabytes is a copy into new pages).
         let size = lines.buf.len().saturating_mul(3) / 2;
         let mut next = recycled
             .try_recv()
@@ -115,7 +114,9 @@ impl Stream {
         let mut lines = Lines::open(path)?;
         let header = read_header(&mut lines, path)?;
         let (mut inputs, mut parsed) = (Vec::new(), Vec::new());
-        let (back, recycled) = sync_channel::<Vec<u8>>(2 * PARSERS * (AHEAD + 2));
+        // As many buffers kept as can be in flight: one a parser reads,
+        // one waiting for it. Each is at most `RECYCLE_MAX`.
+        let (back, recycled) = sync_channel::<Vec<u8>>(PARSERS * (AHEAD + 1));
         for _ in 0..PARSERS {
             let (tx, rx) = sync_channel::<(u64, Vec<u8>)>(AHEAD);
             let (ptx, prx) = sync_channel::<Parsed>(AHEAD);
