@@ -129,27 +129,63 @@ impl<T, P> Default for PerRecord<T, P> {
 impl<T, P: Default> PerRecord<T, P> {
     /// Takes in the list `now`: `f` works out the part of each record that
     /// changed or is new; the others keep theirs, moved with the record.
-    pub fn update(&mut self, now: &[Arc<T>], mut f: impl FnMut(&T) -> P) {
+    pub fn update(&mut self, now: &[Arc<T>], f: impl FnMut(&T) -> P) {
+        self.update_each(now, f, |_, _| {});
+    }
+
+    /// [`PerRecord::update`], and `told` hears of each part that goes or
+    /// comes: (the old part, the new part), for a reader that keeps sums
+    /// over the parts up to date without reading them all.
+    pub fn update_each(
+        &mut self,
+        now: &[Arc<T>],
+        mut f: impl FnMut(&T) -> P,
+        mut told: impl FnMut(Option<&P>, Option<&P>),
+    ) {
         let places = rehold(&mut self.last, now);
         if in_place(&places) {
+            for gone in self.parts.iter().skip(now.len()) {
+                told(Some(gone), None);
+            }
             self.parts.truncate(now.len());
             for (i, (x, p)) in now.iter().zip(&places).enumerate() {
                 match (p, self.parts.get_mut(i)) {
                     (Some(_), Some(_)) => {}
-                    (_, Some(slot)) => *slot = f(x),
-                    (_, None) => self.parts.push(f(x)),
+                    (_, Some(slot)) => {
+                        let new = f(x);
+                        told(Some(slot), Some(&new));
+                        *slot = new;
+                    }
+                    (_, None) => {
+                        let new = f(x);
+                        told(None, Some(&new));
+                        self.parts.push(new);
+                    }
                 }
             }
             return;
         }
         let mut old = std::mem::take(&mut self.parts);
+        let mut kept = vec![false; old.len()];
         self.parts.reserve(now.len());
         for (x, p) in now.iter().zip(places) {
-            let part = match p.and_then(|m| old.get_mut(m)) {
-                Some(kept) => std::mem::take(kept),
-                None => f(x),
+            let part = match p.and_then(|m| Some((m, old.get_mut(m)?))) {
+                Some((m, part)) => {
+                    if let Some(k) = kept.get_mut(m) {
+                        *k = true;
+                    }
+                    std::mem::take(part)
+                }
+                None => {
+                    let new = f(x);
+                    told(None, Some(&new));
+                    new
+                }
             };
             self.parts.push(part);
+        }
+        for (gone, _) in old.iter().zip(&kept).filter(|(_, k)| !**k) {
+            told(Some(gone), None);
         }
     }
 
