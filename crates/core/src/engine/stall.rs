@@ -651,6 +651,9 @@ mod tests {
             spun |= h.spins.by_job.values().any(|(yes, _)| *yes > 0);
             sim.advance(1);
         }
-        assert!(spun, "no GPU spun: the counts of spinning GPUs went untried");
+        assert!(
+            spun,
+            "no GPU spun: the counts of spinning GPUs went untried"
+        );
     }
 }
