@@ -179,52 +179,11 @@ struct Walk<'a> {
     prev: Option<Arc<Cluster>>,
     from: Option<Timestamp>,
     to: Timestamp,
-    /// Where each snapshot done with goes to be dropped (see [`Dropper`]).
-    dropper: Dropper,
-}
-
-/// Drops the snapshots the walk is done with on a thread of its own. At
-/// 10,000 nodes a snapshot is 110,000 shared records and the thousand
-/// nodes the next one changed: dropping it was a quarter of the report's
-/// own thread, the one that bounds it (issue 42, measured with perf). A
-/// snapshot not taken (the thread gone) is dropped here.
-struct Dropper {
-    to: Option<std::sync::mpsc::SyncSender<Arc<Cluster>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Dropper {
-    fn start() -> Dropper {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Cluster>>(2);
-        let thread = std::thread::Builder::new()
-            .name("report-drop".into())
-            .spawn(move || rx.into_iter().for_each(drop))
-            .ok();
-        Dropper {
-            to: thread.is_some().then_some(tx),
-            thread,
-        }
-    }
-
-    fn drop_later(&self, c: Arc<Cluster>) {
-        if let Some(tx) = &self.to {
-            // A send that fails hands the snapshot back: dropped here.
-            let _ = tx.send(c);
-        }
-    }
-}
-
-impl Drop for Dropper {
-    fn drop(&mut self) {
-        self.to = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 impl Walk<'_> {
-    fn snapshot(&mut self, c: Arc<Cluster>) {
+    /// Takes in the next snapshot; the one before, done with.
+    fn snapshot(&mut self, c: Arc<Cluster>) -> Option<Arc<Cluster>> {
         let from = *self.from.get_or_insert(c.time);
         if self.prev.is_none() {
             self.looks.insert(from);
@@ -247,9 +206,7 @@ impl Walk<'_> {
         self.looks
             .insert(from.saturating_add(((c.time - from) / every + 1).saturating_mul(every)));
         self.to = self.to.max(c.time);
-        if let Some(done) = self.prev.replace(c) {
-            self.dropper.drop_later(done);
-        }
+        self.prev.replace(c)
     }
 
     /// Each job that stopped, as the snapshot before showed it.
@@ -296,12 +253,17 @@ pub(super) fn walk(
         prev: None,
         from: None,
         to: Timestamp::MIN,
-        dropper: Dropper::start(),
     };
     let mut audit = Vec::new();
-    for item in &mut stream {
+    while let Some(item) = stream.next() {
         match item {
-            Item::Snapshot(c) => w.snapshot(c),
+            Item::Snapshot(c) => {
+                if let Some(done) = w.snapshot(c) {
+                    // Made the next snapshot: its records that stayed are
+                    // not copied again.
+                    stream.recycle(done);
+                }
+            }
             Item::Audit(t, r) => {
                 // Just before each action (the state then).
                 if r.phase == Phase::Intent {

@@ -58,15 +58,22 @@ fn in_place(places: &[Option<usize>]) -> bool {
 
 /// The list `now`, held as `last`, and each record's place in what was
 /// held before (see [`align`]): the records found stay or are moved, not
-/// copied (no reference count touched), the rest are cloned.
-fn rehold<T>(last: &mut Vec<Arc<T>>, now: &[Arc<T>]) -> Vec<Option<usize>> {
+/// copied (no reference count touched), the rest are cloned. The records
+/// let go go to `gone`.
+fn rehold<T>(
+    last: &mut Vec<Arc<T>>,
+    now: &[Arc<T>],
+    mut gone: impl FnMut(Arc<T>),
+) -> Vec<Option<usize>> {
     let places = align(last, now);
     if in_place(&places) {
-        last.truncate(now.len());
+        if last.len() > now.len() {
+            last.drain(now.len()..).for_each(&mut gone);
+        }
         for (i, (x, p)) in now.iter().zip(&places).enumerate() {
             match (p, last.get_mut(i)) {
                 (Some(_), _) => {}
-                (None, Some(slot)) => *slot = Arc::clone(x),
+                (None, Some(slot)) => gone(std::mem::replace(slot, Arc::clone(x))),
                 (None, None) => last.push(Arc::clone(x)),
             }
         }
@@ -76,14 +83,25 @@ fn rehold<T>(last: &mut Vec<Arc<T>>, now: &[Arc<T>]) -> Vec<Option<usize>> {
     let mut at = 0usize;
     last.reserve(now.len());
     for (x, p) in now.iter().zip(&places) {
-        let moved = p.and_then(|m| {
-            let r = old.nth(m - at);
-            at = m + 1;
-            r
-        });
+        let mut moved = None;
+        if let Some(m) = *p {
+            while at < m {
+                old.next().into_iter().for_each(&mut gone);
+                at += 1;
+            }
+            moved = old.next();
+            at += 1;
+        }
         last.push(moved.unwrap_or_else(|| Arc::clone(x)));
     }
+    old.for_each(gone);
     places
+}
+
+/// `last` made the list `now` record by record (see [`rehold`]): what
+/// stayed is not copied. Each record let go goes to `gone`.
+pub fn sync<T>(last: &mut Vec<Arc<T>>, now: &[Arc<T>], gone: impl FnMut(Arc<T>)) {
+    rehold(last, now, gone);
 }
 
 /// The records of a list last seen, to tell which of the next list's are
@@ -103,7 +121,7 @@ impl<T> Held<T> {
     /// Takes in the list `now`; `f` hears of each record (by its place in
     /// `now`) that is not the same shared record as one held.
     pub fn update(&mut self, now: &[Arc<T>], mut f: impl FnMut(usize)) {
-        for (i, p) in rehold(&mut self.last, now).into_iter().enumerate() {
+        for (i, p) in rehold(&mut self.last, now, drop).into_iter().enumerate() {
             if p.is_none() {
                 f(i);
             }
@@ -142,7 +160,7 @@ impl<T, P: Default> PerRecord<T, P> {
         mut f: impl FnMut(&T) -> P,
         mut told: impl FnMut(Option<&P>, Option<&P>),
     ) {
-        let places = rehold(&mut self.last, now);
+        let places = rehold(&mut self.last, now, drop);
         if in_place(&places) {
             for gone in self.parts.iter().skip(now.len()) {
                 told(Some(gone), None);
@@ -272,5 +290,42 @@ mod tests {
         p.update(&xs, |x| *x);
         p.update(&ys, |x| *x);
         assert_eq!(p.parts(), (1..=100).collect::<Vec<u32>>().as_slice());
+    }
+
+    /// `sync` makes the held list the new one, sharing its records, and
+    /// hands back exactly the records let go: in place, and with records
+    /// moved up.
+    #[test]
+    fn sync_shares_the_new_list_and_lets_go_of_the_rest() {
+        let xs: Vec<Arc<u32>> = (0..100).map(Arc::new).collect();
+        for now in [
+            // In place: one changed, the list shorter.
+            xs.iter()
+                .take(90)
+                .enumerate()
+                .map(|(i, x)| if i == 7 { Arc::new(700) } else { x.clone() })
+                .collect::<Vec<_>>(),
+            // Moved up: two left, one new at the end.
+            xs.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 3 && *i != 40)
+                .map(|(_, x)| x.clone())
+                .chain([Arc::new(1000)])
+                .collect(),
+        ] {
+            let mut held = xs.clone();
+            let mut gone = Vec::new();
+            sync(&mut held, &now, |x| gone.push(*x));
+            assert!(held.iter().zip(&now).all(|(a, b)| Arc::ptr_eq(a, b)));
+            assert_eq!(held.len(), now.len());
+            let mut want: Vec<u32> = xs
+                .iter()
+                .filter(|x| !now.iter().any(|n| Arc::ptr_eq(n, x)))
+                .map(|x| **x)
+                .collect();
+            gone.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(gone, want);
+        }
     }
 }
