@@ -10,8 +10,8 @@
 use super::error::RecordingError;
 use super::reader::{Lines, TIMES, parse, read_header};
 use super::{Entry, Header, apply};
-use crate::model::audit::Record;
 use crate::engine::changed::sync;
+use crate::model::audit::Record;
 use crate::model::{Cluster, Node, Timestamp};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -384,8 +384,20 @@ mod tests {
         let mut let_go = Vec::new();
         refill(&mut spare, &cur, &mut let_go);
         assert_eq!(spare, cur);
-        assert!(spare.nodes.iter().zip(&cur.nodes).all(|(a, b)| Arc::ptr_eq(a, b)));
-        assert!(spare.jobs.iter().zip(&cur.jobs).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert!(
+            spare
+                .nodes
+                .iter()
+                .zip(&cur.nodes)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+        );
+        assert!(
+            spare
+                .jobs
+                .iter()
+                .zip(&cur.jobs)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+        );
         let changed = older
             .nodes
             .iter()
