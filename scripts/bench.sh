@@ -30,7 +30,9 @@ log=$(mktemp)
 ts=$(mktemp)
 tmux -L "$sock" new-session -d -x 200 -y 50 \
   "exec script -q -f -c 'exec $BIN --nodes $NODES --jobs $JOBS --speed 1 --log-file $log' $ts"
-trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -f "$log" "$ts"' EXIT
+# The console too: script(1) outlives the tmux server it ran in.
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; tmux -L "$sock" kill-server 2>/dev/null || true; rm -f "$log" "$ts"' EXIT
 sleep 2
 pid=$(pgrep -P "$(tmux -L "$sock" display -p '#{pane_pid}')" | head -1)
 hz=$(getconf CLK_TCK)
