@@ -2,7 +2,7 @@
 //! over its own readings' times, kept across snapshots by the analyst.
 
 use crate::model::Cluster;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A GPU's error rates between two snapshots, per hour; `None`: unknown
 /// (no earlier snapshot, or the counter is not reported). Rates, not
@@ -44,12 +44,32 @@ pub struct EccBaseline {
     pub time: crate::model::Timestamp,
     /// Per node: each GPU's newest reading and its rates.
     counters: HashMap<String, Vec<Reading>>,
-    /// The nodes last observed: one that is the same shared record, all
-    /// its GPUs' readings stamped with their own time, brings no new
-    /// reading and is not read again (at 10,000 nodes a snapshot changes
-    /// about a tenth of them).
+    /// The nodes last observed, each with whether all its GPUs' readings
+    /// are stamped with their own time: such a node, the same shared
+    /// record again, brings no new reading and is not read again (at
+    /// 10,000 nodes a snapshot changes about a tenth of them). One with a
+    /// reading stamped with no time reads as new at each snapshot.
     #[serde(skip)]
-    last: Vec<std::sync::Arc<crate::model::Node>>,
+    timed: crate::engine::changed::PerRecord<crate::model::Node, bool>,
+}
+
+/// Whether every GPU of `n` has a reading stamped with its own time.
+fn all_timed(n: &crate::model::Node) -> bool {
+    n.gpus.iter().all(|g| g.reading_time.is_some())
+}
+
+/// `n`'s GPUs' readings taken into `counters`.
+fn read_node(counters: &mut HashMap<String, Vec<Reading>>, n: &crate::model::Node, c: &Cluster) {
+    let held = match counters.get_mut(n.name.as_str()) {
+        Some(held) => held,
+        None => counters.entry(n.name.clone()).or_default(),
+    };
+    let mut next: Vec<Reading> = Vec::with_capacity(n.gpus.len());
+    for g in &n.gpus {
+        let prev = held.iter().find(|r| r.index == g.index).copied();
+        next.push(next_reading(prev, g, c));
+    }
+    *held = next;
 }
 
 /// One GPU's newest counter reading and the rates as of it.
@@ -71,9 +91,11 @@ impl EccBaseline {
     /// `prev` moved on to `c`: each GPU with a new reading gets its rates
     /// over the time since its last reading; one without keeps its last.
     pub fn advance(prev: Option<&EccBaseline>, c: &Cluster) -> EccBaseline {
+        let mut timed = crate::engine::changed::PerRecord::default();
+        timed.update(&c.nodes, all_timed);
         EccBaseline {
             time: c.time,
-            last: c.nodes.clone(),
+            timed,
             counters: c
                 .nodes
                 .iter()
@@ -94,26 +116,22 @@ impl EccBaseline {
     /// are already held.
     pub fn observe(&mut self, c: &Cluster) {
         self.time = c.time;
-        for (i, n) in c.nodes.iter().enumerate() {
-            let same = self
-                .last
-                .get(i)
-                .is_some_and(|l| std::sync::Arc::ptr_eq(l, n));
-            if same && n.gpus.iter().all(|g| g.reading_time.is_some()) {
-                continue;
+        // A node that changed is read here when its readings all have
+        // their time; the others with a reading without one below, at
+        // every snapshot. Each node is read once.
+        let counters = &mut self.counters;
+        self.timed.update(&c.nodes, |n| {
+            let timed = all_timed(n);
+            if timed {
+                read_node(counters, n, c);
             }
-            let held = match self.counters.get_mut(n.name.as_str()) {
-                Some(held) => held,
-                None => self.counters.entry(n.name.clone()).or_default(),
-            };
-            let mut next: Vec<Reading> = Vec::with_capacity(n.gpus.len());
-            for g in &n.gpus {
-                let prev = held.iter().find(|r| r.index == g.index).copied();
-                next.push(next_reading(prev, g, c));
+            timed
+        });
+        for (n, timed) in c.nodes.iter().zip(self.timed.parts()) {
+            if !timed {
+                read_node(&mut self.counters, n, c);
             }
-            *held = next;
         }
-        self.last.clone_from(&c.nodes);
         if self.counters.len() > c.nodes.len() {
             let names: std::collections::HashSet<&str> =
                 c.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -163,5 +181,67 @@ fn next_reading(prev: Option<Reading>, g: &crate::model::Gpu, c: &Cluster) -> Re
             time,
             rates: Rates::default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{Sim, SimConfig};
+    use std::sync::Arc;
+
+    /// Taken in snapshot by snapshot, the rates are those worked out from
+    /// the snapshots afresh: for nodes changed and not, and for a node whose
+    /// readings carry no time of their own (read as new at each snapshot,
+    /// its counter climbing while its record stays the same).
+    #[test]
+    fn rates_taken_in_step_by_step_are_the_rates_worked_out_afresh() {
+        let mut sim = Sim::new(SimConfig::default()).expect("sim");
+        let untimed = |c: &mut Cluster, sbe: u64| {
+            let mut n = (*c.nodes[0]).clone();
+            for g in &mut n.gpus {
+                g.reading_time = None;
+                g.ecc.sbe_aggregate = Some(sbe);
+            }
+            c.nodes[0] = Arc::new(n);
+        };
+        let mut c = sim.snapshot();
+        untimed(&mut c, 0);
+        let mut step = EccBaseline::of(&c);
+        let mut fresh = EccBaseline::of(&c);
+        let first = c.nodes[0].clone();
+        for k in 1..=60u64 {
+            sim.advance(10);
+            let mut next = sim.snapshot();
+            if k % 3 == 0 {
+                untimed(&mut next, 10 * k);
+            } else {
+                // The same record, its counter unchanged: still a new
+                // reading at the snapshot's time.
+                next.nodes[0] = first.clone();
+            }
+            step.observe(&next);
+            fresh = EccBaseline::advance(Some(&fresh), &next);
+            for n in &next.nodes {
+                for g in &n.gpus {
+                    assert_eq!(
+                        step.rates(&n.name, g.index),
+                        fresh.rates(&n.name, g.index),
+                        "{} GPU {} after {k} steps",
+                        n.name,
+                        g.index
+                    );
+                }
+            }
+        }
+        let g0 = first_gpu_rates(&step, &first);
+        assert!(
+            g0.sbe_per_hour.is_some(),
+            "the untimed node's rate was read"
+        );
+    }
+
+    fn first_gpu_rates(b: &EccBaseline, n: &crate::model::Node) -> Rates {
+        b.rates(&n.name, n.gpus[0].index)
     }
 }
