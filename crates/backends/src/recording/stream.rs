@@ -4,8 +4,11 @@
 //! once (an hour of the 10,000-node sim is 17.7 GB of JSON).
 //!
 //! Decompressing and parsing are most of the work, and each line parses on
-//! its own: a thread decompresses and cuts lines, two parse them, and the
-//! reader applies them in order (on two cores, about half the wall time).
+//! its own: a thread decompresses and cuts lines (passing over the lines a
+//! reader in order has no use for), two parse them, and the reader applies
+//! them in order. A reader that hands back each snapshot it is done with
+//! (`recycle`) has the next one made from it, only what changed copied;
+//! the nodes let go are dropped on a thread of their own.
 
 use super::error::RecordingError;
 use super::reader::{Lines, TIMES, parse, read_header};
