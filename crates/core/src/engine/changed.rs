@@ -26,9 +26,18 @@ pub fn align<T>(last: &[Arc<T>], now: &[Arc<T>]) -> Vec<Option<usize>> {
     // The place after the last record found, and where the next is
     // expected (a changed record moves the expectation on by one).
     let (mut floor, mut next) = (0usize, 0usize);
+    // Records missed in a row: past a window's worth (a source that builds
+    // every record afresh, as the live pollers do), only the expected
+    // place and its neighbours are looked at, until one is found again.
+    let mut misses = 0usize;
     for x in now {
-        let from = floor.max(next.saturating_sub(LOOK_BACK)).min(last.len());
-        let to = last.len().min(next.saturating_add(LOOK_AHEAD)).max(from);
+        let (back, ahead) = if misses > LOOK_AHEAD {
+            (1, 2)
+        } else {
+            (LOOK_BACK, LOOK_AHEAD)
+        };
+        let from = floor.max(next.saturating_sub(back)).min(last.len());
+        let to = last.len().min(next.saturating_add(ahead)).max(from);
         let hit = last
             .get(from..to)
             .unwrap_or_default()
@@ -39,8 +48,12 @@ pub fn align<T>(last: &[Arc<T>], now: &[Arc<T>]) -> Vec<Option<usize>> {
             Some(m) => {
                 floor = m + 1;
                 next = m + 1;
+                misses = 0;
             }
-            None => next += 1,
+            None => {
+                next += 1;
+                misses += 1;
+            }
         }
         out.push(hit);
     }
@@ -277,6 +290,32 @@ mod tests {
         h.update(&now, |i| told.push(*now[i]));
         assert_eq!(told, [7000, 999, 1000]);
         h.update(&now, |i| panic!("{i} is the same record"));
+    }
+
+    /// After a long run of changed records, the records that stayed are
+    /// found again at their places.
+    #[test]
+    fn records_after_a_long_run_of_changed_ones_are_found_again() {
+        let xs: Vec<Arc<u32>> = (0..300).map(Arc::new).collect();
+        let now: Vec<Arc<u32>> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                if i < 200 {
+                    Arc::new(**x + 1000)
+                } else {
+                    x.clone()
+                }
+            })
+            .collect();
+        let places = align(&xs, &now);
+        assert!(places[..200].iter().all(Option::is_none));
+        assert!(
+            places[200..]
+                .iter()
+                .enumerate()
+                .all(|(k, p)| *p == Some(200 + k))
+        );
     }
 
     /// A list of all new records (a source that builds every record
