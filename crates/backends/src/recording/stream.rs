@@ -387,20 +387,11 @@ mod tests {
         let mut let_go = Vec::new();
         refill(&mut spare, &cur, &mut let_go);
         assert_eq!(spare, cur);
-        assert!(
-            spare
-                .nodes
-                .iter()
-                .zip(&cur.nodes)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
-        );
-        assert!(
-            spare
-                .jobs
-                .iter()
-                .zip(&cur.jobs)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
-        );
+        fn shared<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+            a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
+        }
+        assert!(shared(&spare.nodes, &cur.nodes));
+        assert!(shared(&spare.jobs, &cur.jobs));
         let changed = older
             .nodes
             .iter()

@@ -17,6 +17,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 mod rates;
+#[cfg(test)]
+pub(crate) use rates::assert_same_rates;
 pub use rates::{EccBaseline, Rates};
 
 /// Events older than this no longer drive a verdict.

@@ -281,18 +281,7 @@ mod tests {
             copied = EccBaseline::advance(Some(&copied), &c);
             m.observe(&c, &site);
             let held = m.baseline.as_ref().expect("baseline");
-            for n in &c.nodes {
-                for g in &n.gpus {
-                    assert_eq!(
-                        held.rates(&n.name, g.index),
-                        copied.rates(&n.name, g.index),
-                        "{} GPU{} at {}",
-                        n.name,
-                        g.index,
-                        c.time
-                    );
-                }
-            }
+            crate::engine::health::assert_same_rates(held, &copied, &c);
         }
         // Some GPU had a rate: the comparison compared something.
         let c = s.snapshot();

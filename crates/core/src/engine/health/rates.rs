@@ -184,6 +184,24 @@ fn next_reading(prev: Option<Reading>, g: &crate::model::Gpu, c: &Cluster) -> Re
     }
 }
 
+/// `a` and `b` give every GPU of `c` the same rates (a test's check that
+/// a baseline kept in place is the one worked out afresh).
+#[cfg(test)]
+pub(crate) fn assert_same_rates(a: &EccBaseline, b: &EccBaseline, c: &Cluster) {
+    for n in &c.nodes {
+        for g in &n.gpus {
+            assert_eq!(
+                a.rates(&n.name, g.index),
+                b.rates(&n.name, g.index),
+                "{} GPU {} at {}",
+                n.name,
+                g.index,
+                c.time
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,17 +240,7 @@ mod tests {
             }
             step.observe(&next);
             fresh = EccBaseline::advance(Some(&fresh), &next);
-            for n in &next.nodes {
-                for g in &n.gpus {
-                    assert_eq!(
-                        step.rates(&n.name, g.index),
-                        fresh.rates(&n.name, g.index),
-                        "{} GPU {} after {k} steps",
-                        n.name,
-                        g.index
-                    );
-                }
-            }
+            assert_same_rates(&step, &fresh, &next);
         }
         let g0 = first_gpu_rates(&step, &first);
         assert!(
