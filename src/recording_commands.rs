@@ -63,7 +63,7 @@ async fn record_live(
     let (mut rx, _control) = crate::sources::spawn(
         settings.source.clone(),
         &settings.endpoints,
-        &settings.topology,
+        crate::sources::assemble::Assembly::new(settings.topology.clone()),
         crate::sources::nothing_open(),
     )?;
     let mut r = Recorder::create(file, settings.source.name())?.with_site(settings.site.clone());

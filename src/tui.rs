@@ -125,6 +125,16 @@ pub(crate) fn start(
     ));
     // The nodes the console has open: a fleet's Prometheus reads them in full.
     let (open_tx, open_rx) = watch::channel(Vec::<String>::new());
+    // The console's recording: the source offers it each snapshot it
+    // finishes (`--record` and `--replay` exclude each other).
+    let (sink, tap) = match &s.record {
+        Some(path) => {
+            let (sink, tap) =
+                crate::recording::run::tap(path, (s.source.name(), &s.site), s.audit())?;
+            (Some(sink), Some(tap))
+        }
+        None => (None, None),
+    };
     let (source, control, replay) = match &s.replay {
         Some(path) => {
             let rec = crate::recording::Recording::open(path)?;
@@ -137,18 +147,13 @@ pub(crate) fn start(
             (rx, sources::Control::None, Some(ctl))
         }
         None => {
-            let (rx, control) =
-                sources::spawn(s.source.clone(), &s.endpoints, &s.topology, open_rx)?;
+            let mut assembly = sources::assemble::Assembly::new(s.topology.clone());
+            if let Some(sink) = sink {
+                assembly = assembly.with_sink(sink);
+            }
+            let (rx, control) = sources::spawn(s.source.clone(), &s.endpoints, assembly, open_rx)?;
             (rx, control, None)
         }
-    };
-    let (source, tap) = match &s.record {
-        Some(path) => {
-            let (rx, tap) =
-                crate::recording::run::tap(source, path, (s.source.name(), &s.site), s.audit())?;
-            (rx, Some(tap))
-        }
-        None => (source, None),
     };
     // The audit log's faults reach the analysis beside each snapshot (a
     // recording keeps what the source said; a replay reads its own).

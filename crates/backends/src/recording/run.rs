@@ -6,10 +6,9 @@ use super::{Recorder, Recording, parse_at};
 use crate::actions::audit::AuditLog;
 use crate::engine::memory::{Memory, Moment};
 use crate::model::Cluster;
-use crate::sources::Update;
+use crate::sources::assemble::Sink;
 use std::path::Path;
-use std::sync::Arc;
-use tokio::sync::mpsc;
+use std::sync::{Arc, Mutex};
 
 /// `--replay FILE [--at TIME]`: the recorded state the printing commands
 /// answer for (the end of the recording by default).
@@ -74,88 +73,104 @@ pub fn replayed_moment(
     Ok(Moment { cluster, memory })
 }
 
-/// The console's `--record FILE`: everything the source sends passes on
-/// unchanged; its snapshots, and the audit records written meanwhile, go
-/// to the recording. A recording that fails stops recording, never the
-/// console. The console finishes the file through the returned [`Tap`] on
-/// every way out (q, :q, ctrl-c, a signal, an error).
+/// The console's `--record FILE`: each snapshot as the analysis gets it,
+/// and the audit records written meanwhile, go to the recording. The sink
+/// is handed to the source (`sources::spawn`), which offers it every
+/// snapshot it finishes: no task of its own passes the updates on. A
+/// recording that fails stops recording, never the console. The console
+/// finishes the file through the returned [`Tap`] on every way out (q,
+/// :q, ctrl-c, a signal, an error).
 pub fn tap(
-    mut rx: mpsc::Receiver<Update>,
     file: &Path,
     (source, site): (&str, &crate::engine::SiteParams),
     log: AuditLog,
-) -> Result<(mpsc::Receiver<Update>, Tap), RecordingError> {
+) -> Result<(Box<dyn Sink>, Tap), RecordingError> {
     let mut r = Recorder::create(file, source)?.with_site(site.clone());
     r.follow_audit(log);
-    let (tx, out) = mpsc::channel(16);
-    let (stop_tx, mut stop) = tokio::sync::oneshot::channel::<()>();
     // The writer (compression, the audit's records, fsync) runs on a thread
-    // of its own: the updates pass on without waiting for the disk.
+    // of its own: the snapshots pass on without waiting for the disk.
     let (snaps, snaps_rx) = std::sync::mpsc::sync_channel::<Arc<Cluster>>(WRITER_QUEUE);
-    let notices = tx.clone();
+    let failed: Failed = Arc::default();
+    let f = failed.clone();
     let writer = std::thread::Builder::new()
         .name("recording".into())
-        .spawn(move || write_all(r, &snaps_rx, &notices))
+        .spawn(move || write_all(r, &snaps_rx, &f))
         .map_err(|e| RecordingError::Thread(Arc::new(e)))?;
-    let done = tokio::spawn(async move {
-        let mut skipped = 0u64;
-        loop {
-            let u = tokio::select! {
-                u = rx.recv() => u,
-                _ = &mut stop => None,
-            };
-            let Some(u) = u else { break };
-            if let Update::Snapshot(c) = &u
-                && let Err(std::sync::mpsc::TrySendError::Full(_)) = snaps.try_send(c.clone())
-            {
+    let queue = Arc::new(Mutex::new(Some(snaps)));
+    let sink = Writing {
+        queue: queue.clone(),
+        failed,
+        skipped: 0,
+        told: false,
+    };
+    Ok((Box::new(sink), Tap { queue, writer }))
+}
+
+/// Why the writer stopped, when it failed.
+type Failed = Arc<Mutex<Option<String>>>;
+
+/// The writer's queue, while the console records (the tap takes it away
+/// to finish the file).
+type Queue = Arc<Mutex<Option<std::sync::mpsc::SyncSender<Arc<Cluster>>>>>;
+
+/// The source's side of the recording.
+struct Writing {
+    queue: Queue,
+    failed: Failed,
+    /// Snapshots the disk was too slow for.
+    skipped: u64,
+    /// The writer's failure has been said.
+    told: bool,
+}
+
+impl Sink for Writing {
+    fn offer(&mut self, c: &Arc<Cluster>) -> Option<String> {
+        use std::sync::mpsc::TrySendError;
+        let queue = self.queue.lock().ok()?;
+        match queue.as_ref()?.try_send(c.clone()) {
+            Ok(()) => None,
+            Err(TrySendError::Full(_)) => {
                 // The disk is slower than the source: this snapshot is not
                 // recorded (the next one is, whole); said once, then counted.
-                skipped += 1;
-                if skipped == 1 {
-                    let _ = tx
-                        .send(Update::Notice(
-                            "recording: the disk is slower than the source; snapshots are skipped"
-                                .into(),
-                        ))
-                        .await;
-                }
+                self.skipped += 1;
+                (self.skipped == 1).then(|| {
+                    "recording: the disk is slower than the source; snapshots are skipped".into()
+                })
             }
-            if tx.send(u).await.is_err() {
-                break;
+            Err(TrySendError::Disconnected(_)) if !self.told => {
+                self.told = true;
+                let why = self.failed.lock().ok()?.clone()?;
+                Some(format!("RECORDING STOPPED: {why}"))
             }
+            Err(TrySendError::Disconnected(_)) => None,
         }
-        if skipped > 0 {
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if self.skipped > 0 {
             tracing::warn!(
-                "recording: {skipped} snapshot(s) skipped, the disk was slower than the source"
+                "recording: {} snapshot(s) skipped, the disk was slower than the source",
+                self.skipped
             );
         }
-        drop(snaps);
-        // The writer finishes the file once the queue is empty.
-        let _ = tokio::task::spawn_blocking(move || writer.join()).await;
-    });
-    Ok((
-        out,
-        Tap {
-            stop: stop_tx,
-            done,
-        },
-    ))
+    }
 }
 
 /// Snapshots the writer may hold before the console skips some.
 const WRITER_QUEUE: usize = 64;
 
 /// The writer thread: every snapshot queued, then the file finished. A
-/// failure stops recording (said on screen and in the message log), never
-/// the console.
-fn write_all(
-    mut r: Recorder,
-    snaps: &std::sync::mpsc::Receiver<Arc<Cluster>>,
-    notices: &mpsc::Sender<Update>,
-) {
+/// failure stops recording (said on screen, with the next snapshot, and
+/// in the message log), never the console.
+fn write_all(mut r: Recorder, snaps: &std::sync::mpsc::Receiver<Arc<Cluster>>, failed: &Failed) {
     for c in snaps {
         if let Err(e) = r.snapshot(&c) {
-            let _ = notices.blocking_send(Update::Notice(format!("RECORDING STOPPED: {e}")));
+            tracing::error!("recording stopped: {e}");
+            if let Ok(mut f) = failed.lock() {
+                *f = Some(e.to_string());
+            }
             return;
         }
     }
@@ -167,16 +182,22 @@ fn write_all(
 
 /// The console's recording, to be finished when the console ends.
 pub struct Tap {
-    stop: tokio::sync::oneshot::Sender<()>,
-    done: tokio::task::JoinHandle<()>,
+    queue: Queue,
+    writer: std::thread::JoinHandle<()>,
 }
 
 impl Tap {
     /// Stops recording and finishes the file (its last block and the zstd
     /// frame's end), waiting at most a few seconds.
     pub async fn finish(self) {
-        let _ = self.stop.send(());
-        if tokio::time::timeout(std::time::Duration::from_secs(5), self.done)
+        // No snapshot is queued after this: the writer empties the queue
+        // and finishes the file.
+        if let Ok(mut q) = self.queue.lock() {
+            q.take();
+        }
+        let writer = self.writer;
+        let joined = tokio::task::spawn_blocking(move || writer.join());
+        if tokio::time::timeout(std::time::Duration::from_secs(5), joined)
             .await
             .is_err()
         {

@@ -3,6 +3,7 @@
 //! A source runs on the tokio runtime, never on the UI's thread, and sends
 //! whole snapshots: the UI keeps the newest and knows how old it is.
 
+pub mod assemble;
 pub mod dcgm;
 pub mod doctor;
 pub mod endpoints;
@@ -146,20 +147,33 @@ impl Control {
 /// Starts the source on the current tokio runtime; updates arrive on the
 /// returned channel until the receiver is dropped.
 ///
+/// The snapshot is made and finished (`assembly`: `[topology]`'s domains,
+/// the recording) in one task: the scheduler's poller alone, or the
+/// endpoints' merge over it. Nothing between it and the receiver passes
+/// it on or rewrites it.
+///
 /// `open`: the nodes the console has open (a fleet's Prometheus reads
 /// their GPUs in full); `nothing_open()` where nothing opens any.
 pub fn spawn(
     cfg: SourceConfig,
     endpoints: &endpoints::Endpoints,
-    site: &site_topology::SiteDomains,
+    assembly: assemble::Assembly,
     open: Opened,
 ) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
-    let (rx, control) = spawn_source(cfg, endpoints, open)?;
-    if site.is_empty() {
-        Ok((rx, control))
-    } else {
-        Ok((site_topology::spawn(rx, site.clone()), control))
+    let (tx, rx) = mpsc::channel(16);
+    if endpoints.is_empty() {
+        let control = spawn_scheduler(cfg, assemble::Outlet::new(tx, assembly))?;
+        if matches!(control, Control::None) {
+            return Err(error::StartError::NoEndpoints);
+        }
+        return Ok((rx, control));
     }
+    let control = spawn_scheduler(cfg, tx.into())?;
+    let sched = (!matches!(control, Control::None)).then_some(rx);
+    Ok((
+        endpoints::spawn_with(sched, endpoints.clone(), open, assembly)?,
+        control,
+    ))
 }
 
 /// The nodes the console has open, as it last said.
@@ -170,46 +184,27 @@ pub fn nothing_open() -> Opened {
     tokio::sync::watch::channel(Vec::new()).1
 }
 
-fn spawn_source(
-    cfg: SourceConfig,
-    endpoints: &endpoints::Endpoints,
-    open: Opened,
-) -> Result<(mpsc::Receiver<Update>, Control), error::StartError> {
-    let (tx, rx) = mpsc::channel(16);
-    let control = match cfg {
-        SourceConfig::None => {
-            if endpoints.is_empty() {
-                return Err(error::StartError::NoEndpoints);
-            }
-            return Ok((
-                endpoints::spawn(None, endpoints.clone(), open)?,
-                Control::None,
-            ));
-        }
+/// The scheduler's poller, sending to `out`; `Control::None` (nothing
+/// started) without a scheduler.
+fn spawn_scheduler(cfg: SourceConfig, out: assemble::Outlet) -> Result<Control, error::StartError> {
+    Ok(match cfg {
+        SourceConfig::None => Control::None,
         SourceConfig::Sim {
             sim: sim_cfg,
             speed,
         } => {
             let sim = sim::Sim::new(sim_cfg)?;
             let (ctx, crx) = mpsc::channel(4);
-            tokio::spawn(sim::run(sim, speed, tx, crx));
+            tokio::spawn(sim::run(sim, speed, out, crx));
             Control::Sim(ctx)
         }
         SourceConfig::Slurm(cfg) => {
-            tokio::spawn(slurm::run(cfg.clone(), tx));
+            tokio::spawn(slurm::run(cfg.clone(), out));
             Control::Slurm(Box::new(cfg))
         }
         SourceConfig::Kube(cfg) => {
-            tokio::spawn(kube::run(cfg.clone(), tx));
+            tokio::spawn(kube::run(cfg.clone(), out));
             Control::Kube(Box::new(cfg))
         }
-    };
-    if endpoints.is_empty() {
-        Ok((rx, control))
-    } else {
-        Ok((
-            endpoints::spawn(Some(rx), endpoints.clone(), open)?,
-            control,
-        ))
-    }
+    })
 }

@@ -16,12 +16,13 @@ pub type CommandRequest = (
 pub async fn run(
     mut sim: Sim,
     speed: f64,
-    tx: tokio::sync::mpsc::Sender<crate::sources::Update>,
+    out: impl Into<crate::sources::assemble::Outlet>,
     mut commands: tokio::sync::mpsc::Receiver<CommandRequest>,
 ) {
     use std::sync::Arc;
     const TICK: std::time::Duration = std::time::Duration::from_millis(200);
-    if !deliver(&tx, Arc::new(sim.snapshot())).await {
+    let mut tx = out.into();
+    if !deliver(&mut tx, Arc::new(sim.snapshot())).await {
         return;
     }
     let mut owed = 0.0f64;
@@ -54,7 +55,7 @@ pub async fn run(
             },
         }
         let snap = tokio::task::block_in_place(|| Arc::new(sim.snapshot()));
-        if !deliver(&tx, snap).await {
+        if !deliver(&mut tx, snap).await {
             tracing::debug!("sim source: receiver gone, stopping");
             return;
         }
@@ -63,7 +64,7 @@ pub async fn run(
 
 /// A snapshot and the scheduler's "answered"; false when nobody listens.
 async fn deliver(
-    tx: &tokio::sync::mpsc::Sender<crate::sources::Update>,
+    tx: &mut crate::sources::assemble::Outlet,
     snap: std::sync::Arc<crate::model::Cluster>,
 ) -> bool {
     use crate::sources::{Origin, Update};

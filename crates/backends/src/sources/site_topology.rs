@@ -1,11 +1,10 @@
 //! `[topology]` in the config: failure domains the scheduler does not say
 //! (a rack, a power feed, an NVLink domain), laid over every snapshot of
-//! any source, after the source's own domains.
+//! any source, after the source's own domains (where the snapshot is
+//! finished: `assemble`).
 
-use super::Update;
 use crate::model::{Cluster, Domain};
 use std::sync::Arc;
-use tokio::sync::mpsc;
 
 /// Each configured domain with its nodes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,41 +52,4 @@ impl SiteDomains {
         unknown.sort();
         unknown
     }
-}
-
-/// Passes `rx`'s updates on, snapshots with the configured domains.
-pub fn spawn(mut rx: mpsc::Receiver<Update>, site: SiteDomains) -> mpsc::Receiver<Update> {
-    let (tx, out) = mpsc::channel(16);
-    tokio::spawn(async move {
-        let mut said: Vec<String> = Vec::new();
-        while let Some(u) = rx.recv().await {
-            let u = match u {
-                Update::Snapshot(c) => {
-                    let mut c = Arc::unwrap_or_clone(c);
-                    let unknown = site.apply(&mut c);
-                    // Said once for each set of unknown names: a node of
-                    // `[topology]` that no source knows is a typo to fix.
-                    if !unknown.is_empty() && unknown != said {
-                        let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
-                        let note = format!(
-                            "[topology] names {} node(s) this cluster does not have: {}{}",
-                            unknown.len(),
-                            shown.join(", "),
-                            if unknown.len() > 5 { ", …" } else { "" }
-                        );
-                        said = unknown;
-                        if tx.send(Update::Notice(note)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Update::Snapshot(Arc::new(c))
-                }
-                other => other,
-            };
-            if tx.send(u).await.is_err() {
-                return;
-            }
-        }
-    });
-    out
 }

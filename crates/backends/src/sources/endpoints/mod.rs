@@ -3,6 +3,7 @@
 //! A Prometheus server is polled by `prom_poller` (every series, or the
 //! fleet path).
 
+use super::assemble::{Assembly, Outlet};
 use super::dcgm::Reading;
 use super::dcgm::merge::{HealthWatch, HostMap, merge};
 use super::dcgm::ports::{PortReading, merge_ports};
@@ -419,11 +420,23 @@ fn start_polling(
 /// `open` names the nodes the console has open: on a fleet's Prometheus
 /// their GPUs are read in full at once (and each refresh while open).
 pub fn spawn(
-    mut sched: Option<mpsc::Receiver<Update>>,
+    sched: Option<mpsc::Receiver<Update>>,
     e: Endpoints,
     open: watch::Receiver<Vec<String>>,
 ) -> Result<mpsc::Receiver<Update>, StartError> {
+    spawn_with(sched, e, open, Assembly::default())
+}
+
+/// [`spawn`], each merged snapshot finished by `assembly` (the merge is
+/// where the snapshot is made).
+pub fn spawn_with(
+    mut sched: Option<mpsc::Receiver<Update>>,
+    e: Endpoints,
+    open: watch::Receiver<Vec<String>>,
+    assembly: Assembly,
+) -> Result<mpsc::Receiver<Update>, StartError> {
     let (tx, rx) = mpsc::channel(16);
+    let mut tx = Outlet::new(tx, assembly);
     let poller = Poller::new(&e)?;
     // The history waits for the first round: on a fleet's server it would
     // compete with the first screen's questions.

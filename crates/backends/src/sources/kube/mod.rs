@@ -503,8 +503,9 @@ enum Msg {
 /// healthy, an error (the data goes stale) while one is not. A watch
 /// resumed after a 410 Gone re-lists, and the old objects stand until the
 /// new list is complete.
-pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
-    let Some((conn, watched)) = connect_until_up(&cfg, &tx).await else {
+pub async fn run(cfg: KubeConfig, out: impl Into<crate::sources::assemble::Outlet>) {
+    let mut tx = out.into();
+    let Some((conn, watched)) = connect_until_up(&cfg, &mut tx).await else {
         return;
     };
     let conn = Arc::new(conn);
@@ -595,7 +596,7 @@ pub async fn run(cfg: KubeConfig, tx: mpsc::Sender<Update>) {
 /// is it known whether Kueue and Volcano are there. `None`: nobody listens.
 async fn connect_until_up(
     cfg: &KubeConfig,
-    tx: &mpsc::Sender<Update>,
+    tx: &mut crate::sources::assemble::Outlet,
 ) -> Option<(Connection, Vec<Watched>)> {
     loop {
         let found = match connect(cfg).await {

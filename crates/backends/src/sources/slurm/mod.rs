@@ -17,7 +17,6 @@ use super::{Origin, SourceError, Update};
 use client::{ApiVersion, Client};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 #[derive(Clone, PartialEq)]
 pub struct SlurmConfig {
@@ -545,7 +544,8 @@ impl Poller {
 /// (the UI shows its age) and polling backs off, doubling up to a minute;
 /// it recovers by itself when slurmrestd answers again. The interval
 /// stretches to keep slurmrestd within its budget, and the header says so.
-pub async fn run(cfg: SlurmConfig, tx: mpsc::Sender<Update>) {
+pub async fn run(cfg: SlurmConfig, out: impl Into<crate::sources::assemble::Outlet>) {
+    let mut tx = out.into();
     let client = match Client::new(&cfg) {
         Ok(c) => c,
         Err(e) => {
