@@ -175,7 +175,8 @@ pub struct Refresh {
     pub note: String,
 }
 
-/// The screens of the console.
+/// The screens of the console; what each does its own way is its
+/// [`screens::Kind`] (`View::kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Overview,
@@ -187,35 +188,6 @@ pub enum View {
     Queue,
     JobDetail,
     Incidents,
-}
-
-impl View {
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Overview => "overview",
-            View::Nodes => "nodes",
-            View::NodeDetail => "node",
-            View::Gpus => "gpus",
-            View::GpuDetail => "gpu",
-            View::Jobs => "jobs",
-            View::Queue => "queue",
-            View::JobDetail => "job",
-            View::Incidents => "incidents",
-        }
-    }
-
-    /// The view a `:command` names, k9s style, with short aliases.
-    pub fn from_command(cmd: &str) -> Option<View> {
-        Some(match cmd.trim().to_ascii_lowercase().as_str() {
-            "overview" | "ov" | "home" | "cluster" => View::Overview,
-            "nodes" | "node" | "no" => View::Nodes,
-            "gpus" | "gpu" | "gp" => View::Gpus,
-            "jobs" | "job" | "jo" => View::Jobs,
-            "queue" | "qu" | "pending" => View::Queue,
-            "incidents" | "incident" | "inc" | "events" | "ev" | "xid" => View::Incidents,
-            _ => return None,
-        })
-    }
 }
 
 /// A row a list shows, pointing into the current snapshot.
@@ -437,86 +409,35 @@ impl App {
         &mut self.stack[last]
     }
 
-    /// What the engine should answer for, given the screen.
     /// The nodes opened on screen (a node, a GPU's node, a job's nodes),
     /// whose GPUs a fleet's source reads in full: not the rows a cursor
     /// passes over.
     pub fn open_nodes(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for s in &self.stack {
-            match (s.view, &s.target) {
-                (View::NodeDetail, Some(n)) => out.push(n.clone()),
-                (View::GpuDetail, Some(t)) => {
-                    if let Some((n, _)) = t.rsplit_once('/') {
-                        out.push(n.to_string());
-                    }
-                }
-                (View::JobDetail, Some(id)) => {
-                    if let Some(j) = self.cluster.job(id) {
-                        out.extend(j.nodes.iter().take(64).cloned());
-                    }
-                }
-                _ => {}
-            }
-        }
+        let mut out: Vec<String> = self
+            .stack
+            .iter()
+            .flat_map(|s| s.view.kind().opens(self, s))
+            .collect();
         out.sort();
         out.dedup();
         out
     }
 
+    /// What the engine should answer for, given the screen.
     pub fn focus(&self) -> Focus {
         let s = self.screen();
-        match (s.view, &s.target) {
-            (View::JobDetail, Some(id)) => Focus::Job(id.clone()),
-            (View::NodeDetail, Some(n)) => Focus::Node(n.clone()),
-            // An incident's options are its node's.
-            // A list's row is what O and the action keys act on: its
-            // answers are computed for it as for an opened one.
-            (View::Overview | View::Incidents | View::Nodes | View::Jobs | View::Queue, _) => {
-                match self.selected_row() {
-                    Some(Row::Incident(i)) => self
-                        .incident(i)
-                        .map_or(Focus::None, |inc| Focus::Node(inc.node.clone())),
-                    Some(Row::Node(n)) => self
-                        .cluster
-                        .nodes
-                        .get(n)
-                        .map_or(Focus::None, |x| Focus::Node(x.name.clone())),
-                    Some(Row::Job(j)) => self
-                        .cluster
-                        .jobs
-                        .get(j)
-                        .map_or(Focus::None, |x| Focus::Job(x.id.clone())),
-                    _ => Focus::None,
-                }
-            }
-            (View::GpuDetail, Some(t)) => Focus::Node(
-                t.rsplit_once('/')
-                    .map_or(t.as_str(), |(n, _)| n)
-                    .to_string(),
-            ),
-            _ => Focus::None,
-        }
+        s.view.kind().focus(self, s)
     }
 
     /// Recomputes the current list's rows and keeps the selection on the
     /// same item when it is still there.
     pub fn refresh_rows(&mut self) {
         let screen = self.screen().clone();
-        self.rows = match screen.view {
-            View::Incidents | View::Nodes | View::Gpus | View::Jobs | View::Queue => {
-                self.list_rows(&screen)
-            }
-            View::Overview => {
-                self.grid = self.grid_order();
-                if screen.pane == Pane::First {
-                    self.open_incident_rows()
-                } else {
-                    self.grid.iter().map(|&n| Row::Node(n)).collect()
-                }
-            }
-            _ => index::rows(&self.cluster, &self.index, &screen),
-        };
+        let kind = screen.view.kind();
+        if kind.shows_grid() {
+            self.grid = self.grid_order();
+        }
+        self.rows = kind.rows(self, &screen);
         let key = screen.selected_key.clone();
         let found = key.and_then(|k| self.rows.iter().position(|r| self.row_key(*r) == k));
         let len = self.rows.len();

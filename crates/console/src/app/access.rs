@@ -8,7 +8,32 @@ use crate::model::Cluster;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Keys and what they do, as a footer names them.
+pub type KeyHints = &'static [(&'static str, &'static str)];
+
 impl App {
+    /// The screen's footer keys: its hints, and the action keys that apply
+    /// on it (none in read-only mode; a recording's own keys while one
+    /// plays).
+    pub fn footer_keys(&self) -> (KeyHints, KeyHints) {
+        const REPLAY: &[(&str, &str)] = &[
+            ("space", "pause"),
+            (">", "faster"),
+            ("<", "slower"),
+            ("n", "next incident"),
+            (":at", "time"),
+        ];
+        let kind = self.screen().view.kind();
+        let actions = if self.replay {
+            REPLAY
+        } else if self.read_only {
+            &[]
+        } else {
+            kind.actions()
+        };
+        (kind.hints(), actions)
+    }
+
     /// The snapshot shown.
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster

@@ -15,35 +15,20 @@ impl App {
     /// The node the selection points at, with a reason from its evidence
     /// (none for a healthy node: each action says its own default).
     fn selected_node(&self) -> Option<(String, Option<String>)> {
-        let c = &self.cluster;
         let s = self.screen();
+        let name = s.view.kind().node_acted_on(self, s)?;
         // One reason whichever way the node is reached: the engine's.
-        let from_node = |name: &str| {
-            let reason = self
-                .analysis
-                .as_ref()
-                .and_then(|a| a.base.drain_reason(name));
-            (name.to_string(), reason)
-        };
-        match (s.view, self.selected_row()) {
-            (_, Some(Row::Incident(i))) => self.incident(i).map(|inc| from_node(&inc.node)),
-            (View::Overview | View::Nodes | View::JobDetail, Some(Row::Node(n))) => {
-                c.nodes.get(n).map(|n| from_node(&n.name))
-            }
-            (View::NodeDetail, _) => s.target.as_deref().map(from_node),
-            (View::GpuDetail, _) => self.gpu_target().map(|(n, _)| from_node(&c.nodes[n].name)),
-            _ => None,
-        }
+        let reason = self
+            .analysis
+            .as_ref()
+            .and_then(|a| a.base.drain_reason(&name));
+        Some((name, reason))
     }
 
+    /// The job the selection points at.
     fn selected_job(&self) -> Option<String> {
         let s = self.screen();
-        match (s.view, self.selected_row()) {
-            (View::JobDetail, _) => s.target.clone(),
-            (_, Some(Row::Job(j))) => self.cluster.jobs.get(j).map(|j| j.id.clone()),
-            (View::GpuDetail, _) => self.gpu_detail_job(),
-            _ => None,
-        }
+        s.view.kind().job_acted_on(self, s)
     }
 
     /// Handles an action key in normal mode; false when the key is not one.

@@ -1,7 +1,7 @@
 //! Lookups built once per snapshot, so that drawing touches only what is
 //! visible, and the row lists of each view.
 
-use super::{Row, Screen, View};
+use super::{Row, Screen};
 use crate::model::{Cluster, JobState, Summary};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::collections::HashMap;
@@ -139,115 +139,32 @@ fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {
     out
 }
 
-fn matches(filter: &str, fields: &[&str]) -> bool {
-    if filter.is_empty() {
-        return true;
+/// A node screen's rows: its GPUs (first pane) or its jobs (second).
+pub(super) fn node_rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
+    let Some(&n) = s.target.as_deref().and_then(|t| ix.node_by_name.get(t)) else {
+        return Vec::new();
+    };
+    if s.pane == super::Pane::First {
+        (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
+    } else {
+        ix.jobs_on(c, &c.nodes[n].name)
+            .iter()
+            .map(|&j| Row::Job(j))
+            .collect()
     }
-    let f = filter.to_lowercase();
-    fields.iter().any(|s| s.to_lowercase().contains(&f))
 }
 
-/// The rows of a screen's list, filtered and in display order.
-pub fn rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
-    let f = s.filter.as_str();
-    match s.view {
-        View::Overview | View::Nodes => c
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| {
-                let reason = n.reason.as_deref().unwrap_or("");
-                matches(
-                    f,
-                    &[&n.name, n.state.as_str(), reason, &n.partitions.join(",")],
-                )
-            })
-            .map(|(i, _)| Row::Node(i))
-            .collect(),
-        View::Gpus => c
-            .nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
-            .filter(|&(n, g)| {
-                let gpu = &c.nodes[n].gpus[g];
-                matches(
-                    f,
-                    &[
-                        &gpu.node,
-                        gpu.job.as_deref().unwrap_or(""),
-                        gpu.model.as_deref().unwrap_or(""),
-                    ],
-                )
-            })
-            .map(|(n, g)| Row::Gpu(n, g))
-            .collect(),
-        View::Jobs | View::Queue => {
-            let mut rows: Vec<usize> = c
-                .jobs
-                .iter()
-                .enumerate()
-                .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
-                .filter(|(_, j)| {
-                    let reason = j.reason.as_deref().unwrap_or("");
-                    let account = j.account.as_deref().unwrap_or("");
-                    matches(
-                        f,
-                        &[
-                            &j.id,
-                            &j.name,
-                            &j.user,
-                            account,
-                            &j.partition,
-                            j.state.as_str(),
-                            reason,
-                        ],
-                    )
-                })
-                .map(|(i, _)| i)
-                .collect();
-            if s.view == View::Queue {
-                // Scheduler order: priority, then submit time.
-                rows.sort_by(|&a, &b| {
-                    let (x, y) = (&c.jobs[a], &c.jobs[b]);
-                    x.partition
-                        .cmp(&y.partition)
-                        .then(y.priority.cmp(&x.priority))
-                        .then(x.submit_time.cmp(&y.submit_time))
-                });
-            } else {
-                rows.sort_by_key(|&i| (state_rank(c.jobs[i].state), i));
-            }
-            rows.into_iter().map(Row::Job).collect()
-        }
-        // Incidents come from the engine's analysis: see App::refresh_rows.
-        View::Incidents => Vec::new(),
-        View::NodeDetail => {
-            let Some(&n) = s.target.as_deref().and_then(|t| ix.node_by_name.get(t)) else {
-                return Vec::new();
-            };
-            if s.pane == super::Pane::First {
-                (0..c.nodes[n].gpus.len()).map(|g| Row::Gpu(n, g)).collect()
-            } else {
-                ix.jobs_on(c, &c.nodes[n].name)
-                    .iter()
-                    .map(|&j| Row::Job(j))
-                    .collect()
-            }
-        }
-        View::JobDetail => {
-            let Some(j) = s.target.as_deref().and_then(|t| ix.job(c, t)) else {
-                return Vec::new();
-            };
-            c.jobs[j]
-                .nodes
-                .iter()
-                .filter_map(|n| ix.node_by_name.get(n))
-                .map(|&n| Row::Node(n))
-                .collect()
-        }
-        View::GpuDetail => Vec::new(),
-    }
+/// A job screen's rows: the nodes it runs on.
+pub(super) fn job_rows(c: &Cluster, ix: &Index, s: &Screen) -> Vec<Row> {
+    let Some(j) = s.target.as_deref().and_then(|t| ix.job(c, t)) else {
+        return Vec::new();
+    };
+    c.jobs[j]
+        .nodes
+        .iter()
+        .filter_map(|n| ix.node_by_name.get(n))
+        .map(|&n| Row::Node(n))
+        .collect()
 }
 
 /// Running work first, then the queue, then what has ended.

@@ -125,47 +125,28 @@ impl App {
 
     /// What is being completed: the command's head, and the word typed with
     /// every name it could become.
-    fn completion_of<'t>(&self, text: &'t str) -> (&'static str, Option<(&'t str, Vec<String>)>) {
-        const VIEWS: &[&str] = &[
-            "overview",
-            "nodes",
-            "gpus",
-            "jobs",
-            "queue",
-            "incidents",
-            "job ",
-            "node ",
-            "gpu ",
-            "reason ",
-            "quit",
-        ];
-        let (head, word, candidates): (&str, &str, Vec<String>) = match text.split_once(' ') {
-            Some(("job", w)) => (
-                "job ",
-                w,
-                self.cluster.jobs.iter().map(|j| j.id.clone()).collect(),
-            ),
-            Some(("node", w)) => (
-                "node ",
-                w,
-                self.cluster.nodes.iter().map(|n| n.name.clone()).collect(),
-            ),
-            Some(("gpu", w)) => (
-                "gpu ",
-                w,
-                self.cluster
-                    .gpus()
-                    .map(|(n, g)| format!("{}/{}", n.name, g.index))
-                    .collect(),
-            ),
-            Some(("ctx", w)) => ("ctx ", w, self.contexts.clone()),
-            Some(_) => return ("", None),
+    fn completion_of<'t>(&self, text: &'t str) -> (String, Option<(&'t str, Vec<String>)>) {
+        // The screens' names, the objects' words, then the other commands.
+        let commands = || {
+            let kinds = View::ALL.into_iter().map(View::kind);
+            let names = kinds
+                .clone()
+                .filter_map(|k| k.commands().first().map(|c| c.to_string()));
+            let objects = kinds.filter_map(|k| k.object().map(|w| format!("{w} ")));
+            names
+                .chain(objects)
+                .chain(["reason ".to_string(), "quit".to_string()])
+        };
+        let (head, word, candidates): (String, &str, Vec<String>) = match text.split_once(' ') {
+            Some(("ctx", w)) => ("ctx ".into(), w, self.contexts.clone()),
+            Some((w, typed)) => match View::of_object(w) {
+                Some(v) => (format!("{w} "), typed, v.kind().names(self)),
+                None => return (String::new(), None),
+            },
             None => (
-                "",
+                String::new(),
                 text,
-                VIEWS
-                    .iter()
-                    .map(|v| v.to_string())
+                commands()
                     .chain((!self.contexts.is_empty()).then(|| "ctx ".to_string()))
                     .collect(),
             ),
@@ -298,7 +279,10 @@ impl App {
                         .into(),
                 );
             }
-            _ if cmd.starts_with("job ") || cmd.starts_with("node ") || cmd.starts_with("gpu ") => {
+            _ if cmd
+                .split_once(' ')
+                .is_some_and(|(w, _)| View::of_object(w).is_some()) =>
+            {
                 self.jump(cmd)
             }
             _ => match View::from_command(cmd) {
@@ -337,23 +321,14 @@ impl App {
 
     /// `:job 4700`, `:node h100-03`, `:gpu h100-03/3`: open that object.
     fn jump(&mut self, cmd: &str) {
-        let (kind, what) = cmd.split_once(' ').unwrap_or((cmd, ""));
+        let (word, what) = cmd.split_once(' ').unwrap_or((cmd, ""));
         let what = what.trim();
-        let (view, known) = match kind {
-            "job" => (View::JobDetail, self.cluster.job(what).is_some()),
-            "node" => (View::NodeDetail, self.cluster.node(what).is_some()),
-            _ => (
-                View::GpuDetail,
-                what.rsplit_once('/').is_some_and(|(n, g)| {
-                    self.cluster
-                        .node(n)
-                        .is_some_and(|n| n.gpus.iter().any(|x| x.index.to_string() == g))
-                }),
-            ),
+        let Some(view) = View::of_object(word) else {
+            return;
         };
-        if !known {
+        if !view.kind().has(self, what) {
             self.flash = Some(format!(
-                "no {kind} {:?} in the current data (tab completes names)",
+                "no {word} {:?} in the current data (tab completes names)",
                 crate::text::sanitize(what)
             ));
             return;
@@ -428,10 +403,8 @@ impl App {
             MouseEventKind::ScrollUp => self.select(sel.saturating_sub(step)),
             MouseEventKind::Down(MouseButton::Left) => {
                 // Lists that fill the body: border and header above row 0.
-                let top = match self.screen().view {
-                    View::Nodes | View::Gpus | View::Jobs => 3,
-                    View::Queue => 7,
-                    _ => return,
+                let Some(top) = self.screen().view.kind().list_top() else {
+                    return;
                 };
                 if m.row < top || m.row >= self.size.1.saturating_sub(2) {
                     return;
@@ -451,7 +424,7 @@ impl App {
 
     /// Whether the overview's node grid has the keys.
     fn on_grid(&self) -> bool {
-        self.screen().view == View::Overview && self.screen().pane == super::Pane::Second
+        self.screen().view.kind().shows_grid() && self.screen().pane == super::Pane::Second
     }
 
     /// `enter` (or a second click): open what the selected row points at.

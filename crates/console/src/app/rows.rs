@@ -1,7 +1,7 @@
 //! The rows of each screen: lists filtered and sorted by their column
 //! specification, the overview's open incidents and problem-first grid.
 
-use super::{App, Row, Screen, View, grid_columns, index};
+use super::{App, Row, grid_columns};
 
 impl App {
     /// An incident of the current analysis.
@@ -30,95 +30,6 @@ impl App {
             cluster: &self.cluster,
             base: self.analysis.as_ref().map(|a| a.base.as_ref()),
             stale_after_s: self.stale_after.as_secs(),
-        }
-    }
-
-    /// A list's rows: filtered on every column of its spec (`alice`,
-    /// `!alice`, `state:pending`), in its own order or sorted by a column.
-    pub(super) fn list_rows(&self, s: &Screen) -> Vec<Row> {
-        use crate::columns::{self as cols, matches, sort_rows};
-        let ctx = self.columns_ctx();
-        let c = &self.cluster;
-        let f = s.filter.as_str();
-        match s.view {
-            View::Nodes => {
-                let mut r: Vec<(usize, &crate::model::Node)> = c
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (i, &**n))
-                    .filter(|(_, n)| matches(&ctx, cols::NODES, n, f))
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::NODES.len()) {
-                    sort_rows(&ctx, &cols::NODES[k], &mut r, rev);
-                }
-                r.into_iter().map(|(i, _)| Row::Node(i)).collect()
-            }
-            View::Gpus => {
-                let all: Vec<(usize, usize)> = c
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(n, node)| (0..node.gpus.len()).map(move |g| (n, g)))
-                    .collect();
-                let mut r: Vec<(usize, &crate::model::Gpu)> = all
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &(n, g))| (k, &c.nodes[n].gpus[g]))
-                    .filter(|(_, g)| matches(&ctx, cols::GPUS, g, f))
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::GPUS.len()) {
-                    sort_rows(&ctx, &cols::GPUS[k], &mut r, rev);
-                }
-                r.into_iter()
-                    .map(|(k, _)| Row::Gpu(all[k].0, all[k].1))
-                    .collect()
-            }
-            View::Jobs | View::Queue => {
-                let mut r: Vec<(usize, &crate::model::Job)> = c
-                    .jobs
-                    .iter()
-                    .enumerate()
-                    .map(|(i, j)| (i, &**j))
-                    .filter(|(_, j)| s.view == View::Jobs || j.state.is_pending())
-                    .filter(|(_, j)| matches(&ctx, cols::JOBS, j, f))
-                    .collect();
-                match s.sort.filter(|(k, _)| *k < cols::JOBS.len()) {
-                    Some((k, rev)) => sort_rows(&ctx, &cols::JOBS[k], &mut r, rev),
-                    // Scheduler order: partition, priority, submit time.
-                    None if s.view == View::Queue => r.sort_by(|(_, x), (_, y)| {
-                        x.partition
-                            .cmp(&y.partition)
-                            .then(y.priority.cmp(&x.priority))
-                            .then(x.submit_time.cmp(&y.submit_time))
-                    }),
-                    None => r.sort_by_key(|(i, j)| (index::state_rank(j.state), *i)),
-                }
-                r.into_iter().map(|(i, _)| Row::Job(i)).collect()
-            }
-            View::Incidents => {
-                let Some(a) = &self.analysis else {
-                    return Vec::new();
-                };
-                let mut r: Vec<(usize, &crate::engine::incidents::Incident)> = a
-                    .base
-                    .incidents
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, i)| {
-                        matches(&ctx, cols::INCIDENTS, i, f)
-                            || (!f.is_empty()
-                                && i.jobs
-                                    .iter()
-                                    .any(|j| j.id.contains(f.trim_start_matches('!'))))
-                    })
-                    .collect();
-                if let Some((k, rev)) = s.sort.filter(|(k, _)| *k < cols::INCIDENTS.len()) {
-                    sort_rows(&ctx, &cols::INCIDENTS[k], &mut r, rev);
-                }
-                r.into_iter().map(|(i, _)| Row::Incident(i)).collect()
-            }
-            _ => Vec::new(),
         }
     }
 
@@ -182,15 +93,8 @@ impl App {
 
     /// The filter fields of the list on screen (`state`, `node`, …).
     pub fn filter_fields(&self) -> Vec<String> {
-        use crate::columns::{self as cols, field_name};
-        let names: Vec<&str> = match self.screen().view {
-            View::Nodes => cols::NODES.iter().map(|c| c.name).collect(),
-            View::Gpus => cols::GPUS.iter().map(|c| c.name).collect(),
-            View::Jobs | View::Queue => cols::JOBS.iter().map(|c| c.name).collect(),
-            View::Incidents => cols::INCIDENTS.iter().map(|c| c.name).collect(),
-            _ => Vec::new(),
-        };
-        names.into_iter().map(field_name).collect()
+        let names = self.screen().view.kind().filter_fields();
+        names.into_iter().map(crate::columns::field_name).collect()
     }
 
     /// `1`…`9`, `0`: sort the list by that column; again: reverse it.

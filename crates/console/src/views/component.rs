@@ -1,6 +1,6 @@
 //! One component per screen, in the gitui manner: `draw` reads the app and
-//! draws. What a key means on a screen is the app's (`app/screens.rs`):
-//! nothing here changes state.
+//! draws. What a key means on a screen, its rows and its footer are its
+//! kind's (`app/screens.rs`): nothing here changes state.
 
 use super::theme::Theme;
 use crate::app::{App, View};
@@ -9,6 +9,10 @@ use ratatui::layout::Rect;
 
 pub trait Component {
     fn draw(&self, f: &mut Frame, area: Rect, app: &App, theme: Theme);
+    /// How far its own text scrolls in `body`: to its last line.
+    fn max_scroll(&self, _app: &App, _body: Rect) -> u16 {
+        0
+    }
 }
 
 /// The first screen: totals, the queue, open incidents, the node grid.
@@ -62,10 +66,18 @@ impl Component for GpuScreen {
     fn draw(&self, f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         super::detail::gpu(f, area, app, theme)
     }
+
+    fn max_scroll(&self, app: &App, body: Rect) -> u16 {
+        super::detail::gpu_max_scroll(app, body)
+    }
 }
 
 impl Component for JobScreen {
     fn draw(&self, f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         super::detail::job(f, area, app, theme)
+    }
+
+    fn max_scroll(&self, app: &App, body: Rect) -> u16 {
+        super::detail::job_max_scroll(app, body)
     }
 }

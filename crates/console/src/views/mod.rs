@@ -15,7 +15,7 @@ pub(crate) use wrap::hang;
 pub use table::offset;
 pub use theme::Theme;
 
-use crate::app::{App, Input, Overlay, View};
+use crate::app::{App, Input, Overlay};
 use crate::text::{self, sanitize};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -293,49 +293,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     theme.warn(),
                 ));
             }
-            let hints: &[(&str, &str)] = match app.screen().view {
-                View::NodeDetail => &[
-                    ("O", "options"),
-                    ("enter", "open"),
-                    ("tab", "gpus/jobs"),
-                    ("esc", "back"),
-                    (":", "view"),
-                    ("?", "help"),
-                    ("q", "quit"),
-                ],
-                _ => &[
-                    ("enter", "open"),
-                    ("esc", "back"),
-                    (":", "view"),
-                    ("/", "filter"),
-                    ("?", "help"),
-                    ("q", "quit"),
-                ],
-            };
-            // The action keys where they apply; none in read-only mode;
-            // a recording's own keys while one plays.
-            let actions: &[(&str, &str)] = match app.screen().view {
-                _ if app.replay => &[
-                    ("space", "pause"),
-                    (">", "faster"),
-                    ("<", "slower"),
-                    ("n", "next incident"),
-                    (":at", "time"),
-                ],
-                _ if app.read_only => &[],
-                View::Overview
-                | View::Incidents
-                | View::Nodes
-                | View::NodeDetail
-                | View::GpuDetail => &[("D", "drain"), ("C", "cordon"), ("U", "resume")],
-                View::Jobs | View::Queue | View::JobDetail => &[
-                    ("R", "requeue"),
-                    ("T", "top"),
-                    ("H", "hold"),
-                    ("E", "release"),
-                ],
-                View::Gpus => &[],
-            };
+            let (hints, actions) = app.footer_keys();
             // What fits: `?` and `q` always; then the action keys and the
             // rest in that order, each whole or not at all.
             let used: usize = spans.iter().map(|s| s.width()).sum();
@@ -687,11 +645,7 @@ pub fn extent(app: &App) -> crate::app::Extent {
 pub fn screen_max_scroll(app: &App) -> u16 {
     let (w, h) = app.size;
     let body = Rect::new(0, 0, w, h.saturating_sub(2));
-    match app.screen().view {
-        View::JobDetail => detail::job_max_scroll(app, body),
-        View::GpuDetail => detail::gpu_max_scroll(app, body),
-        _ => 0,
-    }
+    component::for_view(app.screen().view).max_scroll(app, body)
 }
 
 /// How far the open overlay (help, the message log) can scroll: its
