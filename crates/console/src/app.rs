@@ -7,6 +7,7 @@ mod armed;
 mod builder;
 pub use builder::KPI_KEEP_S;
 mod freshness;
+pub use freshness::Freshness;
 pub mod history;
 pub mod index;
 mod keys;
@@ -25,8 +26,7 @@ use crate::model::Action;
 use crate::model::Cluster;
 use crate::protocol::action::Preview;
 use crate::protocol::action::{Reply, Request};
-use crate::protocol::source::{Origin, Update};
-use std::collections::BTreeMap;
+use crate::protocol::source::Update;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -289,14 +289,10 @@ pub struct App {
     /// The rows of the current list, filtered and ordered.
     pub(crate) rows: Vec<Row>,
     pub(crate) history: History,
-    /// Freshness per origin: the scheduler and each node endpoint.
-    pub(crate) origins: BTreeMap<Origin, OriginState>,
+    /// Each origin's health and how old the data is.
+    pub(crate) freshness: freshness::Freshness,
     /// The clock the UI last looked at.
     pub(crate) now: Instant,
-    /// When the snapshot shown arrived (the header's clock runs on from
-    /// its time while the source is fresh).
-    pub(crate) snapshot_at: Option<Instant>,
-    pub(crate) stale_after: Duration,
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub(crate) flash: Option<String>,
     /// When the confirmation's text last changed by a key: an `enter` right

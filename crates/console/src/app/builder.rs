@@ -2,11 +2,9 @@
 //! give it what it reads from (the Xid catalog, the health numbers' book,
 //! the clusters beside it, the views' measure).
 
-use super::{App, History, Index, Input, Measure, OriginState, Screen, View};
+use super::{App, History, Index, Input, Measure, Screen, View};
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
-use crate::protocol::source::Origin;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,12 +13,6 @@ pub const KPI_KEEP_S: i64 = 24 * 3600;
 
 impl App {
     pub fn new(source_name: &str, read_only: bool, no_color: bool, stale_after: Duration) -> App {
-        // A scheduler source is expected from the start: until it answers
-        // the data is not fresh, whatever a node endpoint says.
-        let mut origins = BTreeMap::new();
-        if source_name != "endpoints" {
-            origins.insert(Origin::Scheduler, OriginState::default());
-        }
         App {
             cluster: Arc::new(Cluster::default()),
             analysis: None,
@@ -42,10 +34,9 @@ impl App {
             no_color,
             rows: Vec::new(),
             history: History::default(),
-            origins,
+            // A scheduler source is expected from the start.
+            freshness: super::Freshness::new(source_name != "endpoints", stale_after),
             now: Instant::now(),
-            snapshot_at: None,
-            stale_after,
             flash: None,
             typed_at: None,
             modal: None,

@@ -29,7 +29,7 @@ impl App {
         crate::columns::Ctx {
             cluster: &self.cluster,
             base: self.analysis.as_ref().map(|a| a.base.as_ref()),
-            stale_after_s: self.stale_after.as_secs(),
+            stale_after_s: self.freshness.stale_after().as_secs(),
         }
     }
 

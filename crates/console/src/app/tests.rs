@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::xid::XidCatalog;
+use crate::protocol::source::Origin;
 use crate::sim::{Sim, SimConfig};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 

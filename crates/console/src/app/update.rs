@@ -2,10 +2,11 @@
 //! updates (snapshots, each origin's status), the engine's analyses and
 //! the action runner's replies.
 
+use super::freshness::Tell;
 use super::{App, Effect, Index, Intent, Modal, Msg};
 use crate::protocol::action::Done;
 use crate::protocol::action::Reply;
-use crate::protocol::source::{Origin, Update};
+use crate::protocol::source::Update;
 use std::time::Instant;
 
 impl App {
@@ -47,7 +48,7 @@ impl App {
         let wall = crate::host::now();
         let said = super::Said {
             // Before the first snapshot the source has no clock yet.
-            source: if self.snapshot_at.is_some() {
+            source: if self.freshness.has_snapshot() {
                 self.source_clock()
             } else {
                 wall
@@ -126,10 +127,7 @@ impl App {
                 self.refresh_rows();
             }
             Msg::Action(r) => self.on_reply(r),
-            Msg::SourceStopped => {
-                let s = self.origins.entry(Origin::Scheduler).or_default();
-                s.error = Some("the source stopped".into());
-            }
+            Msg::SourceStopped => self.freshness.source_stopped(),
             Msg::RunnerStopped => {
                 self.flash = Some("the action runner stopped: actions are unavailable".into());
             }
@@ -181,7 +179,7 @@ impl App {
                 self.history.record(&cluster);
                 self.index = Index::build(&cluster);
                 self.cluster = cluster;
-                self.snapshot_at = Some(now);
+                self.freshness.snapshot_came(now);
                 self.refresh_rows();
                 self.armed_after_snapshot();
             }
@@ -200,31 +198,15 @@ impl App {
                     ));
                 }
             }
-            Update::Refresh {
-                origin,
-                every,
-                stretched,
-                note,
-            } => {
-                let s = self.origins.entry(origin).or_default();
-                let newly = stretched && !s.refresh.as_ref().is_some_and(|r| r.stretched);
-                s.refresh = Some(super::Refresh {
-                    every,
-                    stretched,
-                    note: note.clone(),
-                });
-                // Slowed down for the budget: say why once, in the log (m).
-                if newly {
-                    self.flash = Some(format!("refresh: {note}"));
-                    self.log_flash();
+            Update::Refresh { .. } | Update::Quality { .. } | Update::Status { .. } => {
+                match self.freshness.observe(&update, now, &self.source_name) {
+                    Some(Tell::Flash(m)) => {
+                        self.flash = Some(m);
+                        self.log_flash();
+                    }
+                    Some(Tell::Log(m)) => self.log(m),
+                    None => {}
                 }
-            }
-            Update::Quality { origin, note } => {
-                let s = self.origins.entry(origin).or_default();
-                if note.is_some() && s.quality.is_none() {
-                    tracing::info!("an endpoint answers in part or slowly: {note:?}");
-                }
-                s.quality = note;
             }
             Update::Playback(p) => self.playback = Some(p),
             // The analyst's alone (it does not pass it on).
@@ -233,31 +215,6 @@ impl App {
                 tracing::warn!("{text}");
                 self.flash = Some(text);
                 self.log_flash();
-            }
-            Update::Status { origin, error } => {
-                let name = match &origin {
-                    Origin::Scheduler => self.source_name.to_string(),
-                    o => o.name(),
-                };
-                let s = self.origins.entry(origin).or_default();
-                // A change of an origin's health goes to the message log
-                // (m), whole: lost, a new error, answering again.
-                let said = match error {
-                    None => {
-                        s.last_ok = Some(now);
-                        s.error.take().map(|_| format!("{name} answers again"))
-                    }
-                    Some(e) => {
-                        tracing::warn!("source error: {e}");
-                        let e = e.to_string();
-                        let new = s.error.as_deref() != Some(e.as_str());
-                        s.error = Some(e.clone());
-                        new.then(|| format!("{name}: {e}"))
-                    }
-                };
-                if let Some(m) = said {
-                    self.log(m);
-                }
             }
         }
     }

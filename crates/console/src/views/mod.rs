@@ -242,7 +242,7 @@ fn draw_waiting(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ),
         theme.title(),
     )];
-    for (origin, st) in &app.origins {
+    for (origin, st) in app.freshness().origins() {
         let who = match origin {
             crate::protocol::source::Origin::Scheduler => app.source_name.to_string(),
             o => o.name(),
@@ -605,7 +605,7 @@ fn message_lines(app: &App, width: u16, theme: Theme) -> Vec<Line<'static>> {
 
 /// While a source fails: where to look for why (`nightshift doctor`).
 fn doctor_hint(app: &App, theme: Theme) -> Option<Line<'static>> {
-    app.origins.values().any(|o| o.error.is_some()).then(|| {
+    app.freshness().any_failing().then(|| {
         Line::styled(
             "a source fails: `nightshift doctor` (same flags, another terminal) checks the source, its token, the endpoints and the audit log, each with what to fix",
             theme.warn(),

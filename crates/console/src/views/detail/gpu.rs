@@ -153,7 +153,7 @@ fn earlier_xids(app: &App, node: &str, gpu: u32) -> Option<String> {
 fn readings_from(app: &App, gpu: &crate::model::Gpu) -> (String, bool) {
     let c = &app.cluster;
     let age = gpu.reading_time.map(|t| (c.time - t).max(0));
-    let stale = age.is_some_and(|a| a as u64 > app.stale_after.as_secs());
+    let stale = age.is_some_and(|a| a as u64 > app.freshness().stale_after().as_secs());
     let readings = match (&gpu.reading_source, age) {
         (Some(src), Some(a)) => format!(
             "{}, {} old{}",
