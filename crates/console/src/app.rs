@@ -12,6 +12,8 @@ pub mod history;
 pub mod index;
 mod keys;
 mod overlays;
+mod playback;
+pub use playback::Replay;
 mod rows;
 mod screens;
 mod update;
@@ -350,12 +352,8 @@ pub struct App {
     pub(crate) rearm_pending: bool,
     /// A request to send the due steps is out.
     pub(crate) fire_in_flight: bool,
-    /// Playing a recording: the keys steer it (`Effect::Replay`).
-    pub(crate) replay: bool,
-    /// Playing a recording: where it is and how it plays (the header).
-    pub(crate) playback: Option<crate::protocol::source::Playback>,
-    /// The first replayed snapshot's time (`:at +10m` counts from it).
-    pub(crate) replay_start: Option<crate::model::Timestamp>,
+    /// Playing a recording: its state, its keys (`Effect::Replay`).
+    pub(crate) replay: playback::Replay,
     /// What the loop is to do, gathered while a message is taken in and
     /// handed over by `update`.
     effects: Vec<Effect>,

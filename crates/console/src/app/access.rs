@@ -24,7 +24,7 @@ impl App {
             (":at", "time"),
         ];
         let kind = self.screen().view.kind();
-        let actions = if self.replay {
+        let actions = if self.replay.on {
             REPLAY
         } else if self.read_only {
             &[]

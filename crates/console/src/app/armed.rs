@@ -38,7 +38,7 @@ impl App {
     /// After a snapshot: the audit log's armed steps asked for once (they
     /// may be from before this console), then those due sent.
     pub(super) fn armed_after_snapshot(&mut self) {
-        if self.replay || self.read_only || self.cluster.name.is_empty() {
+        if self.replay.on || self.read_only || self.cluster.name.is_empty() {
             return;
         }
         let label = self.cluster_label();

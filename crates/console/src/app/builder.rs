@@ -58,9 +58,7 @@ impl App {
             quit_warned: false,
             rearm_pending: false,
             fire_in_flight: false,
-            replay: source_name == "replay",
-            playback: None,
-            replay_start: None,
+            replay: super::Replay::new(source_name == "replay"),
             effects: Vec::new(),
             measure: None,
         }

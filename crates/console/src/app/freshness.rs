@@ -269,7 +269,7 @@ impl App {
     /// A recording's clock is its snapshot's.
     pub fn source_clock(&self) -> crate::model::Timestamp {
         let t = self.cluster.time;
-        if self.replay || self.is_stale() {
+        if self.replay.on || self.is_stale() {
             return t;
         }
         t + self.freshness.since_snapshot(self.now).as_secs() as i64

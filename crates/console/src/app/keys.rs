@@ -263,21 +263,14 @@ impl App {
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             "disarm" => self.disarm_command(""),
             _ if cmd.starts_with("disarm ") => self.disarm_command(cmd["disarm ".len()..].trim()),
-            _ if cmd.starts_with("at ") && self.replay => {
-                let start = self.history_start();
-                match crate::protocol::replay::parse_at(&cmd["at ".len()..], start) {
-                    Ok(t) => {
-                        self.emit(Effect::Replay(crate::protocol::replay::ReplayCmd::Seek(t)));
-                        self.flash = Some(format!("replay: to {}", crate::text::clock(t)));
-                    }
-                    Err(e) => self.flash = Some(e.to_string()),
-                }
-            }
             _ if cmd == "at" || cmd.starts_with("at ") => {
-                self.flash = Some(
-                    ":at moves a replay (nightshift --replay FILE); a live console is always at now"
-                        .into(),
-                );
+                match self.replay.at(cmd["at".len()..].trim(), self.cluster.time) {
+                    Ok((seek, say)) => {
+                        self.emit(Effect::Replay(seek));
+                        self.flash = Some(say);
+                    }
+                    Err(e) => self.flash = Some(e),
+                }
             }
             _ if cmd
                 .split_once(' ')
@@ -295,28 +288,6 @@ impl App {
                 }
             },
         }
-    }
-
-    /// Playback keys: `>` faster, `<` slower, space pauses, `n` jumps to the
-    /// next incident; `:at 03:10` seeks. False when the key is not one.
-    fn on_replay_key(&mut self, key: KeyEvent) -> bool {
-        use crate::protocol::replay::ReplayCmd;
-        let (cmd, say) = match key.code {
-            KeyCode::Char('>' | '.') => (ReplayCmd::Faster, "faster"),
-            KeyCode::Char('<' | ',') => (ReplayCmd::Slower, "slower"),
-            KeyCode::Char(' ') => (ReplayCmd::Pause, "pause / play"),
-            KeyCode::Char('n') => (ReplayCmd::NextIncident, "to the next incident"),
-            _ => return false,
-        };
-        self.emit(Effect::Replay(cmd));
-        self.flash = Some(format!("replay: {say}"));
-        true
-    }
-
-    /// The `--at` reference for `:at +10m`: the replay's first snapshot, as
-    /// far as the console saw it (else the current one).
-    fn history_start(&self) -> crate::model::Timestamp {
-        self.replay_start.unwrap_or(self.cluster.time)
     }
 
     /// `:job 4700`, `:node h100-03`, `:gpu h100-03/3`: open that object.
@@ -343,7 +314,9 @@ impl App {
         if self.on_action_key(key) {
             return;
         }
-        if self.replay && self.on_replay_key(key) {
+        if let Some((cmd, say)) = self.replay.key(key) {
+            self.emit(Effect::Replay(cmd));
+            self.flash = Some(format!("replay: {say}"));
             return;
         }
         // What this screen gives its own meaning to.

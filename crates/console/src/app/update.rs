@@ -169,12 +169,9 @@ impl App {
         self.now = now;
         match update {
             Update::Snapshot(cluster) => {
-                if self.replay {
-                    self.replay_start.get_or_insert(cluster.time);
-                    // Sought back in the recording: the charts start over.
-                    if cluster.time < self.cluster.time {
-                        self.history = Default::default();
-                    }
+                // Sought back in the recording: the charts start over.
+                if self.replay.snapshot(cluster.time, self.cluster.time) {
+                    self.history = Default::default();
                 }
                 self.history.record(&cluster);
                 self.index = Index::build(&cluster);
@@ -208,7 +205,7 @@ impl App {
                     None => {}
                 }
             }
-            Update::Playback(p) => self.playback = Some(p),
+            Update::Playback(p) => self.replay.said(p),
             // The analyst's alone (it does not pass it on).
             Update::Recalled(_) => {}
             Update::Notice(text) => {

@@ -140,7 +140,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                         .title(Line::styled(
                             // No action key where none acts (a replay,
                             // read-only): issue 39.
-                            if app.replay || app.read_only {
+                            if app.replay.on || app.read_only {
                                 " selected (enter: node) "
                             } else {
                                 " selected (enter: node, D: drain) "

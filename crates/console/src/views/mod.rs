@@ -97,7 +97,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         spans.push(Span::styled(" READ-ONLY ", theme.badge()));
     }
     // Playing a recording: its state first, so that 80 columns keep it.
-    if let Some(p) = &app.playback {
+    if let Some(p) = app.replay.state() {
         spans.push(Span::styled(format!(" {} ", playback(p)), theme.badge()));
     }
     let unread = app.unread();
@@ -125,7 +125,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     }
     match app.data_age() {
         // A recording's clock is in its badge; its age says nothing.
-        Some(_) if app.playback.is_some() => {}
+        Some(_) if app.replay.state().is_some() => {}
         None => spans.push(Span::styled(
             " waiting for the first answer ",
             theme.badge(),

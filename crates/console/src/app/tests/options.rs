@@ -510,7 +510,7 @@ fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
 fn the_incident_pane_offers_drain_only_where_it_acts() {
     for replay in [false, true] {
         let mut a = super::app();
-        a.replay = replay;
+        a.replay.on = replay;
         super::command(&mut a, "incidents");
         let s = drawn(&a);
         assert!(s.contains("selected (enter: node"), "{s}");

@@ -174,7 +174,7 @@ fn replay_keys_steer_the_playback_and_act_on_nothing() {
     let c = Arc::new(sim.snapshot());
     let now = Instant::now();
     a.take_in(Msg::Source(Update::Snapshot(c.clone())), now);
-    assert_eq!(a.replay_start, Some(c.time));
+    assert_eq!(a.replay.start, Some(c.time));
     press(&mut a, "> <n");
     a.on_key(KeyEvent::new(KeyCode::Char(' '), KeyModifiers::NONE));
     a.command("at +10m");

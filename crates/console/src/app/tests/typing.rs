@@ -157,7 +157,7 @@ fn the_source_clock_runs_on_between_snapshots_while_fresh() {
     assert!(a.is_stale());
     assert_eq!(a.source_clock(), t, "stale: the data's own time");
     let mut r = app();
-    r.replay = true;
+    r.replay.on = true;
     r.tick(r.now + Duration::from_secs(5));
     assert_eq!(r.source_clock(), r.cluster.time);
 }
