@@ -4,6 +4,7 @@
 mod access;
 mod act;
 mod armed;
+pub use armed::Arming;
 mod builder;
 pub use builder::KPI_KEEP_S;
 mod freshness;
@@ -324,34 +325,11 @@ pub struct App {
     /// How many steps the option being stepped through has: the next is
     /// step `plan_steps - next_steps.len() + 1` of them.
     pub(crate) plan_steps: usize,
-    /// Steps armed for this cluster (the audit log's, as the runner last
-    /// said): sent when due.
-    pub armed: Vec<crate::model::Armed>,
-    /// The step to arm once the option's first step is done.
-    /// The option's later step, armed once its first is done; `true` when
-    /// the operator typed `force NODE` at the first: the plan keeps that
-    /// override for its armed step (as `--force` does on the command line).
-    pub(crate) arm_after: Option<(Action, crate::model::Trigger, bool)>,
-    /// The action whose confirmation arms it instead of sending it ("preempt
-    /// after its next checkpoint").
-    pub(crate) arm_on_confirm: Option<(Action, crate::model::Trigger)>,
+    /// The armed steps.
+    pub(crate) arming: armed::Arming,
     /// An armed option's cost as planned, for its confirmation (the
     /// preview there is of what is sent now).
     pub(crate) plan_note: Option<String>,
-    /// The audit log's armed steps were asked for, under this cluster's
-    /// name (asked again when the name changes: a console with endpoints
-    /// sees their snapshot before the scheduler's).
-    pub(crate) armed_loaded: Option<String>,
-    /// Snapshots since the armed steps were last asked for: asked again
-    /// every `ARMED_REFRESH` (a step armed by the command line or another
-    /// console shows up here).
-    pub(crate) armed_age: u32,
-    /// `q` was pressed once with steps armed: said, the next `q` quits.
-    pub(crate) quit_warned: bool,
-    /// The first answer about them is to be asked about.
-    pub(crate) rearm_pending: bool,
-    /// A request to send the due steps is out.
-    pub(crate) fire_in_flight: bool,
     /// Playing a recording: its state, its keys (`Effect::Replay`).
     pub(crate) replay: playback::Replay,
     /// What the loop is to do, gathered while a message is taken in and

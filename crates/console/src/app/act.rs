@@ -217,7 +217,7 @@ impl App {
             });
             self.next_steps.clear();
             match k {
-                0 => self.arm_on_confirm = Some((later, when)),
+                0 => self.arming.arm_on_confirm(later, when),
                 _ => self.arm_when_done(later, when),
             }
             self.preview_action(first);
@@ -258,8 +258,7 @@ impl App {
             Modal::Confirm { .. } => {
                 self.flash = Some("cancelled: nothing sent".into());
                 self.next_steps.clear();
-                self.arm_after = None;
-                self.arm_on_confirm = None;
+                self.arming.cancel();
             }
             Modal::Rearm { .. } => self.flash = Some("kept armed (:disarm cancels)".into()),
             Modal::Done { .. } | Modal::Options { .. } => {}
@@ -300,8 +299,7 @@ impl App {
                     KeyCode::Char('n') if yes_no => {
                         self.flash = Some("cancelled: nothing sent".into());
                         self.next_steps.clear();
-                        self.arm_after = None;
-                        self.arm_on_confirm = None;
+                        self.arming.cancel();
                         return;
                     }
                     KeyCode::Char(c) if yes_no && !c.eq_ignore_ascii_case(&'y') => Modal::Confirm {
@@ -430,10 +428,8 @@ impl App {
         // `force NODE` typed: the plan keeps the override for its armed
         // step, sealed with it.
         let forced = p.answer(&typed) == crate::protocol::action::Answer::Force;
-        if let Some(later) = self.arm_after.as_mut() {
-            later.2 = forced;
-        }
-        if let Some((a, when)) = self.arm_on_confirm.take()
+        self.arming.forced(forced);
+        if let Some((a, when)) = self.arming.take_on_confirm()
             && a == action
         {
             self.flash = Some(format!(

@@ -150,9 +150,9 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some(q) = app.quality_badge() {
                 spans.push(Span::styled(format!(" · {}", sanitize(&q)), theme.badge()));
             }
-            if !app.armed.is_empty() {
+            if !app.arming().steps().is_empty() {
                 spans.push(Span::styled(
-                    format!(" armed {} ", app.armed.len()),
+                    format!(" armed {} ", app.arming().steps().len()),
                     theme.badge(),
                 ));
             }

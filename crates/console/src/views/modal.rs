@@ -24,7 +24,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 sanitize(&action.describe()).into_owned(),
                 theme.title(),
             ));
-            if let Some((a, when)) = &app.arm_on_confirm
+            if let Some((a, when)) = app.arming().on_confirm()
                 && a == action
             {
                 lines.push(Line::styled(

@@ -177,7 +177,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         }),
         now,
     );
-    assert_eq!(a.armed.len(), 1);
+    assert_eq!(a.arming.armed.len(), 1);
     assert!(
         a.armed_on("h100-05")[0]
             .1
@@ -248,7 +248,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     open(&mut a);
     // Cancelled: nothing armed, nothing left to arm.
     key(&mut a, KeyCode::Esc);
-    assert!(a.arm_on_confirm.is_none());
+    assert!(a.arming.on_confirm.is_none());
     open(&mut a);
     let action = match &a.modal {
         Some(Modal::Confirm { action, .. }) => action.clone(),
@@ -424,7 +424,7 @@ fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
         }),
         now,
     );
-    assert_eq!(a.armed.len(), 1, "the command line's step shows");
+    assert_eq!(a.arming.armed.len(), 1, "the command line's step shows");
     a.modal = None;
     a.effects.clear();
     press(&mut a, "q");
