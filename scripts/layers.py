@@ -3,8 +3,9 @@
 layers, and every circle of files (a file that, through any number of
 others, imports itself) inside each crate.
 
-The crates are the coarse layers (core ← backends ← console ← the
-program, a wrong-way import there does not compile); this also reads the
+The crates are the coarse layers (core ← sources ← actions ← recording,
+core ← console, both below the program; a wrong-way import there does
+not compile); this also reads the
 finer layers inside each crate (app below views, the engine's base below
 its answers). Every crate names the modules below it by their own names
 (`crate::model` is the core's model everywhere), so a module is named the
@@ -32,11 +33,15 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 # Each crate's src/, and the module its lib.rs stands for ("" : the crate's
-# own modules are top-level ones).
+# own modules are top-level ones). A crate names the crates below it at its
+# root (`crate::model`, `crate::sources`): `crate::x` is the crate's own
+# module x where it has one, else the layer of that name.
 SRCS = [
     ("src", ""),
     ("crates/core/src", ""),
-    ("crates/backends/src", ""),
+    ("crates/sources/src", "sources"),
+    ("crates/actions/src", "actions"),
+    ("crates/recording/src", "recording"),
     ("crates/console/src", ""),
     ("crates/agent/src", "agent"),
 ]
@@ -95,11 +100,26 @@ def imports(path, src, prefix):
     text = open(path, encoding="utf-8").read()
     text = text.split("#[cfg(test)]")[0]
     out = set()
+    own = own_modules(src, prefix)
     for m in re.finditer(r"\bcrate::([a-z_]+)(?:::([a-z_]+))?", text):
-        out.add(tuple(x for x in m.groups() if x))
+        segs = [x for x in m.groups() if x]
+        out.add(tuple(([prefix] if segs[0] in own else []) + segs))
     for m in re.finditer(r"\bsuper::([a-z_]+)", text):
         out.add(tuple(parent + [m.group(1)]))
     return me, out
+
+
+def own_modules(src, prefix):
+    """The top-level modules a crate has of its own (by their file)."""
+    if not prefix:
+        return set()
+    out = set()
+    for name in os.listdir(src):
+        if name.endswith(".rs") and name != "lib.rs":
+            out.add(name[:-3])
+        elif os.path.isdir(os.path.join(src, name)):
+            out.add(name)
+    return out
 
 
 def file_modules():
@@ -135,8 +155,10 @@ def named_paths(path, src, prefix, mods):
 
     for m in re.finditer(r"\b(crate|super|self)::((?:" + PATH + r"::)*)(" + PATH + r"|\{[^{}]*\})?", text):
         head, mid, tail = m.group(1), m.group(2), m.group(3) or ""
-        root = {"crate": [prefix] if prefix else [], "super": list(parent), "self": list(me)}[head]
         segs = [x for x in mid.split("::") if x]
+        first = (segs or [tail.split("::")[0]])[0]
+        own = prefix and (tuple([prefix, first]) in mods or first == prefix)
+        root = {"crate": [prefix] if own else [], "super": list(parent), "self": list(me)}[head]
         if tail.startswith("{"):
             expand(root + segs, tail)
         else:

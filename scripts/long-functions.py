@@ -11,7 +11,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SRCS = [os.path.join(ROOT, d) for d in ("src", "crates/core/src", "crates/backends/src", "crates/console/src", "crates/agent/src")]
+SRCS = [os.path.join(ROOT, d) for d in ("src", "crates/core/src", "crates/sources/src", "crates/actions/src", "crates/recording/src", "crates/console/src", "crates/agent/src")]
 FN = re.compile(r"^\s*(pub(\([^)]*\))?\s+)?(async\s+)?(const\s+)?fn\s+([a-z_0-9]+)")
 
 

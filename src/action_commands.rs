@@ -302,7 +302,7 @@ pub(crate) fn connect_moment(
         return Ok((m, Executor::replay(), who));
     }
     let (reading, executor) = rt
-        .block_on(nightshift_backends::sources::once::connect(
+        .block_on(nightshift_sources::once::connect(
             &settings.source,
             settings.sim_seconds,
         ))?

@@ -2,15 +2,18 @@
 //!
 //! Data flows one way: sources → model → engine → console; actions go back
 //! through one guard. The layers are crates (docs/architecture.md):
-//! `nightshift-core` (model, engine, sim, text), `nightshift-backends`
-//! (sources, actions, recording), `nightshift-console` (app, views,
+//! `nightshift-core` (model, engine, sim, text), `nightshift-sources`,
+//! `nightshift-actions`, `nightshift-recording` (the backends: reading,
+//! acting, recording), `nightshift-console` (app, views,
 //! columns, analyst), `nightshift-agent` (the NVML node agent), and this
 //! one, the program: the command line, the config, the console's loop.
 //! Their modules are re-exported here under their own names.
 
-pub use nightshift_backends::{actions, postmortem, recording, sources};
+pub use nightshift_actions as actions;
 pub use nightshift_console::{analyst, app, columns, fleet, views};
 pub use nightshift_core::{engine, host, limits, model, protocol, report, text};
+pub use nightshift_recording::{self as recording, postmortem};
+pub use nightshift_sources as sources;
 
 #[cfg(feature = "agent")]
 pub use nightshift_agent as agent;

@@ -4,7 +4,7 @@
 //! takes.
 
 use super::*;
-use nightshift_backends::sources::dcgm::{readings, textformat};
+use nightshift_sources::dcgm::{readings, textformat};
 
 fn readouts() -> Vec<GpuReadout> {
     vec![
@@ -104,10 +104,10 @@ fn events_have_sequence_numbers_and_survive_reconnects() {
 /// even without an Xid, and its node is not capacity.
 #[test]
 fn the_recovery_action_reaches_the_verdict() {
-    use nightshift_backends::sources::dcgm::merge::{HealthWatch, HostMap, merge};
     use nightshift_core::engine::analysis::Base;
     use nightshift_core::engine::xid::ActionClass;
     use nightshift_core::model::{Cluster, RecoveryAction};
+    use nightshift_sources::dcgm::merge::{HealthWatch, HostMap, merge};
     let gpu = GpuReadout {
         index: 2,
         uuid: Some("GPU-cccc".into()),
