@@ -6,7 +6,9 @@ mod act;
 mod armed;
 pub use armed::Arming;
 mod builder;
+mod dialog;
 pub use builder::KPI_KEEP_S;
+pub use dialog::Dialog;
 mod freshness;
 pub use freshness::Freshness;
 pub mod history;
@@ -298,13 +300,8 @@ pub struct App {
     pub(crate) now: Instant,
     /// A one-line message in the footer (unknown command, nothing to open…).
     pub(crate) flash: Option<String>,
-    /// When the confirmation's text last changed by a key: an `enter` right
-    /// behind it came with a (plain, unbracketed) paste.
-    pub(crate) typed_at: Option<Instant>,
-    /// An action being previewed, confirmed, run, or its result.
-    pub(crate) modal: Option<Modal>,
-    /// How far the dialog's body is scrolled (its prompt never scrolls).
-    pub(crate) modal_scroll: u16,
+    /// The action flow: the dialog open, its scroll, the undo, the plan.
+    pub(crate) dialog: dialog::Dialog,
     /// The terminal's size, as last told (views draw to it; keys that move
     /// by a grid row need its width).
     pub(crate) size: (u16, u16),
@@ -316,20 +313,8 @@ pub struct App {
     pub(crate) known: std::collections::HashSet<String>,
     /// Ring the terminal bell on a new critical incident (`ui.bell_on_critical`).
     pub(crate) bell_on_critical: bool,
-    /// How to undo the last action.
-    pub(crate) last_undo: Option<Action>,
-    /// The later steps of the option being carried out (a domain's cordon
-    /// is one per node): `n` in the outcome's dialog previews the next,
-    /// each behind the guard like any action.
-    pub(crate) next_steps: Vec<Action>,
-    /// How many steps the option being stepped through has: the next is
-    /// step `plan_steps - next_steps.len() + 1` of them.
-    pub(crate) plan_steps: usize,
     /// The armed steps.
     pub(crate) arming: armed::Arming,
-    /// An armed option's cost as planned, for its confirmation (the
-    /// preview there is of what is sent now).
-    pub(crate) plan_note: Option<String>,
     /// Playing a recording: its state, its keys (`Effect::Replay`).
     pub(crate) replay: playback::Replay,
     /// What the loop is to do, gathered while a message is taken in and

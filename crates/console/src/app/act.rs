@@ -2,14 +2,11 @@
 //! and requeue, `C` cordon, `U` resume, `R` requeue, `T` top priority,
 //! `H` hold, `E` release. Each opens the guard's preview; `esc` cancels.
 
+use super::dialog::Typing;
 use super::{App, Effect, Modal, Row, View};
 use crate::model::Action;
 use crate::protocol::action::Request;
 use crossterm::event::{KeyCode, KeyEvent};
-
-/// An `enter` this soon after the confirmation's last character came in
-/// the same burst of input: a paste, not a hand (a key every ~50 ms at best).
-const PASTED_ENTER: std::time::Duration = std::time::Duration::from_millis(15);
 
 impl App {
     /// The node the selection points at, with a reason from its evidence
@@ -42,8 +39,7 @@ impl App {
             use crate::engine::analysis::Focus;
             match (target, self.focus()) {
                 (Some(t), Focus::Node(f) | Focus::Job(f)) if t == f => {
-                    self.modal_scroll = 0;
-                    self.modal = Some(Modal::Options { target: t });
+                    self.dialog.open(Modal::Options { target: t });
                 }
                 _ => {
                     self.flash = Some(
@@ -120,8 +116,7 @@ impl App {
     }
 
     pub(crate) fn preview_action(&mut self, action: Action) {
-        self.modal_scroll = 0;
-        self.plan_note = None;
+        self.dialog.plan.note = None;
         // Acting on an incident reads it.
         if let Some(Row::Incident(i)) = self.selected_row()
             && let Some(id) = self.incident(i).map(|x| x.id.clone())
@@ -135,7 +130,7 @@ impl App {
             data_age,
             base: self.analysis.as_ref().map(|a| a.base.clone()),
         }));
-        self.modal = Some(Modal::Confirm {
+        self.dialog.open(Modal::Confirm {
             action,
             preview: None,
             typed: String::new(),
@@ -171,15 +166,15 @@ impl App {
                 Some(o) => o.options.iter().position(|c| c.recommended).unwrap_or(0),
                 None => 0,
             },
-            _ => return self.modal = Some(Modal::Options { target }),
+            _ => return self.dialog.modal = Some(Modal::Options { target }),
         };
         let Some(choice) = self.options_of(&target).and_then(|o| o.options.get(n)) else {
             self.flash = Some("the options are not computed yet".into());
-            return self.modal = Some(Modal::Options { target });
+            return self.dialog.modal = Some(Modal::Options { target });
         };
         if self.read_only {
             self.flash = Some("read-only mode: action keys are off".into());
-            return self.modal = Some(Modal::Options { target });
+            return self.dialog.modal = Some(Modal::Options { target });
         }
         // A step that waits for the checkpoint ("cordon now, drain after
         // it"; "preempt after it"): the plan is confirmed once — its first
@@ -215,13 +210,13 @@ impl App {
                     later.target()
                 ),
             });
-            self.next_steps.clear();
+            self.dialog.plan.clear();
             match k {
                 0 => self.arming.arm_on_confirm(later, when),
                 _ => self.arm_when_done(later, when),
             }
             self.preview_action(first);
-            self.plan_note = plan;
+            self.dialog.plan.note = plan;
             return;
         }
         let rest: Vec<Action> = choice.steps.iter().skip(1).cloned().collect();
@@ -239,8 +234,7 @@ impl App {
                 if said.is_some() {
                     self.flash = said;
                 }
-                self.next_steps = rest;
-                self.plan_steps = total;
+                self.dialog.plan.start(rest, total);
                 self.preview_action(first);
             }
             None => self.flash = Some(format!("{}: nothing to send", choice.title)),
@@ -253,11 +247,11 @@ impl App {
             Modal::Running { .. } => {
                 // It was sent: the outcome will still arrive and be shown.
                 self.flash = Some("the action was already sent; its outcome will be shown".into());
-                self.modal = Some(modal);
+                self.dialog.modal = Some(modal);
             }
             Modal::Confirm { .. } => {
                 self.flash = Some("cancelled: nothing sent".into());
-                self.next_steps.clear();
+                self.dialog.plan.clear();
                 self.arming.cancel();
             }
             Modal::Rearm { .. } => self.flash = Some("kept armed (:disarm cancels)".into()),
@@ -266,26 +260,17 @@ impl App {
     }
 
     pub(super) fn on_modal_key(&mut self, key: KeyEvent) {
-        let Some(modal) = self.modal.take() else {
+        let Some(modal) = self.dialog.modal.take() else {
             return;
         };
-        // Arrows and pages scroll the dialog's body; they type nothing.
-        let step = match key.code {
-            KeyCode::Down => Some(1i32),
-            KeyCode::Up => Some(-1),
-            KeyCode::PageDown => Some(10),
-            KeyCode::PageUp => Some(-10),
-            _ => None,
-        };
-        if let Some(d) = step {
-            self.modal_scroll = (i32::from(self.modal_scroll) + d).clamp(0, 500) as u16;
-            self.modal = Some(modal);
+        if self.dialog.scroll_key(key) {
+            self.dialog.modal = Some(modal);
             return;
         }
         if key.code == KeyCode::Esc {
             return self.on_modal_escape(modal);
         }
-        self.modal = Some(match modal {
+        self.dialog.modal = Some(match modal {
             Modal::Confirm {
                 action,
                 preview,
@@ -295,61 +280,27 @@ impl App {
                 let yes_no = preview
                     .as_ref()
                     .is_some_and(|p| p.token.is_none() && p.force_token().is_none());
-                match key.code {
-                    KeyCode::Char('n') if yes_no => {
+                match self.dialog.type_key(&mut typed, yes_no, key, self.now) {
+                    Typing::Cancel => {
                         self.flash = Some("cancelled: nothing sent".into());
-                        self.next_steps.clear();
+                        self.dialog.plan.clear();
                         self.arming.cancel();
                         return;
                     }
-                    KeyCode::Char(c) if yes_no && !c.eq_ignore_ascii_case(&'y') => Modal::Confirm {
-                        action,
-                        preview,
-                        typed,
-                    },
-                    KeyCode::Char(c) if yes_no => {
-                        typed = c.to_string();
-                        return self.confirm(action, preview, typed);
-                    }
-                    KeyCode::Char(c) => {
-                        if typed.chars().count() < super::keys::MAX_INPUT {
-                            typed.push(c);
-                        }
-                        self.typed_at = Some(self.now);
-                        Modal::Confirm {
-                            action,
-                            preview,
-                            typed,
-                        }
-                    }
-                    KeyCode::Backspace => {
-                        typed.pop();
-                        self.typed_at = Some(self.now);
-                        Modal::Confirm {
-                            action,
-                            preview,
-                            typed,
-                        }
-                    }
+                    Typing::Confirm => return self.confirm(action, preview, typed),
                     // An enter right behind the last character came with a
                     // plain paste (no hand types that fast): nothing is sent.
-                    KeyCode::Enter
-                        if self.typed_at.is_some_and(|t| {
-                            self.now.saturating_duration_since(t) < PASTED_ENTER
-                        }) =>
-                    {
+                    Typing::PastedEnter => {
                         self.flash = Some(
                             "that enter came with pasted text: nothing sent; check what is typed, then press enter".into(),
                         );
-                        self.typed_at = None;
                         Modal::Confirm {
                             action,
                             preview,
                             typed,
                         }
                     }
-                    KeyCode::Enter => return self.confirm(action, preview, typed),
-                    _ => Modal::Confirm {
+                    Typing::Typed | Typing::Ignored => Modal::Confirm {
                         action,
                         preview,
                         typed,
@@ -367,21 +318,18 @@ impl App {
     /// step that went through); `u` opens the undo's own guarded preview;
     /// any other key closes, and ends the option's steps.
     fn on_done_key(&mut self, key: KeyEvent, ok: bool) {
-        if key.code == KeyCode::Char('n') && ok && !self.next_steps.is_empty() {
-            let k = self.plan_steps.saturating_sub(self.next_steps.len()) + 1;
-            let next = self.next_steps.remove(0);
+        if key.code == KeyCode::Char('n')
+            && ok
+            && let Some((k, total, next)) = self.dialog.plan.take_next()
+        {
             // Every step numbered, as the first was (issue 39).
-            self.flash = Some(format!(
-                "step {k} of {}: {}",
-                self.plan_steps,
-                next.describe()
-            ));
+            self.flash = Some(format!("step {k} of {total}: {}", next.describe()));
             self.preview_action(next);
             return;
         }
-        self.next_steps.clear();
+        self.dialog.plan.clear();
         if key.code == KeyCode::Char('u')
-            && let Some(undo) = self.last_undo.clone()
+            && let Some(undo) = self.dialog.last_undo.clone()
         {
             self.preview_action(undo);
         }
@@ -395,7 +343,7 @@ impl App {
     ) {
         let Some(p) = preview else {
             self.flash = Some("the preview is not ready yet".into());
-            self.modal = Some(Modal::Confirm {
+            self.dialog.modal = Some(Modal::Confirm {
                 action,
                 preview: None,
                 typed,
@@ -406,7 +354,7 @@ impl App {
             && p.force_token().is_none()
         {
             self.flash = Some(format!("refused: {r}"));
-            self.modal = Some(Modal::Confirm {
+            self.dialog.modal = Some(Modal::Confirm {
                 action,
                 preview: Some(p),
                 typed: String::new(),
@@ -418,7 +366,7 @@ impl App {
                 Some(r) => format!("refused: {r}"),
                 None => format!("does not match: {}", p.confirm_prompt()),
             });
-            self.modal = Some(Modal::Confirm {
+            self.dialog.modal = Some(Modal::Confirm {
                 action,
                 preview: Some(p),
                 typed: String::new(),
@@ -453,6 +401,6 @@ impl App {
             cluster: self.cluster.clone(),
             data_age,
         }));
-        self.modal = Some(Modal::Running { action });
+        self.dialog.modal = Some(Modal::Running { action });
     }
 }

@@ -198,7 +198,7 @@ impl App {
             return;
         }
         let label = self.cluster_label();
-        let asking = matches!(self.modal, Some(Modal::Rearm { .. }));
+        let asking = matches!(self.dialog.modal, Some(Modal::Rearm { .. }));
         match self.arming.after_snapshot(&label, &self.cluster, asking) {
             Some(Ask::List) => self.emit(Effect::Run(Request::Armed { cluster: label })),
             Some(Ask::Fire) => self.emit(Effect::Run(Request::Fire {
@@ -222,7 +222,7 @@ impl App {
             self.log(n);
         }
         if let Some(armed) = self.arming.listed(armed) {
-            self.modal = Some(Modal::Rearm { armed });
+            self.dialog.modal = Some(Modal::Rearm { armed });
         }
     }
 
@@ -258,7 +258,7 @@ impl App {
                 ids: armed.iter().map(|a| a.id.clone()).collect(),
                 cluster: self.cluster_label(),
             })),
-            _ => self.modal = Some(Modal::Rearm { armed }),
+            _ => self.dialog.modal = Some(Modal::Rearm { armed }),
         }
     }
 

@@ -38,7 +38,7 @@ impl App {
             return;
         }
         self.flash = None;
-        if self.modal.is_some() {
+        if self.dialog.modal.is_some() {
             return self.on_modal_key(key);
         }
         match self.input.clone() {
@@ -188,7 +188,7 @@ impl App {
             action,
             preview,
             typed,
-        }) = self.modal.take()
+        }) = self.dialog.modal.take()
         {
             let mut typed = typed;
             let yes_no = preview
@@ -199,14 +199,14 @@ impl App {
             } else if append_bounded(&mut typed, pasted) {
                 self.flash = Some(format!("cut to {MAX_INPUT} characters"));
             }
-            self.modal = Some(Modal::Confirm {
+            self.dialog.modal = Some(Modal::Confirm {
                 action,
                 preview,
                 typed,
             });
             return;
         }
-        if self.modal.is_some() {
+        if self.dialog.modal.is_some() {
             return;
         }
         match self.input.clone() {
@@ -362,7 +362,7 @@ impl App {
     /// it (and a click on the selected row opens it, as `enter`).
     pub fn on_mouse(&mut self, m: crossterm::event::MouseEvent) {
         use crossterm::event::{MouseButton, MouseEventKind};
-        if self.modal.is_some() || self.overlay.is_some() {
+        if self.dialog.modal.is_some() || self.overlay.is_some() {
             return;
         }
         let sel = self.screen().selected;

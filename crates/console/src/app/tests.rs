@@ -383,11 +383,11 @@ fn u_after_an_action_opens_the_undo_through_its_own_preview() {
         Msg::Action(crate::protocol::action::Reply::Done(Box::new(done))),
         a.now,
     );
-    assert!(matches!(a.modal, Some(Modal::Done { ok: true, .. })));
+    assert!(matches!(a.dialog.modal, Some(Modal::Done { ok: true, .. })));
     a.effects.clear();
     press(&mut a, "u");
     assert!(
-        matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == undo),
+        matches!(&a.dialog.modal, Some(Modal::Confirm { action, .. }) if *action == undo),
         "the undo is guarded like any action"
     );
     assert!(matches!(
@@ -597,7 +597,7 @@ mod screens;
 fn drain_dialog(a: &mut App) {
     command(a, "incidents");
     press(a, "D");
-    let action = match &a.modal {
+    let action = match &a.dialog.modal {
         Some(Modal::Confirm { action, .. }) => action.clone(),
         other => panic!("no confirm dialog: {other:?}"),
     };

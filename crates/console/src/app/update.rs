@@ -221,7 +221,7 @@ impl App {
             Reply::Preview(p) => {
                 if let Some(Modal::Confirm {
                     action, preview, ..
-                }) = &mut self.modal
+                }) = &mut self.dialog.modal
                     && *action == p.action
                 {
                     *preview = Some(p);
@@ -232,7 +232,7 @@ impl App {
             Reply::Failed(e) => {
                 self.arm_after_done(false);
                 self.flash = Some(e.clone());
-                self.modal = Some(Modal::Done {
+                self.dialog.modal = Some(Modal::Done {
                     message: e,
                     ok: false,
                 });
@@ -243,8 +243,8 @@ impl App {
     fn on_done(&mut self, d: &Done) {
         self.flash = Some(d.message.clone());
         self.arm_after_done(d.outcome.ok);
-        self.last_undo = d.undo.clone();
-        self.modal = Some(Modal::Done {
+        self.dialog.last_undo = d.undo.clone();
+        self.dialog.modal = Some(Modal::Done {
             message: d.message.clone(),
             ok: d.outcome.ok && (d.outcome.verified || d.outcome.no_op),
         });

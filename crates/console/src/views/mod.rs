@@ -48,7 +48,7 @@ pub fn render(f: &mut Frame, app: &App) {
     }
     // A status message gets its own line(s), wrapped, above the footer;
     // `m` reopens it in the message log.
-    let status: Vec<Line> = match (&app.flash, &app.modal) {
+    let status: Vec<Line> = match (&app.flash, &app.dialog.modal) {
         (Some(msg), None) => vec![Line::from(vec![Span::styled(
             format!(" {} ", sanitize(msg)),
             theme.badge(),
@@ -283,7 +283,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ]),
         // While a dialog is open the footer is its prompt: what to type, how
         // to cancel, how to scroll — never the normal keys.
-        Input::Normal if app.modal.is_some() => modal::footer(app, theme, area.width),
+        Input::Normal if app.dialog.modal.is_some() => modal::footer(app, theme, area.width),
         Input::Normal => {
             let mut spans = Vec::new();
             let filter = &app.screen().filter;

@@ -10,7 +10,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
-    let Some(modal) = &app.modal else { return };
+    let Some(modal) = &app.dialog.modal else {
+        return;
+    };
     let mut lines: Vec<Line> = Vec::new();
     // Pinned under the body, always visible: what to type, how to cancel.
     let mut prompt: Vec<Line> = Vec::new();
@@ -35,7 +37,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     theme.alarm(),
                 ));
             }
-            if let Some(plan) = &app.plan_note {
+            if let Some(plan) = &app.dialog.plan.note {
                 lines.push(Line::styled(sanitize(plan).into_owned(), theme.title()));
             }
             match preview {
@@ -94,22 +96,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                 sanitize(message).into_owned(),
                 if *ok { theme.ok() } else { theme.critical() },
             ));
-            if let (true, Some(next)) = (*ok, app.next_steps.first()) {
+            if let (true, Some(next)) = (*ok, app.dialog.plan.next.first()) {
                 prompt.push(Line::from(vec![
                     Span::styled("n", theme.title()),
                     Span::styled(
                         format!(
                             " previews step {} of {}: {} ({} left)",
-                            app.plan_steps.saturating_sub(app.next_steps.len()) + 1,
-                            app.plan_steps,
+                            app.dialog.plan.upcoming(),
+                            app.dialog.plan.total,
                             sanitize(&next.describe()),
-                            app.next_steps.len()
+                            app.dialog.plan.next.len()
                         ),
                         theme.dim(),
                     ),
                 ]));
             }
-            if let Some(u) = &app.last_undo {
+            if let Some(u) = &app.dialog.last_undo {
                 prompt.push(Line::from(vec![
                     Span::styled("u", theme.title()),
                     Span::styled(
@@ -259,7 +261,7 @@ fn popup(
     // The body scrolls (↑ ↓ pgup pgdn); the prompt below it never does.
     let total = rows(&lines);
     let max_scroll = total.saturating_sub(body_h);
-    let scroll = app.modal_scroll.min(max_scroll);
+    let scroll = app.dialog.scroll.min(max_scroll);
     let below = max_scroll - scroll;
     let mut block = Block::default()
         .borders(Borders::ALL)
@@ -312,7 +314,7 @@ fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
         ]
     };
     let mut spans: Vec<Span<'static>> = Vec::new();
-    match &app.modal {
+    match &app.dialog.modal {
         Some(Modal::Confirm { preview, .. }) => {
             match preview {
                 Some(p) if p.refusal.is_some() && p.force_token().is_none() => spans.push(
@@ -352,7 +354,7 @@ fn footer_line(app: &App, theme: Theme, short: bool) -> Line<'static> {
             spans.extend(key("esc", "close"));
         }
         Some(Modal::Done { .. }) => {
-            if app.last_undo.is_some() {
+            if app.dialog.last_undo.is_some() {
                 spans.extend(key("u", "undo"));
             }
             spans.extend(key("any key", "close"));

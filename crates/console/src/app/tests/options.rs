@@ -46,7 +46,7 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
         &XidCatalog::default(),
     );
     a.take_in(Msg::Analysis(Arc::new(an)), now);
-    a.modal = Some(Modal::Options {
+    a.dialog.modal = Some(Modal::Options {
         target: "ib-leaf-2".into(),
     });
     press(&mut a, "1");
@@ -55,11 +55,15 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
         reason: "ib-leaf-2 failing: fabric, not the GPUs".into(),
     };
     assert!(
-        matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == cordon("h100-05")),
+        matches!(&a.dialog.modal, Some(Modal::Confirm { action, .. }) if *action == cordon("h100-05")),
         "{:?}",
-        a.modal
+        a.dialog.modal
     );
-    assert_eq!(a.next_steps.len(), 5, "three more cordons, two requeues");
+    assert_eq!(
+        a.dialog.plan.next.len(),
+        5,
+        "three more cordons, two requeues"
+    );
     let done = done_step;
     a.take_in(
         Msg::Action(crate::protocol::action::Reply::Done(Box::new(done(
@@ -74,9 +78,9 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
     );
     press(&mut a, "n");
     assert!(
-        matches!(&a.modal, Some(Modal::Confirm { action, .. }) if *action == cordon("h100-06")),
+        matches!(&a.dialog.modal, Some(Modal::Confirm { action, .. }) if *action == cordon("h100-06")),
         "{:?}",
-        a.modal
+        a.dialog.modal
     );
     // Every step numbered, as the first was (issue 39).
     assert!(
@@ -88,13 +92,13 @@ fn a_domains_cordon_goes_node_by_node_with_n_after_each() {
     );
     // Cancelled: the chain ends; n after an outcome opens nothing.
     key(&mut a, KeyCode::Esc);
-    assert!(a.next_steps.is_empty());
+    assert!(a.dialog.plan.next.is_empty());
     a.take_in(
         Msg::Action(crate::protocol::action::Reply::Done(Box::new(done("x")))),
         a.now,
     );
     press(&mut a, "n");
-    assert!(a.modal.is_none(), "{:?}", a.modal);
+    assert!(a.dialog.modal.is_none(), "{:?}", a.dialog.modal);
 }
 
 /// "Cordon now, drain after the checkpoint" is confirmed once (issue 29):
@@ -119,7 +123,7 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         }),
         now,
     );
-    assert!(a.modal.is_none(), "{:?}", a.modal);
+    assert!(a.dialog.modal.is_none(), "{:?}", a.dialog.modal);
     let an = Analysis::compute(
         &c,
         None,
@@ -128,16 +132,16 @@ fn waiting_for_the_checkpoint_arms_the_drain_and_a_due_step_is_sent() {
         &XidCatalog::default(),
     );
     a.take_in(Msg::Analysis(Arc::new(an)), now);
-    a.modal = Some(Modal::Options {
+    a.dialog.modal = Some(Modal::Options {
         target: "h100-05".into(),
     });
     key(&mut a, KeyCode::Enter);
     assert!(
-        matches!(&a.modal, Some(Modal::Confirm { action: Action::Cordon { node, .. }, .. }) if node == "h100-05"),
+        matches!(&a.dialog.modal, Some(Modal::Confirm { action: Action::Cordon { node, .. }, .. }) if node == "h100-05"),
         "{:?}",
-        a.modal
+        a.dialog.modal
     );
-    assert!(a.next_steps.is_empty(), "armed, not stepped by hand");
+    assert!(a.dialog.plan.next.is_empty(), "armed, not stepped by hand");
     a.effects.clear();
     let done = done_step("cordon h100-05");
     a.take_in(
@@ -240,7 +244,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     };
     a.take_in(Msg::Analysis(Arc::new(an)), now);
     let open = |a: &mut App| {
-        a.modal = Some(Modal::Options {
+        a.dialog.modal = Some(Modal::Options {
             target: "4701".into(),
         });
         press(a, &(pick + 1).to_string());
@@ -250,7 +254,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
     key(&mut a, KeyCode::Esc);
     assert!(a.arming.on_confirm.is_none());
     open(&mut a);
-    let action = match &a.modal {
+    let action = match &a.dialog.modal {
         Some(Modal::Confirm { action, .. }) => action.clone(),
         other => panic!("{other:?}"),
     };
@@ -291,7 +295,7 @@ fn preempting_after_the_checkpoint_arms_the_preempt_instead_of_sending_it() {
         panic!("{when:?}");
     };
     assert_eq!(jobs[0].job, "4701");
-    assert!(a.modal.is_none(), "{:?}", a.modal);
+    assert!(a.dialog.modal.is_none(), "{:?}", a.dialog.modal);
     // The job's screen shows it with what it waits for; :disarm there
     // cancels it.
     let armed = crate::model::Armed {
@@ -425,7 +429,7 @@ fn armed_steps_of_other_processes_show_and_q_says_what_quitting_leaves() {
         now,
     );
     assert_eq!(a.arming.armed.len(), 1, "the command line's step shows");
-    a.modal = None;
+    a.dialog.modal = None;
     a.effects.clear();
     press(&mut a, "q");
     assert!(!a.asked(|e| matches!(e, Effect::Quit)));
@@ -464,11 +468,11 @@ fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
             &XidCatalog::default(),
         );
         a.take_in(Msg::Analysis(Arc::new(an)), now);
-        a.modal = Some(Modal::Options {
+        a.dialog.modal = Some(Modal::Options {
             target: "h100-05".into(),
         });
         key(&mut a, KeyCode::Enter);
-        let action = match &a.modal {
+        let action = match &a.dialog.modal {
             Some(Modal::Confirm { action, .. }) => action.clone(),
             other => panic!("{other:?}"),
         };

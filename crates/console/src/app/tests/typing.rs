@@ -12,7 +12,7 @@ fn a_paste_never_confirms_a_drain() {
     drain_dialog(&mut a);
     a.take_in(Msg::Paste("h100-03\n".into()), a.now);
     assert!(!sent_a_run(&a), "a bracketed paste confirmed");
-    match &a.modal {
+    match &a.dialog.modal {
         Some(Modal::Confirm { typed, .. }) => assert_eq!(typed, "h100-03\n"),
         other => panic!("the dialog is gone: {other:?}"),
     }
@@ -65,7 +65,7 @@ fn a_huge_paste_into_the_filter_is_cut_and_applied_once() {
     let mut a = app();
     command(&mut a, "incidents");
     a.take_in(Msg::Paste("D".into()), a.now);
-    assert!(a.modal.is_none(), "a pasted D opened a drain");
+    assert!(a.dialog.modal.is_none(), "a pasted D opened a drain");
 }
 
 /// Tab on a prefix several names share completes what they share, then
@@ -137,7 +137,7 @@ fn o_on_a_nodes_row_compares_that_nodes_options() {
         crate::engine::analysis::Focus::Node("h100-03".into())
     );
     press(&mut a, "O");
-    match &a.modal {
+    match &a.dialog.modal {
         Some(Modal::Options { target }) => assert_eq!(target, "h100-03"),
         other => panic!("no options: {other:?} {:?}", a.flash),
     }
