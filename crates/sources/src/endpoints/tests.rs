@@ -236,3 +236,68 @@ async fn a_slow_merge_never_holds_up_the_schedulers_status() {
         "the scheduler's status came after the slow merge: {status:?} vs {snapshot:?}"
     );
 }
+
+/// Where endpoints are laid over the scheduler's snapshot, the merge is
+/// where the snapshot is made, and it is finished there: `[topology]`'s
+/// domains on the merged snapshot, the unknown name said before it, and
+/// the recording's sink offered the very snapshot the analysis gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merge_finishes_the_snapshot_it_makes() {
+    use crate::assemble::{Assembly, Sink};
+    use crate::site_topology::SiteDomains;
+    struct Kept(Arc<std::sync::Mutex<Vec<Arc<Cluster>>>>);
+    impl Sink for Kept {
+        fn offer(&mut self, c: &Arc<Cluster>) -> Option<String> {
+            self.0.lock().ok()?.push(c.clone());
+            None
+        }
+    }
+    let body = "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",Hostname=\"gpu07\"} 100\n";
+    let url = serve(body.to_string()).await;
+    let (stx, srx) = mpsc::channel(8);
+    let e = Endpoints {
+        dcgm: vec![url],
+        interval: Duration::from_millis(50),
+        timeout: Duration::from_secs(1),
+        ..Endpoints::default()
+    };
+    let pdu = crate::model::Domain::new("power", "pdu-a");
+    let site = SiteDomains(vec![(pdu.clone(), vec!["gpu07".into(), "gpu99".into()])]);
+    let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let assembly = Assembly::new(site).with_sink(Box::new(Kept(kept.clone())));
+    let mut out = spawn_with(Some(srx), e, crate::nothing_open(), assembly).expect("spawn");
+    stx.send(Update::Snapshot(Arc::new(slurm_with_gpu07())))
+        .await
+        .expect("send");
+    let (mut notes, mut merged) = (Vec::new(), None);
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < until {
+        let Ok(Some(u)) = tokio::time::timeout(Duration::from_secs(1), out.recv()).await else {
+            continue;
+        };
+        match u {
+            Update::Notice(n) => notes.push(n),
+            Update::Snapshot(c)
+                if c.node("gpu07")
+                    .is_some_and(|n| n.gpus.iter().any(|g| g.reading_time.is_some())) =>
+            {
+                merged = Some(c);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let merged = merged.expect("a merged snapshot with the endpoint's reading");
+    let node = merged.node("gpu07").expect("gpu07");
+    assert!(node.domains.contains(&pdu), "{:?}", node.domains);
+    assert_eq!(
+        notes,
+        ["[topology] names 1 node(s) this cluster does not have: gpu99"],
+        "said once, before the snapshot"
+    );
+    let kept = kept.lock().expect("lock");
+    assert!(
+        kept.iter().any(|c| Arc::ptr_eq(c, &merged)),
+        "the sink was offered the snapshot the analysis got"
+    );
+}
