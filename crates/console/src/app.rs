@@ -14,6 +14,8 @@ pub use freshness::Freshness;
 pub mod history;
 pub mod index;
 mod keys;
+mod navigation;
+pub use navigation::Navigation;
 mod overlays;
 mod playback;
 pub use playback::Replay;
@@ -274,7 +276,8 @@ pub struct App {
     pub(crate) contexts: Vec<String>,
     /// This one's name among them.
     pub context: Option<String>,
-    pub(crate) stack: Vec<Screen>,
+    /// Where the operator is: the screens opened, their rows, the grid.
+    pub(crate) nav: navigation::Navigation,
     pub(crate) input: Input,
     /// How far help, the message log or the numbers are scrolled.
     pub(crate) overlay_scroll: u16,
@@ -291,8 +294,6 @@ pub struct App {
     pub(crate) messages: std::collections::VecDeque<(Said, String)>,
     pub(crate) read_only: bool,
     pub(crate) no_color: bool,
-    /// The rows of the current list, filtered and ordered.
-    pub(crate) rows: Vec<Row>,
     pub(crate) history: History,
     /// Each origin's health and how old the data is.
     pub(crate) freshness: freshness::Freshness,
@@ -305,8 +306,6 @@ pub struct App {
     /// The terminal's size, as last told (views draw to it; keys that move
     /// by a grid row need its width).
     pub(crate) size: (u16, u16),
-    /// The overview's node grid: node indices, nodes with problems first.
-    pub(crate) grid: Vec<usize>,
     /// Incidents the operator has opened (enter, or an action on them).
     pub(crate) seen: std::collections::HashSet<String>,
     /// Every incident id ever shown, to tell a new one.
@@ -357,13 +356,11 @@ impl App {
     }
 
     pub fn screen(&self) -> &Screen {
-        // The stack is never empty: `back` keeps the overview.
-        &self.stack[self.stack.len() - 1]
+        self.nav.screen()
     }
 
     fn screen_mut(&mut self) -> &mut Screen {
-        let last = self.stack.len() - 1;
-        &mut self.stack[last]
+        self.nav.screen_mut()
     }
 
     /// The nodes opened on screen (a node, a GPU's node, a job's nodes),
@@ -371,7 +368,8 @@ impl App {
     /// passes over.
     pub fn open_nodes(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .stack
+            .nav
+            .stack()
             .iter()
             .flat_map(|s| s.view.kind().opens(self, s))
             .collect();
@@ -392,25 +390,17 @@ impl App {
         let screen = self.screen().clone();
         let kind = screen.view.kind();
         if kind.shows_grid() {
-            self.grid = self.grid_order();
+            self.nav.grid = self.grid_order();
         }
-        self.rows = kind.rows(self, &screen);
+        let rows = kind.rows(self, &screen);
         let key = screen.selected_key.clone();
-        let found = key.and_then(|k| self.rows.iter().position(|r| self.row_key(*r) == k));
-        let len = self.rows.len();
-        let s = self.screen_mut();
-        if let Some(i) = found {
-            s.selected = i;
-        }
-        s.selected = s.selected.min(len.saturating_sub(1));
+        let found = key.and_then(|k| rows.iter().position(|r| self.row_key(*r) == k));
+        self.nav.set_rows(rows, found);
         self.remember_selection();
     }
 
     fn remember_selection(&mut self) {
-        let key = self
-            .rows
-            .get(self.screen().selected)
-            .map(|r| self.row_key(*r));
+        let key = self.nav.selected_row().map(|r| self.row_key(r));
         self.screen_mut().selected_key = key;
     }
 
@@ -434,27 +424,23 @@ impl App {
     }
 
     pub fn selected_row(&self) -> Option<Row> {
-        self.rows.get(self.screen().selected).copied()
+        self.nav.selected_row()
     }
 
     /// Opens a view: top-level views replace the stack above the overview.
     pub fn open(&mut self, view: View) {
-        self.stack.truncate(1);
-        if view != View::Overview {
-            self.stack.push(Screen::new(view, None));
-        }
+        self.nav.open(view);
         self.refresh_rows();
     }
 
     /// Drills into a detail view on top of the current one.
     pub fn push(&mut self, screen: Screen) {
-        self.stack.push(screen);
+        self.nav.push(screen);
         self.refresh_rows();
     }
 
     pub fn back(&mut self) {
-        if self.stack.len() > 1 {
-            self.stack.pop();
+        if self.nav.pop() {
             self.refresh_rows();
         } else if !self.contexts.is_empty() {
             // One cluster of several: back out to the fleet.
@@ -492,7 +478,7 @@ impl App {
             .trim_start_matches('!')
             .to_lowercase();
         if let Some((field, _)) = f.split_once(':')
-            && self.rows.is_empty()
+            && self.nav.rows.is_empty()
             && !field.is_empty()
             && field.chars().all(char::is_alphabetic)
         {
@@ -507,8 +493,7 @@ impl App {
     }
 
     pub fn select(&mut self, index: usize) {
-        let len = self.rows.len();
-        self.screen_mut().selected = index.min(len.saturating_sub(1));
+        self.nav.select(index);
         self.remember_selection();
     }
 }

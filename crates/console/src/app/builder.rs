@@ -2,7 +2,7 @@
 //! give it what it reads from (the Xid catalog, the health numbers' book,
 //! the clusters beside it, the views' measure).
 
-use super::{App, History, Index, Input, Measure, Screen, View};
+use super::{App, History, Index, Input, Measure};
 use crate::engine::xid::XidCatalog;
 use crate::model::Cluster;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ impl App {
             source_name: source_name.to_string(),
             contexts: Vec::new(),
             context: None,
-            stack: vec![Screen::new(View::Overview, None)],
+            nav: super::Navigation::default(),
             input: Input::Normal,
             overlay_scroll: 0,
             kpi_figures: None,
@@ -32,7 +32,6 @@ impl App {
             messages: std::collections::VecDeque::new(),
             read_only,
             no_color,
-            rows: Vec::new(),
             history: History::default(),
             // A scheduler source is expected from the start.
             freshness: super::Freshness::new(source_name != "endpoints", stale_after),
@@ -40,7 +39,6 @@ impl App {
             flash: None,
             dialog: super::Dialog::default(),
             size: (80, 24),
-            grid: Vec::new(),
             seen: std::collections::HashSet::new(),
             known: std::collections::HashSet::new(),
             bell_on_critical: false,

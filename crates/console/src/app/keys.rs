@@ -324,7 +324,7 @@ impl App {
             return self.carry_out(intent);
         }
         let sel = self.screen().selected;
-        let last = self.rows.len().saturating_sub(1);
+        let last = self.nav.rows.len().saturating_sub(1);
         match key.code {
             KeyCode::Char('q') if self.quit_now() => self.emit(Effect::Quit),
             KeyCode::Char('q') => {}
@@ -387,7 +387,7 @@ impl App {
                 let row = first + usize::from(m.row - top);
                 if row == sel {
                     self.drill_down();
-                } else if row < self.rows.len() {
+                } else if row < self.nav.rows.len() {
                     self.select(row);
                 }
             }

@@ -88,12 +88,12 @@ fn colon_commands_switch_views_and_esc_goes_home() {
     ] {
         command(&mut a, cmd);
         assert_eq!(a.screen().view, view, ":{cmd}");
-        assert_eq!(a.stack.len(), 2);
+        assert_eq!(a.nav.stack.len(), 2);
     }
     key(&mut a, KeyCode::Esc);
     assert_eq!(a.screen().view, View::Overview);
     key(&mut a, KeyCode::Esc);
-    assert_eq!(a.stack.len(), 1, "esc on the overview stays there");
+    assert_eq!(a.nav.stack.len(), 1, "esc on the overview stays there");
 }
 
 #[test]
@@ -148,15 +148,15 @@ fn incident_to_node_to_job_by_keys() {
 fn filter_narrows_and_esc_clears() {
     let mut a = app();
     command(&mut a, "jobs");
-    let all = a.rows.len();
+    let all = a.nav.rows.len();
     press(&mut a, "/vision");
-    let vision = a.rows.len();
+    let vision = a.nav.rows.len();
     assert!(vision > 0 && vision < all, "{vision} of {all}");
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.input, Input::Normal);
     assert_eq!(a.screen().filter, "vision");
     key(&mut a, KeyCode::Esc);
-    assert_eq!(a.rows.len(), all);
+    assert_eq!(a.nav.rows.len(), all);
     assert_eq!(
         a.screen().view,
         View::Jobs,
@@ -183,9 +183,9 @@ fn movement_is_bounded() {
     key(&mut a, KeyCode::Up);
     assert_eq!(a.screen().selected, 0);
     press(&mut a, "G");
-    assert_eq!(a.screen().selected, a.rows.len() - 1);
+    assert_eq!(a.screen().selected, a.nav.rows.len() - 1);
     key(&mut a, KeyCode::PageDown);
-    assert_eq!(a.screen().selected, a.rows.len() - 1);
+    assert_eq!(a.screen().selected, a.nav.rows.len() - 1);
     press(&mut a, "g");
     assert_eq!(a.screen().selected, 0);
 }
@@ -448,7 +448,7 @@ fn the_grid_shows_problems_first_and_j_moves_a_row_down() {
     a.take_in(Msg::Resize(80, 24), a.now);
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.screen().pane, Pane::Second);
-    let first: Vec<&str> = a.grid[..3]
+    let first: Vec<&str> = a.nav.grid[..3]
         .iter()
         .map(|&n| a.cluster.nodes[n].name.as_str())
         .collect();
@@ -483,6 +483,7 @@ fn sorting_by_a_column_keeps_the_selection_and_reverses() {
         "same row selected"
     );
     let names: Vec<String> = a
+        .nav
         .rows
         .iter()
         .filter_map(|r| match r {
@@ -493,7 +494,7 @@ fn sorting_by_a_column_keeps_the_selection_and_reverses() {
     assert!(names.windows(2).all(|w| w[0] <= w[1]), "{names:?}");
     press(&mut a, "3");
     assert_eq!(a.screen().sort, Some((2, true)));
-    let first = match a.rows[0] {
+    let first = match a.nav.rows[0] {
         Row::Job(j) => a.cluster.jobs[j].name.to_lowercase(),
         _ => String::new(),
     };
@@ -510,24 +511,26 @@ fn filters_work_on_every_column_and_by_field() {
     let mut a = app();
     command(&mut a, "gpus");
     a.set_filter("crit".into());
-    assert_eq!(a.rows.len(), 1, "the Xid 79 GPU");
+    assert_eq!(a.nav.rows.len(), 1, "the Xid 79 GPU");
     command(&mut a, "jobs");
     a.set_filter("state:pending".into());
-    assert!(!a.rows.is_empty());
+    assert!(!a.nav.rows.is_empty());
     assert!(
-        a.rows
+        a.nav
+            .rows
             .iter()
             .all(|r| matches!(r, Row::Job(j) if a.cluster.jobs[*j].state.is_pending()))
     );
     a.set_filter("!state:pending".into());
     assert!(
-        a.rows
+        a.nav
+            .rows
             .iter()
             .all(|r| matches!(r, Row::Job(j) if !a.cluster.jobs[*j].state.is_pending()))
     );
     command(&mut a, "nodes");
     a.set_filter("drain".into());
-    assert_eq!(a.rows.len(), 1);
+    assert_eq!(a.nav.rows.len(), 1);
 }
 
 #[test]

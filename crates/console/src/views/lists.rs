@@ -26,7 +26,7 @@ fn list<'a, T>(app: &App, name: &str, cols: &'a [columns::Column<T>]) -> Columns
         title: title(app, name),
         cols,
         skip: &[],
-        len: app.rows.len(),
+        len: app.nav.rows.len(),
         selected: Some(app.screen().selected),
         focused: true,
         sort: app.screen().sort,
@@ -42,7 +42,7 @@ pub fn nodes(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         theme,
         &app.columns_ctx(),
         list(app, "nodes", columns::NODES),
-        |i| match app.rows.get(i) {
+        |i| match app.nav.rows.get(i) {
             Some(Row::Node(n)) => c.nodes.get(*n).map(|n| &**n),
             _ => None,
         },
@@ -57,7 +57,7 @@ pub fn gpus(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         theme,
         &app.columns_ctx(),
         list(app, "gpus", columns::GPUS),
-        |i| match app.rows.get(i) {
+        |i| match app.nav.rows.get(i) {
             Some(Row::Gpu(n, g)) => c.nodes.get(*n).and_then(|n| n.gpus.get(*g)),
             _ => None,
         },
@@ -107,7 +107,7 @@ pub fn jobs(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         theme,
         &app.columns_ctx(),
         list(app, name, columns::JOBS),
-        |i| match app.rows.get(i) {
+        |i| match app.nav.rows.get(i) {
             Some(Row::Job(j)) => c.jobs.get(*j).map(|j| &**j),
             _ => None,
         },
@@ -154,7 +154,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         }
         None => area,
     };
-    let unread = |i: usize| match app.rows.get(i) {
+    let unread = |i: usize| match app.nav.rows.get(i) {
         Some(Row::Incident(k)) => app.incident(*k).is_some_and(|x| app.is_unread(x)),
         _ => false,
     };
@@ -165,7 +165,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     );
     l.emphasis = Some(&unread);
     table::draw_columns(f, area, theme, &app.columns_ctx(), l, |i| {
-        match app.rows.get(i) {
+        match app.nav.rows.get(i) {
             Some(Row::Incident(k)) => app.incident(*k),
             _ => None,
         }

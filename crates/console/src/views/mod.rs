@@ -185,7 +185,8 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         ));
     }
     let crumbs: Vec<String> = app
-        .stack
+        .nav
+        .stack()
         .iter()
         .map(|s| match &s.target {
             Some(t) => format!("{} {}", s.view.title(), sanitize(t)),

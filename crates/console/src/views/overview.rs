@@ -19,8 +19,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     // The grid: its rows plus a partition line, a domain line (when nodes
     // have domains) and borders; the incidents panel keeps at least 7
     // lines (5 incidents), first on the screen.
-    let grid_rows =
-        app.grid.len().div_ceil(cols).max(1) as u16 + 3 + u16::from(!app.index.domains.is_empty());
+    let grid_rows = app.nav.grid.len().div_ceil(cols).max(1) as u16
+        + 3
+        + u16::from(!app.index.domains.is_empty());
     let incidents_h = (open_incidents(app) as u16 + 3).clamp(5, 9);
     // The selected incident's words whole, under its row (the table cuts
     // its last column at 80 and 120 columns).
@@ -262,7 +263,7 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         usize::MAX
     };
     let first_row = offset(if focused { sel / cols } else { 0 }, visible_rows);
-    let total = app.grid.len();
+    let total = app.nav.grid.len();
     let last = ((first_row + visible_rows) * cols).min(total);
     let position = if total == 0 {
         "no nodes".to_string()
@@ -289,7 +290,7 @@ fn draw_grid(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         let mut spans = Vec::new();
         for k in 0..cols {
             let i = r * cols + k;
-            let Some(&n) = app.grid.get(i) else {
+            let Some(&n) = app.nav.grid.get(i) else {
                 break;
             };
             let node = &c.nodes[n];

@@ -194,7 +194,7 @@ fn open_or_scroll(app: &App, key: KeyEvent) -> Option<Intent> {
     let ctrl = key
         .modifiers
         .contains(crossterm::event::KeyModifiers::CONTROL);
-    let has_rows = !app.rows.is_empty();
+    let has_rows = !app.nav.rows.is_empty();
     Some(match key.code {
         KeyCode::Enter => open_selected(app),
         KeyCode::PageDown => Intent::Scroll(page),

@@ -39,7 +39,7 @@ impl Kind for Overview {
         if s.pane == Pane::First {
             app.open_incident_rows()
         } else {
-            app.grid.iter().map(|&n| Row::Node(n)).collect()
+            app.nav.grid.iter().map(|&n| Row::Node(n)).collect()
         }
     }
 

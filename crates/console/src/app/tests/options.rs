@@ -23,6 +23,7 @@ fn the_grid_keeps_a_domains_nodes_together() {
     let now = Instant::now();
     app.take_in(Msg::Source(Update::Snapshot(Arc::new(c))), now);
     let names: Vec<&str> = app
+        .nav
         .grid
         .iter()
         .map(|&n| app.cluster.nodes[n].name.as_str())

@@ -116,7 +116,7 @@ fn an_unknown_filter_field_is_said_with_the_fields() {
     key(&mut a, KeyCode::Esc);
     command(&mut a, "incidents");
     press(&mut a, "/02:47");
-    assert!(!a.rows.is_empty(), "a time is text, not a field");
+    assert!(!a.nav.rows.is_empty(), "a time is text, not a field");
     assert!(a.flash.is_none(), "{:?}", a.flash);
 }
 
@@ -127,6 +127,7 @@ fn o_on_a_nodes_row_compares_that_nodes_options() {
     let mut a = app();
     command(&mut a, "nodes");
     let row = a
+        .nav
         .rows
         .iter()
         .position(|r| matches!(r, Row::Node(n) if a.cluster.nodes[*n].name == "h100-03"))

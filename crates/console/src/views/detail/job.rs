@@ -163,7 +163,7 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             Constraint::Length(7),
             Constraint::Fill(1),
         ],
-        len: app.rows.len(),
+        len: app.nav.rows.len(),
         selected: Some(app.screen().selected),
         focused: true,
     };
@@ -173,7 +173,7 @@ pub fn job(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
         theme,
         list,
         |i| {
-            let Some(Row::Node(n)) = app.rows.get(i).copied() else {
+            let Some(Row::Node(n)) = app.nav.rows.get(i).copied() else {
                 return vec![];
             };
             let node = &c.nodes[n];
