@@ -205,3 +205,50 @@ impl Tap {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sink(queue: std::sync::mpsc::SyncSender<Arc<Cluster>>, failed: Failed) -> Writing {
+        Writing {
+            queue: Arc::new(Mutex::new(Some(queue))),
+            failed,
+            skipped: 0,
+            told: false,
+        }
+    }
+
+    /// A disk slower than the source skips snapshots and says so once; a
+    /// writer that failed is said once, with why; a finished recording
+    /// takes nothing more and says nothing.
+    #[test]
+    fn the_recording_sink_never_waits_and_says_each_trouble_once() {
+        let c = Arc::new(Cluster::default());
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let mut slow = sink(tx, Failed::default());
+        assert_eq!(slow.offer(&c), None, "queued");
+        let told = slow.offer(&c);
+        assert!(told.is_some_and(|t| t.contains("snapshots are skipped")));
+        assert_eq!(slow.offer(&c), None, "counted, not said again");
+        assert_eq!(slow.skipped, 2);
+        assert_eq!(rx.try_iter().count(), 1);
+
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        drop(rx);
+        let failed: Failed = Arc::new(Mutex::new(Some("No space left on device".into())));
+        let mut dead = sink(tx, failed);
+        assert_eq!(
+            dead.offer(&c),
+            Some("RECORDING STOPPED: No space left on device".into())
+        );
+        assert_eq!(dead.offer(&c), None, "said once");
+
+        let (tx, _rx) = std::sync::mpsc::sync_channel(4);
+        let mut done = sink(tx, Failed::default());
+        if let Ok(mut q) = done.queue.lock() {
+            q.take();
+        }
+        assert_eq!(done.offer(&c), None);
+    }
+}
