@@ -34,14 +34,7 @@ pub mod tui;
 /// Says (on stderr) the `[topology]` nodes a one-shot's cluster does not
 /// have: a typo in the config, never passed over in silence.
 pub fn warn_unknown_topology(unknown: &[String]) {
-    if unknown.is_empty() {
-        return;
+    if let Some(note) = crate::sources::site_topology::unknown_note(unknown) {
+        crate::text::warn(&note);
     }
-    let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
-    crate::text::warn(&format!(
-        "[topology] names {} node(s) this cluster does not have: {}{}",
-        unknown.len(),
-        shown.join(", "),
-        if unknown.len() > 5 { ", …" } else { "" }
-    ));
 }

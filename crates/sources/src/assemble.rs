@@ -58,14 +58,10 @@ impl Assembly {
             let unknown = self.site.apply(&mut c);
             // Said once for each set of unknown names: a node of
             // `[topology]` that no source knows is a typo to fix.
-            if !unknown.is_empty() && unknown != self.said {
-                let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
-                notes.push(format!(
-                    "[topology] names {} node(s) this cluster does not have: {}{}",
-                    unknown.len(),
-                    shown.join(", "),
-                    if unknown.len() > 5 { ", …" } else { "" }
-                ));
+            if unknown != self.said
+                && let Some(note) = super::site_topology::unknown_note(&unknown)
+            {
+                notes.push(note);
                 self.said = unknown;
             }
             Arc::new(c)

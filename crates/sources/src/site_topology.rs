@@ -53,3 +53,18 @@ impl SiteDomains {
         unknown
     }
 }
+
+/// What to say of the configured nodes a snapshot does not have (`apply`'s
+/// answer): a typo in `[topology]`, never passed over. `None`: none.
+pub fn unknown_note(unknown: &[String]) -> Option<String> {
+    if unknown.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
+    Some(format!(
+        "[topology] names {} node(s) this cluster does not have: {}{}",
+        unknown.len(),
+        shown.join(", "),
+        if unknown.len() > 5 { ", …" } else { "" }
+    ))
+}

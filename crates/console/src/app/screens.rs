@@ -45,8 +45,8 @@ pub(crate) trait Kind: Sync {
     fn rows(&self, app: &App, s: &Screen) -> Vec<Row>;
     /// What the engine answers for: by default the selected row's (a
     /// list's row is what `O` and the action keys act on).
-    fn focus(&self, app: &App, s: &Screen) -> Focus {
-        default_focus(app, s)
+    fn focus(&self, app: &App, _s: &Screen) -> Focus {
+        default_focus(app)
     }
     /// The nodes it opens, whose GPUs a fleet's source reads in full (not
     /// the rows a cursor passes over).
@@ -94,7 +94,7 @@ pub(crate) trait Kind: Sync {
 
 /// What the engine answers for on a list: the selected row's (a list's
 /// row is what `O` and the action keys act on).
-fn default_focus(app: &App, _s: &Screen) -> Focus {
+fn default_focus(app: &App) -> Focus {
     match app.selected_row() {
         Some(Row::Incident(i)) => app
             .incident(i)

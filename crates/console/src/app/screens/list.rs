@@ -145,11 +145,11 @@ impl Kind for List {
         }
     }
 
-    fn focus(&self, app: &App, s: &Screen) -> crate::engine::analysis::Focus {
+    fn focus(&self, app: &App, _s: &Screen) -> crate::engine::analysis::Focus {
         match self.0 {
             // A GPU row's answers are its screen's.
             Of::Gpus => crate::engine::analysis::Focus::None,
-            _ => super::default_focus(app, s),
+            _ => super::default_focus(app),
         }
     }
 
