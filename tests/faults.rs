@@ -654,6 +654,90 @@ fn quitting_ends_the_process_within_two_seconds_whatever_a_worker_is_doing() {
 }
 
 /// A kubeconfig pointing at `url`, written in `dir`.
+/// A real TLS server (`openssl s_server`) with a self-signed certificate:
+/// each HTTP client (slurmrestd's, dcgm-exporter's, Prometheus's) does the
+/// handshake with the one crypto provider in the binary (ring) and refuses
+/// the certificate, saying so — not a panic for a missing provider, and not
+/// reqwest's bare "error sending request".
+#[test]
+fn every_https_client_does_the_handshake_and_says_why_it_refused_the_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (key, cert) = (dir.path().join("k.pem"), dir.path().join("c.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl is needed for this test (.ci/run installs it)");
+    assert!(made.success(), "openssl req");
+    let port = common::free_port();
+    let mut server = Command::new("openssl")
+        .args(["s_server", "-quiet", "-www", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(&cert)
+        .arg("-key")
+        .arg(&key)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let up = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            up.elapsed() < Duration::from_secs(10),
+            "s_server never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("https://127.0.0.1:{port}");
+    let metrics = format!("{url}/metrics");
+    let cases: [(&str, Vec<&str>); 3] = [
+        (
+            "slurmrestd",
+            vec![
+                "--source",
+                "slurm",
+                "--slurm-url",
+                &url,
+                "--slurm-user",
+                "root",
+                "get",
+                "nodes",
+            ],
+        ),
+        (
+            "dcgm-exporter",
+            vec!["--source", "none", "--dcgm", &metrics, "get", "gpus"],
+        ),
+        (
+            "Prometheus",
+            vec!["--source", "none", "--prometheus", &url, "get", "gpus"],
+        ),
+    ];
+    for (name, args) in cases {
+        let out = run(dir.path(), &args);
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}")),
+            "{name}: names the address: {err}"
+        );
+        assert!(
+            err.contains("invalid peer certificate"),
+            "{name}: the reason is the certificate: {err}"
+        );
+        assert!(!err.contains("crypto provider"), "{name}: {err}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
 fn kubeconfig_for(dir: &std::path::Path, url: &str) -> String {
     let path = dir.join("kubeconfig");
     std::fs::write(&path, kubelab::kubeconfig(url, "faulty")).expect("kubeconfig");

@@ -91,7 +91,9 @@ impl KubeLab {
         let status = self
             .rt
             .block_on(async {
-                reqwest::Client::new()
+                nightshift::sources::http::client_builder()
+                    .build()
+                    .expect("client")
                     .post(&url)
                     .body(body)
                     .send()
@@ -108,7 +110,9 @@ impl KubeLab {
         let status = self
             .rt
             .block_on(async {
-                reqwest::Client::new()
+                nightshift::sources::http::client_builder()
+                    .build()
+                    .expect("client")
                     .post(&url)
                     .send()
                     .await

@@ -8,6 +8,17 @@ use super::SourceError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// A builder for every HTTP client nightshift makes (slurmrestd,
+/// Prometheus, dcgm-exporter): the one place that sees the TLS crypto
+/// provider installed first. reqwest is built without one of its own
+/// (`rustls-no-provider`) and panics without it; kube's client takes the
+/// same process default. ring is the one provider in the binary.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    // An error only says a provider is already installed: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
 /// The bytes of every answer being read now, or held until it is parsed.
 static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 
@@ -269,9 +280,36 @@ pub fn http_error(what: &str, e: &reqwest::Error, timeout: Duration) -> SourceEr
     } else {
         SourceError::Unreachable {
             what: what.to_string(),
-            detail: crate::text::one_line(&e.to_string(), 200),
+            detail: crate::text::one_line(&reason(e), 300),
         }
     }
+}
+
+/// What went wrong with a request, causes included (a refused
+/// connection, a certificate, TLS to a plain port), without the URL that
+/// the caller names already: reqwest's own words alone say only "error
+/// sending request".
+pub fn reason(e: &reqwest::Error) -> String {
+    let mut top = e.to_string();
+    if let Some(url) = e.url() {
+        top = top.replace(&format!(" for url ({url})"), "");
+    }
+    match std::error::Error::source(e) {
+        Some(inner) => format!("{top}: {}", error_chain(inner)),
+        None => top,
+    }
+}
+
+/// An error and each of its causes, joined with ": ".
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
 }
 
 /// An HTTP status that is not success, as a source error.

@@ -122,7 +122,7 @@ impl Scraper {
         interval: Duration,
         timeout: Duration,
     ) -> Result<Scraper, crate::error::StartError> {
-        let http = reqwest::Client::builder()
+        let http = crate::http::client_builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .build()

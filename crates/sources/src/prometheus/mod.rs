@@ -332,7 +332,7 @@ impl BackfillBuilder {
 
 impl Prometheus {
     pub fn new(url: &str, timeout: Duration) -> Result<Prometheus, PromError> {
-        let http = reqwest::Client::builder()
+        let http = crate::http::client_builder()
             .timeout(timeout)
             .build()
             .map_err(|e| PromError::Http(e.to_string()))?;

@@ -112,7 +112,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(cfg: &SlurmConfig) -> Result<Client, SetupError> {
-        let mut b = reqwest::Client::builder()
+        let mut b = crate::http::client_builder()
             .timeout(cfg.timeout)
             .connect_timeout(cfg.timeout);
         let base = if let Some(path) = cfg.url.strip_prefix("unix:") {
@@ -160,7 +160,7 @@ impl Client {
             } else {
                 SourceError::Unreachable {
                     what: format!("slurmrestd at {}", self.url),
-                    detail: text::one_line(&error_chain(&e), 300),
+                    detail: text::one_line(&crate::http::error_chain(&e), 300),
                 }
             }
         })?;
@@ -324,17 +324,6 @@ impl Client {
         }
         Ok(choose(&served)?)
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
 
 #[cfg(test)]
