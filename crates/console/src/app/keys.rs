@@ -472,7 +472,7 @@ impl App {
     pub fn gpu_target(&self) -> Option<(usize, usize)> {
         let t = self.screen().target.as_deref()?;
         let (node, gpu) = t.rsplit_once('/')?;
-        let n = *self.index.node_by_name.get(node)?;
+        let n = self.index.node(&self.cluster, node)?;
         let index: u32 = gpu.parse().ok()?;
         let g = self.cluster.nodes[n]
             .gpus

@@ -132,12 +132,7 @@ fn partition_line(app: &App, theme: Theme) -> Line<'static> {
     for p in &app.index.partition_gpus {
         let mut critical = 0u32;
         for name in base.iter().flat_map(|b| b.unusable.iter()) {
-            let Some(n) = app
-                .index
-                .node_by_name
-                .get(name.as_str())
-                .and_then(|&i| c.nodes.get(i))
-            else {
+            let Some(n) = app.index.node(c, name).and_then(|i| c.nodes.get(i)) else {
                 continue;
             };
             if n.partitions.contains(&p.name) {

@@ -88,12 +88,14 @@ pub fn port_verdict(n: &Node, links: &[&Event], failing: Option<&Domain>) -> Opt
     Some((action, summary, evidence))
 }
 
-/// A failure domain as the console shows it: its nodes and their health.
+/// A failure domain as the console's domain line shows it: the health of
+/// its nodes, summed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DomainView {
     pub level: String,
     pub name: String,
-    pub nodes: Vec<String>,
+    /// Nodes in it.
+    pub nodes: u32,
     pub gpus_total: u32,
     pub gpus_free: u32,
     /// Nodes out of service (drained, down, cordoned).
@@ -102,30 +104,36 @@ pub struct DomainView {
     pub ports_down: u32,
 }
 
-/// Every failure domain of the snapshot, by level then name.
-pub fn domains(c: &Cluster) -> Vec<DomainView> {
-    let mut by: BTreeMap<(&str, &str), DomainView> = BTreeMap::new();
+/// The failure domains of `level` in the snapshot, by name. Built for
+/// every snapshot the console shows: one pass over the nodes, summing in
+/// place (no node's name is copied; other levels are passed over).
+pub fn domains_at(c: &Cluster, level: &str) -> Vec<DomainView> {
+    let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut out: Vec<DomainView> = Vec::new();
     for n in &c.nodes {
-        for d in &n.domains {
-            let v = by
-                .entry((d.level.as_str(), d.name.as_str()))
-                .or_insert_with(|| DomainView {
+        for d in n.domains.iter().filter(|d| d.level == level) {
+            let k = *at.entry(d.name.as_str()).or_insert_with(|| {
+                out.push(DomainView {
                     level: d.level.clone(),
                     name: d.name.clone(),
-                    nodes: Vec::new(),
+                    nodes: 0,
                     gpus_total: 0,
                     gpus_free: 0,
                     nodes_out: 0,
                     ports_down: 0,
                 });
-            v.nodes.push(n.name.clone());
+                out.len() - 1
+            });
+            let v = &mut out[k];
+            v.nodes += 1;
             v.gpus_total += n.gpu_count;
             v.gpus_free += n.gpus_free();
             v.nodes_out += u32::from(!n.state.schedulable());
             v.ports_down += u32::from(n.ib_ports.iter().any(|p| p.is_down() == Some(true)));
         }
     }
-    by.into_values().collect()
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// The nodes of domain `name` (at any level).
@@ -427,5 +435,39 @@ mod owner_tests {
         let (who, check) = owner_of("gpu-generation");
         assert_eq!(who, "the owner of what its nodes share");
         assert!(check.contains("gpu-generation"), "{check}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fixture::{add_node, cluster};
+    use crate::model::{Domain, NodeState};
+    use std::sync::Arc;
+
+    /// The domain line's sums, at one level: each node counted in its own
+    /// domain of that level only, the domains by name, other levels left out.
+    #[test]
+    fn domains_at_a_level_sum_their_nodes_by_name() {
+        let mut c = cluster();
+        for (name, leaf, rack) in [
+            ("n1", "leaf-b", "r1"),
+            ("n2", "leaf-a", "r1"),
+            ("n3", "leaf-b", "r2"),
+        ] {
+            add_node(&mut c, name, "gpu", 8);
+            let n = Arc::make_mut(c.nodes.last_mut().expect("node"));
+            n.domains = vec![Domain::new("leaf", leaf), Domain::new("rack", rack)];
+        }
+        Arc::make_mut(&mut c.nodes[2]).state = NodeState::Drain;
+        let leaves = domains_at(&c, "leaf");
+        let names: Vec<&str> = leaves.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["leaf-a", "leaf-b"]);
+        let b = &leaves[1];
+        assert_eq!((b.nodes, b.gpus_total, b.nodes_out), (2, 16, 1), "{b:?}");
+        assert!(leaves.iter().all(|d| d.level == "leaf"));
+        let racks = domains_at(&c, "rack");
+        assert_eq!(racks.iter().map(|d| d.nodes).collect::<Vec<_>>(), [2, 1]);
+        assert!(domains_at(&c, "spine").is_empty());
     }
 }

@@ -18,7 +18,7 @@ use ratatui::widgets::{Cell, Paragraph, Sparkline};
 pub fn node(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     let c = &app.cluster;
     let target = app.screen().target.as_deref();
-    let Some(&n) = target.and_then(|t| app.index.node_by_name.get(t)) else {
+    let Some(n) = target.and_then(|t| app.index.node(c, t)) else {
         return missing(f, area, theme, "node", target);
     };
     let node = &c.nodes[n];
