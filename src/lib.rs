@@ -19,6 +19,7 @@ pub use nightshift_sources as sources;
 pub use nightshift_agent as agent;
 
 pub mod action_commands;
+pub mod alloc;
 pub mod cli;
 pub mod config;
 pub mod doctor;
