@@ -58,6 +58,11 @@ pub struct StallHistory {
     pub time: Timestamp,
     #[serde(skip)]
     spins: Spins,
+    /// Where each job looked up last time was in the snapshot's jobs: the
+    /// next snapshot looks there first (a job moves a few places at a
+    /// time), not through all 100,000.
+    #[serde(skip)]
+    places: FxHashMap<String, usize>,
 }
 
 /// Each node's GPUs that hold a job, with whether each shows the
@@ -148,8 +153,9 @@ impl Spins {
     }
 }
 
-/// The jobs of `ids` that hold resources in `c` (none read when `ids` is
-/// empty).
+/// The jobs of `ids` that hold resources in `c`, every job read: what
+/// `running_near` is held to in the tests.
+#[cfg(test)]
 fn running_of<'c>(
     c: &'c Cluster,
     ids: &rustc_hash::FxHashSet<&str>,
@@ -158,6 +164,46 @@ fn running_of<'c>(
     jobs.iter()
         .filter(|j| j.state.holds_resources() && ids.contains(j.id.as_str()))
         .map(|j| j.id.as_str())
+}
+
+/// The jobs of `ids` that hold resources in `c` (none read when `ids` is
+/// empty), each looked for first a few places around where it was (`was`),
+/// and all the jobs read only for those not found there. A job found there
+/// not holding resources is looked for among all too (a list may hold an
+/// id twice). Where each was found goes into `found`.
+fn running_near<'c>(
+    c: &'c Cluster,
+    ids: &rustc_hash::FxHashSet<&str>,
+    was: &FxHashMap<String, usize>,
+    found: &mut FxHashMap<String, usize>,
+) -> Vec<&'c str> {
+    const AROUND: usize = 8;
+    let mut out = Vec::with_capacity(ids.len());
+    let mut rest: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+    for &id in ids {
+        let near = was.get(id).and_then(|&p| {
+            let end = p.saturating_add(AROUND + 1).min(c.jobs.len());
+            (p.saturating_sub(AROUND)..end).find(|&k| c.jobs[k].id == id)
+        });
+        match near {
+            Some(k) if c.jobs[k].state.holds_resources() => {
+                out.push(c.jobs[k].id.as_str());
+                found.insert(id.to_string(), k);
+            }
+            _ => {
+                rest.insert(id);
+            }
+        }
+    }
+    if !rest.is_empty() {
+        for (k, j) in c.jobs.iter().enumerate() {
+            if j.state.holds_resources() && rest.contains(j.id.as_str()) {
+                out.push(j.id.as_str());
+                found.insert(j.id.clone(), k);
+            }
+        }
+    }
+    out
 }
 
 /// Whether a GPU's readings show the signature. Unknown readings never do.
@@ -177,14 +223,17 @@ impl StallHistory {
         // Only jobs with a spinning GPU can show the signature, and only if
         // none of their GPUs works: a handful, from the counts per job.
         let candidates: rustc_hash::FxHashSet<&str> = self.spins.spinning_only().collect();
-        let mut now: FxHashMap<String, Timestamp> = running_of(c, &candidates)
-            .map(|id| {
-                (
-                    id.to_string(),
-                    self.since.get(id).copied().unwrap_or(c.time),
-                )
-            })
-            .collect();
+        let mut places = FxHashMap::default();
+        let mut now: FxHashMap<String, Timestamp> =
+            running_near(c, &candidates, &self.places, &mut places)
+                .into_iter()
+                .map(|id| {
+                    (
+                        id.to_string(),
+                        self.since.get(id).copied().unwrap_or(c.time),
+                    )
+                })
+                .collect();
         // A stalled job whose readings are missing from this snapshot (an
         // exporter between scrapes) keeps its start: the stall's time stays
         // put. Only readings that show it working, or its end, clear it.
@@ -194,12 +243,13 @@ impl StallHistory {
             .map(String::as_str)
             .filter(|id| !now.contains_key(*id) && !self.spins.working(id))
             .collect();
-        for id in running_of(c, &gone) {
+        for id in running_near(c, &gone, &self.places, &mut places) {
             if let Some(&t) = self.since.get(id) {
                 now.insert(id.to_string(), t);
             }
         }
         self.since = now;
+        self.places = places;
     }
 
     /// The jobs showing the signature now, as of the last snapshot.
@@ -654,6 +704,70 @@ mod tests {
         assert!(
             spun,
             "no GPU spun: the counts of spinning GPUs went untried"
+        );
+    }
+
+    /// Jobs looked up around where they were are the jobs a read of every
+    /// job finds: over the sim's minutes (jobs ending and moving up), a
+    /// snapshot whose jobs came in reverse order, ids that hold nothing or
+    /// are nowhere, and an id listed twice.
+    #[test]
+    fn jobs_looked_up_near_their_place_are_the_ones_a_full_read_finds() {
+        use crate::sim::{Sim, SimConfig};
+        let mut sim = Sim::new(SimConfig::default()).expect("sim");
+        let mut was: FxHashMap<String, usize> = FxHashMap::default();
+        let (mut hits, mut tried, mut moved) = (0, 0, 0);
+        for second in 0..400 {
+            let mut c = sim.snapshot();
+            if second == 200 {
+                c.jobs.reverse();
+            }
+            // The same jobs each second (those whose id ends in an even
+            // digit), running or not, and one that is nowhere.
+            let even = |id: &str| id.ends_with(['0', '2', '4', '6', '8']);
+            if second == 300 {
+                // A running job listed twice, its ended copy first where
+                // it was: the copy found there holds nothing, the other does.
+                let k = c
+                    .jobs
+                    .iter()
+                    .position(|j| even(&j.id) && j.state.holds_resources())
+                    .expect("a running job");
+                let mut ended = (*c.jobs[k]).clone();
+                ended.state = crate::model::JobState::Completed;
+                c.jobs.insert(k, std::sync::Arc::new(ended));
+            }
+            let mut ids: rustc_hash::FxHashSet<&str> = c
+                .jobs
+                .iter()
+                .map(|j| j.id.as_str())
+                .filter(|id| even(id))
+                .collect();
+            ids.insert("no-such-job");
+            let mut want: Vec<&str> = running_of(&c, &ids).collect();
+            let mut found = FxHashMap::default();
+            let mut got = running_near(&c, &ids, &was, &mut found);
+            want.sort_unstable();
+            want.dedup();
+            got.sort_unstable();
+            got.dedup();
+            assert_eq!(got, want, "at second {second}");
+            tried += ids.len();
+            hits += ids.iter().filter(|id| was.contains_key(**id)).count();
+            moved += found
+                .iter()
+                .filter(|(id, k)| was.get(*id).is_some_and(|w| w != *k))
+                .count();
+            was = found;
+            sim.advance(1);
+        }
+        assert!(
+            hits * 2 > tried,
+            "the places were rarely used: {hits} of {tried}"
+        );
+        assert!(
+            moved > 0,
+            "no job changed its place: the look around went untried"
         );
     }
 }
