@@ -85,34 +85,28 @@ impl Index {
 }
 
 fn node_table(c: &Cluster) -> hashbrown::HashTable<u32> {
-    let hash = |i: &u32| {
-        c.nodes
-            .get(*i as usize)
-            .map_or(0, |n| FxBuildHasher.hash_one(n.name.as_str()))
-    };
-    let mut t = hashbrown::HashTable::with_capacity(c.nodes.len());
-    for (i, n) in c.nodes.iter().enumerate() {
-        // Of two nodes of one name, the later is the one found, as before.
-        let h = FxBuildHasher.hash_one(n.name.as_str());
-        match t.find_mut(h, |&k: &u32| c.nodes[k as usize].name == n.name) {
-            Some(k) => *k = i as u32,
-            None => {
-                t.insert_unique(h, i as u32, hash);
-            }
-        }
-    }
-    t
+    place_table(&c.nodes, |n| n.name.as_str())
 }
 
 fn job_table(c: &Cluster) -> hashbrown::HashTable<u32> {
-    let hash = |i: &u32| {
-        c.jobs
-            .get(*i as usize)
-            .map_or(0, |j| FxBuildHasher.hash_one(j.id.as_str()))
-    };
-    let mut t = hashbrown::HashTable::with_capacity(c.jobs.len());
-    for (i, j) in c.jobs.iter().enumerate() {
-        t.insert_unique(FxBuildHasher.hash_one(j.id.as_str()), i as u32, hash);
+    place_table(&c.jobs, |j| j.id.as_str())
+}
+
+/// Each item's place in `items`, found by its `key` without a copy of the
+/// keys; of two items of one key, the later is the one found.
+fn place_table<T>(items: &[T], key: impl Fn(&T) -> &str) -> hashbrown::HashTable<u32> {
+    let hash_of = |k: &str| FxBuildHasher.hash_one(k);
+    let rehash = |i: &u32| items.get(*i as usize).map_or(0, |x| hash_of(key(x)));
+    let mut t = hashbrown::HashTable::with_capacity(items.len());
+    for (i, x) in items.iter().enumerate() {
+        let k = key(x);
+        let h = hash_of(k);
+        match t.find_mut(h, |&p: &u32| key(&items[p as usize]) == k) {
+            Some(p) => *p = i as u32,
+            None => {
+                t.insert_unique(h, i as u32, rehash);
+            }
+        }
     }
     t
 }
