@@ -67,6 +67,12 @@ pub enum RecordingError {
     BadLine(Arc<serde_json::Error>),
     #[error("a delta names node #{index} of {count}")]
     DeltaNode { index: usize, count: usize },
+    #[error("a delta brings readings of {readings} GPUs to node #{index}, which has {gpus}")]
+    DeltaReadings {
+        index: usize,
+        gpus: usize,
+        readings: usize,
+    },
     #[error("a delta orders job {0}, never recorded")]
     DeltaOrder(String),
     #[error("--at {0:?}: give HH:MM[:SS] (UTC), +DURATION from the start, or Unix seconds")]

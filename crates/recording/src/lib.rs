@@ -35,6 +35,7 @@ pub mod postmortem;
 mod error;
 pub use error::RecordingError;
 pub mod reader;
+pub mod readings;
 pub mod replay;
 pub mod run;
 pub mod stream;
@@ -51,8 +52,10 @@ use std::sync::Arc;
 pub const FORMAT: &str = "nightshift-recording";
 /// Version 2: a delta says which jobs left (`jobs_gone`) instead of
 /// every job's id whenever one came or went; the reader of version 1
-/// refuses it, naming the version.
-pub const VERSION: u32 = 2;
+/// refuses it, naming the version. Version 3: a node whose GPU readings
+/// alone changed is said as those readings (`readings`); the reader of
+/// version 2 refuses it, naming the version.
+pub const VERSION: u32 = 3;
 /// A keyframe this often (source clock): seeking replays at most this much.
 pub const KEY_EVERY_S: i64 = 300;
 /// A keyframe, too, once the deltas since the last one pass this many
@@ -83,6 +86,10 @@ pub struct Delta {
     /// same; otherwise a keyframe is written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<(usize, Arc<Node>)>,
+    /// Changed nodes whose GPU readings alone changed, said as those
+    /// readings (version 3; see [`readings`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readings: Vec<readings::NodeReadings>,
     /// Jobs that are new or changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<Arc<Job>>,
@@ -227,14 +234,16 @@ pub fn delta(prev: &Cluster, c: &Cluster) -> Option<Delta> {
     {
         return None;
     }
-    let nodes = prev
-        .nodes
-        .iter()
-        .zip(&c.nodes)
-        .enumerate()
-        .filter(|(_, (a, b))| !same(a, b))
-        .map(|(i, (_, b))| (i, b.clone()))
-        .collect();
+    let (mut nodes, mut node_readings) = (Vec::new(), Vec::new());
+    for (i, (a, b)) in prev.nodes.iter().zip(&c.nodes).enumerate() {
+        if same(a, b) {
+            continue;
+        }
+        match readings::between(i, a, b) {
+            Some(r) => node_readings.push(r),
+            None => nodes.push((i, b.clone())),
+        }
+    }
     let before: rustc_hash::FxHashMap<&str, &Arc<Job>> =
         prev.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
     let (jobs_at, jobs): (Vec<usize>, Vec<Arc<Job>>) = c
@@ -272,6 +281,7 @@ pub fn delta(prev: &Cluster, c: &Cluster) -> Option<Delta> {
     Some(Delta {
         time: c.time,
         nodes,
+        readings: node_readings,
         jobs,
         job_order,
         jobs_gone,
@@ -355,6 +365,18 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), RecordingError> {
             .get_mut(*i)
             .ok_or(RecordingError::DeltaNode { index: *i, count })?;
         *slot = n.clone();
+    }
+    for r in &d.readings {
+        let slot = c
+            .nodes
+            .get_mut(r.at)
+            .ok_or(RecordingError::DeltaNode { index: r.at, count })?;
+        let node = readings::apply(slot, r).ok_or(RecordingError::DeltaReadings {
+            index: r.at,
+            gpus: slot.gpus.len(),
+            readings: r.gpus.len(),
+        })?;
+        *slot = Arc::new(node);
     }
     match &d.job_order {
         Some(order) => {
