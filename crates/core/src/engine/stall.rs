@@ -71,7 +71,7 @@ pub struct StallHistory {
 /// about a tenth of the 80,000 GPUs).
 #[derive(Debug, Clone, Default)]
 struct Spins {
-    gpus: crate::engine::changed::PerRecord<crate::model::Node, Vec<(String, Option<bool>)>>,
+    gpus: crate::engine::changed::PerRecord<crate::model::Node, Vec<JobGpus>>,
     /// Each job's GPUs among those held: how many show the signature and
     /// how many do not (unknown readings count in neither), kept up to
     /// date as nodes change. Looking each GPU's job up instead, whenever
@@ -82,12 +82,37 @@ struct Spins {
     read_with: (f64, f64),
 }
 
-/// `part`'s GPUs counted into `by_job` (`add`) or out of it.
-fn count(by_job: &mut FxHashMap<String, (u32, u32)>, part: &[(String, Option<bool>)], add: bool) {
-    for (job, spins) in part {
-        let Some(spins) = spins else {
+/// A node's GPUs held by one job: how many show the signature and how
+/// many do not (unknown readings count in neither). A node's part is one
+/// of these per job on it, not one per GPU: a job's id is copied and
+/// looked up once a node, not eight times (issue 42).
+type JobGpus = (String, (u32, u32));
+
+/// A node's GPUs that hold a job, counted by job.
+fn job_gpus(n: &crate::model::Node, site: &SiteParams) -> Vec<JobGpus> {
+    let mut part: Vec<JobGpus> = Vec::new();
+    for g in &n.gpus {
+        let (Some(job), Some(spins)) = (g.job.as_deref(), spinning(g, site)) else {
             continue;
         };
+        let at = match part.iter().position(|(j, _)| j == job) {
+            Some(at) => at,
+            None => {
+                part.push((job.to_string(), (0, 0)));
+                part.len() - 1
+            }
+        };
+        if let Some((_, (yes, no))) = part.get_mut(at) {
+            let slot = if spins { yes } else { no };
+            *slot = slot.saturating_add(1);
+        }
+    }
+    part
+}
+
+/// `part`'s GPUs counted into `by_job` (`add`) or out of it.
+fn count(by_job: &mut FxHashMap<String, (u32, u32)>, part: &[JobGpus], add: bool) {
+    for (job, (yes, no)) in part {
         if !by_job.contains_key(job.as_str()) {
             if !add {
                 continue;
@@ -97,12 +122,13 @@ fn count(by_job: &mut FxHashMap<String, (u32, u32)>, part: &[(String, Option<boo
         let Some(n) = by_job.get_mut(job.as_str()) else {
             continue;
         };
-        let slot = if *spins { &mut n.0 } else { &mut n.1 };
-        *slot = if add {
-            slot.saturating_add(1)
+        if add {
+            n.0 = n.0.saturating_add(*yes);
+            n.1 = n.1.saturating_add(*no);
         } else {
-            slot.saturating_sub(1)
-        };
+            n.0 = n.0.saturating_sub(*yes);
+            n.1 = n.1.saturating_sub(*no);
+        }
         if *n == (0, 0) {
             by_job.remove(job.as_str());
         }
@@ -121,13 +147,13 @@ impl Spins {
         let by_job = &mut self.by_job;
         self.gpus.update_each(
             &c.nodes,
-            |n| {
-                n.gpus
-                    .iter()
-                    .filter_map(|g| Some((g.job.clone()?, spinning(g, site))))
-                    .collect()
-            },
+            |n| job_gpus(n, site),
             |old, new| {
+                // A node read again with its jobs spinning as before (most
+                // of them): nothing to count.
+                if old == new {
+                    return;
+                }
                 if let Some(old) = old {
                     count(by_job, old, false);
                 }
