@@ -1,14 +1,15 @@
 //! A recording read once, start to end, in one pass: each snapshot as the
 //! source delivered it and each audit record where it was seen, without
 //! an index first. What `report` reads: the file is decompressed and parsed
-//! once (an hour of the 10,000-node sim is 17.7 GB of JSON).
+//! once (an hour of the 10,000-node sim is 4.3 GB of JSON, 24.3 GB before
+//! format version 3).
 //!
 //! Decompressing and parsing are most of the work, and each line parses on
 //! its own: a thread decompresses and cuts lines (passing over the lines a
 //! reader in order has no use for), two parse them, and the reader applies
-//! them in order. A reader that hands back each snapshot it is done with
-//! (`recycle`) has the next one made from it, only what changed copied;
-//! the nodes let go are dropped on a thread of their own.
+//! them in order on a thread of their own, the applier, which makes each
+//! snapshot. A reader that hands back each snapshot it is done with
+//! (`recycle`) has the next one made from it, only what changed copied.
 
 use super::error::RecordingError;
 use super::reader::{Lines, TIMES, parse, read_header};
@@ -75,48 +76,7 @@ struct Applier {
     /// next snapshot is made from it.
     spare: Option<Cluster>,
     done: Receiver<Arc<Cluster>>,
-    /// Where the records let go go to be dropped.
-    dropper: Dropper<Vec<Arc<Node>>>,
     skipped: Vec<String>,
-}
-
-/// Drops what it is handed on a thread of its own. At 10,000 nodes the
-/// nodes a snapshot changed, let go of, were a quarter of the report's own
-/// thread, the one that bounds it (issue 42, measured with perf). What
-/// cannot be handed over (the thread gone) is dropped where it is.
-struct Dropper<T: Send + 'static> {
-    to: Option<SyncSender<T>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl<T: Send + 'static> Dropper<T> {
-    fn start() -> Dropper<T> {
-        let (tx, rx) = sync_channel::<T>(2);
-        let thread = std::thread::Builder::new()
-            .name("recording-drop".into())
-            .spawn(move || rx.into_iter().for_each(drop))
-            .ok();
-        Dropper {
-            to: thread.is_some().then_some(tx),
-            thread,
-        }
-    }
-
-    fn drop_later(&self, x: T) {
-        if let Some(tx) = &self.to {
-            // A send that fails hands `x` back: dropped here.
-            let _ = tx.send(x);
-        }
-    }
-}
-
-impl<T: Send + 'static> Drop for Dropper<T> {
-    fn drop(&mut self) {
-        self.to = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// `spare` made equal to `cur`, sharing its records: only what changed
@@ -249,7 +209,6 @@ impl Stream {
             current: None,
             spare: None,
             done: done_rx,
-            dropper: Dropper::start(),
             skipped: Vec::new(),
         };
         // One snapshot ahead of the reader, one being made.
@@ -341,11 +300,11 @@ impl Applier {
     /// A snapshot the reader is done with: the next is made from it.
     fn recycle(&mut self, done: Arc<Cluster>) {
         match Arc::try_unwrap(done) {
-            Ok(c) => {
-                if let Some(older) = self.spare.replace(c) {
-                    self.dropper.drop_later(older.nodes);
-                }
-            }
+            // An older spare is dropped here: on this thread, which made
+            // its records, not on another (dropping on a thread of its own
+            // was a second slower in 20 minutes at 10,000 nodes: the
+            // GPUs' shared names' counts went from core to core).
+            Ok(c) => self.spare = Some(c),
             Err(shared) => drop(shared),
         }
     }
@@ -358,9 +317,7 @@ impl Applier {
         let cur = self.current.as_ref()?;
         let c = match self.spare.take() {
             Some(mut spare) => {
-                let mut let_go = Vec::new();
-                refill(&mut spare, cur, &mut let_go);
-                self.dropper.drop_later(let_go);
+                refill(&mut spare, cur, &mut Vec::new());
                 spare
             }
             None => cur.clone(),
