@@ -1,13 +1,14 @@
 //! The night on record: what a source delivered, snapshot by snapshot, and
 //! the actions taken meanwhile, in one append-only file that replays.
 //!
-//! Format (version 2): zstd frames of JSON lines. The first line is a
+//! Format (version 3): zstd frames of JSON lines. The first line is a
 //! header; then a keyframe (a whole snapshot) every `KEY_EVERY_S` seconds
 //! of the source's clock or `KEY_EVERY_BYTES` of deltas (a keyframe that
 //! can also be said as a delta follows that delta, `bridged`: read in
 //! order it is passed over), and between them deltas — only the nodes and jobs
 //! that changed (unchanged ones are the same `Arc` from a source that
-//! shares them, else compared by value), new events, the jobs that left
+//! shares them, else compared by value; a node whose GPU readings alone
+//! changed as those readings, [`readings`]), new events, the jobs that left
 //! (or the whole job order when it changed otherwise). Audit records are
 //! lines of their own, stamped with the source's clock when they were
 //! seen. Each keyframe begins a zstd frame of its own and follows a recall
@@ -21,8 +22,9 @@
 //! deltas still repeat within a frame. The writer flushes a zstd block and
 //! syncs the file every second, so a crash loses at most the last second:
 //! the reader stops at the first incomplete block and says so. Version 1
-//! files (one frame, no recall, no index) are read as before; a reader of
-//! version 1 refuses version 2, naming the version.
+//! files (one frame, no recall, no index) and version 2 files (whole
+//! nodes only) are read as before; a reader of an older version refuses a
+//! newer file, naming its version.
 
 // The layers below under their own names, so `crate::model` and
 // `crate::sources` read the same in every crate.
@@ -59,9 +61,14 @@ pub const VERSION: u32 = 3;
 /// A keyframe this often (source clock): seeking replays at most this much.
 pub const KEY_EVERY_S: i64 = 300;
 /// A keyframe, too, once the deltas since the last one pass this many
-/// bytes of JSON: a seek parses at most this much (about 50 s of the
-/// 10,000-node sim; a small cluster keeps to `KEY_EVERY_S`).
-pub const KEY_EVERY_BYTES: u64 = 256 << 20;
+/// bytes of JSON: a seek parses and applies at most this much (about 60 s
+/// of the 10,000-node sim in version 3; a small cluster keeps to
+/// `KEY_EVERY_S`). What a seek costs is mostly the snapshots it takes in
+/// (the analysis's memory and the health numbers, ~10 ms each at 10,000
+/// nodes), so the bound is on their number more than on bytes: 256 MiB,
+/// right for version 2's 5 MB a second, was 260 s of version 3's deltas
+/// and a 5.6 s jump in the console (issue 42).
+pub const KEY_EVERY_BYTES: u64 = 64 << 20;
 /// zstd's window, as a power of two: deltas an hour apart still match.
 const WINDOW_LOG: u32 = 27;
 

@@ -112,6 +112,31 @@ fn rewrite(path: &std::path::Path, edit: impl FnOnce(&mut Vec<String>)) {
     std::fs::write(path, packed).expect("write");
 }
 
+/// A recording of a newer version than this reader is refused, naming
+/// the version it is and the one this reader reads up to, by the reader
+/// that seeks and by the one pass alike (version 3 said readings a
+/// reader of version 2 would have passed over, wrongly).
+#[test]
+fn a_recording_of_a_newer_version_is_refused_naming_the_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    night(5, &path);
+    // The index would open it without reading the header: it goes.
+    std::fs::remove_file(index_path(&path)).expect("no index");
+    let newer = VERSION + 1;
+    rewrite(&path, |lines| {
+        lines[0] = lines[0].replace(
+            &format!("\"version\":{VERSION}"),
+            &format!("\"version\":{newer}"),
+        );
+    });
+    let said = format!("version {newer}, this nightshift reads {FORMAT} up to version {VERSION}");
+    let err = Recording::open(&path).expect_err("newer");
+    assert!(err.to_string().contains(&said), "{err}");
+    let err = stream::Stream::open(&path).err().expect("newer");
+    assert!(err.to_string().contains(&said), "{err}");
+}
+
 /// One bad line in the middle, whatever is wrong with it, is skipped and
 /// named by its line number; every snapshot around it is still replayed,
 /// and seeking past it works.
