@@ -61,14 +61,14 @@ pub const VERSION: u32 = 3;
 /// A keyframe this often (source clock): seeking replays at most this much.
 pub const KEY_EVERY_S: i64 = 300;
 /// A keyframe, too, once the deltas since the last one pass this many
-/// bytes of JSON: a seek parses and applies at most this much (about 60 s
+/// bytes of JSON: a seek parses and applies at most this much (about 50 s
 /// of the 10,000-node sim in version 3; a small cluster keeps to
 /// `KEY_EVERY_S`). What a seek costs is mostly the snapshots it takes in
 /// (the analysis's memory and the health numbers, ~10 ms each at 10,000
 /// nodes), so the bound is on their number more than on bytes: 256 MiB,
 /// right for version 2's 5 MB a second, was 260 s of version 3's deltas
-/// and a 5.6 s jump in the console (issue 42).
-pub const KEY_EVERY_BYTES: u64 = 64 << 20;
+/// and a 5.6 s jump in the console; 64 MiB, 61 s and 2.2 s (issue 42).
+pub const KEY_EVERY_BYTES: u64 = 48 << 20;
 /// zstd's window, as a power of two: deltas an hour apart still match.
 const WINDOW_LOG: u32 = 27;
 
