@@ -194,6 +194,13 @@ pub struct IndexLine {
     /// A keyframe after a delta of the same snapshot (see `Entry::Key`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bridged: bool,
+    /// A bridged keyframe's frame holds its recall and itself only
+    /// (version 3): where the frame after it begins. Its first line is
+    /// the one after the keyframe. A reader going in order goes there
+    /// without decompressing the keyframe (at 10,000 nodes, 94 MB of JSON
+    /// every 50 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit: Option<(Timestamp, Box<Record>)>,
     /// The recording's size once flushed: an index whose last size is

@@ -29,6 +29,9 @@ pub struct Mark {
     /// A keyframe after a delta of the same snapshot: a seek starts from
     /// it, reading in order passes over it.
     pub bridged: bool,
+    /// A bridged keyframe in a frame of its own (version 3): where the
+    /// next frame begins (see `IndexLine::then`).
+    pub then: Option<u64>,
 }
 
 /// Snapshot times outside 1970 … 9999 are not a source's clock: such a line
@@ -87,7 +90,10 @@ impl Lines {
     }
 
     /// Opens a recording at a zstd frame: `(offset, first line)`.
-    fn open_at(path: &Path, (offset, first): (u64, u64)) -> Result<Lines, RecordingError> {
+    pub(super) fn open_at(
+        path: &Path,
+        (offset, first): (u64, u64),
+    ) -> Result<Lines, RecordingError> {
         let cannot_open = |e| RecordingError::Open {
             path: path.to_path_buf(),
             source: Arc::new(e),
@@ -301,6 +307,7 @@ impl Recording {
                                     line: number,
                                     frame: None,
                                     bridged: p.bridged,
+                                    then: None,
                                 });
                                 continue;
                             }
@@ -344,7 +351,7 @@ impl Recording {
     /// The recording as its index says (version 2), when the index is
     /// there and is this recording's: nothing of the recording is read
     /// but its header.
-    fn indexed(path: &Path, header: &Header) -> Option<Recording> {
+    pub(super) fn indexed(path: &Path, header: &Header) -> Option<Recording> {
         let text = std::fs::read(super::index_path(path)).ok()?;
         let mut marks = Vec::new();
         let mut audit = Vec::new();
@@ -377,6 +384,7 @@ impl Recording {
                     line,
                     frame: l.frame,
                     bridged: l.bridged,
+                    then: l.then,
                 }),
                 (_, _, Some((t, r))) => audit.push((t, *r)),
                 _ => {}

@@ -111,6 +111,33 @@ fn refill(spare: &mut Cluster, cur: &Cluster, let_go: &mut Vec<Arc<Node>>) {
     *no_job_signal = cur.no_job_signal;
 }
 
+/// Where a reader in order goes on past a bridged keyframe in a frame of
+/// its own (version 3, from the index): by the line number of its recall,
+/// the next frame's offset and first line.
+struct Frames {
+    path: PathBuf,
+    then: rustc_hash::FxHashMap<u64, (u64, u64)>,
+}
+
+impl Frames {
+    /// As the index says, when there is one and it is this recording's.
+    fn of(path: &Path, header: &Header) -> Frames {
+        let then = super::Recording::indexed(path, header)
+            .map(|r| {
+                r.marks
+                    .iter()
+                    .filter(|m| m.bridged && m.line > 1)
+                    .filter_map(|m| Some((m.line - 1, (m.then?, m.line + 1))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Frames {
+            path: path.to_path_buf(),
+            then,
+        }
+    }
+}
+
 /// A line buffer the parsers are done with, back to the reader: a fresh
 /// one of megabytes each line was new pages the kernel zeroes, a tenth of
 /// the report's CPU at 10,000 nodes (issue 42, measured with perf).
@@ -120,12 +147,31 @@ const RECYCLE_MAX: usize = 64 << 20;
 /// Cuts the stream into lines, handing them to the parsers in turn.
 fn cut(
     mut lines: Lines,
+    frames: Frames,
     to: Vec<SyncSender<(u64, Vec<u8>)>>,
     recycled: Receiver<Vec<u8>>,
     ending: SyncSender<Ending>,
 ) {
     let mut turn = 0;
     loop {
+        // A bridged keyframe in a frame of its own, with its recall: the
+        // reading goes on at the next frame, neither decompressed.
+        if let Some(&at) = frames.then.get(&(lines.number + 1))
+            && let Ok(mut next) = Lines::open_at(&frames.path, at)
+        {
+            next.too_long = std::mem::take(&mut lines.too_long);
+            let passed = [lines.number + 1, lines.number + 2];
+            lines = next;
+            let sent = passed.into_iter().all(|n| {
+                let ok = to[turn].send((n, Vec::new())).is_ok();
+                turn = (turn + 1) % to.len();
+                ok
+            });
+            if !sent {
+                break;
+            }
+            continue;
+        }
         // A bridged keyframe and its recall: passed over unread (the
         // parser would pass over them too).
         if lines.pass_over(&[BRIDGED, RECALL]) {
@@ -201,7 +247,10 @@ impl Stream {
         }
         drop(back);
         let (etx, ending) = sync_channel(1);
-        spawn("recording-read", move || cut(lines, inputs, recycled, etx))?;
+        let frames = Frames::of(path, &header);
+        spawn("recording-read", move || {
+            cut(lines, frames, inputs, recycled, etx)
+        })?;
         let (done, done_rx) = channel();
         let applier = Applier {
             parsed,

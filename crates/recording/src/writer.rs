@@ -37,6 +37,8 @@ pub struct Recorder {
     memory: Memory,
     book: KpiBook,
     site: SiteParams,
+    /// `KEY_EVERY_BYTES`, or less in the tests.
+    key_every_bytes: u64,
     pub path: PathBuf,
     source: String,
     prev: Option<Arc<Cluster>>,
@@ -82,6 +84,7 @@ impl Recorder {
             memory: Memory::default(),
             book: KpiBook::new(i64::MAX / 4),
             site: SiteParams::default(),
+            key_every_bytes: KEY_EVERY_BYTES,
             path: path.to_path_buf(),
             source: source.to_string(),
             prev: None,
@@ -99,6 +102,14 @@ impl Recorder {
     /// defaults otherwise).
     pub fn with_site(mut self, site: SiteParams) -> Recorder {
         self.site = site;
+        self
+    }
+
+    /// A keyframe once the deltas since the last pass `bytes` (tests: a
+    /// small cluster's bridged keyframes).
+    #[cfg(test)]
+    pub(crate) fn with_key_every_bytes(mut self, bytes: u64) -> Recorder {
+        self.key_every_bytes = bytes;
         self
     }
 
@@ -164,7 +175,7 @@ impl Recorder {
             });
         }
         let due = c.time.saturating_sub(self.last_key) >= KEY_EVERY_S
-            || self.since_key >= KEY_EVERY_BYTES;
+            || self.since_key >= self.key_every_bytes;
         match self.prev.as_ref().and_then(|p| delta(p, c)) {
             Some(d) => {
                 self.line(&Entry::Delta(Box::new(d)))?;
@@ -216,11 +227,19 @@ impl Recorder {
             cluster: Box::new((**c).clone()),
         })?;
         self.since_key = 0;
+        // A bridged keyframe ends its frame: read in order, it is passed
+        // over at the frame's end, undecompressed.
+        let then = if bridged {
+            Some(self.new_frame()?)
+        } else {
+            None
+        };
         self.index(&IndexLine {
             t: Some(c.time),
             line: Some(self.lines),
             frame: Some((offset, first)),
             bridged,
+            then,
             ..IndexLine::default()
         });
         Ok(())
