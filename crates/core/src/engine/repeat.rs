@@ -127,20 +127,26 @@ pub fn ordinal(n: u32) -> String {
 pub fn event_faults(c: &Cluster) -> Vec<PastFault> {
     let mut out = Vec::new();
     for n in &c.nodes {
-        for g in &n.gpus {
-            if let Some(x) = &g.last_xid {
-                out.push(PastFault {
-                    time: x.time.unwrap_or(c.time),
-                    node: n.name.clone(),
-                    gpu: Some(g.index),
-                    fault: Fault::Xid(x.code),
-                    from: "events".into(),
-                });
-            }
+        for (gpu, code, time) in last_xids(n) {
+            out.push(PastFault {
+                time: time.unwrap_or(c.time),
+                node: n.name.clone(),
+                gpu: Some(gpu),
+                fault: Fault::Xid(code),
+                from: "events".into(),
+            });
         }
     }
     out.extend(event_faults_of_events(c));
     out
+}
+
+/// A node's GPUs' last Xids: (GPU, code, when). One without a time is the
+/// snapshot's (a source that reports the Xid but not when).
+fn last_xids(n: &crate::model::Node) -> impl Iterator<Item = (u32, u32, Option<Timestamp>)> + '_ {
+    n.gpus
+        .iter()
+        .filter_map(|g| g.last_xid.as_ref().map(|x| (g.index, x.code, x.time)))
 }
 
 /// The faults among the snapshot's events.
@@ -188,13 +194,12 @@ impl FaultLog {
         let seen = &mut self.seen;
         self.timeless.update(&c.nodes, |n| {
             let mut timeless = Vec::new();
-            for g in &n.gpus {
-                let Some(x) = &g.last_xid else { continue };
-                match x.time {
+            for (gpu, code, time) in last_xids(n) {
+                match time {
                     Some(t) => {
-                        seen.insert((n.name.clone(), Some(g.index), Fault::Xid(x.code), t));
+                        seen.insert((n.name.clone(), Some(gpu), Fault::Xid(code), t));
                     }
-                    None => timeless.push((g.index, x.code)),
+                    None => timeless.push((gpu, code)),
                 }
             }
             timeless
