@@ -39,6 +39,7 @@ pub use error::RecordingError;
 pub mod reader;
 pub mod readings;
 pub mod replay;
+pub mod reuse;
 pub mod run;
 pub mod stream;
 mod writer;
@@ -371,6 +372,16 @@ fn jobs_gone(
 
 /// `c` after `d`. Refuses a delta that does not fit (a corrupt file).
 pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), RecordingError> {
+    apply_with(c, d, &mut reuse::NodePool::default())
+}
+
+/// [`apply`], the nodes whose readings changed copied into `pool`'s
+/// copies of them where it has one (see [`reuse`]).
+pub fn apply_with(
+    c: &mut Cluster,
+    d: &Delta,
+    pool: &mut reuse::NodePool,
+) -> Result<(), RecordingError> {
     c.time = d.time;
     let count = c.nodes.len();
     for (i, n) in &d.nodes {
@@ -385,7 +396,8 @@ pub fn apply(c: &mut Cluster, d: &Delta) -> Result<(), RecordingError> {
             .nodes
             .get_mut(r.at)
             .ok_or(RecordingError::DeltaNode { index: r.at, count })?;
-        let node = readings::apply(slot, r).ok_or(RecordingError::DeltaReadings {
+        let mut node = pool.copy_of(r.at, slot);
+        readings::apply_onto(&mut node, r).ok_or(RecordingError::DeltaReadings {
             index: r.at,
             gpus: slot.gpus.len(),
             readings: r.gpus.len(),

@@ -232,10 +232,17 @@ pub fn between(at: usize, old: &Node, new: &Node) -> Option<NodeReadings> {
 /// `old` with `r`'s readings; `None` when they do not fit it (another
 /// number of GPUs: a damaged file).
 pub fn apply(old: &Node, r: &NodeReadings) -> Option<Node> {
-    if old.gpus.len() != r.gpus.len() {
+    let mut node = old.clone();
+    apply_onto(&mut node, r)?;
+    Some(node)
+}
+
+/// `r`'s readings onto `node` (a copy of the node they follow); `None`
+/// when they do not fit it, the node left as it was.
+pub fn apply_onto(node: &mut Node, r: &NodeReadings) -> Option<()> {
+    if node.gpus.len() != r.gpus.len() {
         return None;
     }
-    let mut node = old.clone();
     fn set<T: Clone>(slot: &mut T, v: &Option<T>) {
         if let Some(v) = v {
             slot.clone_from(v);
@@ -257,7 +264,7 @@ pub fn apply(old: &Node, r: &NodeReadings) -> Option<Node> {
         set(&mut g.recovery_action, &r.recovery_action);
         set(&mut g.reading_time, &r.reading_time);
     }
-    Some(node)
+    Some(())
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 
 use super::error::RecordingError;
 use super::reader::{Lines, TIMES, parse, read_header};
-use super::{Entry, Header, apply};
+use super::reuse::NodePool;
+use super::{Entry, Header, apply_with};
 use crate::engine::changed::sync;
 use crate::model::audit::Record;
 use crate::model::{Cluster, Node, Timestamp};
@@ -76,15 +77,19 @@ struct Applier {
     /// next snapshot is made from it.
     spare: Option<Cluster>,
     done: Receiver<Arc<Cluster>>,
+    /// The nodes of the snapshots the reader is done with that nothing
+    /// holds any more: the next copies of them are made in their memory.
+    pool: NodePool,
     skipped: Vec<String>,
 }
 
 /// `spare` made equal to `cur`, sharing its records: only what changed
-/// between them is cloned, and each node let go is handed to `gone`.
+/// between them is cloned, and each node let go is handed to `gone` with
+/// its place (when the list kept its length; dropped otherwise).
 /// Cloning a snapshot took a reference to each of its 110,000 records at
 /// 10,000 nodes, and dropping the one before gave them back: together
 /// about a sixth of the report's CPU (issue 42, measured with perf).
-fn refill(spare: &mut Cluster, cur: &Cluster, gone: impl FnMut(Arc<Node>)) {
+fn refill(spare: &mut Cluster, cur: &Cluster, mut gone: impl FnMut(usize, Arc<Node>)) {
     // Every field named: a new one is a compile error here, not a copy
     // that silently keeps an old value.
     let Cluster {
@@ -103,7 +108,15 @@ fn refill(spare: &mut Cluster, cur: &Cluster, gone: impl FnMut(Arc<Node>)) {
     source.clone_from(&cur.source);
     *time = cur.time;
     partitions.clone_from(&cur.partitions);
-    sync(nodes, &cur.nodes, gone);
+    if nodes.len() == cur.nodes.len() {
+        for (i, (slot, x)) in nodes.iter_mut().zip(&cur.nodes).enumerate() {
+            if !Arc::ptr_eq(slot, x) {
+                gone(i, std::mem::replace(slot, Arc::clone(x)));
+            }
+        }
+    } else {
+        sync(nodes, &cur.nodes, drop);
+    }
     sync(jobs, &cur.jobs, drop);
     events.clone_from(&cur.events);
     quotas.clone_from(&cur.quotas);
@@ -258,6 +271,7 @@ impl Stream {
             current: None,
             spare: None,
             done: done_rx,
+            pool: NodePool::default(),
             skipped: Vec::new(),
         };
         // One snapshot ahead of the reader, one being made.
@@ -366,7 +380,8 @@ impl Applier {
         let cur = self.current.as_ref()?;
         let c = match self.spare.take() {
             Some(mut spare) => {
-                refill(&mut spare, cur, drop);
+                let pool = &mut self.pool;
+                refill(&mut spare, cur, |i, n| pool.give(i, n));
                 spare
             }
             None => cur.clone(),
@@ -423,7 +438,7 @@ impl Applier {
                     let Some(c) = self.current.as_mut() else {
                         continue;
                     };
-                    if let Err(e) = apply(c, &d) {
+                    if let Err(e) = apply_with(c, &d, &mut self.pool) {
                         tracing::warn!("recording: a delta does not apply: {e}; skipped");
                         continue;
                     }
@@ -453,7 +468,7 @@ mod tests {
         cur.events.clear();
         let mut spare = older.clone();
         let mut let_go = Vec::new();
-        refill(&mut spare, &cur, |n| let_go.push(n));
+        refill(&mut spare, &cur, |_, n| let_go.push(n));
         assert_eq!(spare, cur);
         fn shared<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
             a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
