@@ -91,7 +91,8 @@ pub fn copy_into(dst: &mut Node, src: &Node) {
     same_or_clone(fault_reports, &src.fault_reports);
 }
 
-fn same_or_clone<T: PartialEq + Clone>(dst: &mut T, src: &T) {
+/// `dst` made `src`, cloned only when they differ.
+pub fn same_or_clone<T: PartialEq + Clone>(dst: &mut T, src: &T) {
     if dst != src {
         *dst = src.clone();
     }

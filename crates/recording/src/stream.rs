@@ -13,7 +13,7 @@
 
 use super::error::RecordingError;
 use super::reader::{Lines, TIMES, parse, read_header};
-use super::reuse::NodePool;
+use super::reuse::{NodePool, same_or_clone};
 use super::{Entry, Header, apply_with};
 use crate::engine::changed::sync;
 use crate::model::audit::Record;
@@ -107,7 +107,9 @@ fn refill(spare: &mut Cluster, cur: &Cluster, mut gone: impl FnMut(usize, Arc<No
     name.clone_from(&cur.name);
     source.clone_from(&cur.source);
     *time = cur.time;
-    partitions.clone_from(&cur.partitions);
+    // Compared first: the same nearly every second, and a clone allocates
+    // each of their strings.
+    same_or_clone(partitions, &cur.partitions);
     if nodes.len() == cur.nodes.len() {
         for (i, (slot, x)) in nodes.iter_mut().zip(&cur.nodes).enumerate() {
             if !Arc::ptr_eq(slot, x) {
@@ -118,9 +120,9 @@ fn refill(spare: &mut Cluster, cur: &Cluster, mut gone: impl FnMut(usize, Arc<No
         sync(nodes, &cur.nodes, drop);
     }
     sync(jobs, &cur.jobs, drop);
-    events.clone_from(&cur.events);
-    quotas.clone_from(&cur.quotas);
-    history.clone_from(&cur.history);
+    same_or_clone(events, &cur.events);
+    same_or_clone(quotas, &cur.quotas);
+    same_or_clone(history, &cur.history);
     *no_job_signal = cur.no_job_signal;
 }
 
