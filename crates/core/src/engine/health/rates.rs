@@ -64,6 +64,17 @@ fn read_node(counters: &mut HashMap<String, Vec<Reading>>, n: &crate::model::Nod
         Some(held) => held,
         None => counters.entry(n.name.clone()).or_default(),
     };
+    // The same GPUs in the same order as last time, each once (nearly
+    // always): each reading moved on where it is, no new list.
+    let same = held.len() == n.gpus.len()
+        && held.iter().zip(&n.gpus).all(|(r, g)| r.index == g.index)
+        && n.gpus.windows(2).all(|w| w[0].index < w[1].index);
+    if same {
+        for (r, g) in held.iter_mut().zip(&n.gpus) {
+            *r = next_reading(Some(*r), g, c);
+        }
+        return;
+    }
     let mut next: Vec<Reading> = Vec::with_capacity(n.gpus.len());
     for g in &n.gpus {
         let prev = held.iter().find(|r| r.index == g.index).copied();
