@@ -101,10 +101,14 @@ struct Named {
 impl Named {
     fn observe(&mut self, c: &Cluster) {
         for e in &c.events {
+            // The window's events are read every snapshot: an id already
+            // named is not copied again.
             for j in &e.jobs {
-                if self.jobs.insert(j.id.clone())
-                    && let Some(g) = c.job(&j.id).and_then(|x| x.gang.clone())
-                {
+                if self.jobs.contains(j.id.as_str()) {
+                    continue;
+                }
+                self.jobs.insert(j.id.clone());
+                if let Some(g) = c.job(&j.id).and_then(|x| x.gang.clone()) {
                     self.gangs.insert(g);
                 }
             }
