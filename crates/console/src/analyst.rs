@@ -210,9 +210,7 @@ pub fn spawn_into<T: Send + 'static>(
                 continue;
             }
             deferred = false;
-            // The snapshot last analysed is let go before the next analysis:
-            // no focus is answered while it runs, and at 10,000 nodes it
-            // held a generation of nodes of its own (issue 42).
+            // Let go (no focus is answered meanwhile): a generation of nodes.
             done = None;
             let f = focus.borrow().clone();
             let analysis = analyse(
