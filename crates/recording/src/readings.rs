@@ -230,8 +230,10 @@ pub fn between(at: usize, old: &Node, new: &Node) -> Option<NodeReadings> {
 }
 
 /// `old` with `r`'s readings; `None` when they do not fit it (another
-/// number of GPUs: a damaged file).
-pub fn apply(old: &Node, r: &NodeReadings) -> Option<Node> {
+/// number of GPUs: a damaged file). The tests' shorthand: the applier
+/// writes a copy in an older one's memory (`reuse`), then [`apply_onto`].
+#[cfg(test)]
+fn apply(old: &Node, r: &NodeReadings) -> Option<Node> {
     let mut node = old.clone();
     apply_onto(&mut node, r)?;
     Some(node)

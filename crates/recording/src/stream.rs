@@ -85,11 +85,11 @@ struct Applier {
 
 /// `spare` made equal to `cur`, sharing its records: only what changed
 /// between them is cloned, and each node let go is handed to `gone` with
-/// its place (when the list kept its length; dropped otherwise).
+/// its place (see `changed::sync`).
 /// Cloning a snapshot took a reference to each of its 110,000 records at
 /// 10,000 nodes, and dropping the one before gave them back: together
 /// about a sixth of the report's CPU (issue 42, measured with perf).
-fn refill(spare: &mut Cluster, cur: &Cluster, mut gone: impl FnMut(usize, Arc<Node>)) {
+fn refill(spare: &mut Cluster, cur: &Cluster, gone: impl FnMut(usize, Arc<Node>)) {
     // Every field named: a new one is a compile error here, not a copy
     // that silently keeps an old value.
     let Cluster {
@@ -110,16 +110,8 @@ fn refill(spare: &mut Cluster, cur: &Cluster, mut gone: impl FnMut(usize, Arc<No
     // Compared first: the same nearly every second, and a clone allocates
     // each of their strings.
     same_or_clone(partitions, &cur.partitions);
-    if nodes.len() == cur.nodes.len() {
-        for (i, (slot, x)) in nodes.iter_mut().zip(&cur.nodes).enumerate() {
-            if !Arc::ptr_eq(slot, x) {
-                gone(i, std::mem::replace(slot, Arc::clone(x)));
-            }
-        }
-    } else {
-        sync(nodes, &cur.nodes, drop);
-    }
-    sync(jobs, &cur.jobs, drop);
+    sync(nodes, &cur.nodes, gone);
+    sync(jobs, &cur.jobs, |_, _| {});
     same_or_clone(events, &cur.events);
     same_or_clone(quotas, &cur.quotas);
     same_or_clone(history, &cur.history);

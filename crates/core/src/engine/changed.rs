@@ -82,7 +82,8 @@ fn forward(places: &[Option<usize>]) -> bool {
 /// for [`forward`] places: the slot of a record found at `m` is moved to
 /// its new place (what it passes over is no record's any more and moves
 /// on ahead); a record not found gets `make(record, what was there)`, and
-/// what was there goes to `replaced`. The slots past the new list's end,
+/// what was there goes to `replaced` with that place. The slots past the
+/// new list's end,
 /// handed back. A walk of the lists without a new one: at 100,000 jobs a
 /// new list and its old one's free were most of the time (issue 42,
 /// measured with perf).
@@ -91,7 +92,7 @@ fn follow<R, X>(
     now: &[R],
     places: &[Option<usize>],
     mut make: impl FnMut(&R, Option<&X>) -> X,
-    mut replaced: impl FnMut(X),
+    mut replaced: impl FnMut(usize, X),
 ) -> Vec<X> {
     for (i, (x, p)) in now.iter().zip(places).enumerate() {
         match (*p, slots.len()) {
@@ -100,7 +101,7 @@ fn follow<R, X>(
             (_, len) if i < len => {
                 if let Some(slot) = slots.get_mut(i) {
                     let new = make(x, Some(slot));
-                    replaced(std::mem::replace(slot, new));
+                    replaced(i, std::mem::replace(slot, new));
                 }
             }
             _ => {
@@ -119,16 +120,18 @@ fn follow<R, X>(
 /// The list `now`, held as `last`, and each record's place in what was
 /// held before (see [`align`]): the records found stay or are moved, not
 /// copied (no reference count touched), the rest are cloned. The records
-/// let go go to `gone`.
+/// let go go to `gone`, each with a place (see [`sync`]).
 fn rehold<T>(
     last: &mut Vec<Arc<T>>,
     now: &[Arc<T>],
-    mut gone: impl FnMut(Arc<T>),
+    mut gone: impl FnMut(usize, Arc<T>),
 ) -> Vec<Option<usize>> {
     let places = align(last, now);
     if forward(&places) {
         let left = follow(last, now, &places, |x, _| Arc::clone(x), &mut gone);
-        left.into_iter().for_each(gone);
+        for (k, x) in left.into_iter().enumerate() {
+            gone(now.len() + k, x);
+        }
         return places;
     }
     let mut old = std::mem::take(last).into_iter();
@@ -138,7 +141,9 @@ fn rehold<T>(
         let mut moved = None;
         if let Some(m) = *p {
             while at < m {
-                old.next().into_iter().for_each(&mut gone);
+                if let Some(x) = old.next() {
+                    gone(at, x);
+                }
                 at += 1;
             }
             moved = old.next();
@@ -146,13 +151,17 @@ fn rehold<T>(
         }
         last.push(moved.unwrap_or_else(|| Arc::clone(x)));
     }
-    old.for_each(gone);
+    for (k, x) in old.enumerate() {
+        gone(at + k, x);
+    }
     places
 }
 
 /// `last` made the list `now` record by record (see [`rehold`]): what
-/// stayed is not copied. Each record let go goes to `gone`.
-pub fn sync<T>(last: &mut Vec<Arc<T>>, now: &[Arc<T>], gone: impl FnMut(Arc<T>)) {
+/// stayed is not copied. Each record let go goes to `gone` with a place:
+/// in a list whose records keep their places (a cluster's nodes), the one
+/// it was held at; where records moved, only near it.
+pub fn sync<T>(last: &mut Vec<Arc<T>>, now: &[Arc<T>], gone: impl FnMut(usize, Arc<T>)) {
     rehold(last, now, gone);
 }
 
@@ -173,7 +182,10 @@ impl<T> Held<T> {
     /// Takes in the list `now`; `f` hears of each record (by its place in
     /// `now`) that is not the same shared record as one held.
     pub fn update(&mut self, now: &[Arc<T>], mut f: impl FnMut(usize)) {
-        for (i, p) in rehold(&mut self.last, now, drop).into_iter().enumerate() {
+        for (i, p) in rehold(&mut self.last, now, |_, _| {})
+            .into_iter()
+            .enumerate()
+        {
             if p.is_none() {
                 f(i);
             }
@@ -212,14 +224,14 @@ impl<T, P: Default> PerRecord<T, P> {
         mut f: impl FnMut(&T) -> P,
         mut told: impl FnMut(Option<&P>, Option<&P>),
     ) {
-        let places = rehold(&mut self.last, now, drop);
+        let places = rehold(&mut self.last, now, |_, _| {});
         if forward(&places) {
             let make = |x: &Arc<T>, old: Option<&P>| {
                 let new = f(x);
                 told(old, Some(&new));
                 new
             };
-            for gone in follow(&mut self.parts, now, &places, make, drop) {
+            for gone in follow(&mut self.parts, now, &places, make, |_, _| {}) {
                 told(Some(&gone), None);
             }
             return;
@@ -360,12 +372,12 @@ mod tests {
     }
 
     /// `sync` makes the held list the new one, sharing its records, and
-    /// hands back exactly the records let go: in place, and with records
-    /// moved up.
+    /// hands back exactly the records let go: in place (each with the
+    /// place it was held at), and with records moved up.
     #[test]
     fn sync_shares_the_new_list_and_lets_go_of_the_rest() {
         let xs: Vec<Arc<u32>> = (0..100).map(Arc::new).collect();
-        for now in [
+        for (in_place, now) in [true, false].into_iter().zip([
             // In place: one changed, the list shorter.
             xs.iter()
                 .take(90)
@@ -379,10 +391,13 @@ mod tests {
                 .map(|(_, x)| x.clone())
                 .chain([Arc::new(1000)])
                 .collect(),
-        ] {
+        ]) {
             let mut held = xs.clone();
             let mut gone = Vec::new();
-            sync(&mut held, &now, |x| gone.push(*x));
+            sync(&mut held, &now, |at, x| {
+                assert!(!in_place || Arc::ptr_eq(&xs[at], &x), "{at}");
+                gone.push(*x);
+            });
             assert!(held.iter().zip(&now).all(|(a, b)| Arc::ptr_eq(a, b)));
             assert_eq!(held.len(), now.len());
             let mut want: Vec<u32> = xs
