@@ -6,6 +6,8 @@
 #   scripts/bench.sh                 # NODES=10000 JOBS=100000 SECS=120 WARM=30
 #   CONSOLE_ONLY=1 scripts/bench.sh  # the console's figures alone
 #   BIN=path/to/nightshift CONSOLE_ONLY=1 scripts/bench.sh  # another build's
+#   EVERY=60 SECS=600 CONSOLE_ONLY=1 scripts/bench.sh  # RSS sampled each minute
+# (issue 42's measure: the line holds at every sample, not only at two)
 # Figures go to stdout; docs/performance.md keeps them with the date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +42,16 @@ ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 field() { awk -v f="$1" '$1 == f":" {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
 sleep "$WARM"
 t0=$(ticks); rss0=$(field VmRSS); b0=$(stat -c %s "$ts")
-sleep "$SECS"
+samples="$rss0"
+if [ -n "${EVERY:-}" ]; then
+  for _ in $(seq 1 $((SECS / EVERY))); do
+    sleep "$EVERY"
+    samples="$samples $(field VmRSS)"
+  done
+  sleep $((SECS % EVERY))
+else
+  sleep "$SECS"
+fi
 t1=$(ticks); rss1=$(field VmRSS); hwm=$(field VmHWM); b1=$(stat -c %s "$ts")
 cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$hz" -v s="$SECS" 'BEGIN {printf "%.1f", 100 * (b - a) / hz / s}')
 bps=$(awk -v a="$b0" -v b="$b1" -v s="$SECS" 'BEGIN {printf "%.0f", (b - a) / s}')
@@ -49,3 +60,8 @@ echo "## the console, --nodes $NODES --jobs $JOBS --speed 1, 200x50 tmux pane"
 echo "| after warm-up (${WARM}s) RSS | after ${SECS}s more RSS | peak (VmHWM) | CPU over the ${SECS}s | bytes to the pty | targets |"
 echo "|---|---|---|---|---|---|"
 echo "| ${rss0} MB | ${rss1} MB | ${hwm} MB | ${cpu} % of a core | ${bps} B/s | ≤ 250 MB, ≤ 10 % |"
+if [ -n "${EVERY:-}" ]; then
+  echo
+  echo "RSS every ${EVERY}s from the warm-up's end (MB): $samples"
+  echo "$samples" | tr ' ' '\n' | sort -n | awk '{a[NR]=$1} END {printf "min %d, median %d, max %d MB over %d samples\n", a[1], a[int((NR+1)/2)], a[NR], NR}'
+fi

@@ -335,12 +335,7 @@ fn on_console_runtime(
 /// would give the pages back only to zero them again. A user's own
 /// `MIMALLOC_PURGE_DELAY` is kept.
 ///
-/// It also takes no transparent huge pages (where the kernel gives them on
-/// request, as Debian's default `madvise` does): a 2 MiB page stays
-/// resident while any byte of it is live, and the console frees a
-/// thousand node copies a second at 10,000 nodes in pages all over its
-/// heap. Measured there: a peak of 267–270 MB against 296–303 MB, the same
-/// CPU. `MIMALLOC_ALLOW_THP=1` keeps them.
+/// It also takes no transparent huge pages (`alloc::no_huge_pages`).
 fn console_purges_at_once() {
     #[cfg(not(feature = "system-alloc"))]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
@@ -348,14 +343,8 @@ fn console_purges_at_once() {
         // purge; nothing else is touched.
         unsafe { libmimalloc_sys::mi_option_set(nightshift::alloc::PURGE_DELAY, 0) };
     }
-    #[cfg(target_os = "linux")]
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-        // SAFETY: prctl with PR_SET_THP_DISABLE takes integer arguments
-        // only and sets one flag of this process's memory map.
-        let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-        if r != 0 {
-            tracing::debug!("no PR_SET_THP_DISABLE: {}", std::io::Error::last_os_error());
-        }
+    if nightshift::alloc::no_huge_pages() == Some(false) {
+        tracing::debug!("the kernel did not turn transparent huge pages off");
     }
 }
 
