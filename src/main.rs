@@ -314,7 +314,7 @@ fn console(settings: Settings) -> Result<(), String> {
 fn on_console_runtime(
     console: impl std::future::Future<Output = Result<(), nightshift::error::CommandError>>,
 ) -> Result<(), String> {
-    console_purges_at_once();
+    console_holds_less_memory();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -336,7 +336,7 @@ fn on_console_runtime(
 /// `MIMALLOC_PURGE_DELAY` is kept.
 ///
 /// It also takes no transparent huge pages (`alloc::no_huge_pages`).
-fn console_purges_at_once() {
+fn console_holds_less_memory() {
     #[cfg(not(feature = "system-alloc"))]
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one of mimalloc's options, which it reads on each

@@ -83,10 +83,9 @@ fn forward(places: &[Option<usize>]) -> bool {
 /// its new place (what it passes over is no record's any more and moves
 /// on ahead); a record not found gets `make(record, what was there)`, and
 /// what was there goes to `replaced` with that place. The slots past the
-/// new list's end,
-/// handed back. A walk of the lists without a new one: at 100,000 jobs a
-/// new list and its old one's free were most of the time (issue 42,
-/// measured with perf).
+/// new list's end, handed back. A walk of the lists without a new one: at
+/// 100,000 jobs a new list and its old one's free were most of the time
+/// (issue 42, measured with perf).
 fn follow<R, X>(
     slots: &mut Vec<X>,
     now: &[R],
