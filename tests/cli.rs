@@ -1256,11 +1256,11 @@ fn a_node_with_three_xid_79s_in_a_recording_is_a_repeat_offender() {
             message: "GPU has fallen off the bus".into(),
             jobs: Vec::new(),
         }];
-        Arc::make_mut(&mut c.nodes[node]).gpus[2].last_xid = Some(LastXid {
+        Arc::make_mut(&mut c.nodes[node]).gpus[2].last_xid = Some(Box::new(LastXid {
             code: 79,
             time: Some(c.time),
             message: None,
-        });
+        }));
         rec.snapshot(&Arc::new(c.clone())).expect("snapshot");
         // Rebooted and back: its GPU clean, until the next time.
         Arc::make_mut(&mut c.nodes[node]).gpus[2].last_xid = None;

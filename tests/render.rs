@@ -1149,10 +1149,10 @@ fn the_gpu_screen_shows_nvlink_errors_where_reported() {
     let (mut a, _, _) = sim_app(0, |c| {
         if let Some(n) = c.nodes.iter_mut().find(|n| n.name == "h100-05") {
             std::sync::Arc::make_mut(n).gpus[2].nvlink = nightshift::model::NvLinkErrors {
-                crc_flit: Some(4150),
-                crc_data: Some(7),
-                replay: Some(1050),
-                recovery: None,
+                crc_flit: Some(4150).into(),
+                crc_data: Some(7).into(),
+                replay: Some(1050).into(),
+                recovery: None.into(),
             };
             // The sim's exporter reports the counters; this one's does not.
             std::sync::Arc::make_mut(n).gpus[3].nvlink = Default::default();

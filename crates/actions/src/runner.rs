@@ -309,7 +309,7 @@ mod tests {
             let n = c.nodes.iter_mut().find(|n| n.name == node).expect("node");
             let n = Arc::make_mut(n);
             assert_eq!(n.state, crate::model::NodeState::Drain, "out of service");
-            n.gpus[0].nvlink.crc_flit = Some(flits);
+            n.gpus[0].nvlink.crc_flit = Some(flits).into();
             n.gpus[0].reading_time = Some(c.time);
         }
         let screen = Arc::new(Base::compute_on(

@@ -65,7 +65,7 @@ fn metrics_read_back_like_a_dcgm_scrape() {
     assert_eq!(g0.last_xid, Some(0));
     let g5 = &r[1];
     assert_eq!(
-        (g5.ecc.dbe_volatile, g5.row_remap_pending, g5.last_xid),
+        (g5.ecc.dbe_volatile.get(), g5.row_remap_pending, g5.last_xid),
         (Some(1), Some(true), Some(48))
     );
     assert_eq!(g5.sm_occupancy, None, "left out, so unknown downstream");
@@ -73,10 +73,10 @@ fn metrics_read_back_like_a_dcgm_scrape() {
     // a GPU NVML gave none for stays unknown.
     assert_eq!(
         (
-            g0.nvlink.crc_flit,
-            g0.nvlink.crc_data,
-            g0.nvlink.replay,
-            g0.nvlink.recovery
+            g0.nvlink.crc_flit.get(),
+            g0.nvlink.crc_data.get(),
+            g0.nvlink.replay.get(),
+            g0.nvlink.recovery.get()
         ),
         (Some(4150), Some(7), Some(1050), Some(0))
     );

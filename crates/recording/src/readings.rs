@@ -100,7 +100,7 @@ pub struct GpuReading {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "changed"
     )]
-    pub last_xid: Option<Option<crate::model::LastXid>>,
+    pub last_xid: Option<Option<Box<crate::model::LastXid>>>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -293,12 +293,12 @@ mod tests {
         new.gpus[0].power_w = Some(612.5);
         new.gpus[0].temperature_c = None;
         new.gpus[0].job = None;
-        new.gpus[1].last_xid = Some(crate::model::LastXid {
+        new.gpus[1].last_xid = Some(Box::new(crate::model::LastXid {
             code: 79,
             time: Some(5),
             message: None,
-        });
-        new.gpus[1].ecc.dbe_volatile = Some(3);
+        }));
+        new.gpus[1].ecc.dbe_volatile = Some(3).into();
         let r = between(4, &old, &new).expect("readings alone changed");
         assert_eq!(r.at, 4);
         let line = serde_json::to_value(&r).expect("json");

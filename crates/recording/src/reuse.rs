@@ -216,16 +216,16 @@ mod tests {
             g.utilization = None;
             g.temperature_c = Some(99.0);
             g.power_w = None;
-            g.ecc.dbe_volatile = Some(4);
-            g.nvlink.replay = Some(5);
+            g.ecc.dbe_volatile = Some(4).into();
+            g.nvlink.replay = Some(5).into();
             g.nvlink_links.insert(3, NvLinkErrors::default());
             g.row_remap_pending = Some(true);
             g.row_remap_failed = Some(false);
-            g.last_xid = Some(LastXid {
+            g.last_xid = Some(Box::new(LastXid {
                 code: 79,
                 time: None,
                 message: Some("Fatal".into()),
-            });
+            }));
             g.recovery_action = Some(RecoveryAction::NodeReboot);
             g.reading_source = Some("dcgm http://x".into());
             g.reading_time = Some(13);

@@ -112,8 +112,8 @@ pub const GPUS: &[Column<Gpu>] = &[
             Cell::tone(
                 format!(
                     "{}/{}",
-                    text::opt(g.ecc.dbe_volatile),
-                    text::opt(g.ecc.dbe_aggregate)
+                    text::opt(g.ecc.dbe_volatile.get()),
+                    text::opt(g.ecc.dbe_aggregate.get())
                 ),
                 if g.ecc.dbe_volatile.unwrap_or(0) > 0 {
                     Tone::Critical
@@ -122,7 +122,7 @@ pub const GPUS: &[Column<Gpu>] = &[
                 },
             )
         },
-        sort: |_, g| num(g.ecc.dbe_volatile.map(|d| d as f64)),
+        sort: |_, g| num(g.ecc.dbe_volatile.get().map(|d| d as f64)),
     },
     Column {
         name: "REMAP",
@@ -158,11 +158,11 @@ pub const GPUS: &[Column<Gpu>] = &[
         cell: |_, g| {
             Cell::plain(format!(
                 "{}/{}",
-                text::opt(g.ecc.sbe_volatile),
-                text::opt(g.ecc.sbe_aggregate)
+                text::opt(g.ecc.sbe_volatile.get()),
+                text::opt(g.ecc.sbe_aggregate.get())
             ))
         },
-        sort: |_, g| num(g.ecc.sbe_volatile.map(|d| d as f64)),
+        sort: |_, g| num(g.ecc.sbe_volatile.get().map(|d| d as f64)),
     },
     Column {
         name: "MEM",

@@ -33,7 +33,11 @@ fn node_max_temp(n: &Node) -> Option<f64> {
 /// Uncorrectable (double-bit) errors on the node's GPUs; unknown when no
 /// GPU reported a count (never a made-up 0).
 fn node_dbe(n: &Node) -> Option<u64> {
-    let known: Vec<u64> = n.gpus.iter().filter_map(|g| g.ecc.dbe_volatile).collect();
+    let known: Vec<u64> = n
+        .gpus
+        .iter()
+        .filter_map(|g| g.ecc.dbe_volatile.get())
+        .collect();
     (!known.is_empty()).then(|| known.iter().sum())
 }
 

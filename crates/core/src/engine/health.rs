@@ -152,12 +152,12 @@ pub fn gpu_verdict_with(
         }
     }
     let ecc = &gpu.ecc;
-    if let Some(d) = ecc.dbe_volatile.filter(|&d| d > 0) {
+    if let Some(d) = ecc.dbe_volatile.get().filter(|&d| d > 0) {
         found.push((
             ActionClass::DrainResetGpu,
             format!(
                 "uncorrectable ECC errors: {d} volatile, {} aggregate",
-                text::opt(ecc.dbe_aggregate)
+                text::opt(ecc.dbe_aggregate.get())
             ),
         ));
     }
@@ -233,10 +233,10 @@ fn nvlink_finding(gpu: &Gpu, rates: Rates, site: &SiteParams) -> Option<(ActionC
         action,
         format!(
             "NVLink errors {rate:.0}/h above {limit:.0}/h (CRC flit {}, CRC data {}, replay {}, recovery {} in all): a link or its NVSwitch, not the GPU's memory; drain and investigate the fabric if it persists",
-            text::opt(n.crc_flit),
-            text::opt(n.crc_data),
-            text::opt(n.replay),
-            text::opt(n.recovery)
+            text::opt(n.crc_flit.get()),
+            text::opt(n.crc_data.get()),
+            text::opt(n.replay.get()),
+            text::opt(n.recovery.get())
         ),
     ))
 }
@@ -521,7 +521,7 @@ mod tests {
         assert_eq!(verdict(&g).action, ActionClass::None);
         g.row_remap_pending = Some(true);
         assert_eq!(verdict(&g).action, ActionClass::ResetNextDrain);
-        g.ecc.dbe_volatile = Some(2);
+        g.ecc.dbe_volatile = Some(2).into();
         let v = verdict(&g);
         assert_eq!(v.action, ActionClass::DrainResetGpu);
         assert!(
@@ -530,30 +530,30 @@ mod tests {
                 .any(|e| e.contains("uncorrectable ECC errors: 2"))
         );
         assert!(v.evidence.iter().any(|e| e.contains("row remap pending")));
-        g.last_xid = Some(LastXid {
+        g.last_xid = Some(Box::new(LastXid {
             code: 79,
             time: Some(0),
             message: None,
-        });
+        }));
         assert_eq!(verdict(&g).action, ActionClass::DrainReboot);
     }
 
     #[test]
     fn unknown_xids_are_investigated_and_xid45_alone_restarts() {
         let mut g = Gpu::unknown("n", 0);
-        g.last_xid = Some(LastXid {
+        g.last_xid = Some(Box::new(LastXid {
             code: 4242,
             time: None,
             message: None,
-        });
+        }));
         let v = verdict(&g);
         assert_eq!(v.action, ActionClass::Investigate);
         assert!(v.summary.contains("unknown Xid"));
-        g.last_xid = Some(LastXid {
+        g.last_xid = Some(Box::new(LastXid {
             code: 45,
             time: None,
             message: None,
-        });
+        }));
         assert_eq!(verdict(&g).action, ActionClass::RestartJob);
     }
 
@@ -569,10 +569,14 @@ mod tests {
         let mut g = Gpu::unknown("n", 0);
         let cat = XidCatalog::default();
         let site = SiteParams::default();
-        g.ecc.sbe_aggregate = Some(10);
+        g.ecc.sbe_aggregate = Some(10).into();
         let mut later = g.clone();
-        later.ecc.sbe_aggregate = Some(510);
-        let rate = rates::rate(later.ecc.sbe_aggregate, g.ecc.sbe_aggregate, 3600);
+        later.ecc.sbe_aggregate = Some(510).into();
+        let rate = rates::rate(
+            later.ecc.sbe_aggregate.get(),
+            g.ecc.sbe_aggregate.get(),
+            3600,
+        );
         assert_eq!(rate, Some(500.0));
         assert_eq!(
             gpu_verdict(&later, &[], rate, &cat, &site).action,
@@ -595,10 +599,10 @@ mod tests {
         let set = |c: &mut Cluster, flit: u64, replay: u64| {
             let n = std::sync::Arc::make_mut(&mut c.nodes[0]);
             n.gpus[3].nvlink = crate::model::NvLinkErrors {
-                crc_flit: Some(flit),
-                crc_data: Some(0),
-                replay: Some(replay),
-                recovery: None,
+                crc_flit: Some(flit).into(),
+                crc_data: Some(0).into(),
+                replay: Some(replay).into(),
+                recovery: None.into(),
             };
         };
         set(&mut c, 4000, 1000);
@@ -646,10 +650,10 @@ mod tests {
             let n = std::sync::Arc::make_mut(&mut c.nodes[0]);
             n.gpus[3].reading_time = Some(at);
             n.gpus[3].nvlink = crate::model::NvLinkErrors {
-                crc_flit: Some(flit),
-                crc_data: Some(0),
-                replay: Some(0),
-                recovery: Some(0),
+                crc_flit: Some(flit).into(),
+                crc_data: Some(0).into(),
+                replay: Some(0).into(),
+                recovery: Some(0).into(),
             };
         };
         let (cat, site) = (XidCatalog::default(), SiteParams::default());

@@ -508,11 +508,11 @@ mod tests {
             if second >= 600 {
                 let n = timeless.get_or_insert_with(|| {
                     let mut n = (*c.nodes[1]).clone();
-                    n.gpus[0].last_xid = Some(crate::model::LastXid {
+                    n.gpus[0].last_xid = Some(Box::new(crate::model::LastXid {
                         code: 48,
                         time: None,
                         message: None,
-                    });
+                    }));
                     Arc::new(n)
                 });
                 c.nodes[1] = Arc::clone(n);

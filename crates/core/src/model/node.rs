@@ -169,7 +169,7 @@ impl Node {
     pub fn last_xid(&self) -> Option<(u32, &super::LastXid)> {
         self.gpus
             .iter()
-            .filter_map(|g| g.last_xid.as_ref().map(|x| (g.index, x)))
+            .filter_map(|g| g.last_xid.as_deref().map(|x| (g.index, x)))
             .max_by_key(|(_, x)| x.time)
     }
 }

@@ -114,11 +114,11 @@ fn hung_gang(sim: &mut Sim, hn: &[usize]) {
         j.hung = true;
     }
     let xid_node = sim.nodes[hn[2]].name.clone();
-    Arc::make_mut(&mut sim.nodes[hn[2]]).gpus[3].last_xid = Some(LastXid {
+    Arc::make_mut(&mut sim.nodes[hn[2]]).gpus[3].last_xid = Some(Box::new(LastXid {
         code: 79,
         time: Some(START_TIME - 30),
         message: None,
-    });
+    }));
     sim.push_event_at(
         START_TIME - 30,
         &xid_node,
@@ -405,17 +405,17 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
                 gpu.uuid = Some(format!("GPU-{:08x}-{:04x}-{g}", fnv(&node_name), i).into());
                 gpu.model = Some(model_name.clone());
                 gpu.memory_total_mib = Some(mem_mib);
-                gpu.ecc.sbe_volatile = Some(0);
-                gpu.ecc.dbe_volatile = Some(0);
-                gpu.ecc.sbe_aggregate = Some(0);
-                gpu.ecc.dbe_aggregate = Some(0);
+                gpu.ecc.sbe_volatile = Some(0).into();
+                gpu.ecc.dbe_volatile = Some(0).into();
+                gpu.ecc.sbe_aggregate = Some(0).into();
+                gpu.ecc.dbe_aggregate = Some(0).into();
                 gpu.row_remap_pending = Some(false);
                 gpu.row_remap_failed = Some(false);
                 gpu.nvlink = crate::model::NvLinkErrors {
-                    crc_flit: Some(0),
-                    crc_data: Some(0),
-                    replay: Some(0),
-                    recovery: Some(0),
+                    crc_flit: Some(0).into(),
+                    crc_data: Some(0).into(),
+                    replay: Some(0).into(),
+                    recovery: Some(0).into(),
                 };
                 gpu.recovery_action = Some(RecoveryAction::None);
                 gpu

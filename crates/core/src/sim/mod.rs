@@ -352,8 +352,8 @@ impl Sim {
             node.boot_time = Some(now);
             for g in &mut node.gpus {
                 g.last_xid = None;
-                g.ecc.dbe_volatile = g.ecc.dbe_volatile.map(|_| 0);
-                g.ecc.sbe_volatile = g.ecc.sbe_volatile.map(|_| 0);
+                g.ecc.dbe_volatile = g.ecc.dbe_volatile.get().map(|_| 0).into();
+                g.ecc.sbe_volatile = g.ecc.sbe_volatile.get().map(|_| 0).into();
                 // The reset applied the pending remap.
                 if g.row_remap_pending == Some(true) {
                     g.row_remap_pending = Some(false);

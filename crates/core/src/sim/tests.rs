@@ -128,7 +128,7 @@ fn the_night_goes_on_xid13_then_ecc_with_remap() {
         .expect("correctable ecc event");
     let gpu = &c.node(&sbe.node).expect("node").gpus[sbe.gpu.expect("gpu") as usize];
     assert_eq!(
-        (gpu.ecc.dbe_volatile, gpu.row_remap_pending),
+        (gpu.ecc.dbe_volatile.get(), gpu.row_remap_pending),
         (Some(0), Some(true))
     );
     let job = gpu

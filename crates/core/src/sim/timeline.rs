@@ -1,7 +1,7 @@
 //! The night's scripted incidents after start-up.
 
 use super::{START_TIME, Sim};
-use crate::model::{EventKind, JobState, LastXid, RecoveryAction, Timestamp};
+use crate::model::{Count, EventKind, JobState, LastXid, RecoveryAction, Timestamp};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub(crate) fn fabric_step(sim: &mut Sim) {
             sim.timeline.storm = None;
         } else {
             let g = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
-            let add = |x: &mut Option<u64>, n: u64| *x = Some(x.unwrap_or(0) + n);
+            let add = |x: &mut Count, n: u64| *x = Count::of(x.unwrap_or(0) + n);
             // One link (L3) storms; the GPU's totals are its links' sum.
             let l = g.nvlink_links.entry(STORM_LINK).or_default();
             add(&mut l.crc_flit, 37);
@@ -149,10 +149,10 @@ fn start_storm(sim: &mut Sim, node: usize, gpu: u32) {
         g.nvlink_links.insert(
             l,
             crate::model::NvLinkErrors {
-                crc_flit: Some(0),
-                crc_data: Some(0),
-                replay: Some(0),
-                recovery: Some(0),
+                crc_flit: Some(0).into(),
+                crc_data: Some(0).into(),
+                replay: Some(0).into(),
+                recovery: Some(0).into(),
             },
         );
     }
@@ -251,11 +251,11 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
         // Not Xids: told by fire_due to their own functions.
         Incident::NvLinkStorm | Incident::LeafFlap => return,
     };
-    Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(LastXid {
+    Arc::make_mut(&mut sim.nodes[node]).gpus[g].last_xid = Some(Box::new(LastXid {
         code,
         time: Some(at),
         message: None,
-    });
+    }));
     sim.push_event(&name, Some(gpu), EventKind::Xid { code }, message);
     match incident {
         Incident::Xid13 => {
@@ -291,11 +291,10 @@ fn fire(sim: &mut Sim, node: usize, gpu: u32, incident: Incident, at: Timestamp)
 fn ecc_errors(sim: &mut Sim, node: usize, gpu: u32, (dbe, sbe): (u64, u64), message: &str) {
     let name = sim.nodes[node].name.clone();
     let hit = &mut Arc::make_mut(&mut sim.nodes[node]).gpus[gpu as usize];
-    let add = |x: Option<u64>, n: u64| Some(x.unwrap_or(0) + n);
-    hit.ecc.dbe_volatile = add(hit.ecc.dbe_volatile, dbe);
-    hit.ecc.dbe_aggregate = add(hit.ecc.dbe_aggregate, dbe);
-    hit.ecc.sbe_volatile = add(hit.ecc.sbe_volatile, sbe);
-    hit.ecc.sbe_aggregate = add(hit.ecc.sbe_aggregate, sbe);
+    hit.ecc.dbe_volatile = Count::of(hit.ecc.dbe_volatile.unwrap_or(0) + dbe);
+    hit.ecc.dbe_aggregate = Count::of(hit.ecc.dbe_aggregate.unwrap_or(0) + dbe);
+    hit.ecc.sbe_volatile = Count::of(hit.ecc.sbe_volatile.unwrap_or(0) + sbe);
+    hit.ecc.sbe_aggregate = Count::of(hit.ecc.sbe_aggregate.unwrap_or(0) + sbe);
     hit.row_remap_pending = Some(true);
     let kind = EventKind::Ecc {
         dbe: Some(dbe),

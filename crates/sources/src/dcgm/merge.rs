@@ -128,7 +128,7 @@ impl HealthWatch {
                     ));
                 }
             }
-            let dbe_rose = match (r.ecc.dbe_volatile, was.dbe_volatile) {
+            let dbe_rose = match (r.ecc.dbe_volatile.get(), was.dbe_volatile) {
                 (Some(now), Some(then)) => now > then,
                 (Some(now), None) => now > 0,
                 _ => false,
@@ -150,8 +150,8 @@ impl HealthWatch {
                 }
                 found.push((
                     EventKind::Ecc {
-                        dbe: r.ecc.dbe_volatile.filter(|_| dbe_rose),
-                        sbe: r.ecc.sbe_volatile,
+                        dbe: r.ecc.dbe_volatile.get().filter(|_| dbe_rose),
+                        sbe: r.ecc.sbe_volatile.get(),
                         remap_pending: r.row_remap_pending,
                         remap_failed: r.row_remap_failed,
                     },
@@ -187,7 +187,7 @@ impl HealthWatch {
                 Seen {
                     xid: r.last_xid.or(was.xid),
                     recent,
-                    dbe_volatile: r.ecc.dbe_volatile.or(was.dbe_volatile),
+                    dbe_volatile: r.ecc.dbe_volatile.get().or(was.dbe_volatile),
                     remap_pending: r.row_remap_pending.or(was.remap_pending),
                     remap_failed: r.row_remap_failed.or(was.remap_failed),
                 },
@@ -449,11 +449,11 @@ fn apply(g: &mut Gpu, r: &Reading, source: &str) {
     if let Some(x) = r.last_xid.filter(|x| *x > 0) {
         let same = g.last_xid.as_ref().is_some_and(|l| l.code == x);
         if !same {
-            g.last_xid = Some(LastXid {
+            g.last_xid = Some(Box::new(LastXid {
                 code: x,
                 time: Some(r.time),
                 message: None,
-            });
+            }));
         }
     }
     if g.reading_source.as_deref() != Some(source) {

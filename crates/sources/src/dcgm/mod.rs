@@ -9,7 +9,7 @@ pub mod ports;
 pub mod scrape;
 pub mod textformat;
 
-use crate::model::{EccCounts, Timestamp};
+use crate::model::{Count, EccCounts, Timestamp};
 use std::collections::BTreeMap;
 use textformat::Sample;
 
@@ -157,7 +157,7 @@ pub fn readings_checked(
             };
             // A repeated series keeps its highest count.
             let v = v.max(0.0) as u64;
-            *slot = Some(slot.map_or(v, |x| x.max(v)));
+            *slot = Count::of(slot.get().map_or(v, |x| x.max(v)));
             continue;
         }
         let Some((field, _)) = field else { continue };
@@ -404,14 +404,14 @@ fn finish(mut r: Reading, mig: MigSums, time: Timestamp) -> Reading {
 fn set_worst(r: &mut Reading, field: &str, v: f64) {
     let more = |old: Option<u64>| old.is_none_or(|o| (v.max(0.0).round() as u64) > o);
     let keep_new = match field {
-        "sbe_vol" => more(r.ecc.sbe_volatile),
-        "dbe_vol" => more(r.ecc.dbe_volatile),
-        "sbe_agg" => more(r.ecc.sbe_aggregate),
-        "dbe_agg" => more(r.ecc.dbe_aggregate),
-        "nvl_crc_flit" => more(r.nvlink.crc_flit),
-        "nvl_crc_data" => more(r.nvlink.crc_data),
-        "nvl_replay" => more(r.nvlink.replay),
-        "nvl_recovery" => more(r.nvlink.recovery),
+        "sbe_vol" => more(r.ecc.sbe_volatile.get()),
+        "dbe_vol" => more(r.ecc.dbe_volatile.get()),
+        "sbe_agg" => more(r.ecc.sbe_aggregate.get()),
+        "dbe_agg" => more(r.ecc.dbe_aggregate.get()),
+        "nvl_crc_flit" => more(r.nvlink.crc_flit.get()),
+        "nvl_crc_data" => more(r.nvlink.crc_data.get()),
+        "nvl_replay" => more(r.nvlink.replay.get()),
+        "nvl_recovery" => more(r.nvlink.recovery.get()),
         "remap_pending" => r.row_remap_pending != Some(true),
         "remap_failed" => r.row_remap_failed != Some(true),
         "xid" => r.last_xid.is_none_or(|x| x == 0),
@@ -443,14 +443,14 @@ fn set(r: &mut Reading, field: &str, v: f64) {
         "fb_free" => r.memory_free_mib = Some(count()),
         "fb_used_bytes" => r.memory_used_mib = Some(mib(v)),
         "fb_free_bytes" => r.memory_free_mib = Some(mib(v)),
-        "sbe_vol" => r.ecc.sbe_volatile = Some(count()),
-        "dbe_vol" => r.ecc.dbe_volatile = Some(count()),
-        "sbe_agg" => r.ecc.sbe_aggregate = Some(count()),
-        "dbe_agg" => r.ecc.dbe_aggregate = Some(count()),
-        "nvl_crc_flit" => r.nvlink.crc_flit = Some(count()),
-        "nvl_crc_data" => r.nvlink.crc_data = Some(count()),
-        "nvl_replay" => r.nvlink.replay = Some(count()),
-        "nvl_recovery" => r.nvlink.recovery = Some(count()),
+        "sbe_vol" => r.ecc.sbe_volatile = Some(count()).into(),
+        "dbe_vol" => r.ecc.dbe_volatile = Some(count()).into(),
+        "sbe_agg" => r.ecc.sbe_aggregate = Some(count()).into(),
+        "dbe_agg" => r.ecc.dbe_aggregate = Some(count()).into(),
+        "nvl_crc_flit" => r.nvlink.crc_flit = Some(count()).into(),
+        "nvl_crc_data" => r.nvlink.crc_data = Some(count()).into(),
+        "nvl_replay" => r.nvlink.replay = Some(count()).into(),
+        "nvl_recovery" => r.nvlink.recovery = Some(count()).into(),
         "remap_pending" => r.row_remap_pending = Some(v > 0.0),
         "remap_failed" => r.row_remap_failed = Some(v > 0.0),
         "xid" => r.last_xid = Some(count() as u32),

@@ -122,8 +122,8 @@ fn readings_merge_into_the_scheduler_snapshot() {
     let g5 = r.iter().find(|x| x.index == 5).expect("gpu 5");
     assert_eq!(
         (
-            g5.ecc.dbe_volatile,
-            g5.ecc.dbe_aggregate,
+            g5.ecc.dbe_volatile.get(),
+            g5.ecc.dbe_aggregate.get(),
             g5.row_remap_pending
         ),
         (Some(1), Some(2), Some(true))
@@ -170,7 +170,7 @@ fn readings_merge_into_the_scheduler_snapshot() {
     // A second uncorrectable error is a new incident; a failed remap too.
     let mut worse = again.clone();
     let g5 = worse.iter_mut().find(|x| x.index == 5).expect("gpu 5");
-    g5.ecc.dbe_volatile = Some(2);
+    g5.ecc.dbe_volatile = Some(2).into();
     watch.observe(&worse, &c, &HostMap::default());
     assert_eq!(watch.events().len(), 5);
     let g5 = worse.iter_mut().find(|x| x.index == 5).expect("gpu 5");
@@ -261,10 +261,10 @@ DCGM_FI_DEV_GPU_UTIL{gpu=\"4\",Hostname=\"gpu01\"} 90
     assert_eq!(
         g3.nvlink,
         crate::model::NvLinkErrors {
-            crc_flit: Some(4150),
-            crc_data: Some(7),
-            replay: Some(1050),
-            recovery: Some(2),
+            crc_flit: Some(4150).into(),
+            crc_data: Some(7).into(),
+            replay: Some(1050).into(),
+            recovery: Some(2).into(),
         },
         "the highest of a repeated count"
     );
@@ -298,7 +298,11 @@ DCGM_FI_DEV_NVLINK_BANDWIDTH_L3{gpu=\"1\",Hostname=\"gpu01\"} 123456
     assert_eq!(g.nvlink_links[&3].crc_flit, Some(4150));
     assert_eq!(g.nvlink_links[&3].crc_data, None, "not reported: unknown");
     assert_eq!(
-        (g.nvlink.crc_flit, g.nvlink.replay, g.nvlink.crc_data),
+        (
+            g.nvlink.crc_flit.get(),
+            g.nvlink.replay.get(),
+            g.nvlink.crc_data.get()
+        ),
         (Some(4150), Some(1052), None)
     );
     let (c, _) = merged_alone(&r);

@@ -77,12 +77,12 @@ fn gpu_lines(app: &App, n: usize, g: usize, width: u16, theme: Theme) -> Vec<Lin
         ),
         (
             "ECC SBE volatile / aggregate",
-            pair(gpu.ecc.sbe_volatile, gpu.ecc.sbe_aggregate),
+            pair(gpu.ecc.sbe_volatile.get(), gpu.ecc.sbe_aggregate.get()),
             Style::default(),
         ),
         (
             "ECC DBE volatile / aggregate",
-            pair(gpu.ecc.dbe_volatile, gpu.ecc.dbe_aggregate),
+            pair(gpu.ecc.dbe_volatile.get(), gpu.ecc.dbe_aggregate.get()),
             if gpu.ecc.dbe_volatile.unwrap_or(0) > 0 {
                 theme.critical()
             } else {
@@ -179,10 +179,10 @@ fn nvlink_errors(gpu: &crate::model::Gpu) -> Option<String> {
     n.total()?;
     Some(format!(
         "CRC flit {}, CRC data {}, replay {}, recovery {}",
-        text::opt(n.crc_flit),
-        text::opt(n.crc_data),
-        text::opt(n.replay),
-        text::opt(n.recovery)
+        text::opt(n.crc_flit.get()),
+        text::opt(n.crc_data.get()),
+        text::opt(n.replay.get()),
+        text::opt(n.recovery.get())
     ))
 }
 
@@ -218,7 +218,7 @@ fn nvlink_by_link(gpu: &crate::model::Gpu) -> Option<(String, bool)> {
                 ("recovery", e.recovery),
             ]
             .into_iter()
-            .filter_map(|(k, v)| v.filter(|v| *v > 0).map(|v| format!("{k} {v}")))
+            .filter_map(|(k, v)| v.get().filter(|v| *v > 0).map(|v| format!("{k} {v}")))
             .collect();
             format!("L{l}: {}", parts.join(", "))
         })

@@ -169,7 +169,7 @@ impl EccBaseline {
 /// over the time since the last; without, the last reading kept.
 fn next_reading(prev: Option<Reading>, g: &crate::model::Gpu, c: &Cluster) -> Reading {
     let time = g.reading_time.unwrap_or(c.time);
-    let (sbe, nvlink) = (g.ecc.sbe_aggregate, g.nvlink.total());
+    let (sbe, nvlink) = (g.ecc.sbe_aggregate.get(), g.nvlink.total());
     match prev {
         Some(r) if r.time >= time => r,
         Some(r) => {
@@ -230,7 +230,7 @@ mod tests {
             let mut n = (*c.nodes[0]).clone();
             for g in &mut n.gpus {
                 g.reading_time = None;
-                g.ecc.sbe_aggregate = Some(sbe);
+                g.ecc.sbe_aggregate = Some(sbe).into();
             }
             c.nodes[0] = Arc::new(n);
         };

@@ -168,11 +168,11 @@ fn hung_night() -> Cluster {
     add_node(&mut c, "n3", "p", 8);
     let j = run(&mut c, "g", &["n1", "n2"], 8, 7200, 86_400);
     checkpointing(&mut c, j, 1800, 120);
-    gpu_mut(&mut c, "n1", 3).last_xid = Some(LastXid {
+    gpu_mut(&mut c, "n1", 3).last_xid = Some(Box::new(LastXid {
         code: 79,
         time: Some(NOW - 300),
         message: None,
-    });
+    }));
     c
 }
 
@@ -263,7 +263,7 @@ fn an_unknown_option_is_recommended_only_saying_so() {
     let mut c = cluster();
     add_node(&mut c, "n1", "p", 8);
     run(&mut c, "r", &["n1"], 8, 600, 86_400);
-    gpu_mut(&mut c, "n1", 2).ecc.dbe_volatile = Some(1);
+    gpu_mut(&mut c, "n1", 2).ecc.dbe_volatile = Some(1).into();
     let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
     let r = o.recommended().expect("one");
     assert!(!r.unknowns.is_empty(), "{r:#?}");
@@ -302,20 +302,20 @@ mod properties {
         match problem % 5 {
             0 => {}
             1 => g.row_remap_pending = Some(true),
-            2 => g.ecc.dbe_volatile = Some(2),
+            2 => g.ecc.dbe_volatile = Some(2).into(),
             3 => {
-                g.last_xid = Some(LastXid {
+                g.last_xid = Some(Box::new(LastXid {
                     code: 79,
                     time: Some(NOW - 30),
                     message: None,
-                })
+                }))
             }
             _ => {
-                g.last_xid = Some(LastXid {
+                g.last_xid = Some(Box::new(LastXid {
                     code: 13,
                     time: Some(NOW - 30),
                     message: None,
-                })
+                }))
             }
         }
         c

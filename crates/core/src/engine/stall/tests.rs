@@ -34,11 +34,11 @@ fn a_hardware_xid_on_a_rank_stalls_the_whole_gang() {
         }
     }
     assert!(found(&c, &StallHistory::default()).is_empty());
-    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
+    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(Box::new(LastXid {
         code: 79,
         time: Some(NOW - 60),
         message: None,
-    });
+    }));
     let s = found(&c, &StallHistory::default());
     let ids: Vec<&str> = s.iter().map(|x| x.job.as_str()).collect();
     assert_eq!(ids, ["rank0", "rank1"], "both ranks, not the solo job");
@@ -68,18 +68,18 @@ fn a_hardware_xid_on_a_rank_stalls_the_whole_gang() {
         "no readings: the Xid decides"
     );
     // An application Xid does not stall a gang: the job dies or goes on.
-    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
+    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(Box::new(LastXid {
         code: 13,
         time: Some(NOW - 60),
         message: None,
-    });
+    }));
     assert!(found(&c, &StallHistory::default()).is_empty());
     // An Xid from before the job started is not this job's stall.
-    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(LastXid {
+    std::sync::Arc::make_mut(&mut c.nodes[1]).gpus[3].last_xid = Some(Box::new(LastXid {
         code: 79,
         time: Some(NOW - 10_000),
         message: None,
-    });
+    }));
     assert!(found(&c, &StallHistory::default()).is_empty());
 }
 

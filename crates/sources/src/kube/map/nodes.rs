@@ -257,11 +257,11 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
             memory_total_mib: mem,
             // A report naming this GPU and its Xid is its last Xid.
             last_xid: reports.iter().filter(|r| r.gpu == Some(i)).find_map(|r| {
-                Some(LastXid {
+                Some(Box::new(LastXid {
                     code: r.xid?,
                     time: r.since,
                     message: Some(r.message.clone()),
-                })
+                }))
             }),
             ..Gpu::unknown_on(&shared, i)
         })
