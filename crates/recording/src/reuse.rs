@@ -181,7 +181,7 @@ mod tests {
         n.back_at = Some(8);
         n.boot_time = Some(9);
         n.gpu_model = Some("B200".into());
-        n.domains = vec![Domain::new("nvl72", "nvl-domain-4")];
+        n.domains = vec![Domain::new("nvl72", "nvl-domain-4")].into();
         n.ib_ports = vec![IbPort {
             device: "mlx5_9".into(),
             port: 2,
@@ -194,7 +194,7 @@ mod tests {
             source: "prometheus".into(),
             time: 11,
         });
-        n.labels.insert("extra".into(), "label".into());
+        Arc::make_mut(&mut n.labels).insert("extra".into(), "label".into());
         n.gpu_count = 3;
         n.fault_reports = vec![FaultReport {
             source: "condition GpuXidError".into(),

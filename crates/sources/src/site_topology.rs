@@ -45,7 +45,8 @@ impl SiteDomains {
                 .cloned()
                 .collect();
             if !extra.is_empty() {
-                Arc::make_mut(n).domains.extend(extra);
+                let n = Arc::make_mut(n);
+                n.domains = n.domains.iter().cloned().chain(extra).collect();
             }
         }
         let mut unknown: Vec<String> = by_node.into_keys().map(str::to_string).collect();

@@ -218,7 +218,7 @@ pub fn group(
     let node_domains: BTreeMap<&str, &[Domain]> = c
         .nodes
         .iter()
-        .map(|n| (n.name.as_str(), n.domains.as_slice()))
+        .map(|n| (n.name.as_str(), &n.domains[..]))
         .collect();
     let size: BTreeMap<&Domain, usize> =
         c.nodes
@@ -457,7 +457,7 @@ mod tests {
         ] {
             add_node(&mut c, name, "gpu", 8);
             let n = Arc::make_mut(c.nodes.last_mut().expect("node"));
-            n.domains = vec![Domain::new("leaf", leaf), Domain::new("rack", rack)];
+            n.domains = vec![Domain::new("leaf", leaf), Domain::new("rack", rack)].into();
         }
         Arc::make_mut(&mut c.nodes[2]).state = NodeState::Drain;
         let leaves = domains_at(&c, "leaf");

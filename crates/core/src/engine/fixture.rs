@@ -28,10 +28,10 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         fault_reports: Vec::new(),
         back_at: None,
         gpu_model: Some("H100".into()),
-        domains: Vec::new(),
+        domains: Vec::new().into(),
         ib_ports: Vec::new(),
         gpu_summary: None,
-        labels: BTreeMap::new(),
+        labels: BTreeMap::new().into(),
         gpu_count: gpus,
         gpus: (0..gpus).map(|i| Gpu::unknown(name, i)).collect(),
     }));

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// The label of a node only a node endpoint knows (no scheduler has it).
 pub const ENDPOINT_ONLY: &str = "nightshift.io/endpoint-only";
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Scheduling state of a node, as the on-call thinks of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -83,8 +84,10 @@ pub struct Node {
     pub gpu_model: Option<String>,
     /// The failure domains it shares with other nodes, narrowest first
     /// (its leaf switch before the spine, its NVLink domain, rack, power).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub domains: Vec<Domain>,
+    /// Shared by the node's copies: a reading re-makes a node about every
+    /// ten seconds and its domains and labels do not change with it.
+    #[serde(default, skip_serializing_if = "<[Domain]>::is_empty")]
+    pub domains: Arc<[Domain]>,
     /// Its network (InfiniBand/RoCE) ports, where a source reports them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ib_ports: Vec<IbPort>,
@@ -92,7 +95,7 @@ pub struct Node {
     /// (see `GpuSummary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_summary: Option<super::GpuSummary>,
-    pub labels: BTreeMap<String, String>,
+    pub labels: Arc<BTreeMap<String, String>>,
     /// GPUs the scheduler says the node has; `gpus` may hold fewer when an
     /// endpoint reports fewer (a GPU fallen off the bus).
     pub gpu_count: u32,

@@ -433,10 +433,10 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             fault_reports: Vec::new(),
             back_at: None,
             gpu_model: Some(model.to_string()),
-            domains,
+            domains: domains.into(),
             ib_ports: vec![healthy_port()],
             gpu_summary: None,
-            labels,
+            labels: labels.into(),
             gpu_count: 8,
             gpus,
         }));

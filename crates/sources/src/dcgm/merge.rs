@@ -54,10 +54,10 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
         fault_reports: Vec::new(),
         back_at: None,
         gpu_model,
-        domains: Vec::new(),
+        domains: Vec::new().into(),
         ib_ports: Vec::new(),
         gpu_summary: None,
-        labels,
+        labels: labels.into(),
         gpu_count: 0,
         gpus: Vec::new(),
     }

@@ -310,7 +310,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
     for n in &mut nodes {
         add_topology_domains(n, &levels);
     }
-    let node_labels: HashMap<String, BTreeMap<String, String>> = nodes
+    let node_labels: HashMap<String, std::sync::Arc<BTreeMap<String, String>>> = nodes
         .iter()
         .map(|n| (n.name.clone(), n.labels.clone()))
         .collect();
@@ -483,7 +483,7 @@ fn jobs_of(
     gangs: &BTreeMap<(String, String, String), Gang<'_>>,
     partitions: &[Partition],
     node_parts: &HashMap<String, Vec<String>>,
-    node_labels: &HashMap<String, BTreeMap<String, String>>,
+    node_labels: &HashMap<String, std::sync::Arc<BTreeMap<String, String>>>,
 ) -> Vec<Job> {
     let partition_of_node =
         |node: &str| -> Option<String> { node_parts.get(node).and_then(|p| p.first()).cloned() };

@@ -276,10 +276,10 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         back_at: None,
         reason,
         gpu_model: model.as_deref().map(str::to_string),
-        domains: Vec::new(),
+        domains: Vec::new().into(),
         ib_ports: Vec::new(),
         gpu_summary: None,
-        labels,
+        labels: labels.into(),
         gpu_count: g.count,
         gpus,
     })

@@ -81,7 +81,7 @@ pub fn apply(c: &mut Cluster, by_node: &BTreeMap<String, Vec<Domain>>) {
             let n = std::sync::Arc::make_mut(n);
             let mut all = ds.clone();
             all.extend(n.domains.iter().filter(|d| !ds.contains(d)).cloned());
-            n.domains = all;
+            n.domains = all.into();
         }
     }
 }

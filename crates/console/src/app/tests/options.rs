@@ -19,7 +19,7 @@ fn the_grid_keeps_a_domains_nodes_together() {
         .iter()
         .position(|n| n.name == "a100-02")
         .expect("a100-02");
-    Arc::make_mut(&mut c.nodes[a1]).domains = vec![leaf1];
+    Arc::make_mut(&mut c.nodes[a1]).domains = vec![leaf1].into();
     let now = Instant::now();
     app.take_in(Msg::Source(Update::Snapshot(Arc::new(c))), now);
     let names: Vec<&str> = app

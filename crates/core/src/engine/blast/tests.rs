@@ -259,7 +259,7 @@ fn a_domains_blast_counts_each_partitions_own_gpus() {
     add_node(&mut c, "h3", "h100", 8);
     for n in ["a1", "h1", "h2"] {
         let node = c.nodes.iter_mut().find(|x| x.name == n).expect("node");
-        std::sync::Arc::make_mut(node).domains = vec![Domain::new("leaf", "leaf-b")];
+        std::sync::Arc::make_mut(node).domains = vec![Domain::new("leaf", "leaf-b")].into();
     }
     let b = blast_domain(&c, &base_of(&c), "leaf-b", true, &site()).expect("blast");
     let p = b.partition.expect("partition");

@@ -99,7 +99,7 @@ pub(super) fn job_of(
     lqs: &HashMap<String, &str>,
     partition_of_node: &dyn Fn(&str) -> Option<String>,
     largest: &str,
-    node_labels: &HashMap<String, BTreeMap<String, String>>,
+    node_labels: &HashMap<String, std::sync::Arc<BTreeMap<String, String>>>,
 ) -> Job {
     let wl = g.workload;
     let pg = g.podgroup;

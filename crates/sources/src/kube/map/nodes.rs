@@ -267,7 +267,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         })
         .collect();
     Some(Node {
-        domains: domains_from_labels(&labels),
+        domains: domains_from_labels(&labels).into(),
         ib_ports: Vec::new(),
         gpu_summary: None,
         boot_time: None,
@@ -278,7 +278,7 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         reason,
         reason_time,
         gpu_model: model.as_deref().map(str::to_string),
-        labels,
+        labels: labels.into(),
         gpu_count,
         gpus,
         fault_reports: reports,
@@ -481,7 +481,7 @@ pub fn add_topology_domains(n: &mut crate::model::Node, levels: &[String]) {
             .filter(|d| !known.contains(&d.name))
             .cloned(),
     );
-    n.domains = ds;
+    n.domains = ds.into();
 }
 
 /// Node labels that name a failure domain, narrowest first, with the
