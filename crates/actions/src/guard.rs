@@ -183,7 +183,7 @@ fn still_runs_work(a: &Action, c: &Cluster) -> Option<Refusal> {
     let ids: Vec<&str> = running.iter().take(5).map(|j| j.id.as_str()).collect();
     let empty_by = running
         .iter()
-        .map(|j| match (j.start_time, j.time_limit) {
+        .map(|j| match (j.start_time.get(), j.time_limit) {
             (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some(s + l as i64),
             _ => None,
         })

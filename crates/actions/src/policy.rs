@@ -136,11 +136,12 @@ impl Policy {
             .node(node)
             .map(|n| n.partitions.clone())
             .unwrap_or_default()
+            .iter()
         {
             let members: Vec<_> = c
                 .nodes
                 .iter()
-                .filter(|n| n.partitions.contains(&p))
+                .filter(|n| n.partitions.contains(p))
                 .collect();
             let already = members.iter().filter(|n| !n.state.schedulable()).count();
             // The breaker stops mass actions: the first node out of a

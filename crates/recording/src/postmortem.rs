@@ -294,7 +294,7 @@ pub fn report(
 fn loss_before(b: &Before, end: &Cluster, id: &str, stopped: Timestamp, fate: &str) -> Loss {
     let stopped_at = end
         .job(id)
-        .and_then(|x| x.end_time)
+        .and_then(|x| x.end_time.get())
         .filter(|_| !fate.starts_with("requeued"))
         .unwrap_or(stopped);
     let r = b.restore.as_ref();

@@ -173,7 +173,7 @@ mod tests {
     /// A node unlike the sim's in every field that can differ.
     fn every_field_other(mut n: Node) -> Node {
         n.name = "elsewhere-17".into();
-        n.partitions = vec!["a".into(), "bb".into(), "ccc".into()];
+        n.partitions = vec!["a".into(), "bb".into(), "ccc".into()].into();
         n.state = NodeState::Drain;
         n.reason = Some("Xid 79 on GPU 3".into());
         n.reason_set_by = Some("oncall".into());
@@ -186,7 +186,8 @@ mod tests {
             device: "mlx5_9".into(),
             port: 2,
             ..IbPort::default()
-        }];
+        }]
+        .into();
         n.gpu_summary = Some(GpuSummary {
             gpus: 4,
             utilization: Some(0.5),

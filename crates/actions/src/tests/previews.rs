@@ -47,7 +47,7 @@ fn actions_that_change_nothing_are_refused_at_preview() {
         .expect("a running job");
     let top = Action::Priority {
         job: running.id.clone(),
-        value: running.priority.expect("a priority"),
+        value: running.priority.get().expect("a priority"),
     };
     for (a, why) in [
         (

@@ -105,8 +105,8 @@ fn prefix(s: &mut Series, times: &[Timestamp], at: impl Fn(Timestamp) -> Option<
 fn pending_at(c: &Cluster, t: Timestamp) -> u64 {
     c.jobs
         .iter()
-        .filter(|j| j.submit_time.is_some_and(|s| s <= t))
-        .filter(|j| j.start_time.is_none_or(|s| s > t))
+        .filter(|j| j.submit_time.get().is_some_and(|s| s <= t))
+        .filter(|j| j.start_time.get().is_none_or(|s| s > t))
         .filter(|j| j.state.is_pending() || j.start_time.is_some())
         .count() as u64
 }

@@ -140,7 +140,7 @@ fn partition_gpus(c: &Cluster) -> Vec<PartitionGpus> {
         .map(|(i, p)| (p.name.as_str(), i))
         .collect();
     for n in &c.nodes {
-        for p in &n.partitions {
+        for p in n.partitions.iter() {
             if let Some(&i) = at.get(p.as_str()) {
                 let s = &mut out[i];
                 s.total += n.gpu_count;

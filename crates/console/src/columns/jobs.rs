@@ -172,8 +172,8 @@ pub const JOBS: &[Column<Job>] = &[
         min: 4,
         max: 10,
         fill: false,
-        cell: |_, j| Cell::plain(text::opt(j.priority)),
-        sort: |_, j| num(j.priority.map(|p| p as f64)),
+        cell: |_, j| Cell::plain(text::opt(j.priority.get())),
+        sort: |_, j| num(j.priority.get().map(|p| p as f64)),
     },
     Column {
         name: "NODES / REASON",

@@ -166,7 +166,7 @@ impl Action {
             Action::Priority { job, .. } => {
                 before
                     .job(job)
-                    .and_then(|j| j.priority)
+                    .and_then(|j| j.priority.get())
                     .map(|p| Action::Priority {
                         job: job.clone(),
                         value: p,
@@ -265,7 +265,7 @@ pub fn top_priority(
         .jobs
         .iter()
         .filter(|x| x.state.is_pending() && x.partition == j.partition && x.id != j.id)
-        .filter_map(|x| x.priority)
+        .filter_map(|x| x.priority.get())
         .max()
         .unwrap_or(0);
     Ok(max.saturating_add(1).max(j.priority.unwrap_or(0)))

@@ -22,10 +22,11 @@ pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
         .iter()
         .map(|id| {
             let j = c.job(id)?;
-            let every = j.checkpoint.interval_s? as Timestamp;
+            let every = j.checkpoint.interval_s.get()? as Timestamp;
             let due = j
                 .checkpoint
                 .last
+                .get()
                 .map_or(c.time, |l| (l + every).max(c.time));
             Some(due + every)
         })
@@ -36,7 +37,7 @@ pub fn after_checkpoints(c: &Cluster, jobs: &[String]) -> Trigger {
             .iter()
             .map(|id| JobMark {
                 job: id.clone(),
-                ckpt_last: c.job(id).and_then(|j| j.checkpoint.last),
+                ckpt_last: c.job(id).and_then(|j| j.checkpoint.last.get()),
             })
             .collect(),
         by,
@@ -60,7 +61,7 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
             for m in jobs {
                 match c.job(&m.job) {
                     Some(j) if j.state.holds_resources() => {
-                        let now = j.checkpoint.last;
+                        let now = j.checkpoint.last.get();
                         if now.is_some() && now > m.ckpt_last {
                             done.push(format!(
                                 "job {} checkpointed at {}",
@@ -71,7 +72,8 @@ pub fn due(a: &Armed, c: &Cluster) -> Due {
                             let next = j
                                 .checkpoint
                                 .last
-                                .zip(j.checkpoint.interval_s)
+                                .get()
+                                .zip(j.checkpoint.interval_s.get())
                                 .map(|(l, i)| l + i as Timestamp);
                             waiting.push(match next {
                                 Some(next) => format!(
@@ -203,8 +205,8 @@ mod tests {
         let j = run(&mut c, "r", &["n1"], 8, 7200, 86_400);
         {
             let job = Arc::make_mut(&mut c.jobs[j]);
-            job.checkpoint.interval_s = Some(1800);
-            job.checkpoint.last = Some(NOW - 1500);
+            job.checkpoint.interval_s = Some(1800).into();
+            job.checkpoint.last = Some(NOW - 1500).into();
         }
         let a = armed(&c, &["r".to_string()]);
         assert_eq!(describe(&a), "drain n1 after the checkpoint of job r");
@@ -214,7 +216,7 @@ mod tests {
         }
         // The checkpoint moved.
         let mut later = c.clone();
-        Arc::make_mut(&mut later.jobs[j]).checkpoint.last = Some(NOW + 300);
+        Arc::make_mut(&mut later.jobs[j]).checkpoint.last = Some(NOW + 300).into();
         later.time = NOW + 310;
         assert!(matches!(due(&a, &later), Due::Fire(w) if w.contains("checkpointed")));
         // Or it never came: an interval after it was due (02:53:30 + 30m

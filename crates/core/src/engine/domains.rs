@@ -414,7 +414,7 @@ mod tests {
         for (seq, (k, name)) in (last + 1..).zip(down.iter().enumerate()) {
             let n = c.nodes.iter_mut().find(|n| n.name == *name).expect("node");
             let n = Arc::make_mut(n);
-            n.ib_ports[0].state = Some(IB_STATE_DOWN);
+            Arc::make_mut(&mut n.ib_ports)[0].state = Some(IB_STATE_DOWN);
             c.events.push(Event {
                 seq,
                 time: c.time - 30 + k as i64 * apart,

@@ -19,7 +19,7 @@ pub fn cluster() -> Cluster {
 pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
     c.nodes.push(std::sync::Arc::new(Node {
         name: name.into(),
-        partitions: vec![partition.into()],
+        partitions: vec![partition.into()].into(),
         state: NodeState::Up,
         reason: None,
         reason_set_by: None,
@@ -29,7 +29,7 @@ pub fn add_node(c: &mut Cluster, name: &str, partition: &str, gpus: u32) {
         back_at: None,
         gpu_model: Some("H100".into()),
         domains: Vec::new().into(),
-        ib_ports: Vec::new(),
+        ib_ports: Vec::new().into(),
         gpu_summary: None,
         labels: BTreeMap::new().into(),
         gpu_count: gpus,
@@ -54,25 +54,25 @@ pub fn job(id: &str, partition: &str, nodes: u32, gpus_per_node: u32, priority: 
         account: Some("team".into()),
         partition: partition.into(),
         qos: None,
-        priority: Some(priority),
+        priority: Some(priority).into(),
         state: JobState::Pending,
         reason: None,
         gpus_per_node: Some(gpus_per_node),
         node_count: Some(nodes),
         gpus_total: Some(nodes * gpus_per_node),
         nodes: Vec::new(),
-        submit_time: Some(NOW - 600),
-        eligible_time: None,
-        start_time: None,
-        end_time: None,
+        submit_time: Some(NOW - 600).into(),
+        eligible_time: None.into(),
+        start_time: None.into(),
+        end_time: None.into(),
         time_limit: Some(TimeLimit::Seconds(3600)),
-        gang: (nodes > 1).then(|| format!("gang-{id}")),
+        gang: (nodes > 1).then(|| format!("gang-{id}").into()),
         checkpoint: Checkpoint::default(),
         restarts: None,
         requeueable: None,
         same_domain: None,
-        required_nodes: Vec::new(),
-        pods: Vec::new(),
+        required_nodes: Vec::new().into(),
+        pods: Vec::new().into(),
     }
 }
 
@@ -94,7 +94,7 @@ pub fn run(
         .unwrap_or_default();
     let mut j = job(id, &part, nodes.len() as u32, gpus_per_node, 1000);
     j.state = JobState::Running;
-    j.start_time = Some(NOW - ran_s);
+    j.start_time = Some(NOW - ran_s).into();
     j.time_limit = Some(TimeLimit::Seconds(limit_s));
     j.nodes = nodes.iter().map(|s| s.to_string()).collect();
     for name in nodes {

@@ -185,7 +185,7 @@ fn job_entry(c: &Cluster, id: &str, then: Option<JobState>, via_gang: bool) -> I
         id: id.to_string(),
         name: now.map(|j| j.name.clone()),
         user: now.map(|j| j.user.clone()),
-        gang: now.and_then(|j| j.gang.clone()),
+        gang: now.and_then(|j| j.gang.as_deref().map(str::to_string)),
         state_then: then,
         state_now: now.map(|j| j.state),
         via_gang,

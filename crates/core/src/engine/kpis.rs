@@ -308,7 +308,7 @@ impl KpiBook {
         let (starts, losses) = (&mut self.starts, &mut self.losses);
         self.jobs.observe(c, |j, change| match change {
             Change::Started => {
-                if let (Some(start), Some(submit)) = (j.start_time, j.waiting_since()) {
+                if let (Some(start), Some(submit)) = (j.start_time.get(), j.waiting_since()) {
                     starts.push_back(Start {
                         time: start,
                         partition: j.partition.clone(),

@@ -186,8 +186,10 @@ fn next_checkpoint(
     let Some(j) = c.job(id) else {
         return Err(NoCheckpoint::Gone(id.to_string()));
     };
-    let (Some(every), Some(last)) = (j.checkpoint.interval_s, j.checkpoint.last.or(j.start_time))
-    else {
+    let (Some(every), Some(last)) = (
+        j.checkpoint.interval_s.get(),
+        j.checkpoint.last.get().or(j.start_time.get()),
+    ) else {
         return Err(NoCheckpoint::NoInterval(id.to_string()));
     };
     let next = last + every as i64;

@@ -176,7 +176,7 @@ pub fn is_blocking_reason(reason: &str) -> bool {
 /// scheduler says (Slurm's `eligible_time` with reason `BeginTime`).
 pub fn begin_time(job: &Job) -> Option<Timestamp> {
     (job.reason.as_deref().map(str::trim) == Some("BeginTime"))
-        .then_some(job.eligible_time)
+        .then_some(job.eligible_time.get())
         .flatten()
 }
 

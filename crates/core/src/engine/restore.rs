@@ -260,7 +260,7 @@ fn total(wait: &Wait, requeue_wait_s: &Quantity, load_s: &Quantity, site: &SiteP
 }
 
 fn state_of(job: &Job, site: &SiteParams) -> Option<(u64, Provenance)> {
-    match (job.checkpoint.size_bytes, job.checkpoint.params) {
+    match (job.checkpoint.size_bytes.get(), job.checkpoint.params.get()) {
         (Some(b), _) => Some((b, Provenance::JobMetadata)),
         (None, Some(p)) => Some((p.saturating_mul(site.bytes_per_param), Provenance::Model)),
         (None, None) => None,
@@ -397,7 +397,7 @@ pub fn with_grace(
 /// time from here to when its work is thrown away (it fails, is requeued
 /// or preempted; a hung job, now). docs/decision-engine.md.
 pub fn unsaved_since(job: &Job) -> Option<Timestamp> {
-    match (job.checkpoint.last, job.start_time) {
+    match (job.checkpoint.last.get(), job.start_time.get()) {
         (Some(c), Some(s)) => Some(c.max(s)),
         (c, s) => c.or(s),
     }
@@ -415,7 +415,7 @@ pub fn lost_gpu_hours(job: &Job, until: Timestamp) -> Option<f64> {
 fn input_for(job: &Job, now: i64) -> RestoreInput {
     let since = if job.state.holds_resources() {
         // Which of the checkpoint and the (re)start [`unsaved_since`] chose.
-        let (provenance, note) = match (job.checkpoint.last, job.start_time) {
+        let (provenance, note) = match (job.checkpoint.last.get(), job.start_time.get()) {
             (Some(t), Some(s)) if s > t => (
                 Provenance::JobMetadata,
                 "since it (re)started from its last checkpoint",
@@ -434,8 +434,8 @@ fn input_for(job: &Job, now: i64) -> RestoreInput {
         gpus: job.gpus_requested(),
         nodes: job.node_count.unwrap_or(job.nodes.len().max(1) as u32),
         since_checkpoint: since,
-        state_bytes: job.checkpoint.size_bytes,
-        params: job.checkpoint.params,
+        state_bytes: job.checkpoint.size_bytes.get(),
+        params: job.checkpoint.params.get(),
         state_source: Provenance::JobMetadata,
         ..RestoreInput::default()
     }
@@ -544,12 +544,12 @@ mod tests {
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         let j = run(&mut c, "1", &["n1"], 8, 600, 7200);
-        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 1800);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 1800).into();
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         let lost = r.lost_gpu_hours.value.expect("known");
         assert!((lost - 8.0 * 600.0 / 3600.0).abs() < 1e-9, "{lost}");
         // Checkpointed since it started: from the checkpoint.
-        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300).into();
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         let lost = r.lost_gpu_hours.value.expect("known");
         assert!((lost - 8.0 * 300.0 / 3600.0).abs() < 1e-9, "{lost}");
@@ -582,7 +582,7 @@ mod tests {
         );
         assert_eq!(r.lost_gpu_hours.value, Some(8.0));
         // From parameters: 70B × 16 bytes.
-        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.params = Some(70_000_000_000);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.params = Some(70_000_000_000).into();
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");
         assert_eq!(r.state_bytes.value, Some(1.12e12));
         assert_eq!(r.state_bytes.source, Provenance::Model);
@@ -594,10 +594,10 @@ mod tests {
         add_node(&mut c, "n1", "p", 8);
         add_node(&mut c, "n2", "p", 8);
         let j = run(&mut c, "r", &["n1"], 8, 600, 7200);
-        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300);
+        std::sync::Arc::make_mut(&mut c.jobs[j]).checkpoint.last = Some(NOW - 300).into();
         std::sync::Arc::make_mut(&mut c.jobs[j])
             .checkpoint
-            .size_bytes = Some(100_000_000_000);
+            .size_bytes = Some(100_000_000_000).into();
         // n2 is busy for another 1000 s; n1 frees when the job is requeued.
         run(&mut c, "other", &["n2"], 8, 0, 1000);
         let r = restore(&c, &base_of(&c), j, &SiteParams::default()).expect("restore");

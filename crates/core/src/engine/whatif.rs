@@ -69,11 +69,11 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
         j.nodes.clear();
         if requeue {
             j.state = JobState::Pending;
-            j.start_time = None;
+            j.start_time = None.into();
             j.reason = None;
         } else {
             j.state = JobState::Cancelled;
-            j.end_time = Some(c.time);
+            j.end_time = Some(c.time).into();
         }
     }
     for q in c.quotas.iter_mut() {
@@ -130,7 +130,7 @@ pub fn end_job(c: &Cluster, job: usize, requeue: bool) -> (Cluster, Vec<usize>) 
 pub fn reprioritize(c: &Cluster, job: usize, value: u64) -> Cluster {
     let mut after = c.clone();
     if let Some(j) = after.jobs.get_mut(job).map(std::sync::Arc::make_mut) {
-        j.priority = Some(value);
+        j.priority = Some(value).into();
         // The scheduler's reason was for the old order.
         if j.reason.as_deref() == Some("Priority") {
             j.reason = None;

@@ -273,10 +273,10 @@ pub fn why(c: &Cluster, job: usize, base: &Base) -> Option<Why> {
 /// Whether the job's team quota refuses it now: the quota holds fewer
 /// unused GPUs than it needs.
 fn over_quota(c: &Cluster, j: &Job, needed: u32) -> bool {
-    j.account.as_ref().is_some_and(|a| {
+    j.account.as_deref().is_some_and(|a| {
         c.quotas
             .iter()
-            .any(|q| &q.account == a && q.gpu_limit.is_some_and(|l| q.gpus_in_use + needed > l))
+            .any(|q| q.account == a && q.gpu_limit.is_some_and(|l| q.gpus_in_use + needed > l))
     })
 }
 
@@ -290,8 +290,10 @@ fn quota_cause(
     causes: &mut Vec<Reason>,
     suggestions: &mut Vec<String>,
 ) {
-    let Some(account) = &j.account else { return };
-    let Some(q) = c.quotas.iter().find(|q| &q.account == account) else {
+    let Some(account) = j.account.as_deref() else {
+        return;
+    };
+    let Some(q) = c.quotas.iter().find(|q| q.account == account) else {
         return;
     };
     let Some(limit) = q.gpu_limit else { return };
@@ -305,7 +307,7 @@ fn quota_cause(
             q.gpus_in_use
         ),
         cause: Cause::Quota {
-            account: account.clone(),
+            account: account.to_string(),
             in_use: q.gpus_in_use,
             limit,
             needed,
@@ -323,8 +325,8 @@ fn quota_cause(
         .jobs
         .iter()
         .map(|x| &**x)
-        .filter(|x| x.state.holds_resources() && x.account.as_ref() == Some(account))
-        .filter_map(|x| match (x.start_time, x.time_limit) {
+        .filter(|x| x.state.holds_resources() && x.account.as_deref() == Some(account))
+        .filter_map(|x| match (x.start_time.get(), x.time_limit) {
             (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some((s + l as i64, x)),
             _ => None,
         })

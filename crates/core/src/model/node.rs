@@ -65,7 +65,8 @@ impl NodeState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub name: String,
-    pub partitions: Vec<String>,
+    /// Shared by the node's copies, as its domains and labels are.
+    pub partitions: Arc<[String]>,
     pub state: NodeState,
     /// Why the node is drained/down/cordoned, as the scheduler recorded it.
     pub reason: Option<String>,
@@ -89,8 +90,9 @@ pub struct Node {
     #[serde(default, skip_serializing_if = "<[Domain]>::is_empty")]
     pub domains: Arc<[Domain]>,
     /// Its network (InfiniBand/RoCE) ports, where a source reports them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ib_ports: Vec<IbPort>,
+    /// Shared by the node's copies until a port's reading changes.
+    #[serde(default, skip_serializing_if = "<[IbPort]>::is_empty")]
+    pub ib_ports: Arc<[IbPort]>,
     /// Its GPUs in aggregate, where a fleet's Prometheus gave only that
     /// (see `GpuSummary`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -30,7 +30,7 @@ fn show_job(j: &Job) -> String {
         "job {} is {} (priority {}, reason {})",
         j.id,
         j.state.as_str(),
-        j.priority.map_or("-".into(), |p| p.to_string()),
+        j.priority.get().map_or("-".into(), |p| p.to_string()),
         j.reason.as_deref().unwrap_or("-")
     )
 }
@@ -123,10 +123,10 @@ impl Sim {
         );
         if requeue {
             let j = self.jobs[k].job_mut();
-            j.end_time = None;
-            j.start_time = None;
+            j.end_time = None.into();
+            j.start_time = None.into();
             // It waits again from now.
-            j.eligible_time = Some(self.now);
+            j.eligible_time = Some(self.now).into();
             j.nodes.clear();
             j.reason = Some("BeginTime".into());
             j.restarts = Some(j.restarts.unwrap_or(0) + 1);
@@ -338,7 +338,7 @@ impl Sim {
                 let seen = if j.hung {
                     format!("job {id} is hung: no checkpoint")
                 } else if fits && j.job.checkpoint.interval_s.is_some() {
-                    self.jobs[k].job_mut().checkpoint.last = Some(now);
+                    self.jobs[k].job_mut().checkpoint.last = Some(now).into();
                     format!("job {id} wrote its checkpoint")
                 } else {
                     format!("job {id} wrote no checkpoint within the grace period")
@@ -460,7 +460,7 @@ impl Sim {
             }
             Action::Priority { job, value } => {
                 let i = self.job_ix(job)?;
-                self.jobs[i].job_mut().priority = Some(*value);
+                self.jobs[i].job_mut().priority = Some(*value).into();
                 self.sched_dirty = true;
                 let j = &self.jobs[i].job;
                 vec![step(what, j.priority == Some(*value), show_job(j))]

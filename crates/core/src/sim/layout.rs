@@ -51,7 +51,7 @@ pub(crate) const JOB_NAMES: [&str; 12] = [
 struct Spec<'a> {
     name: &'a str,
     user: &'a str,
-    account: &'a str,
+    account: &'static str,
     partition: &'a str,
     priority: u64,
     gpus_per_node: u32,
@@ -104,10 +104,10 @@ fn hung_gang(sim: &mut Sim, hn: &[usize]) {
         let j = &mut sim.jobs[gang];
         j.job_mut().qos = Some("high".into());
         j.job_mut().checkpoint = Checkpoint {
-            last: Some(START_TIME - 1050),
-            interval_s: Some(1800),
-            size_bytes: Some(1_200_000_000_000),
-            params: Some(70_000_000_000),
+            last: Some(START_TIME - 1050).into(),
+            interval_s: Some(1800).into(),
+            size_bytes: Some(1_200_000_000_000).into(),
+            params: Some(70_000_000_000).into(),
         };
         j.base_occ = 0.82;
         j.mem_frac = 0.93;
@@ -158,10 +158,10 @@ fn vision_team(sim: &mut Sim, hn: &[usize]) {
             _ => (150_000_000_000, 3600, 600),
         };
         sim.jobs[j].job_mut().checkpoint = Checkpoint {
-            last: Some(START_TIME + next_in - every),
-            interval_s: Some(every as u64),
-            size_bytes: Some(size),
-            params: None,
+            last: Some(START_TIME + next_in - every).into(),
+            interval_s: Some(every as u64).into(),
+            size_bytes: Some(size).into(),
+            params: None.into(),
         };
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
@@ -424,7 +424,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
         members.push(sim.nodes.len());
         sim.nodes.push(Arc::new(Node {
             name: node_name,
-            partitions: vec![name.to_string()],
+            partitions: vec![name.to_string()].into(),
             state: NodeState::Up,
             reason: None,
             reason_set_by: None,
@@ -434,7 +434,7 @@ fn add_partition(sim: &mut Sim, name: &str, model: &str, mem_mib: u64, count: us
             back_at: None,
             gpu_model: Some(model.to_string()),
             domains: domains.into(),
-            ib_ports: vec![healthy_port()],
+            ib_ports: vec![healthy_port()].into(),
             gpu_summary: None,
             labels: labels.into(),
             gpu_count: 8,
@@ -518,38 +518,41 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
     let base_occ = sim.rng.random_range(0.35..0.9);
     let mem_frac = sim.rng.random_range(0.4..0.95);
     let multi = spec.nodes > 1;
+    let (account, qos) = (sim.name(spec.account), sim.name("normal"));
     SimJob {
         job: std::sync::Arc::new(Job {
             id: id.to_string(),
             name: spec.name.to_string(),
             user: spec.user.to_string(),
-            account: Some(spec.account.to_string()),
+            account: Some(account),
             partition: spec.partition.to_string(),
-            qos: Some("normal".into()),
-            priority: Some(spec.priority),
+            qos: Some(qos),
+            priority: Some(spec.priority).into(),
             state: JobState::Pending,
             reason: None,
             gpus_per_node: Some(spec.gpus_per_node),
             node_count: Some(spec.nodes),
             gpus_total: Some(spec.gpus_per_node * spec.nodes),
             nodes: Vec::new(),
-            submit_time: Some(sim.now - submitted_ago as i64),
-            eligible_time: None,
-            start_time: None,
-            end_time: None,
+            submit_time: Some(sim.now - submitted_ago as i64).into(),
+            eligible_time: None.into(),
+            start_time: None.into(),
+            end_time: None.into(),
             time_limit: Some(TimeLimit::Seconds(limit_s)),
-            gang: multi.then(|| format!("job-{id}")),
+            gang: multi.then(|| format!("job-{id}").into()),
             checkpoint: Checkpoint {
-                last: None,
-                interval_s: multi.then_some(1800),
-                size_bytes: multi.then(|| u64::from(spec.nodes) * 150_000_000_000),
-                params: None,
+                last: None.into(),
+                interval_s: multi.then_some(1800).into(),
+                size_bytes: multi
+                    .then(|| u64::from(spec.nodes) * 150_000_000_000)
+                    .into(),
+                params: None.into(),
             },
             restarts: Some(0),
             requeueable: Some(true),
             same_domain: None,
-            required_nodes: Vec::new(),
-            pods: Vec::new(),
+            required_nodes: Vec::new().into(),
+            pods: Vec::new().into(),
         }),
         duration_s: limit_s,
         base_occ,
@@ -571,7 +574,7 @@ fn queue(sim: &mut Sim, spec: &Spec, waited_s: u64, blocked: bool) -> usize {
 fn start(sim: &mut Sim, spec: &Spec, nodes: &[usize], ran_s: u64, limit_s: u64) -> usize {
     let mut job = new_job(sim, spec, ran_s + 600, limit_s);
     job.job_mut().state = JobState::Running;
-    job.job_mut().start_time = Some(sim.now - ran_s as i64);
+    job.job_mut().start_time = Some(sim.now - ran_s as i64).into();
     if job.job.checkpoint.interval_s.is_some() {
         let started = job.job.start_time;
         job.job_mut().checkpoint.last = started;

@@ -110,9 +110,19 @@ pub struct Sim {
     pub(crate) timeline: timeline::Timeline,
     /// Something changed that may let a pending job start.
     pub(crate) sched_dirty: bool,
+    /// One copy of each team's and QOS's name for all of their jobs.
+    pub(crate) names: std::collections::HashMap<&'static str, Arc<str>>,
 }
 
 impl Sim {
+    /// The one shared copy of `name` (a team's, a QOS's).
+    pub(crate) fn name(&mut self, name: &'static str) -> Arc<str> {
+        self.names
+            .entry(name)
+            .or_insert_with(|| name.into())
+            .clone()
+    }
+
     /// Lays out the cluster as it stands at [`START_TIME`].
     pub fn new(cfg: SimConfig) -> Result<Sim, SimError> {
         if cfg.nodes < MIN_NODES {
@@ -134,6 +144,7 @@ impl Sim {
             next_seq: 1,
             timeline: timeline::Timeline::default(),
             sched_dirty: true,
+            names: std::collections::HashMap::new(),
         };
         layout::build(&mut sim);
         scheduler::schedule(&mut sim);
@@ -276,7 +287,7 @@ impl Sim {
         let now = self.now;
         let job = &mut self.jobs[idx];
         job.job_mut().state = state;
-        job.job_mut().end_time = Some(now);
+        job.job_mut().end_time = Some(now).into();
         job.hung = false;
         let id = job.job.id.clone();
         let nodes = job.job.nodes.clone();
@@ -314,10 +325,12 @@ impl Sim {
                 continue;
             }
             let ck = &j.job.checkpoint;
-            if let (Some(every), Some(last)) = (ck.interval_s, ck.last.or(j.job.start_time))
-                && now - last >= every as i64
+            if let (Some(every), Some(last)) = (
+                ck.interval_s.get(),
+                ck.last.get().or(j.job.start_time.get()),
+            ) && now - last >= every as i64
             {
-                j.job_mut().checkpoint.last = Some(now);
+                j.job_mut().checkpoint.last = Some(now).into();
             }
         }
     }
@@ -368,8 +381,12 @@ impl Sim {
 
     fn prune(&mut self) {
         let now = self.now;
-        self.jobs
-            .retain(|j| j.job.end_time.is_none_or(|t| now - t < KEEP_FINISHED_S));
+        self.jobs.retain(|j| {
+            j.job
+                .end_time
+                .get()
+                .is_none_or(|t| now - t < KEEP_FINISHED_S)
+        });
         if self.events.len() > KEEP_EVENTS {
             let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);

@@ -165,10 +165,10 @@ fn start_on(sim: &mut Sim, i: usize, nodes: &[usize], per_node: u32) {
     let job = sim.jobs[i].job_mut();
     job.state = JobState::Running;
     job.reason = None;
-    job.start_time = Some(now);
+    job.start_time = Some(now).into();
     job.nodes = names;
     if job.checkpoint.interval_s.is_some() {
-        job.checkpoint.last = Some(now);
+        job.checkpoint.last = Some(now).into();
     }
 }
 

@@ -159,7 +159,7 @@ fn the_cluster_lives() {
     let started = after
         .jobs
         .iter()
-        .filter(|j| j.start_time.is_some_and(|t| t > before.time))
+        .filter(|j| j.start_time.get().is_some_and(|t| t > before.time))
         .count();
     let finished = after
         .jobs

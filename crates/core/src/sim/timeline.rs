@@ -207,7 +207,7 @@ fn flap(sim: &mut Sim, node: usize) {
 /// brings it back up.
 fn set_port(sim: &mut Sim, n: usize, down: bool) {
     let node = Arc::make_mut(&mut sim.nodes[n]);
-    let Some(port) = node.ib_ports.first_mut() else {
+    let Some(port) = Arc::make_mut(&mut node.ib_ports).first_mut() else {
         return;
     };
     if down {

@@ -108,8 +108,8 @@ impl Named {
                     continue;
                 }
                 self.jobs.insert(j.id.clone());
-                if let Some(g) = c.job(&j.id).and_then(|x| x.gang.clone()) {
-                    self.gangs.insert(g);
+                if let Some(g) = c.job(&j.id).and_then(|x| x.gang.as_deref()) {
+                    self.gangs.insert(g.to_string());
                 }
             }
         }

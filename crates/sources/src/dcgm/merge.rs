@@ -45,7 +45,7 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
     labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
     Node {
         name: name.to_string(),
-        partitions: Vec::new(),
+        partitions: Vec::new().into(),
         state: NodeState::Unknown,
         reason: Some("known only to a node endpoint".into()),
         reason_set_by: None,
@@ -55,7 +55,7 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
         back_at: None,
         gpu_model,
         domains: Vec::new().into(),
-        ib_ports: Vec::new(),
+        ib_ports: Vec::new().into(),
         gpu_summary: None,
         labels: labels.into(),
         gpu_count: 0,
@@ -229,7 +229,7 @@ impl HealthWatch {
                 .into_iter()
                 .filter(|j| {
                     base.job(&j.id)
-                        .and_then(|j| j.start_time)
+                        .and_then(|j| j.start_time.get())
                         .is_some_and(|t| t <= e.time)
                 })
                 .collect();

@@ -202,8 +202,8 @@ pub fn merge_ports(c: &mut Cluster, ports: &[PortReading], hosts: &HostMap) -> u
         // By (device, port): a node with many ports is merged in linear
         // time, not by a search of its ports for each reading (100k ports
         // took over two minutes).
-        let mut at: std::collections::HashMap<(String, u32), usize> = n
-            .ib_ports
+        let mut ports = n.ib_ports.to_vec();
+        let mut at: std::collections::HashMap<(String, u32), usize> = ports
             .iter()
             .enumerate()
             .map(|(k, p)| ((p.device.clone(), p.port), k))
@@ -211,15 +211,15 @@ pub fn merge_ports(c: &mut Cluster, ports: &[PortReading], hosts: &HostMap) -> u
         for r in rs {
             let key = (r.port.device.clone(), r.port.port);
             match at.get(&key) {
-                Some(&k) => n.ib_ports[k] = r.port.clone(),
+                Some(&k) => ports[k] = r.port.clone(),
                 None => {
-                    at.insert(key, n.ib_ports.len());
-                    n.ib_ports.push(r.port.clone());
+                    at.insert(key, ports.len());
+                    ports.push(r.port.clone());
                 }
             }
         }
-        n.ib_ports
-            .sort_by(|a, b| a.device.cmp(&b.device).then(a.port.cmp(&b.port)));
+        ports.sort_by(|a, b| a.device.cmp(&b.device).then(a.port.cmp(&b.port)));
+        n.ib_ports = ports.into();
     }
     added
 }

@@ -316,7 +316,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         .collect();
     let (partitions, node_parts) = partitions_of(o, &nodes);
     for n in &mut nodes {
-        n.partitions = node_parts.get(&n.name).cloned().unwrap_or_default();
+        n.partitions = node_parts.get(&n.name).cloned().unwrap_or_default().into();
     }
     let gangs = gangs_of(o, &mut warnings);
     let jobs = jobs_of(o, &gangs, &partitions, &node_parts, &node_labels);

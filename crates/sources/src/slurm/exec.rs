@@ -418,7 +418,7 @@ impl Executor {
             "job {} is {} (priority {}, reason {}, restarts {})",
             j.id,
             j.state.as_str(),
-            j.priority.map_or("-".into(), |p| p.to_string()),
+            j.priority.get().map_or("-".into(), |p| p.to_string()),
             j.reason.as_deref().unwrap_or("-"),
             j.restarts.map_or("-".into(), |r| r.to_string())
         )
@@ -527,7 +527,7 @@ impl Executor {
     /// `ckpt_last`), and whether it still holds resources.
     pub async fn checkpoint_of(&self, job: &str) -> Result<(Option<i64>, bool), CallError> {
         let j = self.job_now(job).await?;
-        Ok((j.checkpoint.last, j.state.holds_resources()))
+        Ok((j.checkpoint.last.get(), j.state.holds_resources()))
     }
 
     /// The signal that tells a job to checkpoint (`[slurm] checkpoint_signal`).

@@ -85,10 +85,10 @@ pub fn checkpoint_from_comment(comment: &str) -> Checkpoint {
             continue;
         };
         match k.trim() {
-            "ckpt_bytes" => ck.size_bytes = units::parse_bytes(v).ok(),
-            "ckpt_last" => ck.last = v.trim().parse().ok(),
-            "ckpt_every" => ck.interval_s = units::parse_duration(v).ok(),
-            "ckpt_params" => ck.params = units::parse_count(v).ok(),
+            "ckpt_bytes" => ck.size_bytes = units::parse_bytes(v).ok().into(),
+            "ckpt_last" => ck.last = v.trim().parse().ok().into(),
+            "ckpt_every" => ck.interval_s = units::parse_duration(v).ok().into(),
+            "ckpt_params" => ck.params = units::parse_count(v).ok().into(),
             _ => {}
         }
     }
@@ -178,10 +178,14 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
         id: id.clone(),
         name: j.name.clone(),
         user: j.user_name.clone(),
-        account: Some(j.account.clone()).filter(|a| !a.is_empty()),
+        account: Some(j.account.clone())
+            .filter(|a| !a.is_empty())
+            .map(Into::into),
         partition: j.partition.clone(),
-        qos: Some(j.qos.clone()).filter(|q| !q.is_empty()),
-        priority: j.priority.get().and_then(|p| u64::try_from(p).ok()),
+        qos: Some(j.qos.clone())
+            .filter(|q| !q.is_empty())
+            .map(Into::into),
+        priority: j.priority.get().and_then(|p| u64::try_from(p).ok()).into(),
         state,
         reason,
         gpus_per_node,
@@ -192,20 +196,20 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
         } else {
             Vec::new()
         },
-        submit_time: j.submit_time.positive(),
-        eligible_time: j.eligible_time.positive(),
+        submit_time: j.submit_time.positive().into(),
+        eligible_time: j.eligible_time.positive().into(),
         start_time: if state.holds_resources() || !state.is_pending() {
-            j.start_time.positive()
+            j.start_time.positive().into()
         } else {
-            None
+            None.into()
         },
         end_time: if state.holds_resources() || state.is_pending() {
-            None
+            None.into()
         } else {
-            j.end_time.positive()
+            j.end_time.positive().into()
         },
         time_limit: limit,
-        gang: multi.then(|| format!("slurm-{id}")),
+        gang: (multi.then(|| format!("slurm-{id}"))).map(Into::into),
         checkpoint: checkpoint_from_comment(&j.comment),
         restarts: j
             .restart_cnt
@@ -214,14 +218,15 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
         requeueable: j.requeue,
         // --switches=1: every node under one leaf switch.
         // (`required_switches` from v0.0.40, `minimum_switches` before).
-        same_domain: (j
+        same_domain: ((j
             .required_switches
             .positive()
             .or(j.minimum_switches.positive())
             == Some(1))
-        .then(|| "leaf".to_string()),
-        required_nodes: hostlist::expand(&j.required_nodes).unwrap_or_default(),
-        pods: Vec::new(),
+        .then(|| "leaf".to_string()))
+        .map(Into::into),
+        required_nodes: (hostlist::expand(&j.required_nodes).unwrap_or_default()).into(),
+        pods: Vec::new().into(),
     })
 }
 
@@ -266,7 +271,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
     }
     Ok(Node {
         name: n.name.clone(),
-        partitions: node_parts,
+        partitions: node_parts.into(),
         state: node_state(&n.state.0, &flags),
         reason_set_by: Some(n.reason_set_by_user.clone())
             .filter(|r| !r.is_empty() && reason.is_some()),
@@ -277,7 +282,7 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         reason,
         gpu_model: model.as_deref().map(str::to_string),
         domains: Vec::new().into(),
-        ib_ports: Vec::new(),
+        ib_ports: Vec::new().into(),
         gpu_summary: None,
         labels: labels.into(),
         gpu_count: g.count,

@@ -27,10 +27,11 @@ fn job_lines(app: &App, j: &crate::model::Job, width: u16, theme: Theme) -> Vec<
     let ck = &j.checkpoint;
     let ck_text = format!(
         "last {}  every {}  size {}",
-        ago(now, ck.last),
+        ago(now, ck.last.get()),
         ck.interval_s
+            .get()
             .map_or("-".into(), |s| text::duration(s as i64)),
-        ck.size_bytes.map_or("unknown".into(), text::bytes),
+        ck.size_bytes.get().map_or("unknown".into(), text::bytes),
     );
     // A reason code (Slurm's `Resources`) on the state's line; a
     // scheduler's sentence (kube-scheduler's, Kueue's) once, in the why.
@@ -61,7 +62,7 @@ fn job_lines(app: &App, j: &crate::model::Job, width: u16, theme: Theme) -> Vec<
                 j.qos
                     .as_deref()
                     .map_or("-".into(), |q| sanitize(q).into_owned()),
-                text::opt(j.priority)
+                text::opt(j.priority.get())
             ),
         ),
         ("state", state_line),
@@ -78,7 +79,11 @@ fn job_lines(app: &App, j: &crate::model::Job, width: u16, theme: Theme) -> Vec<
         ),
         (
             "submitted / started",
-            format!("{} / {}", ago(now, j.submit_time), ago(now, j.start_time)),
+            format!(
+                "{} / {}",
+                ago(now, j.submit_time.get()),
+                ago(now, j.start_time.get())
+            ),
         ),
         (
             "elapsed / limit",

@@ -203,7 +203,7 @@ fn arb_cluster() -> impl Strategy<Value = Cluster> {
                 }
                 let names: Vec<&str> = free.iter().map(String::as_str).collect();
                 let j = run(&mut c, &format!("r{k}"), &names, gpn, ran as i64, 6000);
-                std::sync::Arc::make_mut(&mut c.jobs[j]).gang = Some(format!("g{gang}"));
+                std::sync::Arc::make_mut(&mut c.jobs[j]).gang = Some(format!("g{gang}").into());
             }
             for (k, (n, g, prio)) in pending.into_iter().enumerate() {
                 pend(&mut c, &format!("q{k}"), "p", n, g, prio);

@@ -33,7 +33,7 @@ fn hour() -> Vec<Cluster> {
     pend(&mut c, "B", "p", 1, 4, 100);
     set_job(&mut c, "B", |j| {
         j.reason = Some("Resources".into());
-        j.submit_time = Some(NOW - 600);
+        j.submit_time = Some(NOW - 600).into();
     });
     let mut out = vec![c.clone()];
     c.time = NOW + 600;
@@ -43,15 +43,15 @@ fn hour() -> Vec<Cluster> {
     c.jobs.remove(b);
     run(&mut c, "B", &["n1"], 4, 0, 86_400);
     set_job(&mut c, "B", |j| {
-        j.submit_time = Some(NOW - 600);
-        j.start_time = Some(NOW + 600);
+        j.submit_time = Some(NOW - 600).into();
+        j.start_time = Some(NOW + 600).into();
     });
-    set_job(&mut c, "C", |j| j.checkpoint.last = Some(NOW + 600));
+    set_job(&mut c, "C", |j| j.checkpoint.last = Some(NOW + 600).into());
     out.push(c.clone());
     c.time = NOW + 1200;
     set_job(&mut c, "C", |j| {
         j.state = JobState::Failed;
-        j.end_time = Some(NOW + 1200);
+        j.end_time = Some(NOW + 1200).into();
     });
     free_gpus_of(&mut c, "C");
     out.push(c.clone());

@@ -22,9 +22,9 @@ fn gpu_mut<'a>(c: &'a mut Cluster, node: &str, gpu: usize) -> &'a mut crate::mod
 /// s away, with a 100 GB state.
 fn checkpointing(c: &mut Cluster, j: usize, every: u64, next_in: i64) {
     let job = Arc::make_mut(&mut c.jobs[j]);
-    job.checkpoint.interval_s = Some(every);
-    job.checkpoint.last = Some(NOW + next_in - every as i64);
-    job.checkpoint.size_bytes = Some(100_000_000_000);
+    job.checkpoint.interval_s = Some(every).into();
+    job.checkpoint.last = Some(NOW + next_in - every as i64).into();
+    job.checkpoint.size_bytes = Some(100_000_000_000).into();
 }
 
 fn pick(o: &Options) -> &'static str {
@@ -291,9 +291,9 @@ mod properties {
         let j = run(&mut c, "a", &["n1"], per, ran, 86_400);
         {
             let job = Arc::make_mut(&mut c.jobs[j]);
-            job.checkpoint.interval_s = every;
-            job.checkpoint.last = since.map(|s| NOW - s.min(ran));
-            job.checkpoint.size_bytes = size;
+            job.checkpoint.interval_s = every.into();
+            job.checkpoint.last = since.map(|s| NOW - s.min(ran)).into();
+            job.checkpoint.size_bytes = size.into();
         }
         if second {
             run(&mut c, "b", &["n1"], 4, ran / 2, 86_400);

@@ -273,7 +273,7 @@ fn a_job_bound_to_named_nodes_waits_for_them() {
     add_node(&mut c, "n2", "p", 8);
     run(&mut c, "r", &["n2"], 8, 600, 3600);
     let j = pend(&mut c, "1", "p", 1, 8, 10);
-    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["n2".into()];
+    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["n2".into()].into();
     let free = pend(&mut c, "2", "p", 1, 8, 5);
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert_eq!(start(&p, j), Some(NOW + 3000));
@@ -283,7 +283,7 @@ fn a_job_bound_to_named_nodes_waits_for_them() {
         p.estimate(j)
     );
     assert_eq!(start(&p, free), Some(NOW), "n1 stays for the others");
-    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["nope".into()];
+    std::sync::Arc::make_mut(&mut c.jobs[j]).required_nodes = vec!["nope".into()].into();
     let p = plan(&c, &SiteParams::default(), &Unusable::default());
     assert!(matches!(p.estimate(j), Some(Estimate::Blocked { .. })));
 }

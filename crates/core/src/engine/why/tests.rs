@@ -163,7 +163,7 @@ fn a_requeued_job_is_planned_from_its_begin_time() {
     let j = pend(&mut c, "2", "p", 1, 8, 100);
     let job = std::sync::Arc::make_mut(&mut c.jobs[j]);
     job.reason = Some("BeginTime".into());
-    job.eligible_time = Some(NOW + 120);
+    job.eligible_time = Some(NOW + 120).into();
     job.restarts = Some(1);
     let w = why_of(&c, j);
     match &w.estimate {
@@ -195,7 +195,7 @@ fn a_requeued_job_is_planned_from_its_begin_time() {
     );
     assert!(!w.suggestions.iter().any(|s| s.contains("estimated start")));
     // Without a known begin time it stays blocked.
-    std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = None;
+    std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = None.into();
     assert!(matches!(
         why_of(&c, j).estimate,
         Some(crate::engine::plan::Estimate::Blocked { .. })

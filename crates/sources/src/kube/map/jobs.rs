@@ -24,15 +24,23 @@ pub(super) fn gang_of(pod: &Pod) -> (String, String) {
 pub(super) fn checkpoint(sources: &[&dyn Meta]) -> Checkpoint {
     let ann = |k: &str| sources.iter().find_map(|v| v.annotation(k));
     Checkpoint {
-        size_bytes: ann(ANN_BYTES).and_then(|v| units::parse_bytes(v).ok()),
-        last: ann(ANN_LAST).and_then(|v| {
-            v.trim()
-                .parse()
-                .ok()
-                .or_else(|| time(&Value::String(v.into())))
-        }),
-        interval_s: ann(ANN_EVERY).and_then(|v| units::parse_duration(v).ok()),
-        params: ann(ANN_PARAMS).and_then(|v| units::parse_count(v).ok()),
+        size_bytes: ann(ANN_BYTES)
+            .and_then(|v| units::parse_bytes(v).ok())
+            .into(),
+        last: ann(ANN_LAST)
+            .and_then(|v| {
+                v.trim()
+                    .parse()
+                    .ok()
+                    .or_else(|| time(&Value::String(v.into())))
+            })
+            .into(),
+        interval_s: ann(ANN_EVERY)
+            .and_then(|v| units::parse_duration(v).ok())
+            .into(),
+        params: ann(ANN_PARAMS)
+            .and_then(|v| units::parse_count(v).ok())
+            .into(),
     }
 }
 
@@ -177,28 +185,29 @@ pub(super) fn job_of(
         id: format!("{}/{}", g.ns, g.name),
         name: g.name.clone(),
         user,
-        account,
+        account: account.map(Into::into),
         partition,
-        qos: local_queue.or(volcano_queue).map(str::to_string),
-        priority,
+        qos: (local_queue.or(volcano_queue).map(str::to_string)).map(Into::into),
+        priority: priority.into(),
         state,
         reason,
         gpus_per_node: Some(gpus_per_node),
         node_count: Some(node_count.max(1)),
         gpus_total: Some(gpus_total),
         nodes,
-        submit_time,
-        eligible_time: None,
-        start_time,
-        end_time: None,
+        submit_time: submit_time.into(),
+        eligible_time: None.into(),
+        start_time: start_time.into(),
+        end_time: None.into(),
         // Kubernetes jobs without a deadline run until they finish.
         time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
-        gang: (node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)),
+        gang: ((node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)))
+            .map(Into::into),
         checkpoint: checkpoint(&ck_sources),
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
-        same_domain: wl.and_then(required_topology),
-        required_nodes: Vec::new(),
+        same_domain: wl.and_then(required_topology).map(Into::into),
+        required_nodes: Vec::new().into(),
         pods: pods.iter().map(|p| p.key()).collect(),
     }
 }

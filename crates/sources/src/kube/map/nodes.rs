@@ -268,12 +268,12 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         .collect();
     Some(Node {
         domains: domains_from_labels(&labels).into(),
-        ib_ports: Vec::new(),
+        ib_ports: Vec::new().into(),
         gpu_summary: None,
         boot_time: None,
         reason_set_by: None,
         name,
-        partitions: Vec::new(),
+        partitions: Vec::new().into(),
         state,
         reason,
         reason_time,

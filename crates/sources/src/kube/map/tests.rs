@@ -36,7 +36,7 @@ fn nodes_take_their_state_from_ready_cordon_and_nvidia_taints() {
     assert_eq!(n.gpu_count, 8);
     assert_eq!(n.gpu_model.as_deref(), Some("NVIDIA-H100-80GB-HBM3"));
     assert_eq!(n.gpus[0].memory_total_mib, Some(81559));
-    assert_eq!(n.partitions, vec!["h100".to_string()]);
+    assert_eq!(n.partitions.to_vec(), vec!["h100".to_string()]);
 }
 
 #[test]
@@ -468,7 +468,7 @@ fn a_pod_at_kube_scheduler_is_not_queued_behind_a_workload_waiting_for_kueue() {
         .iter()
         .position(|j| j.id == "team-a/finetune-7b")
         .expect("kueue pending");
-    std::sync::Arc::make_mut(&mut c.jobs[k]).priority = Some(1_000_000);
+    std::sync::Arc::make_mut(&mut c.jobs[k]).priority = Some(1_000_000).into();
     let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
     let i = c
         .jobs
