@@ -185,15 +185,7 @@ pub fn spawn_into<T: Send + 'static>(
                 () = tokio::time::sleep_until(earliest.into()), if deferred => {}
             }
             // Forward whatever queued up while we computed; analyse the newest.
-            while let Ok(up) = source.try_recv() {
-                if let Update::Recalled(m) = up {
-                    intake.recall(m);
-                    continue;
-                }
-                if let Update::Snapshot(c) = &up {
-                    intake.snapshot(c);
-                    latest = Some(c.clone());
-                }
+            for up in take_queued(&mut source, &mut intake, &mut latest) {
                 if tx.send(wrap(Out::Source(up))).await.is_err() {
                     return;
                 }
@@ -235,6 +227,29 @@ pub fn spawn_into<T: Send + 'static>(
             }
         }
     });
+}
+
+/// The updates that queued up while an analysis ran, to forward: their
+/// snapshots taken in (the newest becomes `latest`), recalled memory
+/// taken in and not forwarded.
+fn take_queued(
+    source: &mut mpsc::Receiver<Update>,
+    intake: &mut Intake,
+    latest: &mut Option<Arc<Cluster>>,
+) -> Vec<Update> {
+    let mut forward = Vec::new();
+    while let Ok(up) = source.try_recv() {
+        if let Update::Recalled(m) = up {
+            intake.recall(m);
+            continue;
+        }
+        if let Update::Snapshot(c) = &up {
+            intake.snapshot(c);
+            *latest = Some(c.clone());
+        }
+        forward.push(up);
+    }
+    forward
 }
 
 /// The focus's answers on the last base, off the async workers.

@@ -20,9 +20,6 @@ use super::Timestamp;
 pub struct Count(Option<std::num::NonZeroU64>);
 
 impl Count {
-    /// Unknown.
-    pub const UNKNOWN: Count = Count(None);
-
     /// A known count (`v + 1`, never zero, is what it keeps).
     pub fn of(v: u64) -> Count {
         Count(std::num::NonZeroU64::new(v.saturating_add(1)))
@@ -32,30 +29,14 @@ impl Count {
     pub fn get(self) -> Option<u64> {
         self.0.map(|v| v.get() - 1)
     }
-
-    pub fn is_some(self) -> bool {
-        self.0.is_some()
-    }
-
-    pub fn is_none(self) -> bool {
-        self.0.is_none()
-    }
-
-    pub fn unwrap_or(self, default: u64) -> u64 {
-        self.get().unwrap_or(default)
-    }
 }
 
 /// A time (`Timestamp`, seconds since the epoch) or unknown. The one value
 /// it cannot hold, `i64::MIN`, reads as `i64::MIN + 1`: no clock says it.
-/// Ordered as `Option<Timestamp>` is: unknown first.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct When(Option<std::num::NonZeroU64>);
 
 impl When {
-    /// Unknown.
-    pub const UNKNOWN: When = When(None);
-
     /// A known time (kept with its sign bit flipped, never zero).
     pub fn of(t: Timestamp) -> When {
         When(std::num::NonZeroU64::new(
@@ -67,128 +48,88 @@ impl When {
     pub fn get(self) -> Option<Timestamp> {
         self.0.map(|v| (v.get() ^ (1 << 63)) as Timestamp)
     }
-
-    pub fn is_some(self) -> bool {
-        self.0.is_some()
-    }
-
-    pub fn is_none(self) -> bool {
-        self.0.is_none()
-    }
-
-    pub fn unwrap_or(self, default: Timestamp) -> Timestamp {
-        self.get().unwrap_or(default)
-    }
 }
 
-impl PartialOrd for When {
-    fn partial_cmp(&self, other: &When) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
+/// What both are besides their encoding: unknown by default, ordered as
+/// their `Option` is (unknown first), compared with it, converted to and
+/// from it, and printed, written and read as it.
+macro_rules! as_option {
+    ($t:ident, $v:ty) => {
+        impl $t {
+            /// Unknown.
+            pub const UNKNOWN: $t = $t(None);
+
+            pub fn is_some(self) -> bool {
+                self.0.is_some()
+            }
+
+            pub fn is_none(self) -> bool {
+                self.0.is_none()
+            }
+
+            pub fn unwrap_or(self, default: $v) -> $v {
+                self.get().unwrap_or(default)
+            }
+        }
+
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &$t) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $t {
+            fn cmp(&self, other: &$t) -> std::cmp::Ordering {
+                self.get().cmp(&other.get())
+            }
+        }
+
+        impl From<Option<$v>> for $t {
+            fn from(v: Option<$v>) -> $t {
+                v.map_or($t::UNKNOWN, $t::of)
+            }
+        }
+
+        impl From<$v> for $t {
+            fn from(v: $v) -> $t {
+                $t::of(v)
+            }
+        }
+
+        impl From<$t> for Option<$v> {
+            fn from(c: $t) -> Option<$v> {
+                c.get()
+            }
+        }
+
+        impl PartialEq<Option<$v>> for $t {
+            fn eq(&self, other: &Option<$v>) -> bool {
+                self.get() == *other
+            }
+        }
+
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.get().fmt(f)
+            }
+        }
+
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.get().serialize(s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                Option::<$v>::deserialize(d).map($t::from)
+            }
+        }
+    };
 }
 
-impl Ord for When {
-    fn cmp(&self, other: &When) -> std::cmp::Ordering {
-        self.get().cmp(&other.get())
-    }
-}
-
-impl From<Option<Timestamp>> for When {
-    fn from(t: Option<Timestamp>) -> When {
-        t.map_or(When::UNKNOWN, When::of)
-    }
-}
-
-impl From<Timestamp> for When {
-    fn from(t: Timestamp) -> When {
-        When::of(t)
-    }
-}
-
-impl From<When> for Option<Timestamp> {
-    fn from(w: When) -> Option<Timestamp> {
-        w.get()
-    }
-}
-
-impl PartialEq<Option<Timestamp>> for When {
-    fn eq(&self, other: &Option<Timestamp>) -> bool {
-        self.get() == *other
-    }
-}
-
-impl fmt::Debug for When {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-impl Serialize for When {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for When {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<When, D::Error> {
-        Option::<Timestamp>::deserialize(d).map(When::from)
-    }
-}
-
-impl PartialOrd for Count {
-    fn partial_cmp(&self, other: &Count) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Ordered as `Option<u64>` is: unknown first.
-impl Ord for Count {
-    fn cmp(&self, other: &Count) -> std::cmp::Ordering {
-        self.get().cmp(&other.get())
-    }
-}
-
-impl From<Option<u64>> for Count {
-    fn from(v: Option<u64>) -> Count {
-        v.map_or(Count::UNKNOWN, Count::of)
-    }
-}
-
-impl From<u64> for Count {
-    fn from(v: u64) -> Count {
-        Count::of(v)
-    }
-}
-
-impl From<Count> for Option<u64> {
-    fn from(c: Count) -> Option<u64> {
-        c.get()
-    }
-}
-
-impl PartialEq<Option<u64>> for Count {
-    fn eq(&self, other: &Option<u64>) -> bool {
-        self.get() == *other
-    }
-}
-
-impl fmt::Debug for Count {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-impl Serialize for Count {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
-        Option::<u64>::deserialize(d).map(Count::from)
-    }
-}
+as_option!(Count, u64);
+as_option!(When, Timestamp);
 
 #[cfg(test)]
 mod tests {
@@ -223,27 +164,27 @@ mod tests {
         want.insert(0, None);
         assert_eq!(back, want);
         assert_eq!(std::mem::size_of::<When>(), 8);
-        for t in [None, Some(-5), Some(0), Some(1_796_000_000)] {
-            let w = When::from(t);
-            assert_eq!(
-                serde_json::to_string(&w).ok(),
-                serde_json::to_string(&t).ok()
-            );
-            let read: When = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
-            assert_eq!(read, w);
-        }
+    }
+
+    /// `c`, made from `v`, is written as `v` is and read back from it.
+    fn written_as<C, V>(v: Option<V>)
+    where
+        C: From<Option<V>> + Serialize + serde::de::DeserializeOwned + PartialEq + fmt::Debug,
+        V: Serialize + Copy,
+    {
+        let c = C::from(v);
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+        assert_eq!(serde_json::from_str::<C>(&text).unwrap(), c);
     }
 
     #[test]
-    fn it_is_written_and_read_as_an_option() {
+    fn both_are_written_and_read_as_an_option() {
         for v in [None, Some(0), Some(7), Some(u64::MAX - 1)] {
-            let c = Count::from(v);
-            assert_eq!(
-                serde_json::to_string(&c).ok(),
-                serde_json::to_string(&v).ok()
-            );
-            let back: Count = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
-            assert_eq!(back, c);
+            written_as::<Count, u64>(v);
+        }
+        for t in [None, Some(-5), Some(0), Some(1_796_000_000)] {
+            written_as::<When, Timestamp>(t);
         }
     }
 }
