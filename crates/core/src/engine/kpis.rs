@@ -97,7 +97,30 @@ pub struct JobWatch {
 
 impl JobWatch {
     /// Takes in the next snapshot; `f` hears of every job that changed.
-    pub fn observe(&mut self, c: &Cluster, mut f: impl FnMut(&crate::model::Job, Change)) {
+    /// Jobs that left the data are remembered (their [`state`](Self::state))
+    /// until as many have left as are in it.
+    pub fn observe(&mut self, c: &Cluster, f: impl FnMut(&crate::model::Job, Change)) {
+        self.watch(c, 2 * c.jobs.len() + 1024, f);
+    }
+
+    /// The same for a reader that never asks about a job that left (the
+    /// health numbers): they are forgotten every 1,024. At 10,000 nodes
+    /// about 80,000 jobs start in an hour, and remembering as many as
+    /// are in the data doubled the table (to 262,144 places) within
+    /// minutes of the console's start (issue 42: memory flat over an
+    /// hour).
+    pub fn observe_present(&mut self, c: &Cluster, f: impl FnMut(&crate::model::Job, Change)) {
+        self.watch(c, c.jobs.len() + 1024, f);
+    }
+
+    /// Jobs remembered, those that left included.
+    pub fn remembered(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// `observe`, keeping at most `most` jobs remembered once the
+    /// snapshot is in.
+    fn watch(&mut self, c: &Cluster, most: usize, mut f: impl FnMut(&crate::model::Job, Change)) {
         let seen = &mut self.seen;
         self.last.update(&c.jobs, |i| {
             let Some(j) = c.jobs.get(i) else {
@@ -132,7 +155,7 @@ impl JobWatch {
                 f(j, Change::Requeued);
             }
         });
-        if self.seen.len() > 2 * c.jobs.len() + 1024 {
+        if self.seen.len() > most {
             let ids: rustc_hash::FxHashSet<&str> = c.jobs.iter().map(|j| j.id.as_str()).collect();
             self.seen.retain(|id, _| ids.contains(id.as_str()));
         }
@@ -147,7 +170,9 @@ impl JobWatch {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 struct Start {
     time: Timestamp,
-    partition: String,
+    /// One copy of each partition's name for all its starts: a day of
+    /// them at 10,000 nodes is about two million (issue 42).
+    partition: std::sync::Arc<str>,
     gpus: u32,
     wait_s: i64,
 }
@@ -159,6 +184,16 @@ struct Loss {
     failed: bool,
     #[serde(with = "super::exact::option")]
     gpu_hours: Option<f64>,
+}
+
+/// The one copy of `name` in `names` (a cluster has a few partitions).
+fn shared_name(names: &mut Vec<std::sync::Arc<str>>, name: &str) -> std::sync::Arc<str> {
+    if let Some(n) = names.iter().find(|n| &***n == name) {
+        return n.clone();
+    }
+    let n: std::sync::Arc<str> = name.into();
+    names.push(n.clone());
+    n
 }
 
 /// A book the analyst feeds and the console reads (`:kpis`).
@@ -181,6 +216,9 @@ pub struct KpiBook {
     losses: VecDeque<Loss>,
     /// Observations older than this are dropped (the longest window).
     keep_s: i64,
+    /// The partitions' names the starts share.
+    #[serde(skip)]
+    partitions: Vec<std::sync::Arc<str>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -305,13 +343,13 @@ impl KpiBook {
         }
         let sample = self.sampler.sample(c);
         self.samples.push_back(sample);
-        let (starts, losses) = (&mut self.starts, &mut self.losses);
-        self.jobs.observe(c, |j, change| match change {
+        let (starts, losses, names) = (&mut self.starts, &mut self.losses, &mut self.partitions);
+        self.jobs.observe_present(c, |j, change| match change {
             Change::Started => {
                 if let (Some(start), Some(submit)) = (j.start_time.get(), j.waiting_since()) {
                     starts.push_back(Start {
                         time: start,
-                        partition: j.partition.clone(),
+                        partition: shared_name(names, &j.partition),
                         gpus: j.gpus_requested().unwrap_or(0),
                         wait_s: (start - submit).max(0),
                     });
@@ -397,7 +435,7 @@ impl KpiBook {
             samples: in_window.len(),
             gpu_allocated: allocated,
             gpu_sm_occupancy: busy,
-            wait_by_partition: waits(starts.iter().map(|s| (s.partition.clone(), *s))),
+            wait_by_partition: waits(starts.iter().map(|s| (s.partition.to_string(), *s))),
             wait_by_size: waits(starts.iter().map(|s| (size_group(s.gpus), *s))),
             requeues,
             requeues_per_hour: (total > 0.0).then(|| requeues as f64 * 3600.0 / total),

@@ -117,3 +117,34 @@ fn percentiles_by_nearest_rank() {
     assert_eq!(percentile(&[5], 0.95), Some(5));
     assert_eq!(percentile(&[], 0.95), None);
 }
+
+/// Jobs come and go: 100 in the data at each snapshot, 50 new ones each.
+/// The health numbers' watch forgets those that left every 1,024 (it
+/// stayed at twice the data, a table twice the size at 10,000 nodes); the
+/// post-mortem's remembers them longer, for their fate.
+#[test]
+fn the_health_numbers_forget_the_jobs_that_left() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    let mut book = KpiBook::new(3600);
+    let mut watch = JobWatch::default();
+    let (mut next, mut most_book, mut most_watch) = (0, 0, 0);
+    for round in 0..100 {
+        c.time = NOW + round;
+        c.jobs
+            .retain(|j| j.id.parse::<i64>().is_ok_and(|k| k >= next - 50));
+        for _ in 0..50 {
+            pend(&mut c, &next.to_string(), "p", 1, 1, 100);
+            next += 1;
+        }
+        book.observe(&c);
+        watch.observe(&c, |_, _| {});
+        most_book = most_book.max(book.jobs.remembered());
+        most_watch = most_watch.max(watch.remembered());
+    }
+    assert_eq!(c.jobs.len(), 100);
+    assert!(most_book <= 100 + 1024, "{most_book}");
+    assert!(most_watch > 100 + 1024, "{most_watch}");
+    // Job 4,700 left 5 snapshots ago: still known to the post-mortem's.
+    assert_eq!(watch.state("4700"), Some(JobState::Pending));
+}
