@@ -209,7 +209,7 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
             j.end_time.positive().into()
         },
         time_limit: limit,
-        gang: (multi.then(|| format!("slurm-{id}"))).map(Into::into),
+        gang: multi.then(|| format!("slurm-{id}").into()),
         checkpoint: checkpoint_from_comment(&j.comment),
         restarts: j
             .restart_cnt

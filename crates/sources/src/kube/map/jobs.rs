@@ -187,7 +187,7 @@ pub(super) fn job_of(
         user,
         account: account.map(Into::into),
         partition,
-        qos: (local_queue.or(volcano_queue).map(str::to_string)).map(Into::into),
+        qos: local_queue.or(volcano_queue).map(Into::into),
         priority: priority.into(),
         state,
         reason,
@@ -201,8 +201,8 @@ pub(super) fn job_of(
         end_time: None.into(),
         // Kubernetes jobs without a deadline run until they finish.
         time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
-        gang: ((node_count > 1 || pg.is_some()).then(|| format!("{} {}/{}", g.kind, g.ns, g.name)))
-            .map(Into::into),
+        gang: (node_count > 1 || pg.is_some())
+            .then(|| format!("{} {}/{}", g.kind, g.ns, g.name).into()),
         checkpoint: checkpoint(&ck_sources),
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
