@@ -126,8 +126,7 @@ pub fn spawn_into<T: Send + 'static>(
     tokio::spawn(async move {
         let mut focus = focus;
         let mut latest: Option<Arc<Cluster>> = None;
-        // The snapshot the last base was computed for, and that base.
-        let mut done: Option<(Arc<Cluster>, Arc<Base>)> = None;
+        let mut last = LastAnalysed::default();
         let mut source_open = true;
         let mut intake = Intake {
             audit,
@@ -139,6 +138,8 @@ pub fn spawn_into<T: Send + 'static>(
         // No full analysis before this (the CPU budget).
         let mut earliest = Instant::now();
         let mut deferred = false;
+        // A new focus with no snapshot kept: the newest is analysed now.
+        let mut asked = false;
         loop {
             tokio::select! {
                 up = source.recv(), if source_open => match up {
@@ -171,8 +172,9 @@ pub fn spawn_into<T: Send + 'static>(
                     if changed.is_err() {
                         return;
                     }
+                    last.moved = Some(Instant::now());
                     // A new focus is answered at once, on the last base.
-                    if let Some((c, base)) = done.clone() {
+                    if let Some((c, base)) = last.kept.clone() {
                         let f = focus.borrow().clone();
                         if let Some(a) = refocus(c, base, f, site.clone()).await
                             && tx.send(wrap(Out::Analysis(Arc::new(a)))).await.is_err()
@@ -181,6 +183,11 @@ pub fn spawn_into<T: Send + 'static>(
                         }
                         continue;
                     }
+                    asked = true;
+                }
+                () = tokio::time::sleep_until(last.let_go_at().unwrap_or_else(Instant::now).into()), if last.kept.is_some() => {
+                    last.kept = None;
+                    continue;
                 }
                 () = tokio::time::sleep_until(earliest.into()), if deferred => {}
             }
@@ -191,22 +198,20 @@ pub fn spawn_into<T: Send + 'static>(
                 }
             }
             let Some(c) = latest.clone() else { continue };
-            if done.as_ref().is_some_and(|(d, _)| Arc::ptr_eq(d, &c)) {
+            if !asked && last.is_of(&c) {
                 deferred = false;
                 continue;
             }
             let began = Instant::now();
-            if began < earliest {
+            if !asked && began < earliest {
                 // Too soon after the last: analyse the newest when allowed.
                 deferred = true;
                 continue;
             }
-            deferred = false;
+            (deferred, asked) = (false, false);
             // The snapshot last analysed is let go before the next analysis
-            // (no focus is answered while it runs): at 10,000 nodes the
-            // peak was 10-25 MB lower. Keeping none between analyses at
-            // all measured the same as this (docs/performance.md).
-            done = None;
+            // (no focus is answered while it runs).
+            last.kept = None;
             let f = focus.borrow().clone();
             let analysis = analyse(
                 c.clone(),
@@ -218,7 +223,7 @@ pub fn spawn_into<T: Send + 'static>(
             earliest = next_analysis(began, began.elapsed());
             match analysis {
                 Ok(a) => {
-                    done = Some((c, a.base.clone()));
+                    last.analysed(c, a.base.clone(), Instant::now());
                     if tx.send(wrap(Out::Analysis(Arc::new(a)))).await.is_err() {
                         return;
                     }
@@ -227,6 +232,49 @@ pub fn spawn_into<T: Send + 'static>(
             }
         }
     });
+}
+
+/// How long after the focus last changed the snapshot last analysed is
+/// kept, to answer the next change at once on its base. An idle console
+/// keeps none: at 10,000 nodes that snapshot held a generation of nodes
+/// of its own (the sim re-makes each node every 10 s, a scheduler's poll
+/// makes them anew) for the tens of seconds between analyses — 30-40 MB
+/// of the console's 230 (docs/performance.md). A focus that finds none
+/// kept has the newest snapshot analysed at once, past the CPU budget.
+pub const KEEP_FOR_FOCUS: Duration = Duration::from_secs(30);
+
+/// The snapshot analysed last, and what is kept of it.
+#[derive(Default)]
+struct LastAnalysed {
+    /// That snapshot and its base, while the operator moves the focus.
+    kept: Option<(Arc<Cluster>, Arc<Base>)>,
+    /// That snapshot, kept or not: it is not analysed again unless a
+    /// focus asks (a weak reference holds none of its nodes or jobs, and
+    /// keeps its address from being another snapshot's).
+    of: std::sync::Weak<Cluster>,
+    /// When the focus last changed.
+    moved: Option<Instant>,
+}
+
+impl LastAnalysed {
+    /// An analysis of `c` done at `now`: kept while the focus moved within
+    /// `KEEP_FOR_FOCUS`.
+    fn analysed(&mut self, c: Arc<Cluster>, base: Arc<Base>, now: Instant) {
+        self.of = Arc::downgrade(&c);
+        self.kept = self
+            .let_go_at()
+            .is_some_and(|t| now < t)
+            .then_some((c, base));
+    }
+
+    /// When what is kept is let go; none before the focus first moves.
+    fn let_go_at(&self) -> Option<Instant> {
+        self.moved.map(|t| t + KEEP_FOR_FOCUS)
+    }
+
+    fn is_of(&self, c: &Arc<Cluster>) -> bool {
+        std::ptr::eq(self.of.as_ptr(), Arc::as_ptr(c))
+    }
 }
 
 /// The updates that queued up while an analysis ran, to forward: their
@@ -349,5 +397,62 @@ mod tests {
             .and_then(|b| b.figures(3600))
             .expect("figures");
         assert_eq!((k.samples, k.to), (steps as usize, last));
+    }
+
+    /// The next analysis from `out` (the source's updates passed over).
+    async fn next_analysis_of(out: &mut mpsc::Receiver<Out>) -> Arc<Analysis> {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), out.recv()).await {
+                Ok(Some(Out::Analysis(a))) => return a,
+                Ok(Some(_)) => {}
+                other => panic!("no analysis: {other:?}"),
+            }
+        }
+    }
+
+    /// An idle console keeps no snapshot but the newest (one it analysed
+    /// and kept held a generation of nodes at 10,000 nodes); a focus that
+    /// then moves is answered all the same, with no new snapshot, and the
+    /// next move at once on what is now kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_console_keeps_no_older_snapshot_and_a_new_focus_is_answered() {
+        let site = SiteParams::default();
+        let (tx, rx) = mpsc::channel(64);
+        let (focus_tx, focus_rx) = watch::channel(Focus::None);
+        let kpis: crate::engine::kpis::SharedKpis = Arc::new(std::sync::Mutex::new(
+            crate::engine::kpis::KpiBook::new(3600),
+        ));
+        let mut out = spawn(rx, focus_rx, site, XidCatalog::default(), kpis);
+        let mut c = cluster();
+        add_node(&mut c, "n1", "p", 8);
+        add_node(&mut c, "n2", "p", 8);
+        run(&mut c, "train", &["n1"], 8, 600, 7200);
+        let first = Arc::new(c.clone());
+        tx.send(Update::Snapshot(first.clone()))
+            .await
+            .expect("send");
+        assert_eq!(next_analysis_of(&mut out).await.base.time, NOW);
+        c.time = NOW + 1;
+        let second = Arc::new(c.clone());
+        tx.send(Update::Snapshot(second.clone()))
+            .await
+            .expect("send");
+        assert_eq!(next_analysis_of(&mut out).await.base.time, NOW + 1);
+        assert_eq!(Arc::strong_count(&first), 1, "the older snapshot is let go");
+        // The newest: this test's, and the analyst's newest.
+        assert_eq!(Arc::strong_count(&second), 2);
+        for node in ["n1", "n2"] {
+            focus_tx.send(Focus::Node(node.into())).expect("focus");
+            let a = next_analysis_of(&mut out).await;
+            assert_eq!(a.base.time, NOW + 1, "no new snapshot was needed");
+            match &a.focus {
+                Some(crate::engine::analysis::FocusAnswer::Node { name, .. }) => {
+                    assert_eq!(name, node)
+                }
+                other => panic!("the focus on {node}: {other:?}"),
+            }
+        }
+        // While the focus moves, the snapshot analysed is kept to answer it.
+        assert_eq!(Arc::strong_count(&second), 3);
     }
 }
