@@ -5,6 +5,8 @@
 #
 #   scripts/heap-profile.sh                 # NODES=10000 JOBS=100000 SECS=300
 #   STACKS=1 scripts/heap-profile.sh        # also the 15 biggest stacks
+#   SHOW=plan scripts/heap-profile.sh       # the 15 biggest stacks of the
+#                                           # subsystems whose name has "plan"
 #
 # Builds `--profile profiling --features system-alloc` (glibc's malloc:
 # heaptrack hooks malloc, and mimalloc would hide every Rust allocation).
@@ -30,7 +32,7 @@ done
 sleep 2
 heaptrack_print -f "$WORK"/heap*.zst --flamegraph-cost-type peak -F "$WORK/peak.stacks" >/dev/null 2>&1
 echo "# $(date -u +%F): the console at $NODES nodes / $JOBS jobs, ${SECS} s under heaptrack"
-python3 - "$WORK/peak.stacks" "${STACKS:-0}" <<'PY'
+python3 - "$WORK/peak.stacks" "${STACKS:-0}" "${SHOW:-}" <<'PY'
 import collections, re, sys
 rows = []
 for line in open(sys.argv[1]):
@@ -57,6 +59,7 @@ rules = [
 ]
 by = collections.Counter()
 other = collections.Counter()
+shown = collections.Counter()
 for frames, n in rows:
     name = None
     for f in reversed(frames):
@@ -66,6 +69,8 @@ for frames, n in rows:
     by[name or "other"] += n
     if not name:
         other[";".join(frames[-5:])] += n
+    elif sys.argv[3] and sys.argv[3] in name:
+        shown[";".join(frames[-8:])] += n
 print(f"\nheap at its peak: {total / 1e6:.1f} MB\n")
 print("| subsystem | at the peak |")
 print("|---|---|")
@@ -75,4 +80,8 @@ if sys.argv[2] == "1":
     print()
     for k, n in other.most_common(15):
         print(f"{n / 1e6:6.1f} MB  {k[:200]}")
+if sys.argv[3]:
+    print()
+    for k, n in shown.most_common(15):
+        print(f"{n / 1e6:6.1f} MB  {k[-400:]}")
 PY

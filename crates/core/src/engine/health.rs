@@ -602,7 +602,7 @@ mod tests {
                 crc_flit: Some(flit).into(),
                 crc_data: Some(0).into(),
                 replay: Some(replay).into(),
-                recovery: None.into(),
+                recovery: crate::model::Count::UNKNOWN,
             };
         };
         set(&mut c, 4000, 1000);

@@ -186,16 +186,6 @@ struct Loss {
     gpu_hours: Option<f64>,
 }
 
-/// The one copy of `name` in `names` (a cluster has a few partitions).
-fn shared_name(names: &mut Vec<std::sync::Arc<str>>, name: &str) -> std::sync::Arc<str> {
-    if let Some(n) = names.iter().find(|n| &***n == name) {
-        return n.clone();
-    }
-    let n: std::sync::Arc<str> = name.into();
-    names.push(n.clone());
-    n
-}
-
 /// A book the analyst feeds and the console reads (`:kpis`).
 pub type SharedKpis = std::sync::Arc<std::sync::Mutex<KpiBook>>;
 
@@ -218,7 +208,7 @@ pub struct KpiBook {
     keep_s: i64,
     /// The partitions' names the starts share.
     #[serde(skip)]
-    partitions: Vec<std::sync::Arc<str>>,
+    partitions: crate::model::Names,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -349,7 +339,7 @@ impl KpiBook {
                 if let (Some(start), Some(submit)) = (j.start_time.get(), j.waiting_since()) {
                     starts.push_back(Start {
                         time: start,
-                        partition: shared_name(names, &j.partition),
+                        partition: names.get(&j.partition),
                         gpus: j.gpus_requested().unwrap_or(0),
                         wait_s: (start - submit).max(0),
                     });

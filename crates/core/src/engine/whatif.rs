@@ -69,7 +69,7 @@ pub fn end_jobs(c: &mut Cluster, jobs: &[usize], requeue: bool) {
         j.nodes.clear();
         if requeue {
             j.state = JobState::Pending;
-            j.start_time = None.into();
+            j.start_time = crate::model::When::UNKNOWN;
             j.reason = None;
         } else {
             j.state = JobState::Cancelled;

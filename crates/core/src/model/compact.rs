@@ -131,6 +131,24 @@ macro_rules! as_option {
 as_option!(Count, u64);
 as_option!(When, Timestamp);
 
+/// One shared copy of each name handed out (a team's, a QOS's, a
+/// partition's): a cluster has a few dozen, and 100,000 jobs or a day of
+/// starts would otherwise each hold their own.
+#[derive(Debug, Clone, Default)]
+pub struct Names(std::collections::HashSet<std::sync::Arc<str>>);
+
+impl Names {
+    /// The one copy of `name`.
+    pub fn get(&mut self, name: &str) -> std::sync::Arc<str> {
+        if let Some(n) = self.0.get(name) {
+            return n.clone();
+        }
+        let n: std::sync::Arc<str> = name.into();
+        self.0.insert(n.clone());
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +204,16 @@ mod tests {
         for t in [None, Some(-5), Some(0), Some(1_796_000_000)] {
             written_as::<When, Timestamp>(t);
         }
+    }
+
+    #[test]
+    fn names_hand_out_one_copy_of_each_name() {
+        let mut names = Names::default();
+        let a = names.get("ml-research");
+        let b = names.get(&String::from("ml-research"));
+        let c = names.get("normal");
+        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        assert!(!std::sync::Arc::ptr_eq(&a, &c));
+        assert_eq!((&*a, &*c), ("ml-research", "normal"));
     }
 }

@@ -163,7 +163,7 @@ mod tests {
             account: None,
             partition: "p".into(),
             qos: None,
-            priority: None.into(),
+            priority: Count::UNKNOWN,
             state: JobState::Pending,
             reason: None,
             gpus_per_node: Some(8),
@@ -171,17 +171,17 @@ mod tests {
             gpus_total: None,
             nodes: vec![],
             submit_time: Some(100).into(),
-            eligible_time: None.into(),
-            start_time: None.into(),
-            end_time: None.into(),
+            eligible_time: When::UNKNOWN,
+            start_time: When::UNKNOWN,
+            end_time: When::UNKNOWN,
             time_limit: None,
             gang: None,
             checkpoint: Checkpoint::default(),
             restarts: None,
             requeueable: None,
             same_domain: None,
-            required_nodes: Vec::new().into(),
-            pods: Vec::new().into(),
+            required_nodes: Default::default(),
+            pods: Default::default(),
         }
     }
 
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(j.wait_s(160), Some(60));
         j.start_time = Some(130).into();
         assert_eq!(j.wait_s(500), Some(30));
-        j.submit_time = None.into();
+        j.submit_time = When::UNKNOWN;
         assert_eq!(j.wait_s(500), None);
     }
 

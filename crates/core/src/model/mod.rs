@@ -21,7 +21,7 @@ pub use action::{Action, Outcome, PLAIN_REASON, Refused, Step, VALIDATION_FAILED
 pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
 pub use audit::Phase;
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
-pub use compact::{Count, When};
+pub use compact::{Count, Names, When};
 pub use event::{Event, EventJob, EventKind};
 pub use fabric::{Domain, IB_PHYS_LINK_UP, IB_STATE_ACTIVE, IB_STATE_DOWN, IbPort};
 pub use gpu::{

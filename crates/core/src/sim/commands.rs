@@ -123,8 +123,8 @@ impl Sim {
         );
         if requeue {
             let j = self.jobs[k].job_mut();
-            j.end_time = None.into();
-            j.start_time = None.into();
+            j.end_time = crate::model::When::UNKNOWN;
+            j.start_time = crate::model::When::UNKNOWN;
             // It waits again from now.
             j.eligible_time = Some(self.now).into();
             j.nodes.clear();

@@ -161,7 +161,7 @@ fn vision_team(sim: &mut Sim, hn: &[usize]) {
             last: Some(START_TIME + next_in - every).into(),
             interval_s: Some(every as u64).into(),
             size_bytes: Some(size).into(),
-            params: None.into(),
+            params: crate::model::Count::UNKNOWN,
         };
     }
     for (name, gpus, user) in [("vit-g-eval", 4, "bob"), ("clip-distill", 8, "carol")] {
@@ -535,24 +535,24 @@ fn new_job(sim: &mut Sim, spec: &Spec, submitted_ago: u64, limit_s: u64) -> SimJ
             gpus_total: Some(spec.gpus_per_node * spec.nodes),
             nodes: Vec::new(),
             submit_time: Some(sim.now - submitted_ago as i64).into(),
-            eligible_time: None.into(),
-            start_time: None.into(),
-            end_time: None.into(),
+            eligible_time: crate::model::When::UNKNOWN,
+            start_time: crate::model::When::UNKNOWN,
+            end_time: crate::model::When::UNKNOWN,
             time_limit: Some(TimeLimit::Seconds(limit_s)),
             gang: multi.then(|| format!("job-{id}").into()),
             checkpoint: Checkpoint {
-                last: None.into(),
+                last: crate::model::When::UNKNOWN,
                 interval_s: multi.then_some(1800).into(),
                 size_bytes: multi
                     .then(|| u64::from(spec.nodes) * 150_000_000_000)
                     .into(),
-                params: None.into(),
+                params: crate::model::Count::UNKNOWN,
             },
             restarts: Some(0),
             requeueable: Some(true),
             same_domain: None,
-            required_nodes: Vec::new().into(),
-            pods: Vec::new().into(),
+            required_nodes: Default::default(),
+            pods: Default::default(),
         }),
         duration_s: limit_s,
         base_occ,

@@ -111,16 +111,13 @@ pub struct Sim {
     /// Something changed that may let a pending job start.
     pub(crate) sched_dirty: bool,
     /// One copy of each team's and QOS's name for all of their jobs.
-    pub(crate) names: std::collections::HashMap<&'static str, Arc<str>>,
+    pub(crate) names: crate::model::Names,
 }
 
 impl Sim {
     /// The one shared copy of `name` (a team's, a QOS's).
-    pub(crate) fn name(&mut self, name: &'static str) -> Arc<str> {
-        self.names
-            .entry(name)
-            .or_insert_with(|| name.into())
-            .clone()
+    pub(crate) fn name(&mut self, name: &str) -> Arc<str> {
+        self.names.get(name)
     }
 
     /// Lays out the cluster as it stands at [`START_TIME`].
@@ -144,7 +141,7 @@ impl Sim {
             next_seq: 1,
             timeline: timeline::Timeline::default(),
             sched_dirty: true,
-            names: std::collections::HashMap::new(),
+            names: crate::model::Names::default(),
         };
         layout::build(&mut sim);
         scheduler::schedule(&mut sim);
@@ -365,8 +362,12 @@ impl Sim {
             node.boot_time = Some(now);
             for g in &mut node.gpus {
                 g.last_xid = None;
-                g.ecc.dbe_volatile = g.ecc.dbe_volatile.get().map(|_| 0).into();
-                g.ecc.sbe_volatile = g.ecc.sbe_volatile.get().map(|_| 0).into();
+                // The volatile counters a reading knows start again at 0.
+                for count in [&mut g.ecc.dbe_volatile, &mut g.ecc.sbe_volatile] {
+                    if count.get().is_some() {
+                        *count = crate::model::Count::of(0);
+                    }
+                }
                 // The reset applied the pending remap.
                 if g.row_remap_pending == Some(true) {
                     g.row_remap_pending = Some(false);

@@ -45,7 +45,7 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
     labels.insert(ENDPOINT_ONLY.to_string(), "true".to_string());
     Node {
         name: name.to_string(),
-        partitions: Vec::new().into(),
+        partitions: Default::default(),
         state: NodeState::Unknown,
         reason: Some("known only to a node endpoint".into()),
         reason_set_by: None,
@@ -54,8 +54,8 @@ pub fn endpoint_only_node(name: &str, gpu_model: Option<String>) -> Node {
         fault_reports: Vec::new(),
         back_at: None,
         gpu_model,
-        domains: Vec::new().into(),
-        ib_ports: Vec::new().into(),
+        domains: Default::default(),
+        ib_ports: Default::default(),
         gpu_summary: None,
         labels: labels.into(),
         gpu_count: 0,

@@ -201,10 +201,10 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
         start_time: if state.holds_resources() || !state.is_pending() {
             j.start_time.positive().into()
         } else {
-            None.into()
+            crate::model::When::UNKNOWN
         },
         end_time: if state.holds_resources() || state.is_pending() {
-            None.into()
+            crate::model::When::UNKNOWN
         } else {
             j.end_time.positive().into()
         },
@@ -226,7 +226,7 @@ fn job(j: &wire::Job) -> Result<Job, Invalid> {
         .then(|| "leaf".to_string()))
         .map(Into::into),
         required_nodes: (hostlist::expand(&j.required_nodes).unwrap_or_default()).into(),
-        pods: Vec::new().into(),
+        pods: Default::default(),
     })
 }
 
@@ -281,8 +281,8 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
         back_at: None,
         reason,
         gpu_model: model.as_deref().map(str::to_string),
-        domains: Vec::new().into(),
-        ib_ports: Vec::new().into(),
+        domains: Default::default(),
+        ib_ports: Default::default(),
         gpu_summary: None,
         labels: labels.into(),
         gpu_count: g.count,

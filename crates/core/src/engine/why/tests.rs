@@ -195,7 +195,7 @@ fn a_requeued_job_is_planned_from_its_begin_time() {
     );
     assert!(!w.suggestions.iter().any(|s| s.contains("estimated start")));
     // Without a known begin time it stays blocked.
-    std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = None.into();
+    std::sync::Arc::make_mut(&mut c.jobs[j]).eligible_time = crate::model::When::UNKNOWN;
     assert!(matches!(
         why_of(&c, j).estimate,
         Some(crate::engine::plan::Estimate::Blocked { .. })

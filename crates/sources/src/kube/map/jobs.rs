@@ -196,9 +196,9 @@ pub(super) fn job_of(
         gpus_total: Some(gpus_total),
         nodes,
         submit_time: submit_time.into(),
-        eligible_time: None.into(),
+        eligible_time: crate::model::When::UNKNOWN,
         start_time: start_time.into(),
-        end_time: None.into(),
+        end_time: crate::model::When::UNKNOWN,
         // Kubernetes jobs without a deadline run until they finish.
         time_limit: Some(deadline.map_or(TimeLimit::Unlimited, TimeLimit::Seconds)),
         gang: (node_count > 1 || pg.is_some())
@@ -207,7 +207,7 @@ pub(super) fn job_of(
         restarts: Some(restarts),
         requeueable: Some(wl.is_some() || pg.is_some()),
         same_domain: wl.and_then(required_topology).map(Into::into),
-        required_nodes: Vec::new().into(),
+        required_nodes: Default::default(),
         pods: pods.iter().map(|p| p.key()).collect(),
     }
 }

@@ -268,12 +268,12 @@ pub(super) fn node_of(v: &Value, warnings: &mut Vec<String>) -> Option<Node> {
         .collect();
     Some(Node {
         domains: domains_from_labels(&labels).into(),
-        ib_ports: Vec::new().into(),
+        ib_ports: Default::default(),
         gpu_summary: None,
         boot_time: None,
         reason_set_by: None,
         name,
-        partitions: Vec::new().into(),
+        partitions: Default::default(),
         state,
         reason,
         reason_time,
