@@ -41,6 +41,63 @@ pub struct Base {
     pub histories: std::collections::BTreeMap<String, NodeHistory>,
 }
 
+/// What the base finds wrong in a snapshot, apart from its plan: the
+/// base's and the post-mortem's looks' one computation of it.
+struct Found {
+    stalls: Vec<Stall>,
+    histories: std::collections::BTreeMap<String, NodeHistory>,
+    incidents: Vec<Incident>,
+}
+
+impl Found {
+    fn on(
+        c: &Cluster,
+        verdicts: &[NodeVerdict],
+        unusable: &Unusable,
+        (site, cat, history): (&SiteParams, &XidCatalog, &StallHistory),
+    ) -> Found {
+        let by_node: HashMap<&str, &NodeVerdict> =
+            verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
+        let stalls = stalls(c, &by_node, history, cat, site);
+        let histories = histories(c, cat, &site.repeat_offender);
+        let mut incidents = incidents(c, &by_node, unusable, &stalls, cat, &histories);
+        // Several nodes' fabric events that are one domain's failure: its
+        // incident instead of theirs, newest first still.
+        if incidents
+            .iter()
+            .any(|i| i.kind == IncidentKind::Link || i.kind == IncidentKind::Node)
+        {
+            incidents = super::domains::gather(c, incidents, site);
+            incidents.sort_by(|a, b| {
+                b.time
+                    .cmp(&a.time)
+                    .then((a.kind == IncidentKind::Stall).cmp(&(b.kind == IncidentKind::Stall)))
+                    .then(b.id.cmp(&a.id))
+            });
+        }
+        Found {
+            stalls,
+            histories,
+            incidents,
+        }
+    }
+}
+
+/// The base's incidents without its plan (the queue's estimates, the
+/// largest part of a base at 10,000 nodes): what a post-mortem's look
+/// keeps of a moment.
+pub fn incidents_on(
+    c: &Cluster,
+    prev: Option<&EccBaseline>,
+    site: &SiteParams,
+    cat: &XidCatalog,
+    history: &StallHistory,
+) -> Vec<Incident> {
+    let verdicts = verdicts(c, prev, cat, site);
+    let unusable = critical_nodes(&verdicts);
+    Found::on(c, &verdicts, &unusable, (site, cat, history)).incidents
+}
+
 impl Base {
     /// The base of a single snapshot (the command line): stalls are found
     /// by their hardware Xid only, the sustained signature needs history.
@@ -73,26 +130,11 @@ impl Base {
             .filter(|(i, _)| plan.estimate(*i).is_some())
             .map(|(i, j)| (j.id.clone(), i))
             .collect();
-        let by_node: HashMap<&str, &NodeVerdict> =
-            verdicts.iter().map(|v| (v.node.as_str(), v)).collect();
-        let stalls = stalls(c, &by_node, history, cat, site);
-        let histories = histories(c, cat, &site.repeat_offender);
-        let mut incidents = incidents(c, &by_node, &unusable, &stalls, cat, &histories);
-        // Several nodes' fabric events that are one domain's failure: its
-        // incident instead of theirs, newest first still.
-        if incidents
-            .iter()
-            .any(|i| i.kind == IncidentKind::Link || i.kind == IncidentKind::Node)
-        {
-            incidents = super::domains::gather(c, incidents, site);
-            incidents.sort_by(|a, b| {
-                b.time
-                    .cmp(&a.time)
-                    .then((a.kind == IncidentKind::Stall).cmp(&(b.kind == IncidentKind::Stall)))
-                    .then(b.id.cmp(&a.id))
-            });
-        }
-        drop(by_node);
+        let Found {
+            stalls,
+            histories,
+            incidents,
+        } = Found::on(c, &verdicts, &unusable, (site, cat, history));
         let verdict_of_node = verdicts
             .iter()
             .enumerate()

@@ -95,8 +95,24 @@ impl Memory {
     pub fn base(&self, c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {
         let c = self.with_history(c);
         let mut b = Base::compute_on(&c, self.baseline.as_ref(), site, cat, &self.stalls);
-        self.recall_ended(&mut b);
+        self.recall_ended(&mut b.incidents);
         b
+    }
+
+    /// The incidents of the base of `c` (the last snapshot observed),
+    /// without the rest of it: a post-mortem's look at 10,000 nodes planned
+    /// 100,000 jobs for nothing.
+    pub fn incidents(
+        &self,
+        c: &Cluster,
+        site: &SiteParams,
+        cat: &XidCatalog,
+    ) -> Vec<super::incidents::Incident> {
+        let c = self.with_history(c);
+        let mut found =
+            super::base::incidents_on(&c, self.baseline.as_ref(), site, cat, &self.stalls);
+        self.recall_ended(&mut found);
+        found
     }
 
     /// The nodes the base of `c` would hold unusable (what a plan of a
@@ -174,8 +190,8 @@ impl Memory {
     /// An incident's job that left the data is told by how it was seen to
     /// end ("running→failed"), the same in a console that watched it go
     /// and one that opened later on a recording, not "running→gone".
-    fn recall_ended(&self, b: &mut Base) {
-        for i in &mut b.incidents {
+    fn recall_ended(&self, incidents: &mut [super::incidents::Incident]) {
+        for i in incidents {
             for j in i.jobs.iter_mut().filter(|j| j.state_now.is_none()) {
                 j.state_now = self.ended_as(&j.id);
             }
@@ -314,5 +330,25 @@ mod tests {
         assert!(m.ended.is_empty());
         assert_eq!(m.stalls().time, early.time);
         assert_eq!(m.baseline.as_ref().map(|b| b.time), Some(early.time));
+    }
+
+    /// A post-mortem's look (the incidents alone) sees what the base of
+    /// the same moment says, through the sim's incidents and a job that
+    /// left after it failed.
+    #[test]
+    fn the_incidents_alone_are_the_bases() {
+        let (site, cat) = (SiteParams::default(), XidCatalog::default());
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let mut m = Memory::default();
+        let mut told = 0;
+        for _ in 0..90 {
+            s.advance(20);
+            let c = s.snapshot();
+            m.observe(&c, &site);
+            let alone = m.incidents(&c, &site, &cat);
+            assert_eq!(alone, m.base(&c, &site, &cat).incidents, "at {}", c.time);
+            told += alone.len();
+        }
+        assert!(told > 90, "the sim's incidents were looked at: {told}");
     }
 }

@@ -196,7 +196,7 @@ impl Walk<'_> {
             // Every look this snapshot passes sees the one before it.
             if self.looks.first().is_some_and(|t| *t < c.time) {
                 self.looks = self.looks.split_off(&c.time);
-                let incidents = self.memory.base(p, self.site, self.cat).incidents;
+                let incidents = self.memory.incidents(p, self.site, self.cat);
                 seen(&mut self.found, incidents);
             }
         }
