@@ -329,23 +329,47 @@ mod tests {
     use crate::engine::fixture::{NOW, add_node, cluster, run};
     use crate::protocol::source::{Origin, SourceError};
 
-    /// Statuses pass through in order; snapshots that show the
-    /// hung-collective signature for the whole window end in a stall.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_analyst_forwards_statuses_and_finds_a_sustained_stall() {
-        let site = SiteParams::default();
+    /// An analyst running, with what a test feeds it and reads from it.
+    struct Started {
+        tx: mpsc::Sender<Update>,
+        focus: watch::Sender<Focus>,
+        kpis: crate::engine::kpis::SharedKpis,
+        out: mpsc::Receiver<Out>,
+    }
+
+    fn started(site: &SiteParams) -> Started {
         let (tx, rx) = mpsc::channel(64);
-        let (_focus_tx, focus_rx) = watch::channel(Focus::None);
+        let (focus, focus_rx) = watch::channel(Focus::None);
         let kpis: crate::engine::kpis::SharedKpis = Arc::new(std::sync::Mutex::new(
             crate::engine::kpis::KpiBook::new(3600),
         ));
-        let mut out = spawn(
+        let out = spawn(
             rx,
             focus_rx,
             site.clone(),
             XidCatalog::default(),
             kpis.clone(),
         );
+        Started {
+            tx,
+            focus,
+            kpis,
+            out,
+        }
+    }
+
+    /// Statuses pass through in order; snapshots that show the
+    /// hung-collective signature for the whole window end in a stall.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_analyst_forwards_statuses_and_finds_a_sustained_stall() {
+        let site = SiteParams::default();
+        // The focus kept: the analyst ends when the console lets go of it.
+        let Started {
+            tx,
+            focus: _focus,
+            kpis,
+            mut out,
+        } = started(&site);
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         run(&mut c, "spin", &["n1"], 8, 600, 7200);
@@ -416,13 +440,9 @@ mod tests {
     /// next move at once on what is now kept.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_idle_console_keeps_no_older_snapshot_and_a_new_focus_is_answered() {
-        let site = SiteParams::default();
-        let (tx, rx) = mpsc::channel(64);
-        let (focus_tx, focus_rx) = watch::channel(Focus::None);
-        let kpis: crate::engine::kpis::SharedKpis = Arc::new(std::sync::Mutex::new(
-            crate::engine::kpis::KpiBook::new(3600),
-        ));
-        let mut out = spawn(rx, focus_rx, site, XidCatalog::default(), kpis);
+        let Started {
+            tx, focus, mut out, ..
+        } = started(&SiteParams::default());
         let mut c = cluster();
         add_node(&mut c, "n1", "p", 8);
         add_node(&mut c, "n2", "p", 8);
@@ -442,7 +462,7 @@ mod tests {
         // The newest: this test's, and the analyst's newest.
         assert_eq!(Arc::strong_count(&second), 2);
         for node in ["n1", "n2"] {
-            focus_tx.send(Focus::Node(node.into())).expect("focus");
+            focus.send(Focus::Node(node.into())).expect("focus");
             let a = next_analysis_of(&mut out).await;
             assert_eq!(a.base.time, NOW + 1, "no new snapshot was needed");
             match &a.focus {

@@ -333,8 +333,8 @@ mod tests {
     }
 
     /// A post-mortem's look (the incidents alone) sees what the base of
-    /// the same moment says, through the sim's incidents and a job that
-    /// left after it failed.
+    /// the same moment says, every 20 s through the sim's first half hour
+    /// (its incidents opening, the jobs they name failing).
     #[test]
     fn the_incidents_alone_are_the_bases() {
         let (site, cat) = (SiteParams::default(), XidCatalog::default());
