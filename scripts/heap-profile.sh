@@ -61,16 +61,18 @@ by = collections.Counter()
 other = collections.Counter()
 shown = collections.Counter()
 for frames, n in rows:
-    name = None
-    for f in reversed(frames):
-        name = next((s for pat, s in rules if re.search(pat, f)), None)
+    name, at = None, 0
+    for at in range(len(frames) - 1, -1, -1):
+        name = next((s for pat, s in rules if re.search(pat, frames[at])), None)
         if name:
             break
     by[name or "other"] += n
     if not name:
         other[";".join(frames[-5:])] += n
     elif sys.argv[3] and sys.argv[3] in name:
-        shown[";".join(frames[-8:])] += n
+        # The frame that named it and its three callers: the leaf frames
+        # are the allocator's, the same for every caller.
+        shown[" < ".join(reversed(frames[max(at - 3, 0):at + 1]))] += n
 print(f"\nheap at its peak: {total / 1e6:.1f} MB\n")
 print("| subsystem | at the peak |")
 print("|---|---|")
@@ -83,5 +85,5 @@ if sys.argv[2] == "1":
 if sys.argv[3]:
     print()
     for k, n in shown.most_common(15):
-        print(f"{n / 1e6:6.1f} MB  {k[-400:]}")
+        print(f"{n / 1e6:6.1f} MB  {k[:400]}")
 PY
