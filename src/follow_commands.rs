@@ -45,6 +45,18 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
     // options' row that says what the plan costs.
     let blast = crate::engine::blast::blast(&cluster, &base, &drain, &settings.site).ok();
     let jobs = blast.as_ref().map(ended_jobs).unwrap_or_default();
+    let refusing = blast
+        .as_ref()
+        .map(|b| b.keep_running.clone())
+        .unwrap_or_default();
+    if jobs.is_empty() && !refusing.is_empty() {
+        // Jobs run there, but none would be requeued: the drain leaves
+        // them running (issue 58: "nothing runs on h100-06" was said).
+        return Err(CommandError::Failed(format!(
+            "{node} runs job(s) {} submitted with --no-requeue: the scheduler refuses their requeue, so an armed drain would leave them running and {node} draining until they end; nothing sent, nothing armed — drain it now to stop new work (they keep running), or cancel them (their owner resubmits)",
+            refusing.join(", ")
+        )));
+    }
     if jobs.is_empty() {
         return Err(CommandError::Failed(format!(
             "nothing runs on {node}: no checkpoint to wait for; drain it now"

@@ -1370,3 +1370,45 @@ fn doctor_names_what_blinds_nightshift_each_with_its_fix() {
         "{text}"
     );
 }
+
+/// Nothing listens at `[slurm] url` and there is no token: the scheduler's
+/// fix is about slurmrestd (is it running there?), never "slurmrestd
+/// refuses the token" — it answered nothing — and no fix names a key the
+/// config rejects (`[slurm] token`; the key is `token_file`). Issue 58.
+#[test]
+fn doctor_blames_a_closed_port_on_slurmrestd_not_on_the_token() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let url = format!("http://127.0.0.1:{}", common::free_port());
+    let out = run(
+        dir.path(),
+        &[
+            "--audit-log",
+            audit.to_str().expect("path"),
+            "--source",
+            "slurm",
+            "--slurm-url",
+            &url,
+            "--slurm-user",
+            "root",
+            "doctor",
+        ],
+    );
+    let said = text(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    let fix_of = |name: &str| -> String {
+        let mut lines = said.lines().skip_while(|l| !l.contains(name));
+        let first = lines.next().unwrap_or_default();
+        let fix = lines
+            .next()
+            .filter(|l| l.trim_start().starts_with('→'))
+            .unwrap_or_default();
+        format!("{first}\n{fix}")
+    };
+    let scheduler = fix_of("FAIL  scheduler");
+    assert!(scheduler.contains("is slurmrestd running"), "{said}");
+    assert!(!scheduler.contains("refuses the token"), "{said}");
+    assert!(said.contains("FAIL  slurm token"), "{said}");
+    assert!(!said.contains("[slurm] token)"), "{said}");
+    assert!(said.contains("[slurm] token_file"), "{said}");
+}

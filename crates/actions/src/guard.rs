@@ -141,67 +141,15 @@ fn cordons_failing_domain(a: &Action, base: &Base) -> bool {
 }
 
 /// The breaker's refusal of a drain whose node's only trouble is its
-/// failing domain (a switch flapping under several nodes): draining the
-/// domain node by node takes good GPUs out and fixes nothing.
+/// failing domain (the engine's check, `admit::failing_domain_drain`).
 fn failing_domain_drain(a: &Action, base: &Base) -> Option<Refusal> {
-    let Action::Drain { node, .. } = a else {
-        return None;
-    };
-    let d = base
-        .incidents
-        .iter()
-        .find(|i| i.kind == IncidentKind::Domain && i.is_open() && i.nodes.contains(node))?;
-    let only_fabric = base
-        .node_verdict(node)
-        .is_none_or(|v| v.verdict.action <= crate::engine::xid::ActionClass::CordonDomain);
-    only_fabric.then(|| {
-        Refusal::Breaker(format!(
-            "{node} is one of the {} nodes of {} failing at once ({}): the fabric, not this node's GPUs; draining them takes good GPUs out and fixes nothing — cordon the domain's nodes for new multi-node work instead",
-            d.nodes.len(),
-            d.node,
-            d.id
-        ))
-    })
+    crate::engine::admit::failing_domain_drain(a, base).map(Refusal::Breaker)
 }
 
-/// A check needs the whole node: a validation of a node that still runs
-/// work is refused at preview — the check would queue behind it, time out,
-/// and leave a healthy node out as "validation failed". Says which jobs
-/// hold it and when it is empty at the latest (their time limits), and
-/// what to do instead.
+/// A validation of a node that still runs work (the engine's check,
+/// `admit::still_runs_work`).
 fn still_runs_work(a: &Action, c: &Cluster) -> Option<Refusal> {
-    let Action::Validate { node, .. } = a else {
-        return None;
-    };
-    let running: Vec<&crate::model::Job> = c
-        .jobs_on_node(node)
-        .filter(|j| j.state.holds_resources())
-        .collect();
-    if running.is_empty() {
-        return None;
-    }
-    let ids: Vec<&str> = running.iter().take(5).map(|j| j.id.as_str()).collect();
-    let empty_by = running
-        .iter()
-        .map(|j| match (j.start_time.get(), j.time_limit) {
-            (Some(s), Some(crate::model::TimeLimit::Seconds(l))) => Some(s + l as i64),
-            _ => None,
-        })
-        .collect::<Option<Vec<_>>>()
-        .and_then(|t| t.into_iter().max());
-    Some(Refusal::Unknown(format!(
-        "{node} still runs job{} {}{}: the check needs the whole node — {}; or drain it first (`nightshift drain {node} --requeue`), then validate",
-        if running.len() == 1 { "" } else { "s" },
-        ids.join(", "),
-        if running.len() > 5 { ", …" } else { "" },
-        match empty_by {
-            Some(t) => format!(
-                "it is empty by {} at the latest (their time limits)",
-                crate::text::moment(t, c.time)
-            ),
-            None => "when it will be empty is not known (a job has no time limit)".into(),
-        }
-    )))
+    crate::engine::admit::still_runs_work(a, c).map(Refusal::Unknown)
 }
 
 /// Builds the preview: blast radius, calls, policy verdict, undo.
@@ -224,11 +172,9 @@ pub fn preview(
     };
     // An action that changes nothing is refused here: nothing sent,
     // nothing audited, no undo offered.
-    let nothing = a.no_op_reason(c).or_else(|| match &blast {
-        // A requeue the scheduler refuses (--no-requeue; a bare pod).
-        Err(e @ (EngineError::NoRequeue(_) | EngineError::BarePod(_))) => Some(e.to_string()),
-        _ => None,
-    });
+    // A requeue the scheduler refuses (--no-requeue; a bare pod): the
+    // engine's check, the one the options make (`admit`).
+    let nothing = crate::engine::admit::nothing(a, c);
     let no_op = nothing.is_some();
     let summary = match (&blast, a) {
         (Ok(b), _) => b.summary.clone(),

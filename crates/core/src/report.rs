@@ -203,6 +203,13 @@ pub fn blast(b: &Blast) -> String {
     if !b.jumped.is_empty() {
         let _ = writeln!(out, "jobs it jumps: {}", sanitize(&b.jumped.join(", ")));
     }
+    if !b.falls_behind.is_empty() {
+        let _ = writeln!(
+            out,
+            "jobs it falls behind: {}",
+            sanitize(&b.falls_behind.join(", "))
+        );
+    }
     if !b.users.is_empty() {
         let _ = writeln!(
             out,
@@ -274,7 +281,13 @@ pub fn options(o: &crate::engine::options::Options) -> String {
         let _ = writeln!(
             out,
             " {} {:<width$}  {:>10}  {:>9}  {:<18}  {}",
-            if c.recommended { "*" } else { " " },
+            if c.recommended {
+                "*"
+            } else if c.available() {
+                " "
+            } else {
+                "x"
+            },
             c.title,
             c.gpu_hours_lost.map_or("?".into(), |h| format!("{h:.1}")),
             resume_in(c),
@@ -290,7 +303,7 @@ pub fn options(o: &crate::engine::options::Options) -> String {
         for a in &c.actions {
             let _ = writeln!(out, "     {}", sanitize(a));
         }
-        if !c.recommended && c.unknowns.is_empty() {
+        if !c.recommended && (c.unknowns.is_empty() || !c.available()) {
             let _ = writeln!(out, "     why not: {}", sanitize(&c.why));
         }
         for u in &c.unknowns {

@@ -20,6 +20,14 @@ pub async fn scheduler(
     let started = Instant::now();
     let read = super::once::read(cfg, sim_seconds).await;
     let took = started.elapsed();
+    // Nothing answered at all: the token is not why (issue 58: a closed
+    // port was blamed on the token).
+    let unanswered = matches!(
+        &read,
+        Err(OnceError::Source(
+            SourceError::Unreachable { .. } | SourceError::Timeout { .. }
+        ))
+    );
     let cluster = reading(&mut out, cfg, read, took);
     match cfg {
         SourceConfig::Slurm(c) => {
@@ -27,9 +35,10 @@ pub async fn scheduler(
             let more = super::slurm::doctor::checks(c, crate::host::now(), reached).await;
             // A refused request with a token that is no good: that is why
             // (slurmrestd 22.05 says only "Unspecified error", HTTP 500).
-            if let Some(t) = more
-                .iter()
-                .find(|t| t.name == "slurm token" && t.verdict == Verdict::Fail)
+            if !unanswered
+                && let Some(t) = more
+                    .iter()
+                    .find(|t| t.name == "slurm token" && t.verdict == Verdict::Fail)
                 && let Some(s) = out
                     .iter_mut()
                     .find(|c| c.name == "scheduler" && c.verdict == Verdict::Fail)
@@ -92,7 +101,7 @@ fn reading(
         Err(e) => {
             let fix = match (&e, cfg) {
                 (OnceError::Source(SourceError::Auth { .. }), SourceConfig::Slurm(_)) => {
-                    "a new token: `scontrol token lifespan=86400`, then SLURM_JWT=… (or [slurm] token)"
+                    "a new token: `scontrol token lifespan=86400`, then SLURM_JWT=… (or [slurm] token_file)"
                 }
                 (OnceError::Source(SourceError::Auth { .. }), _) => {
                     "the kubeconfig's credentials are refused: `kubectl auth whoami`, renew them"

@@ -176,6 +176,11 @@ impl App {
             self.flash = Some("read-only mode: action keys are off".into());
             return self.dialog.modal = Some(Modal::Options { target });
         }
+        // What the guard would refuse is not opened (issue 58).
+        if let Some(r) = &choice.refused {
+            self.flash = Some(format!("{}: unavailable — {r}", choice.title));
+            return self.dialog.modal = Some(Modal::Options { target });
+        }
         // A step that waits for the checkpoint ("cordon now, drain after
         // it"; "preempt after it"): the plan is confirmed once — its first
         // step's preview — and that step armed, sent when the checkpoint is

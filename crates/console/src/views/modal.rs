@@ -177,11 +177,16 @@ fn preview_lines(
                     b.gpus_freed
                 )));
             }
-            if !b.moved.is_empty() || !b.jumped.is_empty() {
+            if !b.moved.is_empty() || !b.jumped.is_empty() || !b.falls_behind.is_empty() {
                 lines.push(Line::raw(format!(
-                    "  queue: {} job(s) move, {} jumped",
+                    "  queue: {} job(s) move, {} jumped{}",
                     b.moved.len(),
-                    b.jumped.len()
+                    b.jumped.len(),
+                    if b.falls_behind.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", falls behind {}", b.falls_behind.len())
+                    }
                 )));
             }
             if b.killed.is_empty() && b.partition.is_none() {
@@ -391,6 +396,8 @@ fn options_body(app: &App, target: &str, theme: Theme, lines: &mut Vec<Line<'sta
     for (i, c) in o.options.iter().enumerate() {
         let style = if c.recommended {
             theme.ok()
+        } else if !c.available() {
+            theme.dim()
         } else {
             ratatui::style::Style::default()
         };
@@ -399,7 +406,13 @@ fn options_body(app: &App, target: &str, theme: Theme, lines: &mut Vec<Line<'sta
             Span::styled(
                 format!(
                     "{}{}",
-                    if c.recommended { "▶ " } else { "  " },
+                    if c.recommended {
+                        "▶ "
+                    } else if c.available() {
+                        "  "
+                    } else {
+                        "✗ "
+                    },
                     sanitize(&c.title)
                 ),
                 style,

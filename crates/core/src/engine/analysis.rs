@@ -139,7 +139,9 @@ fn running_answers(
         grace_s: None,
     };
     let Ok(b) = blast(c, base, &hard, site) else {
-        return Some((restore(c, base, j, site), None));
+        // A job that refuses a requeue: its options say so, none offered.
+        let o = super::options::job_options(c, base, &job.id, None, site).ok();
+        return Some((restore(c, base, j, site), o));
     };
     let r = if site.preempt_requeues {
         b.killed

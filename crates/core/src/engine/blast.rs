@@ -97,8 +97,12 @@ pub struct Blast {
     pub cluster: Capacity,
     pub lost_gpu_hours: f64,
     pub moved: Vec<Moved>,
-    /// For a priority change: the pending jobs it overtakes (or falls behind).
+    /// For a priority change: the pending jobs it overtakes.
     pub jumped: Vec<String>,
+    /// For a priority lowered: the pending jobs it falls behind (issue 58:
+    /// a lowered priority was said as a jump over them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub falls_behind: Vec<String>,
     /// For a drain with requeue: the jobs submitted with --no-requeue, whose
     /// requeue the scheduler refuses: they keep running, the node stays
     /// draining until they end.
@@ -234,15 +238,16 @@ fn finish(c: &Cluster, base: &Base, target: &Target, s: Scenario, site: &SitePar
     let (partition, cluster) = capacity(c, &s.after, s.partition.as_deref(), s.out_of_service);
     let killed_ids: BTreeSet<&str> = killed_jobs.iter().map(|k| k.id.as_str()).collect();
     let moved = moved_jobs(c, plan_before, &s.after, &plan_after, &killed_ids);
-    let jumped = match target {
+    let (jumped, falls_behind) = match target {
         Action::Priority { job, .. } => jumped_jobs(c, plan_before, &s.after, &plan_after, job),
-        _ => Vec::new(),
+        _ => Default::default(),
     };
     let (users, teams) = who_is_hit(&killed_jobs, &moved);
     let no_op = killed_jobs.is_empty()
         && s.out_of_service == 0
         && moved.is_empty()
         && jumped.is_empty()
+        && falls_behind.is_empty()
         && gpus_back_in_service == 0;
     let mut b = Blast {
         target: target.clone(),
@@ -256,6 +261,7 @@ fn finish(c: &Cluster, base: &Base, target: &Target, s: Scenario, site: &SitePar
         lost_gpu_hours,
         moved,
         jumped,
+        falls_behind,
         keep_running: s.keep_running,
         gpus_back_in_service,
         start_on_broken,
@@ -379,14 +385,11 @@ fn scenario(c: &Cluster, target: &Target, site: &SiteParams) -> Result<Scenario,
 /// cannot.
 fn ends(c: &Cluster, target: &Target, j: usize) -> Result<(), EngineError> {
     let job = &c.jobs[j].id;
-    if matches!(target, Action::Requeue { .. }) && c.jobs[j].requeueable == Some(false) {
-        // A pod with no Kueue workload or Volcano group (Kubernetes),
-        // or a Slurm job submitted with --no-requeue.
-        return Err(if c.jobs[j].pods.is_empty() {
-            EngineError::NoRequeue(job.clone())
-        } else {
-            EngineError::BarePod(job.clone())
-        });
+    // A pod with no Kueue workload or Volcano group (Kubernetes), or a
+    // Slurm job submitted with --no-requeue: a requeue and a preempt (a
+    // requeue on every backend) are refused alike.
+    if let Some(e) = super::admit::cannot_requeue(c, target) {
+        return Err(e);
     }
     if !c.jobs[j].state.holds_resources() {
         return Err(EngineError::NotRunning {
@@ -491,7 +494,9 @@ fn capacity(
                 name: p.name.clone(),
                 gpus_removed: removed,
                 gpus_total: total,
-                share: share(out, total),
+                // Its own GPUs' share, never the domain's whole count
+                // (issue 58: "200.0% of partition a100 (8 of 8)").
+                share: share(removed, total),
             }
         });
     let cluster_total: u32 = c.nodes.iter().map(|n| n.gpu_count).sum();
@@ -653,7 +658,7 @@ fn jumped_jobs(
     after: &Cluster,
     plan_after: &Plan,
     job: &str,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<String>) {
     let rank =
         |order: &[usize], jobs: &[std::sync::Arc<crate::model::Job>]| -> HashMap<String, usize> {
             order
@@ -667,7 +672,7 @@ fn jumped_jobs(
         rank(&plan_after.order, &after.jobs),
     );
     let (Some(&jb), Some(&ja)) = (rb.get(job), ra.get(job)) else {
-        return Vec::new();
+        return Default::default();
     };
     let part = c
         .jobs
@@ -675,17 +680,24 @@ fn jumped_jobs(
         .find(|j| j.id == job)
         .map(|j| j.partition.clone())
         .unwrap_or_default();
-    before
+    // Ahead before and behind after: jumped; behind before and ahead
+    // after: it falls behind them.
+    let (mut jumped, mut behind) = (Vec::new(), Vec::new());
+    for j in before
         .order
         .iter()
         .map(|&i| &c.jobs[i])
         .filter(|j| j.id != job && j.partition == part)
-        .filter(|j| match (rb.get(&j.id), ra.get(&j.id)) {
-            (Some(&ob), Some(&oa)) => (ob < jb) != (oa < ja),
-            _ => false,
-        })
-        .map(|j| j.id.clone())
-        .collect()
+    {
+        if let (Some(&ob), Some(&oa)) = (rb.get(&j.id), ra.get(&j.id)) {
+            if ob < jb && oa > ja {
+                jumped.push(j.id.clone());
+            } else if ob > jb && oa < ja {
+                behind.push(j.id.clone());
+            }
+        }
+    }
+    (jumped, behind)
 }
 
 #[cfg(test)]

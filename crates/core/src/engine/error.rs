@@ -13,7 +13,7 @@ pub enum EngineError {
     NoTarget(String),
     /// A Slurm job submitted with --no-requeue, asked to requeue.
     #[error(
-        "job {0} was submitted with --no-requeue: the scheduler refuses its requeue (nothing sent); to free its GPUs, preempt it without a requeue or cancel it, and its owner resubmits it"
+        "job {0} was submitted with --no-requeue: the scheduler refuses its requeue, and nightshift's preempt is a requeue (nothing sent); to free its GPUs, cancel it (scancel), and its owner resubmits it"
     )]
     NoRequeue(String),
     /// A bare pod (no Kueue workload, no Volcano group), asked to requeue.

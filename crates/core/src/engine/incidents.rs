@@ -247,6 +247,20 @@ fn lifecycle(
             None,
         );
     };
+    if still && super::validate::remedy_window(c, node, action) {
+        // Drained and empty: the window its remedy waited for (the words
+        // of its node's recommended option, "keep_out").
+        return (
+            Stage::AwaitingRemedy,
+            format!(
+                "drained {}; keep it out: {}, then validate",
+                by_whom(n),
+                action.remedy()
+            ),
+            n.reason_set_by.clone(),
+            n.reason_time,
+        );
+    }
     if !action.needs_drain() {
         return if still {
             (Stage::Open, action.advice().to_string(), None, None)
@@ -306,10 +320,12 @@ fn lifecycle(
             Stage::Remedied,
             format!(
                 // The words of the options' "validate_resume", at the level
-                // they check it at (`repeat::check_level`).
-                "health is clean again; {node} is still {} {}: validate (DCGM level {level}), then resume",
+                // they check it at (`repeat::check_level`), once it is
+                // empty when it still runs work.
+                "health is clean again; {node} is still {} {}: {}",
                 state_word(n.state.as_str()),
-                by_whom(n)
+                by_whom(n),
+                super::validate::words(level, super::validate::busy_until(c, node))
             ),
             drained.0,
             drained.1,

@@ -4,6 +4,7 @@
 //! model and its inputs.
 
 pub mod action;
+pub mod admit;
 pub mod analysis;
 pub mod armed;
 pub mod base;
@@ -26,6 +27,7 @@ pub mod restore;
 pub mod schedmsg;
 pub mod stall;
 pub mod units;
+pub mod validate;
 pub mod whatif;
 pub mod why;
 pub mod xid;

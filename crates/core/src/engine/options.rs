@@ -78,9 +78,21 @@ pub struct Choice {
     /// What this option risks.
     pub risk: Option<String>,
     pub recommended: bool,
+    /// Why the guard would refuse its first step now (what its key opens),
+    /// in the guard's words: an unavailable option, never the recommended
+    /// one (`admit`; issue 58). `None`: available.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
     /// One line: for the recommended option, why; for the others, what
     /// speaks against them.
     pub why: String,
+}
+
+impl Choice {
+    /// The guard would accept its first step now.
+    pub fn available(&self) -> bool {
+        self.refused.is_none()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -294,22 +306,58 @@ fn cheapest(o: &Options, names: &[&str]) -> Option<usize> {
     o.options
         .iter()
         .enumerate()
-        .filter(|(_, c)| names.contains(&c.name))
+        .filter(|(_, c)| names.contains(&c.name) && c.available())
         .min_by_key(|(_, c)| cost_key(c))
         .map(|(i, _)| i)
 }
 
+/// The option of that name, when the guard would accept it.
 pub(super) fn index_of(o: &Options, name: &str) -> Option<usize> {
-    o.options.iter().position(|c| c.name == name)
+    o.options
+        .iter()
+        .position(|c| c.name == name && c.available())
+}
+
+/// Marks every option whose first step the guard would refuse now, with
+/// the guard's reason (`admit::refusal`, the checks its preview makes on
+/// the same snapshot and base). A plan whose first step is done already
+/// (a cordon of a node cordoned for it) starts at its next step: that
+/// is what choosing it sends.
+pub(super) fn admit(o: &mut Options, c: &Cluster, base: &Base) {
+    use super::admit::{Refused, refusal};
+    for choice in &mut o.options {
+        choice.refused = None;
+        while let Some(first) = choice.steps.first() {
+            match refusal(first, c, base) {
+                Some(Refused::Nothing(_))
+                    if choice.steps.len() > 1 && matches!(first, Action::Cordon { .. }) =>
+                {
+                    choice.steps.remove(0);
+                    if !choice.actions.is_empty() {
+                        choice.actions.remove(0);
+                    }
+                    choice.armed_step = choice.armed_step.map(|k| k.saturating_sub(1));
+                }
+                r => {
+                    choice.refused = r.map(|r| r.to_string());
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// Marks `pick` recommended with `why`, saying so when its terms are
 /// unknown while another option's are known; the others get the line that
 /// speaks against them.
 pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
-    let Some(p) = pick else {
+    let pick = pick.filter(|&p| o.options[p].available());
+    let Some(p) = pick.or_else(|| fallback(o)) else {
         return;
     };
+    if pick.is_none() {
+        why = refused_why(o);
+    }
     let known_elsewhere = o
         .options
         .iter()
@@ -329,7 +377,9 @@ pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
             continue;
         }
         c.recommended = false;
-        c.why = if let Some(u) = c.unknowns.first() {
+        c.why = if let Some(r) = &c.refused {
+            format!("unavailable: {r}")
+        } else if let Some(u) = c.unknowns.first() {
             format!("terms unknown: {u}")
         } else if let Some(w) = c.wait_s.filter(|&w| w > 0) {
             format!("acts only in {}", text::duration(w))
@@ -342,6 +392,37 @@ pub(super) fn finish(o: &mut Options, pick: Option<usize>, mut why: String) {
         } else {
             "more capacity out of service, or for longer".to_string()
         };
+    }
+}
+
+/// When what the rules would pick is refused by the guard: what sends
+/// nothing (keep it out, do nothing), so a recommendation is always one
+/// the guard accepts.
+fn fallback(o: &Options) -> Option<usize> {
+    ["keep_out", "domain_remedy", "do_nothing"]
+        .iter()
+        .find_map(|n| {
+            o.options
+                .iter()
+                .position(|c| c.name == *n && c.steps.is_empty() && c.available())
+        })
+}
+
+/// Why the fallback is recommended: what cannot be done now, and why.
+fn refused_why(o: &Options) -> String {
+    let refused: Vec<String> = o
+        .options
+        .iter()
+        .filter_map(|c| {
+            c.refused
+                .as_ref()
+                .map(|r| format!("{} is refused ({r})", c.title))
+        })
+        .collect();
+    if refused.is_empty() {
+        "nothing else can be done now".to_string()
+    } else {
+        refused.join("; ")
     }
 }
 

@@ -91,7 +91,7 @@ pub fn token(token: Option<&str>, now: i64) -> Check {
             "slurm token",
             Verdict::Fail,
             "no token: slurmrestd refuses every request".into(),
-            Some("`scontrol token lifespan=86400`, then SLURM_JWT=… (or [slurm] token)"),
+            Some("`scontrol token lifespan=86400`, then SLURM_JWT=… (or [slurm] token_file)"),
         );
     };
     let exp = t

@@ -141,6 +141,7 @@ fn raising_a_priority_jumps_the_jobs_between() {
     )
     .expect("blast");
     assert_eq!(r.jumped, vec!["a".to_string(), "b".to_string()]);
+    assert!(r.falls_behind.is_empty());
     assert!(r.killed.is_empty());
     assert!(
         r.moved
@@ -267,5 +268,50 @@ fn a_domains_blast_counts_each_partitions_own_gpus() {
         (p.name.as_str(), p.gpus_removed, p.gpus_total),
         ("h100", 16, 24)
     );
+    // The share is of the partition's own GPUs (issue 58: 24 of 24 was
+    // said as 100 %, 16 of 8 as 200 %).
+    assert!((p.share - 16.0 / 24.0).abs() < 1e-9, "{}", p.share);
     assert_eq!(b.cluster.gpus_removed, 24);
+    // Per partition, never over the whole: the A100 one alone.
+    let mut c2 = c.clone();
+    for n in ["h1", "h2"] {
+        let node = c2.nodes.iter_mut().find(|x| x.name == n).expect("node");
+        std::sync::Arc::make_mut(node).domains = Default::default();
+    }
+    let a = c2.nodes.iter_mut().find(|x| x.name == "a1").expect("a1");
+    std::sync::Arc::make_mut(a).domains = vec![Domain::new("leaf", "leaf-b")].into();
+    add_node(&mut c2, "h4", "h100", 8);
+    let h4 = c2.nodes.iter_mut().find(|x| x.name == "h4").expect("h4");
+    std::sync::Arc::make_mut(h4).domains = vec![Domain::new("leaf", "leaf-b")].into();
+    let b = blast_domain(&c2, &base_of(&c2), "leaf-b", true, &site()).expect("blast");
+    let p = b.partition.expect("partition");
+    assert!(p.share <= 1.0 + 1e-9, "{p:?}");
+}
+
+/// Lowering a priority below the jobs behind it: it falls behind them,
+/// and is never said to jump them (issue 58, seen on Slurm 22.05: job 9
+/// at 4294901760, `priority 9 5000` said "jobs it jumps: 1, 3").
+#[test]
+fn lowering_a_priority_falls_behind_the_jobs_between() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    run(&mut c, "r", &["n1"], 8, 0, 1000);
+    pend(&mut c, "top", "p", 1, 8, 4_294_901_760);
+    pend(&mut c, "a", "p", 1, 8, 50_000);
+    pend(&mut c, "b", "p", 1, 8, 40_000);
+    let r = blast(
+        &c,
+        &base_of(&c),
+        &Target::Priority {
+            job: "top".into(),
+            value: 5000,
+        },
+        &site(),
+    )
+    .expect("blast");
+    assert!(r.jumped.is_empty(), "{:?}", r.jumped);
+    assert_eq!(r.falls_behind, vec!["a".to_string(), "b".to_string()]);
+    let said = crate::report::blast(&r);
+    assert!(said.contains("jobs it falls behind: a, b"), "{said}");
+    assert!(!said.contains("jumps"), "{said}");
 }

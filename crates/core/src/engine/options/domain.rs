@@ -9,7 +9,7 @@ use super::super::blast::{Target, blast, blast_domain};
 use super::super::error::EngineError;
 use super::super::xid::ActionClass;
 use super::{
-    CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hung_in, index_of,
+    CapacityOut, Choice, Options, Subject, admit, burning, do_nothing, finish, hung_in, index_of,
     kill_terms,
 };
 use crate::engine::incidents::IncidentKind;
@@ -103,6 +103,7 @@ pub fn domain_options(
         time: c.time,
         options: vec![cordon, drain_all, wait],
     };
+    admit(&mut o, c, base);
     if incident.is_some() {
         let why = format!(
             "the fabric failed, not the GPUs: stop new multi-node work there and get the switch fixed; {}",

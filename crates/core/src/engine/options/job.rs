@@ -1,8 +1,8 @@
 //! The options for a job someone wants to preempt.
 
 use super::{
-    CapacityOut, Choice, Options, Subject, burning, do_nothing, finish, hours, hung_in, index_of,
-    kill_terms, wait_terms,
+    CapacityOut, Choice, Options, Subject, admit, burning, do_nothing, finish, hours, hung_in,
+    index_of, kill_terms, wait_terms,
 };
 use crate::engine::SiteParams;
 use crate::engine::base::Base;
@@ -36,8 +36,55 @@ pub fn job_options(
         job: job.to_string(),
         grace_s: None,
     };
+    if let Some(e) = crate::engine::admit::cannot_requeue(c, &hard) {
+        return Ok(unrequeueable(c, base, j, &e));
+    }
     let b = blast(c, base, &hard, site)?;
     job_options_with(c, base, job, grace_s, site, b)
+}
+
+/// A job the scheduler will not requeue (--no-requeue; a bare pod): every
+/// preemption nightshift can send is a requeue, so each is shown refused
+/// with the guard's reason, and doing nothing is what is recommended.
+fn unrequeueable(
+    c: &Cluster,
+    base: &Base,
+    j: &crate::model::Job,
+    _refused_for: &EngineError,
+) -> Options {
+    let hard = Action::Preempt {
+        job: j.id.clone(),
+        grace_s: None,
+    };
+    let preempt = Choice {
+        name: "hard_preempt",
+        title: "preempt now".into(),
+        actions: vec![hard.command_line()],
+        steps: vec![hard],
+        ..Choice::default()
+    };
+    let mut nothing = do_nothing(&Default::default(), ActionClass::None);
+    nothing.risk = Some("the job keeps its GPUs: whatever needed them waits".into());
+    let mut o = Options {
+        target: Subject {
+            kind: "job",
+            name: j.id.clone(),
+            action: ActionClass::None,
+            problem: format!(
+                "preempt {} ({}, {} GPUs)",
+                j.id,
+                j.name,
+                text::opt(j.gpus_requested())
+            ),
+            jobs: vec![j.id.clone()],
+            hung: Vec::new(),
+        },
+        time: c.time,
+        options: vec![preempt, nothing],
+    };
+    admit(&mut o, c, base);
+    finish(&mut o, None, String::new());
+    o
 }
 
 /// The same, given the blast radius of preempting it now (the console
@@ -136,6 +183,7 @@ pub fn job_options_with(
         time: c.time,
         options,
     };
+    admit(&mut o, c, base);
     let (pick, why) = recommend_for_job(&o, &hung, wait, lost_w, lost, site);
     finish(&mut o, pick, why);
     Ok(o)

@@ -4,7 +4,7 @@
 
 use super::node_case::NodeCase;
 use super::{
-    CapacityOut, Choice, Options, burning, cheapest, do_nothing, finish, hours, index_of,
+    CapacityOut, Choice, Options, admit, burning, cheapest, do_nothing, finish, hours, index_of,
     kill_terms,
 };
 use crate::engine::SiteParams;
@@ -72,7 +72,21 @@ pub fn node_options_with(
         time: c.time,
         options,
     };
+    admit(&mut o, c, base);
     recommend_for_node(&mut o, &case.hung, site);
+    if let Some(k) = index_of(&o, "keep_out")
+        && crate::engine::validate::remedy_window(c, node, case.class)
+    {
+        // Out of service and empty: this is the drain window its remedy
+        // waited for (issue 58: after its own armed drain fired, "keep
+        // running, reset at the next drain window" was advised).
+        let why = format!(
+            "{} is out of service and empty: the drain window for its remedy — {}, then validate it",
+            node,
+            case.class.remedy()
+        );
+        finish(&mut o, Some(k), why);
+    }
     if let Some(r) = index_of(&o, "repair")
         && (case.class.needs_drain() || !case.n.state.schedulable())
     {

@@ -164,7 +164,7 @@ impl<'a> NodeCase<'a> {
         manual.push(format!("validate {node}, then resume it"));
         Choice {
             name: "keep_out",
-            title: if self.class.needs_drain() {
+            title: if self.class.needs_drain() || self.class == ActionClass::ResetNextDrain {
                 format!("keep it out: {}, then validate", self.class.remedy())
             } else {
                 "keep it out of service".into()
@@ -210,11 +210,47 @@ impl<'a> NodeCase<'a> {
         }
     }
 
+    /// Whether it was cordoned for a drain armed after the checkpoint (its
+    /// reason says so, on every backend): the plan is under way.
+    pub(super) fn plan_armed(&self) -> bool {
+        self.n.state == crate::model::NodeState::Cordoned
+            && self
+                .n
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.ends_with(crate::model::AFTER_CHECKPOINT))
+    }
+
     /// Cordon, wait for the next checkpoint(s), then drain: when jobs run.
+    /// Under way already (cordoned for it): the plan as armed, with
+    /// nothing to send — choosing it again would arm a second drain.
     pub(super) fn wait_checkpoint(&self) -> Option<Choice> {
         if self.b.killed.is_empty() {
             return None;
         }
+        let choice = self.plan_after_checkpoint()?;
+        if !self.plan_armed() {
+            return Some(choice);
+        }
+        Some(Choice {
+            title: format!("as armed: {}", choice.title),
+            actions: Vec::new(),
+            steps: Vec::new(),
+            armed_step: None,
+            manual: std::iter::once(
+                "its drain is armed: sent when the checkpoint is seen (nightshift armed lists it; disarm cancels)".to_string(),
+            )
+            .chain(choice.manual)
+            .collect(),
+            capacity_out: CapacityOut {
+                note: "cordoned, drained at the checkpoint".into(),
+                ..choice.capacity_out
+            },
+            ..choice
+        })
+    }
+
+    fn plan_after_checkpoint(&self) -> Option<Choice> {
         let c = self.c;
         let cordon = Action::Cordon {
             node: self.node.to_string(),
@@ -369,7 +405,8 @@ impl<'a> NodeCase<'a> {
     /// Validate and resume: a node out of service whose GPUs read healthy
     /// (its remedy done) goes back through the site's check.
     pub(super) fn validate_resume(&self) -> Option<Choice> {
-        if self.n.state.schedulable() || self.class.needs_drain() {
+        // Its remedy not done (a pending remap waits for a reset): not yet.
+        if self.n.state.schedulable() || self.class >= ActionClass::ResetNextDrain {
             return None;
         }
         let node = self.node;
@@ -378,12 +415,26 @@ impl<'a> NodeCase<'a> {
             node: node.to_string(),
             level,
         };
+        // A check needs the whole node: while it still runs work the
+        // guard refuses it, so nothing is sent now — the plan is to
+        // validate once it is empty (issue 58).
+        let busy = crate::engine::validate::busy_until(self.c, node);
+        let (steps, manual) = match busy {
+            None => (vec![step], Vec::new()),
+            Some(_) => (
+                Vec::new(),
+                vec![
+                    crate::engine::admit::still_runs_work(&step, self.c).unwrap_or_default(),
+                    format!("then: {}", step.command_line()),
+                ],
+            ),
+        };
         Some(Choice {
             name: "validate_resume",
-            title: format!("validate (DCGM level {level}), then resume"),
-            actions: vec![step.command_line()],
-            steps: vec![step],
-            manual: Vec::new(),
+            title: crate::engine::validate::words(level, busy),
+            actions: steps.iter().map(Action::command_line).collect(),
+            steps,
+            manual,
             gpu_hours_lost: Some(0.0),
             resume_in_s: Some(0),
             capacity_out: CapacityOut {
