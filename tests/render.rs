@@ -978,13 +978,13 @@ fn the_job_screen_scrolls_to_its_last_line() {
     analyse(&mut a);
     let before = screen(&a, 80, 18);
     assert!(
-        !before.contains("(O: compare all 4)"),
+        !before.contains("(O: compare all 2)"),
         "it does not fit:\n{before}"
     );
     keys(&mut a, &[KeyCode::PageDown]);
     let after = screen(&a, 80, 18);
     assert!(
-        after.contains("(O: compare all 4)"),
+        after.contains("(O: compare all 2)"),
         "scrolled to the end:\n{after}"
     );
     assert!(

@@ -19,6 +19,7 @@ use std::time::Duration;
 mod audit_log;
 mod execution;
 mod previews;
+mod recommended;
 mod seal_fuzz;
 
 struct Bench {

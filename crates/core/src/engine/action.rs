@@ -234,10 +234,21 @@ impl Action {
     pub fn is_no_op(&self, c: &Cluster) -> bool {
         match self {
             Action::Cordon { node, .. } => c.node(node).is_some_and(|n| n.state != NodeState::Up),
-            Action::Drain { node, reason, .. } => c.node(node).is_some_and(|n| {
-                n.state == NodeState::Drain
+            // Drained (or draining) for this reason already, and nothing on
+            // it that another drain would end: only jobs that refuse a
+            // requeue are left, and a requeue asks them again in vain
+            // (issue 58: h100-06 was recommended the same drain each
+            // minute while 4702, --no-requeue, ran on).
+            Action::Drain {
+                node,
+                reason,
+                requeue,
+            } => c.node(node).is_some_and(|n| {
+                matches!(n.state, NodeState::Drain | NodeState::Draining)
                     && n.reason.as_deref() == Some(reason.as_str())
-                    && c.jobs_on_node(node).next().is_none()
+                    && c.jobs_on_node(node).all(|j| {
+                        *requeue && j.requeueable == Some(false) && j.state.holds_resources()
+                    })
             }),
             Action::SetReason { node, reason } => c
                 .node(node)

@@ -42,7 +42,10 @@ pub fn node_options_with(
     b: Blast,
 ) -> Result<Options, EngineError> {
     let case = NodeCase::new(c, base, node, site, b)?;
-    let drained = matches!(case.n.state, NodeState::Drain | NodeState::Down);
+    // Draining with nothing left that a drain ends (jobs that refuse a
+    // requeue run on): out already, as far as nightshift can take it.
+    let drained = matches!(case.n.state, NodeState::Drain | NodeState::Down)
+        || (case.n.state == NodeState::Draining && case.b.killed.is_empty());
     let mut options = vec![if drained {
         case.keep_out()
     } else {

@@ -160,7 +160,14 @@ impl<'a> NodeCase<'a> {
     pub(super) fn keep_out(&self) -> Choice {
         let node = self.node;
         let (for_s, note) = self.out_for(self.class);
-        let mut manual = self.remedy_steps(self.class);
+        let mut manual = Vec::new();
+        if !self.b.keep_running.is_empty() {
+            manual.push(format!(
+                "job(s) {} refuse a requeue (--no-requeue): they run on until they end; cancel them to empty {node} now (their owner resubmits)",
+                self.b.keep_running.join(", ")
+            ));
+        }
+        manual.extend(self.remedy_steps(self.class));
         manual.push(format!("validate {node}, then resume it"));
         Choice {
             name: "keep_out",
