@@ -2395,3 +2395,133 @@ fn live_slurm_26_05_actions_send_their_preview_and_a_maintenance_reservation_is_
             .is_ok_and(|t| t > year_on);
     assert!(slurm_far, "squeue --start: {start}");
 }
+
+/// Issue 58 on real Slurm: what the options recommend for a node the guard
+/// accepts, and validate's partition is the node's own.
+/// - A node drained by hand ("fan noisy -- alice") that still runs a job:
+///   its check is refused by the guard (`validate --dry-run`), so the
+///   options never recommend sending it; they say to validate once its
+///   jobs end, and the recommended option's own step (none) passes.
+/// - A node outside the default partition (slurmrestd 22.05's `/node/NAME`
+///   names the first partition for every node): validate sends its own
+///   partition, sbatch takes it, and the node is back in service.
+fn recommendations_the_guard_accepts(lab: &Lab) {
+    // gpu04 only in a partition of its own, not the default one.
+    lab.run(
+        "scontrol",
+        &["update", "partitionname=gpu", "nodes=gpu[01-03]"],
+    );
+    lab.run("scontrol", &["update", "partitionname=pair", "nodes=gpu03"]);
+    lab.run(
+        "scontrol",
+        &[
+            "create",
+            "partitionname=solo",
+            "nodes=gpu04",
+            "maxtime=infinite",
+            "state=up",
+        ],
+    );
+    let job = lab
+        .run(
+            "sbatch",
+            &[
+                "--parsable",
+                "-J",
+                "busy",
+                "-w",
+                "gpu01",
+                "--gres=gpu:1",
+                "-t",
+                "30",
+                "--output",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
+        )
+        .trim()
+        .to_string();
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            (squeue_field(lab, &job, "%T") == "RUNNING").then_some(())
+        })
+        .is_some(),
+        "the job did not start: {}",
+        lab.run("squeue", &[])
+    );
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=gpu01",
+            "state=drain",
+            "reason=fan noisy -- alice",
+        ],
+    );
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=gpu04",
+            "state=drain",
+            "reason=xid 79 gpu3",
+        ],
+    );
+    let (ok, out) = nightshift_on(lab, &[], &["options", "gpu01", "-o", "json"]);
+    assert!(ok, "{out}");
+    let o: Value = serde_json::from_str(&out).expect("json");
+    let picks: Vec<&Value> = o["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter(|c| c["recommended"] == true)
+        .collect();
+    assert_eq!(picks.len(), 1, "{o:#}");
+    let title = picks[0]["title"].as_str().unwrap_or_default();
+    assert!(
+        title.starts_with("validate (DCGM level") && title.contains("once its jobs end"),
+        "{o:#}"
+    );
+    assert!(
+        picks[0]["actions"].as_array().is_none_or(|a| a
+            .iter()
+            .all(|x| !x.as_str().unwrap_or("").contains("sbatch"))),
+        "nothing is sent for it now: {o:#}"
+    );
+    // The guard's dry run of the check itself: refused, with the job.
+    let (ok, out) = nightshift_on(
+        lab,
+        &[],
+        &["validate", "gpu01", "--level", "2", "--dry-run"],
+    );
+    assert!(
+        out.contains(&format!("gpu01 still runs job {job}")),
+        "{ok} {out}"
+    );
+    // The node outside the default partition: its own partition is sent,
+    // and the check runs there.
+    let (ok, out) = validate_on(lab, "gpu04", "pass");
+    assert!(ok, "{out}");
+    assert!(!out.contains("not available"), "{out}");
+    assert_eq!(
+        lab.run("sinfo", &["-h", "-n", "gpu04", "-o", "%T"]).trim(),
+        "idle",
+        "{out}"
+    );
+    lab.run("scancel", &[&job]);
+}
+
+#[test]
+fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
+    if !available() {
+        return;
+    }
+    recommendations_the_guard_accepts(&Lab::start());
+    if available_24_11() {
+        recommendations_the_guard_accepts(&Lab::start_version(Slurm::V24_11));
+    }
+    if available_26_05() {
+        recommendations_the_guard_accepts(&Lab::start_version(Slurm::V26_05));
+    }
+}

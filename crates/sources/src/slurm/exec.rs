@@ -303,7 +303,21 @@ impl Executor {
                 what: format!("node {node}"),
                 why,
             })?;
-        let c = map::cluster(&self.cfg.fallback_name(), 0, &nodes, &[], &[]).cluster;
+        // Its partitions from the partitions' own node lists, right on
+        // every version: slurmrestd 22.05's `/node/NAME` names the first
+        // partition for every node (issue 58: validate sent
+        // `--partition=a100` for an H100 node and sbatch refused it).
+        let parts = match self
+            .client
+            .get(&format!("/slurm/{}/partitions", self.version))
+            .await
+        {
+            Ok(v) => wire::list::<wire::Partition>(v, "partitions", "partition")
+                .map(|(p, _)| p)
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        let c = map::cluster(&self.cfg.fallback_name(), 0, &nodes, &[], &parts).cluster;
         c.nodes
             .into_iter()
             .find(|n| n.name == node)
@@ -498,13 +512,29 @@ impl Executor {
     }
 
     pub async fn resume(&self, node: &str) -> Result<Outcome, CallError> {
+        self.resume_as(node, |n| n.state == NodeState::Up).await
+    }
+
+    /// Resumes a node into the maintenance reservation made for its check:
+    /// in service there is "in a maintenance reservation" (`MAINT`) as soon
+    /// as Slurm marks it so, which it does within a poll or two — either
+    /// is the resume seen (a validate on 24.11 and 26.05 said "not visible
+    /// yet" when the flag came first).
+    pub async fn resume_reserved(&self, node: &str) -> Result<Outcome, CallError> {
+        self.resume_as(node, |n| {
+            matches!(n.state, NodeState::Up | NodeState::Reserved)
+        })
+        .await
+    }
+
+    async fn resume_as(
+        &self,
+        node: &str,
+        seen: impl Fn(&crate::model::Node) -> bool,
+    ) -> Result<Outcome, CallError> {
         self.send(&self.resume_call(node)).await?;
         Ok(self
-            .verify(
-                || self.node_now(node),
-                |n| n.state == NodeState::Up,
-                Self::show_node,
-            )
+            .verify(|| self.node_now(node), seen, Self::show_node)
             .await)
     }
 

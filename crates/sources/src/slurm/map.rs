@@ -253,10 +253,13 @@ fn node(n: &wire::Node, partitions: &HashMap<String, Vec<String>>) -> Result<Nod
             gpu
         })
         .collect();
-    let mut node_parts = n.partitions.clone();
-    if node_parts.is_empty() {
-        node_parts = partitions.get(&n.name).cloned().unwrap_or_default();
-    }
+    // The partitions' own node lists first: they are right on every
+    // version, where a node's own list is not (slurmrestd 22.05's
+    // `/node/NAME` names the first partition for every node).
+    let node_parts = partitions
+        .get(&n.name)
+        .cloned()
+        .unwrap_or_else(|| n.partitions.clone());
     let mut flags = n.state_flags.clone();
     flags.extend(n.state.0.iter().skip(1).cloned());
     let all: Vec<&str> = n.state.0.iter().chain(&flags).map(String::as_str).collect();

@@ -269,7 +269,7 @@ fn unreadable_records_are_skipped_by_name_and_nothing_wraps() {
         assert!(all.iter().any(|x| x.contains(needle)), "{needle}: {all:?}");
     }
 
-    let nodes = json!({"nodes": [
+    let nodes = serde_json::json!({"nodes": [
         {"name": "gpu01", "state": "idle", "gres": "gpu:h100:8"},
         {"name": "evil", "state": "idle", "gres": "gpu:h100:4294967295"}
     ]});
@@ -764,4 +764,31 @@ fn a_reservation_names_its_held_nodes_and_when_they_come_back() {
     let n4 = m.cluster.node("gpu04").expect("gpu04");
     assert_eq!(n4.back_at, None);
     assert_eq!(n4.reason.as_deref(), Some("in a maintenance reservation"));
+}
+
+/// slurmrestd 22.05's `/node/dgx2` names the first partition ("a100")
+/// for every node; the partitions' own node lists say dgx2 is in h100.
+/// Those lists win, so validate's `--partition` is the node's own (issue
+/// 58: sbatch refused "Requested node configuration is not available"
+/// and the node was left drained with that error as its reason).
+#[test]
+fn a_nodes_partitions_come_from_the_partitions_node_lists() {
+    let nodes = serde_json::json!({"nodes": [
+        {"name": "dgx1", "state": "idle", "gres": "gpu:a100:8", "partitions": ["a100"]},
+        {"name": "dgx2", "state": "drain", "gres": "gpu:h100:8", "partitions": ["a100"]}
+    ]});
+    let parts = serde_json::json!({"partitions": [
+        {"name": "a100", "nodes": "dgx1"},
+        {"name": "h100", "nodes": "dgx2"}
+    ]});
+    let (nodes, _): (Vec<wire::Node>, _) = wire::list(nodes, "nodes", "node").expect("nodes");
+    let (parts, _): (Vec<wire::Partition>, _) =
+        wire::list(parts, "partitions", "partition").expect("partitions");
+    let c = clean("lab", 0, &nodes, &[], &parts);
+    let of = |n: &str| c.node(n).expect("node").partitions.to_vec();
+    assert_eq!(of("dgx1"), ["a100"]);
+    assert_eq!(of("dgx2"), ["h100"]);
+    // Without the partitions' lists, the node's own record is all there is.
+    let c = clean("lab", 0, &nodes, &[], &[]);
+    assert_eq!(c.node("dgx2").expect("node").partitions.to_vec(), ["a100"]);
 }

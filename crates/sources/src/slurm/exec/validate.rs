@@ -157,7 +157,7 @@ impl Executor {
                 return steps;
             }
         }
-        match self.resume(node).await {
+        match self.resume_reserved(node).await {
             Ok(o) => steps.push(Step::sent(format!("resume {node} into {r}"), o)),
             Err(e) => {
                 steps.push(Step::failed(
