@@ -2512,16 +2512,99 @@ fn recommendations_the_guard_accepts(lab: &Lab) {
     lab.run("scancel", &[&job]);
 }
 
+/// Issue 58, seen on Slurm 26.05: a maintenance window on a node that has
+/// not started yet (in 20 minutes, for an hour), and a 30-minute job bound
+/// to that node: Slurm starts it after the window (`squeue --start`);
+/// nightshift said "can start now". Its estimate is the window's end, as
+/// Slurm's is, within a scheduler cycle.
+fn a_reservation_ahead_delays_what_runs_into_it(lab: &Lab) {
+    lab.run(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "reservationname=maint-a1",
+            "nodes=gpu02",
+            "starttime=now+20minutes",
+            "duration=60",
+            "users=root",
+            "flags=maint",
+        ],
+    );
+    let show = lab.run("scontrol", &["show", "reservation", "maint-a1"]);
+    let end_text = show
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("EndTime="))
+        .expect("EndTime")
+        .to_string();
+    let end: i64 = lab
+        .run("date", &["-d", &end_text, "+%s"])
+        .trim()
+        .parse()
+        .expect("epoch");
+    let job = lab.sbatch(&["-J", "ahead", "-w", "gpu02", "--gres=gpu:4", "-t", "30"]);
+    // Slurm's own estimate, once its scheduler has looked.
+    let slurm = wait_for(Duration::from_secs(30), || {
+        let s = lab.run("squeue", &["-h", "--start", "-j", &job, "-o", "%S"]);
+        let s = s.trim().to_string();
+        (s != "N/A" && !s.is_empty()).then_some(s)
+    });
+    assert_eq!(squeue_field(lab, &job, "%T"), "PENDING", "{show}");
+    let why = nightshift_stdout(lab, &["why", &job, "-o", "json"]);
+    let w: Value = serde_json::from_str(&why).expect("json");
+    assert!(!why.contains("can start now"), "{why}");
+    let eta = w["eta_s"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no eta: {w:#}"));
+    let now: i64 = lab.run("date", &["+%s"]).trim().parse().expect("epoch");
+    assert!(
+        (now + eta - end).abs() <= 120,
+        "nightshift's start {} vs the window's end {end}: {w:#}",
+        now + eta
+    );
+    if let Some(s) = slurm {
+        let slurm: i64 = lab
+            .run("date", &["-d", &s, "+%s"])
+            .trim()
+            .parse()
+            .expect("epoch");
+        assert!(
+            (slurm - (now + eta)).abs() <= 180,
+            "squeue --start {s} vs nightshift {}",
+            now + eta
+        );
+    }
+    // A job whose limit ends before the window starts now, there.
+    let short = lab.sbatch(&["-J", "short", "-w", "gpu02", "--gres=gpu:2", "-t", "5"]);
+    assert!(
+        wait_for(Duration::from_secs(30), || (squeue_field(
+            lab, &short, "%T"
+        ) == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "Slurm starts the short one: {}",
+        lab.run("squeue", &[])
+    );
+    lab.run("scancel", &[&job, &short]);
+    lab.run("scontrol", &["delete", "reservation=maint-a1"]);
+}
+
 #[test]
 fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     if !available() {
         return;
     }
-    recommendations_the_guard_accepts(&Lab::start());
+    let lab = Lab::start();
+    recommendations_the_guard_accepts(&lab);
+    a_reservation_ahead_delays_what_runs_into_it(&lab);
     if available_24_11() {
-        recommendations_the_guard_accepts(&Lab::start_version(Slurm::V24_11));
+        let lab = Lab::start_version(Slurm::V24_11);
+        recommendations_the_guard_accepts(&lab);
+        a_reservation_ahead_delays_what_runs_into_it(&lab);
     }
     if available_26_05() {
-        recommendations_the_guard_accepts(&Lab::start_version(Slurm::V26_05));
+        let lab = Lab::start_version(Slurm::V26_05);
+        recommendations_the_guard_accepts(&lab);
+        a_reservation_ahead_delays_what_runs_into_it(&lab);
     }
 }

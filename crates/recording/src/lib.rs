@@ -129,6 +129,9 @@ pub struct Delta {
     pub partitions: Option<Vec<Partition>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quotas: Option<Vec<Quota>>,
+    /// The reservations ahead, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<Vec<crate::model::Reservation>>,
 }
 
 /// One line of a recording.
@@ -306,6 +309,7 @@ pub fn delta(prev: &Cluster, c: &Cluster) -> Option<Delta> {
         events_from: (first(prev) != first(c)).then(|| first(c)).flatten(),
         partitions: (prev.partitions != c.partitions).then(|| c.partitions.clone()),
         quotas: (prev.quotas != c.quotas).then(|| c.quotas.clone()),
+        reservations: (prev.reservations != c.reservations).then(|| c.reservations.clone()),
     })
 }
 
@@ -444,6 +448,9 @@ pub fn apply_with(
     }
     if let Some(q) = &d.quotas {
         c.quotas = q.clone();
+    }
+    if let Some(r) = &d.reservations {
+        c.reservations = r.clone();
     }
     Ok(())
 }

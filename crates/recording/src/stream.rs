@@ -103,6 +103,7 @@ fn refill(spare: &mut Cluster, cur: &Cluster, gone: impl FnMut(usize, Arc<Node>)
         quotas,
         history,
         no_job_signal,
+        reservations,
     } = spare;
     name.clone_from(&cur.name);
     source.clone_from(&cur.source);
@@ -116,6 +117,7 @@ fn refill(spare: &mut Cluster, cur: &Cluster, gone: impl FnMut(usize, Arc<Node>)
     same_or_clone(quotas, &cur.quotas);
     same_or_clone(history, &cur.history);
     *no_job_signal = cur.no_job_signal;
+    same_or_clone(reservations, &cur.reservations);
 }
 
 /// Where a reader in order goes on past a bridged keyframe in a frame of

@@ -572,11 +572,27 @@ impl<'c> Planner<'_, 'c> {
                 permanent: false,
             };
         }
-        let start = at.max(not_before).max(now);
+        let plain = at.max(not_before).max(now);
         let hold = hold_s(job, self.params);
+        // A window before a planned start (or a reservation ahead) on
+        // every named node, long enough for its limit: it starts there.
+        let early = not_before.max(now);
+        let gap = hold
+            .filter(|_| plain > early)
+            .map(|h| end_of(early, Some(h)))
+            .filter(|&end| {
+                nodes
+                    .iter()
+                    .all(|&n| self.slots.gaps_span(n, g as usize, early, end))
+            });
+        let start = if gap.is_some() { early } else { plain };
         let end = end_of(start, hold);
         for &n in &nodes {
-            self.slots.take(n, g as usize, start, end);
+            if gap.is_some() {
+                self.slots.take_gaps(n, g as usize, start, end);
+            } else {
+                self.slots.take(n, g as usize, start, end);
+            }
         }
         if let Some(book) = job.account.as_deref().and_then(|a| self.quotas.get_mut(a)) {
             book.add(start, end, job.gpus_requested().unwrap_or(g));

@@ -86,6 +86,23 @@ pub struct Cluster {
     /// "preempt after its next checkpoint" is.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_job_signal: bool,
+    /// Reservations that have not started yet (a maintenance window made
+    /// with `scontrol create reservation … starttime=now+20minutes`): no
+    /// job outside one starts on its nodes if its time limit runs into
+    /// it. One that has started holds its nodes (`NodeState::Reserved`,
+    /// `Node::back_at`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<Reservation>,
+}
+
+/// A reservation ahead: its nodes, from when, until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub name: String,
+    pub nodes: Vec<String>,
+    pub start: Timestamp,
+    /// `None`: no end.
+    pub end: Option<Timestamp>,
 }
 
 impl Cluster {

@@ -185,6 +185,7 @@ impl Sim {
         Cluster {
             history: Vec::new(),
             no_job_signal: false,
+            reservations: Vec::new(),
             name: format!("sim-{}", self.cfg.nodes),
             source: "sim".into(),
             time: self.now,

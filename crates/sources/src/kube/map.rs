@@ -327,6 +327,7 @@ pub fn cluster(name: &str, o: &Objects, now: Timestamp) -> Mapped {
         name: name.to_string(),
         source: "kube".into(),
         no_job_signal: true,
+        reservations: Vec::new(),
         time: now,
         partitions,
         nodes: nodes.into_iter().map(std::sync::Arc::new).collect(),

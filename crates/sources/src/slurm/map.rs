@@ -335,6 +335,44 @@ fn reserved_until(
     out
 }
 
+/// The reservations that have not started yet, with their nodes: the
+/// plan starts no job there whose time limit runs into one (issue 58: a
+/// job bound to a node with a maintenance window in 20 minutes was said
+/// to "start now"; Slurm starts it after the window).
+fn ahead(
+    reservations: &[wire::Reservation],
+    now: i64,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::model::Reservation> {
+    let mut out = Vec::new();
+    for r in reservations {
+        let Some(start) = r.start_time.positive().filter(|&s| s > now) else {
+            continue;
+        };
+        if r.node_list.is_empty() {
+            continue;
+        }
+        let nodes = match hostlist::expand(&r.node_list) {
+            Ok(m) => m,
+            Err(e) => {
+                warnings.push(format!("reservation {}: {e}", r.name));
+                continue;
+            }
+        };
+        out.push(crate::model::Reservation {
+            name: r.name.clone(),
+            nodes,
+            start,
+            end: if r.end_time.infinite {
+                None
+            } else {
+                r.end_time.positive()
+            },
+        });
+    }
+    out
+}
+
 /// A snapshot and the records that could not be read (skipped, named).
 #[derive(Debug, Clone, Default)]
 pub struct Mapped {
@@ -460,6 +498,7 @@ pub fn cluster_with(
         cluster: Cluster {
             history: Vec::new(),
             no_job_signal: false,
+            reservations: ahead(reservations, now, &mut warnings),
             name: name.to_string(),
             source: "slurm".into(),
             time: now,

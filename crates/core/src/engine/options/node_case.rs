@@ -392,7 +392,10 @@ impl<'a> NodeCase<'a> {
         let rebooted = self
             .n
             .boot_time
-            .filter(|&b| self.n.reason_time.is_none_or(|r| b > r));
+            // Only when both times are known: a node in a maintenance
+            // reservation has no reason time of its own, and was said to
+            // have "rebooted at …" though it never did (issue 58).
+            .filter(|&b| self.n.reason_time.is_some_and(|r| b > r));
         match rebooted {
             Some(b) => format!(
                 "rebooted at {} since it was taken out, its GPUs read healthy",

@@ -207,6 +207,15 @@ impl Slots {
         None
     }
 
+    /// Whether node `n` has `g` gaps spanning `[start, end)`.
+    pub(super) fn gaps_span(&self, n: usize, g: usize, start: Timestamp, end: Timestamp) -> bool {
+        self.gaps[n]
+            .iter()
+            .filter(|&&(f, to)| f <= start && end <= to)
+            .count()
+            >= g
+    }
+
     /// Node `n` gives `g` of its gaps spanning `[start, end)` to a job:
     /// the tightest first; what is left of each stays a gap.
     pub(super) fn take_gaps(&mut self, n: usize, g: usize, start: Timestamp, end: Timestamp) {
@@ -340,6 +349,20 @@ pub(super) fn slots_of<'c>(
     };
     for n in 0..c.nodes.len() {
         slots.index(n);
+    }
+    // A reservation ahead holds its nodes' slots from its start to its
+    // end, as a job planned there would: a job whose limit fits before it
+    // starts now (a window before it), another after it (issue 58).
+    for r in c.reservations.iter().filter(|r| r.start > now) {
+        let until = r.end.unwrap_or(NEVER);
+        for name in &r.nodes {
+            if let Some(&n) = node_ix.get(name.as_str()) {
+                let held = slots.free_at[n].iter().filter(|&&f| f < until).count();
+                if held > 0 {
+                    slots.take(n, held, r.start, until);
+                }
+            }
+        }
     }
     (slots, part_ix)
 }

@@ -325,3 +325,47 @@ fn no_estimate_names_the_jobs_without_a_time_limit() {
         p.estimate(big)
     );
 }
+
+/// Issue 58, seen on Slurm 26.05: a maintenance window on a100n1 starting
+/// in 20 minutes for an hour, and a 30-minute job bound to it (`-w`):
+/// Slurm starts it after the window (squeue --start), not now. A job
+/// whose limit fits before the window starts now; one free to go
+/// elsewhere goes there.
+#[test]
+fn a_job_whose_limit_runs_into_a_reservation_ahead_starts_after_it() {
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    c.reservations.push(crate::model::Reservation {
+        name: "maint-a1".into(),
+        nodes: vec!["n1".into()],
+        start: NOW + 1200,
+        end: Some(NOW + 1200 + 3600),
+    });
+    let limit = |c: &mut Cluster, j: usize, s: u64| {
+        std::sync::Arc::make_mut(&mut c.jobs[j]).time_limit =
+            Some(crate::model::TimeLimit::Seconds(s));
+    };
+    let bound = pend(&mut c, "bound", "p", 1, 4, 30);
+    limit(&mut c, bound, 1800);
+    std::sync::Arc::make_mut(&mut c.jobs[bound]).required_nodes = vec!["n1".into()].into();
+    let short = pend(&mut c, "short", "p", 1, 4, 20);
+    limit(&mut c, short, 600);
+    std::sync::Arc::make_mut(&mut c.jobs[short]).required_nodes = vec!["n1".into()].into();
+    let free = pend(&mut c, "free", "p", 1, 8, 10);
+    limit(&mut c, free, 1800);
+    let p = plan(&c, &SiteParams::default(), &Unusable::default());
+    assert_eq!(
+        start(&p, bound),
+        Some(NOW + 1200 + 3600),
+        "{:?}",
+        p.estimate(bound)
+    );
+    assert_eq!(start(&p, short), Some(NOW), "{:?}", p.estimate(short));
+    assert_eq!(start(&p, free), Some(NOW), "{:?}", p.estimate(free));
+    assert!(
+        matches!(p.estimate(free), Some(Estimate::Starts { nodes, .. }) if nodes == &["n2".to_string()]),
+        "{:?}",
+        p.estimate(free)
+    );
+}
