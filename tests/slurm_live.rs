@@ -1341,7 +1341,9 @@ fn recording_of_live_slurm(lab: &Lab) {
     assert!(md.contains("(slurm)"), "{md}");
     // One situation (issue 39): the recorded moment's analysis is what
     // every command prints for it.
-    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 4);
+    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 4, &|a| {
+        nightshift_on(lab, &[], a)
+    });
     assert!(compared >= 4, "only {compared} answers compared");
 }
 
@@ -2499,6 +2501,17 @@ fn recommendations_the_guard_accepts(lab: &Lab) {
         out.contains(&format!("gpu01 still runs job {job}")),
         "{ok} {out}"
     );
+    // The whole moment, recorded: every surface gives its one answer, and
+    // every recommended option's dry run against this Slurm passes.
+    let file = lab.dir.path().join("guard.nsrec");
+    nightshift_stdout(
+        lab,
+        &["record", file.to_str().expect("path"), "--for", "3s"],
+    );
+    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 4, &|a| {
+        nightshift_on(lab, &[], a)
+    });
+    assert!(compared >= 4, "only {compared} answers compared");
     // The node outside the default partition: its own partition is sent,
     // and the check runs there.
     let (ok, out) = validate_on(lab, "gpu04", "pass");

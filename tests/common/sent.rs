@@ -75,7 +75,7 @@ pub fn call_of(line: &str) -> Option<Sent> {
 
 /// Splits a line as sh would, for the quoting nightshift writes: words
 /// apart by spaces, `'…'` quoted, `'\''` a quote inside.
-fn shell_words(s: &str) -> Vec<String> {
+pub fn shell_words(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

@@ -21,7 +21,17 @@ fn json(dir: &Path, args: &[&str]) -> Value {
 /// node's recommended option (up to `max_nodes`, incidents' nodes first)
 /// and each waiting job's `why` (up to three). Returns how many answers
 /// were compared.
-pub fn one_answer_at_the_end(dir: &Path, file: &Path, max_nodes: usize) -> usize {
+///
+/// And issue 58's rule on the live backend: each of those nodes' and of
+/// up to three running jobs' recommended option, its first step dry-run
+/// through the guard against the backend itself (`live` runs nightshift
+/// there), is not refused.
+pub fn one_answer_at_the_end(
+    dir: &Path,
+    file: &Path,
+    max_nodes: usize,
+    live: &dyn Fn(&[&str]) -> (bool, String),
+) -> usize {
     use nightshift::engine::memory::Memory;
     let rec = nightshift::recording::Recording::open(file).expect("open");
     let site = nightshift::engine::SiteParams::default();
@@ -57,10 +67,11 @@ pub fn one_answer_at_the_end(dir: &Path, file: &Path, max_nodes: usize) -> usize
         if asked.len() == max_nodes || !asked.insert(node.clone()) {
             continue;
         }
-        let engine = nightshift::engine::options::node_options(&c, &b, &node, &site)
+        let recommended = nightshift::engine::options::node_options(&c, &b, &node, &site)
             .ok()
-            .and_then(|o| o.options.into_iter().find(|x| x.recommended))
-            .map(|x| x.name.to_string());
+            .and_then(|o| o.options.into_iter().find(|x| x.recommended));
+        dry_run_passes(live, recommended.as_ref(), &node);
+        let engine = recommended.map(|x| x.name.to_string());
         let cli = replay(&["options", &node, "-o", "json"]);
         let pick = cli["options"]
             .as_array()
@@ -69,6 +80,12 @@ pub fn one_answer_at_the_end(dir: &Path, file: &Path, max_nodes: usize) -> usize
             .map(str::to_string);
         assert_eq!(pick, engine, "options {node}");
         compared += 1;
+    }
+    for job in c.jobs.iter().filter(|j| j.state.holds_resources()).take(3) {
+        let recommended = nightshift::engine::options::job_options(&c, &b, &job.id, None, &site)
+            .ok()
+            .and_then(|o| o.options.into_iter().find(|x| x.recommended));
+        dry_run_passes(live, recommended.as_ref(), &job.id);
     }
     for (j, job) in c
         .jobs
@@ -88,4 +105,29 @@ pub fn one_answer_at_the_end(dir: &Path, file: &Path, max_nodes: usize) -> usize
         compared += 1;
     }
     compared
+}
+
+/// The recommended option's first step (what its key opens), dry-run
+/// through the guard against the live backend: not refused.
+fn dry_run_passes(
+    live: &dyn Fn(&[&str]) -> (bool, String),
+    recommended: Option<&nightshift::engine::options::Choice>,
+    target: &str,
+) {
+    let Some(r) = recommended else {
+        return;
+    };
+    let Some(step) = r.steps.first() else {
+        return;
+    };
+    let words = super::sent::shell_words(&step.command_line());
+    let mut args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    args.push("--dry-run");
+    let (_, out) = live(&args);
+    assert!(
+        !out.lines().any(|l| l.starts_with("refused:")),
+        "{target}: recommended {} ({}), and the guard refuses its dry run {args:?}:\n{out}",
+        r.name,
+        r.title
+    );
 }
