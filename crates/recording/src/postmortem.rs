@@ -31,8 +31,13 @@ pub struct HitJob {
     /// job still holding its GPUs: all of it since its checkpoint, lost
     /// when it is requeued); 0 for a job still running.
     pub gpu_hours_lost: Option<f64>,
-    /// Seconds until it is back where it was, from when it stopped.
+    /// Seconds until it is back where it was, from when it stopped, as
+    /// estimated then (from the snapshot before it stopped).
     pub restore_s: Option<f64>,
+    /// What happened: seconds from when it stopped until it was seen
+    /// running again (a requeued job), when the recording shows it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_again_after_s: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -256,6 +261,10 @@ pub fn report(
                 via_gang: j.via_gang,
                 gpu_hours_lost: lost,
                 restore_s: back,
+                ran_again_after_s: match stopped {
+                    Some((t, _)) => fates.ran_again(&j.id).map(|r| (r - t).max(0)),
+                    None => None,
+                },
             });
         }
         incidents.push(entry_of(

@@ -548,3 +548,62 @@ fn the_one_pass_goes_past_a_bridged_keyframes_frame_undecompressed() {
         assert_eq!(**a, **b, "at {}", b.time);
     }
 }
+
+/// Issue 58: the report said jobs requeued during the night were "back in
+/// 1d00h" (the estimate the snapshot before their stop gave) when the
+/// recording shows them running again within minutes. What happened is
+/// told, beside what was estimated then.
+#[test]
+fn the_report_tells_when_a_requeued_job_ran_again_beside_the_estimate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("requeue.nsrec");
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    let mut r = Recorder::create(&path, "sim").expect("create");
+    let mut requeued_at = None;
+    let mut ran_again_at = None;
+    for second in 0..1800 {
+        let c = Arc::new(s.snapshot());
+        r.snapshot(&c).expect("record");
+        if requeued_at.is_some()
+            && ran_again_at.is_none()
+            && c.job("4727").is_some_and(|j| j.state.holds_resources())
+        {
+            ran_again_at = Some(c.time);
+        }
+        if second == 1320 {
+            s.apply(&crate::model::Action::Requeue { job: "4727".into() })
+                .expect("requeue");
+            requeued_at = Some(c.time);
+        }
+        s.advance(1);
+    }
+    r.finish().expect("finish");
+    let ran_again_at = ran_again_at.expect("the sim runs 4727 again within the recording");
+    let report = crate::postmortem::report(
+        stream::Stream::open(&path).expect("stream"),
+        &crate::engine::SiteParams::default(),
+        &crate::engine::xid::XidCatalog::default(),
+    )
+    .expect("report");
+    let job = report
+        .incidents
+        .iter()
+        .flat_map(|i| i.jobs.iter())
+        .find(|j| j.id == "4727")
+        .expect("4727 is named by ib-leaf-2's incident");
+    assert_eq!(job.fate, "requeued");
+    let after = job.ran_again_after_s.expect("seen running again");
+    // Seen in the first snapshot it runs in: within a second of when the
+    // test saw it, counted from its stop.
+    let stopped = requeued_at.expect("requeued");
+    assert!(
+        (after - (ran_again_at - stopped)).abs() <= 2,
+        "{after} vs {}",
+        ran_again_at - stopped
+    );
+    let md = crate::postmortem::markdown(&report);
+    assert!(
+        md.contains("4727") && md.contains("ran again ") && md.contains("(estimated then: "),
+        "{md}"
+    );
+}

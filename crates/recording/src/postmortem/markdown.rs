@@ -110,9 +110,23 @@ fn incident(out: &mut String, i: &super::IncidentEntry) {
                 format!("{h:.1}")
             }
         });
-        let back = match j.restore_s {
+        // What happened first, then what was estimated at the time: an
+        // estimate is never told as the outcome (issue 58).
+        let estimated = match j.restore_s {
             Some(s) => format!("back in {}", text::duration(s.round() as i64)),
             None => "restore time unknown".into(),
+        };
+        let back = match j.ran_again_after_s {
+            Some(r) => format!(
+                "ran again {} after it stopped (estimated then: {estimated})",
+                text::duration(r)
+            ),
+            None if j.fate == "requeued" => {
+                format!(
+                    "not seen running again by the recording's end (estimated then: {estimated})"
+                )
+            }
+            None => estimated,
         };
         let since = if j.fate.starts_with("stalled") {
             "unsaved (lost when it is requeued)"

@@ -44,13 +44,18 @@ pub(super) struct Fates {
     watch: JobWatch,
     ended: FxHashMap<String, Timestamp>,
     requeued: FxHashMap<String, Timestamp>,
+    /// When a requeued job was first seen running again: what happened,
+    /// beside what was estimated then (issue 58: the report said "back in
+    /// 1d00h" of jobs that ran again within three minutes).
+    ran_again: FxHashMap<String, Timestamp>,
 }
 
 impl Fates {
     /// Takes in the next snapshot; the jobs that stopped for the first
     /// time (as died or as requeued).
     fn observe(&mut self, c: &Cluster) -> Vec<(String, Stop)> {
-        let (ended, requeued) = (&mut self.ended, &mut self.requeued);
+        let (ended, requeued, ran_again) =
+            (&mut self.ended, &mut self.requeued, &mut self.ran_again);
         let mut first = Vec::new();
         self.watch.observe(c, |j, change| match change {
             Change::Stopped(_) => {
@@ -64,10 +69,24 @@ impl Fates {
                     requeued.insert(j.id.clone(), c.time);
                     first.push((j.id.clone(), Stop::Requeued));
                 }
+                // Requeued and started again between two snapshots: its
+                // restart count went up and it runs.
+                if j.state.holds_resources() && !ran_again.contains_key(j.id.as_str()) {
+                    ran_again.insert(j.id.clone(), c.time);
+                }
             }
-            Change::Started => {}
+            Change::Started => {
+                if requeued.contains_key(j.id.as_str()) && !ran_again.contains_key(j.id.as_str()) {
+                    ran_again.insert(j.id.clone(), c.time);
+                }
+            }
         });
         first
+    }
+
+    /// When a job sent back to the queue was first seen running again.
+    pub(super) fn ran_again(&self, id: &str) -> Option<Timestamp> {
+        self.ran_again.get(id).copied()
     }
 
     /// Its fate, when it stopped (died or requeued), and how.
