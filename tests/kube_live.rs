@@ -1658,3 +1658,67 @@ fn the_breaker_counts_nodes_cordoned_by_hand_from_the_kubelets_events() {
     let n = lab.kubectl_json(&["get", "node", "gpu-02", "-o", "json"]);
     assert_ne!(n["spec"]["unschedulable"], true, "nothing was sent");
 }
+
+/// Issue 58 on Kubernetes, checked with kubectl: what the options
+/// recommend, the guard accepts.
+/// - A plain Job's pods (no Kueue workload, no Volcano group) cannot be
+///   requeued, and nightshift's preempt is a requeue: "preempt now"
+///   ("will send … through its Kueue workload") was recommended and then
+///   refused. Every preemption is unavailable with the guard's reason,
+///   doing nothing is recommended, and the guard's dry run says the same.
+/// - A node cordoned by hand (`kubectl cordon`) that still runs a pod: its
+///   check is refused (it needs the whole node), so the recommendation is
+///   to validate once it is empty, with nothing sent now.
+#[test]
+fn recommendations_on_kubernetes_are_ones_the_guard_accepts() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let jobs = get(&lab, "jobs");
+    let plain = jobs
+        .iter()
+        .find(|j| j["name"] == "data-prep")
+        .unwrap_or_else(|| panic!("no data-prep job: {jobs:#?}"));
+    let id = plain["id"].as_str().expect("id").to_string();
+    let out = lab.nightshift(&["options", &id, "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let o: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let options = o["options"].as_array().expect("options");
+    let picked: Vec<&Value> = options
+        .iter()
+        .filter(|c| c["recommended"] == true)
+        .collect();
+    assert_eq!(picked.len(), 1, "{o:#}");
+    assert_eq!(picked[0]["name"], "do_nothing", "{o:#}");
+    for c in options.iter().filter(|c| c["name"] != "do_nothing") {
+        assert!(
+            c["refused"]
+                .as_str()
+                .is_some_and(|r| r.contains("no Kueue workload or Volcano group")),
+            "{c:#}"
+        );
+    }
+    let dry = text(&lab.nightshift(&["preempt", &id, "--dry-run"]));
+    assert!(dry.contains("refused:"), "{dry}");
+    assert!(dry.contains("no Kueue workload or Volcano group"), "{dry}");
+    // A node cordoned by hand with a pod still on it.
+    let node = "gpu-06";
+    let out = lab.kubectl(&["cordon", node]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = lab.nightshift(&["options", node, "-o", "json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let o: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let pick = o["options"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["recommended"] == true))
+        .unwrap_or_else(|| panic!("{o:#}"));
+    assert!(
+        pick["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("once its jobs end")),
+        "{o:#}"
+    );
+    let dry = text(&lab.nightshift(&["validate", node, "--dry-run"]));
+    assert!(dry.contains("still runs job"), "{dry}");
+}
