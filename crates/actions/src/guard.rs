@@ -137,7 +137,7 @@ fn cordons_failing_domain(a: &Action, base: &Base) -> bool {
     };
     base.incidents
         .iter()
-        .any(|i| i.kind == IncidentKind::Domain && i.is_open() && i.nodes.contains(node))
+        .any(|i| i.kind == IncidentKind::Domain && i.is_failing() && i.nodes.contains(node))
 }
 
 /// The breaker's refusal of a drain whose node's only trouble is its

@@ -117,7 +117,7 @@ pub fn failing_domain_drain(a: &Action, base: &Base) -> Option<String> {
     let d = base
         .incidents
         .iter()
-        .find(|i| i.kind == IncidentKind::Domain && i.is_open() && i.nodes.contains(node))?;
+        .find(|i| i.kind == IncidentKind::Domain && i.is_failing() && i.nodes.contains(node))?;
     let only_fabric = base
         .node_verdict(node)
         .is_none_or(|v| v.verdict.action <= super::xid::ActionClass::CordonDomain);

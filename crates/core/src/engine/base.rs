@@ -67,7 +67,14 @@ impl Found {
             .iter()
             .any(|i| i.kind == IncidentKind::Link || i.kind == IncidentKind::Node)
         {
-            incidents = super::domains::gather(c, incidents, site);
+            // The nodes whose own GPUs still need their remedy: a quiet
+            // domain does not send them back through a check.
+            let own: Unusable = verdicts
+                .iter()
+                .filter(|v| super::validate::own_remedy_pending(v.verdict.action))
+                .map(|v| v.node.clone())
+                .collect();
+            incidents = super::domains::gather(c, incidents, site, &own);
             incidents.sort_by(|a, b| {
                 b.time
                     .cmp(&a.time)

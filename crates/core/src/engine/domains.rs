@@ -26,7 +26,12 @@ fn is_candidate(c: &Cluster, i: &Incident) -> bool {
 
 /// `incidents` with the ones that are one domain's failure replaced by
 /// that domain's incident.
-pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<Incident> {
+pub fn gather(
+    c: &Cluster,
+    incidents: Vec<Incident>,
+    site: &SiteParams,
+    own_remedy: &super::plan::Unusable,
+) -> Vec<Incident> {
     // One candidate per fabric event of each node's incident, not one at
     // the incident's start: a node whose run of events began earlier in
     // the hour still joins the others' failure by its newest events, so
@@ -85,7 +90,7 @@ pub fn gather(c: &Cluster, incidents: Vec<Incident>, site: &SiteParams) -> Vec<I
         .iter()
         .map(|(d, members, span)| {
             let ms: Vec<&Incident> = members.iter().filter_map(|&i| incidents.get(i)).collect();
-            domain_incident(c, d, &ms, *span)
+            domain_incident(c, d, &ms, *span, own_remedy)
         })
         .collect();
     out.extend(
@@ -119,6 +124,7 @@ fn domain_incident(
     d: &Domain,
     members: &[&Incident],
     (first, last_start): (Timestamp, Timestamp),
+    own_remedy: &super::plan::Unusable,
 ) -> Incident {
     let mut nodes: Vec<String> = members.iter().map(|m| m.node.clone()).collect();
     nodes.sort();
@@ -151,7 +157,7 @@ fn domain_incident(
         .iter()
         .filter_map(|m| m.burning_gpu_hours_per_hour)
         .sum();
-    let (stage, status) = stage_of(c, &nodes, still, burning);
+    let (stage, status) = stage_of(c, &nodes, still, burning, own_remedy);
     Incident {
         id: format!(
             "dom-{}-{}",
@@ -235,7 +241,13 @@ fn evidence_of(members: &[&Incident]) -> Vec<String> {
 }
 
 /// Where a domain's incident stands, and its status line.
-fn stage_of(c: &Cluster, nodes: &[String], still: bool, burning: f64) -> (Stage, String) {
+fn stage_of(
+    c: &Cluster,
+    nodes: &[String],
+    still: bool,
+    burning: f64,
+    own_remedy: &super::plan::Unusable,
+) -> (Stage, String) {
     let out_of_service: Vec<&String> = nodes
         .iter()
         .filter(|n| c.node(n).is_some_and(|x| !x.state.schedulable()))
@@ -267,9 +279,10 @@ fn stage_of(c: &Cluster, nodes: &[String], still: bool, burning: f64) -> (Stage,
         (false, _) if !out_of_service.is_empty() => (
             Stage::Remedied,
             format!(
-                "links quiet for {}; {} of its nodes still out of service: resume them",
+                "links quiet for {}; {} of its nodes still out of service: {}",
                 text::duration(QUIET_S),
-                out_of_service.len()
+                out_of_service.len(),
+                back_to_service(&out_of_service, own_remedy)
             ),
         ),
         (false, _) => (
@@ -278,6 +291,39 @@ fn stage_of(c: &Cluster, nodes: &[String], still: bool, burning: f64) -> (Stage,
                 "resolved: links quiet for {} and every node in service",
                 text::duration(QUIET_S)
             ),
+        ),
+    }
+}
+
+/// What a quiet domain's nodes still out of service need, in the words
+/// their own options say it: each back through its check, except a node
+/// whose own GPUs still need their remedy (`own`) (issue 58: "resume them" named h100-06, whose
+/// GPU 5 had an open Xid 48). One answer: the domain's options offer the
+/// same checks (`options::domain`).
+fn back_to_service(out: &[&String], own_remedy: &super::plan::Unusable) -> String {
+    let (kept, back): (Vec<&String>, Vec<&String>) = out
+        .iter()
+        .copied()
+        .partition(|n| own_remedy.contains(n.as_str()));
+    let join = |v: &[&String]| v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
+    match (back.is_empty(), kept.is_empty()) {
+        (false, true) => format!("validate and resume {}", join(&back)),
+        (false, false) => format!(
+            "validate and resume {}; {} stay{} out for {} own GPUs (see {} incident{})",
+            join(&back),
+            join(&kept),
+            if kept.len() == 1 { "s" } else { "" },
+            if kept.len() == 1 { "its" } else { "their" },
+            if kept.len() == 1 { "its" } else { "their" },
+            if kept.len() == 1 { "" } else { "s" },
+        ),
+        (true, _) => format!(
+            "{} stay{} out for {} own GPUs (see {} incident{})",
+            join(&kept),
+            if kept.len() == 1 { "s" } else { "" },
+            if kept.len() == 1 { "its" } else { "their" },
+            if kept.len() == 1 { "its" } else { "their" },
+            if kept.len() == 1 { "" } else { "s" },
         ),
     }
 }
@@ -405,6 +451,83 @@ mod tests {
             b.node_verdict("h100-07")
                 .is_none_or(|v| v.verdict.action < ActionClass::CordonDomain)
         );
+    }
+
+    /// Issue 58, seen on a sim recording at 03:34: the leaf quiet again,
+    /// its four nodes cordoned. The incident said "resume them" of
+    /// h100-06, whose GPU 5 has an open Xid 48; h100-07's options said
+    /// "keep it out until ib-leaf-2 is fixed — ib-leaf-2 is failing"; the
+    /// switch's options recommended the cordon already done. One state of
+    /// the switch, one answer: each healthy node back through its check,
+    /// the others kept out for their own GPUs, everywhere.
+    #[test]
+    fn a_quiet_switch_gets_one_answer_from_its_incident_its_nodes_and_itself() {
+        use crate::engine::options::{domain_options, node_options};
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(1230);
+        for n in LEAF_NODES {
+            s.apply(&crate::model::Action::Cordon {
+                node: n.into(),
+                reason: "ib-leaf-2 failing".into(),
+            })
+            .expect("cordon");
+        }
+        // Past the second flap and 15 quiet minutes after it.
+        s.advance(600 + 960);
+        let c = s.snapshot();
+        let b = base(&c);
+        let d = b
+            .incidents
+            .iter()
+            .find(|i| i.kind == IncidentKind::Domain)
+            .expect("domain");
+        assert_eq!(d.stage, Stage::Remedied, "{}", d.status);
+        assert!(!d.status.contains("resume them"), "{}", d.status);
+        let site = SiteParams::default();
+        let own = |n: &str| {
+            b.node_verdict(n)
+                .is_some_and(|v| crate::engine::validate::own_remedy_pending(v.verdict.action))
+        };
+        assert!(own("h100-06"), "h100-06's DBE");
+        let back: Vec<&str> = LEAF_NODES
+            .iter()
+            .copied()
+            .filter(|n| !own(n) && c.node(n).is_some_and(|x| !x.state.schedulable()))
+            .collect();
+        assert!(!back.is_empty());
+        assert!(
+            d.status
+                .contains(&format!("validate and resume {}", back.join(", "))),
+            "{}",
+            d.status
+        );
+        assert!(d.status.contains("h100-06"), "{}", d.status);
+        assert!(!d.status.contains("resume h100-06"), "{}", d.status);
+        // Each healthy node: back through its check, never "ib-leaf-2 is
+        // failing".
+        for n in &back {
+            let o = node_options(&c, &b, n, &site).expect("options");
+            let r = o.recommended().expect("one");
+            assert_eq!(r.name, "validate_resume", "{n}: {o:#?}");
+            assert!(!r.why.contains("is failing"), "{n}: {}", r.why);
+        }
+        // h100-06: its own GPU's drain, never put back.
+        let o = node_options(&c, &b, "h100-06", &site).expect("options");
+        assert_ne!(o.recommended().expect("one").name, "validate_resume");
+        // The switch: the same checks, not the cordon already done.
+        let o = domain_options(&c, &b, "ib-leaf-2", &site).expect("options");
+        let r = o.recommended().expect("one");
+        assert_eq!(r.name, "validate_resume", "{o:#?}");
+        assert!(
+            r.manual.iter().any(|m| m.starts_with("h100-06 stays out")),
+            "{r:#?}"
+        );
+        let cordon = o
+            .options
+            .iter()
+            .find(|x| x.name == "cordon_domain")
+            .expect("cordon");
+        assert!(!cordon.recommended);
     }
 
     /// The sim at start with `down` nodes' links lost `apart` seconds apart.

@@ -177,6 +177,14 @@ impl Incident {
     pub fn is_open(&self) -> bool {
         self.stage != Stage::Resolved
     }
+
+    /// Still failing, not yet remedied: a domain whose links are quiet is
+    /// remedied, its nodes go back through their checks (issue 58: a quiet
+    /// switch was "failing" to its nodes' options and "remedied" to its
+    /// incident).
+    pub fn is_failing(&self) -> bool {
+        self.stage < Stage::Remedied
+    }
 }
 
 fn job_entry(c: &Cluster, id: &str, then: Option<JobState>, via_gang: bool) -> IncidentJob {

@@ -52,3 +52,10 @@ pub fn remedy_window(c: &Cluster, node: &str, class: crate::engine::xid::ActionC
         })
         && busy_until(c, node).is_none()
 }
+
+/// Whether a node's own GPUs still need their remedy (a drain's, or a
+/// reset at the next drain window): it is not put back through a check
+/// until that is done, whatever its domain does.
+pub fn own_remedy_pending(class: crate::engine::xid::ActionClass) -> bool {
+    class == crate::engine::xid::ActionClass::ResetNextDrain || class.needs_drain()
+}

@@ -82,28 +82,45 @@ pub fn domain_options(
         )),
         ..Choice::default()
     };
+    // Quiet again with nodes still out (remedied): they go back through
+    // their checks, as each node's options and the incident say.
+    let quiet = incident.filter(|i| !i.is_failing());
+    let incident = incident.filter(|i| i.is_failing());
     let class = if incident.is_some() {
         ActionClass::CordonDomain
     } else {
         ActionClass::None
     };
     let wait = do_nothing(&hung, class);
+    let back = quiet.map(|_| back_to_service(c, base, &nodes));
     let mut o = Options {
         target: Subject {
             kind: "domain",
             name: name.to_string(),
             action: class,
-            problem: incident.map_or_else(
-                || format!("{name}: no fabric failure seen"),
-                |i| i.message.clone(),
-            ),
+            problem: incident
+                .map(|i| i.message.clone())
+                .or_else(|| quiet.map(|i| format!("{} — {}", i.message, i.status)))
+                .unwrap_or_else(|| format!("{name}: no fabric failure seen")),
             jobs,
             hung: hung.keys().cloned().collect(),
         },
         time: c.time,
-        options: vec![cordon, drain_all, wait],
+        options: back
+            .clone()
+            .into_iter()
+            .chain([cordon, drain_all, wait])
+            .collect(),
     };
     admit(&mut o, c, base);
+    if let (Some(q), Some(_)) = (quiet, &back) {
+        let why = format!(
+            "links quiet: its nodes out of service go back through their checks ({})",
+            q.status
+        );
+        let pick = index_of(&o, "validate_resume");
+        finish(&mut o, pick, why);
+    }
     if incident.is_some() {
         let why = format!(
             "the fabric failed, not the GPUs: stop new multi-node work there and get the switch fixed; {}",
@@ -123,6 +140,59 @@ pub fn domain_options(
         }
     }
     Ok(o)
+}
+
+/// A quiet domain's nodes out of service, back through their checks: each
+/// empty one validated at its check level, in order; one still running
+/// work once it is empty; one whose own GPUs say drain kept out.
+fn back_to_service(c: &Cluster, base: &Base, nodes: &[&crate::model::Node]) -> Choice {
+    let mut steps = Vec::new();
+    let mut manual = Vec::new();
+    let mut gpus = 0;
+    for n in nodes.iter().filter(|n| !n.state.schedulable()) {
+        if base
+            .node_verdict(&n.name)
+            .is_some_and(|v| crate::engine::validate::own_remedy_pending(v.verdict.action))
+        {
+            manual.push(format!(
+                "{} stays out for its own GPUs (see its incident)",
+                n.name
+            ));
+            continue;
+        }
+        let level = crate::engine::repeat::check_level(base.history(&n.name));
+        let step = Action::Validate {
+            node: n.name.clone(),
+            level,
+        };
+        match crate::engine::validate::busy_until(c, &n.name) {
+            None => {
+                gpus += n.gpu_count;
+                steps.push(step);
+            }
+            Some(by) => manual.push(format!(
+                "{}: {}",
+                n.name,
+                crate::engine::validate::words(level, Some(by))
+            )),
+        }
+    }
+    Choice {
+        name: "validate_resume",
+        title: "validate and resume its nodes out of service".into(),
+        actions: steps.iter().map(Action::command_line).collect(),
+        steps,
+        manual,
+        gpu_hours_lost: Some(0.0),
+        resume_in_s: Some(0),
+        capacity_out: CapacityOut {
+            gpus: 0,
+            for_s: Some(0),
+            note: format!("{gpus} GPUs back in service on a pass"),
+        },
+        queue_moves: Some(0),
+        ..Choice::default()
+    }
 }
 
 /// Cordon the domain's nodes in service for new work, page the network

@@ -144,7 +144,7 @@ pub fn node_options_with(
 /// node's own GPUs need more (a drain).
 fn failing_domain_rule(o: &mut Options, c: &Cluster, base: &Base, node: &str, class: ActionClass) {
     let Some(d) = base.incidents.iter().find(|i| {
-        i.kind == IncidentKind::Domain && i.is_open() && i.nodes.iter().any(|n| n == node)
+        i.kind == IncidentKind::Domain && i.is_failing() && i.nodes.iter().any(|n| n == node)
     }) else {
         return;
     };
