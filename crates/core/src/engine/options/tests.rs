@@ -791,3 +791,41 @@ fn a_drained_empty_node_with_a_pending_remap_is_in_its_drain_window() {
     assert_eq!(k.title, "keep it out: reset the GPU, then validate");
     assert!(k.why.contains("drain window"), "{}", k.why);
 }
+
+/// Issue 58 on the sim: h100-05's Xid 63 (a remap pending) and its job
+/// drained away — the armed drain of its plan fired — leave it drained and
+/// empty. Its incident registers the drain and waits for the remedy, in
+/// the words of the option its node recommends (keep it out, reset the
+/// GPU, validate), not "reset the GPU at the next drain window".
+#[test]
+fn after_its_drain_the_remap_incident_awaits_its_remedy_in_its_options_words() {
+    use crate::engine::incidents::Stage;
+    use crate::sim::{Sim, SimConfig};
+    let mut s = Sim::new(SimConfig::default()).expect("sim");
+    s.advance(100);
+    s.apply(&Action::Drain {
+        node: "h100-05".into(),
+        reason: "nightshift: reset@drain".into(),
+        requeue: true,
+    })
+    .expect("drain");
+    s.advance(5);
+    let c = s.snapshot();
+    let base = base_of(&c);
+    let inc = base
+        .incidents
+        .iter()
+        .find(|i| i.node == "h100-05" && i.xid == Some(63))
+        .expect("the Xid 63 incident");
+    let o = node_options(&c, &base, "h100-05", &SiteParams::default()).expect("options");
+    assert_recommendation_admitted(&c, &base, &o);
+    let r = o.recommended().expect("one");
+    assert_eq!(r.name, "keep_out", "{o:#?}");
+    assert_eq!(inc.stage, Stage::AwaitingRemedy, "{}", inc.status);
+    assert!(
+        inc.status.ends_with(&r.title),
+        "{} / {}",
+        inc.status,
+        r.title
+    );
+}
