@@ -74,6 +74,15 @@ pub fn load(path: &Path) -> Result<Vec<u8>, KeyError> {
     if m.mode() & 0o022 != 0 {
         return Err(unusable(path, "writable by others: refused"));
     }
+    // Anyone who can read the key can seal a step root's `follow` fires
+    // (issue 59: modes 0644 and 0604 were accepted). Its group may read
+    // it (a site's on-call group, mode 0640), every user may not.
+    if m.mode() & 0o004 != 0 {
+        return Err(unusable(
+            path,
+            "readable by every user: anyone could seal a step with it (chmod o-r)",
+        ));
+    }
     let mut key = Vec::new();
     Read::by_ref(&mut f)
         .take(4096)
@@ -157,9 +166,11 @@ pub fn tag(key: &[u8], a: &Armed) -> String {
 }
 
 fn mac_of(key: &[u8], a: &Armed) -> HmacSha256 {
+    // Everything but the tag itself is sealed: `forced` too (issue 59: a
+    // `"forced": true` added to a sealed record made a step the breaker
+    // had refused fire). A step sealed unforced reads the same as before.
     let unsigned = Armed {
         tag: String::new(),
-        forced: false,
         ..a.clone()
     };
     let body = serde_json::to_vec(&unsigned).unwrap_or_default();
@@ -313,6 +324,11 @@ pub(crate) mod tests {
             by: None,
         };
         assert!(trusted(Ok(&key), &c).is_err());
+        // `forced` is sealed: added to a sealed unforced step, it breaks
+        // the seal (issue 59).
+        let mut f = a.clone();
+        f.forced = true;
+        assert!(trusted(Ok(&key), &f).is_err());
         let mut d = a.clone();
         d.tag = String::new();
         assert!(
@@ -394,6 +410,11 @@ pub(crate) mod tests {
         assert_eq!(mode & 0o777, 0o600);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
         assert!(load(&path).is_err());
+        // Readable by every user: refused too (issue 59); its group may.
+        for (mode, ok) in [(0o644, false), (0o604, false), (0o640, true), (0o600, true)] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            assert_eq!(load(&path).is_ok(), ok, "mode {mode:o}");
+        }
         let link = dir.path().join("link.key");
         std::os::unix::fs::symlink(&path, &link).expect("link");
         assert!(load_or_create(&link).is_err(), "a link is never followed");
