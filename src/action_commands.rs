@@ -400,12 +400,24 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
                     None => r
                         .note
                         .clone()
-                        .or_else(|| (r.phase == Phase::Armed).then(|| r.preview.clone()))
+                        .or_else(|| {
+                            (r.phase == Phase::Armed).then(|| match &r.armed {
+                                Some(a) => crate::engine::armed::describe(a),
+                                None => r.preview.clone(),
+                            })
+                        })
                         .unwrap_or_else(|| "-".to_string()),
                     Some(o) if o.no_op => "no-op".into(),
                     Some(o) if !o.ok => format!("FAILED: {}", o.error.as_deref().unwrap_or("")),
                     Some(o) if o.verified => format!("verified: {}", o.observed),
                     Some(o) => format!("not verified: {}", o.observed),
+                };
+                // An armed step is what its seal covers, never the
+                // record's outer fields (issue 59: "resume a100-01" was
+                // listed while drain h100-05 was what would fire).
+                let (action, target) = match &r.armed {
+                    Some(a) => (a.action.verb().to_string(), a.action.target().to_string()),
+                    None => (r.action.clone(), r.target.clone()),
                 };
                 crate::outln!(
                     "{:<20}  {:<11}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
@@ -414,8 +426,8 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
                         .map_or("-".to_string(), |t| text::moment_short(t, r.time)),
                     r.phase,
                     sanitize(&r.operator),
-                    r.action,
-                    sanitize(&r.target),
+                    sanitize(&action),
+                    sanitize(&target),
                     sanitize(&r.cluster),
                     sanitize(&result)
                 );

@@ -1412,3 +1412,39 @@ fn doctor_blames_a_closed_port_on_slurmrestd_not_on_the_token() {
     assert!(!said.contains("[slurm] token)"), "{said}");
     assert!(said.contains("[slurm] token_file"), "{said}");
 }
+
+/// Issue 59: `nightshift audit` lists an armed step by what its seal
+/// covers (its inner step), never by the record's outer fields, which
+/// anyone who can append a line can write ("resume a100-01" was listed
+/// while drain h100-05 was what would fire).
+#[test]
+fn audit_lists_an_armed_step_by_its_sealed_step_not_its_outer_fields() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("audit.jsonl");
+    let line = serde_json::json!({
+        "id": "1796006850-1-1-1", "phase": "armed", "time": 1796006850,
+        "operator": "mallory", "host": "h", "cluster": "sim-16", "source": "sim",
+        "action": "resume", "target": "a100-01", "preview": "resume a100-01",
+        "outcome": null,
+        "armed": {
+            "id": "1796006850-1-1-1",
+            "action": {"action": "drain", "node": "h100-05", "reason": "x", "requeue": true},
+            "when": {"kind": "checkpoints", "jobs": [{"job": "4701", "ckpt_last": 1}]},
+            "armed_at": 1796006850, "cluster": "sim-16", "confirmed_by": "mallory",
+            "preview_digest": "", "tag": ""
+        }
+    });
+    std::fs::write(&log, format!("{line}\n")).expect("write");
+    let out = run(
+        dir.path(),
+        &["--audit-log", log.to_str().expect("path"), "audit"],
+    );
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    let row = said
+        .lines()
+        .find(|l| l.contains("armed"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(row.contains("drain") && row.contains("h100-05"), "{row}");
+    assert!(!row.contains("a100-01"), "{row}");
+}

@@ -17,6 +17,18 @@ use crate::model::audit::Record;
 use crate::model::{Action, Armed, Cluster, Trigger};
 use std::time::Duration;
 
+/// A step's end (`fired`, `refused`, `cancelled`), sealed with the key
+/// that sealed the step: only a sealed end ends it (issue 59).
+fn end_record(log: &AuditLog, a: &Armed, who: &Who, phase: Phase, note: String) -> Record {
+    Record {
+        seal: log
+            .seal_key()
+            .ok()
+            .map(|k| super::seal::end_tag(&k, &a.id, phase.as_str())),
+        ..record(a, who, phase, Some(note))
+    }
+}
+
 fn record(a: &Armed, who: &Who, phase: Phase, note: Option<String>) -> Record {
     Record {
         id: a.id.clone(),
@@ -157,7 +169,7 @@ pub fn cancel(log: &AuditLog, who: &Who, id: &str, why: &str) -> Result<Armed, S
             ));
         }
     };
-    log.write(&record(&a, who, Phase::Cancelled, Some(why.to_string())))
+    log.write(&end_record(log, &a, who, Phase::Cancelled, why.to_string()))
         .map_err(|e| e.to_string())?;
     Ok(a)
 }
@@ -326,7 +338,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         let note = format!("{}: {why}", describe(a));
         let _ = f
             .log
-            .write(&record(a, f.who, Phase::Refused, Some(note.clone())));
+            .write(&end_record(f.log, a, f.who, Phase::Refused, note.clone()));
         Fired::Refused(note)
     };
     if let Some(r) = breaker_now(a, f) {
@@ -344,7 +356,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
         let note = format!("{why}: done by its interrupted send ({n})");
         let _ = f
             .log
-            .write(&record(a, f.who, Phase::Fired, Some(note.clone())));
+            .write(&end_record(f.log, a, f.who, Phase::Fired, note.clone()));
         return Fired::Sent {
             message: note,
             ok: true,
@@ -366,7 +378,7 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
             let note = format!("{why}: {}", done.message);
             let _ = f
                 .log
-                .write(&record(a, f.who, Phase::Fired, Some(note.clone())));
+                .write(&end_record(f.log, a, f.who, Phase::Fired, note.clone()));
             Fired::Sent {
                 message: note,
                 ok: done.outcome.ok,

@@ -341,6 +341,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: Phase, outcome: Option<AuditO
         outcome,
         armed: None,
         note: None,
+        seal: None,
     }
 }
 

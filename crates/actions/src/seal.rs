@@ -210,6 +210,32 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// The seal of a step's end (`fired`, `refused`, `cancelled`): an HMAC
+/// over its id and the phase, by the key that sealed the step.
+pub fn end_tag(key: &[u8], id: &str, phase: &str) -> String {
+    hex(&end_mac(key, id, phase).finalize().into_bytes())
+}
+
+/// Whether `tag` is the end seal `key` makes for step `id` ending so.
+pub fn verify_end(key: &[u8], id: &str, phase: &str, tag: &str) -> bool {
+    let Some(want) = unhex(tag) else {
+        return false;
+    };
+    end_mac(key, id, phase).verify_slice(&want).is_ok()
+}
+
+fn end_mac(key: &[u8], id: &str, phase: &str) -> HmacSha256 {
+    let mut mac = match HmacSha256::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => unreachable_key(),
+    };
+    mac.update(b"nightshift armed step end v1\n");
+    mac.update(id.as_bytes());
+    mac.update(b"\n");
+    mac.update(phase.as_bytes());
+    mac
+}
+
 /// Whether `a` is a step nightshift arms, with arguments it would have
 /// taken when arming: the drain after the checkpoint (its gangs requeued),
 /// the requeue or the hard preempt after it; waiting for checkpoints.

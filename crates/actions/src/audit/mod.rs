@@ -227,7 +227,7 @@ impl AuditLog {
             ..ArmedSteps::default()
         };
         let mut ids = std::collections::HashSet::new();
-        for a in reading.armed() {
+        for a in reading.armed_by(key.as_ref().ok().map(Vec::as_slice)) {
             match super::seal::trusted(key.as_deref(), a) {
                 // One step an id: a second record of an id already taken
                 // is not the step (ids are made unique by the arming side).

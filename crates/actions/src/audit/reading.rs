@@ -121,17 +121,29 @@ impl Reading {
     }
 
     /// Steps armed and not yet fired, refused or cancelled, oldest first.
-    pub fn armed(&self) -> Vec<&crate::model::Armed> {
+    /// The armed records whose step has not ended: a step is its sealed
+    /// id (the one inside its seal), and only an end sealed by `key` ends
+    /// it (issue 59: an unsealed "cancelled" line ended a sealed step, and
+    /// a fired step's line appended again under a new outer id was armed
+    /// again). Without a key no end is believed, and no step either
+    /// (`seal::trusted` refuses them all, saying why).
+    pub fn armed_by(&self, key: Option<&[u8]>) -> Vec<&crate::model::Armed> {
         let ended: std::collections::HashSet<&str> = self
             .records
             .iter()
             .filter(|r| matches!(r.phase, Phase::Fired | Phase::Refused | Phase::Cancelled))
+            .filter(|r| {
+                key.zip(r.seal.as_deref()).is_some_and(|(k, t)| {
+                    super::super::seal::verify_end(k, &r.id, r.phase.as_str(), t)
+                })
+            })
             .map(|r| r.id.as_str())
             .collect();
         self.records
             .iter()
-            .filter(|r| r.phase == Phase::Armed && !ended.contains(r.id.as_str()))
+            .filter(|r| r.phase == Phase::Armed)
             .filter_map(|r| r.armed.as_ref())
+            .filter(|a| !ended.contains(a.id.as_str()))
             .collect()
     }
 

@@ -460,10 +460,13 @@ fn an_armed_step_is_sent_by_one_nightshift_only() {
         other => panic!("{other:?}"),
     }
     assert_eq!(state(), before, "nothing sent");
-    // The other one fires it and lets go.
+    // The other one fires it (sealing its end with the shared key) and
+    // lets go.
+    let key = b.log.seal_key().expect("key");
     b.log
         .write(&Record {
             phase: Phase::Fired,
+            seal: Some(crate::seal::end_tag(&key, &a.id, "fired")),
             ..intent(&a.id, "h100-03", c.time)
         })
         .expect("fired");
@@ -784,5 +787,51 @@ fn the_breaker_counts_nodes_someone_else_took_out_in_its_window() {
                 .all(|n| why.contains(n))
             && !why.contains("h100-08"),
         "{why}"
+    );
+}
+
+/// Issue 59: a step is its sealed id, and only a sealed end ends it.
+/// - An unsealed "cancelled" (or "fired") line with a step's id ends
+///   nothing: the step is still armed and fires.
+/// - A fired step's sealed line appended again under a new outer id is
+///   the same step, ended: not armed again, never sent twice.
+#[test]
+fn a_step_ends_only_by_a_sealed_end_and_a_replayed_line_is_not_armed_again() {
+    use crate::follow::{self, Fired};
+    let b = bench();
+    let c = snapshot(&b.world);
+    let a = follow::arm(&b.log, &who(), drain("h100-03"), due_at_once(), c.time).expect("armed");
+    for phase in [Phase::Cancelled, Phase::Fired] {
+        b.log
+            .write(&Record {
+                phase,
+                ..intent(&a.id, "h100-03", c.time)
+            })
+            .expect("unsealed end");
+    }
+    assert_eq!(b.log.armed(), vec![a.clone()], "still armed");
+    match fire(&b, &a) {
+        Fired::Sent { ok: true, .. } => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(b.log.armed().is_empty(), "fired, ended by its sealed end");
+    // Its armed line, appended again under a new outer id.
+    let line = b
+        .log
+        .reading()
+        .records
+        .iter()
+        .find(|r| r.phase == Phase::Armed)
+        .cloned()
+        .expect("its armed record");
+    b.log
+        .write(&Record {
+            id: "1796006850-99-99-99".into(),
+            ..line
+        })
+        .expect("replayed");
+    assert!(
+        b.log.armed().is_empty(),
+        "a replayed step is not armed again"
     );
 }

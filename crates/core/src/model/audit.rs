@@ -138,4 +138,9 @@ pub struct Record {
     /// `refused`, `cancelled`: why, in one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `fired`, `refused`, `cancelled`: the end's seal, an HMAC over the
+    /// step's id and this phase by the key that sealed the step. An end
+    /// without it (a line written by hand) ends nothing (issue 59).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
 }
