@@ -204,17 +204,17 @@ fn generation(r: &[&crate::sources::dcgm::Reading]) -> &'static str {
 /// whether its lock holds across hosts.
 fn audit_log(settings: &Settings) -> Check {
     let log = settings.audit();
-    let path = log.files().first().cloned().unwrap_or_default();
+    // The live log, not the oldest rotated file (issue 59).
+    let path = log.files().last().cloned().unwrap_or_default();
     let shown = path.display().to_string();
-    let writable = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path);
-    if let Err(e) = writable {
+    // Opened as every action opens it: never through a link, never
+    // waiting on a FIFO, refused when another user owns it or can write
+    // it; and each rotated file read as the breaker reads it.
+    if let Err(e) = log.check_writable() {
         return check(
             "audit log",
             Verdict::Fail,
-            format!("{shown}: cannot be written ({e}): every action is refused"),
+            format!("{shown}: cannot be used ({e}): every action is refused"),
             Some("--audit-log PATH (or [actions] audit_log) somewhere writable"),
         );
     }

@@ -1448,3 +1448,75 @@ fn audit_lists_an_armed_step_by_its_sealed_step_not_its_outer_fields() {
     assert!(row.contains("drain") && row.contains("h100-05"), "{row}");
     assert!(!row.contains("a100-01"), "{row}");
 }
+
+/// Issue 59: an audit log another user owns or can write, a link at its
+/// path, a FIFO among its rotations — each refused by the actions and by
+/// `doctor`, with the reason and the fix; nothing is created through the
+/// link; `doctor` never waits on the FIFO. (The tests run as root: uid
+/// 65534 stands for the other user.)
+#[test]
+fn an_audit_log_others_can_change_is_refused_by_actions_and_doctor() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("audit.jsonl");
+    let l = log.to_str().expect("path");
+    let act = |extra: &[&str]| {
+        let mut args = vec!["--audit-log", l, "--sim-seconds", "100"];
+        args.extend_from_slice(extra);
+        run(dir.path(), &args)
+    };
+    let doctor = || text(&act(&["doctor"]).stdout);
+    let line = |said: &str| {
+        said.lines()
+            .find(|x| x.contains("audit log"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    std::fs::write(&log, "").expect("log");
+    // Writable by every user.
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let out = act(&["cordon", "h100-01", "--reason", "x"]);
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains("is writable by every user"), "{said}");
+    assert!(!said.contains("✓"), "nothing sent: {said}");
+    let d = doctor();
+    assert!(
+        line(&d).starts_with("FAIL") && line(&d).contains("writable by every user"),
+        "{d}"
+    );
+    // Owned by another user.
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::os::unix::fs::chown(&log, Some(65534), None).expect("chown");
+    let out = act(&["cordon", "h100-01", "--reason", "x"]);
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains("owned by uid 65534"), "{said}");
+    let d = doctor();
+    assert!(
+        line(&d).starts_with("FAIL") && line(&d).contains("owned by uid 65534"),
+        "{d}"
+    );
+    // A link at its path: nothing made where it points.
+    std::fs::remove_file(&log).expect("rm");
+    let target = dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&target, &log).expect("link");
+    let d = doctor();
+    assert!(line(&d).starts_with("FAIL"), "{d}");
+    assert!(!target.exists(), "doctor created a file through the link");
+    // A FIFO among its rotations: no wait, a failure naming it.
+    std::fs::remove_file(&log).expect("rm");
+    let fifo = dir.path().join("audit.jsonl.3");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let started = Instant::now();
+    let d = doctor();
+    assert!(started.elapsed() < Duration::from_secs(20), "doctor waited");
+    assert!(
+        line(&d).starts_with("FAIL") && line(&d).contains("audit.jsonl.3"),
+        "{d}"
+    );
+}

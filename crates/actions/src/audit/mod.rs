@@ -45,6 +45,10 @@ pub enum AuditError {
     },
     #[error("the audit log {} is not a regular file", .0.display())]
     NotAFile(PathBuf),
+    /// Owned by another user, or writable by others: anyone who can
+    /// change it can forge or delete what nightshift trusts (issue 59).
+    #[error("the audit log {} {why}: refused, as ssh refuses a planted authorized_keys (fix: `chown` it to this user or root and `chmod go-w` it, or move it aside)", path.display())]
+    Untrusted { path: PathBuf, why: String },
     #[error("cannot write the audit log {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -124,6 +128,20 @@ impl AuditLog {
     pub fn seal_key_for_arming(&self) -> Result<Vec<u8>, super::seal::KeyError> {
         let path = self.key.as_deref().ok_or(super::seal::KeyError::NoPlace)?;
         super::seal::load_or_create(path)
+    }
+
+    /// Whether a record could be appended now, writing nothing: the live
+    /// log opened as [`AuditLog::write`] opens it (made when missing; never
+    /// through a link, never waiting on a FIFO, refused when another user
+    /// owns it or can write it), and every rotated file read as the
+    /// breaker reads them. What `doctor` checks.
+    pub fn check_writable(&self) -> Result<(), AuditError> {
+        create_dir_of(&self.path)?;
+        open_regular(
+            OpenOptions::new().create(true).append(true).read(true),
+            &self.path,
+        )?;
+        self.reading_checked().map(|_| ())
     }
 
     /// Appends one record and syncs it to disk before returning.
@@ -370,15 +388,52 @@ fn no_follow(o: &mut OpenOptions) -> &mut OpenOptions {
 /// Opens `path` as [`no_follow`] does and refuses what is not a regular
 /// file (a FIFO, a device, a directory).
 fn open_regular(o: &mut OpenOptions, path: &Path) -> Result<std::fs::File, AuditError> {
-    let f = no_follow(o).open(path).map_err(|e| open_error(path, e))?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Made readable by all, writable by its owner alone (whatever the umask
+    // would let through, never more).
+    let f = no_follow(o.mode(0o644))
+        .open(path)
+        .map_err(|e| open_error(path, e))?;
     match f.metadata() {
-        Ok(m) if m.is_file() => Ok(f),
+        Ok(m) if m.is_file() => match untrusted(&m) {
+            Some(why) => Err(AuditError::Untrusted {
+                path: path.to_path_buf(),
+                why,
+            }),
+            None => Ok(f),
+        },
         Ok(_) => Err(AuditError::NotAFile(path.to_path_buf())),
         Err(e) => Err(AuditError::Read {
             path: path.to_path_buf(),
             source: Arc::new(e),
         }),
     }
+}
+
+/// Why a file nightshift trusts may not be: owned by someone but this
+/// user and root, or writable by its group or every user.
+pub fn untrusted(m: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me && m.uid() != 0 {
+        return Some(format!(
+            "is owned by uid {}, not by this user or root",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Some(format!(
+            "is writable by {} (mode {:o})",
+            if m.mode() & 0o002 != 0 {
+                "every user"
+            } else {
+                "its group"
+            },
+            m.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 fn open_error(path: &Path, e: std::io::Error) -> AuditError {
