@@ -367,6 +367,9 @@ pub(crate) fn output_dir_cannot(dir: &std::path::Path) -> Option<String> {
             "[validate] output_dir {d} is a symbolic link: give the directory itself"
         )),
         Ok(m) if !m.is_dir() => Some(format!("[validate] output_dir {d} is not a directory")),
+        Ok(m) if let Some(why) = swappable(&m) => Some(format!(
+            "[validate] output_dir {d} {why}: another user could rename the check's private directory aside and plant a passing report (issue 59) — use a directory of this user or root that others cannot write, or set its sticky bit (chmod +t)"
+        )),
         Ok(_) => {
             let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
             // SAFETY: `c` is a valid NUL-terminated path for the call.
@@ -374,6 +377,23 @@ pub(crate) fn output_dir_cannot(dir: &std::path::Path) -> Option<String> {
             (!writable).then(|| format!("[validate] output_dir {d} is not writable here"))
         }
     }
+}
+
+/// Why another user could swap what is in the directory: they own it, or
+/// may rename its entries (it is writable by them and not sticky).
+fn swappable(m: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me && m.uid() != 0 {
+        return Some(format!("is owned by uid {}", m.uid()));
+    }
+    (m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0).then(|| {
+        format!(
+            "is writable by others without the sticky bit (mode {:o})",
+            m.mode() & 0o7777
+        )
+    })
 }
 
 /// The check's output, at most `OUTPUT_MAX` bytes of it: a regular file
@@ -423,6 +443,39 @@ mod tests {
         let plain = dir.path().join("plain.out");
         std::fs::write(&plain, "ok").expect("plain");
         assert_eq!(read_output(&plain).as_deref(), Ok("ok"));
+    }
+
+    /// Issue 59: an output directory others may rename entries in (writable
+    /// by them, not sticky) or that another user owns is refused; a sticky
+    /// one (/tmp's 1777) and this user's own are taken.
+    #[test]
+    fn an_output_directory_others_can_swap_entries_in_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let set = |mode: u32| {
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode))
+                .expect("chmod")
+        };
+        set(0o777);
+        assert!(
+            output_dir_cannot(dir.path()).is_some_and(|w| w.contains("sticky bit")),
+            "{:?}",
+            output_dir_cannot(dir.path())
+        );
+        set(0o775);
+        assert!(output_dir_cannot(dir.path()).is_some());
+        set(0o1777);
+        assert_eq!(output_dir_cannot(dir.path()), None);
+        set(0o755);
+        assert_eq!(output_dir_cannot(dir.path()), None);
+        // Another user's (the tests run as root: uid 65534 stands for one).
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(dir.path(), Some(65534), None).expect("chown");
+            assert!(
+                output_dir_cannot(dir.path()).is_some_and(|w| w.contains("owned by uid 65534"))
+            );
+        }
     }
 
     /// The private directory is new, 0700, refused in a missing or linked
