@@ -1520,3 +1520,50 @@ fn an_audit_log_others_can_change_is_refused_by_actions_and_doctor() {
         "{d}"
     );
 }
+
+/// Issue 59: a Slurm token file that is a FIFO hung `doctor` and `get`;
+/// `/dev/zero` as the token took 2 GB. Only a regular file is read, and
+/// at most 64 KiB of it: each is a clear error at once.
+#[test]
+fn a_token_file_that_is_a_fifo_or_a_device_is_an_error_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("token.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let big = dir.path().join("token.big");
+    std::fs::write(&big, vec![b'a'; 1 << 20]).expect("big");
+    for token in [
+        fifo.as_path(),
+        std::path::Path::new("/dev/zero"),
+        big.as_path(),
+    ] {
+        let started = Instant::now();
+        let out = run(
+            dir.path(),
+            &[
+                "--source",
+                "slurm",
+                "--slurm-url",
+                "http://127.0.0.1:9",
+                "--slurm-user",
+                "root",
+                "--slurm-token-file",
+                token.to_str().expect("path"),
+                "get",
+                "nodes",
+            ],
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{token:?} waited"
+        );
+        assert!(!out.status.success());
+        let said = clean_failure(&out);
+        assert!(said.contains("token file"), "{token:?}: {said}");
+    }
+}
