@@ -50,16 +50,38 @@ pub enum LogError {
     Started(String),
 }
 
+/// Opens the log to append: never through a link (it is followed as
+/// root into any file), never waiting on a FIFO, a regular file only
+/// (issue 59: `--log-file` at a FIFO hung, at a link was followed).
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::other("a symbolic link: refused (nightshift does not follow one)")
+            } else {
+                e
+            }
+        })?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO or a device): refused",
+        ));
+    }
+    Ok(f)
+}
+
 impl LogFile {
     pub fn open(path: &Path, max_bytes: u64, keep: u32) -> Result<LogFile, LogError> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| LogError::Open {
-                path: path.to_path_buf(),
-                source: e,
-            })?;
+        let file = open_log(path).map_err(|e| LogError::Open {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(LogFile {
             path: path.to_path_buf(),
@@ -80,10 +102,7 @@ impl LogFile {
             let _ = std::fs::rename(name(k), name(k + 1));
         }
         std::fs::rename(&self.path, name(1))?;
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = open_log(&self.path)?;
         self.size = 0;
         Ok(())
     }
@@ -165,5 +184,24 @@ mod tests {
             let n = std::fs::metadata(&p).expect("meta").len();
             assert!(n <= 100, "{} is {n} bytes", p.display());
         }
+    }
+
+    /// Issue 59: a link at the log's path is refused (nothing is made
+    /// where it points), and a FIFO there is refused at once, not waited on.
+    #[test]
+    fn a_log_path_that_is_a_link_or_a_fifo_is_refused_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let target = dir.path().join("elsewhere");
+        let link = dir.path().join("link.log");
+        std::os::unix::fs::symlink(&target, &link).expect("link");
+        assert!(LogFile::open(&link, 100, 2).is_err());
+        assert!(!target.exists(), "made through the link");
+        let fifo = dir.path().join("fifo.log");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a valid path; mkfifo has no other preconditions.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        assert!(LogFile::open(&fifo, 100, 2).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }
