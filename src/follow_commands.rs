@@ -81,6 +81,13 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
         crate::outln!("dry run: nothing sent, nothing armed");
         return Ok(());
     }
+    // The key that seals the armed drain, before anything is sent (issue
+    // 59: an unusable key sent the cordon, then failed "cannot seal").
+    if let Err(e) = log.seal_key_for_arming() {
+        return Err(CommandError::Failed(format!(
+            "cannot seal the armed step: {e}; nothing sent, nothing armed"
+        )));
+    }
     // The whole plan ends in a drain: its target is typed.
     if act.confirm.as_deref() != Some(node.as_str()) {
         return Err(CommandError::Destructive {

@@ -1567,3 +1567,48 @@ fn a_token_file_that_is_a_fifo_or_a_device_is_an_error_at_once() {
         assert!(said.contains("token file"), "{token:?}: {said}");
     }
 }
+
+/// Issue 59: arming with a key that cannot be used (readable by every
+/// user) sent the cordon, then failed "cannot seal". The key is checked
+/// first: nothing is sent, nothing armed, nothing audited.
+#[test]
+fn an_unusable_key_sends_nothing_before_the_plan_cannot_be_sealed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("site.key");
+    std::fs::write(&key, [7u8; 32]).expect("key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!("[actions]\narmed_key = {:?}\n", key.display().to_string()),
+    )
+    .expect("config");
+    let log = dir.path().join("audit.jsonl");
+    let out = run(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "--audit-log",
+            log.to_str().expect("path"),
+            "--sim-seconds",
+            "100",
+            "drain",
+            "h100-05",
+            "--reason",
+            "x",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            "h100-05",
+        ],
+    );
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("cannot seal"), "{said}");
+    assert!(said.contains("readable by every user"), "{said}");
+    assert!(!said.contains("✓"), "nothing sent: {said}");
+    let audit = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(audit.trim().is_empty(), "nothing audited: {audit}");
+}
