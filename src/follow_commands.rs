@@ -222,6 +222,11 @@ pub fn list(settings: &Settings, format: Format) -> Result<(), CommandError> {
     for w in checked.warnings() {
         crate::text::warn(&w);
     }
+    if checked.trusted.is_empty()
+        && let Some(why) = checked.unverifiable()
+    {
+        return Err(CommandError::Failed(sanitize(&why).into_owned()));
+    }
     let armed = checked.trusted;
     match format {
         Format::Json => crate::outln!("{}", crate::text::json_pretty(&armed)?),
@@ -349,6 +354,7 @@ pub fn run(
             }
         }
         // Ids are shown apart from every armed step's: `disarm` takes any.
+        let unverifiable = checked.unverifiable();
         let all = checked.trusted;
         let armed: Vec<Armed> = all
             .iter()
@@ -356,6 +362,10 @@ pub fn run(
             .cloned()
             .collect();
         if armed.is_empty() {
+            // Not "done" when what is armed cannot be known (issue 59).
+            if let Some(why) = unverifiable {
+                return Err(CommandError::Failed(sanitize(&why).into_owned()));
+            }
             crate::outln!("nothing armed on {}: done", sanitize(&who.cluster));
             return Ok(());
         }

@@ -1612,3 +1612,61 @@ fn an_unusable_key_sends_nothing_before_the_plan_cannot_be_sealed() {
     let audit = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(audit.trim().is_empty(), "nothing audited: {audit}");
 }
+
+/// Issue 59: with the key unusable (readable by every user), `armed` and
+/// `follow` said "nothing armed" and exited 0 though a step was armed.
+/// They say the steps cannot be verified, and fail.
+#[test]
+fn armed_and_follow_fail_when_the_armed_steps_cannot_be_verified() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let log = dir.path().join("audit.jsonl");
+    let ns = |args: &[&str]| {
+        Command::new(bin())
+            .args([
+                "--audit-log",
+                log.to_str().expect("path"),
+                "--sim-seconds",
+                "100",
+            ])
+            .args(args)
+            .arg("--log-file")
+            .arg(dir.path().join("n.log"))
+            .env("XDG_STATE_HOME", &state)
+            .output()
+            .expect("run")
+    };
+    let out = ns(&[
+        "drain",
+        "h100-05",
+        "--reason",
+        "x",
+        "--requeue",
+        "--after-checkpoint",
+        "--confirm",
+        "h100-05",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = ns(&["armed"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("drain h100-05"),
+        "{}",
+        text(&out.stdout)
+    );
+    let key = state.join("nightshift/armed.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    for args in [&["armed"][..], &["follow", "--for", "1s"][..]] {
+        let out = ns(args);
+        let said = text(&out.stdout) + &text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(said.contains("cannot be verified"), "{args:?}: {said}");
+        assert!(!said.contains("nothing armed"), "{args:?}: {said}");
+    }
+}

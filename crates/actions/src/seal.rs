@@ -285,12 +285,15 @@ pub fn armable(a: &Armed) -> Result<(), String> {
     Ok(())
 }
 
+/// How a step whose seal cannot be checked (no usable key) is refused.
+pub const CANNOT_CHECK: &str = "its seal cannot be checked";
+
 /// Whether `a` may be fired with `key`: sealed by it, and armable. The
 /// reason when not, in one line.
 pub fn trusted(key: Result<&[u8], &KeyError>, a: &Armed) -> Result<(), String> {
     armable(a)?;
     match key {
-        Err(e) => Err(format!("its seal cannot be checked: {e}")),
+        Err(e) => Err(format!("{CANNOT_CHECK}: {e}")),
         Ok(_) if a.tag.is_empty() => Err(
             "it carries no seal (armed by an older nightshift, or written by hand): arm it again"
                 .into(),

@@ -19,6 +19,24 @@ pub struct ArmedSteps {
 }
 
 impl ArmedSteps {
+    /// Why what is armed cannot be known: a file of the log that cannot be
+    /// read, or steps whose seal cannot be checked (the key is unusable).
+    /// "Nothing armed" is then not said, nor a success (issue 59).
+    pub fn unverifiable(&self) -> Option<String> {
+        if let Some(f) = self.unreadable.first() {
+            return Some(f.clone());
+        }
+        let n = self
+            .refused
+            .iter()
+            .filter(|(_, why)| why.starts_with(super::super::seal::CANNOT_CHECK))
+            .count();
+        self.refused
+            .iter()
+            .find(|(_, why)| why.starts_with(super::super::seal::CANNOT_CHECK))
+            .map(|(_, why)| format!("{n} armed step(s) cannot be verified: {why}"))
+    }
+
     /// What a listing of armed steps must say besides them, a line each:
     /// the steps that will not be fired and the lines that were skipped.
     pub fn warnings(&self) -> Vec<String> {
