@@ -108,6 +108,16 @@ pub fn token(token: Option<&str>, now: i64) -> Check {
             None,
         );
     };
+    // An expiry no clock can show (i64::MIN, a year past 9999): said as
+    // what it is, not "expired at ?" (issue 59).
+    if !(0..=253_402_300_799).contains(&e) {
+        return check(
+            "slurm token",
+            Verdict::Fail,
+            format!("its expiry (exp {e}) is not a time: not a token slurmrestd made"),
+            Some("`scontrol token lifespan=86400`, then SLURM_JWT=…"),
+        );
+    }
     let at = crate::text::datetime(e);
     let (verdict, detail, fix) = if e <= now {
         (
@@ -223,5 +233,14 @@ mod tests {
         );
         assert_eq!(token(None, now).verdict, Verdict::Fail);
         assert_eq!(token(Some("not-a-jwt"), now).verdict, Verdict::Warn);
+        // An expiry that is no time (issue 59: "expired at ?").
+        for exp in [i64::MIN, -1, i64::MAX] {
+            let odd = token(Some(&jwt(exp)), now);
+            assert_eq!(odd.verdict, Verdict::Fail, "{odd:?}");
+            assert!(
+                odd.detail.contains("is not a time") && !odd.detail.contains('?'),
+                "{odd:?}"
+            );
+        }
     }
 }
