@@ -358,31 +358,11 @@ const TOKEN_MAX: u64 = 64 * 1024;
 /// `/dev/zero` would fill memory: issue 59), never through a link, at
 /// most [`TOKEN_MAX`] bytes.
 fn read_token(path: &Path) -> Result<String, ConfigError> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let err = |e: std::io::Error| ConfigError::Token {
         path: path.to_path_buf(),
         source: e,
     };
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(err)?;
-    let m = f.metadata().map_err(err)?;
-    if !m.is_file() {
-        return Err(err(std::io::Error::other(
-            "not a regular file (a FIFO or a device is never read as a token)",
-        )));
-    }
-    if m.len() > TOKEN_MAX {
-        return Err(err(std::io::Error::other(format!(
-            "{} bytes, more than a token's {TOKEN_MAX}",
-            m.len()
-        ))));
-    }
-    let mut bytes = Vec::new();
-    f.take(TOKEN_MAX).read_to_end(&mut bytes).map_err(err)?;
+    let bytes = crate::host::read_regular(path, TOKEN_MAX).map_err(err)?;
     let text =
         String::from_utf8(bytes).map_err(|_| err(std::io::Error::other("not UTF-8 text")))?;
     // Accept the file as `scontrol token` prints it, or the bare token.

@@ -62,3 +62,39 @@ mod tests {
         }
     }
 }
+
+/// Reads a file nightshift was pointed at, bounded: a regular file only
+/// (a FIFO would block, a device like `/dev/zero` never ends), never
+/// through a link, at most `max` bytes (a longer one is an error, not a
+/// truncated read). The one way a token, an index or a key-like file is
+/// read (issue 59).
+pub fn read_regular(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                std::io::Error::other("a symbolic link: refused (nightshift does not follow one)")
+            } else {
+                e
+            }
+        })?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO or a device is never read): refused",
+        ));
+    }
+    if m.len() > max {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, more than the {max} read",
+            m.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}

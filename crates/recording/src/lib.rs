@@ -29,7 +29,7 @@
 // The layers below under their own names, so `crate::model` and
 // `crate::sources` read the same in every crate.
 use nightshift_actions as actions;
-use nightshift_core::{engine, limits, model, protocol, report, text};
+use nightshift_core::{engine, host, limits, model, protocol, report, text};
 use nightshift_sources as sources;
 
 pub mod postmortem;

@@ -285,6 +285,17 @@ impl Recording {
         if let Some(r) = Recording::indexed(path, &header) {
             return Ok(r);
         }
+        Recording::scanned(path, lines, header)
+    }
+
+    /// The recording read line by line, its index not used.
+    fn scan(path: &Path) -> Result<Recording, RecordingError> {
+        let mut lines = Lines::open(path)?;
+        let header = read_header(&mut lines, path)?;
+        Recording::scanned(path, lines, header)
+    }
+
+    fn scanned(path: &Path, mut lines: Lines, header: Header) -> Result<Recording, RecordingError> {
         let mut marks = Vec::new();
         let mut audit = Vec::new();
         let mut skipped = Vec::new();
@@ -352,7 +363,7 @@ impl Recording {
     /// there and is this recording's: nothing of the recording is read
     /// but its header.
     pub(super) fn indexed(path: &Path, header: &Header) -> Option<Recording> {
-        let text = std::fs::read(super::index_path(path)).ok()?;
+        let text = read_index(&super::index_path(path))?;
         let mut marks = Vec::new();
         let mut audit = Vec::new();
         let mut lines = text.split(|b| *b == b'\n').filter(|l| !l.is_empty());
@@ -439,6 +450,30 @@ impl Recording {
     /// numbers just before that keyframe. The cursor then sits on the
     /// keyframe itself, for the caller to step on to `t` feeding them.
     pub fn recalled_at(
+        &self,
+        t: Timestamp,
+        site: Option<&str>,
+    ) -> Result<(Cursor, Option<Box<super::Recall>>), RecordingError> {
+        match self.recalled_at_marks(t, site) {
+            // Its index led nowhere good (a wrong offset, a frame that is
+            // not there): the recording itself may be intact, so it is
+            // scanned and asked again (issue 59: `--at` failed "stopped
+            // at a damaged block" on an intact recording).
+            Err(e)
+                if self.marks.iter().any(|m| m.frame.is_some())
+                    && !matches!(e, RecordingError::BeforeStart { .. }) =>
+            {
+                tracing::warn!(
+                    "recording {}: {e} where its index pointed; scanned instead",
+                    self.path.display()
+                );
+                Recording::scan(&self.path)?.recalled_at_marks(t, site)
+            }
+            r => r,
+        }
+    }
+
+    fn recalled_at_marks(
         &self,
         t: Timestamp,
         site: Option<&str>,
@@ -755,6 +790,28 @@ impl Iterator for States {
                 continue;
             }
             return self.current.clone().map(|c| Ok(Arc::new(c)));
+        }
+    }
+}
+
+/// The most of an index read: a line per snapshot, so an hour at one a
+/// second is well under a megabyte; past this it is not this recording's.
+const INDEX_MAX: u64 = 64 << 20;
+
+/// The index's bytes: a regular file only, never through a link, never
+/// waiting on a FIFO, at most [`INDEX_MAX`] (issue 59: a FIFO at
+/// `FILE.idx` hung `report`, `--replay` and `--at`; `/dev/zero` took
+/// 2 GB). `None`: no index to use, and the recording is scanned.
+fn read_index(path: &Path) -> Option<Vec<u8>> {
+    match crate::host::read_regular(path, INDEX_MAX) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(
+                "{}: {e}: not used, the recording is scanned",
+                path.display()
+            );
+            None
         }
     }
 }

@@ -607,3 +607,69 @@ fn the_report_tells_when_a_requeued_job_ran_again_beside_the_estimate() {
         "{md}"
     );
 }
+
+/// Issue 59: a FIFO at `FILE.idx` hung `report`, `--replay` and `--at` (the
+/// console never drew); `/dev/zero` there took 2 GB. The index is read
+/// bounded, a regular file only, never through a link: anything else is
+/// not used, and the recording is scanned, the same marks.
+#[test]
+fn an_index_that_is_a_fifo_or_a_device_is_not_used_and_the_recording_scanned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    night(200, &path);
+    let indexed = Recording::open(&path).expect("open");
+    let idx = super::index_path(&path);
+    let plain = |r: &Recording| -> Vec<(bool, i64, u64)> {
+        r.marks.iter().map(|m| (m.key, m.time, m.line)).collect()
+    };
+    std::fs::remove_file(&idx).expect("rm");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&idx)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    let started = std::time::Instant::now();
+    let r = Recording::open(&path).expect("scanned");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(plain(&r), plain(&indexed));
+    std::fs::remove_file(&idx).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &idx).expect("link");
+    let r = Recording::open(&path).expect("scanned");
+    assert_eq!(plain(&r), plain(&indexed));
+}
+
+/// Issue 59: an index whose frame offsets are wrong failed `--at` on an
+/// intact recording ("stopped at a damaged block"). Where the index leads
+/// nowhere good, the recording is scanned and the moment found.
+#[test]
+fn a_wrong_index_offset_falls_back_to_a_scan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("night.nsrec");
+    let live = night(700, &path);
+    let idx = super::index_path(&path);
+    let text = std::fs::read_to_string(&idx).expect("index");
+    let bent: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("line");
+            if let Some(f) = v.get_mut("frame").and_then(|f| f.get_mut(0))
+                && f.as_u64().is_some_and(|o| o > 0)
+            {
+                *f = (f.as_u64().unwrap_or(0) - 40).into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&idx, bent.join("\n") + "\n").expect("bend");
+    let rec = Recording::open(&path).expect("open");
+    assert!(
+        rec.marks.iter().any(|m| m.frame.is_some_and(|f| f.0 > 0)),
+        "indexed"
+    );
+    for at in [400usize, 650] {
+        let c = rec.cursor_at(live[at].time).expect("found by a scan");
+        assert_eq!(&c.current, &*live[at], "at +{at}s");
+    }
+}
