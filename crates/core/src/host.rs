@@ -46,23 +46,6 @@ pub fn name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-#[cfg(test)]
-mod tests {
-    /// Without `$USER` and `$LOGNAME` the operator is still named (as
-    /// `whoami` names them), never "unknown".
-    #[test]
-    fn the_operator_has_a_name_without_user_in_the_environment() {
-        let name = super::whoami();
-        assert!(!name.is_empty() && name != "unknown", "{name}");
-        let id = std::process::Command::new("id").arg("-un").output();
-        if let Ok(out) = id
-            && out.status.success()
-        {
-            assert_eq!(name, String::from_utf8_lossy(&out.stdout).trim());
-        }
-    }
-}
-
 /// Reads a file nightshift was pointed at, bounded: a regular file only
 /// (a FIFO would block, a device like `/dev/zero` never ends), never
 /// through a link, at most `max` bytes (a longer one is an error, not a
@@ -97,4 +80,21 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>
     let mut bytes = Vec::new();
     f.take(max).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Without `$USER` and `$LOGNAME` the operator is still named (as
+    /// `whoami` names them), never "unknown".
+    #[test]
+    fn the_operator_has_a_name_without_user_in_the_environment() {
+        let name = super::whoami();
+        assert!(!name.is_empty() && name != "unknown", "{name}");
+        let id = std::process::Command::new("id").arg("-un").output();
+        if let Ok(out) = id
+            && out.status.success()
+        {
+            assert_eq!(name, String::from_utf8_lossy(&out.stdout).trim());
+        }
+    }
 }
