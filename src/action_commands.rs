@@ -153,12 +153,49 @@ pub(crate) fn send(
     who: &Who,
     cluster: &Cluster,
 ) -> Result<guard::Done, guard::NotSent> {
-    rt.block_on(
-        settings
-            .orchestrator(false)
-            .run(executor, p, typed, who, cluster, Duration::ZERO),
-    )
+    rt.block_on(async {
+        // A terminating signal while the action is in flight (issue 59:
+        // SIGTERM between intent and outcome exited at once, the scontrol
+        // child ran on and only the intent was audited): the step in
+        // flight is finished — bounded by the action's timeout — and its
+        // outcome written, then the process exits as the signal asks.
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            (SignalKind::terminate(), libc::SIGTERM, "SIGTERM"),
+            (SignalKind::hangup(), libc::SIGHUP, "SIGHUP"),
+            (SignalKind::interrupt(), libc::SIGINT, "SIGINT"),
+        ];
+        let mut sigs: Vec<(tokio::signal::unix::Signal, i32, &str)> = kinds
+            .into_iter()
+            .filter_map(|(k, n, name)| signal(k).ok().map(|s| (s, n, name)))
+            .collect();
+        let orchestrator = settings.orchestrator(false);
+        let run = orchestrator.run(executor, p, typed, who, cluster, Duration::ZERO);
+        tokio::pin!(run);
+        let caught = async {
+            let waits = sigs
+                .iter_mut()
+                .map(|(s, n, name)| Box::pin(async move { s.recv().await.map(|_| (*n, *name)) }));
+            futures_util::future::select_all(waits).await.0
+        };
+        tokio::select! {
+            done = &mut run => done,
+            got = caught => {
+                if let Some((n, name)) = got {
+                    INTERRUPTED.store(n, std::sync::atomic::Ordering::SeqCst);
+                    eprintln!(
+                        "nightshift: {name}: finishing the action in flight and writing its outcome before exiting"
+                    );
+                }
+                run.await
+            }
+        }
+    })
 }
+
+/// The terminating signal caught while an action was in flight (0: none):
+/// the program exits with 128 + it once the outcome is written.
+pub static INTERRUPTED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 pub(crate) fn print_preview(p: &Preview, format: Format) -> Result<(), CommandError> {
     match format {

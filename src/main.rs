@@ -23,7 +23,17 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // A terminating signal that came while an action was in flight: its
+    // outcome is written; exit as the signal asked.
+    let sig = nightshift::action_commands::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst);
+    if sig != 0 {
+        if let Err(e) = &result {
+            eprintln!("nightshift: {}", nightshift::text::sanitize(e));
+        }
+        return ExitCode::from((128 + sig).clamp(0, 255) as u8);
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // Errors may quote a source: never raw to the terminal.

@@ -1670,3 +1670,83 @@ fn armed_and_follow_fail_when_the_armed_steps_cannot_be_verified() {
         assert!(!said.contains("nothing armed"), "{args:?}: {said}");
     }
 }
+
+/// Issue 59: a SIGTERM between an action's intent and its outcome exited
+/// at once, with only the intent audited while the `scontrol` child ran
+/// on. The step in flight is finished (its child waited for, within the
+/// action's timeout), its outcome written, and the exit is 128 + 15.
+/// (slurmrestd 22.05 is a stand-in here; its node updates go through
+/// `scontrol`, a script that takes two seconds and leaves a mark.)
+#[test]
+fn a_sigterm_during_an_action_finishes_it_and_writes_its_outcome() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = slurmrestd(NODES, JOBS, PARTS);
+    let mark = dir.path().join("scontrol-ran");
+    let scontrol = dir.path().join("scontrol");
+    std::fs::write(
+        &scontrol,
+        format!("#!/bin/sh\nsleep 2\necho \"$@\" > {}\n", mark.display()),
+    )
+    .expect("script");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&scontrol, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!("[slurm]\nscontrol = {:?}\n", scontrol.display().to_string()),
+    )
+    .expect("config");
+    let log = dir.path().join("audit.jsonl");
+    let mut args = slurm_args(&fake);
+    args.extend(
+        [
+            "--config",
+            cfg.to_str().expect("path"),
+            "--audit-log",
+            log.to_str().expect("path"),
+            "--log-file",
+            dir.path().join("n.log").to_str().expect("path"),
+            "cordon",
+            "gpu01",
+            "--reason",
+            "x",
+        ]
+        .map(String::from),
+    );
+    let mut child = Command::new(bin())
+        .args(&args)
+        .env("SLURM_JWT", "t")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The intent is on disk: the action is in flight.
+    let intent = wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("\"intent\""))
+    });
+    assert!(intent.is_some(), "no intent written");
+    // SAFETY: a valid pid of our own child; kill has no other precondition.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "never exited");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().expect("output");
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert_eq!(status.code(), Some(143), "{said}");
+    assert!(mark.exists(), "the scontrol child was finished: {said}");
+    let audit = std::fs::read_to_string(&log).expect("audit");
+    assert!(
+        audit.contains("\"outcome\""),
+        "the outcome is written: {audit}"
+    );
+    assert!(said.contains("SIGTERM"), "{said}");
+}
