@@ -1750,3 +1750,53 @@ fn a_sigterm_during_an_action_finishes_it_and_writes_its_outcome() {
     );
     assert!(said.contains("SIGTERM"), "{said}");
 }
+
+/// Issue 59: a kubeconfig whose `exec` plugin hangs hung `doctor` and
+/// `get` (the request timeout does not cover it); one with endless output
+/// aborted them. The plugin is run bounded in time and output first: each
+/// is a clear error within the request timeout.
+#[test]
+fn a_kubeconfig_exec_plugin_that_hangs_or_floods_is_an_error_in_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, command, args, said) in [
+        ("hangs", "sleep", vec!["600"], "did not answer within"),
+        ("floods", "yes", vec![], "printed more than"),
+    ] {
+        let kc = dir.path().join(format!("kubeconfig-{name}"));
+        let args: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
+        std::fs::write(
+            &kc,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: http://127.0.0.1:9\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: {command}\n      args: [{}]\n      interactiveMode: Never\n",
+                args.join(", ")
+            ),
+        )
+        .expect("kubeconfig");
+        let cfg = dir.path().join("kube.toml");
+        std::fs::write(&cfg, "[kube]\nrequest_timeout_s = 3\n").expect("config");
+        for what in [&["get", "nodes"][..], &["doctor"][..]] {
+            let started = Instant::now();
+            let mut all = vec![
+                "--config",
+                cfg.to_str().expect("path"),
+                "--source",
+                "kube",
+                "--kubeconfig",
+                kc.to_str().expect("path"),
+                "--audit-log",
+            ];
+            let audit = dir.path().join("audit.jsonl");
+            all.push(audit.to_str().expect("path"));
+            all.extend_from_slice(what);
+            let out = run(dir.path(), &all);
+            let text = text(&out.stdout) + &text(&out.stderr);
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "{name} {what:?} took {:?}",
+                started.elapsed()
+            );
+            assert!(!out.status.success(), "{name} {what:?}: {text}");
+            assert!(text.contains(said), "{name} {what:?}: {text}");
+        }
+    }
+}
