@@ -26,14 +26,18 @@ for a in "$@"; do
 done
 
 # Zig from PyPI, in a virtualenv of its own; cargo-zigbuild from crates.io.
+# Both pinned: a new release of either changes the binary the login nodes
+# get, and is taken here on purpose, by changing these lines.
+ZIGLANG_VERSION=0.17.1
+ZIGBUILD_VERSION=0.24.1
 ZIG_VENV="${ZIG_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/nightshift/zig-venv}"
-if ! "$ZIG_VENV/bin/python3" -m ziglang version >/dev/null 2>&1; then
+if [ "$("$ZIG_VENV/bin/pip" show ziglang 2>/dev/null | sed -n 's/^Version: //p')" != "$ZIGLANG_VERSION" ]; then
     python3 -m venv "$ZIG_VENV"
-    "$ZIG_VENV/bin/pip" install --quiet ziglang
+    "$ZIG_VENV/bin/pip" install --quiet "ziglang==$ZIGLANG_VERSION"
 fi
 export PATH="$ZIG_VENV/bin:$PATH" # cargo-zigbuild runs `python3 -m ziglang`
-if ! cargo zigbuild --help >/dev/null 2>&1; then
-    cargo install --locked cargo-zigbuild
+if [ "$(cargo zigbuild --version 2>/dev/null | awk '{print $2}')" != "$ZIGBUILD_VERSION" ]; then
+    cargo install --locked --version "$ZIGBUILD_VERSION" cargo-zigbuild
 fi
 
 built="${CARGO_TARGET_DIR:-target}"
@@ -46,7 +50,8 @@ for arch in "${targets[@]}"; do
     out="target/portable/nightshift-$arch"
     cp "$built/$arch-unknown-linux-gnu/release/nightshift" "$out"
     # The newest glibc version any symbol asks for.
-    newest=$(readelf --dyn-syms --wide "$out" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+    # (No match is no error here: the check below says what it means.)
+    newest=$(readelf --dyn-syms --wide "$out" | { grep -o 'GLIBC_[0-9.]*' || true; } | sed 's/GLIBC_//' | sort -uV | tail -1)
     if [ -z "$newest" ]; then
         echo "portable: $out asks for no glibc symbol version at all: not a glibc build?" >&2
         exit 1
