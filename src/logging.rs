@@ -55,25 +55,10 @@ pub enum LogError {
 /// (issue 59: `--log-file` at a FIFO hung, at a link was followed).
 fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                std::io::Error::other("a symbolic link: refused (nightshift does not follow one)")
-            } else {
-                e
-            }
-        })?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other(
-            "not a regular file (a FIFO or a device): refused",
-        ));
-    }
-    Ok(f)
+    crate::host::open_regular(
+        OpenOptions::new().create(true).append(true).mode(0o600),
+        path,
+    )
 }
 
 impl LogFile {

@@ -85,17 +85,8 @@ impl Policy {
         if self.read_only {
             return Err(Refusal::ReadOnly);
         }
-        if a.on_node() && c.node(a.target()).is_none() {
-            return Err(Refusal::Unknown(format!(
-                "no node {} in the current data",
-                a.target()
-            )));
-        }
-        if !a.on_node() && c.job(a.target()).is_none() {
-            return Err(Refusal::Unknown(format!(
-                "no job {} in the current data",
-                a.target()
-            )));
+        if let Some(why) = crate::engine::admit::missing_target(a, c) {
+            return Err(Refusal::Unknown(why));
         }
         if data_age > self.max_data_age {
             return Err(Refusal::Stale(format!(

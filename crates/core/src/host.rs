@@ -46,16 +46,15 @@ pub fn name() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Reads a file nightshift was pointed at, bounded: a regular file only
-/// (a FIFO would block, a device like `/dev/zero` never ends), never
-/// through a link, at most `max` bytes (a longer one is an error, not a
-/// truncated read). The one way a token, an index or a key-like file is
-/// read (issue 59).
-pub fn read_regular(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// Opens `path` as `options` say, never through a link and never waiting
+/// on a FIFO (`O_NOFOLLOW`, `O_NONBLOCK`), and refuses what is not a
+/// regular file: how nightshift opens a file it was pointed at.
+pub fn open_regular(
+    options: &mut std::fs::OpenOptions,
+    path: &std::path::Path,
+) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
+    let f = options
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| {
@@ -65,12 +64,23 @@ pub fn read_regular(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>
                 e
             }
         })?;
-    let m = f.metadata()?;
-    if !m.is_file() {
+    if !f.metadata()?.is_file() {
         return Err(std::io::Error::other(
-            "not a regular file (a FIFO or a device is never read): refused",
+            "not a regular file (a FIFO or a device): refused",
         ));
     }
+    Ok(f)
+}
+
+/// Reads a file nightshift was pointed at, bounded: a regular file only
+/// (a FIFO would block, a device like `/dev/zero` never ends), never
+/// through a link, at most `max` bytes (a longer one is an error, not a
+/// truncated read). The one way a token, an index or a key-like file is
+/// read (issue 59).
+pub fn read_regular(path: &std::path::Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = open_regular(std::fs::OpenOptions::new().read(true), path)?;
+    let m = f.metadata()?;
     if m.len() > max {
         return Err(std::io::Error::other(format!(
             "{} bytes, more than the {max} read",

@@ -131,20 +131,22 @@ pub fn failing_domain_drain(a: &Action, base: &Base) -> Option<String> {
     })
 }
 
+/// Its node or job is not in the data.
+pub fn missing_target(a: &Action, c: &Cluster) -> Option<String> {
+    if a.on_node() && c.node(a.target()).is_none() {
+        return Some(format!("no node {} in the current data", a.target()));
+    }
+    if !a.on_node() && c.job(a.target()).is_none() {
+        return Some(format!("no job {} in the current data", a.target()));
+    }
+    None
+}
+
 /// Every check the engine can make, in the guard's order: what the guard's
 /// preview of `a` would refuse on this snapshot and base, unforced.
 pub fn refusal(a: &Action, c: &Cluster, base: &Base) -> Option<Refused> {
-    if a.on_node() && c.node(a.target()).is_none() {
-        return Some(Refused::Cannot(format!(
-            "no node {} in the current data",
-            a.target()
-        )));
-    }
-    if !a.on_node() && c.job(a.target()).is_none() {
-        return Some(Refused::Cannot(format!(
-            "no job {} in the current data",
-            a.target()
-        )));
+    if let Some(why) = missing_target(a, c) {
+        return Some(Refused::Cannot(why));
     }
     nothing(a, c)
         .map(Refused::Nothing)
