@@ -1877,3 +1877,110 @@ fn completions_load_in_bash_and_the_manual_renders_in_groff() {
         "the drain's flags are in the page"
     );
 }
+
+/// Issue 58's property over the recorded fixtures (real slurmrestd answers
+/// of 22.05, 24.11 and v0.0.40: a node drained, one draining under a job,
+/// gangs, arrays): for every node and every running job, the recommended
+/// option's first step passes the guard's preview on the same base (the
+/// breaker's count aside: its window depends on what else was done).
+#[test]
+fn every_recommendation_on_the_recorded_fixtures_passes_the_guard() {
+    use nightshift::actions::audit::AuditLog;
+    use nightshift::actions::executor::Executor;
+    use nightshift::actions::guard;
+    use nightshift::actions::policy::Policy;
+    use nightshift::engine::analysis::Base;
+    use nightshift::engine::options::{job_options, node_options};
+    use nightshift::sources::slurm::{map, wire};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = AuditLog::new(dir.path().join("audit.jsonl"));
+    let site = nightshift::engine::SiteParams::default();
+    let cat = nightshift::engine::xid::XidCatalog::default();
+    let policy = Policy {
+        max_nodes_per_window: u32::MAX,
+        max_partition_share_out: 1.0,
+        ..Policy::default()
+    };
+    let read = |p: &str| -> Value {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(p);
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("json")
+    };
+    let sets = [
+        (
+            "slurm-22.05/v0.0.38_nodes_drained.json",
+            "slurm-22.05/v0.0.38_jobs.json",
+            "slurm-22.05/v0.0.38_partitions.json",
+        ),
+        (
+            "slurm-22.05/v0.0.38_nodes_draining.json",
+            "slurm-22.05/v0.0.38_jobs.json",
+            "slurm-22.05/v0.0.38_partitions.json",
+        ),
+        (
+            "slurm-24.11/v0.0.42_nodes.json",
+            "slurm-24.11/v0.0.42_jobs.json",
+            "slurm-24.11/v0.0.42_partitions.json",
+        ),
+        (
+            "slurm-v0.0.40/nodes.json",
+            "slurm-v0.0.40/jobs.json",
+            "slurm-v0.0.40/partitions.json",
+        ),
+    ];
+    let executor = Executor::replay();
+    let mut asked = 0;
+    for (nodes, jobs, parts) in sets {
+        let (n, _) = wire::list::<wire::Node>(read(nodes), "nodes", "node").expect("nodes");
+        let (j, _) = wire::list::<wire::Job>(read(jobs), "jobs", "job").expect("jobs");
+        let (p, _) =
+            wire::list::<wire::Partition>(read(parts), "partitions", "partition").expect("parts");
+        let mut c = map::cluster("lab", 0, &n, &j, &p).cluster;
+        // The moment the answers were recorded: just after the last start.
+        c.time = c
+            .jobs
+            .iter()
+            .filter_map(|x| x.start_time.get())
+            .max()
+            .unwrap_or(0)
+            + 60;
+        let base = Base::compute(&c, None, &site, &cat);
+        let mut all = Vec::new();
+        for node in &c.nodes {
+            all.push(node_options(&c, &base, &node.name, &site).expect("options"));
+        }
+        for job in c.jobs.iter().filter(|x| x.state.holds_resources()) {
+            all.push(job_options(&c, &base, &job.id, None, &site).expect("options"));
+        }
+        for o in &all {
+            let r = o
+                .recommended()
+                .unwrap_or_else(|| panic!("{nodes}: none: {o:#?}"));
+            let Some(first) = r.steps.first() else {
+                continue;
+            };
+            asked += 1;
+            let p = guard::preview(
+                first,
+                &c,
+                &base,
+                std::time::Duration::ZERO,
+                &policy,
+                &log,
+                false,
+                Ok(&executor),
+                &site,
+            );
+            assert!(
+                p.refusal.is_none(),
+                "{nodes}: {} {}: recommended {} — refused: {}",
+                o.target.kind,
+                o.target.name,
+                r.title,
+                p.refusal.map(|x| x.to_string()).unwrap_or_default()
+            );
+        }
+    }
+    assert!(asked >= 3, "only {asked} recommendations with a step");
+}
