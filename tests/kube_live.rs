@@ -1722,3 +1722,62 @@ fn recommendations_on_kubernetes_are_ones_the_guard_accepts() {
     let dry = text(&lab.nightshift(&["validate", node, "--dry-run"]));
     assert!(dry.contains("still runs job"), "{dry}");
 }
+
+/// Issue 58 on Kubernetes: a drain's preview said "GPUs freed 32 … whole
+/// gang requeued", but only the node's own pod was evicted and the Kueue
+/// workload's other pods ran on. Now a gang no PodDisruptionBudget
+/// protects is requeued whole through its workload, as previewed (the
+/// calls sent are the calls listed), and kubectl sees every one of its
+/// pods gone, on every node; a protected pod is still only evicted, its
+/// refusal said (`nightshift_cordons_drains_and_requeues…`).
+#[test]
+fn a_drain_requeues_an_unprotected_kueue_gang_whole_as_previewed() {
+    use common::sent::{assert_sent_as_previewed, of_kube, previewed};
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let cfg = lab_config(&lab, "[kube]\nevict_timeout_s = 3\n");
+    let out = lab.kubectl(&["delete", "pdb", "-n", "team-a", "llm-pretrain-pdb"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let gang = || -> Vec<String> {
+        lab.kubectl_json(&["get", "pods", "-n", "team-a", "-o", "json"])["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+            .filter(|n| n.starts_with("llm-pretrain-worker-"))
+            .collect()
+    };
+    assert_eq!(gang().len(), 4, "the gang runs on four nodes");
+    let from = lab.lab.writes_so_far().len();
+    let args = [
+        "--config",
+        cfg.as_str(),
+        "drain",
+        "gpu-02",
+        "--reason",
+        "xid storm",
+        "--requeue",
+        "--confirm",
+        "gpu-02",
+    ];
+    let out = lab.nightshift(&args);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("PATCH /apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/"),
+        "the gang requeued through its workload: {t}"
+    );
+    let mine: Vec<kubelab::Write> = lab.lab.writes_so_far()[from..]
+        .iter()
+        .filter(|w| !w.agent.starts_with("kubectl"))
+        .cloned()
+        .collect();
+    assert_sent_as_previewed("drain gpu-02", &previewed(&t), &of_kube(&mine));
+    assert!(
+        gang().is_empty(),
+        "every pod of the gang, on every node: {:?}",
+        gang()
+    );
+}

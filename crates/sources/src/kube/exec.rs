@@ -48,6 +48,19 @@ fn name_of(p: &Value) -> Option<(String, String)> {
     ))
 }
 
+/// How a drain ends one of its node's pods' jobs, as the blast radius
+/// previews it (whole gangs requeued): a Kueue workload through its
+/// workload (deactivated, then activated: Kueue evicts its pods on every
+/// node and queues it again), a Volcano gang by evicting its pods on every
+/// node, anything else by evicting the pod (issue 58: only the node's own
+/// pod was evicted, the workload's other pods ran on).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum DrainPart {
+    Workload { ns: String, name: String },
+    Gang { ns: String, pods: Vec<String> },
+    Pod { ns: String, pod: String },
+}
+
 /// What a job id names on Kubernetes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -208,6 +221,46 @@ impl Executor {
             .collect())
     }
 
+    /// How a drain ends each of `pods`' jobs ([`DrainPart`]), each gang once.
+    pub(crate) async fn drain_parts(&self, pods: &[Value]) -> Vec<DrainPart> {
+        let mut parts: Vec<DrainPart> = Vec::new();
+        for p in pods {
+            let Some((ns, pod)) = name_of(p) else {
+                continue;
+            };
+            let meta = &p["metadata"];
+            let job = meta["annotations"]["scheduling.k8s.io/group-name"]
+                .as_str()
+                .or_else(|| {
+                    meta["ownerReferences"]
+                        .as_array()?
+                        .iter()
+                        .find(|o| o["controller"] == true)?["name"]
+                        .as_str()
+                })
+                .unwrap_or(&pod)
+                .to_string();
+            // A pod a PodDisruptionBudget protects now is evicted (and the
+            // eviction refused, said by name), never taken out through its
+            // workload behind the budget's back.
+            let protected = !self.pdb_blocks(std::slice::from_ref(p)).await.is_empty();
+            let part = match self.target(&format!("{ns}/{job}")).await {
+                Ok(Target::Workload { ns, name, .. }) if !protected => {
+                    DrainPart::Workload { ns, name }
+                }
+                Ok(Target::Gang { ns, mut pods }) if !protected && pods.contains(&pod) => {
+                    pods.sort();
+                    DrainPart::Gang { ns, pods }
+                }
+                _ => DrainPart::Pod { ns, pod },
+            };
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+        parts
+    }
+
     /// What a job id (`ns/name`) names now.
     pub async fn target(&self, job: &str) -> Result<Target, CallError> {
         let (ns, name) = job
@@ -299,10 +352,22 @@ impl Executor {
                     return vec![first];
                 }
                 let mut steps = vec![first];
-                match self.pods_to_evict(node).await {
+                match self.evictable_pods(node).await {
                     Ok(pods) => {
-                        for (ns, pod) in pods {
-                            steps.push(self.evict(&ns, &pod).await);
+                        for part in self.drain_parts(&pods).await {
+                            match part {
+                                DrainPart::Workload { ns, name } => {
+                                    steps.extend(self.requeue_workload(&ns, &name).await);
+                                }
+                                DrainPart::Gang { ns, pods } => {
+                                    for p in pods {
+                                        steps.push(self.evict(&ns, &p).await);
+                                    }
+                                }
+                                DrainPart::Pod { ns, pod } => {
+                                    steps.push(self.evict(&ns, &pod).await);
+                                }
+                            }
                         }
                     }
                     Err(e) => steps.push(Step::of(

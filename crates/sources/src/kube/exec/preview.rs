@@ -95,7 +95,7 @@ impl Executor {
             Action::Drain { node, reason, .. } => vec![
                 cordon_call(node, reason).to_string(),
                 format!(
-                    "POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods"
+                    "POST /api/v1/namespaces/NS/pods/POD/eviction for each pod on {node} but DaemonSet and mirror pods; a Kueue workload's through the workload (spec.active false, then true), a Volcano gang's on every node"
                 ),
             ],
             other => vec![format!(
@@ -130,13 +130,22 @@ impl Executor {
             Action::Validate { node, level } => return Ok(self.validate_calls(node, *level)),
             Action::SetReason { node, reason } => Ok(vec![reason_call(node, reason)]),
             Action::Drain { node, reason, .. } => match drained {
-                Some(Ok(pods)) => Ok(std::iter::once(cordon_call(node, reason))
-                    .chain(
-                        pods.iter()
-                            .filter_map(name_of)
-                            .map(|(ns, p)| evict_call(&ns, &p)),
-                    )
-                    .collect()),
+                Some(Ok(pods)) => {
+                    let mut calls = vec![cordon_call(node, reason)];
+                    for part in self.drain_parts(pods).await {
+                        match part {
+                            DrainPart::Workload { ns, name } => {
+                                calls.push(workload_call(&ns, &name, json!({"active": false})));
+                                calls.push(workload_call(&ns, &name, json!({"active": true})));
+                            }
+                            DrainPart::Gang { ns, pods } => {
+                                calls.extend(pods.iter().map(|p| evict_call(&ns, p)));
+                            }
+                            DrainPart::Pod { ns, pod } => calls.push(evict_call(&ns, &pod)),
+                        }
+                    }
+                    Ok(calls)
+                }
                 Some(Err(e)) => Err(e.clone().into()),
                 None => Err(Cannot::PodsNotRead(node.clone())),
             },
