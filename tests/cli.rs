@@ -1984,3 +1984,53 @@ fn every_recommendation_on_the_recorded_fixtures_passes_the_guard() {
     }
     assert!(asked >= 3, "only {asked} recommendations with a step");
 }
+
+/// Issue 58 on the sim: `drain h100-06 --requeue --after-checkpoint` said
+/// "nothing runs on h100-06" while 4702 (submitted with --no-requeue) ran
+/// there. It names the job and why no drain is armed, and sends nothing.
+#[test]
+fn an_armed_drain_of_a_node_running_only_a_no_requeue_job_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let audit = dir.path().join("audit.jsonl");
+    let out = nightshift(
+        dir.path(),
+        &[
+            "--audit-log",
+            audit.to_str().expect("path"),
+            "--sim-seconds",
+            "300",
+            "drain",
+            "h100-06",
+            "--reason",
+            "x",
+            "--requeue",
+            "--after-checkpoint",
+            "--confirm",
+            "h100-06",
+        ],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(!said.contains("nothing runs on h100-06"), "{said}");
+    assert!(
+        said.contains("4702") && said.contains("--no-requeue"),
+        "{said}"
+    );
+    assert!(
+        std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .is_empty(),
+        "nothing sent"
+    );
+    // Its options: every preemption of 4702 unavailable, doing nothing
+    // recommended, with the guard's reason.
+    let v = json(&["--sim-seconds", "300", "options", "4702", "-o", "json"]);
+    assert_eq!(recommended(&v), "do_nothing", "{v:#}");
+    assert!(
+        option(&v, "hard_preempt")["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("--no-requeue")),
+        "{v:#}"
+    );
+}

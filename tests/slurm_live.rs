@@ -2602,6 +2602,42 @@ fn a_reservation_ahead_delays_what_runs_into_it(lab: &Lab) {
     lab.run("scontrol", &["delete", "reservation=maint-a1"]);
 }
 
+/// Issue 58, seen on Slurm 22.05: with a job at the top (4294901760),
+/// `priority JOB 5000 --dry-run` said "jobs it jumps: 1, 3" while the job
+/// drops behind them. The preview names the jobs it falls behind.
+fn a_lowered_priority_falls_behind(lab: &Lab) {
+    let full = lab.sbatch(&["-J", "full", "-w", "gpu03", "--gres=gpu:8"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || (squeue_field(lab, &full, "%T")
+            == "RUNNING")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        lab.run("squeue", &[])
+    );
+    let waiting: Vec<String> = (0..3)
+        .map(|_| lab.sbatch(&["-J", "wait", "-w", "gpu03", "--gres=gpu:8"]))
+        .collect();
+    let top = &waiting[0];
+    lab.run(
+        "scontrol",
+        &["update", &format!("jobid={top}"), "priority=4294901760"],
+    );
+    let out = nightshift_stdout(lab, &["priority", top, "5000", "--dry-run"]);
+    assert!(!out.contains("jobs it jumps"), "{out}");
+    let behind = out
+        .lines()
+        .find_map(|l| l.strip_prefix("jobs it falls behind: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    for j in &waiting[1..] {
+        assert!(behind.split(", ").any(|x| x == j), "{j} in {behind}: {out}");
+    }
+    let mut all = waiting.clone();
+    all.push(full);
+    let ids: Vec<&str> = all.iter().map(String::as_str).collect();
+    lab.run("scancel", &ids);
+}
+
 #[test]
 fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     if !available() {
@@ -2610,6 +2646,7 @@ fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     let lab = Lab::start();
     recommendations_the_guard_accepts(&lab);
     a_reservation_ahead_delays_what_runs_into_it(&lab);
+    a_lowered_priority_falls_behind(&lab);
     if available_24_11() {
         let lab = Lab::start_version(Slurm::V24_11);
         recommendations_the_guard_accepts(&lab);
