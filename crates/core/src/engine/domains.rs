@@ -530,6 +530,50 @@ mod tests {
         assert!(!cordon.recommended);
     }
 
+    /// Issue 58: the leaf plan's row and the preview of its requeue step,
+    /// taken after its cordons, are one number ("5m30s" in the plan,
+    /// "1d00h" at step 6 was seen): the row's requeue terms are computed on
+    /// the cluster its cordons leave, as the step's preview then is.
+    #[test]
+    fn the_leaf_plans_requeue_step_costs_what_its_row_said() {
+        use crate::engine::blast::blast;
+        use crate::engine::options::{domain_options, kill_terms_of};
+        use crate::model::Action;
+        let site = SiteParams::default();
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        s.advance(1230);
+        let c = s.snapshot();
+        let b = base(&c);
+        let o = domain_options(&c, &b, "ib-leaf-2", &site).expect("options");
+        let row = o
+            .options
+            .iter()
+            .find(|x| x.name == "cordon_domain")
+            .expect("the plan");
+        let requeues: Vec<&Action> = row
+            .steps
+            .iter()
+            .filter(|a| matches!(a, Action::Requeue { .. }))
+            .collect();
+        assert!(!requeues.is_empty(), "{row:#?}");
+        for a in row
+            .steps
+            .iter()
+            .filter(|a| matches!(a, Action::Cordon { .. }))
+        {
+            s.apply(a).expect("cordon");
+        }
+        let after = s.snapshot();
+        let ab = base(&after);
+        let mut back = Some(0);
+        for a in requeues {
+            let bl = blast(&after, &ab, a, &site).expect("blast");
+            let (_, r, _) = kill_terms_of(&after, &bl);
+            back = back.zip(r).map(|(x, y): (i64, i64)| x.max(y));
+        }
+        assert_eq!(back, row.resume_in_s, "{row:#?}");
+    }
+
     /// The sim at start with `down` nodes' links lost `apart` seconds apart.
     fn with_links_lost(down: &[&str], apart: i64) -> Cluster {
         let mut c = Sim::new(SimConfig::default()).expect("sim").snapshot();

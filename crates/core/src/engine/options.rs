@@ -117,6 +117,12 @@ pub(super) fn hung_in(base: &Base, b: &Blast) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// [`kill_terms`], for the tests that hold two surfaces to one number.
+#[cfg(test)]
+pub(crate) fn kill_terms_of(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
+    kill_terms(c, b)
+}
+
 /// GPU-hours lost and seconds until back, over the jobs a blast kills.
 pub(super) fn kill_terms(c: &Cluster, b: &Blast) -> (Option<f64>, Option<i64>, Vec<String>) {
     let mut unknowns = Vec::new();
