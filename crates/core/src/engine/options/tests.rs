@@ -829,3 +829,34 @@ fn after_its_drain_the_remap_incident_awaits_its_remedy_in_its_options_words() {
         r.title
     );
 }
+
+/// Issue 58, seen on Slurm 26.05: a node held in a maintenance reservation
+/// (no reason time of its own) was said to have "rebooted at … since it
+/// was taken out" though it never rebooted. Only when both times are known
+/// and the boot is after the reason is a reboot said.
+#[test]
+fn a_reboot_is_said_only_when_the_node_booted_after_it_was_taken_out() {
+    use crate::model::NodeState;
+    let mut c = cluster();
+    add_node(&mut c, "n1", "p", 8);
+    add_node(&mut c, "n2", "p", 8);
+    {
+        let n = Arc::make_mut(&mut c.nodes[0]);
+        n.state = NodeState::Drain;
+        n.reason = Some("in maintenance reservation maint-a1".into());
+        n.reason_time = None;
+        n.boot_time = Some(NOW - 86_400);
+    }
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    let v = choice(&o, "validate_resume");
+    assert!(!v.why.contains("rebooted at"), "{}", v.why);
+    Arc::make_mut(&mut c.nodes[0]).reason_time = Some(NOW - 600);
+    Arc::make_mut(&mut c.nodes[0]).boot_time = Some(NOW - 300);
+    let o = node_options(&c, &base_of(&c), "n1", &SiteParams::default()).expect("options");
+    assert!(
+        choice(&o, "validate_resume")
+            .why
+            .starts_with("rebooted at "),
+        "{o:#?}"
+    );
+}
