@@ -51,37 +51,7 @@ pub fn domain_options(
         .map(|n| n.gpu_count)
         .sum();
     let cordon = cordon_choice(c, base, name, &nodes, &hung, in_service, site);
-    let (lost, back, unknowns) = kill_terms(c, &drain);
-    let drain_all = Choice {
-        name: "drain_domain",
-        title: format!("drain all {} nodes of {name}", nodes.len()),
-        actions: nodes
-            .iter()
-            .map(|n| {
-                Action::Drain {
-                    node: n.name.clone(),
-                    reason: format!("{name} failing"),
-                    requeue: true,
-                }
-                .command_line()
-            })
-            .collect(),
-        steps: Vec::new(),
-        gpu_hours_lost: lost,
-        resume_in_s: back,
-        capacity_out: CapacityOut {
-            gpus: drain.gpus_out_of_service,
-            for_s: None,
-            note: "until each node is resumed".into(),
-        },
-        queue_moves: Some(drain.moved.len()),
-        unknowns,
-        risk: Some(format!(
-            "kills {} job(s) under it, single-node ones whose GPUs are fine included",
-            drain.killed.len()
-        )),
-        ..Choice::default()
-    };
+    let drain_all = drain_all_choice(c, name, &nodes, &drain);
     // Quiet again with nodes still out (remedied): they go back through
     // their checks, as each node's options and the incident say.
     let quiet = incident.filter(|i| !i.is_failing());
@@ -140,6 +110,46 @@ pub fn domain_options(
         }
     }
     Ok(o)
+}
+
+/// Drain every node of the domain: whole gangs requeued, good GPUs out.
+fn drain_all_choice(
+    c: &Cluster,
+    name: &str,
+    nodes: &[&crate::model::Node],
+    drain: &crate::engine::blast::Blast,
+) -> Choice {
+    let (lost, back, unknowns) = kill_terms(c, drain);
+    Choice {
+        name: "drain_domain",
+        title: format!("drain all {} nodes of {name}", nodes.len()),
+        actions: nodes
+            .iter()
+            .map(|n| {
+                Action::Drain {
+                    node: n.name.clone(),
+                    reason: format!("{name} failing"),
+                    requeue: true,
+                }
+                .command_line()
+            })
+            .collect(),
+        steps: Vec::new(),
+        gpu_hours_lost: lost,
+        resume_in_s: back,
+        capacity_out: CapacityOut {
+            gpus: drain.gpus_out_of_service,
+            for_s: None,
+            note: "until each node is resumed".into(),
+        },
+        queue_moves: Some(drain.moved.len()),
+        unknowns,
+        risk: Some(format!(
+            "kills {} job(s) under it, single-node ones whose GPUs are fine included",
+            drain.killed.len()
+        )),
+        ..Choice::default()
+    }
 }
 
 /// A quiet domain's nodes out of service, back through their checks: each
