@@ -414,21 +414,22 @@ fn fallback(o: &Options) -> Option<usize> {
         })
 }
 
-/// Why the fallback is recommended: what cannot be done now, and why.
+/// Why the fallback is recommended: what the guard refuses (each refused
+/// option carries the guard's reason beside it).
 fn refused_why(o: &Options) -> String {
-    let refused: Vec<String> = o
+    let refused: Vec<&str> = o
         .options
         .iter()
-        .filter_map(|c| {
-            c.refused
-                .as_ref()
-                .map(|r| format!("{} is refused ({r})", c.title))
-        })
+        .filter(|c| c.refused.is_some())
+        .map(|c| c.title.as_str())
         .collect();
     if refused.is_empty() {
         "nothing else can be done now".to_string()
     } else {
-        refused.join("; ")
+        format!(
+            "the guard refuses {}: nothing is sent now",
+            refused.join(", ")
+        )
     }
 }
 

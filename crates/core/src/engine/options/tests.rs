@@ -724,7 +724,7 @@ fn a_job_that_refuses_a_requeue_is_never_recommended_a_preemption() {
     );
     assert!(
         o.recommended()
-            .is_some_and(|r| r.why.contains("preempt now is refused")),
+            .is_some_and(|r| r.why.contains("the guard refuses preempt now")),
         "{o:#?}"
     );
     // The guard's blast of the preempt says the same.
