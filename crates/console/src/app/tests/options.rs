@@ -537,3 +537,35 @@ fn the_kpis_panel_counts_the_hung_gang_as_the_report_does() {
     assert!(want > 0.0, "the Xid 79's gang hangs");
     assert_eq!(hung, Some(want));
 }
+
+/// Issue 58: an option the guard would refuse opens nothing in the
+/// console — its key says it is unavailable and why — and the
+/// recommended one (`enter`) is one the guard accepts.
+#[test]
+fn a_refused_option_opens_nothing_and_says_why() {
+    let (mut a, _, c, now) = console_at(300);
+    let an = Analysis::compute(
+        &c,
+        None,
+        &crate::engine::analysis::Focus::Job("4702".into()),
+        &crate::engine::SiteParams::default(),
+        &XidCatalog::default(),
+    );
+    a.take_in(Msg::Analysis(Arc::new(an)), now);
+    a.dialog.modal = Some(Modal::Options {
+        target: "4702".into(),
+    });
+    press(&mut a, "1");
+    assert!(
+        matches!(&a.dialog.modal, Some(Modal::Options { .. })),
+        "nothing opened: {:?}",
+        a.dialog.modal
+    );
+    assert!(
+        a.flash
+            .as_deref()
+            .is_some_and(|f| f.contains("unavailable") && f.contains("--no-requeue")),
+        "{:?}",
+        a.flash
+    );
+}
