@@ -153,12 +153,25 @@ pub(crate) fn send(
     who: &Who,
     cluster: &Cluster,
 ) -> Result<guard::Done, guard::NotSent> {
+    let orchestrator = settings.orchestrator(false);
+    finish_despite_signals(
+        rt,
+        orchestrator.run(executor, p, typed, who, cluster, Duration::ZERO),
+    )
+}
+
+/// Runs `work` (an action in flight: its intent is or will be written)
+/// to its end even when a terminating signal comes (issue 59: SIGTERM
+/// between intent and outcome exited at once, the scontrol child ran on
+/// and only the intent was audited). The step in flight is finished —
+/// bounded by the action's own timeout — and its outcome written; the
+/// signal is kept in [`INTERRUPTED`] and the program then exits as it
+/// asks. For the action commands and `follow`'s firing alike.
+pub(crate) fn finish_despite_signals<T>(
+    rt: &tokio::runtime::Runtime,
+    work: impl std::future::Future<Output = T>,
+) -> T {
     rt.block_on(async {
-        // A terminating signal while the action is in flight (issue 59:
-        // SIGTERM between intent and outcome exited at once, the scontrol
-        // child ran on and only the intent was audited): the step in
-        // flight is finished — bounded by the action's timeout — and its
-        // outcome written, then the process exits as the signal asks.
         use tokio::signal::unix::{SignalKind, signal};
         let kinds = [
             (SignalKind::terminate(), libc::SIGTERM, "SIGTERM"),
@@ -169,9 +182,7 @@ pub(crate) fn send(
             .into_iter()
             .filter_map(|(k, n, name)| signal(k).ok().map(|s| (s, n, name)))
             .collect();
-        let orchestrator = settings.orchestrator(false);
-        let run = orchestrator.run(executor, p, typed, who, cluster, Duration::ZERO);
-        tokio::pin!(run);
+        tokio::pin!(work);
         let caught = async {
             let waits = sigs
                 .iter_mut()
@@ -179,7 +190,7 @@ pub(crate) fn send(
             futures_util::future::select_all(waits).await.0
         };
         tokio::select! {
-            done = &mut run => done,
+            done = &mut work => done,
             got = caught => {
                 if let Some((n, name)) = got {
                     INTERRUPTED.store(n, std::sync::atomic::Ordering::SeqCst);
@@ -187,10 +198,49 @@ pub(crate) fn send(
                         "nightshift: {name}: finishing the action in flight and writing its outcome before exiting"
                     );
                 }
-                run.await
+                work.await
             }
         }
     })
+}
+
+/// Waits `d`, or until a terminating signal comes (then kept in
+/// [`INTERRUPTED`]; true). Once an action has run, the signals are the
+/// runtime's to hear, no longer the default end of the process: a loop
+/// such as `follow` waits through this, so a SIGTERM still ends it.
+pub(crate) fn wait_or_signal(rt: &tokio::runtime::Runtime, d: Duration) -> bool {
+    rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigs: Vec<(tokio::signal::unix::Signal, i32)> = [
+            (SignalKind::terminate(), libc::SIGTERM),
+            (SignalKind::hangup(), libc::SIGHUP),
+            (SignalKind::interrupt(), libc::SIGINT),
+        ]
+        .into_iter()
+        .filter_map(|(k, n)| signal(k).ok().map(|s| (s, n)))
+        .collect();
+        let caught = async {
+            let waits = sigs
+                .iter_mut()
+                .map(|(s, n)| Box::pin(async move { s.recv().await.map(|_| *n) }));
+            futures_util::future::select_all(waits).await.0
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(d) => false,
+            got = caught => match got {
+                Some(n) => {
+                    INTERRUPTED.store(n, std::sync::atomic::Ordering::SeqCst);
+                    true
+                }
+                None => false,
+            },
+        }
+    })
+}
+
+/// Whether a terminating signal came while an action was in flight.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) != 0
 }
 
 /// The terminating signal caught while an action was in flight (0: none):

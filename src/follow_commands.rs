@@ -382,7 +382,11 @@ pub fn run(
             timeout: settings.action_timeout,
         };
         for a in &armed {
-            let line = match rt.block_on(follow::fire_if_due(a, &firing)) {
+            let fired = crate::action_commands::finish_despite_signals(
+                &rt,
+                follow::fire_if_due(a, &firing),
+            );
+            let line = match fired {
                 Fired::Waiting(w) => format!("{}: waiting for {w}", describe(a)),
                 Fired::Sent { message, .. } => format!("fired: {message}"),
                 Fired::Refused(why) => format!("refused, disarmed: {why}"),
@@ -396,6 +400,10 @@ pub fn run(
                 );
                 said.insert(a.id.clone(), line);
             }
+            // A signal came while that step was sent: no other is begun.
+            if crate::action_commands::interrupted() {
+                break;
+            }
         }
         if until.is_some_and(|u| started.elapsed() >= u) {
             crate::outln!(
@@ -405,7 +413,17 @@ pub fn run(
             );
             return Ok(());
         }
-        std::thread::sleep(interval);
+        // A terminating signal ends `follow` between rounds, and after the
+        // step it came during was finished and audited.
+        if crate::action_commands::interrupted()
+            || crate::action_commands::wait_or_signal(&rt, interval)
+        {
+            crate::outln!(
+                "stopped by a signal: {} step(s) still armed",
+                log.armed().len()
+            );
+            return Ok(());
+        }
         cluster = reread(settings, &rt, &mut executor, interval)?;
     }
 }

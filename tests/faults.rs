@@ -1800,3 +1800,78 @@ fn a_kubeconfig_exec_plugin_that_hangs_or_floods_is_an_error_in_time() {
         }
     }
 }
+
+/// Issue 59: a SIGTERM to `follow` between its rounds ends it at once
+/// (once an action has run, the signals are the runtime's to hear: a
+/// loop that only slept would never end), with what is still armed said,
+/// and the exit 128 + 15.
+#[test]
+fn follow_ends_on_a_sigterm_between_rounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = dir.path().join("state");
+    let log = dir.path().join("audit.jsonl");
+    let ns = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args([
+            "--audit-log",
+            log.to_str().expect("path"),
+            "--sim-seconds",
+            "100",
+        ])
+        .args(args)
+        .arg("--log-file")
+        .arg(dir.path().join("n.log"))
+        .env("XDG_STATE_HOME", &state);
+        c
+    };
+    let out = ns(&[
+        "drain",
+        "h100-05",
+        "--reason",
+        "x",
+        "--requeue",
+        "--after-checkpoint",
+        "--confirm",
+        "h100-05",
+    ])
+    .output()
+    .expect("arm");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let mut child = ns(&["follow", "--interval", "60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("follow");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: a valid pid of our own child; kill has no other precondition.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "follow never ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("stopped by a signal"),
+        "{}",
+        text(&out.stdout)
+    );
+}
