@@ -143,6 +143,7 @@ impl Runner {
                         cluster,
                         data_age,
                         base,
+                        arming,
                     } => {
                         // The screen's analysis; else the command line's.
                         let base = match base {
@@ -151,10 +152,18 @@ impl Runner {
                                 self.guard.base_of(&cluster)
                             })),
                         };
-                        let p = self
+                        let mut p = self
                             .guard
                             .preview(x, &action, &cluster, &base, data_age, false)
                             .await;
+                        if arming
+                            && p.refusal.is_none()
+                            && let Err(e) = self.guard.log.seal_key_for_arming()
+                        {
+                            p.refusal = Some(crate::policy::Refusal::Unknown(format!(
+                                "cannot seal the armed step: {e}; nothing sent, nothing armed"
+                            )));
+                        }
                         Reply::Preview(Box::new(p))
                     }
                     Request::Arm { .. }
@@ -224,7 +233,7 @@ mod tests {
                 policy: Policy::default(),
                 site: SiteParams::default(),
                 catalog: XidCatalog::default(),
-                log: AuditLog::new(dir.join("audit.jsonl")),
+                log: AuditLog::new(dir.join("audit.jsonl")).with_key(Some(dir.join("armed.key"))),
                 timeout: Duration::from_secs(5),
                 cluster: None,
                 cluster_in_token: true,
@@ -232,6 +241,51 @@ mod tests {
         }
         .spawn(rtx);
         (requests, rrx, urx)
+    }
+
+    /// Issue 59: the console's plan that arms a step after its first (the
+    /// cordon) asks its preview to check the sealing key: with no usable
+    /// key the preview refuses, so nothing is sent before "cannot seal".
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_plan_that_arms_is_refused_at_preview_when_its_key_is_unusable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A key every user can read: unusable.
+        let key = dir.path().join("armed.key");
+        std::fs::write(&key, [7u8; 32]).expect("key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let sim = Sim::new(SimConfig::default()).expect("sim");
+        let cluster = Arc::new(sim.snapshot());
+        let (requests, mut rrx, _updates) = runner_on(sim, dir.path());
+        for arming in [false, true] {
+            requests
+                .send(Request::Preview {
+                    action: Action::Cordon {
+                        node: "h100-07".into(),
+                        reason: "x: drain after checkpoint".into(),
+                    },
+                    cluster: cluster.clone(),
+                    data_age: Duration::from_secs(1),
+                    base: None,
+                    arming,
+                })
+                .await
+                .map_err(|_| ())
+                .expect("send");
+            let Some(Reply::Preview(p)) = rrx.recv().await else {
+                panic!("no preview");
+            };
+            match arming {
+                false => assert!(p.refusal.is_none(), "{:?}", p.refusal),
+                true => assert!(
+                    p.refusal
+                        .as_ref()
+                        .is_some_and(|r| r.to_string().contains("cannot seal the armed step")),
+                    "{:?}",
+                    p.refusal
+                ),
+            }
+        }
     }
 
     /// The runner previews on fresh data, then refuses to run when the
@@ -252,6 +306,7 @@ mod tests {
                 cluster: cluster.clone(),
                 data_age: Duration::from_secs(1),
                 base: None,
+                arming: false,
             })
             .await
             .map_err(|_| ())
@@ -330,6 +385,7 @@ mod tests {
                     cluster: now.clone(),
                     data_age: Duration::from_secs(1),
                     base,
+                    arming: false,
                 })
                 .await
                 .map_err(|_| ())

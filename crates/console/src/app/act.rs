@@ -129,6 +129,7 @@ impl App {
             cluster: self.cluster.clone(),
             data_age,
             base: self.analysis.as_ref().map(|a| a.base.clone()),
+            arming: self.arming.pending(),
         }));
         self.dialog.open(Modal::Confirm {
             action,

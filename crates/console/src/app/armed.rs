@@ -83,6 +83,11 @@ impl Arming {
         self.on_confirm = Some((action, when));
     }
 
+    /// A step is to be armed when the preview open now is confirmed.
+    pub(crate) fn pending(&self) -> bool {
+        self.after.is_some() || self.on_confirm.is_some()
+    }
+
     /// The option was cancelled: nothing is armed.
     pub(crate) fn cancel(&mut self) {
         self.after = None;

@@ -170,6 +170,10 @@ pub enum Request {
         /// what the preview says come from one computation. None: one is
         /// computed from `cluster` alone.
         base: Option<Arc<Base>>,
+        /// A step is armed once this is confirmed: the key that seals it is
+        /// checked now, before anything is sent (issue 59: an unusable key
+        /// sent the plan's cordon, then failed "cannot seal").
+        arming: bool,
     },
     /// Run a confirmed preview. `cluster` and `data_age` are the newest
     /// the app has when the operator confirms: the policies are checked

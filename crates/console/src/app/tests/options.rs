@@ -478,6 +478,19 @@ fn force_typed_at_an_armed_plans_cordon_reaches_its_armed_step() {
             other => panic!("{other:?}"),
         };
         assert!(matches!(&action, Action::Cordon { node, .. } if node == "h100-05"));
+        // The preview of the plan's cordon asks for the sealing key to be
+        // checked: a step is armed once it is confirmed (issue 59).
+        assert!(
+            a.sent().iter().any(|r| matches!(
+                r,
+                Request::Preview {
+                    arming: true,
+                    action: Action::Cordon { .. },
+                    ..
+                }
+            )),
+            "the cordon's preview says a step is armed after it"
+        );
         let mut p = preview_typed(action, "h100-05");
         if forced {
             p.refusal = Some(crate::protocol::action::Refusal::Breaker(
