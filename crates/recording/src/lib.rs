@@ -214,6 +214,28 @@ pub struct IndexLine {
     pub size: Option<u64>,
 }
 
+/// The most of an index read: a line per snapshot, so an hour at one a
+/// second is well under a megabyte; past this it is not this recording's.
+const INDEX_MAX: u64 = 64 << 20;
+
+/// The index's bytes: a regular file only, never through a link, never
+/// waiting on a FIFO, at most [`INDEX_MAX`] (issue 59: a FIFO at
+/// `FILE.idx` hung `report`, `--replay` and `--at`; `/dev/zero` took
+/// 2 GB). `None`: no index to use, and the recording is scanned.
+pub(crate) fn read_index(path: &std::path::Path) -> Option<Vec<u8>> {
+    match crate::host::read_regular(path, INDEX_MAX) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(
+                "{}: {e}: not used, the recording is scanned",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
 /// Where a recording's index is.
 pub fn index_path(path: &std::path::Path) -> std::path::PathBuf {
     let mut p = path.as_os_str().to_owned();

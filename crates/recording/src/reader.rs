@@ -363,7 +363,7 @@ impl Recording {
     /// there and is this recording's: nothing of the recording is read
     /// but its header.
     pub(super) fn indexed(path: &Path, header: &Header) -> Option<Recording> {
-        let text = read_index(&super::index_path(path))?;
+        let text = super::read_index(&super::index_path(path))?;
         let mut marks = Vec::new();
         let mut audit = Vec::new();
         let mut lines = text.split(|b| *b == b'\n').filter(|l| !l.is_empty());
@@ -790,28 +790,6 @@ impl Iterator for States {
                 continue;
             }
             return self.current.clone().map(|c| Ok(Arc::new(c)));
-        }
-    }
-}
-
-/// The most of an index read: a line per snapshot, so an hour at one a
-/// second is well under a megabyte; past this it is not this recording's.
-const INDEX_MAX: u64 = 64 << 20;
-
-/// The index's bytes: a regular file only, never through a link, never
-/// waiting on a FIFO, at most [`INDEX_MAX`] (issue 59: a FIFO at
-/// `FILE.idx` hung `report`, `--replay` and `--at`; `/dev/zero` took
-/// 2 GB). `None`: no index to use, and the recording is scanned.
-fn read_index(path: &Path) -> Option<Vec<u8>> {
-    match crate::host::read_regular(path, INDEX_MAX) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            tracing::warn!(
-                "{}: {e}: not used, the recording is scanned",
-                path.display()
-            );
-            None
         }
     }
 }
