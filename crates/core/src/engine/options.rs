@@ -326,17 +326,22 @@ pub(super) fn index_of(o: &Options, name: &str) -> Option<usize> {
 
 /// Marks every option whose first step the guard would refuse now, with
 /// the guard's reason (`admit::refusal`, the checks its preview makes on
-/// the same snapshot and base). A plan whose first step is done already
-/// (a cordon of a node cordoned for it) starts at its next step: that
-/// is what choosing it sends.
+/// the same snapshot and base). A domain's node-by-node cordon whose first
+/// nodes are cordoned already starts at the first that is not: that is
+/// what choosing it sends.
 pub(super) fn admit(o: &mut Options, c: &Cluster, base: &Base) {
     use super::admit::{Refused, refusal};
     for choice in &mut o.options {
         choice.refused = None;
         while let Some(first) = choice.steps.first() {
             match refusal(first, c, base) {
+                // Only where the next step is another cordon (a domain's,
+                // node by node): a reset that ends in a resume, or a drain
+                // armed over someone else's cordon, would undo or override
+                // what nightshift did not do — that plan stays refused.
                 Some(Refused::Nothing(_))
-                    if choice.steps.len() > 1 && matches!(first, Action::Cordon { .. }) =>
+                    if matches!(first, Action::Cordon { .. })
+                        && matches!(choice.steps.get(1), Some(Action::Cordon { .. })) =>
                 {
                     choice.steps.remove(0);
                     if !choice.actions.is_empty() {

@@ -244,3 +244,28 @@ fn a_reboot_is_said_only_when_the_node_booted_after_it_was_taken_out() {
         "{o:#?}"
     );
 }
+
+/// A node someone else cordoned: a plan that starts with a cordon and
+/// goes on to undo or override it (the reset's resume, the drain armed
+/// over it, which `follow` then refuses as someone else's) is refused, not
+/// started at its second step.
+#[test]
+fn a_plan_is_not_started_past_someone_elses_cordon() {
+    use crate::model::NodeState;
+    let mut c = remap_night(200);
+    {
+        let n = Arc::make_mut(&mut c.nodes[0]);
+        n.state = NodeState::Cordoned;
+        n.reason = Some("cordon: fan noisy -- alice".into());
+    }
+    let base = base_of(&c);
+    let o = node_options(&c, &base, "n1", &SiteParams::default()).expect("options");
+    assert_recommendation_admitted(&c, &base, &o);
+    for name in ["reset_gpu", "wait_checkpoint"] {
+        let x = choice(&o, name);
+        assert!(
+            x.refused.is_some() && matches!(x.steps.first(), Some(Action::Cordon { .. })),
+            "{name}: {x:#?}"
+        );
+    }
+}
