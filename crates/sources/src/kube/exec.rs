@@ -224,6 +224,7 @@ impl Executor {
     /// How a drain ends each of `pods`' jobs ([`DrainPart`]), each gang once.
     pub(crate) async fn drain_parts(&self, pods: &[Value]) -> Vec<DrainPart> {
         let mut parts: Vec<DrainPart> = Vec::new();
+        let mut known: std::collections::HashMap<String, Option<Target>> = Default::default();
         for p in pods {
             let Some((ns, pod)) = name_of(p) else {
                 continue;
@@ -244,11 +245,21 @@ impl Executor {
             // eviction refused, said by name), never taken out through its
             // workload behind the budget's back.
             let protected = !self.pdb_blocks(std::slice::from_ref(p)).await.is_empty();
-            let part = match self.target(&format!("{ns}/{job}")).await {
-                Ok(Target::Workload { ns, name, .. }) if !protected => {
+            // One lookup a job: a gang's pods on the node share it.
+            let id = format!("{ns}/{job}");
+            let target = match known.get(&id) {
+                Some(t) => t.clone(),
+                None => {
+                    let t = self.target(&id).await.ok();
+                    known.insert(id, t.clone());
+                    t
+                }
+            };
+            let part = match target {
+                Some(Target::Workload { ns, name, .. }) if !protected => {
                     DrainPart::Workload { ns, name }
                 }
-                Ok(Target::Gang { ns, mut pods }) if !protected && pods.contains(&pod) => {
+                Some(Target::Gang { ns, mut pods }) if !protected && pods.contains(&pod) => {
                     pods.sort();
                     DrainPart::Gang { ns, pods }
                 }
