@@ -191,6 +191,7 @@ pub struct LimitsFile {
     pub max_hosts_per_list: Option<u64>,
     pub max_gpus_per_node: Option<u32>,
     pub max_series_per_scrape: Option<u64>,
+    pub max_answer_held_bytes: Option<u64>,
     pub discovery_timeout_s: Option<f64>,
     pub max_recording_line_bytes: Option<u64>,
 }
@@ -216,6 +217,9 @@ impl LimitsFile {
         }
         if let Some(v) = self.max_series_per_scrape {
             l.max_series_per_scrape = positive(v, "max_series_per_scrape")?;
+        }
+        if let Some(v) = self.max_answer_held_bytes {
+            l.max_answer_held_bytes = positive(v, "max_answer_held_bytes")?;
         }
         if let Some(v) = self.discovery_timeout_s {
             l.discovery_timeout_s = seconds(v, "limits.discovery_timeout_s")?.as_secs_f64();

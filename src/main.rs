@@ -84,11 +84,12 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Get(args)) => {
             let m = snapshot_for(&settings, wanted_by(args.what))?;
-            nightshift::out!(
-                "{}",
-                output::render(&m.cluster, &base(&m, &settings), args.what, args.output)?
-            );
-            Ok(())
+            Ok(output::print(
+                &m.cluster,
+                &base(&m, &settings),
+                args.what,
+                args.output,
+            )?)
         }
         Some(Command::Why(args)) => {
             let m = snapshot(&settings)?;

@@ -109,8 +109,35 @@ pub fn render(
     format: Format,
 ) -> Result<String, OutputError> {
     match format {
-        Format::Json => json(c, base, what),
+        Format::Json => {
+            let mut out = Vec::new();
+            json(c, base, what, &mut out)?;
+            Ok(String::from_utf8(out)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+        }
         Format::Table => Ok(table(c, base, what)),
+    }
+}
+
+/// [`render`] printed: JSON is written to stdout as it is made, never held
+/// whole (a million GPUs' JSON is most of a gigabyte); a closed stdout
+/// ends the program as [`write_out`] says.
+pub fn print(c: &Cluster, base: &Base, what: GetWhat, format: Format) -> Result<(), OutputError> {
+    if format == Format::Table {
+        write_out(&table(c, base, what));
+        return Ok(());
+    }
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match json(c, base, what, &mut w) {
+        Err(OutputError::Json(e)) if e.io_kind().is_some() => {
+            if e.io_kind() == Some(std::io::ErrorKind::BrokenPipe) {
+                std::process::exit(141);
+            }
+            eprintln!("nightshift: cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+        other => other,
     }
 }
 
@@ -157,7 +184,8 @@ fn envelope<T: Serialize>(
     c: &Cluster,
     kind: &'static str,
     items: Vec<T>,
-) -> Result<String, OutputError> {
+    out: &mut dyn std::io::Write,
+) -> Result<(), OutputError> {
     let env = Envelope {
         kind,
         cluster: &c.name,
@@ -165,10 +193,15 @@ fn envelope<T: Serialize>(
         time: c.time,
         items,
     };
-    Ok(crate::text::json_pretty(&env)?)
+    Ok(crate::text::json_pretty_to(out, &env)?)
 }
 
-fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> {
+fn json(
+    c: &Cluster,
+    base: &Base,
+    what: GetWhat,
+    out: &mut dyn std::io::Write,
+) -> Result<(), OutputError> {
     match what {
         GetWhat::Nodes => {
             // Asking each node for its jobs was nodes × jobs (17 s at 10k × 100k).
@@ -186,6 +219,7 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> 
                         item
                     })
                     .collect(),
+                out,
             )
         }
         GetWhat::Gpus => envelope(
@@ -198,6 +232,7 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> 
                     age_s: g.reading_time.map(|t| (c.time - t).max(0)),
                 })
                 .collect(),
+            out,
         ),
         GetWhat::Jobs => {
             let inferred = base.plan.inferred_reasons(c);
@@ -213,9 +248,10 @@ fn json(c: &Cluster, base: &Base, what: GetWhat) -> Result<String, OutputError> 
                         inferred_reason: inferred.get(i).copied().flatten(),
                     })
                     .collect(),
+                out,
             )
         }
-        GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect()),
+        GetWhat::Incidents => envelope(c, "incidents", base.incidents.iter().collect(), out),
         // Figures over a window, not items of a snapshot (main answers them).
         GetWhat::Kpis => Err(OutputError::Kpis),
     }

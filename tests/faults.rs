@@ -1148,6 +1148,7 @@ fn endless_prometheus_answers_are_bounded_together() {
     let prom = Fake::start(Behaviour::Endless {
         content_type: "application/json",
         prefix: r#"{"status":"success","data":"#,
+        unit: " ",
     });
     let cfg = dir.path().join("limits.toml");
     // A request timeout long enough that the body bound, not the clock,
@@ -1178,6 +1179,55 @@ fn endless_prometheus_answers_are_bounded_together() {
     let err = clean_failure(&out);
     assert!(err.contains("max_body_bytes"), "{err}");
     // One bound (128 MiB) and the program itself, not three bounds.
+    assert!(peak_kb < 300 * 1024, "peak {peak_kb} kB: {err}");
+}
+
+/// An endless Prometheus answer of *series* (issue 59's blocker): parsed,
+/// each series was held at 20–25 times its text, so a bound on the text
+/// read let the one-shot abort at 2–4 GB. The parse keeps what it reads
+/// within `limits.max_answer_held_bytes` and stops there, naming the key:
+/// the one-shot ends with that error and its peak stays near the bound.
+#[test]
+fn an_endless_prometheus_answer_of_series_stops_at_the_bound_on_what_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prom = Fake::start(Behaviour::Endless {
+        content_type: "application/json",
+        prefix: r#"{"status":"success","data":{"resultType":"vector","result":["#,
+        unit: r#"{"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","Hostname":"gpu07","UUID":"GPU-1","modelName":"NVIDIA H100 80GB HBM3"},"value":[1796006000.5,"61"]},"#,
+    });
+    let cfg = dir.path().join("limits.toml");
+    // Text far past the bound on what is kept: that one must end it.
+    std::fs::write(
+        &cfg,
+        "[limits]\nmax_body_bytes = 4294967296\nmax_answer_held_bytes = 67108864\n[endpoints]\ntimeout_s = 120\n",
+    )
+    .expect("config");
+    let child = Command::new(bin())
+        .args(["--config", cfg.to_str().expect("path")])
+        .args([
+            "--source",
+            "none",
+            "--prometheus",
+            &prom.url(""),
+            "get",
+            "gpus",
+        ])
+        .arg("--log-file")
+        .arg(dir.path().join("n.log"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let (out, peak_kb, ended) = peak_rss_kb(child, Duration::from_secs(150));
+    assert!(ended, "an endless answer hung the one-shot");
+    let err = clean_failure(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("more than 67108864 bytes once parsed")
+            && err.contains("limits.max_answer_held_bytes"),
+        "{err}"
+    );
+    // The bound (64 MiB) and the program itself, not 20 times the text.
     assert!(peak_kb < 300 * 1024, "peak {peak_kb} kB: {err}");
 }
 

@@ -28,11 +28,13 @@ pub enum Behaviour {
     Garbage(Vec<u8>),
     /// Refuses connections (closes them at once, as a dead port would).
     Down,
-    /// `200` with `prefix`, then spaces that never end (no length; up to
-    /// 8 GiB, or until the client goes).
+    /// `200` with `prefix`, then `unit` again and again, never ending (no
+    /// length; up to 8 GiB, or until the client goes): spaces a parser
+    /// skips, or a series a parser keeps.
     Endless {
         content_type: &'static str,
         prefix: &'static str,
+        unit: &'static str,
     },
     /// By path: the first route whose prefix the request's path starts
     /// with; `Serve 404` when none does.
@@ -178,6 +180,7 @@ fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
         Behaviour::Endless {
             content_type,
             prefix,
+            unit,
         } => {
             read_request(&mut s);
             let head = format!(
@@ -186,9 +189,10 @@ fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
             if s.write_all(head.as_bytes()).is_err() {
                 return;
             }
-            let chunk = vec![b' '; 1 << 20];
-            for _ in 0..8192 {
-                if s.write_all(&chunk).is_err() {
+            let chunk = unit.repeat(((1 << 20) / unit.len().max(1)).max(1));
+            let chunk = chunk.as_bytes();
+            for _ in 0..(8usize << 30) / chunk.len().max(1) {
+                if s.write_all(chunk).is_err() {
                     return;
                 }
             }

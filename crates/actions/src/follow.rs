@@ -320,18 +320,21 @@ pub async fn fire_if_due(a: &Armed, f: &Firing<'_>) -> Fired {
     // requeues after the drain) goes; what was done reads as done.
     let interrupted = close_interrupted(a, f);
     f.executor.prepare(&a.action).await;
-    let mut p = guard::preview(
+    let how = guard::How {
+        force: a.forced,
+        step_of: Some(a.id.clone()),
+    };
+    let p = guard::preview_as(
         &a.action,
         f.cluster,
         f.base,
         f.data_age,
         f.policy,
         f.log,
-        a.forced,
+        how,
         Ok(f.executor),
         f.site,
     );
-    p.step_of = Some(a.id.clone());
     // The plan was confirmed when it was armed: its token stands typed.
     let typed = p.token.clone().unwrap_or_else(|| "y".into());
     let refused = |why: String| {

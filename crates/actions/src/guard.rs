@@ -165,6 +165,36 @@ pub fn preview(
     executor: Result<&Executor, &str>,
     site: &SiteParams,
 ) -> Preview {
+    let how = How {
+        force,
+        step_of: None,
+    };
+    preview_as(a, c, base, data_age, policy, log, how, executor, site)
+}
+
+/// How a preview is asked: past the breaker (`force`), and for an armed
+/// step (`step_of`, its id): the breaker does not count what was done to
+/// the step's own node — its plan's cordon — against it (docs/actions.md).
+pub struct How {
+    pub force: bool,
+    pub step_of: Option<String>,
+}
+
+/// [`preview`], as `how` says.
+#[allow(clippy::too_many_arguments)]
+pub fn preview_as(
+    a: &Action,
+    c: &Cluster,
+    base: &Base,
+    data_age: Duration,
+    policy: &Policy,
+    log: &AuditLog,
+    how: How,
+    executor: Result<&Executor, &str>,
+    site: &SiteParams,
+) -> Preview {
+    let force = how.force;
+    let own = how.step_of.as_ref().and(a.takes_out());
     let blast = blast(c, base, a, site);
     let jobs: Vec<String> = match &blast {
         Ok(b) => b.killed.iter().map(|k| k.id.clone()).collect(),
@@ -192,7 +222,7 @@ pub fn preview(
             source_now: c.time,
             wall_now: audit::now(),
             span_s: policy.window.as_secs() as i64,
-            except: None,
+            except: own,
             scheduler: Some(c),
         })
     });
@@ -265,7 +295,7 @@ pub fn preview(
         cluster: None,
         incident: incident.map(crate::audit::incident_line),
         fault: incident.and_then(crate::audit::fault_of),
-        step_of: None,
+        step_of: how.step_of.clone(),
         source_time: c.time,
     }
 }
@@ -486,7 +516,8 @@ pub async fn run(
             source_now: now.cluster.time,
             wall_now: audit::now(),
             span_s: now.policy.window.as_secs() as i64,
-            except: None,
+            // An armed step's own node: its plan's cordon is not counted.
+            except: p.step_of.as_ref().and(p.action.takes_out()),
             scheduler: Some(now.cluster),
         });
         if let Err(r) =

@@ -15,6 +15,9 @@ pub struct Limits {
     pub max_gpus_per_node: u32,
     /// `limits.max_series_per_scrape`: samples one endpoint scrape may hold.
     pub max_series_per_scrape: u64,
+    /// `limits.max_answer_held_bytes`: what one parsed Prometheus answer
+    /// may keep (its labels and samples), checked as it is parsed.
+    pub max_answer_held_bytes: u64,
     /// `limits.discovery_timeout_s`: the whole API-version discovery.
     pub discovery_timeout_s: f64,
     /// `limits.max_recording_line_bytes`: the longest line of a recording
@@ -31,6 +34,8 @@ impl Default for Limits {
             max_gpus_per_node: 1024,
             // 10,000 hosts × 8 GPUs × ~40 families is 3.2 M.
             max_series_per_scrape: 5_000_000,
+            // 10^6 GPU series (151 MB of JSON) keep about 190 MB.
+            max_answer_held_bytes: 512 << 20,
             discovery_timeout_s: 30.0,
             // A keyframe of the 10,000-node, 100,000-job sim is 84 MB of JSON.
             max_recording_line_bytes: 256 << 20,

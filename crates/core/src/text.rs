@@ -159,6 +159,13 @@ pub fn tenths(v: f64) -> String {
 #[error("cannot write JSON: {0}")]
 pub struct JsonError(#[from] serde_json::Error);
 
+impl JsonError {
+    /// The write's error kind, where writing (not the value) failed.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.0.io_error_kind()
+    }
+}
+
 impl From<JsonError> for String {
     fn from(e: JsonError) -> String {
         e.to_string()
@@ -171,19 +178,91 @@ impl From<JsonError> for String {
 /// overrides — as `\uXXXX`. They can only stand inside strings, where the
 /// escape means the same character.
 pub fn json_pretty<T: serde::Serialize + ?Sized>(v: &T) -> Result<String, JsonError> {
-    let s = serde_json::to_string_pretty(v)?;
-    if !s.chars().any(json_unsafe) {
-        return Ok(s);
+    let mut out = Vec::new();
+    json_pretty_to(&mut out, v)?;
+    // Only whole characters are written (see `SafeJson`).
+    Ok(String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+/// [`json_pretty`] written to `w` as it is made, never held whole: a
+/// million GPUs' JSON is most of a gigabyte.
+pub fn json_pretty_to<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    w: W,
+    v: &T,
+) -> Result<(), JsonError> {
+    let mut safe = SafeJson {
+        inner: w,
+        pending: Vec::new(),
+    };
+    serde_json::to_writer_pretty(&mut safe, v)?;
+    std::io::Write::flush(&mut safe).map_err(serde_json::Error::io)?;
+    Ok(())
+}
+
+/// A writer that escapes [`json_unsafe`] characters on their way through;
+/// a character cut between two writes waits for its rest.
+struct SafeJson<W> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> std::io::Write for SafeJson<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let mut rest: &[u8] = &self.pending;
+        let mut out: Vec<u8> = Vec::with_capacity(rest.len() + 16);
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    escape_into(text, &mut out);
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (good, after) = rest.split_at(e.valid_up_to());
+                    escape_into(std::str::from_utf8(good).unwrap_or_default(), &mut out);
+                    match e.error_len() {
+                        // Not UTF-8 at all: passed on as it is.
+                        Some(n) => {
+                            out.extend_from_slice(&after[..n]);
+                            rest = &after[n..];
+                        }
+                        // A character's start: its rest comes next write.
+                        None => {
+                            rest = after;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let keep = rest.to_vec();
+        self.inner.write_all(&out)?;
+        self.pending = keep;
+        Ok(buf.len())
     }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let rest = std::mem::take(&mut self.pending);
+        self.inner.write_all(&rest)?;
+        self.inner.flush()
+    }
+}
+
+fn escape_into(text: &str, out: &mut Vec<u8>) {
+    if !text.chars().any(json_unsafe) {
+        out.extend_from_slice(text.as_bytes());
+        return;
+    }
+    for c in text.chars() {
         if json_unsafe(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
+            out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
         } else {
-            out.push(c);
+            let mut b = [0; 4];
+            out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
         }
     }
-    Ok(out)
 }
 
 fn json_unsafe(c: char) -> bool {
@@ -218,6 +297,40 @@ mod tests {
         assert_eq!(moment_short(now + 3600, now), "03:47");
         assert_eq!(moment_short(now + 23 * 3600, now), "12-01 01:47");
         assert_eq!(moment_short(now + 86_400 * 365, now), "2027-11-30");
+    }
+
+    /// JSON written as it is made is the same text as JSON made whole,
+    /// the unsafe characters escaped even when a write cuts one in two.
+    #[test]
+    fn json_written_in_pieces_escapes_what_a_terminal_would_obey() {
+        let v = serde_json::json!({"name": "a\u{9b}2J\u{202e}é\u{7f}\u{1b}", "n": [1, 2]});
+        let whole = json_pretty(&v).expect("json");
+        assert!(whole.contains(r"a\u009b2J\u202eé\u007f\u001b"), "{whole}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&whole).expect("still JSON"),
+            v
+        );
+        // A writer that takes one byte a call: every character is cut.
+        struct OneByte(Vec<u8>);
+        impl std::io::Write for OneByte {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.extend_from_slice(&b[..b.len().min(1)]);
+                Ok(b.len().min(1))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut safe = SafeJson {
+            inner: OneByte(Vec::new()),
+            pending: Vec::new(),
+        };
+        let text = serde_json::to_string_pretty(&v).expect("raw");
+        for b in text.as_bytes() {
+            std::io::Write::write_all(&mut safe, &[*b]).expect("write");
+        }
+        std::io::Write::flush(&mut safe).expect("flush");
+        assert_eq!(String::from_utf8(safe.inner.0).expect("utf-8"), whole);
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub(crate) use invalid;
 /// Why a source could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StartError {
+    /// An answer past a bound on what it keeps: the parse stopped there.
+    #[error("{what}: the answer holds {passed}; stopped reading it (raise {})", passed.key())]
+    Held {
+        what: String,
+        passed: crate::prometheus::answer::Passed,
+    },
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
     #[error("--source none needs node endpoints: --dcgm URL or --prometheus URL")]
@@ -44,6 +50,12 @@ pub enum PromError {
     NoMatrix,
     #[error("Prometheus's history holds more than {0} series (limits.max_series_per_scrape)")]
     TooManySeries(u64),
+    /// An answer past a bound on what it keeps: the parse stopped there.
+    #[error("{what}: the answer holds {passed}; stopped reading it (raise {})", passed.key())]
+    Held {
+        what: String,
+        passed: crate::prometheus::answer::Passed,
+    },
     #[error("cannot build the HTTP client: {0}")]
     Http(String),
     #[error("bad Prometheus URL {base}: {why}")]

@@ -134,28 +134,36 @@ pub async fn body_reserved(
     }
 }
 
-/// Why a JSON answer could not be had: the transfer (as [`body`] says
-/// it), or JSON that is not (its error and the answer's first line).
+/// Why a streamed answer could not be had: the transfer (as [`body`]
+/// says it), the parse (its error and the answer's first line), or the
+/// parser's thread.
 #[derive(Debug)]
-pub enum JsonError {
+pub enum StreamError<E> {
     Source(SourceError),
-    NotJson { why: String, start: String },
+    Parse { error: E, start: String },
     Task(String),
 }
 
-/// The body of `resp` parsed as JSON *as it streams in*: each chunk goes
-/// to a parser on a blocking thread the moment it arrives, so the answer's
-/// text is never held whole beside its parse; its bytes count against the
-/// process's budget for answers in flight (`limits.max_body_bytes` for all
-/// of them together) until the parse is done.
-pub async fn json_streamed(
+/// The body of `resp` given to `parse` *as it streams in*: each chunk
+/// goes to the parser on a blocking thread the moment it arrives, so the
+/// answer's text is never held whole beside its parse (the parser bounds
+/// what it keeps); the bytes read count against the process's budget for
+/// answers in flight (`limits.max_body_bytes` for all of them together)
+/// until the parse is done. A parser that stops early (bad input, a
+/// bound passed) stops the reading.
+pub async fn parse_streamed<T, E>(
     mut resp: reqwest::Response,
     what: &str,
     timeout: Duration,
-) -> Result<serde_json::Value, JsonError> {
+    parse: impl FnOnce(&mut dyn std::io::Read) -> Result<T, E> + Send + 'static,
+) -> Result<T, StreamError<E>>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+{
     let limit = crate::limits::get().max_body_bytes;
     let too_large = |with_others: bool| {
-        JsonError::Source(SourceError::TooLarge {
+        StreamError::Source(SourceError::TooLarge {
             what: if with_others {
                 format!("{what} (with the other answers being read)")
             } else {
@@ -176,9 +184,10 @@ pub async fn json_streamed(
             start: Vec::new(),
         };
         // serde_json reads a byte at a time: buffered, not a call each.
-        let parsed = serde_json::from_reader::<_, serde_json::Value>(
-            std::io::BufReader::with_capacity(64 * 1024, &mut reader),
-        );
+        let parsed = parse(&mut std::io::BufReader::with_capacity(
+            64 * 1024,
+            &mut reader,
+        ));
         (parsed, reader.start)
     });
     let mut held = Reservation::default();
@@ -196,14 +205,14 @@ pub async fn json_streamed(
                     failed = Some(too_large(true));
                     break;
                 }
-                // The parser stopped (bad JSON): its error says why.
+                // The parser stopped (bad input, a bound): its error says why.
                 if tx.send(chunk).await.is_err() {
                     break;
                 }
             }
             Ok(None) => break,
             Err(e) => {
-                failed = Some(JsonError::Source(http_error(
+                failed = Some(StreamError::Source(http_error(
                     &format!("{what}: reading the answer"),
                     &e,
                     timeout,
@@ -220,11 +229,11 @@ pub async fn json_streamed(
     }
     match parsed {
         Ok((Ok(v), _)) => Ok(v),
-        Ok((Err(e), start)) => Err(JsonError::NotJson {
-            why: e.to_string(),
+        Ok((Err(error), start)) => Err(StreamError::Parse {
+            error,
             start: crate::text::one_line(&String::from_utf8_lossy(&start), 120),
         }),
-        Err(e) => Err(JsonError::Task(e.to_string())),
+        Err(e) => Err(StreamError::Task(e.to_string())),
     }
 }
 

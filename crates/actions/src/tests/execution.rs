@@ -733,6 +733,64 @@ fn a_forced_plan_keeps_its_override_for_its_armed_step() {
     );
 }
 
+/// The breaker does not count an armed step's own plan's cordon against
+/// it (issue 59: the guard's count did, where `follow`'s own did not):
+/// with the limit at three, the plan's cordon of h100-05 and two other
+/// nodes out, the drain of h100-05 — back in service meanwhile — fires;
+/// a drain of a fourth node in its place is refused.
+#[test]
+fn an_armed_steps_own_cordon_is_not_counted_by_the_breaker() {
+    use crate::follow::{self, Fired};
+    let b = bench();
+    // The partitions' share is not what this is about.
+    let loose = Policy {
+        max_partition_share_out: 1.0,
+        ..Policy::default()
+    };
+    let cordon = |n: &str| {
+        run(
+            &b,
+            &Action::Cordon {
+                node: n.into(),
+                reason: "psu".into(),
+            },
+            "y",
+            &loose,
+            Duration::ZERO,
+        )
+        .expect("cordoned");
+    };
+    for n in ["h100-05", "a100-01", "a100-02"] {
+        cordon(n);
+    }
+    let c = snapshot(&b.world);
+    let a = follow::arm(&b.log, &who(), drain("h100-05"), due_at_once(), c.time).expect("armed");
+    let other =
+        follow::arm(&b.log, &who(), drain("h100-04"), due_at_once(), c.time).expect("armed");
+    run(
+        &b,
+        &Action::Resume {
+            node: "h100-05".into(),
+        },
+        "y",
+        &Policy::default(),
+        Duration::ZERO,
+    )
+    .expect("resumed");
+    match fire(&b, &other) {
+        Fired::Refused(why) => assert!(why.contains("circuit breaker"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match fire(&b, &a) {
+        Fired::Sent { ok: true, .. } => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        snapshot(&b.world).node("h100-05").map(|n| n.state),
+        Some(NodeState::Drain)
+    );
+}
+
 /// A trigger that is due at once: the job it waits for does not run.
 fn due_at_once() -> crate::model::Trigger {
     crate::model::Trigger::Checkpoints {

@@ -259,12 +259,12 @@ impl PromPoller {
             // Only how many GPUs the server holds: a fleet's healthy
             // nodes are not read.
             let body = self.ask(fleet::count_query()).await?;
-            let (gpus, w) = fleet::count_from(&body)?;
+            let (gpus, w) = fleet::count_from(body)?;
             warned.extend(w);
             self.gpus = gpus;
         } else if slow_round {
             let body = self.ask(fleet::aggregates_query()).await?;
-            let (aggregates, w) = fleet::aggregates_from(&body)?;
+            let (aggregates, w) = fleet::aggregates_from(body)?;
             warned.extend(w);
             self.gpus = aggregates.iter().map(|a| u64::from(a.gpus)).sum();
             self.aggregates = aggregates;
@@ -283,11 +283,11 @@ impl PromPoller {
             let body = self
                 .ask(fleet::spinning_query(self.stall.0, self.stall.1))
                 .await?;
-            let (spinning, w) = fleet::hosts_from(&body)?;
+            let (spinning, w) = fleet::hosts_from(body)?;
             warned.extend(w);
             self.spinning = spinning;
         }
-        let (mut wanted, w) = fleet::hosts_from(&broken)?;
+        let (mut wanted, w) = fleet::hosts_from(broken)?;
         warned.extend(w);
         self.broken = wanted.clone();
         wanted.extend(self.spinning.iter().cloned());
@@ -314,7 +314,7 @@ impl PromPoller {
     }
 
     /// One instant query's answer.
-    async fn ask(&self, query: String) -> Result<serde_json::Value, PromError> {
+    async fn ask(&self, query: String) -> Result<crate::prometheus::Answer, PromError> {
         self.client.get_json("query", &[("query", query)]).await
     }
 

@@ -8,9 +8,8 @@
 //! days): a fault whose gauge was cleared sooner than that can be missed,
 //! and the same Xid twice without a reset between is one.
 
-use super::{PromError, Prometheus, series_host};
+use super::{Answer, PromError, Prometheus};
 use crate::model::{Fault, PastFault, Timestamp};
-use serde_json::Value;
 
 /// The families asked, each with the fault its non-zero values are.
 const FAMILIES: &[(&str, FaultOf)] = &[
@@ -46,42 +45,25 @@ pub fn step_for(window_s: i64) -> i64 {
 }
 
 /// The faults in one `query_range` answer of `family`'s filter, by host.
-fn faults_of(body: &Value, of: FaultOf, step: i64) -> Result<Vec<PastFault>, PromError> {
-    let result = body
-        .pointer("/data/result")
-        .and_then(Value::as_array)
-        .ok_or(PromError::NoResult)?;
+fn faults_of(body: &Answer, of: FaultOf, step: i64) -> Result<Vec<PastFault>, PromError> {
+    super::checked(body)?;
+    let result = &body.data.as_ref().ok_or(PromError::NoResult)?.result.0;
     let max = crate::limits::get().max_series_per_scrape;
     if result.len() as u64 > max {
         return Err(PromError::TooManySeries(max));
     }
     let mut out = Vec::new();
     for series in result {
-        let Some(metric) = series.get("metric").and_then(Value::as_object) else {
+        let Some(host) = series.host() else {
             continue;
         };
-        let Some(host) = series_host(metric) else {
-            continue;
-        };
-        let gpu = metric
-            .get("gpu")
-            .and_then(Value::as_str)
-            .and_then(|g| g.parse::<u32>().ok());
+        let gpu = series.label("gpu").and_then(|g| g.parse::<u32>().ok());
         let mut prev: Option<(Timestamp, f64)> = None;
-        for p in series
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some((t, v)) = p.as_array().and_then(|p| {
-                Some((
-                    p.first()?.as_f64()? as Timestamp,
-                    p.get(1)?.as_str()?.parse::<f64>().ok()?,
-                ))
-            }) else {
+        for p in &series.values.0 {
+            if !p.time.is_finite() || p.value.is_nan() {
                 continue;
-            };
+            }
+            let (t, v) = (p.time as Timestamp, p.value);
             let begins = prev.is_none_or(|(pt, pv)| t - pt > step + step / 2 || pv != v);
             if begins && let Some(fault) = of.fault(v) {
                 out.push(PastFault {
@@ -165,7 +147,7 @@ mod tests {
             {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "instance": "gpu08:9400", "gpu": "x"},
              "values": [[1000, "13"], [1300, "NaN?"]]}
         ]}});
-        let f = faults_of(&body, FaultOf::Xid, step).expect("faults");
+        let f = faults_of(&crate::prometheus::answer(body), FaultOf::Xid, step).expect("faults");
         let got: Vec<(Timestamp, &str, Option<u32>, Fault)> = f
             .iter()
             .map(|f| (f.time, f.node.as_str(), f.gpu, f.fault))
@@ -179,7 +161,14 @@ mod tests {
                 (1000, "gpu08", None, Fault::Xid(13)),
             ]
         );
-        assert!(faults_of(&json!({"status": "success"}), FaultOf::Dbe, step).is_err());
+        assert!(
+            faults_of(
+                &crate::prometheus::answer(json!({"status": "success"})),
+                FaultOf::Dbe,
+                step
+            )
+            .is_err()
+        );
         assert_eq!(step_for(30 * 86_400), 259);
         assert_eq!(step_for(3600), 60);
     }

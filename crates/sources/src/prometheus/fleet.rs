@@ -18,8 +18,8 @@
 //! millions. Figures: docs/performance.md, "A fleet through Prometheus".
 
 use super::PromError;
+use super::{Answer, Series};
 use crate::model::Timestamp;
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The labels a GPU's host is named by, as aggregates group them.
@@ -44,18 +44,14 @@ impl HostKey {
         }
     }
 
-    fn of(metric: &serde_json::Map<String, Value>) -> Option<HostKey> {
+    fn of(series: &Series) -> Option<HostKey> {
         ["Hostname", "hostname", "instance"]
             .into_iter()
             .find_map(|l| {
-                metric
-                    .get(l)
-                    .and_then(Value::as_str)
-                    .filter(|v| !v.is_empty())
-                    .map(|v| HostKey {
-                        label: l,
-                        value: v.to_string(),
-                    })
+                series.label(l).filter(|v| !v.is_empty()).map(|v| HostKey {
+                    label: l,
+                    value: v.to_string(),
+                })
             })
     }
 }
@@ -103,18 +99,12 @@ pub fn count_query() -> String {
 }
 
 /// Reads a `count_query` answer (no series: none).
-pub fn count_from(body: &Value) -> Result<(u64, Vec<String>), PromError> {
+pub fn count_from(body: Answer) -> Result<(u64, Vec<String>), PromError> {
     let (result, warnings) = super::instant_answer(body)?;
     let n = result
         .first()
-        .and_then(|s| {
-            s.get("value")?
-                .as_array()?
-                .get(1)?
-                .as_str()?
-                .parse::<f64>()
-                .ok()
-        })
+        .and_then(|s| s.value)
+        .map(|p| p.value)
         .filter(|n| n.is_finite() && *n >= 0.0)
         .unwrap_or(0.0);
     Ok((n as u64, warnings))
@@ -230,7 +220,7 @@ fn regex_quote(v: &str) -> String {
 }
 
 /// Reads the aggregates' answer.
-pub fn aggregates_from(body: &Value) -> Result<(Vec<NodeAggregate>, Vec<String>), PromError> {
+pub fn aggregates_from(body: Answer) -> Result<(Vec<NodeAggregate>, Vec<String>), PromError> {
     let (rows, warnings) = tagged_rows(body)?;
     let mut by_host: BTreeMap<HostKey, NodeAggregate> = BTreeMap::new();
     for (key, tag, value, time) in rows {
@@ -265,7 +255,7 @@ pub fn aggregates_from(body: &Value) -> Result<(Vec<NodeAggregate>, Vec<String>)
 }
 
 /// Reads a `broken_query` or `spinning_query` answer: the hosts, each once.
-pub fn hosts_from(body: &Value) -> Result<(BTreeSet<HostKey>, Vec<String>), PromError> {
+pub fn hosts_from(body: Answer) -> Result<(BTreeSet<HostKey>, Vec<String>), PromError> {
     let (rows, warnings) = tagged_rows(body)?;
     Ok((rows.into_iter().map(|(k, ..)| k).collect(), warnings))
 }
@@ -275,27 +265,16 @@ pub fn hosts_from(body: &Value) -> Result<(BTreeSet<HostKey>, Vec<String>), Prom
 type Row = (HostKey, String, f64, Timestamp);
 
 /// The rows of an instant answer; series without a host label are skipped.
-fn tagged_rows(body: &Value) -> Result<(Vec<Row>, Vec<String>), PromError> {
+fn tagged_rows(body: Answer) -> Result<(Vec<Row>, Vec<String>), PromError> {
     let (result, warnings) = super::instant_answer(body)?;
     let rows = result
         .iter()
         .filter_map(|series| {
-            let metric = series.get("metric")?.as_object()?;
-            let key = HostKey::of(metric)?;
-            let tag = metric
-                .get("nightshift_agg")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let v = series.get("value")?.as_array()?;
-            let time = v.first()?.as_f64().filter(|t| t.is_finite())? as Timestamp;
-            let value = match v.get(1)?.as_str()? {
-                "NaN" => f64::NAN,
-                "+Inf" => f64::INFINITY,
-                "-Inf" => f64::NEG_INFINITY,
-                s => s.parse().unwrap_or(f64::NAN),
-            };
-            Some((key, tag, value, time))
+            let key = HostKey::of(series)?;
+            let tag = series.label("nightshift_agg").unwrap_or("").to_string();
+            let p = series.value?;
+            let time = Some(p.time).filter(|t| t.is_finite())? as Timestamp;
+            Some((key, tag, p.value, time))
         })
         .collect();
     Ok((rows, warnings))
@@ -362,6 +341,9 @@ fn per_label(keys: &BTreeSet<HostKey>, query: impl Fn(&str, &[&str]) -> String) 
 mod tests {
     use super::*;
 
+    use crate::prometheus::answer;
+    use serde_json::Value;
+
     fn row(labels: Value, v: &str) -> Value {
         serde_json::json!({"metric": labels, "value": [1796006000.0, v]})
     }
@@ -379,7 +361,7 @@ mod tests {
             row(serde_json::json!({"instance": "x:9400", "nightshift_agg": "occ"}), "1000000.5"),
             row(serde_json::json!({"job": "dcgm", "nightshift_agg": "util"}), "3000000"),
         ]}});
-        let (a, w) = aggregates_from(&body).expect("aggregates");
+        let (a, w) = aggregates_from(answer(body)).expect("aggregates");
         assert_eq!(w, ["Prometheus warning: one store did not answer"]);
         assert_eq!(a.len(), 2, "{a:?}");
         assert_eq!(a[0].key.host(), "gpu07");
@@ -396,7 +378,7 @@ mod tests {
         );
         assert_eq!(count_and_mean(16.0 * OFFSET + 1600.0), Some((16, 100.0)));
         assert_eq!(count_and_mean(999_999.0), None);
-        let err = aggregates_from(&serde_json::json!({"status": "error", "errorType": "timeout", "error": "query timed out"}))
+        let err = aggregates_from(answer(serde_json::json!({"status": "error", "errorType": "timeout", "error": "query timed out"})))
             .expect_err("error");
         assert!(err.to_string().contains("query timed out"), "{err}");
     }

@@ -8,10 +8,11 @@
 use super::dcgm::Reading;
 use super::dcgm::textformat::Sample;
 use crate::model::{Backfill, GpuBackfill, Timestamp, XidSeen};
-use serde_json::Value;
+pub use answer::{Answer, Series};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod answer;
 pub mod faults;
 pub mod fleet;
 
@@ -47,97 +48,81 @@ pub use super::error::PromError;
 
 /// An instant answer's series and warnings; an error answer (with
 /// Prometheus's words), one without a result, or a range is an error.
-pub(crate) fn instant_answer(body: &Value) -> Result<(&Vec<Value>, Vec<String>), PromError> {
-    let status = body.get("status").and_then(Value::as_str).unwrap_or("");
-    if status != "success" {
-        let kind = body
-            .get("errorType")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
-        let msg = body
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("no error text");
-        return Err(PromError::Failed {
-            kind: crate::text::one_line(kind, 40),
-            message: crate::text::one_line(msg, 300),
-        });
-    }
-    let warnings = body
-        .get("warnings")
-        .and_then(Value::as_array)
-        .map(|w| {
-            w.iter()
-                .filter_map(Value::as_str)
-                .take(5)
-                .map(|s| format!("Prometheus warning: {}", crate::text::one_line(s, 300)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let result = body
-        .pointer("/data/result")
-        .and_then(Value::as_array)
-        .ok_or(PromError::NoResult)?;
-    if body.pointer("/data/resultType").and_then(Value::as_str) == Some("matrix") {
+pub(crate) fn instant_answer(body: Answer) -> Result<(Vec<Series>, Vec<String>), PromError> {
+    let warnings = checked(&body)?;
+    let data = body.data.ok_or(PromError::NoResult)?;
+    if data.result_type.as_str() == "matrix" {
         return Err(PromError::MatrixToInstant);
     }
-    Ok((result, warnings))
+    Ok((data.result.0, warnings))
+}
+
+/// An error answer as an error with Prometheus's words; else its
+/// warnings (five at most, a line each).
+fn checked(body: &Answer) -> Result<Vec<String>, PromError> {
+    if body.status.as_str() != "success" {
+        let text = |t: &Option<answer::Text>, none: &str| {
+            t.as_ref()
+                .map_or(none.to_string(), |t| t.as_str().to_string())
+        };
+        return Err(PromError::Failed {
+            kind: crate::text::one_line(&text(&body.error_type, "unknown"), 40),
+            message: crate::text::one_line(&text(&body.error, "no error text"), 300),
+        });
+    }
+    Ok(body
+        .warnings
+        .iter()
+        .take(5)
+        .map(|s| {
+            format!(
+                "Prometheus warning: {}",
+                crate::text::one_line(s.as_str(), 300)
+            )
+        })
+        .collect())
 }
 
 /// Samples from an instant-query response; `warnings` come back beside.
-pub fn samples_from(body: &Value) -> Result<(Vec<Sample>, Vec<String>), PromError> {
+/// The answer's strings move into the samples (nothing is copied).
+pub fn samples_from(body: Answer) -> Result<(Vec<Sample>, Vec<String>), PromError> {
     let (result, warnings) = instant_answer(body)?;
     let mut out = Vec::with_capacity(result.len());
     for series in result {
-        let Some(metric) = series.get("metric").and_then(Value::as_object) else {
+        let Some(p) = series.value else {
             continue;
         };
-        let Some((ts, val)) = series
-            .get("value")
-            .and_then(Value::as_array)
-            .and_then(|v| Some((v.first()?.as_f64()?, v.get(1)?.as_str()?)))
-        else {
+        if !p.time.is_finite() {
             continue;
-        };
-        let Some(name) = metric.get("__name__").and_then(Value::as_str) else {
-            continue;
-        };
-        let mut labels: Vec<(String, String)> = metric
-            .iter()
-            .filter(|(k, _)| k.as_str() != "__name__")
-            .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-            .collect();
-        // Series without a host label are named after the target scraped.
-        if !labels
-            .iter()
-            .any(|(k, _)| k == "Hostname" || k == "hostname")
-            && let Some(host) = series_host(metric)
-        {
-            labels.push(("hostname".into(), host.to_string()));
         }
-        let value = match val {
-            "NaN" => f64::NAN,
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            v => v.parse().unwrap_or(f64::NAN),
+        // Series without a host label are named after the target scraped.
+        let host = match series.label("Hostname").or(series.label("hostname")) {
+            Some(_) => None,
+            None => series.host().map(str::to_string),
         };
+        let mut name = None;
+        let mut labels: Vec<(String, String)> = Vec::with_capacity(series.metric.0.len() + 1);
+        for (k, v) in series.metric.0 {
+            if k == "__name__" {
+                name = Some(v);
+            } else {
+                labels.push((k, v));
+            }
+        }
+        let Some(name) = name else {
+            continue;
+        };
+        if let Some(h) = host {
+            labels.push(("hostname".into(), h));
+        }
         out.push(Sample {
-            name: name.to_string(),
+            name,
             labels,
-            value,
-            timestamp_ms: Some((ts * 1000.0) as i64),
+            value: p.value,
+            timestamp_ms: Some((p.time * 1000.0) as i64),
         });
     }
     Ok((out, warnings))
-}
-
-/// The host a series is about: its `Hostname`/`hostname` label, else the
-/// target scraped (`instance` without its port).
-fn series_host(metric: &serde_json::Map<String, Value>) -> Option<&str> {
-    let label = |k: &str| metric.get(k).and_then(Value::as_str);
-    label("Hostname")
-        .or_else(|| label("hostname"))
-        .or_else(|| label("instance").map(|i| i.split(':').next().unwrap_or(i)))
 }
 
 /// Per slot: sum and count, of the GPU's own series and of its MIG
@@ -207,61 +192,36 @@ impl BackfillBuilder {
 
     /// Adds one answer (a matrix). An error answer is an error with
     /// Prometheus's text; series nightshift does not read are skipped.
-    pub fn add(&mut self, body: &Value) -> Result<(), PromError> {
-        let status = body.get("status").and_then(Value::as_str).unwrap_or("");
-        if status != "success" {
-            // The same wording as an instant query's error.
-            return samples_from(body).map(|_| ());
-        }
-        if let Some(w) = body.get("warnings").and_then(Value::as_array) {
-            self.window.notes.extend(
-                w.iter()
-                    .filter_map(Value::as_str)
-                    .take(5)
-                    .map(|s| format!("Prometheus warning: {}", crate::text::one_line(s, 300))),
-            );
-        }
-        if body.pointer("/data/resultType").and_then(Value::as_str) != Some("matrix") {
+    pub fn add(&mut self, body: &Answer) -> Result<(), PromError> {
+        self.window.notes.extend(checked(body)?);
+        let data = body.data.as_ref().ok_or(PromError::NoResult)?;
+        if data.result_type.as_str() != "matrix" {
             return Err(PromError::NoMatrix);
         }
-        let result = body
-            .pointer("/data/result")
-            .and_then(Value::as_array)
-            .ok_or(PromError::NoResult)?;
         let max_series = crate::limits::get().max_series_per_scrape;
         let max_gpu = crate::limits::get().max_gpus_per_node;
-        for series in result {
+        for series in &data.result.0 {
             self.series += 1;
             if self.series > max_series {
                 return Err(PromError::TooManySeries(max_series));
             }
-            let Some(metric) = series.get("metric").and_then(Value::as_object) else {
-                continue;
-            };
             let (Some(name), Some(host), Some(gpu)) = (
-                metric.get("__name__").and_then(Value::as_str),
-                series_host(metric),
-                metric
-                    .get("gpu")
-                    .and_then(Value::as_str)
+                series.label("__name__"),
+                series.host(),
+                series
+                    .label("gpu")
                     .and_then(|g| g.parse::<u32>().ok())
                     .filter(|&g| g < max_gpu),
             ) else {
                 continue;
             };
-            let mig = metric.contains_key("GPU_I_ID");
-            let Some(values) = series.get("values").and_then(Value::as_array) else {
-                continue;
-            };
+            let mig = series.metric.contains("GPU_I_ID");
+            let values = &series.values.0;
             let acc = self.gpus.entry((host.to_string(), gpu)).or_default();
             let (window, slots) = (&self.window, self.window.slots);
             let points = values.iter().filter_map(|p| {
-                let p = p.as_array()?;
-                let t = p.first()?.as_f64().filter(|t| t.is_finite())? as Timestamp;
-                let v = match p.get(1)?.as_str()? {
-                    "NaN" | "+Inf" | "-Inf" => return None,
-                    v => v.parse::<f64>().ok()?,
-                };
+                let t = Some(p.time).filter(|t| t.is_finite())? as Timestamp;
+                let v = Some(p.value).filter(|v| v.is_finite())?;
                 (!super::dcgm::blank(v)).then_some((t, v))
             });
             let slot = |t: Timestamp| window.slot(t);
@@ -352,7 +312,7 @@ impl Prometheus {
     /// The readings an instant query `q` selects.
     pub async fn query_with(&self, q: &str) -> Result<(Vec<Reading>, Vec<String>), PromError> {
         let body = self.get_json("query", &[("query", q.to_string())]).await?;
-        let (samples, mut warnings) = samples_from(&body)?;
+        let (samples, mut warnings) = samples_from(body)?;
         let (r, w) = crate::dcgm::readings_checked(&samples, "unknown", crate::host::now());
         warnings.extend(w);
         Ok((r, warnings))
@@ -365,7 +325,7 @@ impl Prometheus {
         let body = self
             .get_json("query", &[("query", PORTS_QUERY.to_string())])
             .await?;
-        let (samples, warnings) = samples_from(&body)?;
+        let (samples, warnings) = samples_from(body)?;
         Ok((
             crate::dcgm::ports::ports_from(&samples, "unknown", crate::host::now()),
             warnings,
@@ -377,7 +337,7 @@ impl Prometheus {
         let body = self
             .get_json("query", &[("query", fleet::count_query())])
             .await?;
-        Ok(fleet::count_from(&body)?.0)
+        Ok(fleet::count_from(body)?.0)
     }
 
     /// The last `slots` × `step` seconds up to `end`, for the charts.
@@ -407,7 +367,7 @@ impl Prometheus {
             // pass over each GPU's hour), then those hosts' history alone.
             let q = fleet::xid_hosts_query(end - start + step);
             queries = match self.get_json("query", &[("query", q)]).await {
-                Ok(body) => match fleet::hosts_from(&body) {
+                Ok(body) => match fleet::hosts_from(body) {
                     Ok((hosts, _)) => fleet::xid_history_queries(&hosts)
                         .into_iter()
                         .map(|q| ("Xids", q))
@@ -454,12 +414,15 @@ impl Prometheus {
         })
     }
 
-    /// GET `/api/v1/{path}` as JSON.
+    /// GET `/api/v1/{path}`: its answer, parsed as it streams in (off the
+    /// async workers) and bounded by what it keeps
+    /// (`limits.max_series_per_scrape`, `limits.max_answer_held_bytes`);
+    /// its bytes count against the budget of every answer in flight.
     pub(crate) async fn get_json(
         &self,
         path: &str,
         params: &[(&str, String)],
-    ) -> Result<Value, PromError> {
+    ) -> Result<Answer, PromError> {
         let url = reqwest::Url::parse_with_params(&format!("{}/api/v1/{path}", self.base), params)
             .map_err(|e| PromError::Url {
                 base: self.base.clone(),
@@ -470,22 +433,37 @@ impl Prometheus {
         })?;
         let status = resp.status().as_u16();
         let what = format!("Prometheus at {}", self.base);
-        // Parsed as it streams in, off the async workers; its bytes count
-        // against the budget of every answer in flight.
-        use crate::http::{JsonError, json_streamed};
-        json_streamed(resp, &what, self.timeout)
-            .await
-            .map_err(|e| match e {
-                JsonError::Source(s) => PromError::Source(s),
-                JsonError::NotJson { why, start } => PromError::NotJson {
-                    what,
-                    status,
-                    why,
-                    start,
-                },
-                JsonError::Task(t) => PromError::Parse(t),
-            })
+        let limits = crate::limits::get();
+        let (series, bytes) = (limits.max_series_per_scrape, limits.max_answer_held_bytes);
+        use crate::http::{StreamError, parse_streamed};
+        use answer::ParseError;
+        parse_streamed(resp, &what, self.timeout, move |r| {
+            answer::parse_bounded(r, series, bytes)
+        })
+        .await
+        .map_err(|e| match e {
+            StreamError::Source(s) => PromError::Source(s),
+            StreamError::Parse {
+                error: ParseError::Held(passed),
+                ..
+            } => PromError::Held { what, passed },
+            StreamError::Parse {
+                error: ParseError::Json(e),
+                start,
+            } => PromError::NotJson {
+                what,
+                status,
+                why: e.to_string(),
+                start,
+            },
+            StreamError::Task(t) => PromError::Parse(t),
+        })
     }
+}
+
+#[cfg(test)]
+pub(crate) fn answer(v: serde_json::Value) -> Answer {
+    serde_json::from_value(v).expect("a Prometheus answer")
 }
 
 #[cfg(test)]
@@ -494,7 +472,7 @@ mod tests {
 
     #[test]
     fn error_partial_and_stale_answers() {
-        let err = samples_from(&serde_json::json!({"status": "error", "errorType": "bad_data", "error": "parse error at char 3"})).expect_err("error");
+        let err = samples_from(answer(serde_json::json!({"status": "error", "errorType": "bad_data", "error": "parse error at char 3"}))).expect_err("error");
         assert!(
             err.to_string().contains("bad_data") && err.to_string().contains("parse error"),
             "{err}"
@@ -507,7 +485,7 @@ mod tests {
                 {"metric": {"__name__": "DCGM_FI_DEV_XID_ERRORS", "gpu": "0", "Hostname": "gpu07", "instance": "x:9400"}, "value": [1796005000, "79"]}
             ]}
         });
-        let (samples, warnings) = samples_from(&body).expect("samples");
+        let (samples, warnings) = samples_from(answer(body)).expect("samples");
         assert_eq!(warnings, ["Prometheus warning: a shard did not answer"]);
         let r = crate::dcgm::readings(&samples, "unknown", 0);
         assert_eq!(r.len(), 1, "instance host and Hostname agree on gpu07");
@@ -548,8 +526,8 @@ mod tests {
               &[(start + 60, "0"), (start + 90, "13")]),
         ]}});
         let mut b = BackfillBuilder::new(start, 30, 4);
-        b.add(&activity).expect("activity");
-        b.add(&xid).expect("xid");
+        b.add(&answer(activity)).expect("activity");
+        b.add(&answer(xid)).expect("xid");
         let b = b.finish();
         assert_eq!(b.notes, ["Prometheus warning: partial"]);
         let g0 = &b.gpus[&("gpu07".to_string(), 0)];
@@ -589,11 +567,11 @@ mod tests {
         // is not a range.
         let mut b = BackfillBuilder::new(start, 30, 4);
         let err = b
-            .add(&serde_json::json!({"status": "error", "errorType": "execution", "error": "query processing would load too many samples"}))
+            .add(&answer(serde_json::json!({"status": "error", "errorType": "execution", "error": "query processing would load too many samples"})))
             .expect_err("error");
         assert!(err.to_string().contains("too many samples"), "{err}");
         let err = b
-            .add(&serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}}))
+            .add(&answer(serde_json::json!({"status": "success", "data": {"resultType": "vector", "result": []}})))
             .expect_err("vector");
         assert!(err.to_string().contains("matrix"), "{err}");
     }
