@@ -455,7 +455,7 @@ fn read_path(
     out: &mut Vec<Record>,
     skipped: &mut Vec<String>,
 ) -> Result<(), AuditError> {
-    use std::io::Read;
+    use std::io::BufRead;
     let mut f = match open_regular(OpenOptions::new().read(true), path) {
         Ok(f) => f,
         Err(AuditError::Open { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -467,25 +467,67 @@ fn read_path(
         path: path.to_path_buf(),
         source: Arc::new(e),
     };
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(read)?;
-    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+    // Line by line, each bounded: a file of one endless line (or of
+    // gigabytes) is never held whole, only the records it has.
+    let mut r = std::io::BufReader::new(&mut f);
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        number += 1;
+        let n = std::io::Read::take(&mut r, MAX_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(read)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if line.last() != Some(&b'\n') && n as u64 > MAX_LINE {
+            skip_line(&mut r).map_err(read)?;
+            skipped.push(format!(
+                "{} line {number}: longer than {MAX_LINE} bytes; skipped",
+                path.display()
+            ));
+            continue;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let why = match std::str::from_utf8(line) {
+        let why = match std::str::from_utf8(&line) {
             Err(_) => "not UTF-8 (torn mid-character?)".to_string(),
             Ok(text) => match serde_json::from_str::<Record>(text) {
-                Ok(r) => {
-                    out.push(r);
+                Ok(rec) => {
+                    out.push(rec);
                     continue;
                 }
                 Err(e) => format!("not a record ({e})"),
             },
         };
-        skipped.push(format!("{} line {}: {why}; skipped", path.display(), i + 1));
+        skipped.push(format!("{} line {number}: {why}; skipped", path.display()));
     }
-    Ok(())
+}
+
+/// The longest audit line read: a record is a few KB (a drain naming a
+/// gang of thousands of jobs is under 1 MiB).
+const MAX_LINE: u64 = 4 << 20;
+
+/// Reads past the rest of a line without keeping it.
+fn skip_line(r: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                r.consume(n);
+            }
+        }
+    }
 }
 
 pub use crate::host::{now, os_user};

@@ -128,6 +128,35 @@ fn a_last_line_torn_mid_character_loses_no_earlier_record() {
     assert!(err.contains("circuit breaker"), "{err}");
 }
 
+/// A line past the bound (a planted or damaged log: 5 MiB of one line) is
+/// read past without being held and named; the records around it count.
+#[test]
+fn an_endless_audit_line_is_skipped_not_held() {
+    let b = bench();
+    let now = crate::audit::now();
+    let rec = |i: usize, n: &str| Record {
+        cluster: "sim-16".into(),
+        ..intent(&format!("t{i}"), n, now)
+    };
+    b.log.write(&rec(0, "h100-07")).expect("write");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b.log.path)
+        .expect("open");
+    std::io::Write::write_all(&mut f, &vec![b'x'; 5 << 20]).expect("long");
+    std::io::Write::write_all(&mut f, b"\n").expect("end");
+    drop(f);
+    b.log.write(&rec(1, "h100-08")).expect("write");
+    let reading = b.log.reading();
+    assert_eq!(reading.records.len(), 2, "{:?}", reading.skipped);
+    assert!(
+        matches!(reading.skipped.as_slice(), [s] if s.contains("line 2") && s.contains("longer than")),
+        "{:?}",
+        reading.skipped
+    );
+    assert_eq!(b.log.nodes_taken_out_since(0), Ok(2));
+}
+
 /// A symlink where the audit log should be is never followed: nothing is
 /// written through it, and no action is taken without an audit.
 #[test]
