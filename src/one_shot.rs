@@ -85,7 +85,6 @@ pub fn with_endpoints_for(
     let latest = crate::sources::endpoints::Latest::from(poll);
     let mut xids = crate::sources::dcgm::merge::HealthWatch::default();
     xids.observe(&latest.readings, &base, &e.hosts);
-    xids.observe_ports(&latest.ports, &base, &e.hosts);
     xids.faults = faults;
     let now = crate::host::now();
     Ok(crate::sources::endpoints::merged(

@@ -148,3 +148,28 @@ pub fn quota(c: &mut Cluster, account: &str, limit: u32) {
         gpus_in_use: used,
     });
 }
+
+/// The sim run `secs` seconds on, each snapshot of it (one per 5 s)
+/// observed into `m` as a watching console observes them (the one before
+/// too): the last snapshot and its base with the memory of them all. What
+/// is derived from readings (a node down that lasts, a port down, a
+/// storm) is derived as it is live.
+pub fn watch(
+    s: &mut crate::sim::Sim,
+    m: &mut crate::engine::memory::Memory,
+    secs: u64,
+) -> (Cluster, crate::engine::base::Base) {
+    let site = crate::engine::SiteParams::default();
+    let cat = crate::engine::xid::XidCatalog::default();
+    m.observe(&s.snapshot(), &site);
+    let mut left = secs;
+    while left > 0 {
+        let by = left.min(5);
+        s.advance(by);
+        left -= by;
+        m.observe(&s.snapshot(), &site);
+    }
+    let c = s.snapshot();
+    let b = m.base(&c, &site, &cat);
+    (c, b)
+}

@@ -41,6 +41,10 @@ pub struct Memory {
     /// at 10,000 nodes).
     #[serde(skip)]
     jobs: super::changed::Held<crate::model::Job>,
+    /// The events concluded from the readings (a node down that lasts, a
+    /// port down, an NVLink storm): one deriver for every source.
+    #[serde(default)]
+    derived: super::derive::Deriver,
 }
 
 fn ended(s: JobState) -> bool {
@@ -71,6 +75,7 @@ impl Memory {
             Some(b) => b.observe(c),
             None => self.baseline = Some(EccBaseline::of(c)),
         }
+        self.derived.observe(c, self.baseline.as_ref(), site);
         let ended_jobs = &mut self.ended;
         self.jobs.update(&c.jobs, |i| {
             let Some(j) = c.jobs.get(i).filter(|j| ended(j.state)) else {
@@ -131,10 +136,12 @@ impl Memory {
     /// `c` with the faults remembered and the audit's in its history; the
     /// nodes and jobs are shared, not copied.
     fn with_history<'a>(&self, c: &'a Cluster) -> std::borrow::Cow<'a, Cluster> {
-        if self.faults.is_empty() && self.audited.is_empty() {
+        let derived = self.derived.events();
+        if self.faults.is_empty() && self.audited.is_empty() && derived.is_empty() {
             return std::borrow::Cow::Borrowed(c);
         }
         let mut whole = c.clone();
+        whole.events.extend(derived.iter().cloned());
         whole.history.extend(self.faults.faults());
         whole.history.extend(self.audited.iter().cloned());
         std::borrow::Cow::Owned(whole)
@@ -159,6 +166,7 @@ impl Memory {
             audited: self.audited.clone(),
             // Without the ended jobs, no job is taken as already looked at.
             jobs: Default::default(),
+            derived: self.derived.clone(),
         }
     }
 
@@ -170,6 +178,11 @@ impl Memory {
             "stall {} {}; repeat window {}",
             site.stall_util_min, site.stall_occupancy_max, site.repeat_offender.window_s
         )
+    }
+
+    /// The events derived from the snapshots so far (see `derive`).
+    pub fn derived_events(&self) -> &[crate::model::Event] {
+        self.derived.events()
     }
 
     /// Every hardware fault seen, each once.

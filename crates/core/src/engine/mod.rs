@@ -10,6 +10,7 @@ pub mod armed;
 pub mod base;
 pub mod blast;
 pub mod changed;
+pub mod derive;
 pub mod domains;
 pub mod error;
 pub mod exact;

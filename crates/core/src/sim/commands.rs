@@ -6,7 +6,7 @@
 //! that.
 
 use super::Sim;
-use crate::model::{Action, EventKind, Job, JobState, Node, NodeState, Refused, Step};
+use crate::model::{Action, Job, JobState, Node, NodeState, Refused, Step};
 use std::sync::Arc;
 
 /// What Slurm answers when asked to requeue a job submitted with
@@ -177,12 +177,8 @@ impl Sim {
         node.reason_set_by = reason.as_ref().map(|_| crate::host::os_user());
         node.reason_time = reason.as_ref().map(|_| now);
         node.reason = reason.clone();
-        let name = node.name.clone();
-        let kind = EventKind::NodeState {
-            from: from.as_str().into(),
-            to: to.as_str().into(),
-        };
-        self.push_event(&name, None, kind, reason.as_deref().unwrap_or(""));
+        // The state alone, as a scheduler keeps it: the event is the
+        // deriver's (`engine::derive`).
         self.sched_dirty = true;
     }
 

@@ -202,17 +202,6 @@ fn fragmented_a100s(sim: &mut Sim, an: &[usize]) {
     Arc::make_mut(&mut sim.nodes[drained]).reason = Some("PSU replaced, burn-in pending".into());
     Arc::make_mut(&mut sim.nodes[drained]).reason_set_by = Some("root".into());
     Arc::make_mut(&mut sim.nodes[drained]).reason_time = Some(START_TIME - 5400);
-    let dname = sim.nodes[drained].name.clone();
-    sim.push_event_at(
-        START_TIME - 5400,
-        &dname,
-        None,
-        EventKind::NodeState {
-            from: "up".into(),
-            to: "drain".into(),
-        },
-        "PSU replaced, burn-in pending",
-    );
     for (name, user, account, prio) in [
         ("asr-conformer-8g", "grace", "speech", 8000),
         ("rl-ppo-8g", "erin", "rl", 6000),

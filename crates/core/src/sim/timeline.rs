@@ -28,16 +28,17 @@ pub(crate) enum Incident {
 const STORM_LINK: u32 = 3;
 /// How long the NVLink storm lasts.
 pub(crate) const STORM_S: i64 = 1500;
-/// A storm still going says so again this often.
-const STORM_REPORT_S: i64 = 600;
 /// A hung collective gives up (NCCL's timeout) this long after the flap.
 pub(crate) const COLLECTIVE_TIMEOUT_S: i64 = 600;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Timeline {
     fired: usize,
-    /// (node, GPU, started, last reported) of the NVLink storm going on.
-    storm: Option<(usize, u32, Timestamp, Timestamp)>,
+    /// (node, GPU, started) of the NVLink storm going on.
+    storm: Option<(usize, u32, Timestamp)>,
+    /// Whether the leaf has flapped before (the first flap is longer and
+    /// hangs the gangs there).
+    flapped: bool,
     /// Port changes to come: (time, node, down).
     ports: Vec<(Timestamp, usize, bool)>,
     /// Hung gangs' jobs and when their collective times out.
@@ -79,7 +80,7 @@ pub(crate) fn fire_due(sim: &mut Sim) {
 /// and up, hung collectives timing out.
 pub(crate) fn fabric_step(sim: &mut Sim) {
     let now = sim.now;
-    if let Some((node, gpu, started, reported)) = sim.timeline.storm {
+    if let Some((node, gpu, started)) = sim.timeline.storm {
         if now - started >= STORM_S {
             sim.timeline.storm = None;
         } else {
@@ -94,20 +95,8 @@ pub(crate) fn fabric_step(sim: &mut Sim) {
                 add(&mut l.recovery, 1);
             }
             g.nvlink = crate::model::NvLinkErrors::sum(g.nvlink_links.values());
-            if now - reported >= STORM_REPORT_S {
-                let total = g.nvlink.total().unwrap_or(0);
-                let name = sim.nodes[node].name.clone();
-                sim.timeline.storm = Some((node, gpu, started, now));
-                sim.push_event(
-                    &name,
-                    Some(gpu),
-                    EventKind::NvLink { errors: total },
-                    &format!(
-                        "NVLink CRC storm goes on: {total} errors on its links since {}",
-                        crate::text::clock(started)
-                    ),
-                );
-            }
+            // Counters only: that they rise fast is the deriver's to
+            // tell (`engine::derive`), as it is on a real source.
         }
     }
     let due: Vec<(Timestamp, usize, bool)> = sim
@@ -156,14 +145,7 @@ fn start_storm(sim: &mut Sim, node: usize, gpu: u32) {
             },
         );
     }
-    sim.timeline.storm = Some((node, gpu, now, now));
-    let name = sim.nodes[node].name.clone();
-    sim.push_event(
-        &name,
-        Some(gpu),
-        EventKind::NvLink { errors: 0 },
-        "NVLink CRC storm: flit and data CRC errors and replays rising fast on link 3",
-    );
+    sim.timeline.storm = Some((node, gpu, now));
 }
 
 /// The leaf switch of `node` flaps: its nodes' ports go down a few seconds
@@ -173,10 +155,8 @@ fn flap(sim: &mut Sim, node: usize) {
     let Some(leaf) = sim.nodes[node].domain("leaf").cloned() else {
         return;
     };
-    let first = !sim
-        .events
-        .iter()
-        .any(|e| matches!(e.kind, EventKind::Link { .. }));
+    let first = !sim.timeline.flapped;
+    sim.timeline.flapped = true;
     let down_s = FLAP_DOWN_S[usize::from(!first)];
     let under: Vec<usize> = (0..sim.nodes.len())
         .filter(|&i| sim.nodes[i].domains.contains(&leaf))
@@ -203,8 +183,8 @@ fn flap(sim: &mut Sim, node: usize) {
     sim.timeline.timeouts.extend(hung);
 }
 
-/// Takes node `n`'s port down (an event, its link-downed counter up) or
-/// brings it back up.
+/// Takes node `n`'s port down (its state, its link-downed counter up) or
+/// brings it back up: readings only, the deriver tells the event.
 fn set_port(sim: &mut Sim, n: usize, down: bool) {
     let node = Arc::make_mut(&mut sim.nodes[n]);
     let Some(port) = Arc::make_mut(&mut node.ib_ports).first_mut() else {
@@ -215,16 +195,6 @@ fn set_port(sim: &mut Sim, n: usize, down: bool) {
         port.physical_state = Some(2);
         port.link_downed = Some(port.link_downed.unwrap_or(0) + 1);
         port.symbol_errors = Some(port.symbol_errors.unwrap_or(0) + 17);
-        let (name, pname) = (node.name.clone(), port.name());
-        sim.push_event(
-            &name,
-            None,
-            EventKind::Link {
-                port: pname.clone(),
-                down: true,
-            },
-            &format!("IB port {pname} went DOWN (physical state Polling): link lost"),
-        );
     } else {
         port.state = Some(crate::model::IB_STATE_ACTIVE);
         port.physical_state = Some(crate::model::IB_PHYS_LINK_UP);

@@ -90,8 +90,6 @@ pub struct HealthWatch {
     /// Events read while the scheduler had no jobs to tell (before its
     /// first answer): named once it has (see `name_victims`).
     unnamed: Vec<u64>,
-    /// Each (node, port)'s last reading: down, link-downed count.
-    pub(super) ports_seen: HashMap<(String, String), (Option<bool>, Option<u64>)>,
     /// The GPUs' hardware faults in Prometheus's history (by node name):
     /// each merged snapshot carries them (`Cluster::history`).
     pub faults: Vec<crate::model::PastFault>,
@@ -193,17 +191,6 @@ impl HealthWatch {
                 },
             );
         }
-        if self.events.len() > KEEP_EVENTS {
-            let cut = self.events.len() - KEEP_EVENTS;
-            self.events.drain(..cut);
-        }
-    }
-
-    /// Records an event, numbered, and keeps the newest [`KEEP_EVENTS`].
-    pub(super) fn push(&mut self, mut e: Event) {
-        self.seq += 1;
-        e.seq = self.seq;
-        self.events.push(e);
         if self.events.len() > KEEP_EVENTS {
             let cut = self.events.len() - KEEP_EVENTS;
             self.events.drain(..cut);

@@ -3,9 +3,9 @@
 //! Prometheus. A port down now, or whose link-downed counter moved, is an
 //! event of its node.
 
-use super::merge::{HealthWatch, HostMap, node_index};
+use super::merge::{HostMap, node_index};
 use super::textformat::Sample;
-use crate::model::{Cluster, Event, EventKind, IbPort, Timestamp};
+use crate::model::{Cluster, IbPort, Timestamp};
 use std::collections::BTreeMap;
 
 /// The node exporter's families nightshift reads (labels `device`, `port`).
@@ -224,69 +224,6 @@ pub fn merge_ports(c: &mut Cluster, ports: &[PortReading], hosts: &HostMap) -> u
     added
 }
 
-impl HealthWatch {
-    /// Port events: a port seen down (first seen so, or gone down since
-    /// the last reading), or whose link went down and came back between
-    /// two readings (its link-downed counter moved, it is up now).
-    pub fn observe_ports(&mut self, ports: &[PortReading], base: &Cluster, hosts: &HostMap) {
-        let known = node_index(base);
-        for r in ports {
-            let node = node_of(r, hosts, &known).to_string();
-            let key = (node.clone(), r.port.name());
-            let was = self.ports_seen.get(&key).copied();
-            let down = r.port.is_down() == Some(true);
-            let was_down = was.and_then(|(d, _)| d);
-            let rose = match (r.port.link_downed, was.and_then(|(_, l)| l)) {
-                (Some(now), Some(then)) => now > then,
-                _ => false,
-            };
-            let event = if down && was_down != Some(true) {
-                Some((
-                    true,
-                    format!(
-                        "IB port {} is {} (physical {}) (node exporter)",
-                        r.port.name(),
-                        r.port.state_word(),
-                        r.port.physical_word()
-                    ),
-                ))
-            } else if !down && rose && was_down != Some(true) {
-                Some((
-                    false,
-                    format!(
-                        "IB port {} lost its link and got it back: link downed {} times (node exporter)",
-                        r.port.name(),
-                        r.port.link_downed.unwrap_or(0)
-                    ),
-                ))
-            } else {
-                None
-            };
-            if let Some((down, message)) = event {
-                self.push(Event {
-                    seq: 0,
-                    time: r.time,
-                    jobs: base.jobs_at(&node, None),
-                    node: node.clone(),
-                    gpu: None,
-                    kind: EventKind::Link {
-                        port: r.port.name(),
-                        down,
-                    },
-                    message,
-                });
-            }
-            self.ports_seen.insert(
-                key,
-                (
-                    r.port.is_down().or(was_down),
-                    r.port.link_downed.or(was.and_then(|(_, l)| l)),
-                ),
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,8 +345,8 @@ mod fuzz {
 
     proptest! {
         /// The node exporter's port series, hostile or arbitrary: parsed,
-        /// read as ports, merged onto a cluster and watched for events
-        /// without a panic; every port kept is one the series named.
+        /// read as ports, merged onto a cluster and watched for events (by
+        /// the engine's deriver) without a panic; every port kept is one the series named.
         #[test]
         fn fuzz_node_exporter_ports(lines in prop::collection::vec(arb_line(), 0..24), junk in "\\PC{0,80}") {
             let text = format!("{}{junk}\n", lines.concat());
@@ -421,9 +358,10 @@ mod fuzz {
             let mut c = crate::model::Cluster::default();
             let hosts = HostMap::default();
             merge_ports(&mut c, &ports, &hosts);
-            let mut watch = HealthWatch::default();
-            watch.observe_ports(&ports, &c, &hosts);
-            watch.observe_ports(&ports, &c, &hosts);
+            let site = crate::engine::SiteParams::default();
+            let mut m = crate::engine::memory::Memory::default();
+            m.observe(&c, &site);
+            m.observe(&c, &site);
         }
     }
 }

@@ -316,7 +316,6 @@ async fn observe(
     let observed = tokio::task::spawn_blocking(move || {
         let w2 = Arc::make_mut(&mut w);
         w2.observe(&l.readings, &b, &hosts.hosts);
-        w2.observe_ports(&l.ports, &b, &hosts.hosts);
         w
     });
     match observed.await {

@@ -322,59 +322,6 @@ impl Topology {
     }
 }
 
-/// Turns node state changes between polls into incidents. Nodes already
-/// out of service at the first poll are reported once, at the time their
-/// reason was set.
-#[derive(Debug, Default)]
-pub struct NodeWatch {
-    last: std::collections::HashMap<String, crate::model::NodeState>,
-    events: Vec<crate::model::Event>,
-    seq: u64,
-}
-
-/// Node-state incidents kept.
-const KEEP_EVENTS: usize = 1000;
-
-impl NodeWatch {
-    pub fn observe(&mut self, c: &mut crate::model::Cluster) {
-        use crate::model::{Event, EventKind, NodeState};
-        let first = self.last.is_empty();
-        for n in &c.nodes {
-            let before = self.last.insert(n.name.clone(), n.state);
-            let from = match before {
-                Some(b) if b == n.state => continue,
-                Some(b) => b.as_str().to_string(),
-                None if first && n.state != NodeState::Up => "-".to_string(),
-                None => continue,
-            };
-            self.seq += 1;
-            let time = if before.is_none() {
-                n.reason_time.unwrap_or(c.time)
-            } else {
-                c.time
-            };
-            self.events.push(Event {
-                seq: self.seq,
-                time,
-                node: n.name.clone(),
-                gpu: None,
-                kind: EventKind::NodeState {
-                    from,
-                    to: n.state.as_str().to_string(),
-                },
-                message: n.reason.clone().unwrap_or_default(),
-                jobs: c.jobs_at(&n.name, None),
-            });
-        }
-        self.events.sort_by_key(|e| (e.time, e.seq));
-        if self.events.len() > KEEP_EVENTS {
-            let cut = self.events.len() - KEEP_EVENTS;
-            self.events.drain(..cut);
-        }
-        c.events = self.events.clone();
-    }
-}
-
 /// The poll loop's memory between polls: the API version, the job book
 /// and the two cadences.
 struct Poller {
@@ -558,7 +505,6 @@ pub async fn run(cfg: SlurmConfig, out: impl Into<crate::assemble::Outlet>) {
     let mut poller = Poller::new(client, cfg.clone());
     let mut backoff: Option<Duration> = None;
     let mut told: Option<(Duration, bool, String)> = None;
-    let mut watch = NodeWatch::default();
     let mut topo = Topology::default();
     loop {
         let result = poller.poll().await;
@@ -571,8 +517,9 @@ pub async fn run(cfg: SlurmConfig, out: impl Into<crate::assemble::Outlet>) {
                 }
                 let mut c = m.cluster;
                 backoff = None;
+                // Readings only: node state changes that last are the
+                // engine's to tell (`engine::derive`), for every source.
                 topology::apply(&mut c, &topo.by_node);
-                watch.observe(&mut c);
                 let refresh = poller.refresh();
                 if told.as_ref() != Some(&refresh) {
                     tracing::info!("slurm: {}", refresh.2);

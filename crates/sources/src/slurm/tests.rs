@@ -213,28 +213,30 @@ fn checkpoint_comment_convention() {
     assert_eq!(map::checkpoint_from_comment("").size_bytes, None);
 }
 
+/// Slurm's node records carry states, not events: the engine's deriver
+/// tells a node already draining at the first read (dated by its reason),
+/// its drain once it is drained, and nothing while it stays so.
 #[test]
 fn node_state_changes_become_incidents() {
+    let site = crate::engine::SiteParams::default();
     let drained = parse(fixture!("slurm-22.05/v0.0.38_nodes_draining.json"));
-    let mut watch = super::NodeWatch::default();
-    let mut first = clean("lab", 1_796_009_600, &drained.nodes, &[], &[]);
-    watch.observe(&mut first);
-    assert_eq!(first.events.len(), 1, "gpu01 was already draining");
-    assert_eq!(first.events[0].node, "gpu01");
-    assert_eq!(first.events[0].message, "xid79");
+    let mut m = crate::engine::memory::Memory::default();
+    let first = clean("lab", 1_796_009_600, &drained.nodes, &[], &[]);
+    assert!(first.events.is_empty(), "the source gives no node events");
+    m.observe(&first, &site);
+    let told = m.derived_events();
+    assert_eq!(told.len(), 1, "gpu01 was already draining");
+    assert_eq!(told[0].node, "gpu01");
+    assert_eq!(told[0].message, "xid79");
     let after = parse(fixture!("slurm-22.05/v0.0.38_nodes_drained.json"));
-    let mut second = clean("lab", 1_796_009_700, &after.nodes, &[], &[]);
-    watch.observe(&mut second);
-    let last = second.events.last().expect("event");
+    let second = clean("lab", 1_796_009_700, &after.nodes, &[], &[]);
+    m.observe(&second, &site);
+    let last = m.derived_events().last().expect("event");
     assert_eq!(last.label(), "NODE DRAIN");
     assert_eq!(last.time, 1_796_009_700);
-    let mut third = clean("lab", 1_796_009_800, &after.nodes, &[], &[]);
-    watch.observe(&mut third);
-    assert_eq!(
-        third.events.len(),
-        second.events.len(),
-        "no change, no incident"
-    );
+    let third = clean("lab", 1_796_009_800, &after.nodes, &[], &[]);
+    m.observe(&third, &site);
+    assert_eq!(m.derived_events().len(), 2, "no change, no incident");
 }
 
 /// Hostile answers: each bad record is skipped with a warning naming it,

@@ -2,6 +2,8 @@
 //! one answer for its quiet switch.
 use super::*;
 use crate::engine::analysis::Base;
+use crate::engine::fixture::watch;
+use crate::engine::memory::Memory;
 use crate::engine::xid::XidCatalog;
 use crate::model::{Event, IB_STATE_DOWN, JobState};
 use crate::sim::{Sim, SimConfig};
@@ -16,9 +18,10 @@ const LEAF_NODES: [&str; 4] = ["h100-05", "h100-06", "h100-07", "h100-08"];
 #[test]
 fn the_leaf_flap_is_one_domain_incident_naming_its_nodes_and_gangs() {
     let mut s = Sim::new(SimConfig::default()).expect("sim");
-    s.advance(1230);
-    let c = s.snapshot();
-    let b = base(&c);
+    // Watched as a console does: the ports' going down is derived from
+    // their states, second by second.
+    let mut m = Memory::default();
+    let (_, b) = watch(&mut s, &mut m, 1230);
     let dom: Vec<&Incident> = b
         .incidents
         .iter()
@@ -89,8 +92,7 @@ fn the_leaf_flap_is_one_domain_incident_naming_its_nodes_and_gangs() {
 
     // The collective timeout: the gangs fail; the second flap joins
     // the same incident.
-    s.advance(600);
-    let b = base(&s.snapshot());
+    let (_, b) = watch(&mut s, &mut m, 600);
     let d = b
         .incidents
         .iter()
@@ -109,8 +111,7 @@ fn the_leaf_flap_is_one_domain_incident_naming_its_nodes_and_gangs() {
         d.jobs
     );
     // Quiet for 15 minutes after the second flap: resolved.
-    s.advance(900);
-    let b = base(&s.snapshot());
+    let (_, b) = watch(&mut s, &mut m, 900);
     let d = b
         .incidents
         .iter()
@@ -134,7 +135,8 @@ fn the_leaf_flap_is_one_domain_incident_naming_its_nodes_and_gangs() {
 fn a_quiet_switch_gets_one_answer_from_its_incident_its_nodes_and_itself() {
     use crate::engine::options::{domain_options, node_options};
     let mut s = Sim::new(SimConfig::default()).expect("sim");
-    s.advance(1230);
+    let mut m = Memory::default();
+    watch(&mut s, &mut m, 1230);
     for n in LEAF_NODES {
         s.apply(&crate::model::Action::Cordon {
             node: n.into(),
@@ -143,9 +145,7 @@ fn a_quiet_switch_gets_one_answer_from_its_incident_its_nodes_and_itself() {
         .expect("cordon");
     }
     // Past the second flap and 15 quiet minutes after it.
-    s.advance(600 + 960);
-    let c = s.snapshot();
-    let b = base(&c);
+    let (c, b) = watch(&mut s, &mut m, 600 + 960);
     let d = b
         .incidents
         .iter()
@@ -451,11 +451,10 @@ fn a_domains_incident_keeps_its_label_as_its_ports_come_back() {
     let mut labels = Vec::new();
     // Ports down (+20m30s), then back (+23m).
     let mut now = 0;
+    let mut m = Memory::default();
     for at in [1230, 1380] {
-        s.advance(at - now);
+        let (_, b) = watch(&mut s, &mut m, at - now);
         now = at;
-        let c = s.snapshot();
-        let b = Base::compute(&c, None, &SiteParams::default(), &XidCatalog::default());
         let i = b
             .incidents
             .iter()
@@ -470,15 +469,14 @@ fn a_domains_incident_keeps_its_label_as_its_ports_come_back() {
 #[test]
 fn the_nvlink_storm_is_an_incident_of_its_gpu() {
     let mut s = Sim::new(SimConfig::default()).expect("sim");
-    s.advance(960);
-    let before = s.snapshot();
-    s.advance(60);
-    let c = s.snapshot();
-    let b = Base::compute(
-        &c,
-        Some(&before),
-        &SiteParams::default(),
-        &XidCatalog::default(),
+    // The sim gives the counters only: the storm is the deriver's, from
+    // the rate they rise at (engine::derive), as on a real source.
+    let (c, b) = watch(&mut s, &mut Memory::default(), 1020);
+    assert!(
+        !c.events
+            .iter()
+            .any(|e| matches!(e.kind, crate::model::EventKind::NvLink { .. })),
+        "the sim tells no storm itself"
     );
     let i = b
         .incidents

@@ -158,6 +158,20 @@ impl EccBaseline {
             .copied()
     }
 
+    /// The GPUs whose NVLink error rate is above `limit` per hour: node,
+    /// GPU, rate, and the time of the reading that gave it.
+    pub fn nvlink_above(&self, limit: f64) -> Vec<(&str, u32, f64, crate::model::Timestamp)> {
+        let mut out = Vec::new();
+        for (node, gpus) in &self.counters {
+            for r in gpus {
+                if let Some(rate) = r.rates.nvlink_per_hour.filter(|&x| x > limit) {
+                    out.push((node.as_str(), r.index, rate, r.time));
+                }
+            }
+        }
+        out
+    }
+
     /// The GPU's error rates as of its newest reading.
     pub fn rates(&self, node: &str, gpu: u32) -> Rates {
         self.reading(node, gpu)

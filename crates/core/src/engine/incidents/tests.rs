@@ -142,8 +142,9 @@ fn the_xid_79_goes_from_open_to_resolved_and_names_its_gang_throughout() {
 #[test]
 fn one_failure_is_one_incident_with_its_events_as_evidence() {
     let mut s = Sim::new(SimConfig::default()).expect("sim");
-    s.advance(1800);
-    let (_, b) = base(&s);
+    // Watched: the storm and the flap are derived from the readings.
+    let m = &mut crate::engine::memory::Memory::default();
+    let (_, b) = crate::engine::fixture::watch(&mut s, m, 1800);
     let on =
         |node: &str| -> Vec<&Incident> { b.incidents.iter().filter(|i| i.node == node).collect() };
     // h100-06 GPU 5: the Xid 48, the DBE it counted and the remap it
@@ -276,8 +277,8 @@ fn blackwell_nvlink_xids_are_told_by_their_word_and_link_down_at_boot_is_quiet()
 #[test]
 fn the_nvlink_storms_recommended_option_is_its_incidents_remedy() {
     let mut s = Sim::new(SimConfig::default()).expect("sim");
-    s.advance(2400);
-    let (c, b) = base(&s);
+    let m = &mut crate::engine::memory::Memory::default();
+    let (c, b) = crate::engine::fixture::watch(&mut s, m, 2400);
     let i = b
         .incidents
         .iter()
