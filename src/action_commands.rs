@@ -392,29 +392,26 @@ pub(crate) fn connect_moment(
         .block_on(nightshift_sources::once::connect(
             &settings.source,
             settings.sim_seconds,
+            &settings.site,
         ))?
         .ok_or(CommandError::NoScheduler)?;
-    for w in &reading.warnings {
-        eprintln!("nightshift: warning: {}", sanitize(w));
-    }
-    let c = reading.cluster;
     let who = Who {
-        scheduler_user: reading.scheduler_user,
-        cluster: c.name.clone(),
+        scheduler_user: reading.scheduler_user.clone(),
+        cluster: reading.cluster.name.clone(),
         source: reading.source.into(),
     };
-    // The same picture `get` prints: the endpoints' GPU readings and
-    // Prometheus's fault history laid over the scheduler's, and the
-    // [topology] domains the source does not say.
-    let mut c = crate::one_shot::with_endpoints(settings, c).map_err(CommandError::Endpoints)?;
-    crate::warn_unknown_topology(&settings.topology.apply(&mut c));
+    // The same moment `get` reads (one_shot::moment): the endpoints' GPU
+    // readings and Prometheus's fault history laid over the scheduler's,
+    // the [topology] domains, the memory of what came before.
+    let m = crate::one_shot::moment(settings, Some(reading), crate::one_shot::Wanted::Whole)
+        .map_err(CommandError::Endpoints)?;
     // Audited as the console audits it: what one arms, the other (and
     // `follow`) finds.
     let who = Who {
         cluster: guard::audited_name(settings.cluster.as_deref(), &who.cluster),
         ..who
     };
-    Ok((Moment::alone(c, &settings.site), executor, who))
+    Ok((m, executor, who))
 }
 
 /// `nightshift options NODE|JOB`: the remediation options side by side,

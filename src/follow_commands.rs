@@ -4,7 +4,7 @@
 //! guard, its rules checked again then — with no terminal, so the on-call
 //! can go back to sleep.
 
-use crate::action_commands::{connect, preview_now, print_preview, runtime, send};
+use crate::action_commands::{connect, connect_moment, preview_now, print_preview, runtime, send};
 use crate::actions::audit::AuditLog;
 use crate::actions::executor::Executor;
 use crate::actions::follow::{self, Fired, Firing};
@@ -12,7 +12,6 @@ use crate::actions::guard;
 use crate::actions::policy::Refusal;
 use crate::cli::{Command, Format};
 use crate::config::Settings;
-use crate::engine::analysis::Base;
 use crate::engine::armed::{after_checkpoints, describe, describe_plan};
 use crate::error::CommandError;
 use crate::model::{Action, Armed, Cluster};
@@ -34,8 +33,9 @@ pub fn arm_drain(settings: &Settings, cmd: &Command) -> Result<(), CommandError>
     }
     let log = settings.audit();
     let rt = runtime()?;
-    let (cluster, executor, who) = connect(settings, &rt)?;
-    let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
+    let (moment, executor, who) = connect_moment(settings, &rt)?;
+    let base = moment.base(&settings.site, &settings.xid_catalog);
+    let cluster = moment.cluster;
     let drain = Action::Drain {
         node: node.clone(),
         reason: reason.clone(),
@@ -160,7 +160,9 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
     }
     let log = settings.audit();
     let rt = runtime()?;
-    let (cluster, executor, who) = connect(settings, &rt)?;
+    let (moment, executor, who) = connect_moment(settings, &rt)?;
+    let base = moment.base(&settings.site, &settings.xid_catalog);
+    let cluster = moment.cluster;
     let (action, act) = match crate::action_commands::action_of(cmd, &cluster) {
         Some(r) => r?,
         None => return Err(CommandError::NotAnAction),
@@ -171,7 +173,6 @@ pub fn arm_job(settings: &Settings, cmd: &Command) -> Result<(), CommandError> {
             "job {job} is not running: no checkpoint to wait for"
         )));
     }
-    let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
     // Every job it ends (the whole gang) is waited for.
     let mut jobs = crate::engine::blast::blast(&cluster, &base, &action, &settings.site)
         .map(|b| ended_jobs(&b))
@@ -342,7 +343,11 @@ pub fn run(
     }
     let log = settings.audit();
     let rt = runtime()?;
-    let (mut cluster, mut executor, who) = connect(settings, &rt)?;
+    // One memory for the whole run: each round's snapshot is observed
+    // into it, as the console's analyst does (a node down that lasts, a
+    // storm, are derived across the rounds).
+    let (moment, mut executor, who) = connect_moment(settings, &rt)?;
+    let (mut cluster, mut memory) = (moment.cluster, moment.memory);
     let started = Instant::now();
     let mut said: std::collections::HashMap<String, String> = Default::default();
     let mut warned = std::collections::HashSet::new();
@@ -369,7 +374,7 @@ pub fn run(
             crate::outln!("nothing armed on {}: done", sanitize(&who.cluster));
             return Ok(());
         }
-        let base = Base::compute(&cluster, None, &settings.site, &settings.xid_catalog);
+        let base = memory.base(&cluster, &settings.site, &settings.xid_catalog);
         let firing = Firing {
             cluster: &cluster,
             base: &base,
@@ -425,5 +430,6 @@ pub fn run(
             return Ok(());
         }
         cluster = reread(settings, &rt, &mut executor, interval)?;
+        memory.observe(&cluster, &settings.site);
     }
 }

@@ -538,30 +538,10 @@ fn snapshot_for(settings: &Settings, wanted: Wanted) -> Result<Moment, String> {
             &settings.site,
         )?);
     }
-    let mut c = live_snapshot(settings, wanted)?;
-    // [topology]: the domains the source does not say.
-    nightshift::warn_unknown_topology(&settings.topology.apply(&mut c));
-    Ok(Moment::alone(c, &settings.site))
-}
-
-/// The source's snapshot now, with the node endpoints' readings.
-fn live_snapshot(settings: &Settings, wanted: Wanted) -> Result<Cluster, String> {
-    let read = nightshift::sources::once::read(&settings.source, settings.sim_seconds);
-    let base = match runtime()?.block_on(read).map_err(|e| e.to_string())? {
-        Some(r) => {
-            for w in &r.warnings {
-                eprintln!("nightshift: warning: {}", nightshift::text::sanitize(w));
-            }
-            r.cluster
-        }
-        None if settings.endpoints.is_empty() => {
-            return Err(
-                "--source none needs node endpoints: --dcgm URL, --node-exporter URL or --prometheus URL".into(),
-            );
-        }
-        None => Cluster::default(),
-    };
-    nightshift::one_shot::with_endpoints_for(settings, base, wanted)
+    let read =
+        nightshift::sources::once::read(&settings.source, settings.sim_seconds, &settings.site);
+    let reading = runtime()?.block_on(read).map_err(|e| e.to_string())?;
+    nightshift::one_shot::moment(settings, reading, wanted)
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {

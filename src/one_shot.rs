@@ -4,7 +4,9 @@
 //! asks.
 
 use crate::config::Settings;
+use crate::engine::memory::{Memory, Moment};
 use crate::model::Cluster;
+use crate::sources::once::Reading;
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
@@ -24,6 +26,41 @@ pub enum Wanted {
     /// gang's other nodes are read), and no incident reads a healthy
     /// node's aggregate.
     Incidents,
+}
+
+/// The one assembly of a moment on the command line (issue 60; see
+/// docs/architecture.md, "One truth path"): the scheduler's reading
+/// (`once::read`, or `once::connect` for the commands that act), the node
+/// endpoints' readings and Prometheus's fault history laid over it, the
+/// audit log's faults in its history, the `[topology]` domains the source
+/// does not say, and the memory of the snapshots before (the sim's,
+/// watched as it ran) with this one observed. `get`, `why`, `blast`,
+/// `options`, every action command and `follow` start from it; the
+/// console and the recorder run the same steps continuously.
+pub fn moment(
+    settings: &Settings,
+    reading: Option<Reading>,
+    wanted: Wanted,
+) -> Result<Moment, String> {
+    let (base, memory) = match reading {
+        Some(r) => {
+            for w in &r.warnings {
+                eprintln!("nightshift: warning: {}", crate::text::sanitize(w));
+            }
+            (r.cluster, r.memory.unwrap_or_default())
+        }
+        None if settings.endpoints.is_empty() => {
+            return Err(
+                "--source none needs node endpoints: --dcgm URL, --node-exporter URL or --prometheus URL".into(),
+            );
+        }
+        None => (Cluster::default(), Memory::default()),
+    };
+    let mut c = with_endpoints_for(settings, base, wanted)?;
+    crate::warn_unknown_topology(&settings.topology.apply(&mut c));
+    let mut memory = memory;
+    memory.observe(&c, &settings.site);
+    Ok(Moment { cluster: c, memory })
 }
 
 /// `base` (the scheduler's snapshot) with the endpoints' readings, once,

@@ -18,7 +18,7 @@ pub async fn scheduler(
 ) -> (Vec<Check>, Option<crate::model::Cluster>) {
     let mut out = Vec::new();
     let started = Instant::now();
-    let read = super::once::read(cfg, sim_seconds).await;
+    let read = super::once::read(cfg, sim_seconds, &crate::engine::SiteParams::default()).await;
     let took = started.elapsed();
     // Nothing answered at all: the token is not why (issue 58: a closed
     // port was blamed on the token).

@@ -15,6 +15,34 @@ pub struct Reading {
     pub source: &'static str,
     /// Who the scheduler knows the operator as (Slurm's JWT user).
     pub scheduler_user: Option<String>,
+    /// What the analysis remembers of the snapshots before this one: the
+    /// sim's, watched as it ran (its storm and flaps are derived from
+    /// them as a console derives them); none for a live source read once.
+    pub memory: Option<crate::engine::memory::Memory>,
+}
+
+/// How often the sim's snapshots are observed as it runs to a one-shot's
+/// moment: often enough for the deriver's holds (a storm's 10 s, a node
+/// down's 30 s).
+const SIM_WATCH_STEP_S: u64 = 10;
+
+/// The sim run `seconds` on, its snapshots observed every
+/// [`SIM_WATCH_STEP_S`] as a watching console observes them.
+fn run_watched(
+    s: &mut super::sim::Sim,
+    seconds: u64,
+    site: &crate::engine::SiteParams,
+) -> crate::engine::memory::Memory {
+    let mut m = crate::engine::memory::Memory::default();
+    m.observe(&s.snapshot(), site);
+    let mut left = seconds;
+    while left > 0 {
+        let by = left.min(SIM_WATCH_STEP_S);
+        s.advance(by);
+        left -= by;
+        m.observe(&s.snapshot(), site);
+    }
+    m
 }
 
 /// Why the scheduler could not be read (or, for an action, reached).
@@ -31,13 +59,20 @@ pub enum OnceError {
 }
 
 /// Reads the scheduler once; `None` with no scheduler configured
-/// (`--source none`). The sim is advanced `sim_seconds` first.
-pub async fn read(cfg: &SourceConfig, sim_seconds: u64) -> Result<Option<Reading>, OnceError> {
+/// (`--source none`). The sim is run `sim_seconds` first, watched.
+pub async fn read(
+    cfg: &SourceConfig,
+    sim_seconds: u64,
+    site: &crate::engine::SiteParams,
+) -> Result<Option<Reading>, OnceError> {
     Ok(Some(match cfg {
         SourceConfig::Sim { sim, .. } => {
             let mut s = super::sim::Sim::new(*sim)?;
-            s.advance(sim_seconds);
-            sim_reading(&s)
+            let memory = run_watched(&mut s, sim_seconds, site);
+            Reading {
+                memory: Some(memory),
+                ..sim_reading(&s)
+            }
         }
         SourceConfig::Slurm(c) => {
             let m = super::slurm::fetch_once(c).await?;
@@ -46,6 +81,7 @@ pub async fn read(cfg: &SourceConfig, sim_seconds: u64) -> Result<Option<Reading
                 warnings: m.warnings,
                 source: "slurm",
                 scheduler_user: Some(c.user.clone()),
+                memory: None,
             }
         }
         SourceConfig::Kube(c) => Reading {
@@ -53,6 +89,7 @@ pub async fn read(cfg: &SourceConfig, sim_seconds: u64) -> Result<Option<Reading
             warnings: Vec::new(),
             source: "kube",
             scheduler_user: None,
+            memory: None,
         },
         SourceConfig::None => return Ok(None),
     }))
@@ -65,6 +102,7 @@ pub fn sim_reading(s: &super::sim::Sim) -> Reading {
         warnings: Vec::new(),
         source: "sim",
         scheduler_user: None,
+        memory: None,
     }
 }
 
@@ -75,13 +113,17 @@ pub fn sim_reading(s: &super::sim::Sim) -> Reading {
 pub async fn connect(
     cfg: &SourceConfig,
     sim_seconds: u64,
+    site: &crate::engine::SiteParams,
 ) -> Result<Option<(Reading, crate::protocol::scheduler::Executor)>, OnceError> {
     use crate::protocol::scheduler::Executor;
     Ok(Some(match cfg {
         SourceConfig::Sim { sim, .. } => {
             let mut s = super::sim::Sim::new(*sim)?;
-            s.advance(sim_seconds);
-            let r = sim_reading(&s);
+            let memory = run_watched(&mut s, sim_seconds, site);
+            let r = Reading {
+                memory: Some(memory),
+                ..sim_reading(&s)
+            };
             (
                 r,
                 Executor::new(super::sim::Own(std::sync::Arc::new(std::sync::Mutex::new(
@@ -90,7 +132,7 @@ pub async fn connect(
             )
         }
         SourceConfig::Slurm(c) => {
-            let Some(r) = read(cfg, sim_seconds).await? else {
+            let Some(r) = read(cfg, sim_seconds, site).await? else {
                 return Ok(None);
             };
             (
@@ -99,7 +141,7 @@ pub async fn connect(
             )
         }
         SourceConfig::Kube(c) => {
-            let Some(r) = read(cfg, sim_seconds).await? else {
+            let Some(r) = read(cfg, sim_seconds, site).await? else {
                 return Ok(None);
             };
             (

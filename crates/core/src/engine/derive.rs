@@ -46,12 +46,12 @@ pub struct Deriver {
     /// Per node: the state last told (or first read), and a change not
     /// told yet with when it was first read.
     nodes: FxHashMap<String, NodeSeen>,
-    /// Per (node, port): down at the last reading, and its link-downed
-    /// count.
-    ports: FxHashMap<(String, String), (bool, Option<u64>)>,
-    /// Per (node, GPU): since when its NVLink rate is above the limit,
-    /// and whether that storm was told.
-    storms: FxHashMap<(String, u32), (Timestamp, bool)>,
+    /// Per node and port ([`key`]): down at the last reading, and its
+    /// link-downed count.
+    ports: FxHashMap<String, (bool, Option<u64>)>,
+    /// Per node and GPU ([`key`]): since when its NVLink rate is above the
+    /// limit, and whether that storm was told.
+    storms: FxHashMap<String, (Timestamp, bool)>,
     /// Whether a snapshot was read (the first one's nodes out of service
     /// are told at once).
     started: bool,
@@ -73,7 +73,7 @@ impl Deriver {
         for n in &c.nodes {
             self.node(c, n, first, &mut new);
             for p in n.ib_ports.iter() {
-                let key = (n.name.clone(), p.name());
+                let key = key(&n.name, &p.name());
                 let down = p.is_down() == Some(true);
                 let was = self.ports.get(&key).copied();
                 let rose = match (p.link_downed, was.and_then(|(_, l)| l)) {
@@ -177,10 +177,13 @@ impl Deriver {
     ) {
         let limit = site.nvlink_drain_per_hour;
         let above = rates.nvlink_above(limit);
-        self.storms
-            .retain(|k, _| above.iter().any(|(n, g, _, _)| *n == k.0 && *g == k.1));
+        let keys: std::collections::HashSet<String> = above
+            .iter()
+            .map(|(n, g, _, _)| key(n, &g.to_string()))
+            .collect();
+        self.storms.retain(|k, _| keys.contains(k));
         for (node, gpu, rate, time) in above {
-            let key = (node.to_string(), gpu);
+            let key = key(node, &gpu.to_string());
             let (since, told) = *self.storms.entry(key.clone()).or_insert((time, false));
             if told || time - since < STORM_HOLD_S {
                 continue;
@@ -205,6 +208,12 @@ impl Deriver {
     pub fn events(&self) -> &[Event] {
         &self.events
     }
+}
+
+/// The key of a node's port or GPU in the deriver's maps (a string: the
+/// memory is recorded as JSON).
+fn key(node: &str, part: &str) -> String {
+    format!("{node}\t{part}")
 }
 
 /// A node state that is an incident's matter (not in service).

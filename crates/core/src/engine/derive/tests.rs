@@ -275,4 +275,8 @@ fn the_sims_night_has_no_derived_event_kinds_and_the_deriver_tells_them() {
             == 1,
         "the node drained before the night began"
     );
+    // The memory, the deriver's state with it, is recorded as JSON.
+    let text = serde_json::to_string(&m).expect("recorded");
+    let back: crate::engine::memory::Memory = serde_json::from_str(&text).expect("read back");
+    assert_eq!(back.derived_events(), m.derived_events());
 }
