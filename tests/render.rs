@@ -102,14 +102,27 @@ fn drawn(w: u16, h: u16, draw: impl FnOnce(&mut ratatui::Frame)) -> String {
 
 /// The engine's answers for what the app shows, as the analyst task would
 /// send them.
+/// The analysis a console would have shown: on the default sim's
+/// cluster, with the memory of watching the sim from its start to this
+/// moment (its storm and flaps are derived from its readings, as live;
+/// engine::derive), then this snapshot (edited or not) observed.
 fn analyse(app: &mut App) {
-    let a = Analysis::compute(
-        app.cluster(),
-        None,
-        &app.focus(),
-        &SiteParams::default(),
-        &XidCatalog::default(),
-    );
+    let site = SiteParams::default();
+    let c = app.cluster();
+    let mut m = nightshift::engine::memory::Memory::default();
+    if c.source == "sim" && c.name == "sim-16" {
+        let mut s = Sim::new(SimConfig::default()).expect("sim");
+        let mut at = s.snapshot().time;
+        while at < c.time {
+            let by = (c.time - at).min(10);
+            s.advance(by.unsigned_abs());
+            at += by;
+            m.observe(&s.snapshot(), &site);
+        }
+    }
+    m.observe(c, &site);
+    let base = Arc::new(m.base(c, &site, &XidCatalog::default()));
+    let a = Analysis::with_base(base, c, &app.focus(), &site);
     let now = app.now();
     let _ = app.update(Msg::Analysis(Arc::new(a)), now);
 }

@@ -2638,12 +2638,46 @@ fn a_lowered_priority_falls_behind(lab: &Lab) {
     lab.run("scancel", &ids);
 }
 
+/// A node set DOWN on the live cluster is an incident on every surface
+/// that reads it once — `get incidents`, `options`, `get nodes`'s state —
+/// whether or not nightshift watched it go down (issue 60: only a process
+/// that saw the change had one); resumed, it is gone.
+fn a_node_down_is_an_incident_whoever_reads_it(lab: &Lab) {
+    let node = "gpu02";
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            &format!("nodename={node}"),
+            "state=down",
+            "reason=disk gone -- carol",
+        ],
+    );
+    let open_down = |items: &[Value]| {
+        items
+            .iter()
+            .filter(|i| i["node"] == node && i["label"] == "NODE DOWN" && i["stage"] == "open")
+            .count()
+    };
+    let inc = get(lab, "incidents");
+    assert_eq!(open_down(&inc), 1, "{inc:#?}");
+    let opts = nightshift_stdout(lab, &["options", node]);
+    assert!(opts.contains("disk gone"), "{opts}");
+    lab.run(
+        "scontrol",
+        &["update", &format!("nodename={node}"), "state=resume"],
+    );
+    let inc = get(lab, "incidents");
+    assert_eq!(open_down(&inc), 0, "{inc:#?}");
+}
+
 #[test]
 fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     if !available() {
         return;
     }
     let lab = Lab::start();
+    a_node_down_is_an_incident_whoever_reads_it(&lab);
     recommendations_the_guard_accepts(&lab);
     a_reservation_ahead_delays_what_runs_into_it(&lab);
     a_lowered_priority_falls_behind(&lab);
@@ -2654,6 +2688,7 @@ fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     }
     if available_26_05() {
         let lab = Lab::start_version(Slurm::V26_05);
+        a_node_down_is_an_incident_whoever_reads_it(&lab);
         recommendations_the_guard_accepts(&lab);
         a_reservation_ahead_delays_what_runs_into_it(&lab);
     }

@@ -80,16 +80,28 @@ impl Player {
 
     /// Plays on to the next entry that brings an incident's event; with
     /// none ahead, stays where it was and says false.
-    fn next_incident(&mut self) -> Result<bool, RecordingError> {
+    fn next_incident(&mut self, site: &crate::engine::SiteParams) -> Result<bool, RecordingError> {
         let here = self.current().time;
-        if self.play_to_next_incident()? {
+        if self.play_to_next_incident(site)? {
             return Ok(true);
         }
         self.seek(here)?;
         Ok(false)
     }
 
-    fn play_to_next_incident(&mut self) -> Result<bool, RecordingError> {
+    fn play_to_next_incident(
+        &mut self,
+        site: &crate::engine::SiteParams,
+    ) -> Result<bool, RecordingError> {
+        // What the deriver concludes from the readings (a node down that
+        // lasts, a port down, a storm: engine::derive) opens incidents
+        // too: the snapshots played are observed as the analysis does,
+        // and a new derived event after here stops the play.
+        let here = self.current().time;
+        let mut memory = crate::engine::memory::Memory::default();
+        memory.observe(self.current(), site);
+        let mut known: std::collections::HashSet<u64> =
+            memory.derived_events().iter().map(|e| e.seq).collect();
         loop {
             // The engine's word for what can open an incident (an NVLink
             // storm, a network port going down, not only Xids): in the
@@ -105,6 +117,16 @@ impl Player {
             };
             if !self.step()? {
                 return Ok(false);
+            }
+            memory.observe(self.current(), site);
+            let mut derived = false;
+            for e in memory.derived_events() {
+                if known.insert(e.seq) && e.time > here && crate::engine::incidents::may_open(e) {
+                    derived = true;
+                }
+            }
+            if derived {
+                return Ok(true);
             }
             let brings = in_delta.unwrap_or_else(|| {
                 self.current()
@@ -221,8 +243,12 @@ async fn hand_over(
 
 /// `n`: on to the next incident, or a word why not; `None` when the
 /// console is gone.
-async fn next_incident(p: &mut Player, tx: &mpsc::Sender<Update>) -> Option<bool> {
-    let note = match p.next_incident() {
+async fn next_incident(
+    p: &mut Player,
+    tx: &mpsc::Sender<Update>,
+    site: &crate::engine::SiteParams,
+) -> Option<bool> {
+    let note = match p.next_incident(site) {
         Ok(true) => return Some(true),
         Ok(false) => format!(
             "replay: no incident after {}: staying here",
@@ -347,7 +373,7 @@ pub fn spawn(
                         ReplayCmd::Faster => { speed = (speed * 2.0).min(SPEEDS.1); false }
                         ReplayCmd::Slower => { speed = (speed / 2.0).max(SPEEDS.0); false }
                         ReplayCmd::Pause => { paused = !paused; false }
-                        ReplayCmd::NextIncident => match next_incident(&mut p, &tx).await {
+                        ReplayCmd::NextIncident => match next_incident(&mut p, &tx, &site).await {
                             Some(moved) => moved,
                             None => return,
                         },
@@ -427,15 +453,22 @@ mod tests {
         let last = rec.state_at(end).expect("end");
         let mut p = Player::new(rec).expect("player");
         let mut stops = Vec::new();
-        while p.next_incident().expect("step") {
+        while p
+            .next_incident(&crate::engine::SiteParams::default())
+            .expect("step")
+        {
             stops.push(p.current().time);
         }
-        let b = crate::engine::analysis::Base::compute(
-            &last,
-            None,
-            &crate::engine::SiteParams::default(),
-            &crate::engine::xid::XidCatalog::default(),
-        );
+        // The incidents a console watching the night had at its end (the
+        // storm and the flaps derived from the readings as they came).
+        let site = crate::engine::SiteParams::default();
+        let mut watched = Sim::new(SimConfig::default()).expect("sim");
+        let mut m = crate::engine::memory::Memory::default();
+        for _ in 0..260 {
+            m.observe(&watched.snapshot(), &site);
+            watched.advance(5);
+        }
+        let b = m.base(&last, &site, &crate::engine::xid::XidCatalog::default());
         let times: Vec<(String, i64)> = b
             .incidents
             .iter()

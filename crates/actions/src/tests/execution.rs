@@ -59,7 +59,7 @@ fn drain_and_requeue_takes_the_whole_gang_verified_and_audited() {
     assert_eq!(recs[1].outcome.as_ref().map(|o| o.verified), Some(true));
     assert_eq!(
         recs[0].incident.as_deref(),
-        Some("e2 XID 79 on h100-03 GPU 3 (open)"),
+        Some("e1 XID 79 on h100-03 GPU 3 (open)"),
         "the audit follows the incident it answers"
     );
     assert!(b.log.unfinished().is_empty());

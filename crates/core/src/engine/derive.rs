@@ -14,7 +14,9 @@
 //!   resume is one at once (nobody flickers those). A node already out of
 //!   service when first read is an event at once, dated by its reason's
 //!   time: whoever reads the cluster sees it, whether or not it watched
-//!   the node go.
+//!   the node go — but one down with no reason, or with one set less than
+//!   the hold ago, waits its hold like a change (a one-shot read in the
+//!   flicker tells nothing).
 //! - **A port** that reads down, or whose link-downed counter moved
 //!   between two readings (it lost its link and got it back).
 //! - **An NVLink storm**: a GPU whose NVLink error rate (the analysis's
@@ -52,9 +54,6 @@ pub struct Deriver {
     /// Per node and GPU ([`key`]): since when its NVLink rate is above the
     /// limit, and whether that storm was told.
     storms: FxHashMap<String, (Timestamp, bool)>,
-    /// Whether a snapshot was read (the first one's nodes out of service
-    /// are told at once).
-    started: bool,
     events: Vec<Event>,
 }
 
@@ -68,10 +67,8 @@ impl Deriver {
     /// Takes in the next snapshot, with the rates as of it.
     pub fn observe(&mut self, c: &Cluster, rates: Option<&EccBaseline>, site: &SiteParams) {
         let mut new = Vec::new();
-        let first = !self.started;
-        self.started = true;
         for n in &c.nodes {
-            self.node(c, n, first, &mut new);
+            self.node(c, n, &mut new);
             for p in n.ib_ports.iter() {
                 let key = key(&n.name, &p.name());
                 let down = p.is_down() == Some(true);
@@ -125,22 +122,30 @@ impl Deriver {
         }
     }
 
-    fn node(&mut self, c: &Cluster, n: &crate::model::Node, first: bool, new: &mut Vec<Event>) {
+    fn node(&mut self, c: &Cluster, n: &crate::model::Node, new: &mut Vec<Event>) {
         let state = n.state;
         let Some(seen) = self.nodes.get_mut(n.name.as_str()) else {
             // First read: out of service already is told now, dated by
-            // its reason's time (nobody here saw it go).
-            if first && out_of_service(state) && !told_by_source(c, &n.name, state) {
-                let at = n.reason_time.filter(|t| *t <= c.time).unwrap_or(c.time);
-                new.push(node_event(c, n, "-", at));
+            // its reason's time (nobody here saw it go) — but a node down
+            // with no reason, or one set less than the hold ago, may be a
+            // flicker (slurmd late after a resume): it waits its hold.
+            let since = n.reason_time.filter(|t| *t <= c.time);
+            let lasting = state != NodeState::Down
+                || (n.reason.as_deref().is_some_and(|r| !r.is_empty())
+                    && since.is_none_or(|t| c.time - t >= DOWN_HOLD_S));
+            let mut seen = NodeSeen {
+                told: state,
+                pending: None,
+            };
+            if out_of_service(state) && !lasting {
+                seen = NodeSeen {
+                    told: NodeState::Up,
+                    pending: Some((state, since.unwrap_or(c.time))),
+                };
+            } else if out_of_service(state) && !told_by_source(c, &n.name, state) {
+                new.push(node_event(c, n, "-", since.unwrap_or(c.time)));
             }
-            self.nodes.insert(
-                n.name.clone(),
-                NodeSeen {
-                    told: state,
-                    pending: None,
-                },
-            );
+            self.nodes.insert(n.name.clone(), seen);
             return;
         };
         if state == seen.told {

@@ -435,12 +435,22 @@ fn gather<'a>(
             }),
         }
     }
+    // A node whose fault the cluster still reports (a condition, a taint)
+    // is in that failure however old it is: a cordon read today joins the
+    // Xid its taint says, even a week on (the failure is still current).
+    let reported: std::collections::HashSet<&str> = c
+        .nodes
+        .iter()
+        .filter(|n| !n.fault_reports.is_empty())
+        .map(|n| n.name.as_str())
+        .collect();
     let mut alone = Vec::new();
     for e in node_events {
         let of = failures.iter_mut().rev().find(|f| {
             f.node == e.node
                 && f.first() <= e.time
-                && e.time - f.last() <= super::health::XID_WINDOW_S
+                && (e.time - f.last() <= super::health::XID_WINDOW_S
+                    || reported.contains(e.node.as_str()))
                 && !rebooted_between(&boots, &e.node, f.last(), e.time)
         });
         match of {

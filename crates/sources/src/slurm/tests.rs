@@ -239,6 +239,81 @@ fn node_state_changes_become_incidents() {
     assert_eq!(m.derived_events().len(), 2, "no change, no incident");
 }
 
+/// slurmd answering late for two seconds after `scontrol update
+/// state=resume` (slurmctld: ALLOCATED+NOT_RESPONDING, then "now
+/// responding", never DOWN) opens nothing (issue 60: it opened NODE DOWN
+/// incidents); a node DOWN and NOT_RESPONDING for longer than the hold
+/// is one, dated when it was first read so; a node DOWN at the first read
+/// is one at once.
+#[test]
+fn a_not_responding_flicker_after_resume_opens_nothing_and_a_lasting_down_does() {
+    use crate::engine::incidents::IncidentKind;
+    let (site, cat) = (
+        crate::engine::SiteParams::default(),
+        crate::engine::xid::XidCatalog::default(),
+    );
+    let text = fixture!("slurm-22.05/v0.0.38_nodes_drained.json");
+    let with = |state: &str, flags: &[&str], reason: Option<&str>| {
+        let mut env: serde_json::Value = serde_json::from_str(text).expect("fixture");
+        if let Some(n) = env["nodes"].as_array_mut().and_then(|n| n.get_mut(1)) {
+            n["state"] = state.into();
+            n["state_flags"] = serde_json::json!(flags);
+            n["reason"] = reason.unwrap_or("").into();
+        }
+        parse(&env.to_string()).nodes
+    };
+    let name = parse(text).nodes[1].name.clone();
+    let node_incidents = |m: &crate::engine::memory::Memory, c: &crate::model::Cluster| {
+        m.base(c, &site, &cat)
+            .incidents
+            .into_iter()
+            .filter(|i| i.kind == IncidentKind::Node && i.node == name && i.is_open())
+            .collect::<Vec<_>>()
+    };
+    let t0 = 1_796_009_600;
+    let mut m = crate::engine::memory::Memory::default();
+    let steps: [(i64, &str, &[&str]); 4] = [
+        (0, "allocated", &[]),
+        (2, "allocated", &["NOT_RESPONDING"]),
+        (4, "allocated", &["NOT_RESPONDING"]),
+        (6, "allocated", &[]),
+    ];
+    let mut last = None;
+    for (dt, state, flags) in steps {
+        let c = clean("lab", t0 + dt, &with(state, flags, None), &[], &[]);
+        m.observe(&c, &site);
+        assert!(node_incidents(&m, &c).is_empty(), "at +{dt}s");
+        last = Some(c);
+    }
+    assert!(last.is_some());
+    // Down and not responding, and staying so.
+    let down = t0 + 100;
+    for dt in (0..=40).step_by(2) {
+        let nodes = with("down", &["NOT_RESPONDING"], Some("Not responding"));
+        let c = clean("lab", down + dt, &nodes, &[], &[]);
+        m.observe(&c, &site);
+        let open = node_incidents(&m, &c);
+        if dt < crate::engine::derive::DOWN_HOLD_S {
+            assert!(open.is_empty(), "at +{dt}s: {open:?}");
+        } else {
+            assert_eq!(open.len(), 1, "at +{dt}s");
+            assert_eq!(open[0].label, "NODE DOWN");
+            assert_eq!(open[0].time, down);
+        }
+    }
+    // A process that reads it only now (a one-shot `get incidents`).
+    let nodes = with("down", &["NOT_RESPONDING"], Some("Not responding"));
+    let c = clean("lab", down + 600, &nodes, &[], &[]);
+    let b = crate::engine::memory::base_of_one(&c, &site, &cat);
+    assert!(
+        b.incidents
+            .iter()
+            .any(|i| i.kind == IncidentKind::Node && i.node == name && i.label == "NODE DOWN"),
+        "{:?}",
+        b.incidents
+    );
+}
+
 /// Hostile answers: each bad record is skipped with a warning naming it,
 /// the rest stands; a missing list is an error; nothing wraps or aborts.
 #[test]
