@@ -75,11 +75,6 @@ impl Orchestrator {
         }
     }
 
-    /// The analysis of `cluster` where the caller has none.
-    pub fn base_of(&self, cluster: &Cluster) -> Base {
-        Base::compute(cluster, None, &self.site, &self.catalog)
-    }
-
     /// Checks the preview again against the cluster now and, confirmed by
     /// `typed`, sends it: intent, steps, verification, outcome.
     pub async fn run(

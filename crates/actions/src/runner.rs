@@ -8,7 +8,7 @@ use super::guard::{self, Who};
 pub use super::orchestrator::Orchestrator;
 pub use crate::protocol::action::{Reply, Request};
 use crate::sources::Control;
-use std::sync::Arc;
+
 use tokio::sync::mpsc;
 
 pub use crate::protocol::scheduler::NoExecutor;
@@ -82,10 +82,6 @@ impl Runner {
                         news,
                     };
                 };
-                let base = match base {
-                    Some(b) => b,
-                    None => Arc::new(tokio::task::block_in_place(|| self.guard.base_of(&cluster))),
-                };
                 let who = self.who(&cluster.name);
                 let f = Firing {
                     cluster: &cluster,
@@ -145,13 +141,6 @@ impl Runner {
                         base,
                         arming,
                     } => {
-                        // The screen's analysis; else the command line's.
-                        let base = match base {
-                            Some(b) => b,
-                            None => Arc::new(tokio::task::block_in_place(|| {
-                                self.guard.base_of(&cluster)
-                            })),
-                        };
                         let mut p = self
                             .guard
                             .preview(x, &action, &cluster, &base, data_age, false)
@@ -212,6 +201,18 @@ mod tests {
     use crate::sources::sim::{Sim, SimConfig};
     use std::time::Duration;
 
+    use std::sync::Arc;
+
+    /// The analysis a request carries: of `c`, with its memory.
+    fn base_of(c: &crate::model::Cluster) -> Arc<Base> {
+        Arc::new(Base::compute(
+            c,
+            None,
+            &SiteParams::default(),
+            &XidCatalog::default(),
+        ))
+    }
+
     /// A runner on the sim `sim` (running on its own task), its audit log
     /// in `dir`: where requests go, where replies come, and the sim's
     /// updates (kept by the caller: the sim stops when they are dropped).
@@ -266,7 +267,7 @@ mod tests {
                     },
                     cluster: cluster.clone(),
                     data_age: Duration::from_secs(1),
-                    base: None,
+                    base: base_of(&cluster),
                     arming,
                 })
                 .await
@@ -305,7 +306,7 @@ mod tests {
                 action,
                 cluster: cluster.clone(),
                 data_age: Duration::from_secs(1),
-                base: None,
+                base: base_of(&cluster),
                 arming: false,
             })
             .await
@@ -377,8 +378,9 @@ mod tests {
         assert!(screen.unusable.contains(node), "critical by its rate");
         let (requests, mut rrx, _updates) = runner_on(sim, dir.path());
         let now = Arc::new(now);
-        for base in [Some(screen), None] {
-            let read = base.is_some();
+        // The screen's base, and one of the snapshot alone (what the
+        // runner computed when none was sent): only the first has the rate.
+        for (base, read) in [(screen, true), (base_of(&now), false)] {
             requests
                 .send(Request::Preview {
                     action: Action::Resume { node: node.into() },

@@ -302,7 +302,11 @@ fn take_queued(
 
 /// The focus's answers on the last base, off the async workers.
 async fn refocus(c: Arc<Cluster>, base: Arc<Base>, f: Focus, s: SiteParams) -> Option<Analysis> {
-    let answer = tokio::task::spawn_blocking(move || Analysis::with_base(base, &c, &f, &s)).await;
+    let answer = tokio::task::spawn_blocking(move || Analysis {
+        cluster: Some(c.clone()),
+        ..Analysis::with_base(base, &c, &f, &s)
+    })
+    .await;
     answer
         .map_err(|e| tracing::error!("engine task failed: {e}"))
         .ok()
@@ -318,7 +322,10 @@ async fn analyse(
 ) -> Result<Analysis, tokio::task::JoinError> {
     tokio::task::spawn_blocking(move || {
         let base = Arc::new(memory.base(&c, &s, &k));
-        Analysis::with_base(base, &c, &f, &s)
+        Analysis {
+            cluster: Some(c.clone()),
+            ..Analysis::with_base(base, &c, &f, &s)
+        }
     })
     .await
 }

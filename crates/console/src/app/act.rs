@@ -115,6 +115,19 @@ impl App {
         }
     }
 
+    /// The snapshot analysed and its base, where there is an analysis: the
+    /// analyst's pair (its own snapshot), else the one on screen.
+    pub(super) fn analysed(
+        &self,
+    ) -> Option<(
+        std::sync::Arc<crate::model::Cluster>,
+        std::sync::Arc<crate::engine::analysis::Base>,
+    )> {
+        let a = self.analysis.as_ref()?;
+        let cluster = a.cluster.clone().unwrap_or_else(|| self.cluster.clone());
+        Some((cluster, a.base.clone()))
+    }
+
     pub(crate) fn preview_action(&mut self, action: Action) {
         self.dialog.plan.note = None;
         // Acting on an incident reads it.
@@ -123,12 +136,18 @@ impl App {
         {
             self.seen.insert(id);
         }
+        // The analysis and its snapshot, as one (issue 60): no preview is
+        // asked of a snapshot without its analysis.
+        let Some((cluster, base)) = self.analysed() else {
+            self.flash = Some("the first analysis is not ready yet: try again in a moment".into());
+            return;
+        };
         let data_age = self.data_age().unwrap_or(std::time::Duration::MAX);
         self.emit(Effect::Run(Request::Preview {
             action: action.clone(),
-            cluster: self.cluster.clone(),
+            cluster,
             data_age,
-            base: self.analysis.as_ref().map(|a| a.base.clone()),
+            base,
             arming: self.arming.pending(),
         }));
         self.dialog.open(Modal::Confirm {

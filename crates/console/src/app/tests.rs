@@ -344,9 +344,7 @@ fn reason_command_previews_a_new_reason_for_the_selected_node() {
             // The preview reads the analysis the screen shows (issue 39).
             let shown = a.analysis.as_ref().map(|x| &x.base);
             assert!(
-                base.as_ref()
-                    .zip(shown)
-                    .is_some_and(|(b, s)| Arc::ptr_eq(b, s)),
+                shown.is_some_and(|s| Arc::ptr_eq(base, s)),
                 "the screen's analysis goes with the preview"
             );
         }

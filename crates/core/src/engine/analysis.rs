@@ -44,6 +44,10 @@ pub struct Analysis {
     /// Shared between the analyses of one snapshot: a new focus reuses it.
     pub base: Arc<Base>,
     pub focus: Option<FocusAnswer>,
+    /// The snapshot analysed, where the analyst sends it with its base
+    /// (issue 60: one message, the pair): what a request to the runner
+    /// carries with the base.
+    pub cluster: Option<Arc<Cluster>>,
 }
 
 impl Analysis {
@@ -113,7 +117,11 @@ impl Analysis {
                 })
             }
         };
-        Analysis { base, focus }
+        Analysis {
+            base,
+            focus,
+            cluster: None,
+        }
     }
 
     pub fn node_verdict(&self, node: &str) -> Option<&NodeVerdict> {

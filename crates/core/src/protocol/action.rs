@@ -165,11 +165,11 @@ pub enum Request {
         cluster: Arc<Cluster>,
         data_age: Duration,
         /// The analysis the screen shows (its verdicts, incidents and
-        /// options, with the ECC rates and stall history a single snapshot
-        /// lacks): the preview reads it, so what the screen recommends and
-        /// what the preview says come from one computation. None: one is
-        /// computed from `cluster` alone.
-        base: Option<Arc<Base>>,
+        /// options, with the memory of the snapshots before): the preview
+        /// reads it, so what the screen recommends and what the preview
+        /// says come from one computation. Always given (issue 60: no
+        /// analysis without its memory); `cluster` is its snapshot.
+        base: Arc<Base>,
         /// A step is armed once this is confirmed: the key that seals it is
         /// checked now, before anything is sent (issue 59: an unusable key
         /// sent the plan's cordon, then failed "cannot seal").
@@ -198,7 +198,7 @@ pub enum Request {
         cluster: Arc<Cluster>,
         data_age: Duration,
         /// The screen's analysis, as for `Preview`.
-        base: Option<Arc<Base>>,
+        base: Arc<Base>,
     },
     /// Cancel armed steps: these ids (of the cluster named).
     Cancel { ids: Vec<String>, cluster: String },
