@@ -43,6 +43,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// The configuration file (`--config`) and the command line, as one
+/// cluster's settings or every cluster's (`--all`).
+fn selection(cli: &Cli) -> Result<Selection, String> {
+    let file = match &cli.global.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
+    };
+    Ok(Settings::select(&cli.global, file)?)
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     // Read nothing, connect to nothing: the program describes itself.
     match &cli.command {
@@ -51,11 +61,7 @@ fn run(cli: Cli) -> Result<(), String> {
         _ => {}
     }
     let sim_nodes_given = cli.global.nodes.is_some();
-    let file = match &cli.global.config {
-        Some(path) => FileConfig::load(path)?,
-        None => FileConfig::default(),
-    };
-    let settings = match Settings::select(&cli.global, file)? {
+    let settings = match selection(&cli)? {
         Selection::One(s) => *s,
         Selection::All(all) => return fleet(cli.command, all),
     };

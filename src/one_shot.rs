@@ -56,8 +56,14 @@ pub fn moment(
         }
         None => (Cluster::default(), Memory::default()),
     };
-    let mut c = with_endpoints_for(settings, base, wanted)?;
-    crate::warn_unknown_topology(&settings.topology.apply(&mut c));
+    let c = with_endpoints_for(settings, base, wanted)?;
+    // Finished as the console's and the recorder's snapshots are.
+    let mut assembly = crate::sources::assemble::Assembly::new(settings.topology.clone());
+    let (c, notes) = assembly.finish(std::sync::Arc::new(c));
+    for n in &notes {
+        crate::text::warn(n);
+    }
+    let c = std::sync::Arc::unwrap_or_clone(c);
     let mut memory = memory;
     memory.observe(&c, &settings.site);
     Ok(Moment { cluster: c, memory })

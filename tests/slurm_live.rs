@@ -2639,7 +2639,8 @@ fn a_lowered_priority_falls_behind(lab: &Lab) {
 }
 
 /// A node set DOWN on the live cluster is an incident on every surface
-/// that reads it once — `get incidents`, `options`, `get nodes`'s state —
+/// that reads it once — `get incidents` (the options and `get nodes` see
+/// it out of service) —
 /// whether or not nightshift watched it go down (issue 60: only a process
 /// that saw the change had one); resumed, it is gone.
 fn a_node_down_is_an_incident_whoever_reads_it(lab: &Lab) {
@@ -2661,14 +2662,81 @@ fn a_node_down_is_an_incident_whoever_reads_it(lab: &Lab) {
     };
     let inc = get(lab, "incidents");
     assert_eq!(open_down(&inc), 1, "{inc:#?}");
+    // The options see it out of service, and its incident is its node's.
     let opts = nightshift_stdout(lab, &["options", node]);
-    assert!(opts.contains("disk gone"), "{opts}");
-    lab.run(
+    assert!(opts.contains("out of service"), "{opts}");
+    let nodes = get(lab, "nodes");
+    assert!(
+        nodes
+            .iter()
+            .any(|n| n["name"] == node && n["state"] == "down"),
+        "{nodes:#?}"
+    );
+    // Resumed (or put back by slurmctld already, its slurmd answering).
+    let _ = lab.run_ok(
         "scontrol",
         &["update", &format!("nodename={node}"), "state=resume"],
     );
     let inc = get(lab, "incidents");
     assert_eq!(open_down(&inc), 0, "{inc:#?}");
+}
+
+/// The consistency suite on a real source (issue 60): the live Slurm lab
+/// with a dcgm endpoint whose NVLink counter for gpu01 GPU 3 rises 300 a
+/// second, and a node set DOWN, recorded for 40 s. The NVLink storm is an
+/// incident of that GPU and the node down one of its node — derived from
+/// the readings, as on the sim — and every surface reading the recording
+/// (`get incidents`, `options` with its dry-run against the lab, `why`,
+/// the report) gives the one analysis's answer.
+fn a_moving_dcgm_endpoint_and_a_node_down_read_alike_everywhere(lab: &Lab) {
+    use common::fake::{Behaviour, Fake};
+    let dcgm = Fake::start(Behaviour::Rising {
+        text: "# TYPE DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL counter\n\
+               DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{gpu=\"3\",UUID=\"GPU-3\",Hostname=\"gpu01\"} {n}\n\
+               DCGM_FI_DEV_GPU_TEMP{gpu=\"3\",UUID=\"GPU-3\",Hostname=\"gpu01\"} 61\n",
+        per_second: 300,
+        since: std::time::Instant::now(),
+    });
+    lab.run(
+        "scontrol",
+        &[
+            "update",
+            "nodename=gpu03",
+            "state=down",
+            "reason=disk gone -- carol",
+        ],
+    );
+    let file = lab.dir.path().join("storm.nsrec");
+    let f = file.to_str().expect("path");
+    let url = dcgm.url("/metrics");
+    let (ok, said) = nightshift_on(lab, &[], &["--dcgm", &url, "record", f, "--for", "40s"]);
+    assert!(ok, "{said}");
+    let (ok, out) = nightshift_on(lab, &[], &["--replay", f, "get", "incidents", "-o", "json"]);
+    assert!(ok, "{out}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let items = v["items"].as_array().expect("items");
+    assert!(
+        items
+            .iter()
+            .any(|i| i["kind"] == "nvlink" && i["node"] == "gpu01" && i["gpu"] == 3),
+        "{out}"
+    );
+    // The lab's slurmd answers, so slurmctld may put gpu03 back before
+    // the recording ends: its going down is an incident either way.
+    assert!(
+        items
+            .iter()
+            .any(|i| i["label"] == "NODE DOWN" && i["node"] == "gpu03"),
+        "{out}"
+    );
+    let (ok, md) = nightshift_on(lab, &[], &["report", f]);
+    assert!(ok && md.contains("NVLINK on gpu01 GPU 3"), "{md}");
+    let compared = common::situation::one_answer_at_the_end(lab.dir.path(), &file, 4, &|a| {
+        nightshift_on(lab, &[], a)
+    });
+    assert!(compared >= 4, "only {compared} answers compared");
+    // Back in service, whether slurmctld put it back already or not.
+    let _ = lab.run_ok("scontrol", &["update", "nodename=gpu03", "state=resume"]);
 }
 
 #[test]
@@ -2678,6 +2746,7 @@ fn live_recommendations_the_guard_accepts_on_slurm_22_05_24_11_and_26_05() {
     }
     let lab = Lab::start();
     a_node_down_is_an_incident_whoever_reads_it(&lab);
+    a_moving_dcgm_endpoint_and_a_node_down_read_alike_everywhere(&lab);
     recommendations_the_guard_accepts(&lab);
     a_reservation_ahead_delays_what_runs_into_it(&lab);
     a_lowered_priority_falls_behind(&lab);

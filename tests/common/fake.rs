@@ -39,6 +39,13 @@ pub enum Behaviour {
     /// By path: the first route whose prefix the request's path starts
     /// with; `Serve 404` when none does.
     Routes(Vec<(&'static str, Behaviour)>),
+    /// A Prometheus text page whose `{n}` is a counter rising `per_second`
+    /// since `since`: an exporter whose counters move (an NVLink storm).
+    Rising {
+        text: &'static str,
+        per_second: u64,
+        since: std::time::Instant,
+    },
 }
 
 impl Behaviour {
@@ -155,6 +162,18 @@ fn read_then(mut s: TcpStream, b: Behaviour, read: bool) {
             read_request(&mut s);
             let _ = s.write_all(head(status, content_type, body.len()).as_bytes());
             let _ = s.write_all(&body);
+        }
+        Behaviour::Rising {
+            text,
+            per_second,
+            since,
+        } => {
+            read_request(&mut s);
+            let n = since.elapsed().as_secs() * per_second;
+            let body = text.replace("{n}", &n.to_string());
+            let ct = "text/plain; version=0.0.4";
+            let _ = s.write_all(head(200, ct, body.len()).as_bytes());
+            let _ = s.write_all(body.as_bytes());
         }
         Behaviour::Drip { body } => {
             read_request(&mut s);

@@ -47,8 +47,10 @@ impl Assembly {
         self.site.is_empty() && self.sink.is_none()
     }
 
-    /// `c` finished, with the lines to show before it.
-    fn finish(&mut self, c: Arc<Cluster>) -> (Arc<Cluster>, Vec<String>) {
+    /// `c` finished, with the lines to show before it: the one finishing
+    /// of a snapshot, for the console's and the recorder's loops (through
+    /// [`Outlet`]) and for the command line's moment alike.
+    pub fn finish(&mut self, c: Arc<Cluster>) -> (Arc<Cluster>, Vec<String>) {
         let mut notes = Vec::new();
         let c = if self.site.is_empty() {
             c

@@ -106,26 +106,6 @@ pub fn incidents_on(
 }
 
 impl Base {
-    /// The base of a snapshot (and the one before it, for rates) through
-    /// a memory of them ([`super::memory::Memory`]), as every surface's
-    /// is: what is derived from readings (a node down, a port down) is
-    /// there too. Stalls are found by their hardware Xid only, and storms
-    /// not at all: a sustained signature needs the history a watching
-    /// process has.
-    pub fn compute(
-        c: &Cluster,
-        prev: Option<&Cluster>,
-        site: &SiteParams,
-        cat: &XidCatalog,
-    ) -> Base {
-        let mut m = super::memory::Memory::default();
-        if let Some(p) = prev {
-            m.observe(p, site);
-        }
-        m.observe(c, site);
-        m.base(c, site, cat)
-    }
-
     /// The base with what the analyst keeps across snapshots: the last
     /// analysed snapshot's error counters and the stall history.
     pub fn compute_on(

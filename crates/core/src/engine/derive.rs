@@ -14,9 +14,8 @@
 //!   resume is one at once (nobody flickers those). A node already out of
 //!   service when first read is an event at once, dated by its reason's
 //!   time: whoever reads the cluster sees it, whether or not it watched
-//!   the node go — but one down with no reason, or with one set less than
-//!   the hold ago, waits its hold like a change (a one-shot read in the
-//!   flicker tells nothing).
+//!   the node go — but one down with no reason waits its hold like a
+//!   change (a one-shot read in the flicker tells nothing).
 //! - **A port** that reads down, or whose link-downed counter moved
 //!   between two readings (it lost its link and got it back).
 //! - **An NVLink storm**: a GPU whose NVLink error rate (the analysis's
@@ -55,6 +54,13 @@ pub struct Deriver {
     /// limit, and whether that storm was told.
     storms: FxHashMap<String, (Timestamp, bool)>,
     events: Vec<Event>,
+    /// The nodes whose change waits its hold (looked at each snapshot).
+    #[serde(default)]
+    waiting: rustc_hash::FxHashSet<String>,
+    /// The nodes last observed: one that is the same shared record has
+    /// not changed and is not looked at again.
+    #[serde(skip)]
+    held: super::changed::Held<crate::model::Node>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,7 +73,21 @@ impl Deriver {
     /// Takes in the next snapshot, with the rates as of it.
     pub fn observe(&mut self, c: &Cluster, rates: Option<&EccBaseline>, site: &SiteParams) {
         let mut new = Vec::new();
-        for n in &c.nodes {
+        // Only the nodes that are not the same shared record as last time
+        // can have changed (at 10,000 nodes a snapshot changes about a
+        // tenth), and those whose change waits its hold.
+        let mut look = Vec::new();
+        self.held.update(&c.nodes, |i| look.push(i));
+        if !self.waiting.is_empty() {
+            for (i, n) in c.nodes.iter().enumerate() {
+                if self.waiting.contains(n.name.as_str()) {
+                    look.push(i);
+                }
+            }
+            look.sort_unstable();
+            look.dedup();
+        }
+        for n in look.into_iter().filter_map(|i| c.nodes.get(i)) {
             self.node(c, n, &mut new);
             for p in n.ib_ports.iter() {
                 let key = key(&n.name, &p.name());
@@ -127,12 +147,12 @@ impl Deriver {
         let Some(seen) = self.nodes.get_mut(n.name.as_str()) else {
             // First read: out of service already is told now, dated by
             // its reason's time (nobody here saw it go) — but a node down
-            // with no reason, or one set less than the hold ago, may be a
-            // flicker (slurmd late after a resume): it waits its hold.
+            // with no reason may be a flicker (slurmd late after a resume:
+            // the resume cleared the reason, and slurmctld sets one when
+            // it marks a node down for good): it waits its hold.
             let since = n.reason_time.filter(|t| *t <= c.time);
-            let lasting = state != NodeState::Down
-                || (n.reason.as_deref().is_some_and(|r| !r.is_empty())
-                    && since.is_none_or(|t| c.time - t >= DOWN_HOLD_S));
+            let lasting =
+                state != NodeState::Down || n.reason.as_deref().is_some_and(|r| !r.is_empty());
             let mut seen = NodeSeen {
                 told: state,
                 pending: None,
@@ -142,6 +162,7 @@ impl Deriver {
                     told: NodeState::Up,
                     pending: Some((state, since.unwrap_or(c.time))),
                 };
+                self.waiting.insert(n.name.clone());
             } else if out_of_service(state) && !told_by_source(c, &n.name, state) {
                 new.push(node_event(c, n, "-", since.unwrap_or(c.time)));
             }
@@ -150,6 +171,7 @@ impl Deriver {
         };
         if state == seen.told {
             seen.pending = None;
+            self.waiting.remove(n.name.as_str());
             return;
         }
         let since = match seen.pending {
@@ -163,11 +185,13 @@ impl Deriver {
         };
         if c.time - since < hold {
             seen.pending = Some((state, since));
+            self.waiting.insert(n.name.clone());
             return;
         }
         let from = seen.told.as_str();
         seen.told = state;
         seen.pending = None;
+        self.waiting.remove(n.name.as_str());
         if !told_by_source(c, &n.name, state) {
             new.push(node_event(c, n, from, since));
         }

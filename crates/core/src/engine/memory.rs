@@ -234,6 +234,27 @@ impl Moment {
     }
 }
 
+impl Base {
+    /// The base of a snapshot (and the one before it, for rates) through
+    /// a memory of them, as every surface's is: what is derived from
+    /// readings (a node down, a port down) is there too. Stalls are found
+    /// by their hardware Xid only, and storms not at all: a sustained
+    /// signature needs the history a watching process has.
+    pub fn compute(
+        c: &Cluster,
+        prev: Option<&Cluster>,
+        site: &SiteParams,
+        cat: &XidCatalog,
+    ) -> Base {
+        let mut m = Memory::default();
+        if let Some(p) = prev {
+            m.observe(p, site);
+        }
+        m.observe(c, site);
+        m.base(c, site, cat)
+    }
+}
+
 /// The base of one snapshot alone, with no earlier ones (a live one-shot
 /// command): the memory of that snapshot only.
 pub fn base_of_one(c: &Cluster, site: &SiteParams, cat: &XidCatalog) -> Base {

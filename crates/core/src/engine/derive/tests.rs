@@ -133,6 +133,16 @@ fn a_node_down_at_the_first_reading_is_an_event_named_alike_everywhere() {
     let mut k = Deriver::default();
     k.observe(&told, None, &site);
     assert!(node_events(&k).is_empty());
+    // Down with no reason at the first read (slurmd late after a resume
+    // cleared it): nothing yet; still down past the hold, an event.
+    let mut flicker = cluster(t);
+    set_state(&mut flicker, "dgx1", NodeState::Down, None);
+    let mut f = Deriver::default();
+    f.observe(&flicker, None, &site);
+    assert!(node_events(&f).is_empty());
+    flicker.time += DOWN_HOLD_S;
+    f.observe(&flicker, None, &site);
+    assert_eq!(node_events(&f), [("dgx1".into(), "down".into(), t)]);
 }
 
 /// A port down is an event at the reading that shows it; a link-downed
