@@ -406,8 +406,9 @@ fn slurm_config(
         .slurm_user
         .clone()
         .or_else(|| file.user.clone())
-        .or_else(|| std::env::var("USER").ok())
-        .or_else(|| std::env::var("LOGNAME").ok())
+        // As `id -un`: the environment, else the account database (a
+        // login shell without USER is common in cron and containers).
+        .or_else(crate::host::login_name)
         .ok_or(ConfigError::NoSlurmUser)?;
     let secs = |v: Option<f64>, default: f64, key: &str| -> Result<Duration, ConfigError> {
         match v {
@@ -537,6 +538,9 @@ impl ActionsFile {
 pub struct Settings {
     pub source: SourceConfig,
     pub read_only: bool,
+    /// The configuration file read (`--config`, `NIGHTSHIFT_CONFIG`, or
+    /// the one in the user's config directory); none: the defaults.
+    pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
     /// Data older than this is marked stale.
     pub stale_after: Duration,
@@ -596,6 +600,33 @@ impl Settings {
 }
 
 impl FileConfig {
+    /// The configuration file read when `--config` is not given:
+    /// `NIGHTSHIFT_CONFIG` when set (it must exist), else
+    /// `$XDG_CONFIG_HOME/nightshift/config.toml`, else
+    /// `~/.config/nightshift/config.toml`, when one exists; none: the
+    /// defaults.
+    pub fn default_path() -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("NIGHTSHIFT_CONFIG").filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        Self::looked_in().into_iter().find(|p| p.is_file())
+    }
+
+    /// Where a configuration file is looked for, in order.
+    pub fn looked_in() -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        if let Some(x) = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
+            out.push(x.join("nightshift/config.toml"));
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            out.push(PathBuf::from(home).join(".config/nightshift/config.toml"));
+        }
+        out
+    }
+
     pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
             path: path.to_path_buf(),
@@ -681,6 +712,7 @@ impl Settings {
         Ok(Settings {
             source,
             read_only,
+            config_file: args.config.clone(),
             log_file: args.log_file.clone().or(file.log_file),
             stale_after,
             no_color,

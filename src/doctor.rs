@@ -30,10 +30,30 @@ pub fn run(settings: &Settings) -> Vec<Check> {
         settings.sim_seconds,
         settings.read_only,
     ));
+    out.insert(0, config_file(settings));
     endpoints(&mut out, settings, &rt, cluster.unwrap_or_default());
     out.push(audit_log(settings));
     out.push(terminal());
     out
+}
+
+/// Which configuration file was read, or where one was looked for.
+fn config_file(settings: &Settings) -> Check {
+    match &settings.config_file {
+        Some(p) => check("config", Verdict::Ok, format!("read {}", p.display()), None),
+        None => {
+            let looked: Vec<String> = crate::config::FileConfig::looked_in()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            check(
+                "config",
+                Verdict::Ok,
+                format!("none: the defaults (looked for {})", looked.join(", ")),
+                Some("put one there, point NIGHTSHIFT_CONFIG at one, or pass --config FILE"),
+            )
+        }
+    }
 }
 
 /// Each node endpoint and Prometheus, once: answering or not, and which

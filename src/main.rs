@@ -43,9 +43,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// The configuration file (`--config`) and the command line, as one
+/// The configuration file (`--config`, else `NIGHTSHIFT_CONFIG`, else
+/// the user's config directory's) and the command line, as one
 /// cluster's settings or every cluster's (`--all`).
-fn selection(cli: &Cli) -> Result<Selection, String> {
+fn selection(cli: &mut Cli) -> Result<Selection, String> {
+    // Where users put it when `--config` is not given (issue 63).
+    if cli.global.config.is_none() {
+        cli.global.config = FileConfig::default_path();
+    }
     let file = match &cli.global.config {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
@@ -53,7 +58,7 @@ fn selection(cli: &Cli) -> Result<Selection, String> {
     Ok(Settings::select(&cli.global, file)?)
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(mut cli: Cli) -> Result<(), String> {
     // Read nothing, connect to nothing: the program describes itself.
     match &cli.command {
         Some(Command::Completions { shell }) => return completions(*shell),
@@ -61,7 +66,7 @@ fn run(cli: Cli) -> Result<(), String> {
         _ => {}
     }
     let sim_nodes_given = cli.global.nodes.is_some();
-    let settings = match selection(&cli)? {
+    let settings = match selection(&mut cli)? {
         Selection::One(s) => *s,
         Selection::All(all) => return fleet(cli.command, all),
     };

@@ -2034,3 +2034,95 @@ fn an_armed_drain_of_a_node_running_only_a_no_requeue_job_names_it() {
         "{v:#}"
     );
 }
+
+/// At home on the login node (issue 63): with no `--config`, the file in
+/// the user's config directory is read (`$XDG_CONFIG_HOME`, then
+/// `~/.config`), `NIGHTSHIFT_CONFIG` wins over both (and must exist), and
+/// `doctor` says which file it read; with `USER` and `LOGNAME` unset (cron,
+/// containers), the Slurm user is the account's name as `id -un` finds
+/// it, not "no Slurm user name".
+#[test]
+fn the_config_is_read_where_users_put_it_and_the_user_is_the_accounts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let xdg = dir.path().join("xdg");
+    for d in [xdg.join("nightshift"), home.join(".config/nightshift")] {
+        std::fs::create_dir_all(&d).expect("dir");
+        std::fs::write(d.join("config.toml"), "[ui]\nbell_on_critical = true\n").expect("config");
+    }
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "[ui]\nmouse = false\n").expect("config");
+    let doctor = |env: &[(&str, &std::path::Path)]| -> (bool, String) {
+        let mut cmd = std::process::Command::new(common::bin());
+        cmd.args(["doctor", "-o", "json", "--log-file"])
+            .arg(dir.path().join("n.log"))
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("NIGHTSHIFT_CONFIG")
+            .env("HOME", &home);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let read = |text: &str| -> String {
+        let v: Value = serde_json::from_str(text).expect("json");
+        v.as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "config"))
+            .and_then(|c| c["detail"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (ok, text) = doctor(&[("XDG_CONFIG_HOME", &xdg)]);
+    assert!(ok, "{text}");
+    assert_eq!(
+        read(&text),
+        format!("read {}", xdg.join("nightshift/config.toml").display())
+    );
+    let (ok, text) = doctor(&[]);
+    assert!(ok, "{text}");
+    assert_eq!(
+        read(&text),
+        format!(
+            "read {}",
+            home.join(".config/nightshift/config.toml").display()
+        )
+    );
+    let (ok, text) = doctor(&[("XDG_CONFIG_HOME", &xdg), ("NIGHTSHIFT_CONFIG", &other)]);
+    assert!(ok, "{text}");
+    assert_eq!(read(&text), format!("read {}", other.display()));
+    let missing = dir.path().join("missing.toml");
+    let (ok, text) = doctor(&[("NIGHTSHIFT_CONFIG", &missing)]);
+    assert!(!ok && text.contains("missing.toml"), "{text}");
+    let empty = dir.path().join("empty");
+    let (ok, text) = doctor(&[("HOME", &empty)]);
+    assert!(
+        ok && read(&text).starts_with("none: the defaults"),
+        "{text}"
+    );
+
+    // No USER, no LOGNAME: the account's name, and the dead endpoint is
+    // what is said.
+    let out = std::process::Command::new(common::bin())
+        .args([
+            "--source",
+            "slurm",
+            "--slurm-url",
+            "http://127.0.0.1:9",
+            "get",
+            "nodes",
+            "--log-file",
+        ])
+        .arg(dir.path().join("n.log"))
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env("HOME", &empty)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("no Slurm user name"), "{err}");
+    assert!(err.contains("127.0.0.1:9"), "{err}");
+}

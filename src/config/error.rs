@@ -32,7 +32,9 @@ pub enum ConfigError {
     },
     #[error("--source slurm needs --slurm-url URL (or [slurm] url in the config)")]
     NoSlurmUrl,
-    #[error("no Slurm user name: pass --slurm-user or set USER")]
+    #[error(
+        "no Slurm user name: this user has no name in the account database; pass --slurm-user or set [slurm] user"
+    )]
     NoSlurmUser,
     #[error("slurm.rest_budget is {0}: a fraction of one core, above 0 and at most 1 (0.03 is 3%)")]
     RestBudget(f64),

@@ -21,21 +21,41 @@ pub fn os_user() -> String {
 }
 
 fn whoami() -> String {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
-        return "uid ?".into();
-    };
-    std::fs::read_to_string("/etc/passwd")
+    account_name().unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        format!("uid {}", unsafe { libc::getuid() })
+    })
+}
+
+/// The login name of this process's user as `id -un` finds it: `$USER`,
+/// `$LOGNAME`, else the system's account database (through NSS: LDAP and
+/// SSSD users of a login node are not in `/etc/passwd`); none when it has
+/// no entry.
+pub fn login_name() -> Option<String> {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
         .ok()
-        .and_then(|p| {
-            p.lines().find_map(|l| {
-                let f: Vec<&str> = l.split(':').collect();
-                (f.get(2) == Some(&uid.to_string().as_str()))
-                    .then(|| f[0].to_string())
-                    .filter(|n| !n.is_empty())
-            })
-        })
-        .unwrap_or_else(|| format!("uid {uid}"))
+        .filter(|u| !u.is_empty())
+        .or_else(account_name)
+}
+
+/// This process's user's name in the account database (`getpwuid_r`).
+fn account_name() -> Option<String> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: passwd is plain data; getpwuid_r fills it, pointing into
+    // `buf`, which outlives every read of it below.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the lengths given.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: pw_name is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
 }
 
 /// This host's name.

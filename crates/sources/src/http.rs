@@ -349,21 +349,54 @@ pub fn status_error(what: &str, status: u16, body: &str) -> SourceError {
     }
 }
 
-/// The host name a URL points at, for series without a host label.
+/// The host name a URL points at, for series without a host label: the
+/// `url` crate's reading (an IPv6 literal is `::1`, not `[`; issue 63).
 pub fn host_of(url: &str) -> String {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    rest.split(['/', ':']).next().unwrap_or(rest).to_string()
+    match reqwest::Url::parse(url) {
+        Ok(u) => u
+            .host_str()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string())
+            .unwrap_or_default(),
+        Err(_) => {
+            let rest = url.split("://").nth(1).unwrap_or(url);
+            rest.split(['/', ':']).next().unwrap_or(rest).to_string()
+        }
+    }
 }
 
-/// The `host:port` a URL points at (a node exporter's `instance`).
+/// The `host:port` a URL points at (a node exporter's `instance`, as
+/// Prometheus writes it: `[::1]:9100` for an IPv6 literal).
 pub fn authority_of(url: &str) -> String {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    rest.split('/').next().unwrap_or(rest).to_string()
+    match reqwest::Url::parse(url) {
+        Ok(u) => {
+            let host = u.host_str().unwrap_or_default();
+            match u.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host.to_string(),
+            }
+        }
+        Err(_) => {
+            let rest = url.split("://").nth(1).unwrap_or(url);
+            rest.split('/').next().unwrap_or(rest).to_string()
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hosts read by the `url` crate (issue 63: `http://[::1]:19443`
+    /// named a node `[`).
+    #[test]
+    fn hosts_of_urls_are_read_as_urls() {
+        assert_eq!(host_of("http://[::1]:19443/metrics"), "::1");
+        assert_eq!(authority_of("http://[::1]:19443/metrics"), "[::1]:19443");
+        assert_eq!(host_of("http://gpu01:9400/metrics"), "gpu01");
+        assert_eq!(authority_of("http://gpu01:9400/metrics"), "gpu01:9400");
+        assert_eq!(authority_of("https://gpu01/metrics"), "gpu01");
+        assert_eq!(host_of("http://user@GPU01.example:9400/x"), "gpu01.example");
+    }
 
     /// The budget is the process's: what one answer holds, another cannot
     /// take, and it comes back when dropped.
