@@ -296,7 +296,7 @@ fn node_item<'a>(n: &'a Node, jobs: Vec<&'a str>) -> NodeItem<'a> {
 pub use crate::columns::incident_jobs;
 
 /// Left-aligned columns, two spaces apart, every cell sanitised.
-/// The widest a padded column gets, in characters: a longer cell (a 10 KB
+/// The widest a padded column gets, in terminal columns: a longer cell (a 10 KB
 /// node name) is cut with an ellipsis. The last column is never padded and
 /// never cut.
 const MAX_CELL: usize = 80;
@@ -315,10 +315,12 @@ fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
                 .collect()
         })
         .collect();
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    // Columns on the terminal, not chars: `节点-gpu01` is ten wide.
+    let cols = crate::text::width;
+    let mut width: Vec<usize> = header.iter().map(|h| cols(h)).collect();
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
+            *w = (*w).max(cols(c));
         }
     }
     let mut out = String::new();
@@ -327,7 +329,7 @@ fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
         for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
             out.push_str(c);
             if i < last {
-                out.push_str(&" ".repeat(w - c.chars().count() + 2));
+                out.push_str(&" ".repeat(w.saturating_sub(cols(c)) + 2));
             }
         }
         out.push('\n');
@@ -415,4 +417,32 @@ pub fn plain_overview(c: &Cluster, base: &Base) -> String {
     }
     out.push_str("\nTERM=dumb: no full-screen console here; `nightshift get nodes|gpus|jobs|incidents` and `why`, `blast`, `restore` print the rest.\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// A cell's width is the columns it takes on a terminal (issue 63: a
+    /// host `节点-gpu01` shifted its row by two): every row's second
+    /// column starts at the same column; a cell past the bound is cut by
+    /// columns too.
+    #[test]
+    fn columns_pad_by_terminal_width() {
+        let t = super::columns(
+            &["NODE", "STATE"],
+            vec![
+                vec!["节点-gpu01".into(), "up".into()],
+                vec!["gpu02".into(), "down".into()],
+            ],
+        );
+        let at: Vec<usize> = t
+            .lines()
+            .map(|l| {
+                let i = l.rfind("  ").expect("a gap") + 2;
+                crate::text::width(&l[..i])
+            })
+            .collect();
+        assert_eq!(at, [12, 12, 12], "{t}");
+        let long = "节".repeat(100);
+        assert_eq!(crate::text::width(&crate::text::cut(&long, 80)), 79);
+    }
 }

@@ -269,13 +269,28 @@ fn json_unsafe(c: char) -> bool {
     matches!(c, '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// A cell cut to `max` characters with an ellipsis, for tables: a 10 KB
+/// The columns `s` takes on a terminal (a CJK character two, a
+/// combining mark none): what a table pads by, not its `char`s.
+pub fn width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// A cell cut to `max` columns with an ellipsis, for tables: a 10 KB
 /// node name must not pad every row to 10 KB.
 pub fn cut(s: &str, max: usize) -> Cow<'_, str> {
-    if s.chars().count() <= max {
+    if width(s) <= max {
         return Cow::Borrowed(s);
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > max.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
     out.push('…');
     Cow::Owned(out)
 }
