@@ -720,8 +720,8 @@ fn every_https_client_does_the_handshake_and_says_why_it_refused_the_certificate
             vec!["--source", "none", "--prometheus", &url, "get", "gpus"],
         ),
     ];
-    for (name, args) in cases {
-        let out = run(dir.path(), &args);
+    for (name, args) in &cases {
+        let out = run(dir.path(), args);
         let err = clean_failure(&out);
         assert!(!out.status.success(), "{name}: {err}");
         assert!(
@@ -734,6 +734,50 @@ fn every_https_client_does_the_handshake_and_says_why_it_refused_the_certificate
         );
         assert!(!err.contains("crypto provider"), "{name}: {err}");
     }
+    // A host with no CA bundle (a minimal root, a container: issue 63):
+    // plain HTTP works as ever, and each HTTPS source says there are no
+    // CA certificates, where it looked, and how to point at a bundle —
+    // not "cannot build the HTTP client: builder error" for all.
+    let none = dir.path().join("no-certs");
+    std::fs::create_dir_all(&none).expect("dir");
+    let empty = none.join("empty.pem");
+    std::fs::write(&empty, "").expect("empty bundle");
+    let bare = |args: &[&str]| -> Output {
+        Command::new(bin())
+            .args(args)
+            .arg("--log-file")
+            .arg(dir.path().join("n.log"))
+            .env_remove("SLURM_JWT")
+            .env("SSL_CERT_FILE", &empty)
+            .env("SSL_CERT_DIR", &none)
+            .output()
+            .expect("run nightshift")
+    };
+    for (name, args) in &cases {
+        let out = bare(args);
+        let err = clean_failure(&out);
+        assert!(!out.status.success(), "{name}: {err}");
+        assert!(
+            err.contains("no CA certificates on this host") && err.contains("SSL_CERT_FILE"),
+            "{name}: {err}"
+        );
+    }
+    let scrape = include_str!("fixtures/dcgm/h100-node.txt");
+    let plain = Fake::start(Behaviour::text(200, scrape));
+    let out = bare(&[
+        "--source",
+        "none",
+        "--dcgm",
+        &plain.url("/metrics"),
+        "get",
+        "gpus",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).lines().count() > 1,
+        "{}",
+        text(&out.stdout)
+    );
     let _ = server.kill();
     let _ = server.wait();
 }

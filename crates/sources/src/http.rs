@@ -16,7 +16,94 @@ use std::time::Duration;
 pub fn client_builder() -> reqwest::ClientBuilder {
     // An error only says a provider is already installed: that one serves.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    match no_system_roots() {
+        None => reqwest::Client::builder(),
+        // No CA bundle on this host (a minimal root, a container): plain
+        // HTTP still works, and HTTPS says why it cannot (issue 63: every
+        // client failed "builder error", http:// ones included).
+        Some(why) => match no_roots_tls(why) {
+            Some(tls) => reqwest::Client::builder().tls_backend_preconfigured(tls),
+            None => reqwest::Client::builder(),
+        },
+    }
+}
+
+/// Why the system's CA certificates cannot be had, where they cannot
+/// (reqwest's verifier loads them when a client is built, and fails the
+/// build without them): found once, at the first client.
+fn no_system_roots() -> Option<&'static str> {
+    static WHY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    WHY.get_or_init(|| {
+        reqwest::Client::builder()
+            .build()
+            .err()
+            .map(|e| crate::text::one_line(&reason(&e), 200))
+    })
+    .as_deref()
+}
+
+/// A TLS set-up for a host with no CA certificates: every certificate is
+/// refused, with what was looked for and how to point at a bundle.
+fn no_roots_tls(why: &str) -> Option<rustls::ClientConfig> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = NoRoots {
+        why: format!(
+            "no CA certificates on this host ({why}; looked at $SSL_CERT_FILE, $SSL_CERT_DIR and the system's bundle, /etc/ssl/certs/ca-certificates.crt and the like): point SSL_CERT_FILE at a PEM bundle to reach HTTPS sources"
+        ),
+        schemes: provider
+            .signature_verification_algorithms
+            .supported_schemes(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(verifier))
+        .with_no_client_auth();
+    Some(config)
+}
+
+/// Refuses every server certificate, saying there are no roots to check
+/// it against.
+#[derive(Debug)]
+struct NoRoots {
+    why: String,
+    schemes: Vec<rustls::SignatureScheme>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for NoRoots {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &rustls::pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Err(rustls::Error::General(self.why.clone()))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General(self.why.clone()))
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Err(rustls::Error::General(self.why.clone()))
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.schemes.clone()
+    }
 }
 
 /// The bytes of every answer being read now, or held until it is parsed.
