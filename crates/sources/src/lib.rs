@@ -20,6 +20,7 @@ pub mod http;
 pub mod kube;
 pub mod once;
 pub mod prometheus;
+pub mod retry;
 pub mod sim;
 pub mod site_topology;
 pub mod slurm;

@@ -111,7 +111,7 @@ pub struct Scraper {
     http: reqwest::Client,
     urls: Vec<String>,
     last: HashMap<String, Scrape>,
-    retry_at: HashMap<String, (Instant, Duration)>,
+    retry_at: HashMap<String, (Instant, crate::retry::Retry)>,
     interval: Duration,
     timeout: Duration,
 }
@@ -168,11 +168,15 @@ impl Scraper {
                     polled.push((url, None));
                 }
                 Err(e) => {
-                    let backoff = self.retry_at.get(&url).map_or(self.interval, |(_, b)| {
-                        (*b * 2).min(Duration::from_secs(120))
+                    // Doubling with jitter, to two minutes at most.
+                    let interval = self.interval;
+                    let (at, retry) = self.retry_at.entry(url.clone()).or_insert_with(|| {
+                        (
+                            Instant::now(),
+                            crate::retry::Retry::new(interval, Duration::from_secs(120)),
+                        )
                     });
-                    self.retry_at
-                        .insert(url.clone(), (Instant::now() + backoff, backoff));
+                    *at = Instant::now() + retry.next_delay();
                     polled.push((url, Some(e)));
                 }
             }

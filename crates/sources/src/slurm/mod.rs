@@ -503,7 +503,7 @@ pub async fn run(cfg: SlurmConfig, out: impl Into<crate::assemble::Outlet>) {
         }
     };
     let mut poller = Poller::new(client, cfg.clone());
-    let mut backoff: Option<Duration> = None;
+    let mut backoff: Option<crate::retry::Retry> = None;
     let mut told: Option<(Duration, bool, String)> = None;
     let mut topo = Topology::default();
     loop {
@@ -537,10 +537,13 @@ pub async fn run(cfg: SlurmConfig, out: impl Into<crate::assemble::Outlet>) {
             }
             Err(e) => {
                 tracing::warn!("slurm: {e}");
+                // Doubling with jitter: many consoles that lost slurmrestd
+                // together do not come back in step.
                 let b = backoff
-                    .map_or(poller.cadence.interval(), |b| b * 2)
-                    .min(MAX_BACKOFF);
-                backoff = Some(b);
+                    .get_or_insert_with(|| {
+                        crate::retry::Retry::new(poller.cadence.interval(), MAX_BACKOFF)
+                    })
+                    .next_delay();
                 // The server may have been upgraded under us.
                 if e.is_not_found() {
                     poller.version = None;
