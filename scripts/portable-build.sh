@@ -46,7 +46,7 @@ targets=(x86_64)
 mkdir -p target/portable
 for arch in "${targets[@]}"; do
     rustup target add "$arch-unknown-linux-gnu" >/dev/null
-    cargo zigbuild --release --locked --bin nightshift --target "$arch-unknown-linux-gnu.$FLOOR"
+    NIGHTSHIFT_GLIBC_FLOOR="$FLOOR" cargo zigbuild --release --locked --bin nightshift --target "$arch-unknown-linux-gnu.$FLOOR"
     out="target/portable/nightshift-$arch"
     cp "$built/$arch-unknown-linux-gnu/release/nightshift" "$out"
     # The newest glibc version any symbol asks for.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "nightshift",
-    version,
+    version = crate::build_info::VERSION,
     about = "A terminal console for the engineer on call for a GPU cluster",
     long_about = "A terminal console for the engineer on call for a GPU cluster.\n\n\
         With no command it opens the TUI; with no source it shows the built-in \
@@ -28,6 +28,12 @@ pub struct GlobalArgs {
     /// TOML configuration file (see config/nightshift.example.toml)
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// More detail in the log: -v debug, -vv trace (NIGHTSHIFT_LOG, when set, wins)
+    #[arg(short = 'v', long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only warnings and errors in the log (NIGHTSHIFT_LOG, when set, wins)
+    #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
     /// Bind no key and accept no command that changes the cluster
     #[arg(long, global = true)]
     pub read_only: bool,

@@ -542,6 +542,8 @@ pub struct Settings {
     /// the one in the user's config directory); none: the defaults.
     pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
+    /// The log's level from `-v`/`-q` (`NIGHTSHIFT_LOG` wins when set).
+    pub log_level: &'static str,
     /// Data older than this is marked stale.
     pub stale_after: Duration,
     pub no_color: bool,
@@ -714,6 +716,12 @@ impl Settings {
             read_only,
             config_file: args.config.clone(),
             log_file: args.log_file.clone().or(file.log_file),
+            log_level: match (args.quiet, args.verbose) {
+                (true, _) => "warn",
+                (false, 0) => "info",
+                (false, 1) => "debug",
+                (false, _) => "trace",
+            },
             stale_after,
             no_color,
             sim_seconds,

@@ -20,6 +20,7 @@ pub use nightshift_agent as agent;
 
 pub mod action_commands;
 pub mod alloc;
+pub mod build_info;
 pub mod cli;
 pub mod config;
 pub mod doctor;

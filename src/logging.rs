@@ -120,9 +120,10 @@ impl std::io::Write for LogFile {
     }
 }
 
-/// Starts logging to `path` (or the default). Returns where logs go, or why
-/// there is no log: a failure here must not stop the console.
-pub fn init(path: Option<&Path>) -> Result<PathBuf, LogError> {
+/// Starts logging to `path` (or the default) at `level` (`-v`/`-q`;
+/// `NIGHTSHIFT_LOG` wins when set). Returns where logs go, or why there is
+/// no log: a failure here must not stop the console.
+pub fn init(path: Option<&Path>, level: &str) -> Result<PathBuf, LogError> {
     let path = match path {
         Some(p) => p.to_path_buf(),
         None => default_path().ok_or(LogError::NoPath)?,
@@ -135,7 +136,7 @@ pub fn init(path: Option<&Path>) -> Result<PathBuf, LogError> {
     }
     let file = LogFile::open(&path, MAX_LOG_BYTES, KEEP_LOGS)?;
     let filter =
-        EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+        EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| EnvFilter::new(level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)

@@ -73,7 +73,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
     nightshift::limits::set(settings.limits);
     // A log that cannot be opened must not stop the console; say so once
     // before the TUI takes the terminal.
-    if let Err(e) = nightshift::logging::init(settings.log_file.as_deref()) {
+    if let Err(e) = nightshift::logging::init(settings.log_file.as_deref(), settings.log_level) {
         eprintln!(
             "nightshift: logging off: {}",
             nightshift::text::sanitize(&e.to_string())
@@ -292,7 +292,7 @@ fn fleet(command: Option<Command>, all: Vec<Settings>) -> Result<(), String> {
         return Err("--all: no cluster in [[clusters]]".into());
     };
     nightshift::limits::set(first.limits);
-    if let Err(e) = nightshift::logging::init(first.log_file.as_deref()) {
+    if let Err(e) = nightshift::logging::init(first.log_file.as_deref(), first.log_level) {
         eprintln!(
             "nightshift: logging off: {}",
             nightshift::text::sanitize(&e.to_string())

@@ -2126,3 +2126,36 @@ fn the_config_is_read_where_users_put_it_and_the_user_is_the_accounts() {
     assert!(!err.contains("no Slurm user name"), "{err}");
     assert!(err.contains("127.0.0.1:9"), "{err}");
 }
+
+/// The usual flags (issue 63): `--version` names the commit, the target
+/// and the glibc floor; `-vv` puts trace lines in the log (`-q` keeps it
+/// to warnings); `-q` with `-v` is a usage error, exit status 2.
+#[test]
+fn version_says_the_build_and_v_and_q_set_the_log_level() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = nightshift(dir.path(), &["--version"]);
+    let v = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{v}");
+    assert!(
+        v.starts_with("nightshift ")
+            && v.contains("(commit ")
+            && v.contains("linux")
+            && v.contains("glibc"),
+        "{v}"
+    );
+    let log = dir.path().join("nightshift.log");
+    let out = nightshift(dir.path(), &["-vv", "get", "nodes"]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains(" TRACE "), "{text}");
+    std::fs::remove_file(&log).expect("rm");
+    let out = nightshift(dir.path(), &["-q", "get", "nodes"]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !text.contains(" INFO ") && !text.contains(" TRACE "),
+        "{text}"
+    );
+    let out = nightshift(dir.path(), &["-q", "-v", "get", "nodes"]);
+    assert_eq!(out.status.code(), Some(2));
+}
