@@ -151,9 +151,9 @@ fn endpoints(
             Verdict::Warn
         },
         format!(
-            "{} GPUs on {} hosts, named as {names}{}",
-            r.len(),
-            hosts.len(),
+            "{} on {}, named as {names}{}",
+            count(r.len(), "GPU"),
+            count(hosts.len(), "host"),
             if missing.is_empty() {
                 String::new()
             } else {
@@ -392,11 +392,28 @@ fn bracketed_paste() -> Option<bool> {
     Some(ps != "0")
 }
 
-/// The checks as lines: `ok    scheduler  slurm answered…  → fix`.
+/// `n thing` or `n things`.
+fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// The widest name column: a longer name (an endpoint's URL) goes on a
+/// line of its own, so that an 80-column terminal does not wrap every
+/// line (issue 63).
+const NAME_COLUMN: usize = 14;
+
+/// The checks as lines: `ok    scheduler  slurm answered…  → fix`; the
+/// last line counts the failures and warnings and names them, so that
+/// what failed is on screen after a long list scrolls by.
 pub fn table(checks: &[Check]) -> String {
     let width = checks
         .iter()
-        .map(|c| c.name.chars().count())
+        .map(|c| crate::text::width(&c.name))
+        .filter(|w| *w <= NAME_COLUMN)
         .max()
         .unwrap_or(0);
     let mut out = String::new();
@@ -406,11 +423,22 @@ pub fn table(checks: &[Check]) -> String {
             Verdict::Warn => "warn",
             Verdict::Fail => "FAIL",
         };
-        out.push_str(&format!(
-            "{v}  {:width$}  {}\n",
-            crate::text::sanitize(&c.name),
-            crate::text::sanitize(&c.detail)
-        ));
+        let name = crate::text::sanitize(&c.name);
+        if crate::text::width(&name) > width {
+            out.push_str(&format!("{v}  {name}\n"));
+            out.push_str(&format!(
+                "      {:width$}  {}\n",
+                "",
+                crate::text::sanitize(&c.detail)
+            ));
+        } else {
+            let pad = width - crate::text::width(&name);
+            out.push_str(&format!(
+                "{v}  {name}{:pad$}  {}\n",
+                "",
+                crate::text::sanitize(&c.detail)
+            ));
+        }
         if let Some(f) = &c.fix {
             out.push_str(&format!(
                 "      {:width$}  → {}\n",
@@ -418,6 +446,28 @@ pub fn table(checks: &[Check]) -> String {
                 crate::text::sanitize(f)
             ));
         }
+    }
+    let named = |v: Verdict| -> Vec<String> {
+        checks
+            .iter()
+            .filter(|c| c.verdict == v)
+            .map(|c| crate::text::sanitize(&c.name).into_owned())
+            .collect()
+    };
+    let (failed, warned) = (named(Verdict::Fail), named(Verdict::Warn));
+    if !failed.is_empty() || !warned.is_empty() {
+        let mut parts = Vec::new();
+        if !failed.is_empty() {
+            parts.push(format!("{} failed ({})", failed.len(), failed.join(", ")));
+        }
+        if !warned.is_empty() {
+            parts.push(format!(
+                "{} to look at ({})",
+                warned.len(),
+                warned.join(", ")
+            ));
+        }
+        out.push_str(&format!("{}\n", parts.join("; ")));
     }
     out
 }

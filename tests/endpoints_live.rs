@@ -321,11 +321,14 @@ fn doctor_on_prometheus(dir: &std::path::Path, url: &str, new_names: &str) {
         let out = common::nightshift(dir, &[args, &["--audit-log", audit, "doctor"]].concat());
         String::from_utf8_lossy(&out.stdout).to_string()
     };
+    // A check's line and the lines under it (a long name's detail, the fix).
     let line = |said: &str, start: &str| {
-        said.lines()
-            .find(|l| l.starts_with(start))
-            .unwrap_or_else(|| panic!("no {start:?} in\n{said}"))
-            .to_string()
+        let mut lines = said.lines().skip_while(|l| !l.starts_with(start));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no {start:?} in\n{said}"));
+        let under: Vec<&str> = lines.take_while(|l| l.starts_with("      ")).collect();
+        format!("{first}\n{}", under.join("\n"))
     };
     let said = doctor(&["--prometheus", url]);
     assert!(

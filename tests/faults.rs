@@ -1409,11 +1409,14 @@ fn doctor_names_what_blinds_nightshift_each_with_its_fix() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{text}");
+    // A check's line and the lines under it (a long name's detail, the fix).
     let line = |start: &str| {
-        text.lines()
-            .find(|l| l.starts_with(start))
-            .unwrap_or_else(|| panic!("no line {start:?} in\n{text}"))
-            .to_string()
+        let mut lines = text.lines().skip_while(|l| !l.starts_with(start));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no line {start:?} in\n{text}"));
+        let under: Vec<&str> = lines.take_while(|l| l.starts_with("      ")).collect();
+        format!("{first}\n{}", under.join("\n"))
     };
     assert!(
         line("FAIL  audit log").contains("every action is refused"),
