@@ -2159,3 +2159,63 @@ fn version_says_the_build_and_v_and_q_set_the_log_level() {
     let out = nightshift(dir.path(), &["-q", "-v", "get", "nodes"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `doctor`'s advice and layout (issue 63): Kubernetes with no kubeconfig
+/// says how to point at one (not "see the error"); no scheduler names the
+/// config's top-level `source` key; a long check name (an endpoint's URL)
+/// takes a line of its own, so the other lines keep a narrow name column
+/// and do not wrap at 80; the last line names what failed.
+#[test]
+fn doctor_says_what_to_do_and_fits_a_login_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let run = |args: &[&str]| -> String {
+        let out = std::process::Command::new(common::bin())
+            .args(args)
+            .arg("--log-file")
+            .arg(dir.path().join("n.log"))
+            .env("HOME", &home)
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("NIGHTSHIFT_CONFIG")
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .expect("run");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let said = run(&["--source", "kube", "doctor"]);
+    assert!(
+        said.contains("→ point at a kubeconfig: KUBECONFIG=FILE"),
+        "{said}"
+    );
+    assert!(!said.contains("see the error"), "{said}");
+    let dead = "http://127.0.0.1:9/a-long-path/for-a-long-name/metrics";
+    let said = run(&["--source", "none", "--dcgm", dead, "doctor"]);
+    assert!(
+        said.contains("`source = \"slurm\"` at the top of the config"),
+        "{said}"
+    );
+    let lines: Vec<&str> = said.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("FAIL  endpoint {dead}")))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(
+        lines[at].trim_end(),
+        format!("FAIL  endpoint {dead}"),
+        "its name alone"
+    );
+    assert!(
+        lines[at + 1].trim_start().starts_with("cannot reach"),
+        "{said}"
+    );
+    let scheduler = lines
+        .iter()
+        .find(|l| l.starts_with("warn  scheduler"))
+        .expect("scheduler");
+    let detail_at = scheduler.find("none configured").expect("detail");
+    assert!(detail_at <= 6 + 14 + 2, "a narrow name column: {scheduler}");
+    let last = lines.last().copied().unwrap_or_default();
+    assert!(last.starts_with("1 failed (endpoint "), "{said}");
+}

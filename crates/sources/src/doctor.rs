@@ -94,7 +94,7 @@ fn reading(
                 "scheduler",
                 Verdict::Warn,
                 "none configured (--source none): no jobs, no queue, no actions".into(),
-                Some("--source slurm|kube|sim, or [source] in the config"),
+                Some("--source slurm|kube|sim, or `source = \"slurm\"` at the top of the config"),
             ));
             None
         }
@@ -114,6 +114,11 @@ fn reading(
                 }
                 (OnceError::Source(SourceError::Timeout { .. }), _) => {
                     "it did not answer in time: raise [slurm] timeout, or look at its load"
+                }
+                (OnceError::Source(SourceError::Other(m)), SourceConfig::Kube(_))
+                    if m.starts_with("no kubeconfig") =>
+                {
+                    "point at a kubeconfig: KUBECONFIG=FILE, --kubeconfig FILE or [kube] kubeconfig (`kubectl config view` shows what kubectl reads); in a pod, mount its service account"
                 }
                 _ => "see the error; `nightshift --log-file F` logs more",
             };

@@ -220,7 +220,11 @@ fn kubernetes(d: Result<&Discovered, &SourceError>) -> Check {
             "kubernetes",
             Verdict::Fail,
             e.to_string(),
-            Some("`kubectl --context CONTEXT get nodes` with the same kubeconfig"),
+            Some(if e.to_string().starts_with("no kubeconfig") {
+                "point at a kubeconfig: KUBECONFIG=FILE, --kubeconfig FILE or [kube] kubeconfig"
+            } else {
+                "`kubectl --context CONTEXT get nodes` with the same kubeconfig"
+            }),
         ),
         Ok(d) => {
             let kinds = if d.kinds.is_empty() {
