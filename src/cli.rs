@@ -20,7 +20,10 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// Under their own heading in every command's help, after the command's
+/// own options (issue 63: they came first, mixed in).
 #[derive(Debug, clap::Args, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Where the cluster state comes from [default: sim]
     #[arg(long, global = true, value_enum)]
@@ -147,6 +150,7 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Drain a node: no new work, its jobs (whole gangs) requeued or killed
     Drain {
+        /// The node, as the scheduler names it
         node: String,
         /// Why, recorded in the scheduler and the audit log
         #[arg(long)]
@@ -155,6 +159,7 @@ pub enum Command {
         #[arg(long, conflicts_with = "kill")]
         requeue: bool,
         /// Kill the node's jobs
+        /// Cancel the jobs instead of requeueing them
         #[arg(long)]
         kill: bool,
         /// Cordon it now, and drain it once each of its jobs has written its
@@ -167,6 +172,7 @@ pub enum Command {
     },
     /// Cordon a node: no new work, running jobs continue
     Cordon {
+        /// The node, as the scheduler names it
         node: String,
         #[arg(long, default_value = "cordoned by nightshift")]
         reason: String,
@@ -175,6 +181,7 @@ pub enum Command {
     },
     /// Put a cordoned or drained node back in service
     Resume {
+        /// The node, as the scheduler names it
         node: String,
         #[command(flatten)]
         act: ActArgs,
@@ -184,6 +191,7 @@ pub enum Command {
     /// through the scheduler; resumed on a pass, kept out with the check's
     /// failure as its reason otherwise
     Validate {
+        /// The node, as the scheduler names it
         node: String,
         /// DCGM diagnostics level: 1 after a GPU reset (seconds), 2 after a
         /// reboot or an uncorrectable error (about two minutes), 3 or 4 for
@@ -195,6 +203,7 @@ pub enum Command {
     },
     /// Change the reason of a node that is out of service (drained, cordoned)
     Reason {
+        /// The node, as the scheduler names it
         node: String,
         /// The new reason, as Slurm shows it (sinfo -R)
         reason: String,
@@ -203,6 +212,7 @@ pub enum Command {
     },
     /// Requeue a running job (and its gang)
     Requeue {
+        /// The job id (an array task as 1234_5)
         job: String,
         /// Once it has written its next checkpoint: the requeue is armed,
         /// and `nightshift follow` (or the console) sends it then, through
@@ -216,6 +226,7 @@ pub enum Command {
     /// checkpoint first (SIGUSR1), requeue it after its checkpoint or the
     /// grace period
     Preempt {
+        /// The job id (an array task as 1234_5)
         job: String,
         /// e.g. 5m
         #[arg(long, value_name = "DURATION", conflicts_with = "after_checkpoint")]
@@ -228,19 +239,23 @@ pub enum Command {
     },
     /// Set a job's priority to a value, or `top` of its partition
     Priority {
+        /// The job id (an array task as 1234_5)
         job: String,
+        /// The new priority: a number, or `top` (above every job of its partition)
         value: String,
         #[command(flatten)]
         act: ActArgs,
     },
     /// Hold a pending job
     Hold {
+        /// The job id (an array task as 1234_5)
         job: String,
         #[command(flatten)]
         act: ActArgs,
     },
     /// Release a held job
     Release {
+        /// The job id (an array task as 1234_5)
         job: String,
         #[command(flatten)]
         act: ActArgs,
@@ -295,7 +310,10 @@ pub enum Command {
         output: Format,
     },
     /// Cancel an armed step (its id, or a unique start of it)
-    Disarm { id: String },
+    Disarm {
+        /// The armed step's id as `armed` lists it, or a unique start of it
+        id: String,
+    },
     /// Send the armed steps when they are due, without a terminal (under
     /// tmux or systemd): each through the guard, its rules checked again
     /// then; ends when nothing is left armed
@@ -385,21 +403,29 @@ pub struct BlastArgs {
 pub enum BlastAction {
     /// Drain a node (its jobs are requeued; --kill to cancel them instead)
     Drain {
+        /// The node, as the scheduler names it
         node: String,
+        /// Cancel the jobs instead of requeueing them
         #[arg(long)]
         kill: bool,
     },
     /// Take a failure domain out (a switch, a rack: every node under it
     /// drained; --kill to cancel their jobs instead of requeueing them)
     Domain {
+        /// The failure domain: a switch or a rack, as `get nodes` names it
         name: String,
+        /// Cancel the jobs instead of requeueing them
         #[arg(long)]
         kill: bool,
     },
     /// Requeue a running job (and its gang)
-    Requeue { job: String },
+    Requeue {
+        /// The job id (an array task as 1234_5)
+        job: String,
+    },
     /// Preempt a running job (requeued or cancelled per the site's PreemptMode)
     Preempt {
+        /// The job id (an array task as 1234_5)
         job: String,
         /// Soft preemption: signal the job to checkpoint and stop it this
         /// long after (e.g. 5m); lost work is then the checkpoint write
@@ -407,7 +433,12 @@ pub enum BlastAction {
         grace: Option<String>,
     },
     /// Change a pending job's priority
-    Priority { job: String, value: u64 },
+    Priority {
+        /// The job id (an array task as 1234_5)
+        job: String,
+        /// The new priority
+        value: u64,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -2219,3 +2219,52 @@ fn doctor_says_what_to_do_and_fits_a_login_terminal() {
     let last = lines.last().copied().unwrap_or_default();
     assert!(last.starts_with("1 failed (endpoint "), "{said}");
 }
+
+/// A command's help shows its own options first and the ~25 global ones
+/// under their own heading after them; every positional says what it is
+/// (issue 63).
+#[test]
+fn a_commands_help_shows_its_own_options_first_and_every_positional_has_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let help = |args: &[&str]| -> String {
+        let out = nightshift(dir.path(), args);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let h = help(&["drain", "--help"]);
+    let own = h.find("--after-checkpoint").expect("its own option");
+    let global = h.find("Global options:").expect("a heading of their own");
+    let source = h.find("--source").expect("a global option");
+    assert!(own < global && global < source, "{h}");
+    for cmd in [
+        &["drain"][..],
+        &["cordon"],
+        &["resume"],
+        &["requeue"],
+        &["preempt"],
+        &["priority"],
+        &["validate"],
+        &["reason"],
+        &["disarm"],
+        &["blast", "drain"],
+        &["blast", "domain"],
+        &["blast", "preempt"],
+    ] {
+        let h = help(&[cmd, &["--help"]].concat());
+        let args = h
+            .split("Arguments:")
+            .nth(1)
+            .and_then(|a| a.split("Options:").next())
+            .unwrap_or_else(|| panic!("{cmd:?}: {h}"));
+        let lines: Vec<&str> = args.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty(), "{cmd:?}: {h}");
+        for (i, l) in lines.iter().enumerate() {
+            if l.trim_start().starts_with('<') {
+                let text = lines.get(i + 1).map_or("", |t| t.trim());
+                assert!(
+                    !text.is_empty() && !text.starts_with('<'),
+                    "{cmd:?} {l}: {h}"
+                );
+            }
+        }
+    }
+}
