@@ -234,25 +234,113 @@ fn man_page() -> Result<(), String> {
     clap_mangen::Man::new(cmd.clone())
         .render(&mut out)
         .map_err(|e| format!("cannot write the manual page: {e}"))?;
+    man_subcommands(&cmd, "nightshift", &mut out)?;
+    out.extend_from_slice(MAN_TAIL.as_bytes());
+    // The configuration's keys, each with its words, as the example file
+    // documents them.
+    out.extend_from_slice(b".SH CONFIGURATION\nEvery key, with its default, as config/nightshift.example.toml gives it:\n.nf\n");
+    out.extend_from_slice(roff_text(include_str!("../config/nightshift.example.toml")).as_bytes());
+    out.extend_from_slice(b"\n.fi\n");
+    nightshift::out!("{}", String::from_utf8_lossy(&out));
+    Ok(())
+}
+
+/// Each subcommand of `cmd` (and theirs: `blast drain`), its words and
+/// its own options and arguments under its own heading.
+fn man_subcommands(cmd: &clap::Command, path: &str, out: &mut Vec<u8>) -> Result<(), String> {
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = sub.get_name().to_string();
-        let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
-        out.extend_from_slice(format!(".SH \"NIGHTSHIFT {}\"\n", name.to_uppercase()).as_bytes());
+        let name = format!("{path} {}", sub.get_name());
+        let about = sub
+            .get_long_about()
+            .or(sub.get_about())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        out.extend_from_slice(format!(".SH \"{}\"\n", name.to_uppercase()).as_bytes());
         out.extend_from_slice(format!("{}\n", roff_text(&about)).as_bytes());
+        // Its own arguments, not the global ones every command takes.
+        let own = sub
+            .clone()
+            .mut_args(|a| if a.is_global_set() { a.hide(true) } else { a });
+        // Its arguments, each with its words.
+        let positionals: Vec<&clap::Arg> = sub.get_positionals().collect();
+        if !positionals.is_empty() {
+            out.extend_from_slice(b".SS Arguments\n");
+            for a in positionals {
+                let name = a.get_id().as_str().to_uppercase();
+                let help = a.get_help().map(ToString::to_string).unwrap_or_default();
+                out.extend_from_slice(format!(".TP\n<{name}>\n{}\n", roff_text(&help)).as_bytes());
+            }
+        }
         let mut body = Vec::new();
-        clap_mangen::Man::new(sub.clone())
+        clap_mangen::Man::new(own)
             .render_options_section(&mut body)
             .map_err(|e| format!("cannot write the manual page: {e}"))?;
-        // Its options under the subcommand's own heading.
         out.extend_from_slice(
             &String::from_utf8_lossy(&body)
                 .replacen(".SH OPTIONS", ".SS Options", 1)
                 .into_bytes(),
         );
+        man_subcommands(sub, &name, out)?;
     }
-    nightshift::out!("{}", String::from_utf8_lossy(&out));
     Ok(())
 }
+
+/// The manual's ENVIRONMENT, FILES and EXIT STATUS.
+const MAN_TAIL: &str = r#".SH ENVIRONMENT
+.TP
+NIGHTSHIFT_CONFIG
+The configuration file to read when --config is not given.
+.TP
+XDG_CONFIG_HOME
+Where the configuration is looked for: $XDG_CONFIG_HOME/nightshift/config.toml, else ~/.config/nightshift/config.toml.
+.TP
+XDG_STATE_HOME
+Where the log, the audit log and the key that seals armed steps go: $XDG_STATE_HOME/nightshift/, else ~/.local/state/nightshift/.
+.TP
+NIGHTSHIFT_LOG
+The log's filter (e.g. debug, nightshift=trace); wins over -v and -q.
+.TP
+SLURM_JWT, SLURM_CONF
+slurmrestd's token, and the Slurm configuration scontrol reads.
+.TP
+KUBECONFIG
+The kubeconfig, as kubectl reads it.
+.TP
+SSL_CERT_FILE, SSL_CERT_DIR
+The CA certificates HTTPS sources are checked against, where the system has none.
+.TP
+NO_COLOR, TERM
+No colours; TERM=dumb prints the overview as plain text.
+.SH FILES
+.TP
+~/.config/nightshift/config.toml
+The configuration (see CONFIGURATION).
+.TP
+~/.local/state/nightshift/nightshift.log
+The log, rotated at 10 MB (three old files kept).
+.TP
+~/.local/state/nightshift/audit.jsonl
+The audit log of every action ([actions] audit_log), never truncated; refused when another user owns it or can write it.
+.TP
+~/.local/state/nightshift/armed.key
+The key that seals armed steps (mode 0600; [actions] armed_key for a site's).
+.SH EXIT STATUS
+.TP
+0
+Done.
+.TP
+1
+An error, or a refusal (the guard's, the circuit breaker's, read-only): nothing was sent, and the line says why.
+.TP
+2
+A usage error.
+.TP
+141
+Standard output was closed (| head).
+.TP
+128 + N
+Signal N came during an action; its outcome was written first.
+"#;
 
 /// Text as roff reads it: a leading dot or quote is escaped.
 fn roff_text(s: &str) -> String {

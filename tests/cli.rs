@@ -1851,8 +1851,25 @@ fn completions_load_in_bash_and_the_manual_renders_in_groff() {
         "NIGHTSHIFT DRAIN",
         "NIGHTSHIFT WHY",
         "NIGHTSHIFT COMPLETIONS",
+        // blast's own commands (issue 63: they were missing)
+        "NIGHTSHIFT BLAST DRAIN",
+        "NIGHTSHIFT BLAST DOMAIN",
     ] {
         assert!(page.contains(&format!(".SH \"{section}\"")), "no {section}");
+    }
+    // Issue 63: the positionals with their words, the environment, the
+    // files, the exit statuses and the configuration's keys.
+    for part in [
+        "<NODE>\nThe node, as the scheduler names it",
+        ".SH ENVIRONMENT",
+        "NIGHTSHIFT_LOG",
+        "NIGHTSHIFT_CONFIG",
+        ".SH FILES",
+        ".SH EXIT STATUS",
+        ".SH CONFIGURATION",
+        "max_answer_held_bytes",
+    ] {
+        assert!(page.contains(part), "no {part:?}");
     }
     if !common::require("groff", "apt-get install groff-base") {
         return;
