@@ -404,7 +404,7 @@ fn count(n: usize, thing: &str) -> String {
 /// The widest name column: a longer name (an endpoint's URL) goes on a
 /// line of its own, so that an 80-column terminal does not wrap every
 /// line (issue 63).
-const NAME_COLUMN: usize = 14;
+const NAME_COLUMN: usize = 18;
 
 /// The checks as lines: `ok    scheduler  slurm answered…  → fix`; the
 /// last line counts the failures and warnings and names them, so that

@@ -2232,7 +2232,7 @@ fn doctor_says_what_to_do_and_fits_a_login_terminal() {
         .find(|l| l.starts_with("warn  scheduler"))
         .expect("scheduler");
     let detail_at = scheduler.find("none configured").expect("detail");
-    assert!(detail_at <= 6 + 14 + 2, "a narrow name column: {scheduler}");
+    assert!(detail_at <= 6 + 18 + 2, "a narrow name column: {scheduler}");
     let last = lines.last().copied().unwrap_or_default();
     assert!(last.starts_with("1 failed (endpoint "), "{said}");
 }
