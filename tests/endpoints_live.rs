@@ -89,16 +89,7 @@ fn prometheus_with(bin: &str, dir: &std::path::Path, targets: &[u16]) -> (Prom, 
         return victoria_metrics(dir, targets);
     }
     let port = free_port();
-    let cfg = dir.join("prometheus.yml");
-    let list: Vec<String> = targets.iter().map(|t| format!("'127.0.0.1:{t}'")).collect();
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lab\n    static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
-        ),
-    )
-    .expect("config");
+    let cfg = scrape_config(dir, targets);
     let child = Command::new(bin)
         .arg(format!("--config.file={}", cfg.display()))
         .arg(format!(
@@ -115,12 +106,10 @@ fn prometheus_with(bin: &str, dir: &std::path::Path, targets: &[u16]) -> (Prom, 
     (Prom(child), format!("http://127.0.0.1:{port}"))
 }
 
-/// VictoriaMetrics single-node scraping `targets` every second, its data
-/// in `dir`: its query API at the root, as Prometheus's; points visible
-/// at once (`-search.latencyOffset=0s`: the default hides the last 30 s).
-fn victoria_metrics(dir: &std::path::Path, targets: &[u16]) -> (Prom, String) {
-    let port = free_port();
-    let cfg = dir.join("scrape.yml");
+/// A scrape configuration (Prometheus's format, which VictoriaMetrics
+/// reads too) for `targets` every second, written in `dir`.
+fn scrape_config(dir: &std::path::Path, targets: &[u16]) -> std::path::PathBuf {
+    let cfg = dir.join("prometheus.yml");
     let list: Vec<String> = targets.iter().map(|t| format!("'127.0.0.1:{t}'")).collect();
     std::fs::write(
         &cfg,
@@ -130,6 +119,15 @@ fn victoria_metrics(dir: &std::path::Path, targets: &[u16]) -> (Prom, String) {
         ),
     )
     .expect("config");
+    cfg
+}
+
+/// VictoriaMetrics single-node scraping `targets` every second, its data
+/// in `dir`: its query API at the root, as Prometheus's; points visible
+/// at once (`-search.latencyOffset=0s`: the default hides the last 30 s).
+fn victoria_metrics(dir: &std::path::Path, targets: &[u16]) -> (Prom, String) {
+    let port = free_port();
+    let cfg = scrape_config(dir, targets);
     let child = Command::new("victoria-metrics")
         .arg(format!("-promscrape.config={}", cfg.display()))
         .arg(format!("-storageDataPath={}", dir.join("vm").display()))

@@ -1182,43 +1182,49 @@ fn peak_rss_kb(mut child: std::process::Child, bound: Duration) -> (Output, u64,
     (child.wait_with_output().expect("output"), peak, ended)
 }
 
-/// Prometheus answers that never end, three asked at once: the bytes in
-/// flight are bounded together (`limits.max_body_bytes`), not each — the
-/// one-shot ends with a clear error and its peak memory stays near one
-/// bound, not three (issue 43: `get nodes` died at 1.6 GB allocations).
-#[test]
-fn endless_prometheus_answers_are_bounded_together() {
+/// `get WHAT` against the Prometheus at `url` with `config` as the
+/// configuration, its peak resident size watched for at most `bound`:
+/// its output, peak (kB) and whether it ended.
+fn get_from_prometheus_watched(
+    url: &str,
+    config: &str,
+    what: &str,
+    bound: Duration,
+) -> (Output, u64, bool) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let prom = Fake::start(Behaviour::Endless {
-        content_type: "application/json",
-        prefix: r#"{"status":"success","data":"#,
-        unit: " ",
-    });
     let cfg = dir.path().join("limits.toml");
-    // A request timeout long enough that the body bound, not the clock,
-    // ends the read on a loaded machine (128 MiB in 5 s was a race).
-    std::fs::write(
-        &cfg,
-        "[limits]\nmax_body_bytes = 134217728\n[endpoints]\ntimeout_s = 60\n",
-    )
-    .expect("config");
+    std::fs::write(&cfg, config).expect("config");
     let child = Command::new(bin())
         .args(["--config", cfg.to_str().expect("path")])
-        .args([
-            "--source",
-            "none",
-            "--prometheus",
-            &prom.url(""),
-            "get",
-            "nodes",
-        ])
+        .args(["--source", "none", "--prometheus", url, "get", what])
         .arg("--log-file")
         .arg(dir.path().join("n.log"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let (out, peak_kb, ended) = peak_rss_kb(child, Duration::from_secs(120));
+    peak_rss_kb(child, bound)
+}
+
+/// Prometheus answers that never end, three asked at once: the bytes in
+/// flight are bounded together (`limits.max_body_bytes`), not each — the
+/// one-shot ends with a clear error and its peak memory stays near one
+/// bound, not three (issue 43: `get nodes` died at 1.6 GB allocations).
+#[test]
+fn endless_prometheus_answers_are_bounded_together() {
+    let prom = Fake::start(Behaviour::Endless {
+        content_type: "application/json",
+        prefix: r#"{"status":"success","data":"#,
+        unit: " ",
+    });
+    // A request timeout long enough that the body bound, not the clock,
+    // ends the read on a loaded machine (128 MiB in 5 s was a race).
+    let (out, peak_kb, ended) = get_from_prometheus_watched(
+        &prom.url(""),
+        "[limits]\nmax_body_bytes = 134217728\n[endpoints]\ntimeout_s = 60\n",
+        "nodes",
+        Duration::from_secs(120),
+    );
     assert!(ended, "an endless answer hung the one-shot");
     let err = clean_failure(&out);
     assert!(err.contains("max_body_bytes"), "{err}");
@@ -1233,36 +1239,18 @@ fn endless_prometheus_answers_are_bounded_together() {
 /// the one-shot ends with that error and its peak stays near the bound.
 #[test]
 fn an_endless_prometheus_answer_of_series_stops_at_the_bound_on_what_is_kept() {
-    let dir = tempfile::tempdir().expect("tempdir");
     let prom = Fake::start(Behaviour::Endless {
         content_type: "application/json",
         prefix: r#"{"status":"success","data":{"resultType":"vector","result":["#,
         unit: r#"{"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","Hostname":"gpu07","UUID":"GPU-1","modelName":"NVIDIA H100 80GB HBM3"},"value":[1796006000.5,"61"]},"#,
     });
-    let cfg = dir.path().join("limits.toml");
     // Text far past the bound on what is kept: that one must end it.
-    std::fs::write(
-        &cfg,
+    let (out, peak_kb, ended) = get_from_prometheus_watched(
+        &prom.url(""),
         "[limits]\nmax_body_bytes = 4294967296\nmax_answer_held_bytes = 67108864\n[endpoints]\ntimeout_s = 120\n",
-    )
-    .expect("config");
-    let child = Command::new(bin())
-        .args(["--config", cfg.to_str().expect("path")])
-        .args([
-            "--source",
-            "none",
-            "--prometheus",
-            &prom.url(""),
-            "get",
-            "gpus",
-        ])
-        .arg("--log-file")
-        .arg(dir.path().join("n.log"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let (out, peak_kb, ended) = peak_rss_kb(child, Duration::from_secs(150));
+        "gpus",
+        Duration::from_secs(150),
+    );
     assert!(ended, "an endless answer hung the one-shot");
     let err = clean_failure(&out);
     assert!(!out.status.success(), "{err}");

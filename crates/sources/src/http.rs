@@ -71,6 +71,12 @@ struct NoRoots {
     schemes: Vec<rustls::SignatureScheme>,
 }
 
+impl NoRoots {
+    fn refused(&self) -> rustls::Error {
+        rustls::Error::General(self.why.clone())
+    }
+}
+
 impl rustls::client::danger::ServerCertVerifier for NoRoots {
     fn verify_server_cert(
         &self,
@@ -80,7 +86,7 @@ impl rustls::client::danger::ServerCertVerifier for NoRoots {
         _: &[u8],
         _: rustls::pki_types::UnixTime,
     ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Err(rustls::Error::General(self.why.clone()))
+        Err(self.refused())
     }
 
     fn verify_tls12_signature(
@@ -89,7 +95,7 @@ impl rustls::client::danger::ServerCertVerifier for NoRoots {
         _: &rustls::pki_types::CertificateDer<'_>,
         _: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Err(rustls::Error::General(self.why.clone()))
+        Err(self.refused())
     }
 
     fn verify_tls13_signature(
@@ -98,7 +104,7 @@ impl rustls::client::danger::ServerCertVerifier for NoRoots {
         _: &rustls::pki_types::CertificateDer<'_>,
         _: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Err(rustls::Error::General(self.why.clone()))
+        Err(self.refused())
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {

@@ -16,6 +16,7 @@ use crate::sources::sim::{Sim, SimConfig};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod armed;
 mod audit_log;
 mod execution;
 mod previews;
