@@ -629,11 +629,39 @@ impl FileConfig {
         out
     }
 
+    /// Reads the configuration at `path`. It names commands nightshift
+    /// runs (as root on admin hosts): a file another user owns or can
+    /// write is refused, as the audit log and the key are; a FIFO or a
+    /// device is not waited on, and at most 1 MiB is read.
     pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        let read = |e: std::io::Error| ConfigError::Read {
             path: path.to_path_buf(),
             source: e,
-        })?;
+        };
+        // Opened without waiting on a FIFO, then judged by what was opened
+        // (no window to swap the file between the check and the read).
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(read)?
+        };
+        let meta = file.metadata().map_err(read)?;
+        if !meta.is_file() {
+            return Err(read(std::io::Error::other("not a regular file")));
+        }
+        if let Some(why) = crate::actions::audit::untrusted(&meta) {
+            return Err(read(std::io::Error::other(format!(
+                "{why}: refused (another user could make nightshift run their commands)"
+            ))));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, 1 << 20), &mut bytes)
+            .map_err(read)?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| read(std::io::Error::other("not UTF-8")))?;
         toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             source: e,

@@ -2119,6 +2119,19 @@ fn the_config_is_read_where_users_put_it_and_the_user_is_the_accounts() {
         ok && read(&text).starts_with("none: the defaults"),
         "{text}"
     );
+    // The config names commands nightshift runs: one another user can
+    // write, or owns, is refused (a hostile local user, nightshift as root).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let (ok, text) = doctor(&[("NIGHTSHIFT_CONFIG", &other)]);
+    assert!(!ok && text.contains("writable by every user"), "{text}");
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&other, Some(12345), None).expect("chown");
+        let (ok, text) = doctor(&[("NIGHTSHIFT_CONFIG", &other)]);
+        assert!(!ok && text.contains("owned by uid 12345"), "{text}");
+    }
 
     // No USER, no LOGNAME: the account's name, and the dead endpoint is
     // what is said.
