@@ -385,6 +385,7 @@ pub(crate) fn connect_moment(
             scheduler_user: None,
             cluster: m.cluster.name.clone(),
             source: "replay".into(),
+            operator: None,
         };
         return Ok((m, Executor::replay(), who));
     }
@@ -399,6 +400,7 @@ pub(crate) fn connect_moment(
         scheduler_user: reading.scheduler_user.clone(),
         cluster: reading.cluster.name.clone(),
         source: reading.source.into(),
+        operator: None,
     };
     // The same moment `get` reads (one_shot::moment): the endpoints' GPU
     // readings and Prometheus's fault history laid over the scheduler's,

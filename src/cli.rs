@@ -325,6 +325,43 @@ pub enum Command {
         #[arg(long = "for", value_name = "DURATION")]
         duration: Option<String>,
     },
+    /// Carry out the site's [[policy]]s without a terminal: each incident
+    /// a policy takes is remedied through the guard (live) or said
+    /// (shadow), a person is paged only for what a policy cannot decide,
+    /// and the armed steps are sent when due (as `follow`)
+    Autopilot(AutopilotArgs),
+}
+
+/// `nightshift autopilot`.
+#[derive(Debug, clap::Args)]
+pub struct AutopilotArgs {
+    #[command(subcommand)]
+    pub what: Option<AutopilotCommand>,
+    /// How often the cluster is read
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub interval: String,
+    /// Stop after this long
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: Option<String>,
+    /// Every policy in shadow mode: say what it would do, send nothing
+    /// (with --replay FILE: beside what the people did)
+    #[arg(long)]
+    pub shadow: bool,
+}
+
+/// `nightshift autopilot pause|resume|status`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AutopilotCommand {
+    /// Pause every autopilot on this audit log (recorded with who paused it)
+    Pause {
+        /// Why, in the audit log and on every console
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Resume the autopilot
+    Resume,
+    /// The policies, their modes, and whether the autopilot is paused
+    Status,
 }
 
 /// Options every action takes.

@@ -49,6 +49,15 @@ pub struct FileConfig {
     /// one of them (`--context NAME`).
     #[serde(default)]
     pub clusters: Vec<ClusterFile>,
+    /// `[[policy]]`: the autopilot's policies (issue 61).
+    #[serde(default)]
+    pub policy: Vec<crate::autopilot::policy::PolicyFile>,
+    /// `[paging]`: where the autopilot pages a person.
+    #[serde(default)]
+    pub paging: crate::autopilot::page::PagingFile,
+    /// The text it was read from: the policies' errors name their lines.
+    #[serde(skip)]
+    pub text: String,
 }
 
 /// `[validate]`: the check a node passes before it goes back to service.
@@ -572,6 +581,10 @@ pub struct Settings {
     pub record: Option<PathBuf>,
     /// Its name in `[[clusters]]`, when it is one of several.
     pub cluster: Option<String>,
+    /// `[[policy]]`, checked and compiled: the autopilot's.
+    pub policies: Vec<crate::autopilot::policy::Policy>,
+    /// `[paging]`.
+    pub paging: crate::autopilot::page::PagingFile,
 }
 
 impl Settings {
@@ -662,10 +675,12 @@ impl FileConfig {
             .map_err(read)?;
         let text =
             String::from_utf8(bytes).map_err(|_| read(std::io::Error::other("not UTF-8")))?;
-        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+        let mut file: FileConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             source: e,
-        })
+        })?;
+        file.text = text;
+        Ok(file)
     }
 }
 
@@ -771,6 +786,9 @@ impl Settings {
                 Some(v) => seconds(v, "actions.timeout_s")?,
                 None => Duration::from_secs(60),
             },
+            policies: crate::autopilot::policy::compile(&file.policy, &file.text)
+                .map_err(ConfigError::Policy)?,
+            paging: file.paging,
         })
     }
 }

@@ -296,6 +296,7 @@ pub fn disarm(settings: &Settings, id: &str) -> Result<(), CommandError> {
         scheduler_user: None,
         cluster: settings.cluster.clone().unwrap_or_default(),
         source: "cli".into(),
+        operator: None,
     };
     let before = log.armed();
     let a = follow::cancel(&log, &who, id, "cancelled by the operator")
@@ -310,7 +311,7 @@ pub fn disarm(settings: &Settings, id: &str) -> Result<(), CommandError> {
 
 /// The cluster again: the same simulated cluster moved on by `step` of its
 /// time, or the live source read anew (with a new executor).
-fn reread(
+pub fn reread(
     settings: &Settings,
     rt: &tokio::runtime::Runtime,
     executor: &mut Executor,
@@ -323,6 +324,39 @@ fn reread(
     let (c, x, _) = connect(settings, rt)?;
     *executor = x;
     Ok(c)
+}
+
+/// Looks at each of `armed` (this cluster's steps; `all`: every armed
+/// step, for their shown ids) and sends it when due; each step's news is
+/// said once, not every round. A signal during a send stops the rest.
+pub fn send_due(
+    rt: &tokio::runtime::Runtime,
+    firing: &Firing<'_>,
+    (armed, all): (&[Armed], &[Armed]),
+    said: &mut std::collections::HashMap<String, String>,
+) {
+    for a in armed {
+        let fired =
+            crate::action_commands::finish_despite_signals(rt, follow::fire_if_due(a, firing));
+        let line = match fired {
+            Fired::Waiting(w) => format!("{}: waiting for {w}", describe(a)),
+            Fired::Sent { message, .. } => format!("fired: {message}"),
+            Fired::Refused(why) => format!("refused, disarmed: {why}"),
+        };
+        // Each step's news once, not every round.
+        if said.get(&a.id) != Some(&line) {
+            crate::outln!(
+                "{}  {}",
+                sanitize(follow::short_id(&a.id, all)),
+                sanitize(&line)
+            );
+            said.insert(a.id.clone(), line);
+        }
+        // A signal came while that step was sent: no other is begun.
+        if crate::action_commands::interrupted() {
+            break;
+        }
+    }
 }
 
 /// `nightshift follow`: every `interval`, each armed step of this cluster
@@ -386,30 +420,7 @@ pub fn run(
             who: &who,
             timeout: settings.action_timeout,
         };
-        for a in &armed {
-            let fired = crate::action_commands::finish_despite_signals(
-                &rt,
-                follow::fire_if_due(a, &firing),
-            );
-            let line = match fired {
-                Fired::Waiting(w) => format!("{}: waiting for {w}", describe(a)),
-                Fired::Sent { message, .. } => format!("fired: {message}"),
-                Fired::Refused(why) => format!("refused, disarmed: {why}"),
-            };
-            // Each step's news once, not every round.
-            if said.get(&a.id) != Some(&line) {
-                crate::outln!(
-                    "{}  {}",
-                    sanitize(follow::short_id(&a.id, &all)),
-                    sanitize(&line)
-                );
-                said.insert(a.id.clone(), line);
-            }
-            // A signal came while that step was sent: no other is begun.
-            if crate::action_commands::interrupted() {
-                break;
-            }
-        }
+        send_due(&rt, &firing, (&armed, &all), &mut said);
         if until.is_some_and(|u| started.elapsed() >= u) {
             crate::outln!(
                 "stopped after {}: {} step(s) still armed",

@@ -10,6 +10,7 @@
 //! Their modules are re-exported here under their own names.
 
 pub use nightshift_actions as actions;
+pub use nightshift_autopilot as autopilot;
 pub use nightshift_console::{analyst, app, columns, fleet, views};
 pub use nightshift_core::{engine, host, limits, model, protocol, report, text};
 pub use nightshift_recording::{self as recording, postmortem};
@@ -20,6 +21,8 @@ pub use nightshift_agent as agent;
 
 pub mod action_commands;
 pub mod alloc;
+pub mod autopilot_commands;
+pub mod autopilot_shadow;
 pub mod build_info;
 pub mod cli;
 pub mod config;

@@ -139,6 +139,7 @@ fn run(mut cli: Cli) -> Result<(), String> {
             args.output,
         )?),
         Some(Command::Doctor { output }) => doctor(&[settings], output),
+        Some(Command::Autopilot(args)) => autopilot(&settings, args),
         Some(Command::Audit { output }) => {
             Ok(nightshift::action_commands::show(&settings, output)?)
         }
@@ -370,6 +371,32 @@ fn follow_command(settings: &Settings, cmd: Command) -> Result<(), String> {
         )?),
         cmd @ Command::Drain { .. } => Ok(follow::arm_drain(settings, &cmd)?),
         cmd => Ok(follow::arm_job(settings, &cmd)?),
+    }
+}
+
+/// `nightshift autopilot [pause|resume|status]` (issue 61).
+fn autopilot(settings: &Settings, args: nightshift::cli::AutopilotArgs) -> Result<(), String> {
+    use nightshift::autopilot_commands as ap;
+    use nightshift::cli::AutopilotCommand;
+    match args.what {
+        Some(AutopilotCommand::Pause { reason }) => Ok(ap::pause(settings, true, &reason)?),
+        Some(AutopilotCommand::Resume) => Ok(ap::pause(settings, false, "")?),
+        Some(AutopilotCommand::Status) => Ok(ap::status(settings)?),
+        None => Ok(ap::run(
+            settings,
+            &ap::Run {
+                interval: std::time::Duration::from_secs(
+                    units::parse_duration(&args.interval)?.max(1),
+                ),
+                until: args
+                    .duration
+                    .as_deref()
+                    .map(units::parse_duration)
+                    .transpose()?
+                    .map(std::time::Duration::from_secs),
+                shadow: args.shadow,
+            },
+        )?),
     }
 }
 

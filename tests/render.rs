@@ -880,6 +880,7 @@ fn every_dialog_keeps_its_prompt() {
         scheduler_user: None,
         cluster: "sim-16".into(),
         source: "sim".into(),
+        operator: None,
     };
     let policy = nightshift::actions::policy::Policy::default();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -70,6 +70,10 @@ impl FileConfig {
             topology: c.topology.clone(),
             validate: self.validate.clone(),
             clusters: Vec::new(),
+            // The site's policies hold for each of its clusters.
+            policy: self.policy.clone(),
+            paging: self.paging.clone(),
+            text: self.text.clone(),
         })
     }
 }

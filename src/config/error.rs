@@ -19,6 +19,9 @@ pub enum ConfigError {
     },
     #[error("config: {0}")]
     Cluster(String),
+    /// A `[[policy]]` that cannot be taken: none is loaded.
+    #[error("config: [[policy]] {0}; no policy loaded")]
+    Policy(crate::autopilot::policy::PolicyError),
     #[error("config: topology.domains: {0}")]
     Topology(String),
     #[error("config: limits.{0} must be > 0")]

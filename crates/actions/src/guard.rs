@@ -24,6 +24,16 @@ pub struct Who {
     pub scheduler_user: Option<String>,
     pub cluster: String,
     pub source: String,
+    /// Who acts, when not the operating-system user at the keyboard: the
+    /// autopilot's `policy:<name>` (issue 61).
+    pub operator: Option<String>,
+}
+
+impl Who {
+    /// The operator its audit records name.
+    pub fn operator(&self) -> String {
+        self.operator.clone().unwrap_or_else(audit::os_user)
+    }
 }
 
 /// The name a cluster is audited (and its steps armed) under: its name in
@@ -348,7 +358,7 @@ fn record(p: &Preview, who: &Who, id: &str, phase: Phase, outcome: Option<AuditO
         id: id.to_string(),
         phase,
         time: audit::now(),
-        operator: audit::os_user(),
+        operator: who.operator(),
         scheduler_user: who.scheduler_user.clone(),
         host: crate::host::name(),
         cluster: who.cluster.clone(),

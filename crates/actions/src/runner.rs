@@ -30,6 +30,7 @@ impl Runner {
             scheduler_user: user,
             cluster: guard::audited_name(self.guard.cluster.as_deref(), cluster),
             source: source.into(),
+            operator: None,
         }
     }
 

@@ -53,6 +53,7 @@ fn who() -> Who {
         scheduler_user: Some("oncall".into()),
         cluster: "sim-16".into(),
         source: "sim".into(),
+        operator: None,
     }
 }
 

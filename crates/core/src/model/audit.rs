@@ -64,6 +64,11 @@ pub enum Phase {
     Refused,
     /// An armed step sent.
     Fired,
+    /// The autopilot paused, for every process reading this log: its
+    /// `operator` paused it, its `note` says why (issue 61).
+    Paused,
+    /// The autopilot resumed.
+    Resumed,
 }
 
 impl Phase {
@@ -75,6 +80,8 @@ impl Phase {
             Phase::Cancelled => "cancelled",
             Phase::Refused => "refused",
             Phase::Fired => "fired",
+            Phase::Paused => "paused",
+            Phase::Resumed => "resumed",
         }
     }
 }

@@ -1,0 +1,393 @@
+//! `nightshift autopilot` (issue 61): every interval the cluster is read,
+//! the armed steps due are sent (what `follow` does), and each open
+//! incident a `[[policy]]` takes is carried out through the guard (live),
+//! said (shadow), or paged when the policy cannot decide. `pause`,
+//! `resume` and `status` act on the autopilot of every process that
+//! reads the same audit log.
+
+use crate::action_commands::{connect_moment, runtime};
+use crate::actions::audit::{self, AuditLog};
+use crate::actions::follow::Firing;
+use crate::actions::guard::Who;
+use crate::autopilot::carry::{Acting, Carried, carry_out};
+use crate::autopilot::decide::{Decision, Inputs, Tracker, What, decide};
+use crate::autopilot::page::{Page, Pager};
+use crate::autopilot::past::{Past, operator_of};
+use crate::autopilot::policy::Mode;
+use crate::config::Settings;
+use crate::engine::memory::Memory;
+use crate::error::CommandError;
+use crate::model::audit::Record;
+use crate::model::{Cluster, Phase};
+use crate::text::sanitize;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// One line: how many policies, in which modes, and whether paused.
+pub fn summary(settings: &Settings, past: &Past, shadow_all: bool) -> String {
+    let live = settings
+        .policies
+        .iter()
+        .filter(|p| p.mode == Mode::Live && !shadow_all && !settings.read_only)
+        .count();
+    let n = settings.policies.len();
+    let mut line = format!(
+        "autopilot: {n} polic{} ({live} live, {} shadow)",
+        if n == 1 { "y" } else { "ies" },
+        n - live
+    );
+    if let Some(p) = &past.paused {
+        line.push_str(&format!(
+            "; PAUSED by {}@{} at {}{}",
+            p.by,
+            p.host,
+            crate::text::datetime(p.at),
+            if p.why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", p.why)
+            }
+        ));
+    }
+    line
+}
+
+/// The autopilot's past for this cluster, from the audit log.
+fn past_of(log: &AuditLog, cluster: &str) -> Past {
+    let reading = log.reading();
+    Past::read(&reading.records, log.armed(), cluster)
+}
+
+/// `nightshift autopilot pause|resume`: a record every autopilot reading
+/// this log obeys, naming who paused it and why.
+pub fn pause(settings: &Settings, pause: bool, why: &str) -> Result<(), CommandError> {
+    let log = settings.audit();
+    let cluster = settings.cluster.clone().unwrap_or_default();
+    let rec = Record {
+        id: audit::new_id(),
+        phase: if pause { Phase::Paused } else { Phase::Resumed },
+        time: audit::now(),
+        operator: audit::os_user(),
+        host: crate::host::name(),
+        cluster,
+        source: "cli".into(),
+        action: "autopilot".into(),
+        preview: if pause {
+            "autopilot paused: nothing is sent by a policy until it is resumed".into()
+        } else {
+            "autopilot resumed".into()
+        },
+        note: (!why.is_empty()).then(|| why.to_string()),
+        ..Record::default()
+    };
+    log.write(&rec)
+        .map_err(|e| CommandError::Failed(e.to_string()))?;
+    crate::outln!(
+        "{}",
+        if pause {
+            "autopilot paused for every nightshift on this audit log (nightshift autopilot resume ends it)"
+        } else {
+            "autopilot resumed"
+        }
+    );
+    Ok(())
+}
+
+/// `nightshift autopilot status`: the policies, and whether paused.
+pub fn status(settings: &Settings) -> Result<(), CommandError> {
+    let past = past_of(
+        &settings.audit(),
+        &settings.cluster.clone().unwrap_or_default(),
+    );
+    crate::outln!("{}", sanitize(&summary(settings, &past, false)));
+    for p in &settings.policies {
+        crate::outln!(
+            "  {}  {}  do {}  when {}",
+            sanitize(&p.name),
+            p.mode.as_str(),
+            p.ladder
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(" → "),
+            sanitize(&p.when)
+        );
+    }
+    Ok(())
+}
+
+/// How a run goes.
+pub struct Run {
+    pub interval: Duration,
+    pub until: Option<Duration>,
+    /// Every policy in shadow mode, whatever the config says.
+    pub shadow: bool,
+}
+
+/// What one round says, each line once until it changes.
+#[derive(Default)]
+struct Said {
+    lines: HashMap<String, String>,
+}
+
+impl Said {
+    fn say(&mut self, key: &str, line: String) {
+        if self.lines.get(key) != Some(&line) {
+            crate::outln!("{}", sanitize(&line));
+            self.lines.insert(key.to_string(), line);
+        }
+    }
+}
+
+/// The state a run keeps across its rounds.
+struct State {
+    memory: Memory,
+    tracker: Tracker,
+    pager: Pager,
+    said: Said,
+    armed_said: HashMap<String, String>,
+}
+
+/// `nightshift autopilot`.
+pub fn run(settings: &Settings, how: &Run) -> Result<(), CommandError> {
+    if settings.policies.is_empty() {
+        return Err(CommandError::Failed(
+            "no [[policy]] in the configuration: nothing for the autopilot to do (README: \"Letting nightshift act\")".into(),
+        ));
+    }
+    if settings.replay.is_some() {
+        return crate::autopilot_shadow::replay(settings);
+    }
+    let log = settings.audit();
+    let rt = runtime()?;
+    let (moment, mut executor, who) = connect_moment(settings, &rt)?;
+    let mut cluster = moment.cluster;
+    let mut read_at = Instant::now();
+    let mut state = State {
+        memory: moment.memory,
+        tracker: Tracker::default(),
+        pager: Pager::new(settings.paging.clone()).map_err(CommandError::Failed)?,
+        said: Said::default(),
+        armed_said: HashMap::new(),
+    };
+    let shadow_all = how.shadow || settings.read_only;
+    crate::outln!(
+        "{} on {}; paging: {}",
+        sanitize(&summary(settings, &past_of(&log, &who.cluster), shadow_all)),
+        sanitize(&who.cluster),
+        paging_targets(settings)
+    );
+    let started = Instant::now();
+    loop {
+        round(
+            settings,
+            &rt,
+            (&cluster, read_at),
+            &executor,
+            &who,
+            &mut state,
+            shadow_all,
+        );
+        if how.until.is_some_and(|u| started.elapsed() >= u) {
+            crate::outln!(
+                "stopped after {}",
+                crate::text::duration(started.elapsed().as_secs() as i64)
+            );
+            return Ok(());
+        }
+        if crate::action_commands::interrupted()
+            || crate::action_commands::wait_or_signal(&rt, how.interval)
+        {
+            crate::outln!("stopped by a signal");
+            return Ok(());
+        }
+        // A read that fails keeps the last snapshot, which ages: nothing
+        // is decided on it once it is stale (the round says so).
+        match crate::follow_commands::reread(settings, &rt, &mut executor, how.interval) {
+            Ok(c) => {
+                cluster = c;
+                read_at = Instant::now();
+                state.memory.observe(&cluster, &settings.site);
+            }
+            Err(e) => state
+                .said
+                .say("read", format!("reading the cluster failed: {e}")),
+        }
+    }
+}
+
+fn paging_targets(settings: &Settings) -> String {
+    let mut t = Vec::new();
+    if let Some(a) = &settings.paging.alertmanager {
+        t.push(format!("Alertmanager {}", a.url));
+    }
+    if settings.paging.pagerduty.is_some() {
+        t.push("PagerDuty".to_string());
+    }
+    if t.is_empty() {
+        "nowhere ([paging] names none: decisions are only said here)".into()
+    } else {
+        t.join(", ")
+    }
+}
+
+/// One round: the armed steps due, then each policy's decisions, then
+/// the pages.
+fn round(
+    settings: &Settings,
+    rt: &tokio::runtime::Runtime,
+    (cluster, read_at): (&Cluster, Instant),
+    executor: &crate::actions::executor::Executor,
+    who: &Who,
+    state: &mut State,
+    shadow_all: bool,
+) {
+    let log = settings.audit();
+    let data_age = read_at.elapsed();
+    let base = state
+        .memory
+        .base(cluster, &settings.site, &settings.xid_catalog);
+    let past = past_of(&log, &who.cluster);
+    // The armed steps due (a policy's and a person's), as `follow` sends
+    // them — unless paused or read-only.
+    if past.paused.is_none() && !settings.read_only {
+        let firing = Firing {
+            cluster,
+            base: &base,
+            data_age,
+            policy: &settings.policy,
+            site: &settings.site,
+            log: &log,
+            executor,
+            who,
+            timeout: settings.action_timeout,
+        };
+        let all = log.armed();
+        let here: Vec<_> = all
+            .iter()
+            .filter(|a| a.cluster == who.cluster)
+            .cloned()
+            .collect();
+        crate::follow_commands::send_due(rt, &firing, (&here, &all), &mut state.armed_said);
+    }
+    let stale = data_age > settings.policy.max_data_age;
+    if stale {
+        state.said.say(
+            "stale",
+            format!(
+                "the data is {} old: nothing is decided on it",
+                crate::text::duration(data_age.as_secs() as i64)
+            ),
+        );
+    }
+    let inputs = Inputs {
+        policies: &settings.policies,
+        cluster,
+        base: &base,
+        site: &settings.site,
+        past: &past,
+    };
+    let (decisions, warnings) = decide(&inputs, &mut state.tracker);
+    for w in warnings {
+        crate::text::warn(&w);
+    }
+    let mut pages = Vec::new();
+    for d in decisions.iter().filter(|_| !stale) {
+        let acting = Acting {
+            cluster,
+            base: &base,
+            data_age,
+            guard: &settings.policy,
+            site: &settings.site,
+            log: &log,
+            executor,
+            who,
+            timeout: settings.action_timeout,
+        };
+        let live = d.mode == Mode::Live && !shadow_all;
+        if let Some(p) = one(rt, d, &acting, live, &past, &mut state.said) {
+            pages.push(p);
+        }
+    }
+    // A page stands while its incident is failing: a switch gone quiet
+    // (remedied), an incident closed, resolve theirs.
+    let open: HashSet<String> = base
+        .incidents
+        .iter()
+        .filter(|i| i.is_failing())
+        .map(|i| i.id.clone())
+        .collect();
+    for line in rt.block_on(state.pager.round(pages, &open)) {
+        crate::outln!("{}", sanitize(&line));
+        tracing::warn!("autopilot: {line}");
+    }
+}
+
+/// One decision carried out (live), or said (shadow, paused); the page it
+/// calls for.
+fn one(
+    rt: &tokio::runtime::Runtime,
+    d: &Decision,
+    acting: &Acting<'_>,
+    live: bool,
+    past: &Past,
+    said: &mut Said,
+) -> Option<Page> {
+    let key = format!("{} {}", d.policy, d.incident);
+    let head = format!("{} [{}]", d.line, d.policy);
+    let page = |summary: String| Page {
+        incident: d.incident.clone(),
+        cluster: acting.who.cluster.clone(),
+        node: d.node.clone(),
+        policy: d.policy.clone(),
+        summary: format!("{}: {summary}", d.line),
+    };
+    match &d.what {
+        What::Wait(w) => said.say(&key, format!("{head}: waits for {w}")),
+        What::Nothing(n) => said.say(&key, format!("{head}: {n}")),
+        What::Page(why) => {
+            said.say(&key, format!("{head}: a person decides: {why}"));
+            return Some(page(why.clone()));
+        }
+        What::Act(plan) => {
+            let steps = plan_line(plan);
+            if !live {
+                said.say(&key, format!("{head}: shadow: would {steps}"));
+            } else if let Some(p) = &past.paused {
+                said.say(&key, format!("{head}: paused by {}: would {steps}", p.by));
+            } else {
+                let who = Who {
+                    operator: Some(operator_of(&d.policy)),
+                    ..acting.who.clone()
+                };
+                let a = Acting {
+                    who: &who,
+                    ..*acting
+                };
+                match crate::action_commands::finish_despite_signals(rt, carry_out(plan, &a)) {
+                    Carried::Done(msg) => {
+                        said.say(&key, format!("{head}: {}: {msg}", plan.title));
+                        tracing::info!("autopilot {head}: {msg}");
+                    }
+                    Carried::Page(why) => {
+                        said.say(&key, format!("{head}: a person decides: {why}"));
+                        return Some(page(why));
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A plan in one line: its steps now, and the step armed.
+pub fn plan_line(plan: &crate::autopilot::decide::Plan) -> String {
+    let mut parts: Vec<String> = plan.now.iter().map(|a| a.command_line()).collect();
+    if let Some((a, when)) = &plan.armed {
+        parts.push(format!(
+            "arm: {}",
+            crate::engine::armed::describe_plan(a, when)
+        ));
+    }
+    format!("{} — {}", plan.title, parts.join(", then "))
+}
