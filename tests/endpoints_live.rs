@@ -1305,3 +1305,105 @@ fn the_real_prometheus_history_makes_a_node_with_three_xid_79s_a_repeat_offender
         assert!(h7.is_repeat_offender(), "{h7:?}");
     });
 }
+
+/// The autopilot's pages (issue 61) through a real Alertmanager (Debian's)
+/// and a PagerDuty stand-in that checks each event as PagerDuty's Events
+/// API v2 documents it: an incident pages once (PagerDuty's trigger once;
+/// Alertmanager's alert re-sent while it fires, one alert all along), a
+/// send that fails is tried again the next round, and the page resolves in
+/// both when its incident closes.
+#[test]
+fn an_incident_pages_once_through_a_real_alertmanager_and_pagerduty_and_resolves_when_it_closes() {
+    use nightshift::autopilot::page::{AlertmanagerFile, Page, Pager, PagerDutyFile, PagingFile};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(am) = common::alertmanager::Alertmanager::start(dir.path()) else {
+        return;
+    };
+    let pd = common::pagerduty::PagerDuty::start();
+    let rt = runtime();
+    let mut pager = Pager::new(PagingFile {
+        alertmanager: Some(AlertmanagerFile { url: am.url() }),
+        pagerduty: Some(PagerDutyFile {
+            routing_key: "0123456789abcdef0123456789abcdef".into(),
+            url: Some(pd.url()),
+        }),
+        resend: Some("1s".into()),
+    })
+    .expect("pager");
+    let page = Page {
+        incident: "dom-ib-leaf-2-e17".into(),
+        cluster: "sim-16".into(),
+        node: "ib-leaf-2".into(),
+        policy: "fabric".into(),
+        summary:
+            "dom-ib-leaf-2-e17 LEAF FAILING on ib-leaf-2: policy fabric pages for LEAF FAILING"
+                .into(),
+    };
+    let open: std::collections::HashSet<String> = [page.incident.clone()].into();
+    // PagerDuty answers 500 first: said, and sent again next round.
+    pd.fail_next(1);
+    let news = rt.block_on(pager.round(vec![page.clone()], &open));
+    assert!(news.iter().any(|n| n.starts_with("paged: ")), "{news:?}");
+    assert!(
+        news.iter()
+            .any(|n| n.contains("PagerDuty failed") && n.contains("500")),
+        "{news:?}"
+    );
+    let alerts = am.alerts();
+    assert_eq!(alerts.len(), 1, "{alerts:#?}");
+    let a = &alerts[0];
+    assert_eq!(a["labels"]["alertname"], "NightshiftDecision");
+    assert_eq!(a["labels"]["incident"], "dom-ib-leaf-2-e17");
+    assert_eq!(a["labels"]["node"], "ib-leaf-2");
+    assert_eq!(a["labels"]["policy"], "fabric");
+    assert_eq!(a["status"]["state"], "active");
+    assert!(
+        a["annotations"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("pages for LEAF FAILING"))
+    );
+    // Rounds while it fires: the same page wanted again and again.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1100));
+        let news = rt.block_on(pager.round(vec![page.clone()], &open));
+        assert!(
+            !news.iter().any(|n| n.starts_with("paged: ")),
+            "paged again: {news:?}"
+        );
+    }
+    // Alertmanager: re-sent (its own count of what it received), still one
+    // alert. PagerDuty: one trigger, after the failed try.
+    assert!(am.received_firing() >= 3, "{}", am.received_firing());
+    assert_eq!(am.alerts().len(), 1);
+    let events = pd.accepted();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    let e = &events[0];
+    assert_eq!(e["event_action"], "trigger");
+    assert_eq!(e["dedup_key"], "nightshift/sim-16/dom-ib-leaf-2-e17");
+    assert_eq!(e["payload"]["source"], "ib-leaf-2");
+    assert_eq!(e["payload"]["severity"], "critical");
+    assert!(pd.rejected().is_empty(), "{:?}", pd.rejected());
+    // The incident closes (the switch is quiet): resolved in both.
+    let news = rt.block_on(pager.round(Vec::new(), &Default::default()));
+    assert!(
+        news.iter().any(|n| n.starts_with("page resolved")),
+        "{news:?}"
+    );
+    assert!(
+        common::wait_for(Duration::from_secs(5), || am
+            .alerts()
+            .is_empty()
+            .then_some(()))
+        .is_some(),
+        "still firing in Alertmanager: {:#?}",
+        am.alerts()
+    );
+    let events = pd.accepted();
+    assert_eq!(events.len(), 2, "{events:#?}");
+    assert_eq!(events[1]["event_action"], "resolve");
+    assert_eq!(
+        events[1]["dedup_key"],
+        "nightshift/sim-16/dom-ib-leaf-2-e17"
+    );
+    assert_eq!(pager.open().count(), 0);
+}

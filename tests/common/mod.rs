@@ -1,8 +1,10 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod alertmanager;
 pub mod fake;
 pub mod kube;
+pub mod pagerduty;
 pub mod sent;
 pub mod situation;
 pub mod slurm;
