@@ -2298,3 +2298,98 @@ fn a_commands_help_shows_its_own_options_first_and_every_positional_has_text() {
         }
     }
 }
+
+/// The starting policies (README: "Letting nightshift act") over the
+/// sim's night, with no key pressed (issue 61): every GPU fault is drained
+/// by `nightshift autopilot` as `policy:gpu-faults`, in the round that
+/// first read it; the leaf switch's flaps page exactly once (PagerDuty's
+/// Events API v2, a stand-in that checks each event) and the page
+/// resolves when the switch has been quiet; the audit log says it all.
+#[test]
+fn the_autopilot_remedies_the_sims_gpu_faults_and_pages_the_switch_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pd = common::pagerduty::PagerDuty::start();
+    let cfg = dir.path().join("autopilot.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}\n[paging.pagerduty]\nrouting_key = \"0123456789abcdef0123456789abcdef\"\nurl = \"{}\"\n",
+            include_str!("../config/policies.example.toml")
+                .replace("mode = \"shadow\"", "mode = \"live\""),
+            pd.url()
+        ),
+    )
+    .expect("config");
+    let audit = dir.path().join("audit.jsonl");
+    // 100 s of the night a round: 3,500 s in all, past the leaf's second
+    // flap (1,500 s) and its 15 quiet minutes.
+    let out = common::nightshift(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "--audit-log",
+            audit.to_str().expect("path"),
+            "--speed",
+            "100",
+            "autopilot",
+            "--interval",
+            "1s",
+            "--for",
+            "35s",
+        ],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.starts_with("autopilot: 2 policies (2 live, 0 shadow)"),
+        "{said}"
+    );
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .expect("audit")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    let drains: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["phase"] == "intent" && r["action"] == "drain")
+        .collect();
+    let mut nodes: Vec<&str> = drains.iter().filter_map(|r| r["target"].as_str()).collect();
+    nodes.sort_unstable();
+    // The Xid 79 the night starts with, the Xid 48, the NVLink storm.
+    assert_eq!(nodes, ["a100-03", "h100-03", "h100-06"], "{said}");
+    assert!(
+        drains.iter().all(|r| r["operator"] == "policy:gpu-faults"),
+        "{drains:#?}"
+    );
+    assert!(
+        records
+            .iter()
+            .filter(|r| r["phase"] == "outcome")
+            .all(|r| r["outcome"]["ok"] == true),
+        "{said}"
+    );
+    // Nothing else was sent: the switch is a person's decision.
+    assert!(
+        records
+            .iter()
+            .filter(|r| r["phase"] == "intent")
+            .all(|r| r["action"] == "drain"),
+        "{said}"
+    );
+    let events = pd.accepted();
+    let actions: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["event_action"].as_str())
+        .collect();
+    assert_eq!(actions, ["trigger", "resolve"], "{said}\n{events:#?}");
+    assert_eq!(events[0]["dedup_key"], events[1]["dedup_key"]);
+    assert!(
+        events[0]["payload"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("LEAF FAILING")),
+        "{events:#?}"
+    );
+    assert!(said.contains("page resolved"), "{said}");
+}

@@ -28,31 +28,28 @@ fn load(text: &str) -> Result<Vec<crate::policy::Policy>, String> {
     compile(&f.policy, text).map_err(|e| e.to_string())
 }
 
-/// The starting set the README proposes (README: "Letting nightshift
-/// act"), live.
-pub const STARTING: &str = r#"
-[[policy]]
-name = "gpu-faults"
-when = "kind in ['xid', 'ecc', 'nvlink'] && action in ['drain_reset_gpu', 'drain_reboot', 'drain_investigate'] && stage == 'open'"
-do = "recommended"
-mode = "live"
-
-[[policy]]
-name = "fabric"
-when = "kind == 'domain'"
-do = "page"
-mode = "live"
-"#;
+/// The starting set the README proposes (config/policies.example.toml),
+/// turned live.
+fn starting() -> String {
+    include_str!("../../../config/policies.example.toml")
+        .replace("mode = \"shadow\"", "mode = \"live\"")
+}
 
 #[test]
 fn the_starting_policies_load() {
-    let p = load(STARTING).expect("policies");
+    let p = load(&starting()).expect("policies");
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].name, "gpu-faults");
     assert_eq!(p[0].mode, Mode::Live);
     assert_eq!(p[0].ladder, vec![Do::Recommended]);
     assert_eq!(p[1].ladder, vec![Do::Page]);
-    assert_eq!(p[1].line, 9, "the line of its name");
+    let text = starting();
+    let line = text
+        .lines()
+        .position(|l| l == "name = \"fabric\"")
+        .expect("fabric")
+        + 1;
+    assert_eq!(p[1].line, line, "the line of its name");
 }
 
 #[test]
@@ -204,7 +201,7 @@ fn run_night(
 
 #[test]
 fn the_starting_policies_remedy_every_gpu_fault_of_the_sims_night_and_page_the_switch() {
-    let policies = load(STARTING).expect("policies");
+    let policies = load(&starting()).expect("policies");
     let (n, seen) = run_night(&policies, &crate::actions::policy::Policy::default());
     // The night's GPU faults: the Xid 79 it starts with, the Xid 48 (with
     // its DBE, then its Xid 63) and the NVLink storm; the Xid 13 is the
@@ -257,7 +254,7 @@ fn the_starting_policies_remedy_every_gpu_fault_of_the_sims_night_and_page_the_s
 
 #[test]
 fn at_the_breaker_the_autopilot_pages_and_sends_nothing_more() {
-    let policies = load(STARTING).expect("policies");
+    let policies = load(&starting()).expect("policies");
     // One node out in any 10 minutes: the storm's drain comes 13 minutes
     // after the Xid 48's — let the window cover it.
     let guard = crate::actions::policy::Policy {
