@@ -1781,3 +1781,145 @@ fn a_drain_requeues_an_unprotected_kueue_gang_whole_as_previewed() {
         gang()
     );
 }
+
+/// Marks `node` with an Xid 79 as a GPU health operator would: a node
+/// condition the engine reads as the GPU's fault.
+fn xid_79_condition(lab: &KubeLab, node: &str) {
+    let status = r#"{"status":{"conditions":[
+        {"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastTransitionTime":"2026-11-20T10:00:00Z"},
+        {"type":"GpuXidError","status":"True","reason":"XidCritical","message":"GPU 2: Xid 79 (GPU has fallen off the bus)","lastTransitionTime":"2026-11-27T02:47:00Z"}]}}"#;
+    let out = lab.kubectl(&[
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// The autopilot on Kubernetes (issue 61; kube-lab, the tests' stand-in
+/// API server, checked with kubectl): a node whose GPU reports an Xid 79
+/// is drained by `nightshift autopilot` as `policy:gpu-faults` — kubectl
+/// sees it cordoned and its pods evicted — with no key pressed; with the
+/// circuit breaker at its limit, a second node's Xid 79 pages (a
+/// PagerDuty stand-in) and nothing is sent.
+#[test]
+fn the_autopilot_drains_an_xid_79_node_on_kubernetes_and_pages_at_the_breaker() {
+    if !kubectl_here() {
+        return;
+    }
+    let lab = KubeLab::start();
+    let policies = include_str!("../config/policies.example.toml")
+        .replace("mode = \"shadow\"", "mode = \"live\"");
+    let pd = common::pagerduty::PagerDuty::start();
+    let paging = format!(
+        "[paging.pagerduty]\nrouting_key = \"0123456789abcdef0123456789abcdef\"\nurl = \"{}\"\n",
+        pd.url()
+    );
+    let cfg = lab_config(
+        &lab,
+        &format!("[kube]\nevict_timeout_s = 3\n{paging}{policies}"),
+    );
+    xid_79_condition(&lab, "gpu-06");
+    let out = lab.nightshift(&[
+        "--config",
+        &cfg,
+        "autopilot",
+        "--interval",
+        "1s",
+        "--for",
+        "4s",
+    ]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("XID 79 on gpu-06"), "{said}");
+    let n = lab.kubectl_json(&["get", "node", "gpu-06", "-o", "json"]);
+    assert_eq!(n["spec"]["unschedulable"], true, "{said}");
+    let pods = lab.kubectl_json(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=gpu-06",
+        "-o",
+        "json",
+    ]);
+    // Its workload pods evicted; a DaemonSet's stay, as with kubectl
+    // drain --ignore-daemonsets.
+    let left: Vec<Value> = items(&pods)
+        .into_iter()
+        .filter(|p| p["metadata"]["ownerReferences"][0]["kind"] != "DaemonSet")
+        .collect();
+    assert!(left.is_empty(), "its pods evicted: {left:#?}\n{said}");
+    assert!(said.contains("done and verified"), "{said}");
+    let audit = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    let intents: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .filter(|r| r["phase"] == "intent")
+        .collect();
+    // gpu-06, and the lab's own Xid 79 on gpu-03 (an Event): its drain
+    // cordons, and the eviction its PDB refuses makes it partly done — a
+    // person decides, paged.
+    let drained: Vec<(&str, &str, bool)> = intents
+        .iter()
+        .map(|r| {
+            (
+                r["operator"].as_str().unwrap_or(""),
+                r["target"].as_str().unwrap_or(""),
+                r["action"] == "drain",
+            )
+        })
+        .collect();
+    assert_eq!(
+        drained,
+        [
+            ("policy:gpu-faults", "gpu-06", true),
+            ("policy:gpu-faults", "gpu-03", true)
+        ],
+        "{audit}"
+    );
+    let events = pd.accepted();
+    assert_eq!(events.len(), 1, "{events:#?}\n{said}");
+    assert_eq!(events[0]["payload"]["source"], "gpu-03");
+    assert!(
+        events[0]["payload"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("PARTLY DONE") && s.contains("PDB")),
+        "{events:#?}"
+    );
+    // The breaker at one node in ten minutes: gpu-06 counts.
+    std::fs::write(
+        &cfg,
+        format!("[kube]\nevict_timeout_s = 3\n[actions]\nmax_partition_share_out = 0.75\nmax_nodes_per_window = 1\n{paging}{policies}"),
+    )
+    .expect("config");
+    xid_79_condition(&lab, "gpu-07");
+    let out = lab.nightshift(&[
+        "--config",
+        &cfg,
+        "autopilot",
+        "--interval",
+        "1s",
+        "--for",
+        "3s",
+    ]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("circuit breaker"), "{said}");
+    let n = lab.kubectl_json(&["get", "node", "gpu-07", "-o", "json"]);
+    assert_ne!(n["spec"]["unschedulable"], true, "nothing sent: {said}");
+    let after = std::fs::read_to_string(lab.dir.path().join("audit.jsonl")).expect("audit");
+    assert_eq!(
+        after.lines().filter(|l| l.contains("\"intent\"")).count(),
+        2,
+        "nothing more sent: {after}"
+    );
+    // gpu-03's drain was sent already: not sent again, not paged again.
+    let events = pd.accepted();
+    assert_eq!(events.len(), 2, "{events:#?}\n{said}");
+    assert_eq!(events[1]["payload"]["source"], "gpu-07");
+}
