@@ -50,15 +50,15 @@ pub fn replay(settings: &Settings) -> Result<(), CommandError> {
     let mut memory = Memory::default();
     let mut tracker = Tracker::default();
     let mut would: BTreeMap<String, Would> = BTreeMap::new();
-    let mut last = i64::MIN;
+    let mut last: Option<i64> = None;
     let (start, end) = rec.span();
     for c in rec.states() {
         let c = c?;
         memory.observe(&c, &settings.site);
-        if c.time - last < EVERY_S {
+        if last.is_some_and(|l| c.time.saturating_sub(l) < EVERY_S) {
             continue;
         }
-        last = c.time;
+        last = Some(c.time);
         let base = memory.base(&c, &settings.site, &settings.xid_catalog);
         // The autopilot's own past is empty: in shadow it sent nothing.
         let past = Past::default();

@@ -5,6 +5,7 @@ mod common;
 use common::nightshift;
 use nightshift::engine::incidents::IncidentKind;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 fn json(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -2392,4 +2393,125 @@ fn the_autopilot_remedies_the_sims_gpu_faults_and_pages_the_switch_once() {
         "{events:#?}"
     );
     assert!(said.contains("page resolved"), "{said}");
+}
+
+/// Shadow mode over a recorded night (issue 61): the sim's night recorded
+/// with a person's drain of h100-06 at 02:50 (its Xid 48 came at 02:48),
+/// sent through the guard onto the recorded sim; `nightshift autopilot
+/// --replay` prints what the starting policies would have done and when
+/// beside what the person did: the drain agreed, and how much sooner; the
+/// faults nobody acted on; the switch, paged.
+#[test]
+fn the_autopilot_in_shadow_over_a_recording_compares_itself_with_the_people() {
+    use nightshift::actions::{audit::AuditLog, executor::Executor, guard};
+    use nightshift::sources::sim::{Own, Sim, SimConfig};
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("night.nsrec");
+    let log = AuditLog::new(dir.path().join("audit.jsonl"));
+    let world = Arc::new(Mutex::new(Sim::new(SimConfig::default()).expect("sim")));
+    let sim = Executor::new(Own(world.clone()));
+    let site = nightshift::engine::SiteParams::default();
+    let mut rec = nightshift::recording::Recorder::create(&file, "sim")
+        .expect("recording")
+        .with_site(site.clone());
+    rec.follow_audit(log.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let mut memory = nightshift::engine::memory::Memory::default();
+    for second in 0..2_700 {
+        let c = world.lock().expect("sim").snapshot();
+        memory.observe(&c, &site);
+        if second == 230 {
+            let base = memory.base(&c, &site, &Default::default());
+            let drain = nightshift::model::Action::Drain {
+                node: "h100-06".into(),
+                reason: "xid48 GPU5".into(),
+                requeue: true,
+            };
+            let p = guard::preview(
+                &drain,
+                &c,
+                &base,
+                Duration::ZERO,
+                &Default::default(),
+                &log,
+                false,
+                Ok(&sim),
+                &site,
+            );
+            let who = guard::Who {
+                scheduler_user: None,
+                cluster: c.name.clone(),
+                source: "sim".into(),
+                operator: Some("alice".into()),
+            };
+            let now = guard::Check {
+                cluster: &c,
+                data_age: Duration::ZERO,
+                policy: &Default::default(),
+            };
+            rt.block_on(guard::run(
+                &p,
+                "h100-06",
+                &sim,
+                &log,
+                &who,
+                Duration::from_secs(5),
+                now,
+            ))
+            .expect("alice's drain");
+        }
+        rec.snapshot(&Arc::new(c)).expect("snapshot");
+        world.lock().expect("sim").advance(1);
+    }
+    rec.finish().expect("finish");
+    let cfg = dir.path().join("policies.toml");
+    std::fs::write(&cfg, include_str!("../config/policies.example.toml")).expect("config");
+    let out = common::nightshift(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("path"),
+            "--replay",
+            file.to_str().expect("path"),
+            "autopilot",
+        ],
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let block = |head: &str| -> String {
+        let start = said.find(head).unwrap_or_else(|| panic!("{head}: {said}"));
+        said[start..].lines().take(4).collect::<Vec<_>>().join("\n")
+    };
+    let h100_06 = block("XID 48 on h100-06");
+    assert!(h100_06.contains("[gpu-faults]"), "{h100_06}");
+    assert!(h100_06.contains("drain h100-06"), "{h100_06}");
+    assert!(h100_06.contains("alice drain h100-06"), "{h100_06}");
+    // The Xid came at 100 s, alice drained at 230 s.
+    assert!(h100_06.contains("agree; 2m10s sooner"), "{h100_06}");
+    let h100_03 = block("XID 79 on h100-03");
+    assert!(h100_03.contains("the people did nothing"), "{h100_03}");
+    let leaf = block("LEAF FAILING");
+    assert!(
+        leaf.contains("[fabric]") && leaf.contains("a page"),
+        "{leaf}"
+    );
+    let summary = said.lines().last().unwrap_or_default();
+    assert!(
+        summary.contains("1 agreement(s), 0 disagreement(s)")
+            && summary.contains("1 page(s)")
+            && summary.contains("2m10s sooner in all"),
+        "{summary}"
+    );
+    // Nothing was sent: shadow over a recording sends nothing.
+    let lines = std::fs::read_to_string(dir.path().join("audit.jsonl")).expect("audit");
+    assert_eq!(
+        lines.lines().count(),
+        2,
+        "alice's intent and outcome alone: {lines}"
+    );
 }
