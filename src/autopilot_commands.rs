@@ -17,19 +17,25 @@ use crate::autopilot::policy::Mode;
 use crate::config::Settings;
 use crate::engine::memory::Memory;
 use crate::error::CommandError;
-use crate::model::audit::Record;
-use crate::model::{Cluster, Phase};
+use crate::model::Cluster;
 use crate::text::sanitize;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-/// One line: how many policies, in which modes, and whether paused.
-pub fn summary(settings: &Settings, past: &Past, shadow_all: bool) -> String {
+/// How many policies run live and how many in shadow.
+fn modes(settings: &Settings, shadow_all: bool) -> (usize, usize) {
+    let n = settings.policies.len();
     let live = settings
         .policies
         .iter()
         .filter(|p| p.mode == Mode::Live && !shadow_all && !settings.read_only)
         .count();
+    (live, n - live)
+}
+
+/// One line: how many policies, in which modes, and whether paused.
+pub fn summary(settings: &Settings, past: &Past, shadow_all: bool) -> String {
+    let (live, _) = modes(settings, shadow_all);
     let n = settings.policies.len();
     let mut line = format!(
         "autopilot: {n} polic{} ({live} live, {} shadow)",
@@ -62,25 +68,8 @@ fn past_of(log: &AuditLog, cluster: &str) -> Past {
 /// this log obeys, naming who paused it and why.
 pub fn pause(settings: &Settings, pause: bool, why: &str) -> Result<(), CommandError> {
     let log = settings.audit();
-    let cluster = settings.cluster.clone().unwrap_or_default();
-    let rec = Record {
-        id: audit::new_id(),
-        phase: if pause { Phase::Paused } else { Phase::Resumed },
-        time: audit::now(),
-        operator: audit::os_user(),
-        host: crate::host::name(),
-        cluster,
-        source: "cli".into(),
-        action: "autopilot".into(),
-        preview: if pause {
-            "autopilot paused: nothing is sent by a policy until it is resumed".into()
-        } else {
-            "autopilot resumed".into()
-        },
-        note: (!why.is_empty()).then(|| why.to_string()),
-        ..Record::default()
-    };
-    log.write(&rec)
+    let cluster = cluster_name(settings);
+    crate::actions::autopilot_state::switch(&log, pause, audit::os_user(), &cluster, why)
         .map_err(|e| CommandError::Failed(e.to_string()))?;
     crate::outln!(
         "{}",
@@ -93,13 +82,46 @@ pub fn pause(settings: &Settings, pause: bool, why: &str) -> Result<(), CommandE
     Ok(())
 }
 
-/// `nightshift autopilot status`: the policies, and whether paused.
+/// The name the autopilot's records and status go under without reading
+/// the cluster: its `[[clusters]]` name, or the sim's, or none (a pause
+/// with no cluster named holds for every cluster on the log).
+fn cluster_name(settings: &Settings) -> String {
+    settings.cluster.clone().unwrap_or_default()
+}
+
+/// `nightshift autopilot status`: the policies, whether the autopilot is
+/// paused (on any cluster of this audit log), and its last round.
 pub fn status(settings: &Settings) -> Result<(), CommandError> {
-    let past = past_of(
-        &settings.audit(),
-        &settings.cluster.clone().unwrap_or_default(),
-    );
+    let log = settings.audit();
+    let cluster = cluster_name(settings);
+    let reading = log.reading();
+    let past = Past::read(&reading.records, log.armed(), &cluster);
     crate::outln!("{}", sanitize(&summary(settings, &past, false)));
+    let mut clusters: Vec<&str> = reading
+        .records
+        .iter()
+        .filter(|r| matches!(r.phase, crate::model::Phase::Paused))
+        .map(|r| r.cluster.as_str())
+        .filter(|c| !c.is_empty() && *c != cluster)
+        .collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    for c in clusters {
+        if let Some(p) = crate::actions::autopilot_state::paused_in(&reading.records, c) {
+            crate::outln!(
+                "  PAUSED on {} by {}@{} at {}{}",
+                sanitize(c),
+                sanitize(&p.by),
+                sanitize(&p.host),
+                crate::text::datetime(p.at),
+                if p.why.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", sanitize(&p.why))
+                }
+            );
+        }
+    }
     for p in &settings.policies {
         crate::outln!(
             "  {}  {}  do {}  when {}",
@@ -146,6 +168,7 @@ struct State {
     pager: Pager,
     said: Said,
     armed_said: HashMap<String, String>,
+    interval_s: u64,
 }
 
 /// `nightshift autopilot`.
@@ -169,6 +192,7 @@ pub fn run(settings: &Settings, how: &Run) -> Result<(), CommandError> {
         pager: Pager::new(settings.paging.clone()).map_err(CommandError::Failed)?,
         said: Said::default(),
         armed_said: HashMap::new(),
+        interval_s: how.interval.as_secs(),
     };
     let shadow_all = how.shadow || settings.read_only;
     crate::outln!(
@@ -292,6 +316,7 @@ fn round(
         crate::text::warn(&w);
     }
     let mut pages = Vec::new();
+    let mut handling = std::collections::BTreeMap::new();
     for d in decisions.iter().filter(|_| !stale) {
         let acting = Acting {
             cluster,
@@ -305,9 +330,62 @@ fn round(
             timeout: settings.action_timeout,
         };
         let live = d.mode == Mode::Live && !shadow_all;
-        if let Some(p) = one(rt, d, &acting, live, &past, &mut state.said) {
-            pages.push(p);
+        let (line, page) = one(rt, d, &acting, live, &past);
+        state.said.say(
+            &format!("{} {}", d.policy, d.incident),
+            format!("{} [{}]: {line}", d.line, d.policy),
+        );
+        handling.insert(d.incident.clone(), format!("[{}] {line}", d.policy));
+        pages.extend(page);
+    }
+    // The incidents it acted on before, that no policy takes now (its
+    // drain moved them on): what it sent, and what it armed.
+    for i in base.incidents.iter().filter(|i| i.is_open()) {
+        if handling.contains_key(&i.id) {
+            continue;
         }
+        let sent: Vec<String> = past
+            .sent
+            .iter()
+            .filter(|s| s.target == i.node && s.at >= i.time)
+            .map(|s| {
+                format!(
+                    "[{}] sent {} {} at {}",
+                    s.policy,
+                    s.verb,
+                    s.target,
+                    crate::text::clock(s.at)
+                )
+            })
+            .collect();
+        let armed: Vec<String> = past
+            .armed
+            .iter()
+            .filter(|a| crate::engine::armed::on_node(a, &i.node))
+            .map(|a| format!("armed: {}", crate::engine::armed::describe(a)))
+            .collect();
+        if !sent.is_empty() {
+            handling.insert(
+                i.id.clone(),
+                sent.into_iter().chain(armed).collect::<Vec<_>>().join("; "),
+            );
+        }
+    }
+    let (live, shadow) = modes(settings, shadow_all);
+    let status = crate::model::AutopilotRound {
+        host: crate::host::name(),
+        pid: std::process::id(),
+        at: audit::now(),
+        interval_s: state.interval_s,
+        cluster: who.cluster.clone(),
+        live,
+        shadow,
+        handling,
+    };
+    if let Err(e) = crate::actions::autopilot_state::write_round(&log, &status) {
+        state
+            .said
+            .say("status", format!("the consoles' status file: {e}"));
     }
     // A page stands while its incident is failing: a switch gone quiet
     // (remedied), an incident closed, resolve theirs.
@@ -323,18 +401,16 @@ fn round(
     }
 }
 
-/// One decision carried out (live), or said (shadow, paused); the page it
-/// calls for.
+/// One decision carried out (live), or said (shadow, paused): what it
+/// comes to in one line (said once, and written for the consoles), and
+/// the page it calls for.
 fn one(
     rt: &tokio::runtime::Runtime,
     d: &Decision,
     acting: &Acting<'_>,
     live: bool,
     past: &Past,
-    said: &mut Said,
-) -> Option<Page> {
-    let key = format!("{} {}", d.policy, d.incident);
-    let head = format!("{} [{}]", d.line, d.policy);
+) -> (String, Option<Page>) {
     let page = |summary: String| Page {
         incident: d.incident.clone(),
         cluster: acting.who.cluster.clone(),
@@ -343,41 +419,34 @@ fn one(
         summary: format!("{}: {summary}", d.line),
     };
     match &d.what {
-        What::Wait(w) => said.say(&key, format!("{head}: waits for {w}")),
-        What::Nothing(n) => said.say(&key, format!("{head}: {n}")),
-        What::Page(why) => {
-            said.say(&key, format!("{head}: a person decides: {why}"));
-            return Some(page(why.clone()));
-        }
+        What::Wait(w) => (format!("waits for {w}"), None),
+        What::Nothing(n) => (n.clone(), None),
+        What::Page(why) => (format!("a person decides: {why}"), Some(page(why.clone()))),
+        What::Act(plan) if !live => (format!("shadow: would {}", plan_line(plan)), None),
         What::Act(plan) => {
-            let steps = plan_line(plan);
-            if !live {
-                said.say(&key, format!("{head}: shadow: would {steps}"));
-            } else if let Some(p) = &past.paused {
-                said.say(&key, format!("{head}: paused by {}: would {steps}", p.by));
-            } else {
-                let who = Who {
-                    operator: Some(operator_of(&d.policy)),
-                    ..acting.who.clone()
-                };
-                let a = Acting {
-                    who: &who,
-                    ..*acting
-                };
-                match crate::action_commands::finish_despite_signals(rt, carry_out(plan, &a)) {
-                    Carried::Done(msg) => {
-                        said.say(&key, format!("{head}: {}: {msg}", plan.title));
-                        tracing::info!("autopilot {head}: {msg}");
-                    }
-                    Carried::Page(why) => {
-                        said.say(&key, format!("{head}: a person decides: {why}"));
-                        return Some(page(why));
-                    }
+            if let Some(p) = &past.paused {
+                return (
+                    format!("paused by {}: would {}", p.by, plan_line(plan)),
+                    None,
+                );
+            }
+            let who = Who {
+                operator: Some(operator_of(&d.policy)),
+                ..acting.who.clone()
+            };
+            let a = Acting {
+                who: &who,
+                ..*acting
+            };
+            match crate::action_commands::finish_despite_signals(rt, carry_out(plan, &a)) {
+                Carried::Done(msg) => {
+                    tracing::info!("autopilot {} [{}]: {msg}", d.line, d.policy);
+                    (format!("{}: {msg}", plan.title), None)
                 }
+                Carried::Page(why) => (format!("a person decides: {why}"), Some(page(why))),
             }
         }
     }
-    None
 }
 
 /// A plan in one line: its steps now, and the step armed.

@@ -854,3 +854,104 @@ fn doctor_asks_the_terminal_whether_it_brackets_pastes() {
     let said = doctor_in_a_pty(None);
     assert!(line(&said).contains("did not say"), "{said:?}");
 }
+
+/// The autopilot on the console (issue 61): `nightshift autopilot` runs
+/// the starting policies live on the sim beside a console on the same
+/// audit log. The console's header says the autopilot is on and how many
+/// policies are live; the Xid 79 incident says what the autopilot sent
+/// for it; `P` pauses it for every process on the log — the header says
+/// who paused it, the audit log records it, and the autopilot sends
+/// nothing more (the Xid 48 that comes after is "paused by oncall: would
+/// drain").
+#[test]
+fn the_console_shows_the_autopilot_and_p_pauses_it_everywhere() {
+    if !require("tmux", "apt-get install tmux") {
+        return;
+    }
+    let t = Tmux::start(140, 36);
+    let dir = t.dir.path();
+    let audit = dir.join("audit.jsonl");
+    let cfg = dir.join("policies.toml");
+    std::fs::write(
+        &cfg,
+        include_str!("../config/policies.example.toml")
+            .replace("mode = \"shadow\"", "mode = \"live\""),
+    )
+    .expect("config");
+    // 10 s of the night each second: the Xid 48 comes 10 s in.
+    let out = dir.join("autopilot.out");
+    let mut autopilot = Command::new(bin())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--audit-log")
+        .arg(&audit)
+        .arg("--log-file")
+        .arg(dir.join("autopilot.log"))
+        .args([
+            "--speed",
+            "10",
+            "autopilot",
+            "--interval",
+            "1s",
+            "--for",
+            "40s",
+        ])
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("autopilot");
+    let said = || std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        wait_for(Duration::from_secs(15), || said()
+            .contains("drain h100-03 ✓")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        said()
+    );
+    start(
+        &t,
+        "tmux-256color",
+        &format!("--audit-log {}", audit.display()),
+    );
+    t.expect("autopilot 2 live");
+    t.command("incidents");
+    t.expect("GPU has fallen off the bus");
+    // The Xid 79 is the oldest GPU incident: the last row but the drained node's.
+    t.keys(&["G", "k"]);
+    t.expect("autopilot: [gpu-faults] sent drain h100-03");
+    t.keys(&["P"]);
+    t.expect("AUTOPILOT PAUSED by oncall");
+    let records = std::fs::read_to_string(&audit).expect("audit");
+    assert!(
+        records
+            .lines()
+            .any(|l| l.contains("\"phase\":\"paused\"") && l.contains("\"operator\":\"oncall\"")),
+        "{records}"
+    );
+    assert!(
+        wait_for(Duration::from_secs(25), || said()
+            .contains("XID 48 on h100-06")
+            .then_some(()))
+        .is_some(),
+        "{}",
+        said()
+    );
+    let _ = autopilot.kill();
+    let _ = autopilot.wait();
+    let s = said();
+    let line = s
+        .lines()
+        .find(|l| l.contains("XID 48 on h100-06"))
+        .unwrap_or_default();
+    assert!(line.contains("paused by oncall: would"), "{s}");
+    let records = std::fs::read_to_string(&audit).expect("audit");
+    assert!(
+        !records
+            .lines()
+            .any(|l| l.contains("\"intent\"") && l.contains("\"target\":\"h100-06\"")),
+        "nothing sent after the pause: {records}"
+    );
+    t.keys(&["q"]);
+    t.expect("EXIT=0");
+}

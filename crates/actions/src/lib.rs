@@ -8,6 +8,7 @@ use nightshift_core::{engine, host, model, protocol, text};
 use nightshift_sources as sources;
 
 pub mod audit;
+pub mod autopilot_state;
 pub mod executor;
 pub mod follow;
 pub mod guard;

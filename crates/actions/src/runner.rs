@@ -120,6 +120,32 @@ impl Runner {
         }
     }
 
+    /// The autopilot's status for a console, after pausing or resuming it
+    /// when asked (recorded with the operating-system user's name).
+    fn on_autopilot(&self, cluster: &str, switch: Option<(bool, String)>) -> Reply {
+        let name = self.who(cluster).cluster;
+        let log = &self.guard.log;
+        let mut news = None;
+        if let Some((pause, why)) = switch {
+            news = Some(
+                match super::autopilot_state::switch(log, pause, crate::audit::os_user(), &name, &why)
+                {
+                    Ok(()) if pause => {
+                        "autopilot paused for every nightshift on this audit log (:autopilot resume ends it)"
+                            .to_string()
+                    }
+                    Ok(()) => "autopilot resumed".to_string(),
+                    Err(e) => format!("the autopilot was not switched: {e}"),
+                },
+            );
+        }
+        let (status, trouble) = super::autopilot_state::status(log, &name);
+        Reply::Autopilot {
+            status,
+            news: news.or(trouble),
+        }
+    }
+
     /// Serves requests until the app goes away; answers arrive on `tx`.
     pub fn spawn(self, tx: mpsc::Sender<Reply>) -> mpsc::Sender<Request> {
         let (req_tx, mut req_rx) = mpsc::channel::<Request>(4);
@@ -160,6 +186,7 @@ impl Runner {
                     | Request::Fire { .. }
                     | Request::Cancel { .. }
                     | Request::Armed { .. } => self.on_armed(req, x).await,
+                    Request::Autopilot { cluster, switch } => self.on_autopilot(&cluster, switch),
                     Request::Run { .. } if x.is_err() => Reply::Failed(format!(
                         "cannot reach the scheduler to act: {unreachable}; nothing sent"
                     )),

@@ -26,22 +26,12 @@ pub struct Sent {
     pub at: Timestamp,
 }
 
-/// Who paused the autopilot, when, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Paused {
-    pub by: String,
-    pub host: String,
-    /// Wall clock.
-    pub at: i64,
-    pub why: String,
-}
-
 /// The autopilot's past, for one cluster.
 #[derive(Debug, Clone, Default)]
 pub struct Past {
     pub sent: Vec<Sent>,
     pub armed: Vec<Armed>,
-    pub paused: Option<Paused>,
+    pub paused: Option<crate::model::AutopilotPaused>,
 }
 
 impl Past {
@@ -67,18 +57,10 @@ impl Past {
                         });
                     }
                 }
-                Phase::Paused => {
-                    past.paused = Some(Paused {
-                        by: r.operator.clone(),
-                        host: r.host.clone(),
-                        at: r.time,
-                        why: r.note.clone().unwrap_or_default(),
-                    })
-                }
-                Phase::Resumed => past.paused = None,
                 _ => {}
             }
         }
+        past.paused = crate::actions::autopilot_state::paused_in(records, cluster);
         past
     }
 

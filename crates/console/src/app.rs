@@ -4,6 +4,7 @@
 mod access;
 mod act;
 mod armed;
+mod autopilot;
 pub use armed::Arming;
 mod builder;
 mod dialog;
@@ -314,6 +315,8 @@ pub struct App {
     pub(crate) bell_on_critical: bool,
     /// The armed steps.
     pub(crate) arming: armed::Arming,
+    /// The autopilot's state, as the runner last told it.
+    pub(crate) autopilot: autopilot::Autopilot,
     /// Playing a recording: its state, its keys (`Effect::Replay`).
     pub(crate) replay: playback::Replay,
     /// What the loop is to do, gathered while a message is taken in and

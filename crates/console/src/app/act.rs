@@ -30,6 +30,11 @@ impl App {
 
     /// Handles an action key in normal mode; false when the key is not one.
     pub(super) fn on_action_key(&mut self, key: KeyEvent) -> bool {
+        if key.code == KeyCode::Char('P') {
+            // A brake, never a risk: allowed read-only too.
+            self.switch_autopilot(true, "paused from the console");
+            return true;
+        }
         if key.code == KeyCode::Char('O') {
             // Comparing is reading: allowed in read-only mode too.
             let target = match self.selected_job() {

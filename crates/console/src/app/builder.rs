@@ -43,6 +43,7 @@ impl App {
             known: std::collections::HashSet::new(),
             bell_on_critical: false,
             arming: super::Arming::default(),
+            autopilot: Default::default(),
             replay: super::Replay::new(source_name == "replay"),
             effects: Vec::new(),
             measure: None,

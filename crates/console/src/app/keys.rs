@@ -262,6 +262,10 @@ impl App {
             _ if cmd.starts_with("ctx ") => self.context(cmd["ctx ".len()..].trim()),
             _ if cmd.starts_with("reason ") => self.reason_command(cmd["reason ".len()..].trim()),
             "disarm" => self.disarm_command(""),
+            "autopilot" => self.autopilot_command(""),
+            _ if cmd.starts_with("autopilot ") => {
+                self.autopilot_command(cmd["autopilot ".len()..].trim())
+            }
             _ if cmd.starts_with("disarm ") => self.disarm_command(cmd["disarm ".len()..].trim()),
             _ if cmd == "at" || cmd.starts_with("at ") => {
                 match self.replay.at(cmd["at".len()..].trim(), self.cluster.time) {

@@ -106,7 +106,7 @@ impl App {
                 self.size = (w, h);
                 self.refresh_rows();
             }
-            Msg::Tick => {}
+            Msg::Tick => self.ask_autopilot(now),
             Msg::Mouse(m) => self.on_mouse(m),
             Msg::Source(u) => self.on_update(u, now),
             Msg::Analysis(a) => {
@@ -229,6 +229,7 @@ impl App {
             }
             Reply::Done(d) => self.on_done(&d),
             Reply::Armed { armed, news } => self.on_armed(armed, news),
+            Reply::Autopilot { status, news } => self.on_autopilot(status, news),
             Reply::Failed(e) => {
                 self.arm_after_done(false);
                 self.flash = Some(e.clone());

@@ -122,7 +122,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
     };
     let area = match selected {
         Some(inc) => {
-            let lines = incident_lines(inc, theme);
+            let lines = incident_lines(app, inc, theme);
             let inner = area.width.saturating_sub(2).max(1);
             let h: u16 = lines
                 .iter()
@@ -174,6 +174,7 @@ pub fn incidents(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
 
 /// An incident in full, for the pane under a list: what, what to do, who.
 pub(super) fn incident_lines(
+    app: &App,
     inc: &crate::engine::incidents::Incident,
     theme: Theme,
 ) -> Vec<Line<'static>> {
@@ -199,6 +200,12 @@ pub(super) fn incident_lines(
             Span::raw(sanitize(&inc.status).into_owned()),
         ]),
     ];
+    if let Some(line) = app.autopilot_on(&inc.id) {
+        lines.push(Line::from(vec![
+            Span::styled("autopilot: ", theme.badge()),
+            Span::raw(sanitize(&line).into_owned()),
+        ]));
+    }
     if !inc.jobs.is_empty() {
         lines.push(Line::from(vec![
             Span::styled("hit: ", theme.dim()),

@@ -156,6 +156,10 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
                     theme.badge(),
                 ));
             }
+            if let Some((word, alarm)) = app.autopilot_badge() {
+                let style = if alarm { theme.alarm() } else { theme.badge() };
+                spans.push(Span::styled(format!(" {} ", sanitize(&word)), style));
+            }
             if let Some(lag) = app.analysis_lag_s() {
                 spans.push(Span::styled(
                     format!(" · engine {} behind", text::duration(lag)),

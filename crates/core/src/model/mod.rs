@@ -7,6 +7,7 @@
 mod action;
 mod armed;
 pub mod audit;
+pub mod autopilot;
 mod backfill;
 mod compact;
 mod event;
@@ -20,6 +21,7 @@ mod summary;
 pub use action::{Action, Outcome, PLAIN_REASON, Refused, Step, VALIDATION_FAILED};
 pub use armed::{AFTER_CHECKPOINT, Armed, JobMark, Trigger};
 pub use audit::Phase;
+pub use autopilot::{AutopilotPaused, AutopilotRound, AutopilotStatus};
 pub use backfill::{Backfill, GpuBackfill, HISTORY_SLOTS, HISTORY_STEP, XidSeen};
 pub use compact::{Count, Names, When};
 pub use event::{Event, EventJob, EventKind};

@@ -205,6 +205,12 @@ pub enum Request {
     /// The steps armed in the audit log for the cluster named (at start:
     /// armed before this console, to be asked about).
     Armed { cluster: String },
+    /// The autopilot of the cluster named, as consoles show it; with
+    /// `switch`, paused (`true`) or resumed first, with why.
+    Autopilot {
+        cluster: String,
+        switch: Option<(bool, String)>,
+    },
 }
 
 /// What the runner answers.
@@ -219,5 +225,11 @@ pub enum Reply {
     Armed {
         armed: Vec<crate::model::Armed>,
         news: Vec<String>,
+    },
+    /// The autopilot now, and one line of news (paused, resumed, or why
+    /// its status could not be read).
+    Autopilot {
+        status: crate::model::AutopilotStatus,
+        news: Option<String>,
     },
 }
