@@ -44,6 +44,7 @@ SRCS = [
     ("crates/recording/src", "recording"),
     ("crates/console/src", ""),
     ("crates/agent/src", "agent"),
+    ("crates/autopilot/src", "autopilot"),
 ]
 
 LAYERS = [
@@ -61,13 +62,17 @@ LAYERS = [
     {"actions"},
     # Recordings hold the source's snapshots and the audit's records.
     {"recording", "postmortem"},
+    # The autopilot: policies over the engine's answers, sent through the
+    # guard (actions), paged out.
+    {"autopilot"},
     {"analyst", "fuzzing"},
     {"app", "columns"},
     {"views"},
     # The program: its command line and settings (resolved from both into
     # the sources', the engine's and the guard's), the console's loop, the
     # commands.
-    {"cli", "config", "tui", "output", "action_commands", "recording_commands", "doctor", "main", "lib"},
+    {"cli", "config", "tui", "output", "action_commands", "recording_commands", "doctor", "main", "lib",
+     "autopilot_commands", "autopilot_shadow"},
 ]
 LEVEL = {m: i for i, layer in enumerate(LAYERS) for m in layer}
 

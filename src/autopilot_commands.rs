@@ -338,39 +338,7 @@ fn round(
         handling.insert(d.incident.clone(), format!("[{}] {line}", d.policy));
         pages.extend(page);
     }
-    // The incidents it acted on before, that no policy takes now (its
-    // drain moved them on): what it sent, and what it armed.
-    for i in base.incidents.iter().filter(|i| i.is_open()) {
-        if handling.contains_key(&i.id) {
-            continue;
-        }
-        let sent: Vec<String> = past
-            .sent
-            .iter()
-            .filter(|s| s.target == i.node && s.at >= i.time)
-            .map(|s| {
-                format!(
-                    "[{}] sent {} {} at {}",
-                    s.policy,
-                    s.verb,
-                    s.target,
-                    crate::text::clock(s.at)
-                )
-            })
-            .collect();
-        let armed: Vec<String> = past
-            .armed
-            .iter()
-            .filter(|a| crate::engine::armed::on_node(a, &i.node))
-            .map(|a| format!("armed: {}", crate::engine::armed::describe(a)))
-            .collect();
-        if !sent.is_empty() {
-            handling.insert(
-                i.id.clone(),
-                sent.into_iter().chain(armed).collect::<Vec<_>>().join("; "),
-            );
-        }
-    }
+    acted_before(&base, &past, &mut handling);
     let (live, shadow) = modes(settings, shadow_all);
     let status = crate::model::AutopilotRound {
         host: crate::host::name(),
@@ -422,13 +390,10 @@ fn one(
         What::Wait(w) => (format!("waits for {w}"), None),
         What::Nothing(n) => (n.clone(), None),
         What::Page(why) => (format!("a person decides: {why}"), Some(page(why.clone()))),
-        What::Act(plan) if !live => (format!("shadow: would {}", plan_line(plan)), None),
+        What::Act(plan) if !live => (format!("shadow: would {}", plan.line()), None),
         What::Act(plan) => {
             if let Some(p) = &past.paused {
-                return (
-                    format!("paused by {}: would {}", p.by, plan_line(plan)),
-                    None,
-                );
+                return (format!("paused by {}: would {}", p.by, plan.line()), None);
             }
             let who = Who {
                 operator: Some(operator_of(&d.policy)),
@@ -449,14 +414,43 @@ fn one(
     }
 }
 
-/// A plan in one line: its steps now, and the step armed.
-pub fn plan_line(plan: &crate::autopilot::decide::Plan) -> String {
-    let mut parts: Vec<String> = plan.now.iter().map(|a| a.command_line()).collect();
-    if let Some((a, when)) = &plan.armed {
-        parts.push(format!(
-            "arm: {}",
-            crate::engine::armed::describe_plan(a, when)
-        ));
+/// The incidents the autopilot acted on before that no policy takes now
+/// (its drain moved them on): what it sent, and what it armed — the
+/// consoles show it on each.
+fn acted_before(
+    base: &crate::engine::analysis::Base,
+    past: &Past,
+    handling: &mut std::collections::BTreeMap<String, String>,
+) {
+    for i in base.incidents.iter().filter(|i| i.is_open()) {
+        if handling.contains_key(&i.id) {
+            continue;
+        }
+        let sent: Vec<String> = past
+            .sent
+            .iter()
+            .filter(|s| s.target == i.node && s.at >= i.time)
+            .map(|s| {
+                format!(
+                    "[{}] sent {} {} at {}",
+                    s.policy,
+                    s.verb,
+                    s.target,
+                    crate::text::clock(s.at)
+                )
+            })
+            .collect();
+        let armed: Vec<String> = past
+            .armed
+            .iter()
+            .filter(|a| crate::engine::armed::on_node(a, &i.node))
+            .map(|a| format!("armed: {}", crate::engine::armed::describe(a)))
+            .collect();
+        if !sent.is_empty() {
+            handling.insert(
+                i.id.clone(),
+                sent.into_iter().chain(armed).collect::<Vec<_>>().join("; "),
+            );
+        }
     }
-    format!("{} — {}", plan.title, parts.join(", then "))
 }

@@ -77,7 +77,7 @@ pub fn replay(settings: &Settings) -> Result<(), CommandError> {
                         .first()
                         .or(p.armed.as_ref().map(|(a, _)| a))
                         .map(|a| a.verb().to_string()),
-                    crate::autopilot_commands::plan_line(p),
+                    p.line(),
                 ),
                 What::Page(why) => (None, format!("page: {why}")),
                 _ => continue,

@@ -46,6 +46,20 @@ pub struct Plan {
     pub rung: usize,
 }
 
+impl Plan {
+    /// The plan in one line: its title, the steps sent now, the step armed.
+    pub fn line(&self) -> String {
+        let mut parts: Vec<String> = self.now.iter().map(|a| a.command_line()).collect();
+        if let Some((a, when)) = &self.armed {
+            parts.push(format!(
+                "arm: {}",
+                crate::engine::armed::describe_plan(a, when)
+            ));
+        }
+        format!("{} — {}", self.title, parts.join(", then "))
+    }
+}
+
 /// One policy's decision about one incident.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {

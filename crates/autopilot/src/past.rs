@@ -42,22 +42,17 @@ impl Past {
             ..Past::default()
         };
         for r in records {
-            if r.cluster != cluster && !r.cluster.is_empty() {
+            if (r.cluster != cluster && !r.cluster.is_empty()) || r.phase != Phase::Intent {
                 continue;
             }
-            match r.phase {
-                Phase::Intent => {
-                    if let Some(p) = r.operator.strip_prefix(OPERATOR_PREFIX) {
-                        past.sent.push(Sent {
-                            policy: p.to_string(),
-                            verb: r.action.clone(),
-                            target: r.target.clone(),
-                            incident: r.incident.clone(),
-                            at: r.source_time.unwrap_or(r.time),
-                        });
-                    }
-                }
-                _ => {}
+            if let Some(p) = r.operator.strip_prefix(OPERATOR_PREFIX) {
+                past.sent.push(Sent {
+                    policy: p.to_string(),
+                    verb: r.action.clone(),
+                    target: r.target.clone(),
+                    incident: r.incident.clone(),
+                    at: r.source_time.unwrap_or(r.time),
+                });
             }
         }
         past.paused = crate::actions::autopilot_state::paused_in(records, cluster);

@@ -87,6 +87,24 @@ pub fn render(f: &mut Frame, app: &App) {
     modal::draw(f, body, app, theme);
 }
 
+/// The header's badges after the data's age: its quality, the steps
+/// armed, the autopilot.
+fn status_badges(app: &App, theme: Theme, spans: &mut Vec<Span<'static>>) {
+    if let Some(q) = app.quality_badge() {
+        spans.push(Span::styled(format!(" · {}", sanitize(&q)), theme.badge()));
+    }
+    if !app.arming().steps().is_empty() {
+        spans.push(Span::styled(
+            format!(" armed {} ", app.arming().steps().len()),
+            theme.badge(),
+        ));
+    }
+    if let Some((word, alarm)) = app.autopilot_badge() {
+        let style = if alarm { theme.alarm() } else { theme.badge() };
+        spans.push(Span::styled(format!(" {} ", sanitize(&word)), style));
+    }
+}
+
 /// The most characters of a cluster's name the header shows.
 const HEADER_NAME_MAX: usize = 32;
 
@@ -147,19 +165,7 @@ fn draw_header(f: &mut Frame, area: Rect, app: &App, theme: Theme) {
             if let Some(r) = app.refresh_badge() {
                 spans.push(Span::styled(format!(" · {r}"), theme.dim()));
             }
-            if let Some(q) = app.quality_badge() {
-                spans.push(Span::styled(format!(" · {}", sanitize(&q)), theme.badge()));
-            }
-            if !app.arming().steps().is_empty() {
-                spans.push(Span::styled(
-                    format!(" armed {} ", app.arming().steps().len()),
-                    theme.badge(),
-                ));
-            }
-            if let Some((word, alarm)) = app.autopilot_badge() {
-                let style = if alarm { theme.alarm() } else { theme.badge() };
-                spans.push(Span::styled(format!(" {} ", sanitize(&word)), style));
-            }
+            status_badges(app, theme, &mut spans);
             if let Some(lag) = app.analysis_lag_s() {
                 spans.push(Span::styled(
                     format!(" · engine {} behind", text::duration(lag)),
