@@ -920,6 +920,14 @@ fn the_console_shows_the_autopilot_and_p_pauses_it_everywhere() {
     // The Xid 79 is the oldest GPU incident: the last row but the drained node's.
     t.keys(&["G", "k"]);
     t.expect("autopilot: [gpu-faults] sent drain h100-03");
+    // In the message log, and on the node's screen.
+    t.keys(&["m"]);
+    t.expect("autopilot: e1 [gpu-faults] sent drain h100-03");
+    t.escape();
+    t.keys(&["Enter"]);
+    t.expect("node h100-03");
+    t.expect("[gpu-faults] sent drain h100-03");
+    t.escape();
     t.keys(&["P"]);
     t.expect("AUTOPILOT PAUSED by oncall");
     let records = std::fs::read_to_string(&audit).expect("audit");

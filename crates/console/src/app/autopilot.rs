@@ -86,6 +86,22 @@ impl App {
             self.flash = Some(n.clone());
             self.log(n);
         }
+        // What the running autopilot newly does, in the message log (m):
+        // each automatic action is a message a person sees.
+        let before = self
+            .autopilot
+            .status
+            .as_ref()
+            .and_then(|s| s.round.as_ref())
+            .map(|r| r.handling.clone())
+            .unwrap_or_default();
+        if let Some(r) = &status.round {
+            for (id, line) in &r.handling {
+                if before.get(id) != Some(line) {
+                    self.log(format!("autopilot: {id} {line}"));
+                }
+            }
+        }
         self.autopilot.status = Some(status);
     }
 

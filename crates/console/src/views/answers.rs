@@ -115,6 +115,12 @@ pub fn node(app: &App, node: &str, theme: Theme) -> Vec<Line<'static>> {
             ),
             Span::raw(sanitize(&inc.status).into_owned()),
         ]));
+        if let Some(line) = app.autopilot_on(&inc.id) {
+            out.push(Line::from(vec![
+                label("autopilot", theme),
+                Span::raw(sanitize(&line).into_owned()),
+            ]));
+        }
     }
     out.extend(history_line(a, node, theme));
     out.extend(armed_lines(app.armed_on(node), theme));

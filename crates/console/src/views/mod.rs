@@ -366,6 +366,10 @@ pub const HELP: &[(&str, &str)] = &[
         "cancel the armed steps of the node or job open (or all)",
     ),
     ("u (after an action)", "undo it, through its own preview"),
+    (
+        "P  :autopilot resume",
+        "pause the autopilot everywhere (at once); resume it",
+    ),
     ("R  T  H  E", "requeue, top priority, hold, release the job"),
     (
         "O",
