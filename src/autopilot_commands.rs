@@ -169,6 +169,9 @@ struct State {
     said: Said,
     armed_said: HashMap<String, String>,
     interval_s: u64,
+    /// When each incident was first read (the read its snapshot came
+    /// from): what an action's lag is measured from.
+    first_read: HashMap<String, Instant>,
 }
 
 /// `nightshift autopilot`.
@@ -193,6 +196,7 @@ pub fn run(settings: &Settings, how: &Run) -> Result<(), CommandError> {
         said: Said::default(),
         armed_said: HashMap::new(),
         interval_s: how.interval.as_secs(),
+        first_read: HashMap::new(),
     };
     let shadow_all = how.shadow || settings.read_only;
     crate::outln!(
@@ -315,6 +319,18 @@ fn round(
     for w in warnings {
         crate::text::warn(&w);
     }
+    let open_now: HashSet<&str> = base
+        .incidents
+        .iter()
+        .filter(|i| i.is_open())
+        .map(|i| i.id.as_str())
+        .collect();
+    state
+        .first_read
+        .retain(|id, _| open_now.contains(id.as_str()));
+    for id in &open_now {
+        state.first_read.entry(id.to_string()).or_insert(read_at);
+    }
     let mut pages = Vec::new();
     let mut handling = std::collections::BTreeMap::new();
     for d in decisions.iter().filter(|_| !stale) {
@@ -330,7 +346,17 @@ fn round(
             timeout: settings.action_timeout,
         };
         let live = d.mode == Mode::Live && !shadow_all;
-        let (line, page) = one(rt, d, &acting, live, &past);
+        let (mut line, page) = one(rt, d, &acting, live, &past);
+        if matches!(d.what, What::Act(_)) && live && past.paused.is_none() && page.is_none() {
+            // How long after its first reading it was sent (the
+            // benchmark's number: scripts/bench-autopilot.sh).
+            if let Some(t) = state.first_read.get(&d.incident) {
+                line.push_str(&format!(
+                    " (sent {:.1} s after its first reading)",
+                    t.elapsed().as_secs_f64()
+                ));
+            }
+        }
         state.said.say(
             &format!("{} {}", d.policy, d.incident),
             format!("{} [{}]: {line}", d.line, d.policy),
