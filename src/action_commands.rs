@@ -470,8 +470,16 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
             // Two clocks, each named (issue 39): when it was written (the
             // wall clock) and the source's time it acted on (a sim's or a
             // replay's night; the armed steps' clock).
+            // The operator's column as wide as its widest (a policy's
+            // `policy:gpu-faults`), up to 24.
+            let op = records
+                .iter()
+                .map(|r| sanitize(&r.operator).chars().count())
+                .max()
+                .unwrap_or(0)
+                .clamp(10, 24);
             crate::outln!(
-                "{:<20}  {:<11}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  RESULT",
+                "{:<20}  {:<11}  {:<9}  {:<op$}  {:<9}  {:<16}  {:<10}  RESULT",
                 "WALL CLOCK (UTC)",
                 "SOURCE",
                 "PHASE",
@@ -506,11 +514,11 @@ pub fn show(settings: &Settings, format: Format) -> Result<(), CommandError> {
                     None => (r.action.clone(), r.target.clone()),
                 };
                 crate::outln!(
-                    "{:<20}  {:<11}  {:<7}  {:<10}  {:<9}  {:<16}  {:<10}  {}",
+                    "{:<20}  {:<11}  {:<9}  {:<op$}  {:<9}  {:<16}  {:<10}  {}",
                     text::datetime(r.time),
                     r.source_time
                         .map_or("-".to_string(), |t| text::moment_short(t, r.time)),
-                    r.phase,
+                    r.phase.as_str(),
                     sanitize(&r.operator),
                     sanitize(&action),
                     sanitize(&target),
