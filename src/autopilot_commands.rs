@@ -276,20 +276,21 @@ fn round(
         .memory
         .base(cluster, &settings.site, &settings.xid_catalog);
     let past = past_of(&log, &who.cluster);
+    // What sending needs, armed steps and policies' plans alike.
+    let firing = Firing {
+        cluster,
+        base: &base,
+        data_age,
+        policy: &settings.policy,
+        site: &settings.site,
+        log: &log,
+        executor,
+        who,
+        timeout: settings.action_timeout,
+    };
     // The armed steps due (a policy's and a person's), as `follow` sends
     // them — unless paused or read-only.
     if past.paused.is_none() && !settings.read_only {
-        let firing = Firing {
-            cluster,
-            base: &base,
-            data_age,
-            policy: &settings.policy,
-            site: &settings.site,
-            log: &log,
-            executor,
-            who,
-            timeout: settings.action_timeout,
-        };
         let all = log.armed();
         let here: Vec<_> = all
             .iter()
@@ -334,19 +335,8 @@ fn round(
     let mut pages = Vec::new();
     let mut handling = std::collections::BTreeMap::new();
     for d in decisions.iter().filter(|_| !stale) {
-        let acting = Acting {
-            cluster,
-            base: &base,
-            data_age,
-            guard: &settings.policy,
-            site: &settings.site,
-            log: &log,
-            executor,
-            who,
-            timeout: settings.action_timeout,
-        };
         let live = d.mode == Mode::Live && !shadow_all;
-        let (mut line, page) = one(rt, d, &acting, live, &past);
+        let (mut line, page) = one(rt, d, &firing, live, &past);
         if matches!(d.what, What::Act(_)) && live && past.paused.is_none() && page.is_none() {
             // How long after its first reading it was sent (the
             // benchmark's number: scripts/bench-autopilot.sh).

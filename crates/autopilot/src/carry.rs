@@ -5,29 +5,13 @@
 //! the guard refuses, and what fails or is only partly done, is not
 //! pushed past: a person is paged.
 
-use crate::actions::audit::AuditLog;
-use crate::actions::executor::Executor;
-use crate::actions::guard::{self, Check, How, Who};
-use crate::actions::policy::{Policy as Guard, Refusal};
+use crate::actions::guard::{self, Check, How};
+use crate::actions::policy::Refusal;
 use crate::decide::Plan;
-use crate::engine::SiteParams;
-use crate::engine::analysis::Base;
-use crate::model::Cluster;
-use std::time::Duration;
 
-/// Everything sending needs besides the plan.
-pub struct Acting<'a> {
-    pub cluster: &'a Cluster,
-    pub base: &'a Base,
-    pub data_age: Duration,
-    pub guard: &'a Guard,
-    pub site: &'a SiteParams,
-    pub log: &'a AuditLog,
-    pub executor: &'a Executor,
-    /// Its `operator` is the policy's (`policy:<name>`).
-    pub who: &'a Who,
-    pub timeout: Duration,
-}
+/// Everything sending needs besides the plan: what firing an armed step
+/// needs (`follow::Firing`); its `who` names the policy (`policy:<name>`).
+pub use crate::actions::follow::Firing as Acting;
 
 /// What came of a plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +40,7 @@ pub async fn carry_out(plan: &Plan, a: &Acting<'_>) -> Carried {
             a.cluster,
             a.base,
             a.data_age,
-            a.guard,
+            a.policy,
             a.log,
             How {
                 force: false,
@@ -85,7 +69,7 @@ pub async fn carry_out(plan: &Plan, a: &Acting<'_>) -> Carried {
         let now = Check {
             cluster: a.cluster,
             data_age: a.data_age,
-            policy: a.guard,
+            policy: a.policy,
         };
         match guard::run(&p, &typed, a.executor, a.log, a.who, a.timeout, now).await {
             Ok(done) if done.outcome.ok && !done.outcome.partial => said.push(done.message),

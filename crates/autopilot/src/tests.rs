@@ -174,7 +174,7 @@ fn run_night(
                         cluster: &c,
                         base: &base,
                         data_age: Duration::ZERO,
-                        guard,
+                        policy: guard,
                         site: &site,
                         log: &n.log,
                         executor: &n.sim,
